@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libdnp — the DNP RDMA API for applications (seed 001: put/send,
+ * register_buffer/unregister_buffer, wait_event; seed 000: command ring and
+ * completion event queue).
+ *
+ * An application opens a connection to its node's daemon (dnpd) over a Unix
+ * socket; the command ring, the event queue and a shared heap arrive as
+ * memfds. Commands are asynchronous: dnp_put/dnp_send/dnp_get return once the
+ * command is queued. Every command ends in exactly one completion event
+ * (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR) carrying its cookie.
+ * Received data is announced by DNP_EV_RX_PUT / DNP_EV_RX_SEND events.
+ *
+ * All functions return 0 (or a count) or a negative errno. A struct dnp is
+ * used by one thread at a time.
+ */
+#ifndef DNP_H
+#define DNP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dnp_abi.h" /* struct dnp_event, enum dnp_ev_type, DNP_BUF_* flags */
+
+struct dnp;
+
+struct dnp_coords {
+	unsigned x, y, z;
+};
+
+#define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
+
+/*
+ * Connects to the daemon. path NULL: $DNP_SOCKET, else the default
+ * /run/dnp/dnpd.sock. Errors: -ENOENT/-ECONNREFUSED (no daemon),
+ * -EPROTO (ABI mismatch), -EBUSY (no free port), -errno.
+ */
+int dnp_open(const char *path, struct dnp **out);
+void dnp_close(struct dnp *d);
+
+/* Own coordinates, torus dimensions, own port. */
+int dnp_self(const struct dnp *d, struct dnp_coords *self, struct dnp_coords *dims);
+unsigned dnp_port(const struct dnp *d);
+
+/* Shared heap (zero-copy path). dnp_alloc returns NULL when out of memory. */
+void *dnp_alloc(struct dnp *d, size_t len);
+void dnp_free(struct dnp *d, void *p);
+
+/*
+ * Registers [addr, addr+len) with flags DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET |
+ * DNP_BUF_GET_SOURCE. Any memory of the process may be registered; memory
+ * outside the shared heap is accessed by the daemon with process_vm_readv/writev.
+ * *key receives the key a remote PUT/GET must present.
+ * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC, -EIO (daemon gone).
+ */
+int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key);
+int dnp_unregister(struct dnp *d, void *addr);
+
+/*
+ * PUT local [src, src+len) into node dst, port dst_port, at remote_va (a
+ * PUT-target buffer registered there with remote_key). Errors: -EINVAL (bad
+ * argument), -EAGAIN (queue full and DNP_NONBLOCK), -EIO (daemon gone).
+ */
+int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
+	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags);
+/* SEND into the destination port's next SEND-target buffer, in order. */
+int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst,
+	     unsigned dst_port, uint64_t cookie, unsigned flags);
+/* GET remote [remote_va, +len) (a GET-source buffer) into local dst (a PUT-target buffer of ours, local_key). */
+int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp_coords src,
+	    unsigned src_port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie,
+	    unsigned flags);
+
+/*
+ * Waits up to timeout_ms (-1: forever, 0: poll) for one event. Spins briefly,
+ * then sleeps. Returns 1 with *ev filled, 0 on timeout, or -errno (-EIO daemon gone).
+ */
+int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms);
+/* Up to max events without waiting; returns the count. */
+int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
+
+const char *dnp_strerror(int err);
+
+#endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dnp_abi.h — what crosses shared memory between libdnp and dnpd: the
+ * command slot (64 bytes, four 16-byte words), the completion event (32 bytes,
+ * two words) and the buffer flags. Fixed-width little-endian fields, explicit
+ * padding, static_assert on sizes. The session layout (rings, heap, magic and
+ * version word) is in dnp_session.h.
+ *
+ * As in the DNP's TX ring (seed 000, lines 331-393), a command carries the
+ * packet Header and Footer material (destination, remote address, key) and
+ * CMD0 (local DMA: local address and length) and CMD1 (completion: the
+ * cookie returned in the event). Every command ends in exactly one
+ * completion event (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR).
+ */
+#ifndef DNP_ABI_H
+#define DNP_ABI_H
+
+#include <assert.h>
+#include <stdint.h>
+
+enum dnp_op {
+	DNP_OP_PUT = 1,  /* local [local_va, +len) -> remote PUT-target buffer at remote_va */
+	DNP_OP_SEND = 2, /* local [local_va, +len) -> remote port's next SEND-target buffer */
+	DNP_OP_GET = 3,  /* remote GET-source [remote_va, +len) -> local PUT-target buffer at local_va */
+};
+
+/* Command flags */
+#define DNP_CMD_F_NO_TX_EVENT 0x1u /* reserved: every command still completes (see docs/api.md) */
+
+struct dnp_cmd {
+	/* word 0: Header — where the packets go */
+	uint8_t op;       /* enum dnp_op */
+	uint8_t flags;
+	uint8_t dst_port; /* destination port on the remote node */
+	uint8_t src_port; /* filled by the daemon from the session; ignored from apps */
+	uint8_t dst_x, dst_y, dst_z;
+	uint8_t rsvd0;
+	uint32_t remote_key; /* key of the remote buffer (PUT target / GET source); SEND: 0 */
+	uint32_t rsvd1;
+	/* word 1: Footer — remote address and length */
+	uint64_t remote_va; /* PUT/GET: remote address; SEND: ignored */
+	uint64_t len;       /* bytes, 0 .. DNP_MAX_MSG */
+	/* word 2: CMD0 — the local side of the transfer */
+	uint64_t local_va;  /* PUT/SEND: source; GET: destination (a PUT-target buffer) */
+	uint32_t local_key; /* GET: key of the local destination buffer */
+	uint32_t rsvd2;
+	/* word 3: CMD1 — completion */
+	uint64_t cookie;    /* returned in the completion event */
+	uint64_t rsvd3;
+};
+static_assert(sizeof(struct dnp_cmd) == 64, "command slot is four 16-byte words");
+
+#define DNP_MAX_MSG 0xffffffffull /* messages up to 4 GiB - 1 (32-bit lengths in events) */
+
+enum dnp_ev_type {
+	DNP_EV_TX_DONE = 1,  /* PUT or SEND completed at the target (status 0) */
+	DNP_EV_RX_PUT = 2,   /* a PUT message was written into one of our buffers */
+	DNP_EV_RX_SEND = 3,  /* a SEND message arrived in one of our SEND-target buffers */
+	DNP_EV_GET_DONE = 4, /* our GET's data is in our buffer */
+	DNP_EV_ERROR = 5,    /* a command failed (status < 0), or an RX-side error report */
+	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when broken */
+};
+
+struct dnp_event {
+	/* word 0 */
+	uint8_t type;  /* enum dnp_ev_type */
+	uint8_t op;    /* the command's op (completions/errors) or the packet's */
+	uint8_t port;  /* the peer's port */
+	uint8_t hops;  /* hop count of the (last) packet */
+	uint8_t peer_x, peer_y, peer_z;
+	int8_t status; /* 0 or a negative errno */
+	uint32_t msg_id;
+	uint32_t len;  /* message length in bytes */
+	/* word 1 */
+	uint64_t va;     /* RX: first byte written; completions: the command's local_va */
+	uint64_t cookie; /* completions: the command's cookie; RX: 0 */
+};
+static_assert(sizeof(struct dnp_event) == 32, "event is two 16-byte words");
+
+#define DNP_BUF_PUT_TARGET 0x1u  /* remote PUT / GET response may write it */
+#define DNP_BUF_SEND_TARGET 0x2u /* SEND messages land in it, in registration order */
+#define DNP_BUF_GET_SOURCE 0x4u  /* remote GET may read it */
+#define DNP_BUF_ALL 0x7u
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buftab — the RDMA buffer table of one node (seed 000, lines 457-477 and
+ * 1181-1560: buf_desc VirtAddr/Len/Flags/MagicWord).
+ *
+ * Entries are (port, va, len, flags, key, priv). Lookup of [va, va+len) must
+ * lie entirely in one buffer of that port; it is O(log n) (a sorted array
+ * searched by (port, va)), with no allocation. Capacity is fixed at create
+ * time (at least 4096).
+ *
+ * Rules (docs/protocol.md, "Buffer table"):
+ *  - buffers of one port may not overlap (-EEXIST); different ports are
+ *    different address spaces and may;
+ *  - unregistering a buffer that traffic still targets is allowed: packets
+ *    that arrive afterwards fail with -ENOENT and their sender gets an error
+ *    completion; bytes already written stay written.
+ *
+ * Owned by one thread (the engine's).
+ */
+#ifndef DNP_BUFTAB_H
+#define DNP_BUFTAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dnp_abi.h" /* DNP_BUF_* flags */
+
+struct dnp_buf {
+	uint64_t va;
+	uint64_t len;  /* > 0, va + len must not overflow */
+	uint32_t key;
+	uint16_t flags; /* DNP_BUF_* */
+	uint8_t port;
+	uint8_t rsvd;
+	uintptr_t priv; /* owner's cookie (e.g. a host mapping); not interpreted */
+};
+
+struct dnp_buftab;
+
+/* Errors: -EINVAL (max_buffers 0), -ENOMEM. */
+int dnp_buftab_create(uint32_t max_buffers, struct dnp_buftab **out);
+void dnp_buftab_destroy(struct dnp_buftab *bt);
+uint32_t dnp_buftab_count(const struct dnp_buftab *bt);
+
+/* Errors: -EINVAL (len 0, overflow, unknown flags), -EEXIST (overlaps a buffer of the port), -ENOSPC. */
+int dnp_buftab_insert(struct dnp_buftab *bt, const struct dnp_buf *b);
+/* Removes the buffer of 'port' that starts at va. Errors: -ENOENT. If out, the entry is copied there. */
+int dnp_buftab_remove(struct dnp_buftab *bt, uint8_t port, uint64_t va, struct dnp_buf *out);
+/* Removes every buffer of a port; returns how many. */
+unsigned dnp_buftab_remove_port(struct dnp_buftab *bt, uint8_t port);
+
+/*
+ * Finds the buffer of 'port' holding [va, va+len) (len 0 is treated as 1).
+ * Errors, checked in this order:
+ *   -ENOENT  no buffer of the port contains va
+ *   -ERANGE  va is inside a buffer but va+len runs past its end (or overflows)
+ *   -EACCES  key differs from the buffer's key
+ *   -EPERM   the buffer lacks one of need_flags
+ * On success *out points at the entry (valid until the next insert/remove).
+ */
+int dnp_buftab_lookup(const struct dnp_buftab *bt, uint8_t port, uint64_t va, uint64_t len,
+		      uint32_t key, unsigned need_flags, const struct dnp_buf **out);
+
+/* Iteration in (port, va) order: i from 0 to count-1. */
+const struct dnp_buf *dnp_buftab_at(const struct dnp_buftab *bt, uint32_t i);
+
+#endif

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine — one DNP node as a sans-I/O state machine.
+ *
+ * Inputs: application commands (dnp_engine_submit), frames received on a
+ * virtual link (dnp_engine_rx), and the current time (every call takes 'now',
+ * in the caller's time unit: nanoseconds in dnpd, cycles in the lab).
+ * Outputs: frames to send on each link (dnp_engine_tx_burst), reads and
+ * writes of application memory (through the caller's struct dnp_mem_ops),
+ * and completion events per port (dnp_engine_poll_events).
+ *
+ * Inside: per link a struct dnp_link (credits per VC, sequence/ack,
+ * retransmission); per input (six links and the local injection port) and VC
+ * a FIFO of packets; a router (dimension order, dateline VCs); the buffer
+ * table; a table of outstanding commands. A packet moves from its input FIFO
+ * to a link only when that link's VC has credit; a packet for this node is
+ * delivered (buffer lookup, memory write, event) when its port's event queue
+ * has room — otherwise it waits, and back-pressure reaches the sender.
+ *
+ * Every accepted command ends in exactly one completion event: TX_DONE (PUT,
+ * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
+ * errno (-ENOENT no buffer, -ERANGE out of bounds, -EACCES bad key, -EPERM
+ * wrong buffer kind, -ECONNREFUSED port not open, -EMSGSIZE SEND larger than
+ * the buffer, -ENOBUFS no SEND buffer posted, -EHOSTUNREACH outside the torus,
+ * -ENOLINK a link on the path broke, -ETIMEDOUT cmd_timeout, -EINVAL bad command).
+ *
+ * Memory: everything is allocated by dnp_engine_create; the per-packet path
+ * allocates nothing. Frames returned by dnp_engine_tx_burst point into the
+ * engine and stay valid until the next call into the engine.
+ * Threads: one thread owns an engine; different engines are independent.
+ */
+#ifndef DNP_ENGINE_H
+#define DNP_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buftab.h"
+#include "cmd.h"
+#include "link.h"
+#include "pkt.h"
+#include "route.h"
+#include "torus.h"
+
+#define DNP_MAX_PORTS 256u
+
+/*
+ * Access to application memory. 'buf' is the registered buffer that holds
+ * the range (NULL for a local PUT/SEND source that is not registered).
+ * Return 0 or -EFAULT. Called from the engine's thread.
+ */
+struct dnp_mem_ops {
+	int (*read)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
+		    size_t len);
+	int (*write)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
+		     const void *src, size_t len);
+};
+
+struct dnp_engine_conf {
+	struct dnp_torus torus;
+	struct dnp_coord self;
+	struct dnp_link_conf link; /* used for each of the node's links */
+	uint8_t vc_mode;           /* enum dnp_vc_mode */
+	uint32_t max_buffers;      /* >= 1 (4096 by default in dnpd) */
+	uint32_t max_ports;        /* 1..256 */
+	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
+	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
+	uint32_t max_sends;        /* SEND messages being reassembled at once, >= 1 */
+	uint64_t cmd_timeout;      /* 0 = none */
+	uint32_t key_seed;         /* seeds the key generator (keys are never 0) */
+	const struct dnp_mem_ops *mem;
+	void *mem_ctx;
+};
+
+/* Fills c with sensible defaults for a torus node (caller then sets torus, self, mem). */
+void dnp_engine_conf_default(struct dnp_engine_conf *c);
+
+struct dnp_frame {
+	const uint8_t *data;
+	uint32_t len;
+};
+
+struct dnp_engine_stats {
+	uint64_t cmds_accepted, cmds_ok, cmds_failed;
+	uint64_t pkts_injected;  /* packets made from local commands */
+	uint64_t pkts_forwarded; /* packets passed on towards another node */
+	uint64_t pkts_delivered; /* packets for this node handled */
+	uint64_t bytes_delivered;
+	uint64_t rx_crc_errors;  /* frames dropped for a bad CRC */
+	uint64_t rx_malformed;   /* frames dropped for any other decode error */
+	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
+	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
+	uint64_t events;         /* events queued to applications */
+	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+};
+
+struct dnp_engine;
+
+/* Errors: -EINVAL (bad conf), -ENOMEM. 'now' starts the link timers. */
+int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out);
+void dnp_engine_destroy(struct dnp_engine *e);
+
+/* Ports. open: -EINVAL (>= max_ports), -EBUSY. close: -ENOENT. Closing unregisters
+ * the port's buffers and forgets its commands and events (the application is gone). */
+int dnp_engine_port_open(struct dnp_engine *e, unsigned port);
+int dnp_engine_port_close(struct dnp_engine *e, unsigned port);
+
+/* Buffers. register: errors of dnp_buftab_insert plus -ENOENT (port not open). */
+int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len,
+			unsigned flags, uintptr_t priv, uint32_t *key);
+int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
+
+/*
+ * Queues a command of 'port'. 0: accepted, exactly one completion event will
+ * follow (possibly an immediate ERROR for an invalid command). -EAGAIN: too
+ * many outstanding commands, try later. -ENOENT: port not open.
+ */
+int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
+
+/* A frame arrived on link 'dir'. 0, or a negative errno when it was dropped (and counted). */
+int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now);
+
+/* Does the work that is due: timers, routing, delivery, segmentation of commands. */
+void dnp_engine_run(struct dnp_engine *e, uint64_t now);
+
+/* Up to max frames to send on link dir now (credits permitting). Returns the count. */
+unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
+			     unsigned max, uint64_t now);
+
+/* Events of a port, oldest first. Returns the count. */
+unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
+				unsigned max);
+
+/* True if run/tx_burst would make progress without time passing. */
+bool dnp_engine_has_work(const struct dnp_engine *e);
+/* Earliest future time at which a timer fires (UINT64_MAX if none). */
+uint64_t dnp_engine_next_deadline(const struct dnp_engine *e);
+/* Packets held anywhere in the node plus outstanding commands (0 = idle). */
+uint64_t dnp_engine_pending(const struct dnp_engine *e);
+
+/* Links: whether a link exists in direction dir (dimensions of size 1 have none). */
+bool dnp_engine_has_link(const struct dnp_engine *e, unsigned dir);
+enum dnp_link_state dnp_engine_link_state(const struct dnp_engine *e, unsigned dir);
+/* The transport lost the link (carrier down, peer gone): mark it BROKEN now. */
+void dnp_engine_link_down(struct dnp_engine *e, unsigned dir, uint64_t now);
+const struct dnp_link_stats *dnp_engine_link_stats(const struct dnp_engine *e, unsigned dir);
+const struct dnp_engine_stats *dnp_engine_stats(const struct dnp_engine *e);
+struct dnp_router *dnp_engine_router(struct dnp_engine *e);
+
+#endif

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * link — one virtual link of a DNP node: credit flow control per virtual
+ * channel, and the reliability layer (sequence numbers, cumulative acks,
+ * go-back-N retransmission, duplicate suppression, BROKEN detection).
+ *
+ * Sans-I/O: the caller feeds the current time and what it sent/received; the
+ * link never reads a clock or touches a frame's bytes. Words are 16-byte
+ * units, as in the APEnet+ LINK CTRL (seed 000, lines 243-329).
+ *
+ * Credits. The receiver models one RX FIFO per VC (fifo_words deep) and every
+ * credit_period time units emits a credit carrying, per VC, its FIFO
+ * occupancy and the cumulative number of words it has accepted. The sender
+ * keeps an estimate 'est' of the remote occupancy per VC:
+ *   - every word it commits adds to est;
+ *   - DNP_CREDIT_HW (the hardware, and the lab's default): the credit value is
+ *     latched at the start of a credit period and submitted at its end (the
+ *     receiving node "takes C cycles to submit the proper credit"); the
+ *     sender only trusts a *fresh* credit, one latched after every word it
+ *     sent had arrived (received == sent): then est = occupancy. Older
+ *     credits are ignored, so after a burst est stays high until a fresh
+ *     credit comes back.
+ *   - DNP_CREDIT_EXACT (the daemon's default): the credit is latched when it
+ *     is submitted and every credit updates est = occupancy + (sent -
+ *     received), the exact upper bound of the remote occupancy.
+ * Start rules: DNP_START_VCT (virtual cut-through): a packet of w words may
+ * start only if est + w <= t_red. DNP_START_STOP_AT_RED: words flow while
+ * est < t_red; once est reaches t_red the sender stops and resumes only when
+ * a credit (fresh, under HW) shows est < t_yellow.
+ *
+ * Reliability. Every data frame gets a 32-bit sequence number; the receiver
+ * accepts only the next expected one (duplicates and frames after a gap are
+ * dropped and counted) and acks cumulatively (the ack is "next expected",
+ * piggybacked on every frame). The sender keeps up to 'window' unacked
+ * packets (opaque pointers owned by the caller) and, when the oldest has
+ * waited rto, resends all of them (go-back-N). max_retries rounds in a row
+ * without progress, or no credit from the peer for credit_timeout (init_timeout
+ * before the first one), make the link BROKEN; that is reported once.
+ *
+ * Sequence and word counters wrap modulo 2^32. Owned by one thread.
+ */
+#ifndef DNP_LINK_H
+#define DNP_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pkt.h"
+
+enum dnp_start_rule {
+	DNP_START_VCT = 0,
+	DNP_START_STOP_AT_RED = 1,
+};
+
+enum dnp_credit_model {
+	DNP_CREDIT_HW = 0,
+	DNP_CREDIT_EXACT = 1,
+};
+
+enum dnp_link_state {
+	DNP_LINK_INIT = 0, /* no credit seen from the peer yet */
+	DNP_LINK_UP = 1,
+	DNP_LINK_BROKEN = 2,
+};
+
+struct dnp_link_conf {
+	uint32_t fifo_words; /* RX FIFO depth per VC, words */
+	uint32_t t_red;      /* <= fifo_words */
+	uint32_t t_yellow;   /* < t_red */
+	uint64_t credit_period;  /* C, time units, > 0 */
+	uint64_t credit_timeout; /* UP link with no credit for this long -> BROKEN */
+	uint64_t init_timeout;   /* INIT link with no credit for this long -> BROKEN (0: never) */
+	uint64_t rto;            /* retransmit timeout, > 0 */
+	uint32_t max_retries;    /* retransmit rounds without progress before BROKEN */
+	uint32_t window;         /* max unacked packets, power of two, 1..65536 */
+	uint8_t nvc;             /* 1..DNP_MAX_VC */
+	uint8_t rule;            /* enum dnp_start_rule */
+	uint8_t credit_model;    /* enum dnp_credit_model */
+};
+
+/* Counters; all monotonic. */
+struct dnp_link_stats {
+	uint64_t tx_frames, tx_words, tx_retx_frames, retx_rounds, tx_credits;
+	uint64_t rx_frames, rx_words, rx_credits, rx_dup, rx_out_of_order, rx_overflow;
+	uint64_t credit_stalls; /* times can_start said no */
+};
+
+/* Bits returned by dnp_link_tick. */
+#define DNP_LINK_EV_CREDIT_DUE 0x1u /* call dnp_link_take_credit and send a CREDIT frame */
+#define DNP_LINK_EV_RETX 0x2u       /* resend every unacked packet (dnp_link_retx_*) */
+#define DNP_LINK_EV_BROKEN 0x4u     /* the link just became BROKEN */
+
+struct dnp_link;
+
+/* Errors: -EINVAL (bad conf), -ENOMEM. */
+int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link **out);
+void dnp_link_destroy(struct dnp_link *l);
+enum dnp_link_state dnp_link_state(const struct dnp_link *l);
+const struct dnp_link_stats *dnp_link_stats(const struct dnp_link *l);
+
+/* ---- sender: credits ---- */
+/* May a packet of 'words' words start on vc now? Counts a stall when not. */
+bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words);
+/* The sender committed 'words' new (not retransmitted) words on vc. */
+void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words);
+/* A CREDIT frame arrived (credit[] as decoded from it). Also refreshes liveness. */
+void dnp_link_on_credit(struct dnp_link *l, const struct dnp_credit_vc *credit, uint64_t now);
+/* Sender's current estimate of the remote occupancy of vc (for tests and the lab). */
+uint32_t dnp_link_estimate(const struct dnp_link *l, unsigned vc);
+
+/* ---- receiver: FIFO model and credit generation ---- */
+/* A sequenced frame of 'words' was accepted into vc's FIFO. -ENOBUFS if it does not fit (drop it). */
+int dnp_link_rx_accept(struct dnp_link *l, unsigned vc, uint32_t words);
+/* 'words' left vc's FIFO (delivered or forwarded). */
+void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words);
+uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc);
+/* Fills credit[0..nvc) with the values to send now and schedules the next credit. */
+void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit);
+
+/* ---- reliability ---- */
+bool dnp_link_window_full(const struct dnp_link *l);
+/* Queues pkt as the next sequenced frame; returns its seq. Window must not be full. */
+uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now);
+/*
+ * Processes a cumulative ack from the peer: pops every packet with seq < ack
+ * into freed[] (at most max; call again while it returns max). Returns the
+ * number popped. Acks outside the window are ignored.
+ */
+unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max, uint64_t now);
+/* Receiver: classify an arriving seq. 0 = accept (expected advances), -EALREADY duplicate, -EAGAIN gap. */
+int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq);
+/* Receiver: the ack to piggyback on the next frame sent to the peer. */
+uint32_t dnp_link_ack_value(const struct dnp_link *l);
+/* Number of unacked packets, and the i-th oldest (0 = oldest) with its seq. */
+unsigned dnp_link_unacked(const struct dnp_link *l);
+void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq);
+/*
+ * Go-back-N: after DNP_LINK_EV_RETX the caller resends dnp_link_unacked_at(0..n)
+ * and then calls dnp_link_retx_done(now) to restart the timer.
+ */
+void dnp_link_retx_done(struct dnp_link *l, uint64_t now);
+/* Removes every unacked packet (link broken): fills out[] up to max, returns count. */
+unsigned dnp_link_drain(struct dnp_link *l, void **out, unsigned max);
+
+/* ---- time ---- */
+/* Returns DNP_LINK_EV_* bits due at 'now'. */
+unsigned dnp_link_tick(struct dnp_link *l, uint64_t now);
+/* Earliest time at which dnp_link_tick may return something new. */
+uint64_t dnp_link_next_deadline(const struct dnp_link *l);
+/* Force BROKEN (e.g. the transport lost carrier). Returns true if it was not BROKEN. */
+bool dnp_link_set_broken(struct dnp_link *l);
+/* Called for every valid frame from the peer (any kind): liveness for INIT->UP is credit-only. */
+void dnp_link_stats_rx(struct dnp_link *l, uint32_t words);
+void dnp_link_stats_tx(struct dnp_link *l, uint32_t words, bool retx);
+
+#endif

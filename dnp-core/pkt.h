@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pkt — the DNP frame on a virtual link: encode, decode, validate.
+ *
+ * A frame is a sequence of 16-byte words (all multi-byte fields little-endian):
+ *
+ *   word 0      link word   magic, version, link seq/ack, frame length
+ *   word 1      header H0   routing: dst/src coords, ports, kind, VC, flags,
+ *                           payload length, message id
+ *   word 2      header H1   RDMA: 64-bit destination VA, key, fragment offset
+ *   payload     0..4096 bytes, padded with zeros to a multiple of 16
+ *   last word   footer      CRC-32, status bits, hop count, timestamp, message length
+ *
+ * The framing overhead is exactly DNP_FRAME_OVERHEAD = 64 bytes per packet,
+ * like the APEnet+ link (magic + start + header + footer). The CRC-32 covers
+ * the whole frame with the CRC field taken as zero. The exact bit layout is
+ * in docs/protocol.md, and golden vectors in tests/test_pkt.c pin it.
+ *
+ * Link control (credits and acks) travels in frames of kind DNP_PKT_CREDIT
+ * with no payload; H1 then carries the per-VC credit state (see
+ * struct dnp_pkt_hdr.credit).
+ *
+ * Pure functions on caller buffers; no allocation; any thread.
+ */
+#ifndef DNP_PKT_H
+#define DNP_PKT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "torus.h"
+
+#define DNP_WORD_BYTES 16u
+#define DNP_MAX_PAYLOAD 4096u
+#define DNP_FRAME_OVERHEAD 64u
+#define DNP_MAX_FRAME (DNP_MAX_PAYLOAD + DNP_FRAME_OVERHEAD)
+#define DNP_MAX_VC 2u
+#define DNP_PKT_MAGIC 0x4e44u /* "DN" on the wire */
+#define DNP_PKT_VERSION 1u
+
+enum dnp_pkt_kind {
+	DNP_PKT_PUT = 1,      /* write payload at va in a PUT-target buffer */
+	DNP_PKT_SEND = 2,     /* append to the port's current SEND-target buffer */
+	DNP_PKT_GET_REQ = 3,  /* payload: struct dnp_get_desc */
+	DNP_PKT_GET_RESP = 4, /* like PUT, into the requester's buffer */
+	DNP_PKT_CMPL = 5,     /* end-to-end completion report; status = errno */
+	DNP_PKT_CREDIT = 6,   /* link control: credits + ack, never forwarded */
+	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
+};
+
+/* H0 flags */
+#define DNP_PKT_F_FIRST 0x1u /* first fragment of a message */
+#define DNP_PKT_F_LAST 0x2u  /* last fragment of a message */
+
+/* Link word flags */
+#define DNP_LINK_F_SEQ 0x1u /* frame carries a sequenced packet (seq valid) */
+
+/* Footer status bits */
+#define DNP_FT_RETX 0x1u /* this transmission is a retransmission */
+
+struct dnp_credit_vc {
+	uint32_t occupancy; /* words in the RX FIFO of this VC when the credit was latched */
+	uint32_t received;  /* cumulative words accepted on this VC (wraps) */
+};
+
+/* Decoded view of a frame's link word, header and footer. */
+struct dnp_pkt_hdr {
+	/* link word */
+	uint8_t lflags;  /* DNP_LINK_F_* */
+	uint8_t src_dir; /* sender's output direction (diagnostic) */
+	uint32_t seq;    /* link sequence number, valid if DNP_LINK_F_SEQ */
+	uint32_t ack;    /* cumulative ack: next seq expected from the peer */
+	/* H0 */
+	struct dnp_coord dst, src;
+	uint8_t dst_port, src_port;
+	uint8_t kind;   /* enum dnp_pkt_kind */
+	uint8_t vc;     /* < DNP_MAX_VC */
+	uint8_t flags;  /* DNP_PKT_F_* */
+	uint8_t status; /* CMPL: positive errno of the remote outcome, 0 = success */
+	uint16_t len;   /* payload bytes, 0..4096 */
+	uint32_t msg_id;
+	/* H1 (for CREDIT frames: credit[0..1] instead) */
+	uint64_t va;
+	uint32_t key;
+	uint32_t offset; /* byte offset of this fragment in its message */
+	struct dnp_credit_vc credit[DNP_MAX_VC];
+	/* footer */
+	uint8_t fstatus; /* DNP_FT_* */
+	uint8_t hops;
+	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
+	uint32_t msg_len;   /* total message length in bytes */
+};
+
+/* Payload of a GET request (16 bytes, little-endian). */
+struct dnp_get_desc {
+	uint64_t dst_va;  /* requester's buffer */
+	uint32_t dst_key; /* requester's key for dst_va */
+	uint32_t len;
+};
+#define DNP_GET_DESC_BYTES 16u
+
+/* Frame size for a payload of len bytes (len <= 4096). */
+static inline size_t dnp_pkt_frame_len(size_t len)
+{
+	return DNP_FRAME_OVERHEAD + ((len + 15u) & ~(size_t)15u);
+}
+
+/* Frame size in 16-byte words (what link credits count). */
+static inline uint32_t dnp_pkt_frame_words(size_t len)
+{
+	return (uint32_t)(dnp_pkt_frame_len(len) / DNP_WORD_BYTES);
+}
+
+/*
+ * Encodes h and payload (h->len bytes) into frame, computes the CRC.
+ * Returns the frame length, or -EINVAL (bad field), -E2BIG (len > 4096),
+ * -ENOBUFS (cap too small).
+ */
+int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
+
+/*
+ * Validates frame[0..len) and decodes it. On success *payload points into
+ * frame. Each class of malformed frame has its own error:
+ *   -ENODATA   shorter than 64 bytes
+ *   -EPROTO    bad magic
+ *   -EPROTONOSUPPORT unknown version
+ *   -EMSGSIZE  length field, payload length and buffer length disagree
+ *   -E2BIG     payload length above 4096
+ *   -EBADMSG   unknown kind
+ *   -ERANGE    VC >= DNP_MAX_VC
+ *   -EINVAL    reserved bits or padding not zero, flags invalid for the kind
+ *   -EOVERFLOW fragment offset/length inconsistent with the message length
+ *   -EILSEQ    CRC mismatch (checked after the fields above are sane)
+ */
+int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
+		   const uint8_t **payload);
+
+/*
+ * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
+ * ack, src_dir, footer status, hops) and recomputes the CRC. The frame must
+ * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL.
+ */
+int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint32_t ack,
+		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);
+
+/* Short name of a kind ("PUT", ...) or "?" ; of an errno returned above. */
+const char *dnp_pkt_kind_name(unsigned kind);
+
+#endif
