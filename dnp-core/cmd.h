@@ -8,6 +8,17 @@
 
 #include "dnp_abi.h"
 
+#include "torus.h"
+
+/*
+ * Checks a command read from an application's ring before the engine acts
+ * on it (the bytes come from another process: trust nothing).
+ * Errors: -EINVAL (unknown op, non-zero reserved fields or unknown flags,
+ * len above DNP_MAX_MSG, va + len overflowing, dst_port >= max_ports),
+ * -EHOSTUNREACH (destination outside the torus).
+ */
+int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned max_ports);
+
 const char *dnp_ev_type_name(unsigned type);
 const char *dnp_op_name(unsigned op);
 
