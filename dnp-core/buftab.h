@@ -61,6 +61,13 @@ unsigned dnp_buftab_remove_port(struct dnp_buftab *bt, uint8_t port);
 int dnp_buftab_lookup(const struct dnp_buftab *bt, uint8_t port, uint64_t va, uint64_t len,
 		      uint32_t key, unsigned need_flags, const struct dnp_buf **out);
 
+/*
+ * The buffer of 'port' that contains all of [va, va+len) (len 0 is treated
+ * as 1), whatever its key and flags, or NULL. For the owner's own accesses.
+ */
+const struct dnp_buf *dnp_buftab_find(const struct dnp_buftab *bt, uint8_t port, uint64_t va,
+				      uint64_t len);
+
 /* Iteration in (port, va) order: i from 0 to count-1. */
 const struct dnp_buf *dnp_buftab_at(const struct dnp_buftab *bt, uint32_t i);
 

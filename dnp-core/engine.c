@@ -1,1 +1,1387 @@
-/* placeholder: being written */
+// SPDX-License-Identifier: MIT
+/*
+ * engine.c — one DNP node, sans-I/O. See engine.h for the contract and
+ * docs/architecture.md for the walk of a packet through it.
+ *
+ * Packet buffers come from two preallocated pools (small frames and full
+ * frames). A packet is owned by exactly one place at a time: an input FIFO
+ * (per link and VC, plus the local control FIFO), a link's unacked list
+ * (sent or waiting for its first transmission), or the free list.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <endian.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define NIN (DNP_NDIRS + 1)          /* six links and the local input */
+#define SMALL_FRAME 256u             /* frames up to this size use the small pool */
+#define MAX_RUN_ROUNDS 64            /* bound on work done by one dnp_engine_run */
+#define NO_SLOT UINT32_MAX
+
+struct pkt {
+	struct pkt *next;
+	struct dnp_pkt_hdr h;
+	uint32_t flen;
+	uint32_t words;
+	uint32_t seq;
+	uint8_t in_dir, in_vc;
+	uint8_t big;
+	uint8_t hops_tx; /* hop count the frame carries on its next link */
+	uint8_t *frame;
+};
+
+struct pktq {
+	struct pkt *head, *tail;
+	uint32_t n;
+};
+
+struct xlink {
+	struct dnp_link *l;
+	bool credit_pending;
+	uint32_t next_tx; /* unacked[next_tx] is the next to (re)send */
+	uint32_t sent_hw; /* unacked[0..sent_hw) were sent at least once */
+	uint8_t cframe[DNP_FRAME_OVERHEAD];
+};
+
+enum slot_state { SLOT_FREE = 0, SLOT_ACTIVE };
+
+struct slot {
+	uint8_t state;
+	uint8_t internal;   /* a GET responder: no completion event */
+	uint8_t orphan;     /* its port closed: complete silently */
+	uint8_t injecting;  /* still in an injection queue */
+	uint8_t port;
+	uint8_t queue;      /* injection queue index (first-hop dir, or LOCAL) */
+	uint32_t next;      /* injection queue link */
+	uint32_t msg_id;    /* on the wire */
+	uint64_t offset;    /* bytes injected so far */
+	uint64_t t_submit;
+	struct dnp_cmd c;   /* internal: remote_* describe the requester */
+	struct dnp_coord dst;
+};
+
+struct evq {
+	struct dnp_event *ev;
+	uint32_t head, tail; /* free-running */
+	uint32_t reserved;   /* slots promised to outstanding commands */
+	bool open;
+	uint32_t send_head, send_tail; /* SEND-target posts, indices into e->posts */
+};
+
+struct post {
+	uint64_t va, len;
+	uint32_t next;
+	uint8_t used;
+};
+
+struct sendasm {
+	bool active;
+	struct dnp_coord src;
+	uint8_t src_port, dst_port;
+	uint32_t msg_id;
+	uint64_t va, len;
+};
+
+struct dnp_engine {
+	struct dnp_engine_conf c;
+	struct dnp_router router;
+	struct dnp_buftab *bt;
+	uint32_t self_id;
+	struct xlink links[DNP_NDIRS];
+	struct pktq in[NIN][DNP_MAX_VC];
+	struct pkt *free_small, *free_big;
+	struct pkt *pkts;
+	uint8_t *frames;
+	uint32_t npkts, pkts_used;
+	struct slot *slots;
+	uint32_t free_slot; /* free list through slot.next */
+	uint32_t nactive;
+	uint32_t gen;
+	uint32_t qhead[NIN], qtail[NIN];
+	struct evq *ports;
+	struct dnp_event *evmem;
+	struct post *posts;
+	uint32_t free_post;
+	struct sendasm *sends;
+	uint32_t key_state;
+	uint64_t next_timeout_check;
+	bool dirty;
+	uint8_t scratch[DNP_MAX_PAYLOAD];
+	uint8_t rr;
+	struct dnp_engine_stats st;
+};
+
+void dnp_engine_conf_default(struct dnp_engine_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	dnp_torus_init(&c->torus, 1, 1, 1);
+	c->link.fifo_words = 2048;
+	c->link.t_red = 2048 - 6;
+	c->link.t_yellow = 1024;
+	c->link.credit_period = 35;
+	c->link.credit_timeout = 100000;
+	c->link.init_timeout = 0;
+	c->link.rto = 2000;
+	c->link.max_retries = 16;
+	c->link.window = 256;
+	c->link.nvc = 2;
+	c->link.rule = DNP_START_VCT;
+	c->link.credit_model = DNP_CREDIT_HW;
+	c->vc_mode = DNP_VC_DATELINE;
+	c->max_buffers = 4096;
+	c->max_ports = 8;
+	c->max_commands = 1024;
+	c->event_queue = 4096;
+	c->max_sends = 64;
+	c->key_seed = 0x5eed;
+}
+
+/* ---------------------------------------------------------------- pools */
+
+static struct pkt *pkt_get(struct dnp_engine *e, uint32_t flen)
+{
+	struct pkt **fl = flen <= SMALL_FRAME ? &e->free_small : &e->free_big;
+	struct pkt *p = *fl;
+
+	if (!p && flen <= SMALL_FRAME)
+		fl = &e->free_big, p = *fl; /* a small frame may borrow a big buffer */
+	if (!p)
+		return NULL;
+	*fl = p->next;
+	p->next = NULL;
+	e->pkts_used++;
+	return p;
+}
+
+static void pkt_put(struct dnp_engine *e, struct pkt *p)
+{
+	struct pkt **fl = p->big ? &e->free_big : &e->free_small;
+
+	p->next = *fl;
+	*fl = p;
+	e->pkts_used--;
+}
+
+static bool pool_has(const struct dnp_engine *e, uint32_t flen)
+{
+	return flen <= SMALL_FRAME ? (e->free_small || e->free_big) : e->free_big != NULL;
+}
+
+static void q_push(struct pktq *q, struct pkt *p)
+{
+	p->next = NULL;
+	if (q->tail)
+		q->tail->next = p;
+	else
+		q->head = p;
+	q->tail = p;
+	q->n++;
+}
+
+static struct pkt *q_pop(struct pktq *q)
+{
+	struct pkt *p = q->head;
+
+	if (p) {
+		q->head = p->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->n--;
+		p->next = NULL;
+	}
+	return p;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static uint32_t evq_used(const struct evq *q)
+{
+	return q->tail - q->head;
+}
+
+/* Room for an event nobody reserved (RX events). */
+static bool evq_room(const struct dnp_engine *e, const struct evq *q)
+{
+	return evq_used(q) + q->reserved < e->c.event_queue;
+}
+
+static void evq_push(struct dnp_engine *e, struct evq *q, const struct dnp_event *ev)
+{
+	q->ev[q->tail & (e->c.event_queue - 1)] = *ev;
+	q->tail++;
+	e->st.events++;
+}
+
+/* ---------------------------------------------------------------- commands */
+
+static struct slot *slot_by_msg(struct dnp_engine *e, uint32_t msg_id)
+{
+	uint32_t i = msg_id & 0xffffu;
+
+	if (i >= e->c.max_commands)
+		return NULL;
+	struct slot *s = &e->slots[i];
+	if (s->state != SLOT_ACTIVE || s->internal || s->msg_id != msg_id)
+		return NULL;
+	return s;
+}
+
+static void slot_free(struct dnp_engine *e, struct slot *s)
+{
+	s->state = SLOT_FREE;
+	s->next = e->free_slot;
+	e->free_slot = (uint32_t)(s - e->slots);
+	e->nactive--;
+}
+
+/* Ends a command with its one completion event (status 0 or -errno). */
+static void complete(struct dnp_engine *e, struct slot *s, int status)
+{
+	if (s->injecting)
+		return; /* still queued: the injector completes it when it dequeues */
+	if (!s->internal) {
+		struct evq *q = &e->ports[s->port];
+
+		if (status == 0)
+			e->st.cmds_ok++;
+		else
+			e->st.cmds_failed++;
+		if (!s->orphan && q->open) {
+			struct dnp_event ev = {
+				.type = status ? DNP_EV_ERROR
+					       : (s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE
+									: DNP_EV_TX_DONE),
+				.op = s->c.op,
+				.port = s->c.dst_port,
+				.peer_x = s->dst.x,
+				.peer_y = s->dst.y,
+				.peer_z = s->dst.z,
+				.status = (int8_t)status,
+				.msg_id = s->msg_id,
+				.len = (uint32_t)s->c.len,
+				.va = s->c.local_va,
+				.cookie = s->c.cookie,
+			};
+			q->reserved--;
+			evq_push(e, q, &ev);
+		}
+	}
+	slot_free(e, s);
+}
+
+/* Failing a command that may still sit in an injection queue. */
+static void fail_cmd(struct dnp_engine *e, struct slot *s, int status)
+{
+	if (s->injecting) {
+		/* let the injector drop it: mark it done with this status */
+		s->offset = UINT64_MAX;
+		s->c.rsvd3 = (uint64_t)(int64_t)status;
+		return;
+	}
+	complete(e, s, status);
+}
+
+static void inj_push(struct dnp_engine *e, unsigned qi, struct slot *s)
+{
+	uint32_t i = (uint32_t)(s - e->slots);
+
+	s->queue = (uint8_t)qi;
+	s->next = NO_SLOT;
+	s->injecting = 1;
+	if (e->qtail[qi] == NO_SLOT)
+		e->qhead[qi] = i;
+	else
+		e->slots[e->qtail[qi]].next = i;
+	e->qtail[qi] = i;
+}
+
+static void inj_pop(struct dnp_engine *e, unsigned qi)
+{
+	struct slot *s = &e->slots[e->qhead[qi]];
+
+	e->qhead[qi] = s->next;
+	if (e->qhead[qi] == NO_SLOT)
+		e->qtail[qi] = NO_SLOT;
+	s->injecting = 0;
+}
+
+static struct slot *slot_alloc(struct dnp_engine *e)
+{
+	if (e->free_slot == NO_SLOT)
+		return NULL;
+	struct slot *s = &e->slots[e->free_slot];
+
+	e->free_slot = s->next;
+	uint32_t idx = (uint32_t)(s - e->slots);
+	memset(s, 0, sizeof(*s));
+	e->gen++;
+	s->msg_id = (e->gen << 16) | idx;
+	s->state = SLOT_ACTIVE;
+	e->nactive++;
+	return s;
+}
+
+/* ---------------------------------------------------------------- packets */
+
+static bool coord_self(const struct dnp_engine *e, struct dnp_coord c)
+{
+	return dnp_coord_eq(c, e->c.self);
+}
+
+/* The node whose command a data packet serves (where errors must go). */
+static struct dnp_coord pkt_owner(const struct dnp_pkt_hdr *h, uint8_t *port)
+{
+	if (h->kind == DNP_PKT_GET_RESP) {
+		*port = h->dst_port;
+		return h->dst;
+	}
+	*port = h->src_port;
+	return h->src;
+}
+
+static void handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status)
+{
+	struct slot *s = slot_by_msg(e, msg_id);
+
+	if (s)
+		fail_cmd(e, s, status);
+}
+
+/*
+ * Queues a completion report for 'to' (or completes locally). Returns
+ * -EAGAIN when no buffer is free (the caller retries later).
+ */
+static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
+		     int status, uint64_t now)
+{
+	if (coord_self(e, to)) {
+		handle_cmpl(e, msg_id, status);
+		return 0;
+	}
+	struct pkt *p = pkt_get(e, DNP_FRAME_OVERHEAD);
+	if (!p)
+		return -EAGAIN;
+	struct dnp_pkt_hdr h = {
+		.lflags = DNP_LINK_F_SEQ,
+		.dst = to,
+		.src = e->c.self,
+		.dst_port = to_port,
+		.kind = DNP_PKT_CMPL,
+		.status = (uint8_t)(status < 0 ? -status : status),
+		.msg_id = msg_id,
+		.timestamp = (uint32_t)now,
+	};
+	int n = dnp_pkt_encode(&h, NULL, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	e->dirty = true;
+	return 0;
+}
+
+/* Removes a SEND post of port q whose buffer starts at va (if any). */
+static void post_remove(struct dnp_engine *e, struct evq *q, uint64_t va)
+{
+	uint32_t *pp = &q->send_head, prev = NO_SLOT;
+
+	while (*pp != NO_SLOT) {
+		struct post *po = &e->posts[*pp];
+		if (po->va == va) {
+			uint32_t idx = *pp;
+			*pp = po->next;
+			if (q->send_tail == idx)
+				q->send_tail = prev;
+			po->next = e->free_post;
+			po->used = 0;
+			e->free_post = idx;
+			return;
+		}
+		prev = *pp;
+		pp = &po->next;
+	}
+}
+
+static struct sendasm *send_find(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
+{
+	for (uint32_t i = 0; i < e->c.max_sends; i++) {
+		struct sendasm *a = &e->sends[i];
+		if (a->active && a->msg_id == h->msg_id && a->src_port == h->src_port &&
+		    a->dst_port == h->dst_port && dnp_coord_eq(a->src, h->src))
+			return a;
+	}
+	return NULL;
+}
+
+static struct sendasm *send_new(struct dnp_engine *e)
+{
+	for (uint32_t i = 0; i < e->c.max_sends; i++)
+		if (!e->sends[i].active)
+			return &e->sends[i];
+	return NULL;
+}
+
+/*
+ * A packet for this node. Returns -EAGAIN if it cannot be handled now (no
+ * event room, no buffer for the answer): it then stays where it is.
+ */
+static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		   uint64_t now)
+{
+	struct evq *q = h->dst_port < e->c.max_ports ? &e->ports[h->dst_port] : NULL;
+	bool last = h->flags & DNP_PKT_F_LAST;
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(h, &oport);
+	int rc = 0;
+
+	switch (h->kind) {
+	case DNP_PKT_CMPL:
+		handle_cmpl(e, h->msg_id, -(int)h->status);
+		return 0;
+	case DNP_PKT_DIAG:
+		return 0; /* LO|FA|MO diagnostics: consumed by the fault manager (later) */
+	case DNP_PKT_CREDIT:
+		return 0;
+	default:
+		break;
+	}
+
+	/* Everything below may answer with a completion report. */
+	if (!coord_self(e, owner) && !pool_has(e, DNP_FRAME_OVERHEAD))
+		return -EAGAIN;
+	if (last && q && q->open && (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) &&
+	    !evq_room(e, q))
+		return -EAGAIN;
+
+	if (!q || !q->open) {
+		rc = -ECONNREFUSED;
+		goto fail;
+	}
+
+	if (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_GET_RESP) {
+		const struct dnp_buf *b;
+		uint64_t start = h->va - h->offset;
+
+		/* Every fragment checks the whole message range: all or nothing. */
+		rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1,
+				       h->key, DNP_BUF_PUT_TARGET, &b);
+		if (rc < 0)
+			goto fail; /* -ENOENT, -ERANGE, -EACCES or -EPERM, as the sender sees it */
+		if (h->len && e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len)) {
+			rc = -EFAULT;
+			goto fail;
+		}
+		e->st.bytes_delivered += h->len;
+		if (!last)
+			return 0;
+		if (h->kind == DNP_PKT_GET_RESP) {
+			struct slot *s = slot_by_msg(e, h->msg_id);
+			if (s) {
+				s->c.rsvd1 = h->hops;
+				complete(e, s, 0);
+			}
+			return 0;
+		}
+		struct dnp_event ev = {
+			.type = DNP_EV_RX_PUT,
+			.op = DNP_OP_PUT,
+			.port = h->src_port,
+			.hops = h->hops,
+			.peer_x = h->src.x,
+			.peer_y = h->src.y,
+			.peer_z = h->src.z,
+			.msg_id = h->msg_id,
+			.len = h->msg_len,
+			.va = start,
+		};
+		evq_push(e, q, &ev);
+		e->st.hops_total += h->hops;
+		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
+	}
+
+	if (h->kind == DNP_PKT_SEND) {
+		struct sendasm *a = NULL;
+
+		if (h->flags & DNP_PKT_F_FIRST) {
+			if (q->send_head == NO_SLOT) {
+				rc = -ENOBUFS;
+				goto fail;
+			}
+			struct post *po = &e->posts[q->send_head];
+			if (h->msg_len > po->len) {
+				rc = -EMSGSIZE;
+				goto fail;
+			}
+			if (!last) {
+				a = send_new(e);
+				if (!a)
+					return -EAGAIN;
+				*a = (struct sendasm){ .active = true, .src = h->src,
+						       .src_port = h->src_port,
+						       .dst_port = h->dst_port, .msg_id = h->msg_id,
+						       .va = po->va, .len = po->len };
+			} else {
+				a = &(struct sendasm){ .va = po->va, .len = po->len };
+			}
+			post_remove(e, q, po->va);
+		} else {
+			a = send_find(e, h);
+			if (!a) {
+				rc = -ENOBUFS; /* its first fragment was refused */
+				goto fail;
+			}
+		}
+		/* SEND-target buffers are chosen by the receiver: no key to check */
+		const struct dnp_buf *b = dnp_buftab_find(e->bt, h->dst_port, a->va + h->offset,
+							  h->len);
+		rc = b && (b->flags & DNP_BUF_SEND_TARGET) ? 0 : -ENOENT;
+		if (rc == 0 && h->len &&
+		    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
+			rc = -EFAULT;
+		if (rc < 0) {
+			a->active = false;
+			goto fail;
+		}
+		e->st.bytes_delivered += h->len;
+		if (!last)
+			return 0;
+		struct dnp_event ev = {
+			.type = DNP_EV_RX_SEND,
+			.op = DNP_OP_SEND,
+			.port = h->src_port,
+			.hops = h->hops,
+			.peer_x = h->src.x,
+			.peer_y = h->src.y,
+			.peer_z = h->src.z,
+			.msg_id = h->msg_id,
+			.len = h->msg_len,
+			.va = a->va,
+		};
+		a->active = false;
+		evq_push(e, q, &ev);
+		e->st.hops_total += h->hops;
+		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
+	}
+
+	if (h->kind == DNP_PKT_GET_REQ) {
+		struct dnp_get_desc d;
+		const struct dnp_buf *b;
+
+		memcpy(&d.dst_va, payload, 8);
+		memcpy(&d.dst_key, payload + 8, 4);
+		memcpy(&d.len, payload + 12, 4);
+		d.dst_va = le64toh(d.dst_va);
+		d.dst_key = le32toh(d.dst_key);
+		d.len = le32toh(d.len);
+		rc = dnp_buftab_lookup(e->bt, h->dst_port, h->va, d.len ? d.len : 1, h->key,
+				       DNP_BUF_GET_SOURCE, &b);
+		if (rc < 0)
+			goto fail;
+		struct slot *s = slot_alloc(e);
+		if (!s)
+			return -EAGAIN;
+		s->internal = 1;
+		s->port = h->dst_port;
+		s->msg_id = h->msg_id; /* responses carry the requester's id */
+		s->dst = h->src;
+		s->c.op = DNP_OP_PUT;
+		s->c.dst_port = h->src_port;
+		s->c.remote_va = d.dst_va;
+		s->c.remote_key = d.dst_key;
+		s->c.local_va = h->va;
+		s->c.len = d.len;
+		s->t_submit = now;
+		struct dnp_hop hop;
+		if (dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop) < 0) {
+			slot_free(e, s);
+			rc = -EHOSTUNREACH;
+			goto fail;
+		}
+		inj_push(e, hop.dir, s);
+		e->dirty = true;
+		return 0;
+	}
+	rc = -EBADMSG;
+fail:
+	e->st.deliver_errors++;
+	/* Report once per message: on its first and on its last fragment. */
+	if ((h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || h->kind == DNP_PKT_GET_REQ)
+		(void)send_cmpl(e, owner, oport, h->msg_id, rc, now); /* room checked above */
+	return 0;
+}
+
+/* ---------------------------------------------------------------- links */
+
+static bool link_usable(const struct dnp_engine *e, unsigned dir)
+{
+	return dir < DNP_NDIRS && e->links[dir].l &&
+	       dnp_link_state(e->links[dir].l) != DNP_LINK_BROKEN;
+}
+
+/* Hands p to link dir (credit was checked). */
+static void link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc, struct pkt *p,
+			 uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+
+	p->h.vc = (uint8_t)vc;
+	dnp_pkt_set_vc(p->frame, vc); /* the CRC is recomputed when it is sent */
+	p->seq = dnp_link_seq_push(x->l, p, now);
+	dnp_link_commit(x->l, vc, p->words);
+}
+
+/* A data packet that cannot go anywhere: tell its owner, free it. */
+static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(&p->h, &oport);
+
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT)
+		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
+	pkt_put(e, p);
+}
+
+static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+	void *out[64];
+	unsigned n;
+
+	while ((n = dnp_link_drain(x->l, out, 64)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			drop_unroutable(e, out[i], -ENOLINK, now);
+	x->next_tx = x->sent_hw = 0;
+	x->credit_pending = false;
+	/* Commands waiting to be injected on this link fail. */
+	while (e->qhead[dir] != NO_SLOT) {
+		struct slot *s = &e->slots[e->qhead[dir]];
+		inj_pop(e, dir);
+		if (s->internal)
+			(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -ENOLINK, now);
+		complete(e, s, -ENOLINK);
+	}
+	e->dirty = true;
+}
+
+/* ---------------------------------------------------------------- routing */
+
+/* Tries to move the head of input (dir, vc). Returns true on progress. */
+static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t now)
+{
+	struct pktq *q = &e->in[in][vc];
+	struct pkt *p = q->head;
+	struct dnp_hop hop;
+
+	if (!p)
+		return false;
+	if (dnp_route_next(&e->router, p->h.dst, in, vc, &hop) < 0) {
+		q_pop(q);
+		if (in < DNP_NDIRS)
+			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		e->st.rx_misrouted++;
+		drop_unroutable(e, p, -EHOSTUNREACH, now);
+		return true;
+	}
+	if (hop.dir == DNP_DIR_LOCAL) {
+		const uint8_t *payload = p->frame + 3 * DNP_WORD_BYTES;
+		if (deliver(e, &p->h, payload, now) == -EAGAIN)
+			return false;
+		q_pop(q);
+		if (in < DNP_NDIRS)
+			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		e->st.pkts_delivered++;
+		pkt_put(e, p);
+		return true;
+	}
+	if (!link_usable(e, hop.dir)) {
+		q_pop(q);
+		if (in < DNP_NDIRS)
+			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		drop_unroutable(e, p, -ENOLINK, now);
+		return true;
+	}
+	struct xlink *x = &e->links[hop.dir];
+	if (dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, p->words))
+		return false;
+	q_pop(q);
+	if (in < DNP_NDIRS) {
+		dnp_link_rx_release(e->links[in].l, vc, p->words);
+		e->st.pkts_forwarded++;
+	}
+	p->hops_tx = (uint8_t)(p->h.hops + 1);
+	link_enqueue(e, hop.dir, hop.vc, p, now);
+	return true;
+}
+
+static bool route_inputs(struct dnp_engine *e, uint64_t now)
+{
+	bool progress = false;
+
+	for (unsigned k = 0; k < NIN; k++) {
+		unsigned in = (e->rr + k) % NIN;
+		for (unsigned vc = 0; vc < e->c.link.nvc; vc++)
+			while (route_one(e, in, vc, now))
+				progress = true;
+	}
+	e->rr = (uint8_t)((e->rr + 1) % NIN);
+	return progress;
+}
+
+/* ---------------------------------------------------------------- injection */
+
+static void build_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
+		      struct dnp_pkt_hdr *h, uint64_t now)
+{
+	memset(h, 0, sizeof(*h));
+	h->lflags = DNP_LINK_F_SEQ;
+	h->dst = s->dst;
+	h->src = e->c.self;
+	h->dst_port = s->c.dst_port;
+	h->src_port = s->port;
+	h->msg_id = s->msg_id;
+	h->key = s->c.remote_key;
+	h->timestamp = (uint32_t)now;
+	if (s->c.op == DNP_OP_GET && !s->internal) {
+		h->kind = DNP_PKT_GET_REQ;
+		h->va = s->c.remote_va;
+		h->len = DNP_GET_DESC_BYTES;
+		h->flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+		h->msg_len = DNP_GET_DESC_BYTES;
+		return;
+	}
+	h->kind = s->internal ? DNP_PKT_GET_RESP : (s->c.op == DNP_OP_SEND ? DNP_PKT_SEND
+									 : DNP_PKT_PUT);
+	h->va = s->c.op == DNP_OP_SEND ? 0 : s->c.remote_va + s->offset;
+	h->offset = (uint32_t)s->offset;
+	h->len = (uint16_t)len;
+	h->msg_len = (uint32_t)s->c.len;
+	if (s->offset == 0)
+		h->flags |= DNP_PKT_F_FIRST;
+	if (s->offset + len == s->c.len)
+		h->flags |= DNP_PKT_F_LAST;
+}
+
+/* Reads the next segment's payload into e->scratch. */
+static int read_segment(struct dnp_engine *e, const struct slot *s, uint32_t len)
+{
+	const struct dnp_buf *b = NULL;
+	uint64_t va = s->c.local_va + s->offset;
+
+	if (!len)
+		return 0;
+	/* a registered source is passed on so the reader can use its mapping */
+	b = dnp_buftab_find(e->bt, s->port, va, len);
+	return e->c.mem->read(e->c.mem_ctx, s->port, b, va, e->scratch, len) ? -EFAULT : 0;
+}
+
+static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
+{
+	if (e->qhead[qi] == NO_SLOT)
+		return false;
+	struct slot *s = &e->slots[e->qhead[qi]];
+
+	if (s->offset == UINT64_MAX) { /* failed while queued */
+		inj_pop(e, qi);
+		complete(e, s, (int)(int64_t)s->c.rsvd3);
+		return true;
+	}
+	if (s->orphan && !s->internal) {
+		inj_pop(e, qi);
+		complete(e, s, -ECONNRESET);
+		return true;
+	}
+	struct dnp_pkt_hdr h;
+	uint64_t remaining = s->c.len - s->offset;
+	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	bool is_getreq = s->c.op == DNP_OP_GET && !s->internal;
+
+	if (is_getreq)
+		len = DNP_GET_DESC_BYTES;
+	build_hdr(e, s, len, &h, now);
+
+	if (qi == DNP_DIR_LOCAL) {
+		/* Loopback: the node is its own destination, no link involved. */
+		struct evq *q = h.dst_port < e->c.max_ports ? &e->ports[h.dst_port] : NULL;
+		if ((h.flags & DNP_PKT_F_LAST) && q && q->open && !evq_room(e, q) && !is_getreq)
+			return false;
+		if (is_getreq) {
+			uint8_t *d = e->scratch;
+			uint64_t va = htole64(s->c.local_va);
+			uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
+			memcpy(d, &va, 8), memcpy(d + 8, &k, 4), memcpy(d + 12, &l, 4);
+		} else if (read_segment(e, s, len) < 0) {
+			inj_pop(e, qi);
+			if (s->internal)
+				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -EFAULT, now);
+			complete(e, s, -EFAULT);
+			return true;
+		}
+		if (deliver(e, &h, e->scratch, now) == -EAGAIN)
+			return false;
+		e->st.pkts_injected++;
+		e->st.pkts_delivered++;
+		if (s->offset == UINT64_MAX) { /* completed (or failed) by its own delivery */
+			inj_pop(e, qi);
+			complete(e, s, (int)(int64_t)s->c.rsvd3);
+			return true;
+		}
+	} else {
+		if (!link_usable(e, qi)) {
+			inj_pop(e, qi);
+			if (s->internal)
+				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -ENOLINK, now);
+			complete(e, s, -ENOLINK);
+			return true;
+		}
+		struct xlink *x = &e->links[qi];
+		struct dnp_hop hop;
+		uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
+		if (dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		    hop.dir != qi)
+			hop.vc = 0; /* overrides changed since submit: keep the queue's link */
+		if (!pool_has(e, flen) || dnp_link_window_full(x->l) ||
+		    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+			return false;
+		if (is_getreq) {
+			uint8_t *d = e->scratch;
+			uint64_t va = htole64(s->c.local_va);
+			uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
+			memcpy(d, &va, 8), memcpy(d + 8, &k, 4), memcpy(d + 12, &l, 4);
+		} else if (read_segment(e, s, len) < 0) {
+			inj_pop(e, qi);
+			if (s->internal)
+				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -EFAULT, now);
+			complete(e, s, -EFAULT);
+			return true;
+		}
+		struct pkt *p = pkt_get(e, flen);
+		h.vc = hop.vc;
+		h.hops = 1;
+		int n = dnp_pkt_encode(&h, e->scratch, p->frame, DNP_MAX_FRAME);
+		if (n < 0) { /* cannot happen for a checked command; fail it loudly */
+			pkt_put(e, p);
+			inj_pop(e, qi);
+			complete(e, s, n);
+			return true;
+		}
+		p->h = h;
+		p->flen = (uint32_t)n;
+		p->words = (uint32_t)n / DNP_WORD_BYTES;
+		p->in_dir = DNP_DIR_LOCAL;
+		p->hops_tx = 1;
+		link_enqueue(e, qi, hop.vc, p, now);
+		e->st.pkts_injected++;
+	}
+	s->offset += is_getreq ? s->c.len : len;
+	if (s->offset >= s->c.len || is_getreq) {
+		inj_pop(e, qi);
+		/* GET responders are done once every response left; others wait for CMPL */
+		if (s->internal)
+			slot_free(e, s);
+	}
+	return true;
+}
+
+static bool inject(struct dnp_engine *e, uint64_t now)
+{
+	bool progress = false;
+
+	for (unsigned qi = 0; qi < NIN; qi++)
+		for (unsigned k = 0; k < 64 && inject_one(e, qi, now); k++)
+			progress = true;
+	return progress;
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
+{
+	struct dnp_pkt_hdr h;
+	const uint8_t *payload;
+	void *freed[64];
+	unsigned n;
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l)
+		return -ENODEV;
+	struct xlink *x = &e->links[dir];
+	if (dnp_link_state(x->l) == DNP_LINK_BROKEN)
+		return -ENOLINK;
+	int rc = dnp_pkt_decode(frame, len, &h, &payload);
+	if (rc < 0) {
+		if (rc == -EILSEQ)
+			e->st.rx_crc_errors++;
+		else
+			e->st.rx_malformed++;
+		return rc;
+	}
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	dnp_link_stats_rx(x->l, words);
+	e->dirty = true;
+
+	/* The peer's cumulative ack frees our unacked packets. */
+	while ((n = dnp_link_on_ack(x->l, h.ack, freed, 64, now)) > 0) {
+		for (unsigned i = 0; i < n; i++)
+			pkt_put(e, freed[i]);
+		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
+		x->sent_hw = x->sent_hw > n ? x->sent_hw - n : 0;
+		if (n < 64)
+			break;
+	}
+	if (h.kind == DNP_PKT_CREDIT) {
+		dnp_link_on_credit(x->l, h.credit, now);
+		return 0;
+	}
+	if (h.vc >= e->c.link.nvc) {
+		e->st.rx_misrouted++;
+		return -ERANGE;
+	}
+	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
+		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
+		return -ENOBUFS;
+	}
+	struct pkt *p = pkt_get(e, (uint32_t)len);
+	if (!p)
+		return -ENOBUFS;
+	rc = dnp_link_rx_seq(x->l, h.seq);
+	if (rc < 0) {
+		pkt_put(e, p);
+		return rc;
+	}
+	(void)dnp_link_rx_accept(x->l, h.vc, words);
+	memcpy(p->frame, frame, len);
+	p->h = h;
+	p->flen = (uint32_t)len;
+	p->words = words;
+	p->in_dir = (uint8_t)dir;
+	p->in_vc = h.vc;
+	q_push(&e->in[dir][h.vc], p);
+	return 0;
+}
+
+int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	struct evq *q = &e->ports[port];
+	if (evq_used(q) + q->reserved >= e->c.event_queue)
+		return -EAGAIN; /* no room for its completion event */
+	struct slot *s = slot_alloc(e);
+	if (!s)
+		return -EAGAIN;
+	s->c = *c;
+	s->c.src_port = (uint8_t)port;
+	s->port = (uint8_t)port;
+	s->t_submit = now;
+	s->dst = (struct dnp_coord){ c->dst_x, c->dst_y, c->dst_z };
+	q->reserved++;
+	e->st.cmds_accepted++;
+	e->dirty = true;
+
+	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
+	struct dnp_hop hop;
+	if (rc == 0)
+		rc = dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop);
+	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !link_usable(e, hop.dir))
+		rc = -ENOLINK;
+	if (rc < 0) {
+		complete(e, s, rc);
+		return 0;
+	}
+	inj_push(e, hop.dir, s);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- time */
+
+static void check_timeouts(struct dnp_engine *e, uint64_t now)
+{
+	if (!e->c.cmd_timeout || now < e->next_timeout_check)
+		return;
+	e->next_timeout_check = now + e->c.cmd_timeout / 4 + 1;
+	for (uint32_t i = 0; i < e->c.max_commands; i++) {
+		struct slot *s = &e->slots[i];
+		if (s->state == SLOT_ACTIVE && !s->internal && now - s->t_submit > e->c.cmd_timeout)
+			fail_cmd(e, s, -ETIMEDOUT);
+	}
+}
+
+void dnp_engine_run(struct dnp_engine *e, uint64_t now)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		struct xlink *x = &e->links[d];
+		if (!x->l)
+			continue;
+		unsigned ev = dnp_link_tick(x->l, now);
+		if (ev & DNP_LINK_EV_CREDIT_DUE)
+			x->credit_pending = true;
+		if (ev & DNP_LINK_EV_RETX) {
+			x->next_tx = 0; /* go-back-N: resend every unacked packet */
+			dnp_link_retx_done(x->l, now);
+		}
+		if (ev & DNP_LINK_EV_BROKEN)
+			link_broken(e, d, now);
+	}
+	check_timeouts(e, now);
+	for (unsigned r = 0; r < MAX_RUN_ROUNDS; r++) {
+		bool progress = route_inputs(e, now);
+		progress |= inject(e, now);
+		if (!progress)
+			break;
+	}
+	e->dirty = false;
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
+			     unsigned max, uint64_t now)
+{
+	unsigned n = 0;
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l || !max)
+		return 0;
+	struct xlink *x = &e->links[dir];
+	if (dnp_link_state(x->l) == DNP_LINK_BROKEN)
+		return 0;
+	uint32_t ack = dnp_link_ack_value(x->l);
+
+	if (x->credit_pending) {
+		struct dnp_pkt_hdr h = {
+			.kind = DNP_PKT_CREDIT,
+			.ack = ack,
+			.src_dir = (uint8_t)dir,
+			.dst = e->c.self,
+			.src = e->c.self,
+			.timestamp = (uint32_t)now,
+		};
+		dnp_link_take_credit(x->l, now, h.credit);
+		int len = dnp_pkt_encode(&h, NULL, x->cframe, sizeof(x->cframe));
+		if (len > 0) {
+			out[n++] = (struct dnp_frame){ x->cframe, (uint32_t)len };
+			dnp_link_stats_tx(x->l, (uint32_t)len / DNP_WORD_BYTES, false);
+		}
+		x->credit_pending = false;
+	}
+	unsigned unacked = dnp_link_unacked(x->l);
+	while (n < max && x->next_tx < unacked) {
+		uint32_t seq;
+		struct pkt *p = dnp_link_unacked_at(x->l, x->next_tx, &seq);
+		bool retx = x->next_tx < x->sent_hw;
+
+		dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+				retx ? DNP_FT_RETX : 0, p->hops_tx);
+		out[n++] = (struct dnp_frame){ p->frame, p->flen };
+		dnp_link_stats_tx(x->l, p->words, retx);
+		x->next_tx++;
+		if (x->next_tx > x->sent_hw)
+			x->sent_hw = x->next_tx;
+	}
+	return n;
+}
+
+unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
+				unsigned max)
+{
+	if (port >= e->c.max_ports)
+		return 0;
+	struct evq *q = &e->ports[port];
+	unsigned n = 0;
+
+	while (n < max && q->head != q->tail) {
+		ev[n++] = q->ev[q->head & (e->c.event_queue - 1)];
+		q->head++;
+	}
+	if (n)
+		e->dirty = true; /* room for deliveries that waited */
+	return n;
+}
+
+bool dnp_engine_has_work(const struct dnp_engine *e)
+{
+	if (e->dirty)
+		return true;
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		const struct xlink *x = &e->links[d];
+		if (x->l && dnp_link_state(x->l) != DNP_LINK_BROKEN &&
+		    (x->credit_pending || x->next_tx < dnp_link_unacked(x->l)))
+			return true;
+	}
+	return false;
+}
+
+uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		if (!e->links[d].l || dnp_link_state(e->links[d].l) == DNP_LINK_BROKEN)
+			continue;
+		uint64_t ld = dnp_link_next_deadline(e->links[d].l);
+		if (ld < t)
+			t = ld;
+	}
+	if (e->c.cmd_timeout && e->nactive && e->next_timeout_check < t)
+		t = e->next_timeout_check;
+	return t;
+}
+
+uint64_t dnp_engine_pending(const struct dnp_engine *e)
+{
+	return (uint64_t)e->pkts_used + e->nactive;
+}
+
+/* ---------------------------------------------------------------- ports, buffers */
+
+int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
+{
+	if (port >= e->c.max_ports)
+		return -EINVAL;
+	struct evq *q = &e->ports[port];
+	if (q->open)
+		return -EBUSY;
+	q->open = true;
+	q->head = q->tail = 0;
+	q->reserved = 0;
+	q->send_head = q->send_tail = NO_SLOT;
+	return 0;
+}
+
+int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	struct evq *q = &e->ports[port];
+
+	dnp_buftab_remove_port(e->bt, (uint8_t)port);
+	while (q->send_head != NO_SLOT)
+		post_remove(e, q, e->posts[q->send_head].va);
+	for (uint32_t i = 0; i < e->c.max_sends; i++)
+		if (e->sends[i].active && e->sends[i].dst_port == port)
+			e->sends[i].active = false;
+	for (uint32_t i = 0; i < e->c.max_commands; i++) {
+		struct slot *s = &e->slots[i];
+		if (s->state != SLOT_ACTIVE || s->internal || s->port != port)
+			continue;
+		s->orphan = 1;
+		if (!s->injecting)
+			complete(e, s, -ECONNRESET);
+	}
+	q->open = false;
+	q->head = q->tail = 0;
+	q->reserved = 0;
+	e->dirty = true;
+	return 0;
+}
+
+static uint32_t next_key(struct dnp_engine *e)
+{
+	uint32_t x = e->key_state;
+
+	do {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+	} while (x == 0);
+	e->key_state = x;
+	return x;
+}
+
+int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len,
+			unsigned flags, uintptr_t priv, uint32_t *key)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	if (!flags || (flags & ~DNP_BUF_ALL))
+		return -EINVAL;
+	struct dnp_buf b = { .va = va, .len = len, .key = next_key(e), .flags = (uint16_t)flags,
+			     .port = (uint8_t)port, .priv = priv };
+	if ((flags & DNP_BUF_SEND_TARGET) && e->free_post == NO_SLOT)
+		return -ENOSPC;
+	int rc = dnp_buftab_insert(e->bt, &b);
+	if (rc < 0)
+		return rc;
+	if (flags & DNP_BUF_SEND_TARGET) {
+		struct evq *q = &e->ports[port];
+		uint32_t i = e->free_post;
+		struct post *po = &e->posts[i];
+		e->free_post = po->next;
+		*po = (struct post){ .va = va, .len = len, .next = NO_SLOT, .used = 1 };
+		if (q->send_tail == NO_SLOT)
+			q->send_head = i;
+		else
+			e->posts[q->send_tail].next = i;
+		q->send_tail = i;
+	}
+	if (key)
+		*key = b.key;
+	e->dirty = true;
+	return 0;
+}
+
+int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	int rc = dnp_buftab_remove(e->bt, (uint8_t)port, va, NULL);
+	if (rc == 0)
+		post_remove(e, &e->ports[port], va);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- links api */
+
+bool dnp_engine_has_link(const struct dnp_engine *e, unsigned dir)
+{
+	return dir < DNP_NDIRS && e->links[dir].l;
+}
+
+enum dnp_link_state dnp_engine_link_state(const struct dnp_engine *e, unsigned dir)
+{
+	if (!dnp_engine_has_link(e, dir))
+		return DNP_LINK_BROKEN;
+	return dnp_link_state(e->links[dir].l);
+}
+
+void dnp_engine_link_down(struct dnp_engine *e, unsigned dir, uint64_t now)
+{
+	if (dnp_engine_has_link(e, dir) && dnp_link_set_broken(e->links[dir].l))
+		link_broken(e, dir, now);
+}
+
+const struct dnp_link_stats *dnp_engine_link_stats(const struct dnp_engine *e, unsigned dir)
+{
+	return dnp_engine_has_link(e, dir) ? dnp_link_stats(e->links[dir].l) : NULL;
+}
+
+const struct dnp_engine_stats *dnp_engine_stats(const struct dnp_engine *e)
+{
+	return &e->st;
+}
+
+struct dnp_router *dnp_engine_router(struct dnp_engine *e)
+{
+	return &e->router;
+}
+
+/* ---------------------------------------------------------------- life */
+
+static bool pow2(uint32_t v)
+{
+	return v >= 2 && (v & (v - 1)) == 0;
+}
+
+int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out)
+{
+	if (!c || !out || !c->mem || !c->mem->read || !c->mem->write || !c->max_ports ||
+	    c->max_ports > DNP_MAX_PORTS || !c->max_commands || c->max_commands > 65536 ||
+	    !pow2(c->event_queue) || !c->max_sends || !c->max_buffers ||
+	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc ||
+	    c->link.nvc > DNP_MAX_VC || c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES)
+		return -EINVAL;
+	struct dnp_engine *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->c = *c;
+	int rc = dnp_route_init(&e->router, &c->torus, c->self, c->vc_mode);
+	if (rc < 0)
+		goto fail;
+	rc = dnp_buftab_create(c->max_buffers, &e->bt);
+	if (rc < 0)
+		goto fail;
+	rc = -ENOMEM;
+	e->self_id = dnp_torus_id(&c->torus, c->self);
+	unsigned nlinks = 0;
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		if (c->torus.dim[d / 2] < 2)
+			continue;
+		int lrc = dnp_link_create(&c->link, now, &e->links[d].l);
+		if (lrc < 0) {
+			rc = lrc;
+			goto fail;
+		}
+		nlinks++;
+	}
+	/*
+	 * Pool sizing: every input FIFO full of its largest packets, every
+	 * link's window, plus room for local answers. Small frames (credits,
+	 * completions, tiny PUTs) come from a separate pool so a flood of
+	 * them does not need 4 KiB buffers.
+	 */
+	uint32_t big_per_fifo = c->link.fifo_words / (DNP_MAX_FRAME / DNP_WORD_BYTES) + 1;
+	uint32_t small_per_fifo = c->link.fifo_words / (DNP_FRAME_OVERHEAD / DNP_WORD_BYTES);
+	uint32_t fifos = nlinks * c->link.nvc;
+	uint32_t window = c->link.window;
+	uint32_t nbig = fifos * big_per_fifo + nlinks * (window < 2 * big_per_fifo * c->link.nvc
+							   ? window : 2 * big_per_fifo * c->link.nvc)
+			+ 16;
+	uint32_t nsmall = fifos * small_per_fifo + nlinks * window + c->max_commands + 64;
+	if (nsmall > 65536)
+		nsmall = 65536;
+	e->npkts = nbig + nsmall;
+	e->pkts = calloc(e->npkts, sizeof(*e->pkts));
+	e->frames = malloc((size_t)nbig * DNP_MAX_FRAME + (size_t)nsmall * SMALL_FRAME);
+	e->slots = calloc(c->max_commands, sizeof(*e->slots));
+	e->ports = calloc(c->max_ports, sizeof(*e->ports));
+	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
+	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
+	e->sends = calloc(c->max_sends, sizeof(*e->sends));
+	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
+	    !e->sends)
+		goto fail;
+	uint8_t *f = e->frames;
+	for (uint32_t i = 0; i < e->npkts; i++) {
+		struct pkt *p = &e->pkts[i];
+		p->big = i < nbig;
+		p->frame = f;
+		f += p->big ? DNP_MAX_FRAME : SMALL_FRAME;
+		p->next = p->big ? e->free_big : e->free_small;
+		if (p->big)
+			e->free_big = p;
+		else
+			e->free_small = p;
+	}
+	for (uint32_t i = 0; i < c->max_commands; i++)
+		e->slots[i].next = i + 1 < c->max_commands ? i + 1 : NO_SLOT;
+	e->free_slot = 0;
+	for (uint32_t i = 0; i < c->max_buffers; i++)
+		e->posts[i].next = i + 1 < c->max_buffers ? i + 1 : NO_SLOT;
+	e->free_post = 0;
+	for (uint32_t i = 0; i < c->max_ports; i++) {
+		e->ports[i].ev = e->evmem + (size_t)i * c->event_queue;
+		e->ports[i].send_head = e->ports[i].send_tail = NO_SLOT;
+	}
+	for (unsigned i = 0; i < NIN; i++)
+		e->qhead[i] = e->qtail[i] = NO_SLOT;
+	e->key_state = c->key_seed ? c->key_seed : 0x5eed;
+	*out = e;
+	return 0;
+fail:
+	dnp_engine_destroy(e);
+	return rc;
+}
+
+void dnp_engine_destroy(struct dnp_engine *e)
+{
+	if (!e)
+		return;
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		dnp_link_destroy(e->links[d].l);
+	dnp_buftab_destroy(e->bt);
+	free(e->pkts);
+	free(e->frames);
+	free(e->slots);
+	free(e->ports);
+	free(e->evmem);
+	free(e->posts);
+	free(e->sends);
+	free(e);
+}

@@ -1,1 +1,478 @@
-/* placeholder: being written */
+/* SPDX-License-Identifier: MIT */
+/*
+ * link — credits and reliability of one virtual link (contract in link.h).
+ *
+ * Flow control follows the APEnet+ LINK CTRL (seed 000, lines 243-329): the
+ * receiver reports its RX FIFO occupancy in a credit every credit period, the
+ * sender keeps an estimate of the remote occupancy and stops at T_RED. The
+ * reliability layer (sequence numbers, cumulative acks, go-back-N) is
+ * SoftDNP's own: the hardware link relies on CRC and a lossless cable, a
+ * software transport can lose frames.
+ *
+ * Everything is allocated in dnp_link_create; the calls after it only touch
+ * the struct and the unacked ring.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "link.h"
+
+/* One unacked packet: the caller's pointer, its seq and when it was last sent. */
+struct dnp_link_slot {
+	void *pkt;
+	uint32_t seq;
+	uint64_t sent_time;
+};
+
+struct dnp_link_vc {
+	/* sender side: what we believe about the peer's FIFO */
+	uint32_t est;  /* estimated remote occupancy, words */
+	uint32_t sent; /* cumulative new words committed (wraps) */
+	bool stopped;  /* STOP_AT_RED: reached t_red, waiting for est < t_yellow */
+	/* receiver side: our own FIFO */
+	uint32_t occ;      /* words in the RX FIFO */
+	uint32_t received; /* cumulative words accepted (wraps) */
+	struct dnp_credit_vc latched; /* HW: value latched at the start of the period */
+};
+
+struct dnp_link {
+	struct dnp_link_conf c;
+	enum dnp_link_state state;
+	struct dnp_link_vc vc[DNP_MAX_VC];
+
+	/* time */
+	uint64_t created;     /* start of the init_timeout */
+	uint64_t last_credit; /* last credit from the peer (UP liveness) */
+	uint64_t next_credit; /* when our next credit is due */
+
+	/* reliability: ring[head & mask .. tail & mask) are unacked, oldest first */
+	struct dnp_link_slot *ring;
+	uint32_t mask;
+	uint32_t head, tail; /* free-running */
+	uint32_t next_seq;   /* seq of the next pushed packet */
+	uint32_t rx_expected;
+	uint64_t retx_deadline; /* valid when something is unacked and !retx_pending */
+	bool retx_pending;      /* RETX reported, waiting for dnp_link_retx_done */
+	uint32_t retries;       /* RETX rounds since the last ack progress */
+
+	struct dnp_link_stats st;
+};
+
+static bool conf_ok(const struct dnp_link_conf *c)
+{
+	if (!c)
+		return false;
+	if (c->fifo_words == 0 || c->t_red > c->fifo_words || c->t_yellow >= c->t_red)
+		return false;
+	if (c->credit_period == 0 || c->rto == 0)
+		return false;
+	if (c->window == 0 || c->window > 65536u || (c->window & (c->window - 1u)) != 0)
+		return false;
+	if (c->nvc == 0 || c->nvc > DNP_MAX_VC)
+		return false;
+	if (c->rule != DNP_START_VCT && c->rule != DNP_START_STOP_AT_RED)
+		return false;
+	if (c->credit_model != DNP_CREDIT_HW && c->credit_model != DNP_CREDIT_EXACT)
+		return false;
+	return true;
+}
+
+int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link **out)
+{
+	struct dnp_link *l;
+
+	if (!out || !conf_ok(c))
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->ring = calloc(c->window, sizeof(*l->ring));
+	if (!l->ring) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->c = *c;
+	l->mask = c->window - 1u;
+	l->state = DNP_LINK_INIT;
+	l->created = now;
+	l->last_credit = now;
+	/* The first credit goes out at once: it is what brings the peer UP. */
+	l->next_credit = now;
+	*out = l;
+	return 0;
+}
+
+void dnp_link_destroy(struct dnp_link *l)
+{
+	if (!l)
+		return;
+	free(l->ring);
+	free(l);
+}
+
+enum dnp_link_state dnp_link_state(const struct dnp_link *l)
+{
+	return l->state;
+}
+
+const struct dnp_link_stats *dnp_link_stats(const struct dnp_link *l)
+{
+	return &l->st;
+}
+
+/* ---- sender: credits ---- */
+
+/* The DNP_MAX_VC bound is implied by conf_ok; it also tells the compiler. */
+static bool vc_ok(const struct dnp_link *l, unsigned vc)
+{
+	return vc < DNP_MAX_VC && vc < l->c.nvc;
+}
+
+static uint32_t sat_add(uint32_t a, uint32_t b)
+{
+	return a > UINT32_MAX - b ? UINT32_MAX : a + b;
+}
+
+/*
+ * Start rules, seed 000 lines 243-329: VCT is the ROUTER's rule ("no
+ * transaction starts if the receiving module does not have sufficient space
+ * to accommodate the entire message"), STOP_AT_RED the LINK CTRL's (stop at
+ * T_RED, resume when the FIFO has emptied below T_YELLOW).
+ */
+bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	struct dnp_link_vc *v;
+	bool ok;
+
+	if (!vc_ok(l, vc) || l->state == DNP_LINK_BROKEN)
+		return false;
+	v = &l->vc[vc];
+	if (l->c.rule == DNP_START_VCT) {
+		ok = (uint64_t)v->est + words <= l->c.t_red;
+	} else {
+		if (v->est >= l->c.t_red)
+			v->stopped = true;
+		ok = !v->stopped;
+	}
+	if (!ok)
+		l->st.credit_stalls++;
+	return ok;
+}
+
+void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	struct dnp_link_vc *v;
+
+	if (!vc_ok(l, vc))
+		return;
+	v = &l->vc[vc];
+	v->est = sat_add(v->est, words);
+	v->sent += words;
+	/* Stop-at-red is checked per word: the word that reaches t_red stops the flow. */
+	if (l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_red)
+		v->stopped = true;
+}
+
+void dnp_link_on_credit(struct dnp_link *l, const struct dnp_credit_vc *credit, uint64_t now)
+{
+	unsigned i;
+
+	l->st.rx_credits++;
+	if (l->state == DNP_LINK_BROKEN)
+		return;
+	if (l->state == DNP_LINK_INIT)
+		l->state = DNP_LINK_UP;
+	l->last_credit = now;
+
+	for (i = 0; i < l->c.nvc; i++) {
+		struct dnp_link_vc *v = &l->vc[i];
+		uint32_t inflight = v->sent - credit[i].received;
+
+		if (l->c.credit_model == DNP_CREDIT_HW) {
+			/*
+			 * The hardware trusts only a credit latched after every
+			 * word it sent had arrived; an older one says nothing
+			 * about the words still in flight.
+			 */
+			if (inflight != 0)
+				continue;
+			v->est = credit[i].occupancy;
+		} else {
+			/* A peer ahead of us (after a reset) counts as nothing in flight. */
+			if ((int32_t)inflight < 0)
+				inflight = 0;
+			v->est = sat_add(credit[i].occupancy, inflight);
+		}
+		if (v->stopped && v->est < l->c.t_yellow)
+			v->stopped = false;
+	}
+}
+
+uint32_t dnp_link_estimate(const struct dnp_link *l, unsigned vc)
+{
+	return vc_ok(l, vc) ? l->vc[vc].est : 0;
+}
+
+/* ---- receiver: FIFO model and credit generation ---- */
+
+int dnp_link_rx_accept(struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	struct dnp_link_vc *v;
+
+	if (!vc_ok(l, vc))
+		return -EINVAL;
+	v = &l->vc[vc];
+	if ((uint64_t)v->occ + words > l->c.fifo_words) {
+		l->st.rx_overflow++;
+		return -ENOBUFS;
+	}
+	v->occ += words;
+	v->received += words;
+	return 0;
+}
+
+void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	struct dnp_link_vc *v;
+
+	if (!vc_ok(l, vc))
+		return;
+	v = &l->vc[vc];
+	v->occ = words > v->occ ? 0 : v->occ - words;
+}
+
+uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc)
+{
+	return vc_ok(l, vc) ? l->vc[vc].occ : 0;
+}
+
+/*
+ * HW: "the receiving node takes C cycles to submit the proper credit" (seed
+ * 000): the value sent now was latched at the previous credit, and the
+ * current state is latched for the next one. The schedule keeps a fixed grid
+ * of credit_period so that a late poll does not shift every later credit.
+ */
+void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit)
+{
+	uint64_t next;
+	unsigned i;
+
+	for (i = 0; i < l->c.nvc; i++) {
+		struct dnp_link_vc *v = &l->vc[i];
+		struct dnp_credit_vc cur = { .occupancy = v->occ, .received = v->received };
+
+		if (l->c.credit_model == DNP_CREDIT_HW) {
+			credit[i] = v->latched;
+			v->latched = cur;
+		} else {
+			credit[i] = cur;
+		}
+	}
+	l->st.tx_credits++;
+
+	next = (now >= l->next_credit ? l->next_credit : now) + l->c.credit_period;
+	if (next <= now)
+		next = now + l->c.credit_period;
+	l->next_credit = next;
+}
+
+/* ---- reliability ---- */
+
+static unsigned unacked_count(const struct dnp_link *l)
+{
+	return l->tail - l->head;
+}
+
+bool dnp_link_window_full(const struct dnp_link *l)
+{
+	return unacked_count(l) >= l->c.window;
+}
+
+uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now)
+{
+	struct dnp_link_slot *s;
+	uint32_t seq = l->next_seq;
+
+	assert(!dnp_link_window_full(l));
+	if (dnp_link_window_full(l))
+		return seq;
+	if (unacked_count(l) == 0)
+		l->retx_deadline = now + l->c.rto;
+	s = &l->ring[l->tail & l->mask];
+	s->pkt = pkt;
+	s->seq = seq;
+	s->sent_time = now;
+	l->tail++;
+	l->next_seq++;
+	return seq;
+}
+
+unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max, uint64_t now)
+{
+	unsigned n = unacked_count(l);
+	uint32_t oldest = l->next_seq - n;
+	uint32_t progress = ack - oldest; /* modulo 2^32 */
+	unsigned popped = 0;
+
+	/* Valid acks lie in [oldest, next_seq]: anything else is stale or bogus. */
+	if (n == 0 || progress == 0 || progress > n)
+		return 0;
+	while (popped < max && popped < progress) {
+		freed[popped] = l->ring[l->head & l->mask].pkt;
+		l->head++;
+		popped++;
+	}
+	if (popped > 0) {
+		l->retries = 0;
+		if (unacked_count(l) > 0)
+			l->retx_deadline = l->ring[l->head & l->mask].sent_time + l->c.rto;
+	}
+	return popped;
+}
+
+int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq)
+{
+	int32_t d = (int32_t)(seq - l->rx_expected);
+
+	if (d == 0) {
+		l->rx_expected++;
+		return 0;
+	}
+	if (d < 0) {
+		l->st.rx_dup++;
+		return -EALREADY;
+	}
+	l->st.rx_out_of_order++;
+	return -EAGAIN;
+}
+
+uint32_t dnp_link_ack_value(const struct dnp_link *l)
+{
+	return l->rx_expected;
+}
+
+unsigned dnp_link_unacked(const struct dnp_link *l)
+{
+	return unacked_count(l);
+}
+
+void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq)
+{
+	const struct dnp_link_slot *s;
+
+	if (i >= unacked_count(l))
+		return NULL;
+	s = &l->ring[(l->head + i) & l->mask];
+	if (seq)
+		*seq = s->seq;
+	return s->pkt;
+}
+
+/* Every unacked packet was just resent: they all start waiting again. */
+void dnp_link_retx_done(struct dnp_link *l, uint64_t now)
+{
+	uint32_t i;
+
+	for (i = l->head; i != l->tail; i++)
+		l->ring[i & l->mask].sent_time = now;
+	l->retx_pending = false;
+	l->retx_deadline = now + l->c.rto;
+}
+
+unsigned dnp_link_drain(struct dnp_link *l, void **out, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && l->head != l->tail) {
+		out[n++] = l->ring[l->head & l->mask].pkt;
+		l->head++;
+	}
+	if (l->head == l->tail)
+		l->retx_pending = false;
+	return n;
+}
+
+/* ---- time ---- */
+
+static unsigned go_broken(struct dnp_link *l)
+{
+	l->state = DNP_LINK_BROKEN;
+	return DNP_LINK_EV_BROKEN;
+}
+
+/*
+ * Liveness: "the TX logic can sense whether the cable is ok or not (credits
+ * not received and timeout reached)" (seed 000, lines 117-168). A timeout of
+ * 0 disables the check. BROKEN is reported by the call that detects it and
+ * never again.
+ */
+unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
+{
+	unsigned ev = 0;
+
+	if (l->state == DNP_LINK_BROKEN)
+		return 0;
+	if (l->state == DNP_LINK_INIT && l->c.init_timeout != 0 &&
+	    now - l->created >= l->c.init_timeout)
+		return go_broken(l);
+	if (l->state == DNP_LINK_UP && l->c.credit_timeout != 0 &&
+	    now - l->last_credit >= l->c.credit_timeout)
+		return go_broken(l);
+
+	if (unacked_count(l) > 0 && !l->retx_pending && now >= l->retx_deadline) {
+		if (l->retries >= l->c.max_retries)
+			return go_broken(l);
+		l->retries++;
+		l->retx_pending = true;
+		l->st.retx_rounds++;
+		ev |= DNP_LINK_EV_RETX;
+	}
+	if (now >= l->next_credit)
+		ev |= DNP_LINK_EV_CREDIT_DUE;
+	return ev;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+uint64_t dnp_link_next_deadline(const struct dnp_link *l)
+{
+	uint64_t d;
+
+	if (l->state == DNP_LINK_BROKEN)
+		return UINT64_MAX;
+	d = l->next_credit;
+	if (l->state == DNP_LINK_INIT && l->c.init_timeout != 0)
+		d = min_u64(d, l->created + l->c.init_timeout);
+	if (l->state == DNP_LINK_UP && l->c.credit_timeout != 0)
+		d = min_u64(d, l->last_credit + l->c.credit_timeout);
+	if (unacked_count(l) > 0 && !l->retx_pending)
+		d = min_u64(d, l->retx_deadline);
+	return d;
+}
+
+/* The caller learns of the transition from the return value; tick will not report it. */
+bool dnp_link_set_broken(struct dnp_link *l)
+{
+	if (l->state == DNP_LINK_BROKEN)
+		return false;
+	l->state = DNP_LINK_BROKEN;
+	return true;
+}
+
+void dnp_link_stats_rx(struct dnp_link *l, uint32_t words)
+{
+	l->st.rx_frames++;
+	l->st.rx_words += words;
+}
+
+void dnp_link_stats_tx(struct dnp_link *l, uint32_t words, bool retx)
+{
+	l->st.tx_frames++;
+	l->st.tx_words += words;
+	if (retx)
+		l->st.tx_retx_frames++;
+}

@@ -143,6 +143,17 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint32_t ack,
 		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);
 
+/*
+ * Sets the VC of an encoded frame (H0 byte 8, bits 4-5) without touching the
+ * CRC: the caller restamps the frame before sending it.
+ */
+static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
+{
+	uint8_t *b = frame + DNP_WORD_BYTES + 8;
+
+	*b = (uint8_t)((*b & ~0x30u) | ((vc & 3u) << 4));
+}
+
 /* Short name of a kind ("PUT", ...) or "?" ; of an errno returned above. */
 const char *dnp_pkt_kind_name(unsigned kind);
 

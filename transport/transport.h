@@ -12,8 +12,30 @@
  *
  * Addresses are strings whose meaning is the backend's:
  *   shm: a path of a file in /dev/shm (or any tmpfs) naming the link; both
- *        ends open the same path, the lower node id (side 0) creates it.
- *   udp: "host:port" for local and remote.
+ *        ends open the same path (local; remote is ignored). Whichever end
+ *        comes first creates it (O_EXCL) and initialises it, publishing a
+ *        magic word last with release; the other waits for the magic (up to
+ *        "wait_ms", default 10000). The file holds two SPSC rings of slots
+ *        (u32 length + frame_max bytes), ring i carrying side i -> side 1-i,
+ *        and one doorbell per side. rx_burst is zero-copy: it returns
+ *        pointers into the ring slots, released on the next rx_burst.
+ *        tx_burst copies into slots (no system call) and then rings the
+ *        peer's doorbell (a futex wake only if the peer sleeps):
+ *          - conf.peer_bell != NULL: the doorbell file of the PEER daemon
+ *            ("<dir>/node-<peer id>.bell", see doorbell.h), so each daemon
+ *            sleeps on ONE futex word for all its links and applications;
+ *          - conf.peer_bell == NULL: the receiving side's doorbell inside the
+ *            link file (dnp_transport_shm_doorbell gives it to the receiver).
+ *        Both ends of a link must make the same choice. The last end to close
+ *        unlinks the file. Options: "wait_ms=N".
+ *   udp: "host:port" for local (bind) and remote (connect); IPv4 or IPv6.
+ *        Options: "mode=uring|plain" (default: the faster here, see udp.c),
+ *        "bufsize=N" socket buffer bytes (default 4 MiB).
+ *        wait_fd: the socket (plain) or an eventfd registered with the ring.
+ *
+ * Waking an idle daemon: for shm links, sleep on the daemon's doorbell
+ * (doorbell.h); for udp links, poll() the wait_fd()s. A daemon with both
+ * kinds must bound its poll() timeout (a shm peer cannot interrupt poll()).
  */
 #ifndef DNP_TRANSPORT_H
 #define DNP_TRANSPORT_H
@@ -29,6 +51,7 @@ struct dnp_transport_conf {
 	uint32_t frame_max; /* largest frame to carry (DNP_MAX_FRAME) */
 	uint32_t depth;     /* frames buffered per direction (power of two) */
 	const char *options;/* backend-specific "k=v,k=v" (may be NULL) */
+	const char *peer_bell; /* shm: path of the peer daemon's doorbell file, or NULL */
 };
 
 /* One received frame: data valid until the next rx_burst on the same link. */
@@ -43,6 +66,13 @@ struct dnp_tx_frame {
 };
 
 struct dnp_transport; /* a backend's link; starts with struct dnp_transport_base */
+
+struct dnp_transport_ops;
+
+/* First member of every backend's link, so generic code can reach the ops. */
+struct dnp_transport_base {
+	const struct dnp_transport_ops *ops;
+};
 
 struct dnp_transport_ops {
 	const char *name;
@@ -66,5 +96,21 @@ extern const struct dnp_transport_ops dnp_transport_udp;
 
 /* Backend by name ("shm", "udp", ...) or NULL if not built in. */
 const struct dnp_transport_ops *dnp_transport_find(const char *name);
+
+struct dnp_doorbell;
+/*
+ * shm only: the doorbell inside the link file that the PEER rings when its
+ * conf.peer_bell is NULL (this end's receive doorbell); NULL for other backends.
+ */
+struct dnp_doorbell *dnp_transport_shm_doorbell(struct dnp_transport *t);
+
+/* udp only: true when the link runs on io_uring (false: sendmmsg/recvmmsg). */
+bool dnp_transport_udp_uses_uring(const struct dnp_transport *t);
+
+/* Ops of an open link (every link starts with struct dnp_transport_base). */
+static inline const struct dnp_transport_ops *dnp_transport_ops_of(const struct dnp_transport *t)
+{
+	return ((const struct dnp_transport_base *)(const void *)t)->ops;
+}
 
 #endif

@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libdnp — the application side of a dnpd session (api/dnp.h).
+ *
+ * Session set-up follows api/dnp_session.h: a HELLO over the Unix socket
+ * brings four descriptors (session memfd with the control block and both
+ * rings, heap memfd, the daemon's bell, its wake eventfd); an ATTACH tells
+ * the daemon where the heap was mapped so it can translate addresses.
+ * Commands go into the command ring (we are its only producer), events come
+ * out of the event ring (we are its only consumer), which is why a struct
+ * dnp is used by one thread at a time.
+ *
+ * The heap allocator is client-side and keeps its bookkeeping out of band
+ * (two sorted extent arrays in malloc'd memory), so a stray remote PUT into
+ * the heap cannot corrupt it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dnp.h"
+#include "dnp_session.h"
+#include "ring.h"
+
+#define DNP_DEFAULT_SOCKET "/run/dnp/dnpd.sock"
+#define DNP_HEAP_ALIGN 64u
+#define DNP_PORTS_MAX 256u /* dst_port is one byte on the wire */
+#define DNP_REPLY_TIMEOUT_MS 10000
+#define DNP_SPIN_ITERS 2000u  /* empty polls before yielding (a few microseconds) */
+#define DNP_YIELD_ITERS 16u   /* sched_yield rounds before sleeping on the futex */
+#define DNP_SLEEP_SLICE_MS 100 /* a sleeper re-checks that the daemon lives this often */
+
+struct dnp_ext {
+	uint64_t off, len;
+};
+
+/* Out-of-band first-fit allocator over the shared heap. Invariant: nfree <= nused + 1. */
+struct dnp_heap {
+	uint8_t *base;
+	uint64_t size;
+	struct dnp_ext *free; /* sorted by off, coalesced */
+	struct dnp_ext *used; /* sorted by off */
+	uint32_t nfree, nused, cap; /* cap: capacity of used; free has cap + 1 */
+};
+
+struct dnp {
+	int sock;
+	int wake_fd;
+	bool dead;
+	struct dnp_sess_ctl *ctl;
+	size_t map_size;
+	struct dnp_sess_bell *bell;
+	struct dnp_ring *cmd;
+	struct dnp_ring *ev;
+	struct dnp_heap heap;
+	struct dnp_coords self, dims;
+	unsigned port;
+};
+
+static long dnp_futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
+}
+
+static uint64_t dnp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void dnp_cpu_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
+/* ------------------------------------------------------------------ heap */
+
+static int dnp_heap_init(struct dnp_heap *h, void *base, uint64_t size)
+{
+	memset(h, 0, sizeof(*h));
+	h->base = base;
+	h->size = size;
+	h->cap = 64;
+	h->used = malloc(sizeof(*h->used) * h->cap);
+	h->free = malloc(sizeof(*h->free) * (h->cap + 1));
+	if (!h->used || !h->free) {
+		free(h->used);
+		free(h->free);
+		return -ENOMEM;
+	}
+	h->free[0] = (struct dnp_ext){ 0, size };
+	h->nfree = size ? 1 : 0;
+	return 0;
+}
+
+static void dnp_heap_fini(struct dnp_heap *h)
+{
+	free(h->used);
+	free(h->free);
+	h->used = h->free = NULL;
+}
+
+static int dnp_heap_reserve(struct dnp_heap *h)
+{
+	struct dnp_ext *u, *f;
+	uint32_t cap;
+
+	if (h->nused < h->cap)
+		return 0;
+	cap = h->cap * 2;
+	u = realloc(h->used, sizeof(*u) * cap);
+	if (!u)
+		return -ENOMEM;
+	h->used = u;
+	f = realloc(h->free, sizeof(*f) * (cap + 1));
+	if (!f)
+		return -ENOMEM;
+	h->free = f;
+	h->cap = cap;
+	return 0;
+}
+
+/* First index whose off is >= off. */
+static uint32_t dnp_ext_lower(const struct dnp_ext *a, uint32_t n, uint64_t off)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void *dnp_heap_alloc(struct dnp_heap *h, size_t len)
+{
+	uint64_t sz, off;
+	uint32_t i, pos;
+
+	if (len == 0 || len > h->size)
+		return NULL;
+	sz = ((uint64_t)len + DNP_HEAP_ALIGN - 1) & ~(uint64_t)(DNP_HEAP_ALIGN - 1);
+	if (dnp_heap_reserve(h))
+		return NULL;
+	for (i = 0; i < h->nfree; i++)
+		if (h->free[i].len >= sz)
+			break;
+	if (i == h->nfree)
+		return NULL;
+	off = h->free[i].off;
+	h->free[i].off += sz;
+	h->free[i].len -= sz;
+	if (h->free[i].len == 0) {
+		memmove(&h->free[i], &h->free[i + 1], (h->nfree - i - 1) * sizeof(*h->free));
+		h->nfree--;
+	}
+	pos = dnp_ext_lower(h->used, h->nused, off);
+	memmove(&h->used[pos + 1], &h->used[pos], (h->nused - pos) * sizeof(*h->used));
+	h->used[pos] = (struct dnp_ext){ off, sz };
+	h->nused++;
+	return h->base + off;
+}
+
+static void dnp_heap_release(struct dnp_heap *h, void *p)
+{
+	uint64_t off;
+	struct dnp_ext e;
+	uint32_t i, pos;
+	bool join_prev, join_next;
+
+	if ((uint8_t *)p < h->base || (uint8_t *)p >= h->base + h->size)
+		return;
+	off = (uint64_t)((uint8_t *)p - h->base);
+	i = dnp_ext_lower(h->used, h->nused, off);
+	if (i == h->nused || h->used[i].off != off)
+		return; /* not a block of ours: ignore, like free() of garbage would not */
+	e = h->used[i];
+	memmove(&h->used[i], &h->used[i + 1], (h->nused - i - 1) * sizeof(*h->used));
+	h->nused--;
+
+	/* Insert into the free list, merging with neighbours; capacity is reserved. */
+	pos = dnp_ext_lower(h->free, h->nfree, e.off);
+	join_prev = pos > 0 && h->free[pos - 1].off + h->free[pos - 1].len == e.off;
+	join_next = pos < h->nfree && e.off + e.len == h->free[pos].off;
+	if (join_prev && join_next) {
+		h->free[pos - 1].len += e.len + h->free[pos].len;
+		memmove(&h->free[pos], &h->free[pos + 1], (h->nfree - pos - 1) * sizeof(*h->free));
+		h->nfree--;
+	} else if (join_prev) {
+		h->free[pos - 1].len += e.len;
+	} else if (join_next) {
+		h->free[pos].off = e.off;
+		h->free[pos].len += e.len;
+	} else {
+		memmove(&h->free[pos + 1], &h->free[pos], (h->nfree - pos) * sizeof(*h->free));
+		h->free[pos] = e;
+		h->nfree++;
+	}
+}
+
+/* --------------------------------------------------------------- socket */
+
+static int dnp_send_msg(int sock, const struct dnp_sess_msg *m)
+{
+	ssize_t n;
+
+	do
+		n = send(sock, m, sizeof(*m), MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)sizeof(*m) ? 0 : -EIO;
+}
+
+/* Reads exactly len bytes (and up to nfds descriptors with the first chunk). */
+static int dnp_recv_full(int sock, void *buf, size_t len, int *fds, unsigned nfds,
+			 unsigned *got_fds)
+{
+	size_t done = 0;
+
+	if (got_fds)
+		*got_fds = 0;
+	while (done < len) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * DNP_SESS_NFDS)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { (char *)buf + done, len - done };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct pollfd pfd = { .fd = sock, .events = POLLIN };
+		struct cmsghdr *c;
+		ssize_t n;
+		int r;
+
+		r = poll(&pfd, 1, DNP_REPLY_TIMEOUT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		if (fds && done == 0) {
+			mh.msg_control = cbuf.buf;
+			mh.msg_controllen = sizeof(cbuf.buf);
+		}
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		for (c = CMSG_FIRSTHDR(&mh); fds && c; c = CMSG_NXTHDR(&mh, c)) {
+			unsigned k, cnt;
+
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			cnt = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (k = 0; k < cnt; k++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				if (*got_fds < nfds)
+					fds[(*got_fds)++] = fd;
+				else
+					close(fd);
+			}
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Announces work published before the call (dnp_session.h: daemon bell). */
+static void dnp_bell_ring(struct dnp *d)
+{
+	/*
+	 * seq_cst increment, then seq_cst load of 'sleeping', against the
+	 * daemon's seq_cst increment of 'sleeping' then load of 'seq': one side
+	 * sees the other, so a wake-up is never lost. The increment also
+	 * releases the ring slots written before it.
+	 */
+	atomic_fetch_add_explicit(&d->bell->seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&d->bell->sleeping, memory_order_seq_cst) == 0)
+		return;
+	if (atomic_load_explicit(&d->bell->poll_mode, memory_order_relaxed)) {
+		uint64_t one = 1;
+
+		if (write(d->wake_fd, &one, sizeof(one)) < 0)
+			(void)0; /* counter saturated: the daemon has a wake-up pending anyway */
+	} else {
+		dnp_futex(&d->bell->seq, FUTEX_WAKE, INT_MAX, NULL);
+	}
+}
+
+/* True once the daemon has closed the session or the socket. */
+static bool dnp_check_dead(struct dnp *d)
+{
+	char c;
+	ssize_t n;
+
+	if (d->dead)
+		return true;
+	if (atomic_load_explicit(&d->ctl->state, memory_order_acquire) != DNP_SESS_OPEN) {
+		d->dead = true;
+		return true;
+	}
+	n = recv(d->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		d->dead = true;
+	return d->dead;
+}
+
+/* One request, one reply. */
+static int dnp_request(struct dnp *d, struct dnp_sess_msg *m)
+{
+	struct dnp_sess_msg rep;
+	uint16_t type = m->type;
+	int r;
+
+	if (d->dead)
+		return -EIO;
+	m->magic = DNP_SESS_MAGIC;
+	m->version = DNP_SESS_VERSION;
+	r = dnp_send_msg(d->sock, m);
+	if (r == 0) {
+		/* A sleeping daemon does not watch its sockets: wake it. */
+		dnp_bell_ring(d);
+		r = dnp_recv_full(d->sock, &rep, sizeof(rep), NULL, 0, NULL);
+	}
+	if (r) {
+		d->dead = true;
+		return -EIO;
+	}
+	if (rep.magic != DNP_SESS_MAGIC || rep.type != type) {
+		d->dead = true;
+		return -EIO;
+	}
+	*m = rep;
+	return rep.status;
+}
+
+/* ----------------------------------------------------------------- open */
+
+static uint64_t dnp_env_u64(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return dflt;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno)
+		return dflt;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	default: break;
+	}
+	return v;
+}
+
+static int dnp_map_session(struct dnp *d, const int *fds)
+{
+	struct dnp_sess_ctl *ctl;
+	struct stat st;
+	void *p;
+	int r;
+
+	if (fstat(fds[0], &st) || (uint64_t)st.st_size < DNP_SESS_PAGE)
+		return -EPROTO;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	d->ctl = ctl = p;
+	d->map_size = (size_t)st.st_size;
+	if (ctl->magic != DNP_SESS_MAGIC || ctl->version != DNP_SESS_VERSION ||
+	    ctl->map_size != (uint64_t)st.st_size)
+		return -EPROTO;
+	if ((uint64_t)ctl->cmd_off >= ctl->map_size || (uint64_t)ctl->ev_off >= ctl->map_size)
+		return -EPROTO;
+	r = dnp_ring_attach((uint8_t *)p + ctl->cmd_off, ctl->map_size - ctl->cmd_off,
+			    sizeof(struct dnp_cmd), &d->cmd);
+	if (r)
+		return -EPROTO;
+	r = dnp_ring_attach((uint8_t *)p + ctl->ev_off, ctl->map_size - ctl->ev_off,
+			    sizeof(struct dnp_event), &d->ev);
+	if (r)
+		return -EPROTO;
+
+	if (fstat(fds[1], &st) || (uint64_t)st.st_size != ctl->heap_size)
+		return -EPROTO;
+	p = MAP_FAILED;
+	if (ctl->heap_size)
+		p = mmap(NULL, ctl->heap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	if (ctl->heap_size && p == MAP_FAILED)
+		return -errno;
+	r = dnp_heap_init(&d->heap, p == MAP_FAILED ? NULL : p, ctl->heap_size);
+	if (r) {
+		if (p != MAP_FAILED)
+			munmap(p, ctl->heap_size);
+		return r;
+	}
+
+	if (fstat(fds[2], &st) || (uint64_t)st.st_size < sizeof(struct dnp_sess_bell))
+		return -EPROTO;
+	p = mmap(NULL, sizeof(struct dnp_sess_bell), PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	d->bell = p;
+	d->wake_fd = fds[3];
+
+	d->port = ctl->port;
+	d->self = (struct dnp_coords){ ctl->self[0], ctl->self[1], ctl->self[2] };
+	d->dims = (struct dnp_coords){ ctl->dims[0], ctl->dims[1], ctl->dims[2] };
+	if (!d->dims.x || !d->dims.y || !d->dims.z || d->self.x >= d->dims.x ||
+	    d->self.y >= d->dims.y || d->self.z >= d->dims.z || d->port >= ctl->max_ports)
+		return -EPROTO;
+	return 0;
+}
+
+static void dnp_unmap(struct dnp *d)
+{
+	if (d->heap.base)
+		munmap(d->heap.base, d->heap.size);
+	dnp_heap_fini(&d->heap);
+	if (d->bell)
+		munmap(d->bell, sizeof(struct dnp_sess_bell));
+	if (d->ctl)
+		munmap(d->ctl, d->map_size);
+	d->heap.base = NULL;
+	d->bell = NULL;
+	d->ctl = NULL;
+}
+
+int dnp_open(const char *path, struct dnp **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct dnp_sess_msg m = { 0 };
+	int fds[DNP_SESS_NFDS] = { -1, -1, -1, -1 };
+	unsigned nfds = 0, i;
+	struct dnp *d;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!path)
+		path = getenv("DNP_SOCKET");
+	if (!path || !*path)
+		path = DNP_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->wake_fd = -1;
+	d->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (d->sock < 0) {
+		r = -errno;
+		goto err_free;
+	}
+	if (connect(d->sock, (struct sockaddr *)&sa, sizeof(sa))) {
+		r = -errno;
+		goto err_sock;
+	}
+
+	m.magic = DNP_SESS_MAGIC;
+	m.version = DNP_SESS_VERSION;
+	m.type = DNP_SESS_HELLO;
+	m.arg32 = (uint32_t)dnp_env_u64("DNP_PORT", DNP_SESS_PORT_ANY);
+	m.va = dnp_env_u64("DNP_HEAP_SIZE", 0);
+	r = dnp_send_msg(d->sock, &m);
+	if (r)
+		goto err_sock;
+	r = dnp_recv_full(d->sock, &m, sizeof(m), fds, DNP_SESS_NFDS, &nfds);
+	if (r)
+		goto err_fds;
+	if (m.magic != DNP_SESS_MAGIC || m.version != DNP_SESS_VERSION || m.type != DNP_SESS_HELLO) {
+		r = -EPROTO;
+		goto err_fds;
+	}
+	if (m.status < 0) {
+		r = m.status;
+		goto err_fds;
+	}
+	if (nfds != DNP_SESS_NFDS) {
+		r = -EPROTO;
+		goto err_fds;
+	}
+	r = dnp_map_session(d, fds);
+	if (r)
+		goto err_map;
+	/* The wake eventfd is kept; the memfds are no longer needed once mapped. */
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
+
+	memset(&m, 0, sizeof(m));
+	m.type = DNP_SESS_ATTACH;
+	m.va = (uint64_t)(uintptr_t)d->heap.base;
+	m.len = d->heap.size;
+	r = dnp_request(d, &m);
+	if (r)
+		goto err_unmap;
+	*out = d;
+	return 0;
+
+err_map:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	d->wake_fd = -1;
+err_unmap:
+	dnp_unmap(d);
+	if (d->wake_fd >= 0)
+		close(d->wake_fd);
+	goto err_sock;
+err_fds:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+err_sock:
+	close(d->sock);
+err_free:
+	free(d);
+	return r;
+}
+
+void dnp_close(struct dnp *d)
+{
+	if (!d)
+		return;
+	/* Closing the socket is what tells the daemon to close our port. */
+	close(d->sock);
+	dnp_unmap(d);
+	if (d->wake_fd >= 0)
+		close(d->wake_fd);
+	free(d);
+}
+
+int dnp_self(const struct dnp *d, struct dnp_coords *self, struct dnp_coords *dims)
+{
+	if (!d)
+		return -EINVAL;
+	if (self)
+		*self = d->self;
+	if (dims)
+		*dims = d->dims;
+	return 0;
+}
+
+unsigned dnp_port(const struct dnp *d)
+{
+	return d ? d->port : 0;
+}
+
+void *dnp_alloc(struct dnp *d, size_t len)
+{
+	return d ? dnp_heap_alloc(&d->heap, len) : NULL;
+}
+
+void dnp_free(struct dnp *d, void *p)
+{
+	if (d && p)
+		dnp_heap_release(&d->heap, p);
+}
+
+int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key)
+{
+	struct dnp_sess_msg m = { 0 };
+	int r;
+
+	if (!d || !addr || !len || !key || !flags || (flags & ~DNP_BUF_ALL) ||
+	    (uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;
+	m.type = DNP_SESS_REGISTER;
+	m.arg32 = flags;
+	m.va = (uint64_t)(uintptr_t)addr;
+	m.len = len;
+	r = dnp_request(d, &m);
+	if (r == 0)
+		*key = m.arg32;
+	return r;
+}
+
+int dnp_unregister(struct dnp *d, void *addr)
+{
+	struct dnp_sess_msg m = { 0 };
+
+	if (!d || !addr)
+		return -EINVAL;
+	m.type = DNP_SESS_UNREGISTER;
+	m.va = (uint64_t)(uintptr_t)addr;
+	return dnp_request(d, &m);
+}
+
+/* ------------------------------------------------------------- commands */
+
+static bool dnp_coords_ok(const struct dnp *d, struct dnp_coords c)
+{
+	return c.x < d->dims.x && c.y < d->dims.y && c.z < d->dims.z;
+}
+
+/* Queues one command: waits (spin, then yield) while the ring is full unless DNP_NONBLOCK. */
+static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
+{
+	unsigned spins = 0;
+
+	if (d->dead)
+		return -EIO;
+	while (dnp_ring_push(d->cmd, c) == -EAGAIN) {
+		/* The daemon may be asleep with our ring full: make sure it drains. */
+		dnp_bell_ring(d);
+		if (flags & DNP_NONBLOCK)
+			return -EAGAIN;
+		if ((++spins & 255u) == 0 && dnp_check_dead(d))
+			return -EIO;
+		sched_yield();
+	}
+	dnp_bell_ring(d);
+	return 0;
+}
+
+static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const void *local,
+			size_t len, struct dnp_coords peer, unsigned peer_port, unsigned flags)
+{
+	if (!d || (len && !local) || (uint64_t)len > DNP_MAX_MSG || peer_port >= DNP_PORTS_MAX ||
+	    (flags & ~DNP_NONBLOCK) || !dnp_coords_ok(d, peer))
+		return -EINVAL;
+	if ((uintptr_t)local + len < (uintptr_t)local)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	c->op = (uint8_t)op;
+	c->dst_port = (uint8_t)peer_port;
+	c->src_port = (uint8_t)d->port;
+	c->dst_x = (uint8_t)peer.x;
+	c->dst_y = (uint8_t)peer.y;
+	c->dst_z = (uint8_t)peer.z;
+	c->len = len;
+	c->local_va = (uint64_t)(uintptr_t)local;
+	return 0;
+}
+
+int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
+	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
+{
+	struct dnp_cmd c;
+	int r;
+
+	r = dnp_cmd_fill(d, &c, DNP_OP_PUT, src, len, dst, dst_port, flags);
+	if (r)
+		return r;
+	c.remote_va = remote_va;
+	c.remote_key = remote_key;
+	c.cookie = cookie;
+	return dnp_submit(d, &c, flags);
+}
+
+int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst,
+	     unsigned dst_port, uint64_t cookie, unsigned flags)
+{
+	struct dnp_cmd c;
+	int r;
+
+	r = dnp_cmd_fill(d, &c, DNP_OP_SEND, src, len, dst, dst_port, flags);
+	if (r)
+		return r;
+	c.cookie = cookie;
+	return dnp_submit(d, &c, flags);
+}
+
+int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp_coords src,
+	    unsigned src_port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie,
+	    unsigned flags)
+{
+	struct dnp_cmd c;
+	int r;
+
+	r = dnp_cmd_fill(d, &c, DNP_OP_GET, dst, len, src, src_port, flags);
+	if (r)
+		return r;
+	c.local_key = local_key;
+	c.remote_va = remote_va;
+	c.remote_key = remote_key;
+	c.cookie = cookie;
+	return dnp_submit(d, &c, flags);
+}
+
+/* --------------------------------------------------------------- events */
+
+int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
+{
+	if (!d || (!ev && max))
+		return -EINVAL;
+	return (int)dnp_ring_pop_burst(d->ev, ev, max > INT_MAX ? INT_MAX : max);
+}
+
+int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
+{
+	uint64_t deadline = 0;
+	unsigned i;
+
+	if (!d || !ev)
+		return -EINVAL;
+	if (dnp_ring_pop_burst(d->ev, ev, 1))
+		return 1;
+	if (timeout_ms == 0)
+		return dnp_check_dead(d) ? -EIO : 0;
+	if (timeout_ms > 0)
+		deadline = dnp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	/* Spin briefly: an event that is microseconds away costs no system call. */
+	for (i = 0; i < DNP_SPIN_ITERS; i++) {
+		if (dnp_ring_pop_burst(d->ev, ev, 1))
+			return 1;
+		dnp_cpu_relax();
+	}
+	for (i = 0; i < DNP_YIELD_ITERS; i++) {
+		if (dnp_ring_pop_burst(d->ev, ev, 1))
+			return 1;
+		sched_yield();
+	}
+	for (;;) {
+		struct timespec ts;
+		uint64_t slice = (uint64_t)DNP_SLEEP_SLICE_MS * 1000000ull;
+		uint32_t seq;
+
+		if (deadline) {
+			uint64_t now = dnp_now_ns();
+
+			if (now >= deadline)
+				return 0;
+			if (deadline - now < slice)
+				slice = deadline - now;
+		}
+		/*
+		 * Event count: take ev_seq, look, announce the sleep (seq_cst
+		 * against the daemon's seq_cst bump then load of ev_waiters),
+		 * and sleep only if ev_seq has not moved since we looked.
+		 */
+		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
+		if (dnp_ring_pop_burst(d->ev, ev, 1))
+			return 1;
+		if (dnp_check_dead(d))
+			return dnp_ring_pop_burst(d->ev, ev, 1) ? 1 : -EIO;
+		ts.tv_sec = (time_t)(slice / 1000000000ull);
+		ts.tv_nsec = (long)(slice % 1000000000ull);
+		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
+			dnp_futex(&d->ctl->ev_seq, FUTEX_WAIT, seq, &ts);
+		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
+		if (dnp_ring_pop_burst(d->ev, ev, 1))
+			return 1;
+	}
+}
+
+/* -------------------------------------------------------------- strerror */
+
+const char *dnp_strerror(int err)
+{
+	const char *s;
+
+	switch (err) {
+	case 0: return "success";
+	case -EINVAL: return "invalid argument or command";
+	case -EAGAIN: return "command queue full";
+	case -EIO: return "daemon gone";
+	case -ENOENT: return "no such buffer (or no daemon socket)";
+	case -ERANGE: return "access runs past the end of the buffer";
+	case -EACCES: return "bad buffer key";
+	case -EPERM: return "buffer not registered for this kind of access";
+	case -ECONNREFUSED: return "destination port not open (or no daemon)";
+	case -EMSGSIZE: return "SEND larger than the receive buffer";
+	case -ENOBUFS: return "no SEND buffer posted at the destination";
+	case -EHOSTUNREACH: return "destination outside the torus";
+	case -ENOLINK: return "a link on the path broke";
+	case -ETIMEDOUT: return "command timed out";
+	case -EPROTO: return "session ABI mismatch with the daemon";
+	case -EBUSY: return "no free port (or port in use)";
+	case -EEXIST: return "overlaps a registered buffer";
+	case -ENOSPC: return "buffer table full";
+	case -EFAULT: return "bad application address";
+	case -ENOMEM: return "out of memory";
+	default: break;
+	}
+	s = err < 0 ? strerrordesc_np(-err) : NULL;
+	return s ? s : "unknown error";
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dnp_session.h — the session ABI between libdnp and dnpd: the messages on
+ * the Unix socket DIR/node-<id>.sock and the layout of the shared memory
+ * they hand over.
+ *
+ * Handshake (every message is one struct dnp_sess_msg of 32 bytes):
+ *   app    -> HELLO  (va = heap bytes wanted or 0, arg32 = port wanted or DNP_SESS_PORT_ANY)
+ *   daemon -> HELLO  reply (status, arg32 = port) + SCM_RIGHTS, in this order:
+ *             [0] session memfd: struct dnp_sess_ctl at offset 0, then the
+ *                 command ring (app produces, daemon consumes, 64-byte slots)
+ *                 and the event ring (daemon produces, app consumes, 32-byte
+ *                 slots) at the offsets the control block names;
+ *             [1] heap memfd (heap_size bytes, the app's dnp_alloc arena);
+ *             [2] the daemon's bell file: struct dnp_sess_bell at offset 0;
+ *             [3] an eventfd the app writes when the bell is in poll_mode.
+ *   app    -> ATTACH (va = where the app mapped the heap)
+ *   daemon -> ATTACH reply (status)
+ * Then any number of REGISTER / UNREGISTER / STATS requests, each answered
+ * by one reply of the same type. A STATS reply is followed by 'len' bytes of
+ * text. A connection whose first message is STATS is a control connection
+ * (dnpctl): it gets no port and no memory.
+ *
+ * Doorbells (C11 atomics on shared memory, futex on the same words; an
+ * event count, as in transport/doorbell.h):
+ *   daemon bell (struct dnp_sess_bell, the daemon's file
+ *   "<run dir>/node-<id>.bell", also rung by neighbour daemons over shm
+ *   links): a producer publishes its work (ring tail store, or a socket
+ *   request), increments 'seq' (seq_cst), then loads 'sleeping' (seq_cst);
+ *   when it is not 0 it wakes the daemon: FUTEX_WAKE on 'seq', or, when
+ *   'poll_mode' is 1 (a udp daemon sleeping in poll()), a write of 1 to the
+ *   eventfd. The daemon takes 'seq' before looking for work, and sleeps
+ *   only if it is unchanged after it incremented 'sleeping' (seq_cst): one
+ *   of the two sides always sees the other's write (Dekker).
+ *   event bell (ev_seq/ev_waiters in struct dnp_sess_ctl): the same event
+ *   count with the roles swapped; the daemon bumps ev_seq after pushing
+ *   events and wakes the app only when ev_waiters is not 0.
+ *
+ * Layout rules: fixed-width little-endian fields, explicit padding,
+ * static_assert on sizes and offsets; anything that changes them bumps
+ * DNP_SESS_VERSION. Structures are written by one side only, as each
+ * field's comment says.
+ */
+#ifndef DNP_SESSION_H
+#define DNP_SESSION_H
+
+#include <assert.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
+#define DNP_SESS_VERSION 1u
+
+#define DNP_SESS_PORT_ANY 0xffffffffu
+#define DNP_SESS_CMD_SLOTS 256u   /* command ring slots (64 bytes each) */
+#define DNP_SESS_EV_SLOTS 1024u   /* event ring slots (32 bytes each) */
+#define DNP_SESS_HEAP_DEFAULT (64ull << 20)
+#define DNP_SESS_HEAP_MAX (4ull << 30)
+#define DNP_SESS_NFDS 4u
+#define DNP_SESS_STATS_MAX 65536u /* largest STATS text */
+
+enum dnp_sess_msg_type {
+	DNP_SESS_HELLO = 1,
+	DNP_SESS_ATTACH = 2,
+	DNP_SESS_REGISTER = 3,   /* va, len, arg32 = DNP_BUF_* flags; reply arg32 = key */
+	DNP_SESS_UNREGISTER = 4, /* va */
+	DNP_SESS_STATS = 5,      /* reply len = bytes of text that follow */
+};
+
+struct dnp_sess_msg {
+	uint32_t magic;   /* DNP_SESS_MAGIC */
+	uint16_t version; /* DNP_SESS_VERSION */
+	uint16_t type;    /* enum dnp_sess_msg_type; a reply repeats it */
+	int32_t status;   /* replies: 0 or a negative errno; requests: 0 */
+	uint32_t arg32;   /* see enum dnp_sess_msg_type */
+	uint64_t va;
+	uint64_t len;
+};
+static_assert(sizeof(struct dnp_sess_msg) == 32, "socket message is 32 bytes");
+
+/*
+ * The daemon's doorbell: one per daemon, shared by all its sessions and its
+ * shm neighbours. Its first three words are transport/doorbell.h's struct
+ * dnp_doorbell (dnpd static_asserts the match); poll_mode is ours.
+ */
+struct dnp_sess_bell {
+	alignas(64) _Atomic uint32_t seq; /* futex word: every ring increments it */
+	_Atomic uint32_t sleeping;        /* daemon threads inside their sleep */
+	_Atomic uint32_t magic;           /* 0x444e5042 "DNPB" once mapped */
+	_Atomic uint32_t poll_mode;       /* 1: wake with the eventfd, not the futex */
+	uint32_t reserved[12];
+};
+static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
+
+/* struct dnp_sess_ctl.state */
+enum dnp_sess_state {
+	DNP_SESS_OPEN = 1,
+	DNP_SESS_CLOSED = 2, /* the daemon is shutting down or dropped the session */
+};
+
+/*
+ * The control block at offset 0 of the session memfd. Line 0 is written by
+ * the daemon before the HELLO reply and constant afterwards; line 1 is the
+ * event doorbell.
+ */
+struct dnp_sess_ctl {
+	/* line 0: constant */
+	uint32_t magic;     /* DNP_SESS_MAGIC */
+	uint32_t version;   /* DNP_SESS_VERSION */
+	uint32_t port;      /* this session's port */
+	uint32_t node_id;   /* dnp_torus_id of the node */
+	uint8_t self[4];    /* x, y, z, 0 */
+	uint16_t dims[4];   /* X, Y, Z, 0 */
+	uint32_t cmd_off;   /* offset of the command ring (struct dnp_ring) */
+	uint32_t cmd_slots;
+	uint32_t ev_off;    /* offset of the event ring */
+	uint32_t ev_slots;
+	uint64_t map_size;  /* bytes of the session memfd */
+	uint64_t heap_size; /* bytes of the heap memfd */
+	uint32_t max_ports;
+	uint32_t rsvd0;
+	/* line 1: event doorbell and session state */
+	alignas(64) _Atomic uint32_t ev_seq; /* futex word: the daemon increments it to wake */
+	_Atomic uint32_t ev_waiters;         /* written by the app: 1 while it sleeps */
+	_Atomic uint32_t state;              /* enum dnp_sess_state; written by the daemon */
+	uint32_t rsvd1;
+	uint8_t pad1[48];
+};
+static_assert(sizeof(struct dnp_sess_ctl) == 128, "control block is two lines");
+static_assert(offsetof(struct dnp_sess_ctl, ev_seq) == 64, "doorbell on its own line");
+
+/* Placement of the rings in the session memfd (page-aligned, so both sides agree). */
+#define DNP_SESS_PAGE 4096u
+#define DNP_SESS_ALIGN_UP(x) (((x) + (DNP_SESS_PAGE - 1)) & ~(uint64_t)(DNP_SESS_PAGE - 1))
+
+#endif

@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: MIT
+/*
+ * app_common — see app_common.h.
+ */
+#include "app_common.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define APP_MAX_ALLOCS 256u
+
+struct app_alloc_rec {
+	void *p;
+	bool heap;
+};
+
+/* Allocations are few (a handful per program), a small table is enough. */
+static struct app_alloc_rec app_allocs[APP_MAX_ALLOCS];
+
+uint64_t app_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int app_env_int(const char *name, int def)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return def;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > 1000000)
+		return def;
+	return (int)v;
+}
+
+static uint8_t *app_slot(const struct app *a, unsigned i)
+{
+	return a->mbox + (size_t)i * APP_MBOX_SLOT_SIZE;
+}
+
+static int app_post_slot(struct app *a, unsigned i)
+{
+	uint32_t key;
+	int r;
+
+	/* A consumed SEND buffer may or may not still be registered: re-post it either way. */
+	r = dnp_unregister(a->d, app_slot(a, i));
+	if (r < 0 && r != -ENOENT)
+		return r;
+	return dnp_register(a->d, app_slot(a, i), APP_MBOX_SLOT_SIZE, DNP_BUF_SEND_TARGET, &key);
+}
+
+int app_open(struct app *a, const char *prog)
+{
+	const char *pp;
+	unsigned i;
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->timeout_ms = app_env_int("DNP_APP_TIMEOUT", 30) * 1000;
+	a->next_cookie = 1;
+	r = dnp_open(NULL, &a->d);
+	if (r < 0) {
+		fprintf(stderr, "%s: cannot connect to dnpd (DNP_SOCKET=%s): %s\n", prog,
+			getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") : "(unset)", dnp_strerror(r));
+		return r;
+	}
+	r = dnp_self(a->d, &a->self, &a->dims);
+	if (r < 0) {
+		fprintf(stderr, "%s: dnp_self: %s\n", prog, dnp_strerror(r));
+		goto err_close;
+	}
+	a->nnodes = a->dims.x * a->dims.y * a->dims.z;
+	a->id = app_id_of(a, a->self);
+	a->port = dnp_port(a->d);
+	pp = getenv("DNP_PEER_PORT");
+	a->peer_port = pp && *pp ? (unsigned)atoi(pp) : a->port;
+
+	a->stash = calloc(APP_STASH, sizeof(*a->stash));
+	a->msgq = calloc(APP_MSGQ, sizeof(*a->msgq));
+	a->mbox = app_alloc(a, (size_t)APP_MBOX_SLOTS * APP_MBOX_SLOT_SIZE);
+	if (!a->stash || !a->msgq || !a->mbox) {
+		r = -ENOMEM;
+		fprintf(stderr, "%s: out of memory\n", prog);
+		goto err_close;
+	}
+	for (i = 0; i < APP_MBOX_SLOTS; i++) {
+		r = app_post_slot(a, i);
+		if (r < 0) {
+			fprintf(stderr, "%s: registering SEND slot %u: %s\n", prog, i,
+				dnp_strerror(r));
+			goto err_close;
+		}
+		a->mbox_registered++;
+	}
+	return 0;
+
+err_close:
+	app_close(a);
+	return r;
+}
+
+void app_close(struct app *a)
+{
+	unsigned i;
+
+	if (a->d) {
+		for (i = 0; i < a->mbox_registered; i++)
+			dnp_unregister(a->d, app_slot(a, i));
+		if (a->mbox)
+			app_free(a, a->mbox);
+		dnp_close(a->d);
+	}
+	free(a->stash);
+	free(a->msgq);
+	memset(a, 0, sizeof(*a));
+}
+
+unsigned app_id_of(const struct app *a, struct dnp_coords c)
+{
+	return c.x + a->dims.x * (c.y + a->dims.y * c.z);
+}
+
+struct dnp_coords app_coords_of(const struct app *a, unsigned id)
+{
+	struct dnp_coords c;
+
+	c.x = id % a->dims.x;
+	c.y = (id / a->dims.x) % a->dims.y;
+	c.z = id / (a->dims.x * a->dims.y);
+	return c;
+}
+
+static unsigned app_ring_dist(unsigned n, unsigned p, unsigned q)
+{
+	unsigned d = p > q ? p - q : q - p;
+
+	return d < n - d ? d : n - d;
+}
+
+unsigned app_distance(const struct app *a, struct dnp_coords p, struct dnp_coords q)
+{
+	return app_ring_dist(a->dims.x, p.x, q.x) + app_ring_dist(a->dims.y, p.y, q.y) +
+	       app_ring_dist(a->dims.z, p.z, q.z);
+}
+
+struct dnp_coords app_farthest(const struct app *a, struct dnp_coords c)
+{
+	struct dnp_coords best = c, q;
+	unsigned id, d, bd = 0;
+
+	for (id = 0; id < a->nnodes; id++) {
+		q = app_coords_of(a, id);
+		d = app_distance(a, c, q);
+		if (d > bd) {
+			bd = d;
+			best = q;
+		}
+	}
+	return best;
+}
+
+bool app_coords_eq(struct dnp_coords p, struct dnp_coords q)
+{
+	return p.x == q.x && p.y == q.y && p.z == q.z;
+}
+
+int app_parse_coords(const char *s, struct dnp_coords *c)
+{
+	unsigned x, y, z;
+	int n = 0;
+
+	if (sscanf(s, "%u,%u,%u%n", &x, &y, &z, &n) != 3 || s[n])
+		return -EINVAL;
+	c->x = x;
+	c->y = y;
+	c->z = z;
+	return 0;
+}
+
+void *app_alloc(struct app *a, size_t len)
+{
+	static const size_t page = 4096;
+	bool use_heap = !getenv("DNP_APP_NOHEAP") || !*getenv("DNP_APP_NOHEAP");
+	void *p = NULL;
+	bool heap = false;
+	unsigned i;
+
+	for (i = 0; i < APP_MAX_ALLOCS && app_allocs[i].p; i++)
+		;
+	if (i == APP_MAX_ALLOCS)
+		return NULL;
+	if (use_heap && a->d) {
+		p = dnp_alloc(a->d, len);
+		heap = p != NULL;
+	}
+	if (!p)
+		p = aligned_alloc(page, (len + page - 1) / page * page);
+	if (!p)
+		return NULL;
+	app_allocs[i].p = p;
+	app_allocs[i].heap = heap;
+	return p;
+}
+
+void app_free(struct app *a, void *p)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	for (i = 0; i < APP_MAX_ALLOCS; i++) {
+		if (app_allocs[i].p != p)
+			continue;
+		if (app_allocs[i].heap)
+			dnp_free(a->d, p);
+		else
+			free(p);
+		app_allocs[i].p = NULL;
+		return;
+	}
+}
+
+static void app_stash_push(struct app *a, const struct dnp_event *ev)
+{
+	if (a->stash_n == APP_STASH) {
+		a->events_dropped++;
+		return;
+	}
+	a->stash[(a->stash_head + a->stash_n) % APP_STASH] = *ev;
+	a->stash_n++;
+}
+
+void app_stash_event(struct app *a, const struct dnp_event *ev)
+{
+	app_stash_push(a, ev);
+}
+
+/* Copies a control message out of its mailbox slot and re-posts the slot. */
+static void app_mbox_take(struct app *a, const struct dnp_event *ev, unsigned slot)
+{
+	struct app_msg *m;
+	size_t len = ev->len < sizeof(m->c) ? ev->len : sizeof(m->c);
+	int r;
+
+	if (a->msgq_n == APP_MSGQ) {
+		fprintf(stderr, "app: control queue full, message dropped\n");
+	} else {
+		m = &a->msgq[a->msgq_n];
+		memset(m, 0, sizeof(*m));
+		memcpy(&m->c, (const void *)(uintptr_t)ev->va, len);
+		m->hops = ev->hops;
+		if (m->c.magic == APP_CTRL_MAGIC)
+			a->msgq_n++;
+		else
+			fprintf(stderr, "app: stray SEND of %u bytes from %u,%u,%u ignored\n",
+				ev->len, ev->peer_x, ev->peer_y, ev->peer_z);
+	}
+	r = app_post_slot(a, slot);
+	if (r < 0)
+		fprintf(stderr, "app: re-posting SEND slot %u: %s\n", slot, dnp_strerror(r));
+}
+
+/* True if ev was a control message (consumed). */
+static bool app_mbox_event(struct app *a, const struct dnp_event *ev)
+{
+	uint64_t base = (uintptr_t)a->mbox;
+	uint64_t off;
+
+	if (ev->type != DNP_EV_RX_SEND || ev->va < base)
+		return false;
+	off = ev->va - base;
+	if (off >= (uint64_t)APP_MBOX_SLOTS * APP_MBOX_SLOT_SIZE)
+		return false;
+	app_mbox_take(a, ev, (unsigned)(off / APP_MBOX_SLOT_SIZE));
+	return true;
+}
+
+static int app_remaining(uint64_t deadline, int timeout_ms)
+{
+	uint64_t now;
+
+	if (timeout_ms < 0)
+		return -1;
+	now = app_now_ns();
+	if (now >= deadline)
+		return 0;
+	return (int)((deadline - now + 999999) / 1000000);
+}
+
+/* One raw event that is not a control message. 1 / 0 (timeout) / -errno. */
+static int app_raw_event(struct app *a, struct dnp_event *ev, int timeout_ms)
+{
+	uint64_t deadline = app_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000;
+	int r;
+
+	for (;;) {
+		r = dnp_wait_event(a->d, ev, app_remaining(deadline, timeout_ms));
+		if (r <= 0)
+			return r;
+		if (!app_mbox_event(a, ev))
+			return 1;
+		if (timeout_ms >= 0 && app_now_ns() >= deadline)
+			return 0;
+	}
+}
+
+int app_next_event(struct app *a, struct dnp_event *ev, int timeout_ms)
+{
+	if (a->stash_n) {
+		*ev = a->stash[a->stash_head];
+		a->stash_head = (a->stash_head + 1) % APP_STASH;
+		a->stash_n--;
+		return 1;
+	}
+	return app_raw_event(a, ev, timeout_ms);
+}
+
+/* Removes and returns the first stashed completion with this cookie. */
+static bool app_stash_take_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev)
+{
+	unsigned i, j, k;
+
+	for (i = 0; i < a->stash_n; i++) {
+		k = (a->stash_head + i) % APP_STASH;
+		if (a->stash[k].cookie != cookie ||
+		    (a->stash[k].type != DNP_EV_TX_DONE && a->stash[k].type != DNP_EV_ERROR &&
+		     a->stash[k].type != DNP_EV_GET_DONE))
+			continue;
+		*ev = a->stash[k];
+		for (j = i; j + 1 < a->stash_n; j++)
+			a->stash[(a->stash_head + j) % APP_STASH] =
+				a->stash[(a->stash_head + j + 1) % APP_STASH];
+		a->stash_n--;
+		return true;
+	}
+	return false;
+}
+
+static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev, uint64_t deadline)
+{
+	int r;
+
+	if (app_stash_take_cookie(a, cookie, ev))
+		return 1;
+	for (;;) {
+		r = app_raw_event(a, ev, app_remaining(deadline, 0));
+		if (r <= 0)
+			return r;
+		if (ev->cookie == cookie && (ev->type == DNP_EV_TX_DONE ||
+					     ev->type == DNP_EV_ERROR ||
+					     ev->type == DNP_EV_GET_DONE))
+			return 1;
+		app_stash_push(a, ev);
+	}
+}
+
+static bool app_retryable(int status)
+{
+	return status == -ECONNREFUSED || status == -ENOBUFS || status == -ENOENT;
+}
+
+int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c)
+{
+	uint64_t deadline = app_now_ns() + (uint64_t)a->timeout_ms * 1000000;
+	struct dnp_event ev;
+	uint64_t cookie;
+	int r;
+
+	c->magic = APP_CTRL_MAGIC;
+	c->src = a->id;
+	for (;;) {
+		/* Control cookies have the top bit set so they never meet a program's own. */
+		cookie = (1ull << 63) | a->next_cookie++;
+		r = dnp_send(a->d, c, sizeof(*c), app_coords_of(a, dst), a->peer_port, cookie, 0);
+		if (r < 0)
+			return r;
+		r = app_wait_cookie(a, cookie, &ev, deadline);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (ev.type == DNP_EV_TX_DONE)
+			return 0;
+		if (!app_retryable(ev.status))
+			return ev.status ? ev.status : -EIO;
+		if (app_now_ns() >= deadline)
+			return ev.status;
+		usleep(1000); /* the peer is not ready yet: port not open or no slot posted */
+	}
+}
+
+int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out)
+{
+	uint64_t deadline = app_now_ns() + (uint64_t)a->timeout_ms * 1000000;
+	struct dnp_event ev;
+	unsigned i;
+	int r;
+
+	for (;;) {
+		for (i = 0; i < a->msgq_n; i++) {
+			if (a->msgq[i].c.tag != tag || (src != ~0u && a->msgq[i].c.src != src))
+				continue;
+			*out = a->msgq[i];
+			memmove(&a->msgq[i], &a->msgq[i + 1],
+				(a->msgq_n - i - 1) * sizeof(a->msgq[0]));
+			a->msgq_n--;
+			return 0;
+		}
+		r = app_raw_event(a, &ev, app_remaining(deadline, 0));
+		if (r < 0)
+			return r;
+		if (r == 0 && app_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (r == 1)
+			app_stash_push(a, &ev);
+	}
+}
+
+int app_barrier(struct app *a, uint32_t tag)
+{
+	struct app_ctrl c;
+	struct app_msg m;
+	unsigned id;
+	int r;
+
+	for (id = 0; id < a->nnodes; id++) {
+		if (id == a->id)
+			continue;
+		memset(&c, 0, sizeof(c));
+		c.tag = tag;
+		r = app_ctrl_send(a, id, &c);
+		if (r < 0)
+			return r;
+	}
+	for (id = 0; id < a->nnodes; id++) {
+		if (id == a->id)
+			continue;
+		r = app_ctrl_recv(a, id, tag, &m);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* splitmix64: a cheap, well-mixed generator for the data patterns. */
+static uint64_t app_mix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t app_seed(uint32_t src, uint32_t dst, uint64_t size, uint32_t salt)
+{
+	uint64_t s = ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ size ^ ((uint64_t)salt << 52);
+
+	app_mix(&s);
+	return s;
+}
+
+void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
+		      uint32_t salt)
+{
+	uint64_t s = app_seed(src, dst, size, salt), w;
+	uint8_t *p = buf;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		w = app_mix(&s);
+		memcpy(p + i, &w, 8);
+	}
+	if (i < len) {
+		w = app_mix(&s);
+		memcpy(p + i, &w, len - i);
+	}
+}
+
+long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst,
+			    uint64_t size, uint32_t salt)
+{
+	uint64_t s = app_seed(src, dst, size, salt), w;
+	const uint8_t *p = buf;
+	uint8_t want[8];
+	size_t i, j, n;
+
+	for (i = 0; i < len; i += 8) {
+		w = app_mix(&s);
+		memcpy(want, &w, 8);
+		n = len - i < 8 ? len - i : 8;
+		if (memcmp(p + i, want, n) == 0)
+			continue;
+		for (j = 0; j < n; j++)
+			if (p[i + j] != want[j])
+				return (long long)(i + j);
+	}
+	return -1;
+}
+
+int app_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max)
+{
+	char tmp[1024], *tok, *save = NULL;
+	unsigned n = 0;
+
+	if (strlen(s) >= sizeof(tmp))
+		return -EINVAL;
+	strcpy(tmp, s);
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max || app_parse_size(tok, &sizes[n]) < 0)
+			return -EINVAL;
+		n++;
+	}
+	return n ? (int)n : -EINVAL;
+}
+
+static int app_cmp_double(const void *p, const void *q)
+{
+	double x = *(const double *)p, y = *(const double *)q;
+
+	return x < y ? -1 : x > y;
+}
+
+void app_stats_compute(double *v, unsigned n, struct app_stats *st)
+{
+	double sum = 0;
+	unsigned i, k;
+
+	memset(st, 0, sizeof(*st));
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), app_cmp_double);
+	for (i = 0; i < n; i++)
+		sum += v[i];
+	st->min = v[0];
+	st->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	k = (unsigned)((99ull * n + 99) / 100); /* nearest-rank 99th percentile */
+	st->p99 = v[(k ? k : 1) - 1];
+	st->mean = sum / n;
+}
+
+const char *app_ev_name(unsigned type)
+{
+	static const char *const names[] = {
+		[DNP_EV_TX_DONE] = "TX_DONE", [DNP_EV_RX_PUT] = "RX_PUT",
+		[DNP_EV_RX_SEND] = "RX_SEND", [DNP_EV_GET_DONE] = "GET_DONE",
+		[DNP_EV_ERROR] = "ERROR",     [DNP_EV_LINK] = "LINK",
+	};
+
+	if (type < sizeof(names) / sizeof(names[0]) && names[type])
+		return names[type];
+	return "?";
+}
+
+void app_print_event(const char *prog, const char *what, const struct dnp_event *ev)
+{
+	fprintf(stderr,
+		"%s: %s: event %s op %u peer %u,%u,%u port %u hops %u status %d (%s) len %u "
+		"va 0x%llx cookie 0x%llx\n",
+		prog, what, app_ev_name(ev->type), ev->op, ev->peer_x, ev->peer_y, ev->peer_z,
+		ev->port, ev->hops, ev->status, ev->status ? dnp_strerror(ev->status) : "ok",
+		ev->len, (unsigned long long)ev->va, (unsigned long long)ev->cookie);
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_common — shared plumbing of the SoftDNP test and benchmark programs
+ * (dnp_pingpong, dnp_bw, dnp_alltoall, dnp_check).
+ *
+ * The programs are SPMD: dnp-run starts one instance per torus node, each
+ * connected to its own node's dnpd (DNP_SOCKET). Every instance is the first
+ * application of its daemon, so all instances own the same port number and
+ * a peer's port is assumed equal to our own (override: DNP_PEER_PORT).
+ *
+ * Control messages (handshakes, acks, barriers) travel as DNP SENDs into a
+ * mailbox of separately registered SEND-target slots. A SEND that finds the
+ * peer not ready (port not open yet, no slot posted) completes with an error
+ * and is retried until a deadline, so start-up order does not matter.
+ * Because each control SEND waits for its completion before the next one,
+ * control messages between two instances arrive in order.
+ *
+ * Events that the caller is not waiting for are kept in a FIFO stash
+ * (RX_SEND events are consumed by the mailbox: the message is copied out and
+ * its slot re-posted). Everything is single-threaded; memory is owned by the
+ * struct app and freed by app_close.
+ */
+#ifndef DNP_APP_COMMON_H
+#define DNP_APP_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dnp.h"
+
+#define APP_MBOX_SLOTS 64u
+#define APP_MBOX_SLOT_SIZE 256u
+#define APP_CTRL_MAGIC 0x444e5043u /* "DNPC" */
+#define APP_CTRL_PAYLOAD 192u
+#define APP_STASH 8192u
+#define APP_MSGQ 1024u
+
+struct app_ctrl {
+	uint32_t magic;
+	uint32_t tag;    /* what the message is (program-defined) */
+	uint32_t src;    /* node id of the sender */
+	uint32_t seq;    /* program-defined */
+	uint64_t a, b, c, d; /* program-defined (addresses, keys, counts) */
+	uint32_t plen;   /* bytes used in payload */
+	uint8_t payload[APP_CTRL_PAYLOAD];
+};
+
+struct app_msg {
+	struct app_ctrl c;
+	unsigned hops; /* hop count of the RX_SEND event */
+};
+
+struct app {
+	struct dnp *d;
+	struct dnp_coords self, dims;
+	unsigned id, nnodes, port, peer_port;
+	int timeout_ms; /* deadline for each blocking helper */
+	uint64_t next_cookie;
+	/* mailbox */
+	uint8_t *mbox;
+	unsigned mbox_registered;
+	/* control messages received and not yet taken */
+	struct app_msg *msgq;
+	unsigned msgq_n;
+	/* events not yet taken */
+	struct dnp_event *stash;
+	unsigned stash_head, stash_n;
+	uint64_t events_dropped;
+};
+
+/* Time in nanoseconds (CLOCK_MONOTONIC). */
+uint64_t app_now_ns(void);
+
+/* Connects (DNP_SOCKET), learns coordinates, posts the mailbox. Prints why on failure. */
+int app_open(struct app *a, const char *prog);
+void app_close(struct app *a);
+
+unsigned app_id_of(const struct app *a, struct dnp_coords c);
+struct dnp_coords app_coords_of(const struct app *a, unsigned id);
+unsigned app_distance(const struct app *a, struct dnp_coords p, struct dnp_coords q);
+/* The node farthest from c (first by id among the farthest). */
+struct dnp_coords app_farthest(const struct app *a, struct dnp_coords c);
+bool app_coords_eq(struct dnp_coords p, struct dnp_coords q);
+/* Parses "X,Y,Z". -EINVAL. */
+int app_parse_coords(const char *s, struct dnp_coords *c);
+
+/* A buffer for data: from the shared heap when possible, else page-aligned memory. */
+void *app_alloc(struct app *a, size_t len);
+void app_free(struct app *a, void *p);
+
+/*
+ * Next event with type not RX_SEND (those go to the message queue), stashed
+ * ones first. Returns 1, 0 on timeout (timeout_ms as in dnp_wait_event), -errno.
+ */
+int app_next_event(struct app *a, struct dnp_event *ev, int timeout_ms);
+/* Puts an event back at the end of the stash (for events meant for later). */
+void app_stash_event(struct app *a, const struct dnp_event *ev);
+
+/*
+ * Sends a control message to node dst (our port) and waits for its
+ * completion, retrying while the peer is not ready. Other events met while
+ * waiting are stashed. Returns 0 or -errno (-ETIMEDOUT).
+ */
+int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c);
+/* Waits for a control message with this tag from src (src ~0u: any). 0 / -ETIMEDOUT / -errno. */
+int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
+/* Every node sends (tag) to every other and waits for theirs. */
+int app_barrier(struct app *a, uint32_t tag);
+
+/* Deterministic pattern of message (src, dst, size, salt): byte i. */
+void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
+		      uint32_t salt);
+/* Offset of the first byte differing from the pattern, or -1 if all match. */
+long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst,
+			    uint64_t size, uint32_t salt);
+
+/* Sizes: "8,64,4K,1M" (K/M/G suffixes). Returns the count, -EINVAL. */
+int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max);
+/* Size with an optional K/M/G suffix. -EINVAL. */
+int app_parse_size(const char *s, uint64_t *out);
+
+/* Statistics over n samples (sorted in place). */
+struct app_stats {
+	double min, median, p99, mean;
+};
+void app_stats_compute(double *v, unsigned n, struct app_stats *st);
+
+const char *app_ev_name(unsigned type);
+void app_print_event(const char *prog, const char *what, const struct dnp_event *ev);
+
+#endif

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dnp_pingpong — PUT latency between two nodes (half round trip), or the
+ * local-loop latency of one node (--loopback).
+ *
+ * Method (seed 000, lines 613-647: "latency, estimated as half the round-trip
+ * time in a ping-pong test"): both nodes register a PUT-target buffer and
+ * exchange address and key with a SEND; node A PUTs into B, B waits for the
+ * RX_PUT event and PUTs back, A waits for the RX_PUT event. --loopback follows
+ * seed 001 (last paragraphs): a PUT to the node itself, timed until both the
+ * "sent" (TX_DONE) and the "received" (RX_PUT) events have arrived.
+ *
+ * Run under dnp-run: A is node (0,0,0), B its +X neighbour or --peer; the
+ * instances on the other nodes exit 0 at once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_common.h"
+
+#define PROG "dnp_pingpong"
+#define MAX_SIZES 64
+#define TAG_ADDR 1
+#define TAG_DONE 2
+
+struct pp_opts {
+	uint64_t sizes[MAX_SIZES];
+	unsigned nsizes;
+	unsigned iters;  /* 0: automatic per size */
+	unsigned warmup;
+	bool csv, loopback, have_peer;
+	struct dnp_coords peer;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST] [--iters N]\n"
+		"                    [--warmup N] [--csv]\n"
+		"  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
+		"  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
+		"  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
+		"  Run it under dnp-run; instances on other nodes exit 0.\n");
+}
+
+static int parse_opts(int argc, char **argv, struct pp_opts *o)
+{
+	static const struct option lo[] = {
+		{ "peer", required_argument, NULL, 'p' },
+		{ "loopback", no_argument, NULL, 'l' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t s;
+	int c, r;
+
+	memset(o, 0, sizeof(*o));
+	o->warmup = 10;
+	for (s = 8; s <= (2u << 20); s *= 4)
+		o->sizes[o->nsizes++] = s;
+	o->sizes[o->nsizes++] = 4u << 20;
+	while ((c = getopt_long(argc, argv, "p:ls:n:w:ch", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (app_parse_coords(optarg, &o->peer) < 0)
+				return -EINVAL;
+			o->have_peer = true;
+			break;
+		case 'l':
+			o->loopback = true;
+			break;
+		case 's':
+			r = app_parse_sizes(optarg, o->sizes, MAX_SIZES);
+			if (r < 0)
+				return r;
+			o->nsizes = (unsigned)r;
+			break;
+		case 'n':
+			o->iters = (unsigned)strtoul(optarg, NULL, 0);
+			if (!o->iters)
+				return -EINVAL;
+			break;
+		case 'w':
+			o->warmup = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			o->csv = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -EINVAL;
+		}
+	}
+	return optind == argc ? 0 : -EINVAL;
+}
+
+static unsigned iters_for(const struct pp_opts *o, uint64_t size)
+{
+	uint64_t n;
+
+	if (o->iters)
+		return o->iters;
+	n = (64ull << 20) / (size ? size : 1);
+	return n > 1000 ? 1000 : n < 20 ? 20 : (unsigned)n;
+}
+
+static uint64_t max_size(const struct pp_opts *o)
+{
+	uint64_t m = 1;
+	unsigned i;
+
+	for (i = 0; i < o->nsizes; i++)
+		if (o->sizes[i] > m)
+			m = o->sizes[i];
+	return m;
+}
+
+static void print_header(const struct pp_opts *o)
+{
+	if (o->csv)
+		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
+	else
+		printf("%10s %10s %12s %12s %12s\n", "bytes", "iterations", "t_min[us]",
+		       "t_median[us]", "t_p99[us]");
+}
+
+static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, double *v)
+{
+	struct app_stats st;
+
+	app_stats_compute(v, iters, &st);
+	if (o->csv)
+		printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)size, iters, st.min,
+		       st.median, st.p99);
+	else
+		printf("%10llu %10u %12.3f %12.3f %12.3f\n", (unsigned long long)size, iters,
+		       st.min, st.median, st.p99);
+	fflush(stdout);
+}
+
+/*
+ * Waits for one event of type 'want' (TX_DONE completions met on the way are
+ * counted in *done). Any ERROR fails the run.
+ */
+static int wait_for(struct app *a, unsigned want, uint64_t cookie, uint64_t *done)
+{
+	struct dnp_event ev;
+	int r;
+
+	for (;;) {
+		r = app_next_event(a, &ev, a->timeout_ms);
+		if (r < 0) {
+			fprintf(stderr, PROG ": wait_event: %s\n", dnp_strerror(r));
+			return r;
+		}
+		if (r == 0) {
+			fprintf(stderr, PROG ": timed out waiting for %s\n", app_ev_name(want));
+			return -ETIMEDOUT;
+		}
+		if (ev.type == DNP_EV_ERROR) {
+			app_print_event(PROG, "unexpected", &ev);
+			return ev.status ? ev.status : -EIO;
+		}
+		if (ev.type == DNP_EV_TX_DONE)
+			(*done)++;
+		if (ev.type == want && (want != DNP_EV_TX_DONE || ev.cookie == cookie))
+			return 0;
+	}
+}
+
+static int drain_tx(struct app *a, uint64_t *done, uint64_t issued)
+{
+	int r;
+
+	while (*done < issued) {
+		r = wait_for(a, DNP_EV_TX_DONE, 0, done);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int run_loopback(struct app *a, const struct pp_opts *o)
+{
+	uint64_t msz = max_size(o), done = 0, t0, issued = 0;
+	uint8_t *sbuf = app_alloc(a, msz), *rbuf = app_alloc(a, msz);
+	double *v = NULL;
+	uint32_t key;
+	unsigned i, k, n;
+	bool got_tx, got_rx;
+	struct dnp_event ev;
+	int r;
+
+	if (!sbuf || !rbuf)
+		return -ENOMEM;
+	app_pattern_fill(sbuf, msz, a->id, a->id, msz, 7);
+	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
+	if (r < 0) {
+		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
+		return r;
+	}
+	if (!o->csv)
+		printf("# loopback PUT on node %u,%u,%u: time until TX_DONE and RX_PUT\n",
+		       a->self.x, a->self.y, a->self.z);
+	print_header(o);
+	for (k = 0; k < o->nsizes; k++) {
+		n = iters_for(o, o->sizes[k]);
+		free(v);
+		v = calloc(n, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (i = 0; i < o->warmup + n; i++) {
+			got_tx = got_rx = false;
+			t0 = app_now_ns();
+			r = dnp_put(a->d, sbuf, o->sizes[k], a->self, a->port, (uintptr_t)rbuf, key,
+				    ++issued, 0);
+			if (r < 0) {
+				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
+				goto out;
+			}
+			while (!got_tx || !got_rx) {
+				r = app_next_event(a, &ev, a->timeout_ms);
+				if (r <= 0) {
+					fprintf(stderr, PROG ": loopback: %s\n",
+						r ? dnp_strerror(r) : "timed out");
+					r = r ? r : -ETIMEDOUT;
+					goto out;
+				}
+				if (ev.type == DNP_EV_TX_DONE && ev.cookie == issued)
+					got_tx = true;
+				else if (ev.type == DNP_EV_RX_PUT)
+					got_rx = true;
+				else if (ev.type == DNP_EV_ERROR) {
+					app_print_event(PROG, "loopback", &ev);
+					r = -EIO;
+					goto out;
+				}
+			}
+			if (i >= o->warmup)
+				v[i - o->warmup] = (double)(app_now_ns() - t0) / 1000.0;
+		}
+		if (app_pattern_check(rbuf, o->sizes[k], a->id, a->id, msz, 7) >= 0) {
+			fprintf(stderr, PROG ": loopback data of %llu bytes corrupted\n",
+				(unsigned long long)o->sizes[k]);
+			r = -EIO;
+			goto out;
+		}
+		print_row(o, o->sizes[k], n, v);
+	}
+	r = 0;
+out:
+	(void)done;
+	free(v);
+	dnp_unregister(a->d, rbuf);
+	return r;
+}
+
+static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coords peer, bool is_a)
+{
+	uint64_t msz = max_size(o), done = 0, issued = 0, t0, rva;
+	uint8_t *sbuf = app_alloc(a, msz), *rbuf = app_alloc(a, msz);
+	unsigned peer_id = app_id_of(a, peer), i, k, n;
+	struct app_ctrl c;
+	struct app_msg m;
+	double *v = NULL;
+	uint32_t key, rkey;
+	int r;
+
+	if (!sbuf || !rbuf)
+		return -ENOMEM;
+	app_pattern_fill(sbuf, msz, a->id, peer_id, msz, 1);
+	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
+	if (r < 0) {
+		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
+		return r;
+	}
+	memset(&c, 0, sizeof(c));
+	c.tag = TAG_ADDR;
+	c.a = (uintptr_t)rbuf;
+	c.b = key;
+	r = app_ctrl_send(a, peer_id, &c);
+	if (r == 0)
+		r = app_ctrl_recv(a, peer_id, TAG_ADDR, &m);
+	if (r < 0) {
+		fprintf(stderr, PROG ": handshake with %u,%u,%u: %s\n", peer.x, peer.y, peer.z,
+			dnp_strerror(r));
+		goto out;
+	}
+	rva = m.c.a;
+	rkey = (uint32_t)m.c.b;
+	if (is_a) {
+		if (!o->csv)
+			printf("# PUT ping-pong %u,%u,%u <-> %u,%u,%u (%u hops): half round trip\n",
+			       a->self.x, a->self.y, a->self.z, peer.x, peer.y, peer.z,
+			       app_distance(a, a->self, peer));
+		print_header(o);
+	}
+	for (k = 0; k < o->nsizes; k++) {
+		n = iters_for(o, o->sizes[k]);
+		free(v);
+		v = calloc(n, sizeof(*v));
+		if (!v) {
+			r = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < o->warmup + n; i++) {
+			t0 = app_now_ns();
+			if (!is_a) {
+				r = wait_for(a, DNP_EV_RX_PUT, 0, &done);
+				if (r < 0)
+					goto out;
+			}
+			r = dnp_put(a->d, sbuf, o->sizes[k], peer, a->peer_port, rva, rkey, ++issued,
+				    0);
+			if (r < 0) {
+				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
+				goto out;
+			}
+			if (is_a) {
+				r = wait_for(a, DNP_EV_RX_PUT, 0, &done);
+				if (r < 0)
+					goto out;
+				if (i >= o->warmup)
+					v[i - o->warmup] = (double)(app_now_ns() - t0) / 2000.0;
+			}
+		}
+		if (is_a) {
+			if (app_pattern_check(rbuf, o->sizes[k], peer_id, a->id, msz, 1) >= 0) {
+				fprintf(stderr, PROG ": data of %llu bytes corrupted\n",
+					(unsigned long long)o->sizes[k]);
+				r = -EIO;
+				goto out;
+			}
+			print_row(o, o->sizes[k], n, v);
+		}
+	}
+	r = drain_tx(a, &done, issued);
+	if (r < 0)
+		goto out;
+	/* B reports completion so that A does not close its port under B's last PUT. */
+	if (is_a) {
+		r = app_ctrl_recv(a, peer_id, TAG_DONE, &m);
+	} else {
+		memset(&c, 0, sizeof(c));
+		c.tag = TAG_DONE;
+		r = app_ctrl_send(a, peer_id, &c);
+	}
+	if (r < 0)
+		fprintf(stderr, PROG ": final handshake: %s\n", dnp_strerror(r));
+out:
+	free(v);
+	dnp_unregister(a->d, rbuf);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct dnp_coords peer, origin = { 0, 0, 0 };
+	struct pp_opts o;
+	struct app a;
+	bool is_a;
+	int r;
+
+	if (parse_opts(argc, argv, &o) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (app_open(&a, PROG) < 0)
+		return 1;
+	is_a = app_coords_eq(a.self, origin);
+	if (o.loopback) {
+		r = is_a ? run_loopback(&a, &o) : 0;
+		app_close(&a);
+		return r < 0 ? 1 : 0;
+	}
+	if (o.have_peer) {
+		peer = o.peer;
+	} else {
+		peer.x = 1 % a.dims.x;
+		peer.y = 0;
+		peer.z = 0;
+	}
+	if (!is_a && !app_coords_eq(a.self, peer)) {
+		app_close(&a); /* not part of this measurement */
+		return 0;
+	}
+	if (peer.x >= a.dims.x || peer.y >= a.dims.y || peer.z >= a.dims.z ||
+	    app_coords_eq(peer, origin)) {
+		fprintf(stderr, PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus "
+			"(use --loopback for one node)\n", peer.x, peer.y, peer.z, a.dims.x,
+			a.dims.y, a.dims.z);
+		app_close(&a);
+		return 2;
+	}
+	r = run_pingpong(&a, &o, is_a ? peer : origin, is_a);
+	app_close(&a);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dnpd — the node daemon: configuration, application sessions and the poll
+ * loop that drives one struct dnp_engine (docs/dnpd.md).
+ *
+ * Modules of the daemon (private to dnp-core/dnpd/):
+ *   conf     command line and INI topology file -> struct dnpd_conf (parsed
+ *            once at start-up; nothing reads the environment afterwards);
+ *   sess     the Unix socket, application sessions (shared rings, heap,
+ *            control requests) and dnpctl connections; engine calls are made
+ *            through struct dnpd_sess_ops so tests can run it without one;
+ *   place    CPU pinning and NUMA memory binding;
+ *   dnpd.c   engine, links, memory operations, the poll loop, idle policy.
+ *
+ * Threads: everything runs on the daemon's single polling thread; the only
+ * cross-thread object is the stop flag set from signal handlers.
+ */
+#ifndef DNPD_H
+#define DNPD_H
+
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dnp_abi.h"
+#include "dnp_session.h"
+#include "ring.h"
+#include "torus.h"
+
+enum dnpd_idle {
+	DNPD_IDLE_ADAPTIVE = 0, /* spin, then sched_yield, then sleep on the doorbell */
+	DNPD_IDLE_BUSY = 1,     /* spin forever */
+};
+
+#define DNPD_ADDR_MAX 256
+#define DNPD_UDP_BASE_DEFAULT 47000u
+
+/* Which fields were given (command line or config file). */
+#define DNPD_HAS_TORUS 0x1u
+#define DNPD_HAS_COORD 0x2u
+#define DNPD_HAS_RUNDIR 0x4u
+
+struct dnpd_conf {
+	unsigned has;
+	struct dnp_torus torus;
+	struct dnp_coord self;
+	char run_dir[PATH_MAX];
+	char transport[16];          /* "shm" (default) or "udp" */
+	unsigned udp_base_port;
+	enum dnpd_idle idle;
+	int cpu;                     /* -1: no pinning */
+	int log_level;               /* 0 errors .. 3 debug; default 1 */
+	uint64_t credit_period_us;   /* 0: the engine's default */
+	uint64_t credit_timeout_ms;  /* 0: the engine's default */
+	uint64_t heap_default;       /* session heap when the app asks none */
+	char config[PATH_MAX];       /* --config FILE or "" */
+	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
+	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
+	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];
+};
+
+/* ---- conf.c ---- */
+void dnpd_conf_default(struct dnpd_conf *c);
+/*
+ * Parses argv (and the --config file it names, whose keys the command line
+ * overrides). Returns 0, 1 when --help was printed, or -EINVAL after printing why.
+ */
+int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv);
+void dnpd_conf_usage(FILE *f, const char *prog);
+/* Applies one "key = value" of the topology file. 0, -EINVAL, -ENOENT (unknown key). */
+int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *value);
+/* Reads an INI topology file (conf_ini.c with inih, conf_noini.c without). */
+int dnpd_conf_load(struct dnpd_conf *c, const char *path);
+/* Fills the paths of the run directory. */
+int dnpd_path(const struct dnpd_conf *c, const char *fmt_suffix, char *out, size_t len);
+/*
+ * The transport addresses and side for the link in direction dir (derived
+ * unless the config file set them). Link naming is documented in docs/dnpd.md.
+ */
+int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
+			size_t len, unsigned *side, char *peer_bell, size_t bell_len);
+
+/* ---- log ---- */
+extern int dnpd_log_level;
+void dnpd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define DNPD_ERR 0
+#define DNPD_WARN 1
+#define DNPD_INFO 2
+#define DNPD_DEBUG 3
+
+/* ---- place.c / place_numa.c ---- */
+/* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */
+int dnpd_place(int cpu);
+
+/* ---- sess.c ---- */
+struct dnpd_sess_ops {
+	int (*port_open)(void *ctx, unsigned port);
+	void (*port_close)(void *ctx, unsigned port);
+	int (*reg)(void *ctx, unsigned port, uint64_t va, uint64_t len, unsigned flags,
+		   uintptr_t priv, uint32_t *key);
+	int (*unreg)(void *ctx, unsigned port, uint64_t va);
+	/* Writes a text report (NUL-terminated, truncated to cap); returns its length. */
+	size_t (*stats)(void *ctx, char *buf, size_t cap);
+};
+
+struct dnpd_sess_conf {
+	const char *sock_path;  /* created (an old socket file is replaced) */
+	const char *bell_path;  /* the daemon's doorbell file, passed to apps */
+	struct dnp_torus torus;
+	struct dnp_coord self;
+	uint32_t max_ports;     /* 1..256 */
+	uint64_t heap_default;  /* bytes */
+	uint64_t heap_max;
+	bool poll_mode;         /* the daemon sleeps in poll(): apps write the eventfd */
+	const struct dnpd_sess_ops *ops;
+	void *ctx;
+};
+
+/* One application (port >= 0) or dnpctl (is_app false) connection. */
+struct dnpd_session {
+	int fd;
+	bool is_app;
+	pid_t pid;
+	unsigned port;
+	struct dnp_sess_ctl *ctl;
+	size_t map_size;
+	struct dnp_ring *cmd;
+	struct dnp_ring *ev;
+	uint8_t *heap;          /* daemon's mapping */
+	uint64_t heap_size;
+	uint64_t app_heap;      /* app's mapping (0 until ATTACH) */
+	bool has_stash;         /* stash holds a command the engine refused with -EAGAIN */
+	struct dnp_cmd stash;
+	uint8_t rx[sizeof(struct dnp_sess_msg)];
+	unsigned rx_len;
+};
+
+#define DNPD_MAX_CONN 300u
+
+struct dnpd_sess_srv {
+	struct dnpd_sess_conf conf;
+	char sock_path[PATH_MAX];
+	int listen_fd;
+	int bell_fd;            /* the doorbell file, sent to apps */
+	int wake_fd;            /* eventfd, sent to apps, polled in poll mode */
+	struct dnp_sess_bell *bell;
+	unsigned nconn;
+	struct dnpd_session *conn[DNPD_MAX_CONN];
+	struct dnpd_session *by_port[256];
+	/* Ports with a session, compact, for the poll loop. */
+	unsigned nports;
+	uint16_t ports[256];
+	struct pollfd pfd[DNPD_MAX_CONN + 1];
+};
+
+/* Errors: -errno of socket/bind/listen, -ENOMEM. */
+int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out);
+/* Marks every session closed (apps see -EIO), closes, removes the socket file. */
+void dnpd_sess_destroy(struct dnpd_sess_srv *s);
+/* Accepts, reads requests, drops closed sessions; never blocks. Returns requests handled. */
+unsigned dnpd_sess_service(struct dnpd_sess_srv *s);
+/* Descriptors to watch while sleeping (listen + connections); returns the count. */
+unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, unsigned max);
+/* Daemon address of [va, va+len) of the session's heap, or NULL outside it. */
+void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
+/* After pushing events: wakes the app if it sleeps (event bell). */
+void dnpd_sess_notify(struct dnpd_session *se);
+
+#endif

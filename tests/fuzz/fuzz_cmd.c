@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for dnp_cmd_check: the 64-byte command slot is written by
+ * an application process, so any bytes must be either rejected or safe to
+ * act on. Input: 64 bytes of command, then an optional byte giving the port
+ * count. Each command is checked against a few torus shapes; whatever is
+ * accepted is re-checked here against the rules of cmd.h (abort if not).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct dnp_torus shapes[] = {
+	{ .dim = { 1, 1, 1 } },
+	{ .dim = { 2, 2, 2 } },
+	{ .dim = { 4, 2, 3 } },
+	{ .dim = { 8, 1, 1 } },
+	{ .dim = { 256, 256, 256 } },
+};
+
+static void check_accepted(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned ports)
+{
+	if (c->op < DNP_OP_PUT || c->op > DNP_OP_GET)
+		abort();
+	if ((c->flags & ~DNP_CMD_F_NO_TX_EVENT) || c->rsvd0 || c->rsvd1 || c->rsvd2 || c->rsvd3)
+		abort();
+	if (c->len > DNP_MAX_MSG || c->local_va + c->len < c->local_va)
+		abort();
+	if (c->op != DNP_OP_SEND && c->remote_va + c->len < c->remote_va)
+		abort();
+	if (c->op == DNP_OP_SEND && c->remote_key)
+		abort();
+	if (c->dst_port >= ports)
+		abort();
+	if (c->dst_x >= t->dim[0] || c->dst_y >= t->dim[1] || c->dst_z >= t->dim[2])
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct dnp_cmd c;
+	unsigned ports = 4;
+	int ret, prev = 1;
+
+	if (size < sizeof(c))
+		return 0;
+	memcpy(&c, data, sizeof(c));
+	if (size > sizeof(c))
+		ports = data[sizeof(c)];
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		ret = dnp_cmd_check(&c, &shapes[i], ports);
+		if (ret == 0) {
+			check_accepted(&c, &shapes[i], ports);
+		} else if (ret == -EHOSTUNREACH) {
+			/* only the destination may be wrong, and 256^3 holds every node */
+			if (i == sizeof(shapes) / sizeof(shapes[0]) - 1)
+				abort();
+		} else if (ret != -EINVAL) {
+			abort();
+		}
+		/* -EINVAL does not depend on the torus */
+		if (i && (ret == -EINVAL) != (prev == -EINVAL))
+			abort();
+		prev = ret;
+	}
+	return 0;
+}

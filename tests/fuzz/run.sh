@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs each libFuzzer harness for SECONDS on a seed corpus made from the golden
+# vectors of tests/test_pkt.c, and fails if any harness finds a crash.
+# Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
+# (BUILD_DIR configured with: CC=clang meson setup BUILD_DIR -Dfuzz=true)
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+	echo "usage: $0 BUILD_DIR SECONDS" >&2
+	exit 2
+fi
+build=$1
+secs=$2
+
+tmp=$(mktemp -d /tmp/dnp-fuzz.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# Writes the bytes spelled by a hex string to a file.
+unhex() {
+	printf '%b' "$(printf '%s' "$1" | sed 's/../\\x&/g')" >"$2"
+}
+
+# Golden frames (see tests/test_pkt.c): a PUT with "hello, DNP!" and a CREDIT.
+put=444e0101040302010d0c0b0a500001000102030000010205d1000b00efbeadde
+put+=78563412007f00000df0feca0000000068656c6c6f2c20444e50210000000000
+put+=0747063c01030000443322110b000000
+credit=444e0100000000000001000040000400010000000000000006000000000000
+credit+=002000000078563412f9010000f0ffffff9d9caf4900000000f0debc9a00000000
+
+# Commands: a PUT, a SEND, a GET to node 1,1,1 port 1 (then the port count 4).
+cmd_put=0100010001010100341200000000000000000000007f00000000010000000000
+cmd_put+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
+cmd_send=0200010001010100000000000000000000000000000000000000010000000000
+cmd_send+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
+cmd_get=0300010001010100341200000000000000000000007f00000000010000000000
+cmd_get+=00000000007e00009900000000000000efbefecacefaedfe000000000000000004
+
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/artifacts"
+unhex "$put" "$tmp/pkt/put"
+unhex "$credit" "$tmp/pkt/credit"
+unhex "$cmd_put" "$tmp/cmd/put"
+unhex "$cmd_send" "$tmp/cmd/send"
+unhex "$cmd_get" "$tmp/cmd/get"
+
+status=0
+for f in pkt cmd; do
+	bin=$build/tests/fuzz/fuzz_$f
+	if [ ! -x "$bin" ]; then
+		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
+		exit 1
+	fi
+	echo "fuzz: fuzz_$f for ${secs}s"
+	# Seeds are copied so the corpus directory the fuzzer grows is the temp one.
+	if ! "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
+		-max_len=4224 -print_final_stats=1 \
+		-artifact_prefix="$tmp/artifacts/$f-" "$tmp/$f" >"$tmp/$f.log" 2>&1; then
+		echo "fuzz: fuzz_$f FAILED; last lines of its log:" >&2
+		tail -n 40 "$tmp/$f.log" >&2
+		status=1
+	fi
+	grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$tmp/$f.log" || true
+done
+
+if compgen -G "$tmp/artifacts/*" >/dev/null; then
+	echo "fuzz: crash artifacts found:" >&2
+	for a in "$tmp"/artifacts/*; do
+		echo "  $(basename "$a"): $(xxd -p "$a" | tr -d '\n' | head -c 400)" >&2
+	done
+	status=1
+fi
+exit $status

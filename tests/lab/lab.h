@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lab — a deterministic multi-node DNP torus in one process, in virtual time.
+ *
+ * The lab instantiates one struct dnp_engine per node of an X x Y x Z torus
+ * and connects them with simulated links: each directed link has a latency
+ * (time units), a bandwidth (16-byte words per time unit: a frame of L bytes
+ * occupies the link for ceil(L / 16 / bw) units, at least 1) and seeded fault
+ * injection (loss, a flipped bit, reordering by extra delay, duplication).
+ * Time is an integer (one unit = one cycle of the modelled link); nothing
+ * reads a clock, so a run is reproducible from its configuration and seed.
+ *
+ * The simulation is event driven: a binary heap holds frame arrivals and node
+ * wake-ups. At each instant the lab delivers the arrivals (dnp_engine_rx),
+ * then, for every node touched, runs the engine, polls port 0's events,
+ * submits the node's next commands, and sends at most one frame on every
+ * idle link (dnp_engine_tx_burst, copied because the engine reuses it). Time
+ * then jumps to the next event or engine deadline.
+ *
+ * Traffic: every node opens port 0, registers one PUT-target buffer and
+ * submits PUT commands from a pattern (all-to-all, nearest neighbour,
+ * hotspot, uniform random, shift). Application memory is simulated: the
+ * source bytes of a message are a pseudo-random function of (src, dst,
+ * message index, offset), generated when the engine reads them; the target
+ * memory compares every byte the engine writes against the same function and
+ * counts it, so every byte is verified without holding 64 x 63 MiB in RAM.
+ * Accesses outside the arenas fail with -EFAULT. Verification: every RX
+ * event matches exactly one expected message, all its bytes were written
+ * correctly and exactly once, its hop count equals dnp_torus_distance; every
+ * command gets exactly one completion, with status 0 unless errors are
+ * allowed (e.g. a silenced link).
+ *
+ * Progress: if no packet is delivered and no command completes for
+ * 'stall_limit' time units while some engine still holds work, the run stops
+ * with -EDEADLK.
+ *
+ * Memory: dnp_lab_create allocates everything the run needs except frame
+ * slots, which are pooled and reused (the pool grows to the peak number of
+ * frames in flight). One thread owns a lab.
+ */
+#ifndef DNP_LAB_H
+#define DNP_LAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine.h"
+
+#define DNP_LAB_MAX_SIZES 16u
+
+enum dnp_lab_pattern {
+	DNP_LAB_ALL_TO_ALL = 0, /* every node to every other node */
+	DNP_LAB_NEIGHBOUR = 1,  /* every node to each distinct neighbour */
+	DNP_LAB_HOTSPOT = 2,    /* every node to node 'hotspot' */
+	DNP_LAB_RANDOM = 3,     /* every node 'count' messages to uniform random others */
+	DNP_LAB_SHIFT = 4,      /* every node to (x+sx, y+sy, z+sz) */
+};
+
+struct dnp_lab_conf {
+	struct dnp_torus torus;
+	/* engine settings (from dnp_engine_conf_default, with lab-sized timers) */
+	struct dnp_link_conf link;
+	uint8_t vc_mode;       /* enum dnp_vc_mode */
+	uint32_t max_commands; /* outstanding commands per node */
+	uint32_t event_queue;
+	uint64_t cmd_timeout;
+	/* simulated links */
+	uint64_t latency; /* time units from the end of serialisation to arrival */
+	uint32_t bw;      /* words per time unit, >= 1 */
+	double loss, corrupt, dup, reorder; /* per frame probabilities, 0..1 */
+	uint64_t seed;
+	/* one silenced direction: frames sent by node silence_node on silence_dir at
+	 * or after silence_at are dropped (silence_node < 0: none) */
+	int silence_node;
+	unsigned silence_dir;
+	uint64_t silence_at;
+	bool allow_errors; /* completions with errors are counted, not failures */
+	/* traffic */
+	enum dnp_lab_pattern pattern;
+	uint32_t sizes[DNP_LAB_MAX_SIZES];
+	unsigned nsizes;
+	unsigned count;   /* repetitions (random: messages per node per size) */
+	unsigned hotspot; /* node id */
+	int shift[3];
+	/* run control */
+	uint64_t max_time;    /* stop with -ETIME after this */
+	uint64_t stall_limit; /* no progress for this long -> -EDEADLK */
+	bool verbose;         /* report each verification error (first few) on stderr */
+};
+
+/* Per directed link (node, dir). */
+struct dnp_lab_link_info {
+	bool present;
+	uint64_t busy;      /* time units spent serialising frames */
+	uint64_t frames, bytes;
+	uint64_t lost, corrupted, duplicated, reordered, silenced;
+	uint64_t broken_at; /* first time the sender's engine reported BROKEN, UINT64_MAX if never */
+};
+
+struct dnp_lab_result {
+	int status;      /* 0, -EIO (verification), -EDEADLK, -ETIME */
+	uint64_t time;   /* virtual time at the end */
+	uint64_t events_processed;
+	uint64_t messages, bytes;
+	uint64_t completions_ok, completions_err, rx_events;
+	uint64_t verify_errors; /* any mismatch, missing/extra event, bad hop count */
+	uint64_t byte_mismatches, bad_hops, double_completions, unknown_events;
+	uint64_t err_nolink, err_other;
+	uint64_t pending_at_end;
+	/* latency of commands, submit -> completion, time units */
+	uint64_t lat_min, lat_median, lat_p99, lat_max;
+	double lat_mean;
+	/* faults injected on all links */
+	uint64_t lost, lost_seq, corrupted, corrupted_seq, duplicated, duplicated_seq;
+	uint64_t reordered, silenced;
+	/* sequenced frames of which no copy arrived intact (each forces a retransmission) */
+	uint64_t undelivered_seq;
+	uint64_t rx_rejected_crc, rx_rejected_other; /* dnp_engine_rx returned -EILSEQ / another error */
+	/* sums of every node's engine and link counters */
+	struct dnp_engine_stats engine;
+	struct dnp_link_stats link;
+};
+
+/* Lab defaults: hardware-like link (bw 1, latency 35, C 35, 512-word FIFO, T_RED 506). */
+void dnp_lab_conf_default(struct dnp_lab_conf *c);
+/* Parses "1,4097,1M" (suffixes K, M) into c->sizes. -EINVAL / -E2BIG. */
+int dnp_lab_parse_sizes(const char *s, struct dnp_lab_conf *c);
+const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
+/* -EINVAL if unknown. */
+int dnp_lab_pattern_parse(const char *s, enum dnp_lab_pattern *p);
+
+struct dnp_lab;
+
+/* Errors: -EINVAL (bad conf), -ENOMEM, or an engine error. */
+int dnp_lab_create(const struct dnp_lab_conf *c, struct dnp_lab **out);
+void dnp_lab_destroy(struct dnp_lab *lab);
+/* Runs to completion, deadlock or max_time. Returns result->status. */
+int dnp_lab_run(struct dnp_lab *lab);
+const struct dnp_lab_result *dnp_lab_result(const struct dnp_lab *lab);
+/* Human-readable report, or CSV sections when csv. */
+void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv);
+
+/* One message of the traffic pattern (index = the command's cookie - 1). */
+struct dnp_lab_msg_info {
+	uint32_t src, dst;
+	uint32_t size;
+	int status;         /* completion status (0 or negative errno); 1 = no completion yet */
+	unsigned completions, rx_events;
+	uint64_t written;   /* bytes the target's memory saw written */
+	uint64_t submitted, completed; /* times; UINT64_MAX if not (yet) */
+};
+
+uint32_t dnp_lab_nodes(const struct dnp_lab *lab);
+uint32_t dnp_lab_messages(const struct dnp_lab *lab);
+/* -ERANGE if i >= dnp_lab_messages(). */
+int dnp_lab_msg_info(const struct dnp_lab *lab, uint32_t i, struct dnp_lab_msg_info *out);
+struct dnp_engine *dnp_lab_engine(struct dnp_lab *lab, uint32_t node);
+void dnp_lab_link_info(const struct dnp_lab *lab, uint32_t node, unsigned dir,
+		       struct dnp_lab_link_info *out);
+uint64_t dnp_lab_now(const struct dnp_lab *lab);
+
+/*
+ * Link-efficiency experiment (tests/lab/efficiency.c; a stub returning
+ * -ENOSYS is linked while it does not exist). rule: enum dnp_start_rule;
+ * fifo_x: FIFO depth as a multiple of the hardware's 512 words.
+ */
+int dnp_lab_efficiency_main(int argc, char **argv);
+int dnp_lab_efficiency_run(int rule, unsigned fifo_x, double *measured, double *model);
+
+#endif

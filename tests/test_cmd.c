@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for dnp-core/cmd: every reason dnp_cmd_check rejects a command
+ * slot written by an application, the accepted boundaries, and the names.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cmd.h"
+
+#define PORTS 4u
+
+/* A 4x2x3 torus written directly: the checks only read dim[]. */
+static const struct dnp_torus torus = { .dim = { 4, 2, 3 } };
+
+static struct dnp_cmd good_cmd(unsigned op)
+{
+	struct dnp_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.op = (uint8_t)op;
+	c.dst_port = 1;
+	c.dst_x = 3;
+	c.dst_y = 1;
+	c.dst_z = 2;
+	c.remote_key = op == DNP_OP_SEND ? 0 : 0x1234;
+	c.remote_va = 0x7f0000000000ull;
+	c.len = 65536;
+	c.local_va = 0x7e0000000000ull;
+	c.local_key = op == DNP_OP_GET ? 0x99 : 0;
+	c.cookie = 0xfeedfacecafebeefull;
+	return c;
+}
+
+static int check(const struct dnp_cmd *c)
+{
+	return dnp_cmd_check(c, &torus, PORTS);
+}
+
+static void test_cmd_accepts_valid(void **state)
+{
+	struct dnp_cmd c;
+
+	for (unsigned op = DNP_OP_PUT; op <= DNP_OP_GET; op++) {
+		c = good_cmd(op);
+		assert_int_equal(check(&c), 0);
+		c.len = 0;
+		assert_int_equal(check(&c), 0);
+		c.len = DNP_MAX_MSG;
+		assert_int_equal(check(&c), 0);
+		c.flags = DNP_CMD_F_NO_TX_EVENT;
+		assert_int_equal(check(&c), 0);
+		c.src_port = 200; /* filled in by the daemon: not checked */
+		assert_int_equal(check(&c), 0);
+	}
+	/* the origin and the far corner are inside */
+	c = good_cmd(DNP_OP_PUT);
+	c.dst_x = c.dst_y = c.dst_z = 0;
+	assert_int_equal(check(&c), 0);
+	/* SEND ignores remote_va, even one that would wrap */
+	c = good_cmd(DNP_OP_SEND);
+	c.remote_va = UINT64_MAX;
+	assert_int_equal(check(&c), 0);
+	/* a range ending exactly at the top of the address space is fine */
+	c = good_cmd(DNP_OP_PUT);
+	c.local_va = UINT64_MAX - 9;
+	c.len = 9;
+	assert_int_equal(check(&c), 0);
+}
+
+static void test_cmd_rejects_unknown_op(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_PUT);
+
+	c.op = 0;
+	assert_int_equal(check(&c), -EINVAL);
+	c.op = 4;
+	assert_int_equal(check(&c), -EINVAL);
+	c.op = 0xff;
+	assert_int_equal(check(&c), -EINVAL);
+}
+
+static void test_cmd_rejects_unknown_flags(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_PUT);
+
+	for (unsigned bit = 1; bit < 8; bit++) {
+		c.flags = (uint8_t)(1u << bit);
+		assert_int_equal(check(&c), -EINVAL);
+	}
+}
+
+static void test_cmd_rejects_reserved(void **state)
+{
+	struct dnp_cmd c;
+
+	c = good_cmd(DNP_OP_PUT);
+	c.rsvd0 = 1;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_PUT);
+	c.rsvd1 = 0x80000000u;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_GET);
+	c.rsvd2 = 1;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_SEND);
+	c.rsvd3 = 1ull << 63;
+	assert_int_equal(check(&c), -EINVAL);
+}
+
+static void test_cmd_rejects_len_above_max(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_SEND);
+
+	c.len = DNP_MAX_MSG + 1;
+	c.local_va = 0;
+	assert_int_equal(check(&c), -EINVAL);
+	c.len = UINT64_MAX;
+	assert_int_equal(check(&c), -EINVAL);
+}
+
+static void test_cmd_rejects_wrapping_ranges(void **state)
+{
+	struct dnp_cmd c;
+
+	for (unsigned op = DNP_OP_PUT; op <= DNP_OP_GET; op++) {
+		c = good_cmd(op);
+		c.local_va = UINT64_MAX - 9;
+		c.len = 10;
+		assert_int_equal(check(&c), -EINVAL);
+	}
+	c = good_cmd(DNP_OP_PUT);
+	c.remote_va = UINT64_MAX - 100;
+	c.len = 200;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_GET);
+	c.remote_va = UINT64_MAX;
+	c.len = 1;
+	assert_int_equal(check(&c), -EINVAL);
+}
+
+static void test_cmd_rejects_send_with_key(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_SEND);
+
+	c.remote_key = 7;
+	assert_int_equal(check(&c), -EINVAL);
+}
+
+static void test_cmd_rejects_bad_port(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_PUT);
+
+	c.dst_port = PORTS - 1;
+	assert_int_equal(check(&c), 0);
+	c.dst_port = PORTS;
+	assert_int_equal(check(&c), -EINVAL);
+	c.dst_port = 0xff;
+	assert_int_equal(check(&c), -EINVAL);
+	c.dst_port = 0;
+	assert_int_equal(dnp_cmd_check(&c, &torus, 0), -EINVAL);
+}
+
+static void test_cmd_rejects_outside_torus(void **state)
+{
+	struct dnp_cmd c;
+
+	c = good_cmd(DNP_OP_PUT);
+	c.dst_x = 4;
+	assert_int_equal(check(&c), -EHOSTUNREACH);
+	c = good_cmd(DNP_OP_SEND);
+	c.dst_y = 2;
+	assert_int_equal(check(&c), -EHOSTUNREACH);
+	c = good_cmd(DNP_OP_GET);
+	c.dst_z = 3;
+	assert_int_equal(check(&c), -EHOSTUNREACH);
+	c.dst_z = 0xff;
+	assert_int_equal(check(&c), -EHOSTUNREACH);
+	/* a 256-wide dimension admits every coordinate */
+	{
+		const struct dnp_torus big = { .dim = { 256, 256, 256 } };
+
+		c.dst_x = c.dst_y = c.dst_z = 255;
+		assert_int_equal(dnp_cmd_check(&c, &big, PORTS), 0);
+	}
+}
+
+static void test_cmd_names(void **state)
+{
+	assert_string_equal(dnp_op_name(DNP_OP_PUT), "PUT");
+	assert_string_equal(dnp_op_name(DNP_OP_SEND), "SEND");
+	assert_string_equal(dnp_op_name(DNP_OP_GET), "GET");
+	assert_string_equal(dnp_op_name(0), "?");
+	assert_string_equal(dnp_op_name(4), "?");
+	assert_string_equal(dnp_op_name(~0u), "?");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_TX_DONE), "TX_DONE");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_PUT), "RX_PUT");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_SEND), "RX_SEND");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_GET_DONE), "GET_DONE");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_ERROR), "ERROR");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_LINK), "LINK");
+	assert_string_equal(dnp_ev_type_name(0), "?");
+	assert_string_equal(dnp_ev_type_name(7), "?");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cmd_accepts_valid),
+		cmocka_unit_test(test_cmd_rejects_unknown_op),
+		cmocka_unit_test(test_cmd_rejects_unknown_flags),
+		cmocka_unit_test(test_cmd_rejects_reserved),
+		cmocka_unit_test(test_cmd_rejects_len_above_max),
+		cmocka_unit_test(test_cmd_rejects_wrapping_ranges),
+		cmocka_unit_test(test_cmd_rejects_send_with_key),
+		cmocka_unit_test(test_cmd_rejects_bad_port),
+		cmocka_unit_test(test_cmd_rejects_outside_torus),
+		cmocka_unit_test(test_cmd_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

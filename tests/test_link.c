@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for dnp-core/link: start rules, credit models, the RX FIFO
+ * model, the credit schedule, sequence/ack/retransmission and liveness.
+ *
+ * The .c is included (as in wireguard's fuzz harnesses) so that two tests can
+ * put the 32-bit counters next to their wrap point without pushing 2^32
+ * packets; every other test goes through the public API only.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "link.c"
+
+static struct dnp_link_conf base_conf(void)
+{
+	struct dnp_link_conf c = {
+		.fifo_words = 512,
+		.t_red = 506,
+		.t_yellow = 256,
+		.credit_period = 35,
+		.credit_timeout = 0,
+		.init_timeout = 0,
+		.rto = 100,
+		.max_retries = 2,
+		.window = 8,
+		.nvc = 2,
+		.rule = DNP_START_VCT,
+		.credit_model = DNP_CREDIT_HW,
+	};
+
+	return c;
+}
+
+static struct dnp_link *mk(const struct dnp_link_conf *c, uint64_t now)
+{
+	struct dnp_link *l = NULL;
+
+	assert_int_equal(dnp_link_create(c, now, &l), 0);
+	assert_non_null(l);
+	return l;
+}
+
+static void credit1(struct dnp_link *l, uint32_t occ, uint32_t received, uint64_t now)
+{
+	struct dnp_credit_vc cr[DNP_MAX_VC] = { { occ, received }, { 0, 0 } };
+
+	dnp_link_on_credit(l, cr, now);
+}
+
+static void test_link_create_rejects_bad_conf(void **state)
+{
+	struct dnp_link_conf c;
+	struct dnp_link *l = NULL;
+
+	(void)state;
+	c = base_conf();
+	c.t_red = 513;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.t_yellow = 506;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.credit_period = 0;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.rto = 0;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.window = 6;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.window = 131072;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.nvc = 0;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.nvc = DNP_MAX_VC + 1;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.rule = 2;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	c = base_conf();
+	c.credit_model = 2;
+	assert_int_equal(dnp_link_create(&c, 0, &l), -EINVAL);
+	assert_null(l);
+	assert_int_equal(dnp_link_create(NULL, 0, &l), -EINVAL);
+
+	c = base_conf();
+	c.window = 65536;
+	l = mk(&c, 0);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_INIT);
+	assert_int_equal(dnp_link_estimate(l, 0), 0);
+	dnp_link_destroy(l);
+}
+
+/* Seed 000: after one 4 KiB packet the space left (506 - 260) is too small for another. */
+static void test_link_vct_refuses_full_packet(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+
+	(void)state;
+	assert_true(dnp_link_can_start(l, 0, 260));
+	dnp_link_commit(l, 0, 260);
+	assert_int_equal(dnp_link_estimate(l, 0), 260);
+	assert_false(dnp_link_can_start(l, 0, 260)); /* 520 > 506 */
+	assert_int_equal(dnp_link_stats(l)->credit_stalls, 1);
+	assert_true(dnp_link_can_start(l, 0, 246)); /* 506 <= 506: exact fit */
+	assert_false(dnp_link_can_start(l, 0, 247));
+	assert_int_equal(dnp_link_stats(l)->credit_stalls, 2);
+	/* The other VC is independent. */
+	assert_true(dnp_link_can_start(l, 1, 260));
+	/* Out-of-range VC never starts. */
+	assert_false(dnp_link_can_start(l, 2, 1));
+	dnp_link_destroy(l);
+}
+
+static void test_link_stop_at_red_stops_and_resumes_below_yellow(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+	unsigned i;
+
+	(void)state;
+	c.rule = DNP_START_STOP_AT_RED;
+	c.credit_model = DNP_CREDIT_EXACT;
+	l = mk(&c, 0);
+	/* Word by word: 506 words flow, the 507th does not. */
+	for (i = 0; i < 506; i++) {
+		assert_true(dnp_link_can_start(l, 0, 1));
+		dnp_link_commit(l, 0, 1);
+	}
+	assert_int_equal(dnp_link_estimate(l, 0), 506);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	/* All arrived, 300 still in the FIFO: est 300 < t_red but >= t_yellow: still stopped. */
+	credit1(l, 300, 506, 10);
+	assert_int_equal(dnp_link_estimate(l, 0), 300);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	credit1(l, 256, 506, 20);
+	assert_false(dnp_link_can_start(l, 0, 1)); /* 256 is not < 256 */
+	credit1(l, 255, 506, 30);
+	assert_int_equal(dnp_link_estimate(l, 0), 255);
+	assert_true(dnp_link_can_start(l, 0, 1));
+	/* Stops again exactly when est reaches t_red once more. */
+	dnp_link_commit(l, 0, 250);
+	assert_true(dnp_link_can_start(l, 0, 1));
+	dnp_link_commit(l, 0, 1);
+	assert_int_equal(dnp_link_estimate(l, 0), 506);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	dnp_link_destroy(l);
+}
+
+static void test_link_stop_at_red_hw_resumes_only_on_fresh_credit(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+
+	(void)state;
+	c.rule = DNP_START_STOP_AT_RED;
+	l = mk(&c, 0);
+	dnp_link_commit(l, 0, 506);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	/* Stale: latched before the last 6 words arrived; FIFO looks empty but est stays. */
+	credit1(l, 0, 500, 10);
+	assert_int_equal(dnp_link_estimate(l, 0), 506);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	/* Fresh but the FIFO is still above yellow. */
+	credit1(l, 400, 506, 20);
+	assert_int_equal(dnp_link_estimate(l, 0), 400);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	credit1(l, 3, 506, 30);
+	assert_int_equal(dnp_link_estimate(l, 0), 3);
+	assert_true(dnp_link_can_start(l, 0, 1));
+	dnp_link_destroy(l);
+}
+
+static void test_link_hw_ignores_stale_credit(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+
+	(void)state;
+	dnp_link_commit(l, 0, 260);
+	dnp_link_commit(l, 1, 40);
+	/* VC0 stale (200 of 260 arrived), VC1 fresh. */
+	{
+		struct dnp_credit_vc cr[DNP_MAX_VC] = { { 0, 200 }, { 7, 40 } };
+
+		dnp_link_on_credit(l, cr, 5);
+	}
+	assert_int_equal(dnp_link_estimate(l, 0), 260);
+	assert_int_equal(dnp_link_estimate(l, 1), 7);
+	assert_false(dnp_link_can_start(l, 0, 260));
+	/* Fresh: everything arrived, 10 words still queued. */
+	credit1(l, 10, 260, 6);
+	assert_int_equal(dnp_link_estimate(l, 0), 10);
+	assert_true(dnp_link_can_start(l, 0, 260));
+	/* A credit latched after more words were sent is stale again. */
+	dnp_link_commit(l, 0, 260);
+	credit1(l, 0, 260, 7);
+	assert_int_equal(dnp_link_estimate(l, 0), 270);
+	assert_int_equal(dnp_link_stats(l)->rx_credits, 3);
+	dnp_link_destroy(l);
+}
+
+static void test_link_exact_accounting(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+
+	(void)state;
+	c.credit_model = DNP_CREDIT_EXACT;
+	l = mk(&c, 0);
+	dnp_link_commit(l, 0, 300);
+	/* 200 arrived, 50 of them still queued, 100 in flight: 150. */
+	credit1(l, 50, 200, 1);
+	assert_int_equal(dnp_link_estimate(l, 0), 150);
+	dnp_link_commit(l, 0, 10);
+	assert_int_equal(dnp_link_estimate(l, 0), 160);
+	/* An older credit is used too: the bound is still exact. */
+	credit1(l, 0, 100, 2);
+	assert_int_equal(dnp_link_estimate(l, 0), 210);
+	credit1(l, 0, 310, 3);
+	assert_int_equal(dnp_link_estimate(l, 0), 0);
+	/* A peer ahead of us counts as nothing in flight. */
+	credit1(l, 5, 400, 4);
+	assert_int_equal(dnp_link_estimate(l, 0), 5);
+
+	/* Word counters wrap: sent = 10 after the wrap, received 5 words before it. */
+	l->vc[0].sent = UINT32_MAX - 9;
+	dnp_link_commit(l, 0, 20);
+	assert_int_equal(l->vc[0].sent, 10);
+	credit1(l, 3, UINT32_MAX - 4, 5); /* 15 in flight + 3 queued */
+	assert_int_equal(dnp_link_estimate(l, 0), 18);
+	dnp_link_destroy(l);
+}
+
+static void test_link_fifo_overflow(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+
+	(void)state;
+	assert_int_equal(dnp_link_rx_accept(l, 0, 500), 0);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 13), -ENOBUFS);
+	assert_int_equal(dnp_link_stats(l)->rx_overflow, 1);
+	assert_int_equal(dnp_link_rx_occupancy(l, 0), 500);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 12), 0);
+	assert_int_equal(dnp_link_rx_occupancy(l, 0), 512);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 1), -ENOBUFS);
+	assert_int_equal(dnp_link_rx_occupancy(l, 1), 0);
+	dnp_link_rx_release(l, 0, 100);
+	assert_int_equal(dnp_link_rx_occupancy(l, 0), 412);
+	dnp_link_rx_release(l, 0, 1000); /* clamps */
+	assert_int_equal(dnp_link_rx_occupancy(l, 0), 0);
+	assert_int_equal(dnp_link_rx_accept(l, 2, 1), -EINVAL);
+	dnp_link_destroy(l);
+}
+
+static void test_link_credit_schedule(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 1000);
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+
+	(void)state;
+	/* The first credit is due at once. */
+	assert_int_equal(dnp_link_next_deadline(l), 1000);
+	assert_true(dnp_link_tick(l, 1000) & DNP_LINK_EV_CREDIT_DUE);
+	dnp_link_take_credit(l, 1000, cr);
+	assert_int_equal(dnp_link_next_deadline(l), 1035);
+	assert_false(dnp_link_tick(l, 1034) & DNP_LINK_EV_CREDIT_DUE);
+	assert_true(dnp_link_tick(l, 1035) & DNP_LINK_EV_CREDIT_DUE);
+	/* Still due until taken. */
+	assert_true(dnp_link_tick(l, 1040) & DNP_LINK_EV_CREDIT_DUE);
+	/* Taken 5 late: the grid is kept (1070, not 1075). */
+	dnp_link_take_credit(l, 1040, cr);
+	assert_int_equal(dnp_link_next_deadline(l), 1070);
+	/* Taken more than a period late: restart from now. */
+	dnp_link_take_credit(l, 1200, cr);
+	assert_int_equal(dnp_link_next_deadline(l), 1235);
+	/* Taken early: one full period from now. */
+	dnp_link_take_credit(l, 1210, cr);
+	assert_int_equal(dnp_link_next_deadline(l), 1245);
+	assert_int_equal(dnp_link_stats(l)->tx_credits, 4);
+	dnp_link_destroy(l);
+}
+
+/* HW: the value sent was latched one period before; EXACT: the value now. */
+static void test_link_credit_latch_models(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+
+	(void)state;
+	l = mk(&c, 0);
+	dnp_link_take_credit(l, 0, cr);
+	assert_int_equal(cr[0].occupancy, 0);
+	assert_int_equal(cr[0].received, 0);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 100), 0);
+	assert_int_equal(dnp_link_rx_accept(l, 1, 7), 0);
+	dnp_link_take_credit(l, 35, cr); /* latched at 0 */
+	assert_int_equal(cr[0].occupancy, 0);
+	assert_int_equal(cr[0].received, 0);
+	dnp_link_rx_release(l, 0, 40);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 5), 0);
+	dnp_link_take_credit(l, 70, cr); /* latched at 35 */
+	assert_int_equal(cr[0].occupancy, 100);
+	assert_int_equal(cr[0].received, 100);
+	assert_int_equal(cr[1].occupancy, 7);
+	assert_int_equal(cr[1].received, 7);
+	dnp_link_take_credit(l, 105, cr); /* latched at 70 */
+	assert_int_equal(cr[0].occupancy, 65);
+	assert_int_equal(cr[0].received, 105);
+	dnp_link_destroy(l);
+
+	c.credit_model = DNP_CREDIT_EXACT;
+	l = mk(&c, 0);
+	assert_int_equal(dnp_link_rx_accept(l, 0, 100), 0);
+	dnp_link_rx_release(l, 0, 30);
+	dnp_link_take_credit(l, 0, cr);
+	assert_int_equal(cr[0].occupancy, 70);
+	assert_int_equal(cr[0].received, 100);
+	dnp_link_destroy(l);
+}
+
+static void test_link_first_credit_brings_up(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+
+	(void)state;
+	assert_int_equal(dnp_link_state(l), DNP_LINK_INIT);
+	dnp_link_stats_rx(l, 3); /* a data frame does not bring the link up */
+	assert_int_equal(dnp_link_state(l), DNP_LINK_INIT);
+	credit1(l, 0, 0, 10);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_UP);
+	assert_int_equal(dnp_link_stats(l)->rx_frames, 1);
+	assert_int_equal(dnp_link_stats(l)->rx_words, 3);
+	dnp_link_stats_tx(l, 260, false);
+	dnp_link_stats_tx(l, 260, true);
+	assert_int_equal(dnp_link_stats(l)->tx_frames, 2);
+	assert_int_equal(dnp_link_stats(l)->tx_words, 520);
+	assert_int_equal(dnp_link_stats(l)->tx_retx_frames, 1);
+	dnp_link_destroy(l);
+}
+
+static void test_link_ack_pops_in_order(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+	int pk[8];
+	void *freed[8];
+	uint32_t seq = 99;
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		assert_int_equal(dnp_link_seq_push(l, &pk[i], i), i);
+	assert_int_equal(dnp_link_unacked(l), 5);
+	assert_int_equal(dnp_link_on_ack(l, 3, freed, 8, 10), 3);
+	assert_ptr_equal(freed[0], &pk[0]);
+	assert_ptr_equal(freed[1], &pk[1]);
+	assert_ptr_equal(freed[2], &pk[2]);
+	assert_int_equal(dnp_link_unacked(l), 2);
+	assert_ptr_equal(dnp_link_unacked_at(l, 0, &seq), &pk[3]);
+	assert_int_equal(seq, 3);
+	assert_ptr_equal(dnp_link_unacked_at(l, 1, &seq), &pk[4]);
+	assert_int_equal(seq, 4);
+	assert_null(dnp_link_unacked_at(l, 2, &seq));
+	/* Same ack again: nothing. */
+	assert_int_equal(dnp_link_on_ack(l, 3, freed, 8, 11), 0);
+	/* max limits each call; call again while it returns max. */
+	assert_int_equal(dnp_link_on_ack(l, 5, freed, 1, 12), 1);
+	assert_ptr_equal(freed[0], &pk[3]);
+	assert_int_equal(dnp_link_on_ack(l, 5, freed, 1, 12), 1);
+	assert_ptr_equal(freed[0], &pk[4]);
+	assert_int_equal(dnp_link_unacked(l), 0);
+	assert_int_equal(dnp_link_on_ack(l, 5, freed, 8, 13), 0);
+	dnp_link_destroy(l);
+}
+
+static void test_link_ack_outside_window_ignored(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+	int pk[4];
+	void *freed[8];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 4; i++)
+		dnp_link_seq_push(l, &pk[i], 0);
+	assert_int_equal(dnp_link_on_ack(l, 2, freed, 8, 1), 2);
+	/* Behind the oldest (stale) and beyond next_seq (bogus). */
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 8, 2), 0);
+	assert_int_equal(dnp_link_on_ack(l, 5, freed, 8, 2), 0);
+	assert_int_equal(dnp_link_on_ack(l, UINT32_MAX, freed, 8, 2), 0);
+	assert_int_equal(dnp_link_unacked(l), 2);
+	assert_int_equal(dnp_link_on_ack(l, 4, freed, 8, 3), 2);
+	dnp_link_destroy(l);
+}
+
+static void test_link_window_full(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+	int pk[4];
+	void *freed[4];
+
+	(void)state;
+	c.window = 4;
+	l = mk(&c, 0);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_false(dnp_link_window_full(l));
+		dnp_link_seq_push(l, &pk[i], 0);
+	}
+	assert_true(dnp_link_window_full(l));
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 4, 1), 1);
+	assert_false(dnp_link_window_full(l));
+	/* The ring index wraps: the next push reuses slot 0. */
+	assert_int_equal(dnp_link_seq_push(l, &pk[0], 2), 4);
+	assert_ptr_equal(dnp_link_unacked_at(l, 3, NULL), &pk[0]);
+	dnp_link_destroy(l);
+}
+
+static void test_link_ack_wrap_near_uint32_max(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+	int pk[4];
+	void *freed[8];
+	uint32_t seq;
+
+	(void)state;
+	l->next_seq = UINT32_MAX - 1; /* as after 2^32 - 2 packets */
+	assert_int_equal(dnp_link_seq_push(l, &pk[0], 0), UINT32_MAX - 1);
+	assert_int_equal(dnp_link_seq_push(l, &pk[1], 0), UINT32_MAX);
+	assert_int_equal(dnp_link_seq_push(l, &pk[2], 0), 0);
+	assert_int_equal(dnp_link_seq_push(l, &pk[3], 0), 1);
+	/* ack UINT32_MAX: pops only the first. */
+	assert_int_equal(dnp_link_on_ack(l, UINT32_MAX, freed, 8, 1), 1);
+	assert_ptr_equal(freed[0], &pk[0]);
+	/* ack 1 (after the wrap): pops UINT32_MAX and 0. */
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 8, 2), 2);
+	assert_ptr_equal(freed[0], &pk[1]);
+	assert_ptr_equal(freed[1], &pk[2]);
+	assert_ptr_equal(dnp_link_unacked_at(l, 0, &seq), &pk[3]);
+	assert_int_equal(seq, 1);
+	/* Old acks from before the wrap are outside the window. */
+	assert_int_equal(dnp_link_on_ack(l, UINT32_MAX - 1, freed, 8, 3), 0);
+	assert_int_equal(dnp_link_on_ack(l, 2, freed, 8, 3), 1);
+	assert_int_equal(dnp_link_unacked(l), 0);
+	dnp_link_destroy(l);
+}
+
+static void test_link_rx_seq_duplicates_and_gaps(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l = mk(&c, 0);
+
+	(void)state;
+	assert_int_equal(dnp_link_ack_value(l), 0);
+	assert_int_equal(dnp_link_rx_seq(l, 0), 0);
+	assert_int_equal(dnp_link_rx_seq(l, 0), -EALREADY);
+	assert_int_equal(dnp_link_rx_seq(l, 2), -EAGAIN);
+	assert_int_equal(dnp_link_ack_value(l), 1);
+	assert_int_equal(dnp_link_rx_seq(l, 1), 0);
+	assert_int_equal(dnp_link_rx_seq(l, 2), 0);
+	assert_int_equal(dnp_link_ack_value(l), 3);
+	assert_int_equal(dnp_link_stats(l)->rx_dup, 1);
+	assert_int_equal(dnp_link_stats(l)->rx_out_of_order, 1);
+
+	/* Around the wrap: seq 0 follows UINT32_MAX, and UINT32_MAX is then old. */
+	l->rx_expected = UINT32_MAX;
+	assert_int_equal(dnp_link_rx_seq(l, 0), -EAGAIN);
+	assert_int_equal(dnp_link_rx_seq(l, UINT32_MAX - 5), -EALREADY);
+	assert_int_equal(dnp_link_rx_seq(l, UINT32_MAX), 0);
+	assert_int_equal(dnp_link_ack_value(l), 0);
+	assert_int_equal(dnp_link_rx_seq(l, UINT32_MAX), -EALREADY);
+	assert_int_equal(dnp_link_rx_seq(l, 1), -EAGAIN);
+	assert_int_equal(dnp_link_rx_seq(l, 0), 0);
+	assert_int_equal(dnp_link_ack_value(l), 1);
+	assert_int_equal(dnp_link_stats(l)->rx_dup, 3);
+	assert_int_equal(dnp_link_stats(l)->rx_out_of_order, 3);
+	dnp_link_destroy(l);
+}
+
+static struct dnp_link_conf quiet_conf(void)
+{
+	struct dnp_link_conf c = base_conf();
+
+	c.credit_period = 1000000; /* keep CREDIT_DUE out of the way */
+	return c;
+}
+
+static struct dnp_link *mk_quiet(const struct dnp_link_conf *c)
+{
+	struct dnp_link *l = mk(c, 0);
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+
+	dnp_link_take_credit(l, 0, cr);
+	return l;
+}
+
+static void test_link_retx_timer_and_broken(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *l = mk_quiet(&c); /* rto 100, max_retries 2 */
+	int pk[2];
+
+	(void)state;
+	assert_int_equal(dnp_link_tick(l, 500), 0); /* nothing unacked: no timer */
+	dnp_link_seq_push(l, &pk[0], 10);
+	dnp_link_seq_push(l, &pk[1], 60);
+	assert_int_equal(dnp_link_next_deadline(l), 110);
+	assert_int_equal(dnp_link_tick(l, 109), 0);
+	assert_int_equal(dnp_link_tick(l, 110), DNP_LINK_EV_RETX);
+	/* Reported once per round, until retx_done. */
+	assert_int_equal(dnp_link_tick(l, 111), 0);
+	assert_int_equal(dnp_link_next_deadline(l), 1000000);
+	dnp_link_retx_done(l, 150);
+	assert_int_equal(dnp_link_next_deadline(l), 250);
+	assert_int_equal(dnp_link_tick(l, 249), 0);
+	assert_int_equal(dnp_link_tick(l, 250), DNP_LINK_EV_RETX);
+	dnp_link_retx_done(l, 250);
+	/* Third expiry without progress: max_retries (2) rounds done -> BROKEN, once. */
+	assert_int_equal(dnp_link_tick(l, 349), 0);
+	assert_int_equal(dnp_link_tick(l, 350), DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_link_tick(l, 351), 0);
+	assert_int_equal(dnp_link_tick(l, 100000000), 0);
+	assert_int_equal(dnp_link_stats(l)->retx_rounds, 2);
+	assert_int_equal(dnp_link_next_deadline(l), UINT64_MAX);
+	assert_false(dnp_link_can_start(l, 0, 1));
+	dnp_link_destroy(l);
+}
+
+static void test_link_ack_progress_resets_retries(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *l = mk_quiet(&c);
+	int pk[3];
+	void *freed[3];
+
+	(void)state;
+	dnp_link_seq_push(l, &pk[0], 0);
+	dnp_link_seq_push(l, &pk[1], 50);
+	dnp_link_seq_push(l, &pk[2], 80);
+	assert_int_equal(dnp_link_tick(l, 100), DNP_LINK_EV_RETX);
+	dnp_link_retx_done(l, 100);
+	assert_int_equal(dnp_link_tick(l, 200), DNP_LINK_EV_RETX);
+	dnp_link_retx_done(l, 200);
+	/* Progress: the retry count restarts and the timer follows the new oldest. */
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 3, 230), 1);
+	assert_int_equal(dnp_link_next_deadline(l), 300);
+	assert_int_equal(dnp_link_tick(l, 300), DNP_LINK_EV_RETX);
+	dnp_link_retx_done(l, 300);
+	assert_int_equal(dnp_link_tick(l, 400), DNP_LINK_EV_RETX);
+	dnp_link_retx_done(l, 400);
+	assert_int_equal(dnp_link_tick(l, 500), DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_stats(l)->retx_rounds, 4);
+	dnp_link_destroy(l);
+
+	/* Without a retransmission, the timer after an ack runs from the new oldest's send time. */
+	l = mk_quiet(&c);
+	dnp_link_seq_push(l, &pk[0], 0);
+	dnp_link_seq_push(l, &pk[1], 40);
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 3, 90), 1);
+	assert_int_equal(dnp_link_next_deadline(l), 140);
+	assert_int_equal(dnp_link_on_ack(l, 2, freed, 3, 95), 1);
+	assert_int_equal(dnp_link_tick(l, 10000), 0); /* nothing unacked, no timer */
+	dnp_link_destroy(l);
+}
+
+static void test_link_credit_timeout_broken_once(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *l;
+
+	(void)state;
+	c.credit_timeout = 1000;
+	l = mk_quiet(&c);
+	/* INIT with init_timeout 0: the credit timeout does not apply yet. */
+	assert_int_equal(dnp_link_tick(l, 5000), 0);
+	credit1(l, 0, 0, 5100);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_UP);
+	credit1(l, 0, 0, 5900); /* refreshes */
+	assert_int_equal(dnp_link_next_deadline(l), 6900);
+	assert_int_equal(dnp_link_tick(l, 6899), 0);
+	assert_int_equal(dnp_link_tick(l, 6900), DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_link_tick(l, 6901), 0);
+	assert_int_equal(dnp_link_tick(l, 99999), 0);
+	/* A late credit does not revive it. */
+	credit1(l, 0, 0, 7000);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_link_tick(l, 7001), 0);
+	dnp_link_destroy(l);
+}
+
+static void test_link_init_timeout(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *l;
+
+	(void)state;
+	c.init_timeout = 500;
+	c.credit_timeout = 100;
+	l = mk_quiet(&c);
+	assert_int_equal(dnp_link_next_deadline(l), 500);
+	assert_int_equal(dnp_link_tick(l, 499), 0);
+	assert_int_equal(dnp_link_tick(l, 500), DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_tick(l, 501), 0);
+	dnp_link_destroy(l);
+
+	/* A credit before the deadline: UP, and then only credit_timeout counts. */
+	l = mk_quiet(&c);
+	credit1(l, 0, 0, 450);
+	assert_int_equal(dnp_link_tick(l, 520), 0);
+	assert_int_equal(dnp_link_tick(l, 550), DNP_LINK_EV_BROKEN);
+	dnp_link_destroy(l);
+
+	/* init_timeout 0: never. */
+	c.init_timeout = 0;
+	l = mk_quiet(&c);
+	assert_false(dnp_link_tick(l, UINT64_MAX / 2) & DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_state(l), DNP_LINK_INIT);
+	dnp_link_destroy(l);
+}
+
+static void test_link_set_broken_and_drain(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *l = mk_quiet(&c);
+	int pk[5];
+	void *out[3];
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 5; i++)
+		dnp_link_seq_push(l, &pk[i], 0);
+	assert_true(dnp_link_set_broken(l));
+	assert_false(dnp_link_set_broken(l));
+	assert_int_equal(dnp_link_state(l), DNP_LINK_BROKEN);
+	/* The caller learnt it from set_broken: tick does not report it again. */
+	assert_int_equal(dnp_link_tick(l, 1000), 0);
+	assert_int_equal(dnp_link_drain(l, out, 3), 3);
+	assert_ptr_equal(out[0], &pk[0]);
+	assert_ptr_equal(out[2], &pk[2]);
+	assert_int_equal(dnp_link_drain(l, out, 3), 2);
+	assert_ptr_equal(out[0], &pk[3]);
+	assert_ptr_equal(out[1], &pk[4]);
+	assert_int_equal(dnp_link_drain(l, out, 3), 0);
+	assert_int_equal(dnp_link_unacked(l), 0);
+	dnp_link_destroy(l);
+}
+
+static void test_link_next_deadline_is_earliest(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *l;
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+	int pk;
+
+	(void)state;
+	c.credit_period = 300;
+	c.credit_timeout = 250;
+	c.rto = 400;
+	l = mk(&c, 0);
+	dnp_link_take_credit(l, 0, cr);
+	assert_int_equal(dnp_link_next_deadline(l), 300); /* INIT, no init_timeout */
+	credit1(l, 0, 0, 10);
+	assert_int_equal(dnp_link_next_deadline(l), 260); /* liveness first */
+	credit1(l, 0, 0, 100);
+	assert_int_equal(dnp_link_next_deadline(l), 300); /* credit first */
+	dnp_link_seq_push(l, &pk, 0);
+	assert_int_equal(dnp_link_next_deadline(l), 300); /* rto 400 */
+	dnp_link_destroy(l);
+
+	c.rto = 50;
+	l = mk(&c, 0);
+	dnp_link_take_credit(l, 0, cr);
+	dnp_link_seq_push(l, &pk, 20);
+	assert_int_equal(dnp_link_next_deadline(l), 70); /* retransmission first */
+	dnp_link_destroy(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_link_create_rejects_bad_conf),
+		cmocka_unit_test(test_link_vct_refuses_full_packet),
+		cmocka_unit_test(test_link_stop_at_red_stops_and_resumes_below_yellow),
+		cmocka_unit_test(test_link_stop_at_red_hw_resumes_only_on_fresh_credit),
+		cmocka_unit_test(test_link_hw_ignores_stale_credit),
+		cmocka_unit_test(test_link_exact_accounting),
+		cmocka_unit_test(test_link_fifo_overflow),
+		cmocka_unit_test(test_link_credit_schedule),
+		cmocka_unit_test(test_link_credit_latch_models),
+		cmocka_unit_test(test_link_first_credit_brings_up),
+		cmocka_unit_test(test_link_ack_pops_in_order),
+		cmocka_unit_test(test_link_ack_outside_window_ignored),
+		cmocka_unit_test(test_link_window_full),
+		cmocka_unit_test(test_link_ack_wrap_near_uint32_max),
+		cmocka_unit_test(test_link_rx_seq_duplicates_and_gaps),
+		cmocka_unit_test(test_link_retx_timer_and_broken),
+		cmocka_unit_test(test_link_ack_progress_resets_retries),
+		cmocka_unit_test(test_link_credit_timeout_broken_once),
+		cmocka_unit_test(test_link_init_timeout),
+		cmocka_unit_test(test_link_set_broken_and_drain),
+		cmocka_unit_test(test_link_next_deadline_is_earliest),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for dnp-core/ring: sizing, fill/empty, 32-bit index wrap,
+ * bursts, attach validation, a two-thread stress and a two-process test over
+ * a memfd.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ring.h"
+
+/* A 16-byte test item: sequence number and a check word derived from it. */
+struct item {
+	uint64_t seq;
+	uint64_t check;
+};
+
+static struct item mkitem(uint64_t seq)
+{
+	struct item it = { seq, ~seq * 0x9e3779b97f4a7c15ull };
+
+	return it;
+}
+
+static bool item_ok(const struct item *it, uint64_t seq)
+{
+	struct item want = mkitem(seq);
+
+	return it->seq == want.seq && it->check == want.check;
+}
+
+/* A 64-byte aligned heap ring of 'slots' x 16-byte items. */
+static struct dnp_ring *mkring(uint32_t slots, void **mem)
+{
+	size_t sz = dnp_ring_memsize(slots, sizeof(struct item));
+	struct dnp_ring *r = NULL;
+
+	assert_true(sz > 0);
+	assert_int_equal(posix_memalign(mem, 64, sz), 0);
+	memset(*mem, 0xee, sz);
+	assert_int_equal(dnp_ring_init(*mem, slots, sizeof(struct item), &r), 0);
+	assert_ptr_equal(r, *mem);
+	return r;
+}
+
+static void test_ring_memsize_and_init_errors(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = NULL;
+
+	assert_int_equal(dnp_ring_memsize(0, 16), 0);
+	assert_int_equal(dnp_ring_memsize(1, 16), 0);
+	assert_int_equal(dnp_ring_memsize(3, 16), 0);
+	assert_int_equal(dnp_ring_memsize(6, 16), 0);
+	assert_int_equal(dnp_ring_memsize(8, 0), 0);
+	assert_int_equal(dnp_ring_memsize(8, 12), 0);
+	assert_int_equal(dnp_ring_memsize(8, 4), 0);
+	assert_int_equal(dnp_ring_memsize(2, 8), 192 + 16);
+	assert_int_equal(dnp_ring_memsize(8, 16), 192 + 128);
+	assert_int_equal(dnp_ring_memsize(1u << 31, 64), 192 + ((size_t)64 << 31));
+
+	assert_int_equal(posix_memalign(&mem, 64, 4096), 0);
+	assert_int_equal(dnp_ring_init(mem, 3, 16, &r), -EINVAL);
+	assert_int_equal(dnp_ring_init(mem, 8, 20, &r), -EINVAL);
+	assert_int_equal(dnp_ring_init((uint8_t *)mem + 8, 8, 16, &r), -EINVAL);
+	assert_int_equal(dnp_ring_init(NULL, 8, 16, &r), -EINVAL);
+	assert_null(r);
+	assert_int_equal(dnp_ring_init(mem, 8, 16, &r), 0);
+	assert_int_equal(r->magic, DNP_RING_MAGIC);
+	assert_int_equal(r->slots, 8);
+	assert_int_equal(r->mask, 7);
+	assert_int_equal(r->slot_size, 16);
+	assert_int_equal(dnp_ring_count(r), 0);
+	assert_int_equal(dnp_ring_free(r), 8);
+	assert_int_equal((uintptr_t)r->data % 64, 0);
+	free(mem);
+}
+
+static void test_ring_fill_empty_eagain(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = mkring(8, &mem);
+	struct item it, out[8];
+
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		it = mkitem(i);
+		assert_int_equal(dnp_ring_push(r, &it), 0);
+		assert_int_equal(dnp_ring_count(r), i + 1);
+		assert_int_equal(dnp_ring_free(r), 7 - i);
+	}
+	it = mkitem(99);
+	assert_int_equal(dnp_ring_push(r, &it), -EAGAIN);
+	assert_int_equal(dnp_ring_push_burst(r, &it, 1), 0);
+	assert_int_equal(dnp_ring_count(r), 8);
+
+	assert_int_equal(dnp_ring_pop_burst(r, out, 3), 3);
+	for (uint64_t i = 0; i < 3; i++)
+		assert_true(item_ok(&out[i], i));
+	assert_int_equal(dnp_ring_free(r), 3);
+	/* Room again after a pop. */
+	it = mkitem(8);
+	assert_int_equal(dnp_ring_push(r, &it), 0);
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 6);
+	for (uint64_t i = 0; i < 6; i++)
+		assert_true(item_ok(&out[i], 3 + i));
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 0);
+	assert_int_equal(dnp_ring_count(r), 0);
+	assert_int_equal(dnp_ring_pop_burst(r, out, 0), 0);
+	free(mem);
+}
+
+/* Free-running indices across 2^32: start a few items below UINT32_MAX. */
+static void test_ring_index_wraparound(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = mkring(8, &mem);
+	struct item in[8], out[8];
+	uint64_t next_in = 0, next_out = 0;
+
+	atomic_store(&r->head, UINT32_MAX - 3);
+	atomic_store(&r->tail, UINT32_MAX - 3);
+	assert_int_equal(dnp_ring_count(r), 0);
+	for (unsigned i = 0; i < 8; i++)
+		in[i] = mkitem(next_in++);
+	assert_int_equal(dnp_ring_push_burst(r, in, 8), 8);
+	assert_int_equal(atomic_load(&r->tail), 4); /* wrapped */
+	assert_int_equal(dnp_ring_count(r), 8);
+	assert_int_equal(dnp_ring_free(r), 0);
+	{
+		struct item x = mkitem(77);
+
+		assert_int_equal(dnp_ring_push(r, &x), -EAGAIN);
+	}
+	/* Pop 3 at a time across the wrap, refilling as we go. */
+	for (unsigned round = 0; round < 20; round++) {
+		unsigned n = dnp_ring_pop_burst(r, out, 3);
+
+		assert_int_equal(n, 3);
+		for (unsigned i = 0; i < n; i++)
+			assert_true(item_ok(&out[i], next_out++));
+		for (unsigned i = 0; i < 3; i++)
+			in[i] = mkitem(next_in++);
+		assert_int_equal(dnp_ring_push_burst(r, in, 3), 3);
+		assert_int_equal(dnp_ring_count(r), 8);
+	}
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 8);
+	for (unsigned i = 0; i < 8; i++)
+		assert_true(item_ok(&out[i], next_out++));
+	assert_int_equal(next_out, next_in);
+	assert_int_equal(atomic_load(&r->head), atomic_load(&r->tail));
+	assert_int_equal(atomic_load(&r->tail), (uint32_t)(UINT32_MAX - 3 + next_in));
+	free(mem);
+}
+
+static void test_ring_burst_partial(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = mkring(8, &mem);
+	struct item in[20], out[20];
+
+	for (unsigned i = 0; i < 20; i++)
+		in[i] = mkitem(i);
+	assert_int_equal(dnp_ring_push_burst(r, in, 10), 8);
+	assert_int_equal(dnp_ring_push_burst(r, in, 10), 0);
+	assert_int_equal(dnp_ring_pop_burst(r, out, 2), 2);
+	assert_true(item_ok(&out[0], 0));
+	assert_true(item_ok(&out[1], 1));
+	/* Only two slots free: the rest of the burst is refused. */
+	assert_int_equal(dnp_ring_push_burst(r, &in[8], 12), 2);
+	assert_int_equal(dnp_ring_pop_burst(r, out, 20), 8);
+	for (unsigned i = 0; i < 8; i++)
+		assert_true(item_ok(&out[i], 2 + i));
+	/* A burst that straddles the physical end of the slot array (tail at 10 % 8). */
+	assert_int_equal(dnp_ring_push_burst(r, in, 7), 7);
+	assert_int_equal(dnp_ring_pop_burst(r, out, 5), 5);
+	assert_int_equal(dnp_ring_pop_burst(r, out + 5, 5), 2);
+	for (unsigned i = 0; i < 7; i++)
+		assert_true(item_ok(&out[i], i));
+	free(mem);
+}
+
+static void test_ring_attach_validation(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = mkring(8, &mem), *a = NULL;
+	size_t sz = dnp_ring_memsize(8, sizeof(struct item));
+	struct item it = mkitem(5), out;
+
+	assert_int_equal(dnp_ring_push(r, &it), 0);
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
+	assert_ptr_equal(a, r);
+	assert_int_equal(dnp_ring_pop_burst(a, &out, 1), 1);
+	assert_true(item_ok(&out, 5));
+
+	a = NULL;
+	/* Caller-side mismatches: -EINVAL. */
+	assert_int_equal(dnp_ring_attach(mem, sz - 1, sizeof(struct item), &a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(mem, 100, sizeof(struct item), &a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(mem, sz, 32, &a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(NULL, sz, sizeof(struct item), &a), -EINVAL);
+	/* Not a ring, or a corrupt header: -EPROTO. */
+	r->magic = 0x12345678;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
+	r->magic = DNP_RING_MAGIC;
+	r->slots = 6;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
+	r->slots = 8;
+	r->mask = 15;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
+	r->mask = 7;
+	r->slot_size = 12;
+	assert_int_equal(dnp_ring_attach(mem, sz, 12, &a), -EPROTO);
+	r->slot_size = sizeof(struct item);
+	atomic_store(&r->tail, atomic_load(&r->head) + 9); /* more queued than slots */
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
+	atomic_store(&r->tail, atomic_load(&r->head));
+	assert_null(a);
+	/* A ring of 16 slots does not fit in the memory of 8. */
+	r->slots = 16;
+	r->mask = 15;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EINVAL);
+	r->slots = 8;
+	r->mask = 7;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
+	free(mem);
+}
+
+#define STRESS_ITEMS 1000000u
+
+struct stress {
+	struct dnp_ring *r;
+	uint64_t n;
+};
+
+/* Producer: pushes items 0..n-1 in bursts of varying size. */
+static void produce(struct dnp_ring *r, uint64_t n)
+{
+	struct item buf[37];
+	uint64_t next = 0;
+	unsigned burst = 1;
+
+	while (next < n) {
+		unsigned k = burst, done;
+
+		if (k > n - next)
+			k = (unsigned)(n - next);
+		for (unsigned i = 0; i < k; i++)
+			buf[i] = mkitem(next + i);
+		if (k == 1) {
+			done = dnp_ring_push(r, buf) == 0;
+		} else {
+			done = dnp_ring_push_burst(r, buf, k);
+		}
+		next += done;
+		if (done == 0)
+			sched_yield();
+		burst = burst % 37 + 1;
+	}
+}
+
+static void *producer_thread(void *arg)
+{
+	struct stress *s = arg;
+
+	produce(s->r, s->n);
+	return NULL;
+}
+
+/*
+ * Consumer: pops until n items were seen, checking order and content.
+ * Returns the number of the first bad item, or n if all were good; gives up
+ * (returns what it had) if alive() reports the producer gone with the ring empty.
+ */
+static uint64_t consume(struct dnp_ring *r, uint64_t n, bool (*alive)(void *), void *arg)
+{
+	struct item buf[29];
+	uint64_t next = 0;
+	unsigned want = 29;
+
+	while (next < n) {
+		unsigned got = dnp_ring_pop_burst(r, buf, want);
+
+		for (unsigned i = 0; i < got; i++, next++)
+			if (!item_ok(&buf[i], next))
+				return next;
+		if (got == 0) {
+			if (alive && !alive(arg) && dnp_ring_count(r) == 0)
+				return next;
+			sched_yield();
+		}
+		want = want % 29 + 1;
+	}
+	return next;
+}
+
+static void test_ring_two_thread_stress(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring *r = mkring(256, &mem);
+	struct stress s = { r, STRESS_ITEMS };
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, producer_thread, &s), 0);
+	assert_int_equal(consume(r, STRESS_ITEMS, NULL, NULL), STRESS_ITEMS);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(dnp_ring_count(r), 0);
+	assert_int_equal(atomic_load(&r->tail), STRESS_ITEMS);
+	free(mem);
+}
+
+#define PROC_ITEMS 300000u
+
+struct child {
+	pid_t pid;
+	int status;
+	bool reaped;
+};
+
+/* Reaps the child without blocking, keeping its status for the final check. */
+static bool child_alive(void *arg)
+{
+	struct child *c = arg;
+
+	if (!c->reaped && waitpid(c->pid, &c->status, WNOHANG) == c->pid)
+		c->reaped = true;
+	return !c->reaped;
+}
+
+static void test_ring_two_process_memfd(void **state)
+{
+	size_t sz = dnp_ring_memsize(128, sizeof(struct item));
+	struct dnp_ring *r = NULL, *a = NULL;
+	int fd = memfd_create("dnp-ring-test", MFD_CLOEXEC);
+	void *mem = NULL;
+	struct child ch = { .status = -1 };
+
+	if (fd < 0) {
+		print_message("memfd_create unavailable (errno %d): skipping\n", errno);
+		skip();
+	}
+	assert_int_equal(ftruncate(fd, (off_t)sz), 0);
+	mem = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(mem != MAP_FAILED);
+	assert_int_equal(dnp_ring_init(mem, 128, sizeof(struct item), &r), 0);
+
+	ch.pid = fork();
+	assert_true(ch.pid >= 0);
+	if (ch.pid == 0) {
+		/* Child: its own mapping of the same memfd, validated by attach. */
+		void *cm = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		struct dnp_ring *cr;
+
+		if (cm == MAP_FAILED || dnp_ring_attach(cm, sz, sizeof(struct item), &cr) != 0)
+			_exit(2);
+		produce(cr, PROC_ITEMS);
+		_exit(0);
+	}
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
+	assert_int_equal(consume(a, PROC_ITEMS, child_alive, &ch), PROC_ITEMS);
+	if (!ch.reaped)
+		assert_int_equal(waitpid(ch.pid, &ch.status, 0), ch.pid);
+	assert_true(WIFEXITED(ch.status));
+	assert_int_equal(WEXITSTATUS(ch.status), 0);
+	assert_int_equal(dnp_ring_count(a), 0);
+	munmap(mem, sz);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ring_memsize_and_init_errors),
+		cmocka_unit_test(test_ring_fill_empty_eagain),
+		cmocka_unit_test(test_ring_index_wraparound),
+		cmocka_unit_test(test_ring_burst_partial),
+		cmocka_unit_test(test_ring_attach_validation),
+		cmocka_unit_test(test_ring_two_thread_stress),
+		cmocka_unit_test(test_ring_two_process_memfd),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

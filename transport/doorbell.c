@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* doorbell — futex event count in shared memory; see doorbell.h. */
+#include "doorbell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DNP_DOORBELL_FILE_SIZE 4096
+
+static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
+{
+	/* Shared futex (no FUTEX_PRIVATE_FLAG): the word is in a MAP_SHARED file. */
+	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
+}
+
+void dnp_doorbell_init(struct dnp_doorbell *db)
+{
+	atomic_store_explicit(&db->seq, 0, memory_order_relaxed);
+	atomic_store_explicit(&db->sleeping, 0, memory_order_relaxed);
+	/* release: a process that sees the magic sees the zeroed words */
+	atomic_store_explicit(&db->magic, DNP_DOORBELL_MAGIC, memory_order_release);
+}
+
+uint32_t dnp_doorbell_seq(const struct dnp_doorbell *db)
+{
+	/* acquire: pairs with the ringer's seq increment, after which its work is visible */
+	return atomic_load_explicit((_Atomic uint32_t *)&db->seq, memory_order_acquire);
+}
+
+void dnp_doorbell_ring(struct dnp_doorbell *db)
+{
+	/*
+	 * seq_cst increment then seq_cst load of sleeping, against the waiter's
+	 * seq_cst store of sleeping then load of seq: one of the two sees the
+	 * other's write, so no wake-up is lost. The increment also releases the
+	 * work published before it.
+	 */
+	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst) != 0)
+		futex(&db->seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	int ret = 0;
+
+	if (timeout_ns == 0)
+		return dnp_doorbell_seq(db) != seen ? 0 : -ETIMEDOUT;
+	if (timeout_ns != UINT64_MAX) {
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+		tsp = &ts;
+	}
+	atomic_fetch_add_explicit(&db->sleeping, 1, memory_order_seq_cst);
+	/* Dekker pair with dnp_doorbell_ring (see there). */
+	if (atomic_load_explicit(&db->seq, memory_order_seq_cst) == seen) {
+		/* The kernel re-checks seq == seen atomically with queueing us (EAGAIN otherwise). */
+		if (futex(&db->seq, FUTEX_WAIT, seen, tsp) < 0) {
+			if (errno == ETIMEDOUT)
+				ret = -ETIMEDOUT;
+			else if (errno == EINTR)
+				ret = -EINTR;
+		}
+	}
+	atomic_fetch_sub_explicit(&db->sleeping, 1, memory_order_relaxed);
+	/* acquire: whoever rang published its work before bumping seq */
+	atomic_thread_fence(memory_order_acquire);
+	return ret;
+}
+
+int dnp_doorbell_map(const char *path, struct dnp_doorbell **out)
+{
+	struct stat st;
+	void *mem;
+	int fd, ret;
+
+	if (!path || !out)
+		return -EINVAL;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		goto err_errno;
+	/* Only grow: a concurrent opener may already have sized (and used) it. */
+	if (st.st_size < DNP_DOORBELL_FILE_SIZE && ftruncate(fd, DNP_DOORBELL_FILE_SIZE) < 0)
+		goto err_errno;
+	mem = mmap(NULL, DNP_DOORBELL_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		goto err_errno;
+	close(fd);
+	*out = mem;
+	/* Zero-filled is already idle; the magic only marks the file as a doorbell. */
+	{
+		uint32_t zero = 0;
+
+		atomic_compare_exchange_strong_explicit(&(*out)->magic, &zero,
+							DNP_DOORBELL_MAGIC,
+							memory_order_release,
+							memory_order_relaxed);
+	}
+	return 0;
+
+err_errno:
+	ret = -errno;
+	close(fd);
+	return ret;
+}
+
+void dnp_doorbell_unmap(struct dnp_doorbell *db)
+{
+	if (db)
+		munmap(db, DNP_DOORBELL_FILE_SIZE);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * doorbell — lets an idle dnpd sleep and be woken by whoever gives it work:
+ * a neighbour daemon that pushed frames into a shm link, or an application
+ * that posted a command.
+ *
+ * Design (one futex word per daemon): every daemon owns ONE doorbell, kept in
+ * a small shared file, by convention "<run dir>/node-<id>.bell" (any tmpfs,
+ * e.g. /dev/shm). Producers map that file (dnp_doorbell_map) and ring it after
+ * publishing work; the daemon sleeps on it when all its sources are empty.
+ * A zero-filled doorbell is a valid one (seq 0, nobody sleeping), so the file
+ * may be created by whichever process comes first: no initialisation race.
+ *
+ * Protocol (an event count):
+ *   daemon:   seen = dnp_doorbell_seq(db);   <- BEFORE looking for work
+ *             poll every source (links, command rings, timers);
+ *             if nothing: dnp_doorbell_wait(db, seen, timeout_ns);
+ *   producer: publish the work (ring tail store with release), then
+ *             dnp_doorbell_ring(db).
+ * ring() always bumps seq but makes the futex system call (~11 us here) only
+ * when the owner is marked sleeping. seq and sleeping are accessed seq_cst
+ * on both sides (a Dekker pair): either the ringer sees sleeping != 0 and
+ * wakes, or the waiter sees the new seq and does not sleep. The futex is on
+ * a shared mapping, so FUTEX_WAIT/WAKE without FUTEX_PRIVATE_FLAG.
+ *
+ * Memory: the doorbell lives in caller-provided shared memory (64 bytes,
+ * 64-byte aligned) or in a file mapped by dnp_doorbell_map (owned by the
+ * mapper, released by dnp_doorbell_unmap). Threads: ring() from any thread
+ * of any process; wait() from the owner only (several waiters work but are
+ * all woken together).
+ */
+#ifndef DNP_DOORBELL_H
+#define DNP_DOORBELL_H
+
+#include <assert.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DNP_DOORBELL_MAGIC 0x444e5042u /* "DNPB" */
+
+struct dnp_doorbell {
+	alignas(64) _Atomic uint32_t seq; /* futex word: bumped by every ring */
+	_Atomic uint32_t sleeping;        /* number of waiters inside wait() */
+	_Atomic uint32_t magic;           /* 0 or DNP_DOORBELL_MAGIC (set by map) */
+	uint32_t reserved[13];
+};
+static_assert(sizeof(struct dnp_doorbell) == 64, "doorbell is one cache line");
+
+/* Makes mem (64 bytes, 64-byte aligned) an idle doorbell. */
+void dnp_doorbell_init(struct dnp_doorbell *db);
+
+/* Current sequence (acquire); take it before polling for work. */
+uint32_t dnp_doorbell_seq(const struct dnp_doorbell *db);
+
+/* Announces work published before the call; wakes the owner if it sleeps. */
+void dnp_doorbell_ring(struct dnp_doorbell *db);
+
+/*
+ * Sleeps until seq differs from seen, or timeout_ns elapses (0 = return at
+ * once, UINT64_MAX = no timeout). Returns 0 when seq moved (or a spurious
+ * wake-up), -ETIMEDOUT, -EINTR on a signal.
+ */
+int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns);
+
+/*
+ * Maps the doorbell file at path, creating it (mode 0600) when missing;
+ * either the owner or a ringer may come first. Errors: -EINVAL (NULL path),
+ * -errno of open/fstat/ftruncate/mmap.
+ */
+int dnp_doorbell_map(const char *path, struct dnp_doorbell **out);
+void dnp_doorbell_unmap(struct dnp_doorbell *db);
+
+#endif

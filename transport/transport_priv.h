@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * transport_priv — helpers shared by the backends of transport/ (not installed,
+ * not used outside this folder). Open-time only; never on the hot path.
+ */
+#ifndef DNP_TRANSPORT_PRIV_H
+#define DNP_TRANSPORT_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Finds key in a "k=v,k=v" option string (NULL = empty) and copies its value
+ * (NUL-terminated, truncated to len - 1) into val. A bare "k" has value "".
+ * Returns false when the key is absent.
+ */
+bool dnp_transport_opt(const char *options, const char *key, char *val, size_t len);
+
+/* Parses an unsigned option; returns def when absent, -EINVAL when malformed. */
+int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out);
+
+#endif

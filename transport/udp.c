@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * udp — kernel UDP virtual link: a socket bound to conf.local and connected
+ * to conf.remote, one datagram per DNP frame. Two paths behind one ops table:
+ *   plain: non-blocking sendmmsg/recvmmsg, one system call per burst,
+ *          zero-copy on send (iovecs point at the caller's frames);
+ *   uring: io_uring (udp_uring.c), used when the option mode=uring is given
+ *          or by default when it measured faster (DNP_UDP_DEFAULT_URING).
+ * Losses (full socket buffers, peer not yet up) are not errors: the DNP link
+ * layer retransmits. Large socket buffers keep bursts of 4 KiB frames whole.
+ */
+#include "transport_priv.h"
+#include "udp_priv.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/*
+ * Which path "udp" takes without a mode option. Measured with
+ * transport/tp_pingpong (64-byte round trip, two processes on loopback,
+ * 2 cores): see the figures in udp_uring.c's header comment.
+ */
+#ifndef DNP_UDP_DEFAULT_URING
+#define DNP_UDP_DEFAULT_URING 0
+#endif
+
+#define DNP_UDP_DEFAULT_BUFSIZE (4u << 20)
+
+static inline struct dnp_udp *to_udp(struct dnp_transport *t)
+{
+	return (struct dnp_udp *)(void *)t;
+}
+
+static inline const struct dnp_udp *to_udp_c(const struct dnp_transport *t)
+{
+	return (const struct dnp_udp *)(const void *)t;
+}
+
+/* Splits "host:port" ("[v6]:port" for IPv6) and resolves it (open time only). */
+static int udp_resolve(const char *addr, struct addrinfo **res)
+{
+	char host[256];
+	const char *colon, *h = addr;
+	size_t hlen;
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_DGRAM,
+		.ai_flags = AI_NUMERICSERV,
+	};
+
+	if (!addr)
+		return -EINVAL;
+	colon = strrchr(addr, ':');
+	if (!colon || colon == addr || colon[1] == '\0')
+		return -EINVAL;
+	hlen = (size_t)(colon - addr);
+	if (addr[0] == '[' && colon[-1] == ']') {
+		h = addr + 1;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, res) != 0)
+		return -EINVAL;
+	return 0;
+}
+
+static void udp_set_bufs(int fd, int size)
+{
+	/* FORCE variants pass rmem_max/wmem_max when privileged; else best effort. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
+static int udp_socket(const struct dnp_transport_conf *c, int bufsize)
+{
+	struct addrinfo *loc = NULL, *rem = NULL;
+	int fd = -1, ret;
+
+	ret = udp_resolve(c->local, &loc);
+	if (ret)
+		return ret;
+	ret = udp_resolve(c->remote, &rem);
+	if (ret)
+		goto out;
+	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	udp_set_bufs(fd, bufsize);
+	if (bind(fd, loc->ai_addr, loc->ai_addrlen) < 0 ||
+	    connect(fd, rem->ai_addr, rem->ai_addrlen) < 0) {
+		ret = -errno;
+		close(fd);
+		goto out;
+	}
+	ret = fd;
+out:
+	if (loc)
+		freeaddrinfo(loc);
+	if (rem)
+		freeaddrinfo(rem);
+	return ret;
+}
+
+/* A connected UDP socket reports an earlier ICMP "port unreachable" once: not fatal. */
+static bool udp_transient(int err)
+{
+	return err == EAGAIN || err == EWOULDBLOCK || err == ECONNREFUSED || err == EINTR ||
+	       err == ENOBUFS || err == EHOSTUNREACH || err == ENETUNREACH;
+}
+
+static int udp_plain_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
+{
+	unsigned done = 0;
+	int retries = 2;
+
+	while (done < n) {
+		unsigned k = n - done < DNP_UDP_BATCH ? n - done : DNP_UDP_BATCH;
+		int sent;
+
+		for (unsigned i = 0; i < k; i++) {
+			if (f[done + i].len > u->frame_max) {
+				k = i;
+				break;
+			}
+			u->tx_iov[i].iov_base = (void *)f[done + i].data;
+			u->tx_iov[i].iov_len = f[done + i].len;
+		}
+		if (k == 0)
+			return done ? (int)done : -EMSGSIZE;
+		sent = sendmmsg(u->fd, u->tx_msgs, k, MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (udp_transient(errno) && retries-- > 0)
+				continue;
+			if (udp_transient(errno)) {
+				/* still failing: drop this frame, the link layer resends */
+				done++;
+				continue;
+			}
+			u->down = true;
+			return done ? (int)done : -errno;
+		}
+		done += (unsigned)sent;
+		if ((unsigned)sent < k)
+			break;
+	}
+	return (int)done;
+}
+
+static int udp_plain_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
+{
+	unsigned k = n < DNP_UDP_BATCH ? n : DNP_UDP_BATCH, out = 0;
+	int got;
+
+	if (k == 0)
+		return 0;
+	got = recvmmsg(u->fd, u->rx_msgs, k, MSG_DONTWAIT, NULL);
+	if (got < 0) {
+		if (udp_transient(errno))
+			return 0;
+		u->down = true;
+		return -errno;
+	}
+	for (int i = 0; i < got; i++) {
+		const struct mmsghdr *m = &u->rx_msgs[i];
+
+		/* A datagram larger than a frame is not ours: drop it. */
+		if ((m->msg_hdr.msg_flags & MSG_TRUNC) || m->msg_len > u->frame_max)
+			continue;
+		f[out].data = u->rx_bufs + (size_t)i * u->buf_size;
+		f[out].len = m->msg_len;
+		out++;
+	}
+	return (int)out;
+}
+
+static void udp_free(struct dnp_udp *u)
+{
+	free(u->tx_msgs);
+	free(u->tx_iov);
+	free(u->rx_msgs);
+	free(u->rx_iov);
+	free(u->rx_bufs);
+	free(u);
+}
+
+static int udp_plain_init(struct dnp_udp *u)
+{
+	u->tx_msgs = calloc(DNP_UDP_BATCH, sizeof(*u->tx_msgs));
+	u->tx_iov = calloc(DNP_UDP_BATCH, sizeof(*u->tx_iov));
+	u->rx_msgs = calloc(DNP_UDP_BATCH, sizeof(*u->rx_msgs));
+	u->rx_iov = calloc(DNP_UDP_BATCH, sizeof(*u->rx_iov));
+	u->rx_bufs = aligned_alloc(64, (size_t)DNP_UDP_BATCH * u->buf_size);
+	if (!u->tx_msgs || !u->tx_iov || !u->rx_msgs || !u->rx_iov || !u->rx_bufs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < DNP_UDP_BATCH; i++) {
+		u->tx_msgs[i].msg_hdr.msg_iov = &u->tx_iov[i];
+		u->tx_msgs[i].msg_hdr.msg_iovlen = 1;
+		u->rx_iov[i].iov_base = u->rx_bufs + (size_t)i * u->buf_size;
+		u->rx_iov[i].iov_len = u->buf_size;
+		u->rx_msgs[i].msg_hdr.msg_iov = &u->rx_iov[i];
+		u->rx_msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+	u->tx = udp_plain_tx;
+	u->rx = udp_plain_rx;
+	u->wait_fd = u->fd;
+	return 0;
+}
+
+static int udp_open(const struct dnp_transport_conf *c, struct dnp_transport **out)
+{
+	char mode[16] = "";
+	uint64_t bufsize;
+	bool want_uring = DNP_UDP_DEFAULT_URING, forced = false;
+	struct dnp_udp *u;
+	int ret;
+
+	if (!c || !out || c->frame_max == 0 || c->frame_max > 65000 || c->depth < 2 ||
+	    (c->depth & (c->depth - 1)) != 0 || c->depth > 32768)
+		return -EINVAL;
+	if (dnp_transport_opt(c->options, "mode", mode, sizeof(mode))) {
+		forced = true;
+		if (strcmp(mode, "uring") == 0)
+			want_uring = true;
+		else if (strcmp(mode, "plain") == 0)
+			want_uring = false;
+		else
+			return -EINVAL;
+	}
+	ret = dnp_transport_opt_u64(c->options, "bufsize", DNP_UDP_DEFAULT_BUFSIZE, &bufsize);
+	if (ret)
+		return ret;
+	if (bufsize > (1u << 30))
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->base.ops = &dnp_transport_udp;
+	u->frame_max = c->frame_max;
+	/* One spare line: a datagram longer than frame_max shows up as such. */
+	u->buf_size = ((c->frame_max + 63u) & ~63u) + 64u;
+	u->depth = c->depth;
+	u->fd = udp_socket(c, (int)bufsize);
+	if (u->fd < 0) {
+		ret = u->fd;
+		goto err_free;
+	}
+	if (want_uring) {
+		ret = dnp_udp_uring_init(u);
+		/* Forced uring fails loudly; the default silently falls back to plain. */
+		if (ret && forced)
+			goto err_close;
+	}
+	if (!u->ur) {
+		ret = udp_plain_init(u);
+		if (ret)
+			goto err_close;
+	}
+	*out = (struct dnp_transport *)(void *)u;
+	return 0;
+
+err_close:
+	close(u->fd);
+err_free:
+	udp_free(u);
+	return ret;
+}
+
+static void udp_close(struct dnp_transport *t)
+{
+	struct dnp_udp *u = to_udp(t);
+
+	if (!u)
+		return;
+	if (u->ur)
+		dnp_udp_uring_fini(u);
+	close(u->fd);
+	udp_free(u);
+}
+
+static int udp_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, unsigned n)
+{
+	struct dnp_udp *u = to_udp(t);
+
+	return u->tx(u, f, n);
+}
+
+static int udp_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
+{
+	struct dnp_udp *u = to_udp(t);
+
+	return u->rx(u, f, n);
+}
+
+static uint32_t udp_mtu(const struct dnp_transport *t)
+{
+	return to_udp_c(t)->frame_max;
+}
+
+static int udp_wait_fd(const struct dnp_transport *t)
+{
+	return to_udp_c(t)->wait_fd;
+}
+
+static bool udp_up(const struct dnp_transport *t)
+{
+	/* UDP has no carrier: only a fatal socket error takes the link down. */
+	return !to_udp_c(t)->down;
+}
+
+const struct dnp_transport_ops dnp_transport_udp = {
+	.name = "udp",
+	.open = udp_open,
+	.close = udp_close,
+	.tx_burst = udp_tx_burst,
+	.rx_burst = udp_rx_burst,
+	.mtu = udp_mtu,
+	.wait_fd = udp_wait_fd,
+	.up = udp_up,
+};
+
+bool dnp_transport_udp_uses_uring(const struct dnp_transport *t)
+{
+	return to_udp_c(t)->ur != NULL;
+}
