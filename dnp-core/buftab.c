@@ -171,6 +171,19 @@ int dnp_buftab_lookup(const struct dnp_buftab *bt, uint8_t port, uint64_t va, ui
 	return 0;
 }
 
+const struct dnp_buf *dnp_buftab_find(const struct dnp_buftab *bt, uint8_t port, uint64_t va,
+				      uint64_t len)
+{
+	const struct dnp_buf *e = find_containing(bt, port, va);
+
+	if (len == 0)
+		len = 1;
+	/* Same end check as lookup: no overflow of va + len. */
+	if (!e || len > e->len - (va - e->va))
+		return NULL;
+	return e;
+}
+
 const struct dnp_buf *dnp_buftab_at(const struct dnp_buftab *bt, uint32_t i)
 {
 	if (i >= bt->n)

@@ -509,7 +509,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	}
 
 	if (h->kind == DNP_PKT_SEND) {
-		struct sendasm *a = NULL;
+		struct sendasm *a = NULL, single;
 
 		if (h->flags & DNP_PKT_F_FIRST) {
 			if (q->send_head == NO_SLOT) {
@@ -530,7 +530,8 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 						       .dst_port = h->dst_port, .msg_id = h->msg_id,
 						       .va = po->va, .len = po->len };
 			} else {
-				a = &(struct sendasm){ .va = po->va, .len = po->len };
+				single = (struct sendasm){ .va = po->va, .len = po->len };
+				a = &single;
 			}
 			post_remove(e, q, po->va);
 		} else {

@@ -310,6 +310,35 @@ static void test_buftab_near_uint64_max(void **state)
 	dnp_buftab_destroy(bt);
 }
 
+/* find: the owner's own range check, ignoring key and flags. */
+static void test_buftab_find(void **state)
+{
+	struct dnp_buftab *bt = mktab(8);
+	struct dnp_buf b = mkbuf(2, 0x1000, 0x100, 7, 0);
+	const struct dnp_buf *e;
+
+	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	b = mkbuf(2, UINT64_MAX - 0x10, 0x10, 8, DNP_BUF_ALL);
+	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	e = dnp_buftab_find(bt, 2, 0x1000, 0x100);
+	assert_non_null(e);
+	assert_int_equal(e->key, 7);
+	assert_ptr_equal(dnp_buftab_find(bt, 2, 0x10ff, 0), e);
+	assert_ptr_equal(dnp_buftab_find(bt, 2, 0x1080, 1), e);
+	assert_null(dnp_buftab_find(bt, 2, 0x1000, 0x101));
+	assert_null(dnp_buftab_find(bt, 2, 0x10ff, 2));
+	assert_null(dnp_buftab_find(bt, 2, 0xfff, 1));
+	assert_null(dnp_buftab_find(bt, 2, 0x1100, 0));
+	assert_null(dnp_buftab_find(bt, 1, 0x1000, 1));
+	assert_null(dnp_buftab_find(bt, 3, 0x1000, 1));
+	e = dnp_buftab_find(bt, 2, UINT64_MAX - 1, 1);
+	assert_non_null(e);
+	assert_int_equal(e->key, 8);
+	assert_null(dnp_buftab_find(bt, 2, UINT64_MAX - 1, UINT64_MAX));
+	assert_null(dnp_buftab_find(bt, 2, UINT64_MAX, 1));
+	dnp_buftab_destroy(bt);
+}
+
 static void test_buftab_capacity_full(void **state)
 {
 	struct dnp_buftab *bt = mktab(8);
@@ -347,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_buftab_overlap_per_port),
 		cmocka_unit_test(test_buftab_remove),
 		cmocka_unit_test(test_buftab_near_uint64_max),
+		cmocka_unit_test(test_buftab_find),
 		cmocka_unit_test(test_buftab_capacity_full),
 	};
 
