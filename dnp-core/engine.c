@@ -40,6 +40,7 @@ struct pktq {
 struct xlink {
 	struct dnp_link *l;
 	bool credit_pending;
+	bool ack_dirty;   /* ack or FIFO occupancy changed since the last credit we sent */
 	uint32_t next_tx; /* unacked[next_tx] is the next to (re)send */
 	uint32_t sent_hw; /* unacked[0..sent_hw) were sent at least once */
 	uint8_t cframe[DNP_FRAME_OVERHEAD];
@@ -675,6 +676,15 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 
 /* ---------------------------------------------------------------- routing */
 
+/* Words left the RX FIFO of link input 'in': the peer may be waiting to hear it. */
+static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t words)
+{
+	if (in >= DNP_NDIRS)
+		return;
+	dnp_link_rx_release(e->links[in].l, vc, words);
+	e->links[in].ack_dirty = true;
+}
+
 /* Tries to move the head of input (dir, vc). Returns true on progress. */
 static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t now)
 {
@@ -686,8 +696,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		return false;
 	if (dnp_route_next(&e->router, p->h.dst, in, vc, &hop) < 0) {
 		q_pop(q);
-		if (in < DNP_NDIRS)
-			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		in_release(e, in, vc, p->words);
 		e->st.rx_misrouted++;
 		drop_unroutable(e, p, -EHOSTUNREACH, now);
 		return true;
@@ -697,16 +706,14 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		if (deliver(e, &p->h, payload, now) == -EAGAIN)
 			return false;
 		q_pop(q);
-		if (in < DNP_NDIRS)
-			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		in_release(e, in, vc, p->words);
 		e->st.pkts_delivered++;
 		pkt_put(e, p);
 		return true;
 	}
 	if (!link_usable(e, hop.dir)) {
 		q_pop(q);
-		if (in < DNP_NDIRS)
-			dnp_link_rx_release(e->links[in].l, vc, p->words);
+		in_release(e, in, vc, p->words);
 		drop_unroutable(e, p, -ENOLINK, now);
 		return true;
 	}
@@ -714,10 +721,9 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	if (dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, p->words))
 		return false;
 	q_pop(q);
-	if (in < DNP_NDIRS) {
-		dnp_link_rx_release(e->links[in].l, vc, p->words);
+	if (in < DNP_NDIRS)
 		e->st.pkts_forwarded++;
-	}
+	in_release(e, in, vc, p->words);
 	p->hops_tx = (uint8_t)(p->h.hops + 1);
 	link_enqueue(e, hop.dir, hop.vc, p, now);
 	return true;
@@ -953,6 +959,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	if (!p)
 		return -ENOBUFS;
 	rc = dnp_link_rx_seq(x->l, h.seq);
+	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
 	if (rc < 0) {
 		pkt_put(e, p);
 		return rc;
@@ -1055,7 +1062,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 		return 0;
 	uint32_t ack = dnp_link_ack_value(x->l);
 
-	if (x->credit_pending) {
+	if (x->credit_pending || (e->c.prompt_credits && x->ack_dirty)) {
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
 			.ack = ack,
@@ -1071,6 +1078,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 			dnp_link_stats_tx(x->l, (uint32_t)len / DNP_WORD_BYTES, false);
 		}
 		x->credit_pending = false;
+		x->ack_dirty = false;
 	}
 	unsigned unacked = dnp_link_unacked(x->l);
 	while (n < max && x->next_tx < unacked) {
@@ -1113,7 +1121,8 @@ bool dnp_engine_has_work(const struct dnp_engine *e)
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		const struct xlink *x = &e->links[d];
 		if (x->l && dnp_link_state(x->l) != DNP_LINK_BROKEN &&
-		    (x->credit_pending || x->next_tx < dnp_link_unacked(x->l)))
+		    (x->credit_pending || (e->c.prompt_credits && x->ack_dirty) ||
+		     x->next_tx < dnp_link_unacked(x->l)))
 			return true;
 	}
 	return false;

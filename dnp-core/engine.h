@@ -68,6 +68,14 @@ struct dnp_engine_conf {
 	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
 	uint32_t max_sends;        /* SEND messages being reassembled at once, >= 1 */
 	uint64_t cmd_timeout;      /* 0 = none */
+	/*
+	 * Send a credit frame (with the current ack) in the next tx_burst after
+	 * any frame was accepted, instead of only every credit_period. Meant
+	 * for the EXACT credit model on real networks (dnpd); the lab keeps the
+	 * hardware's periodic credits (false). credit_period then only paces
+	 * keep-alive credits.
+	 */
+	bool prompt_credits;
 	uint32_t key_seed;         /* seeds the key generator (keys are never 0) */
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;

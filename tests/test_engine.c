@@ -49,6 +49,7 @@ static const struct dnp_mem_ops ops = { mem_read, mem_write };
 static struct node nodes[2];
 static unsigned nnodes;
 static uint64_t now;
+static bool exact_prompt; /* dnpd's link settings instead of the hardware's */
 
 static void setup_nodes(unsigned x)
 {
@@ -63,6 +64,12 @@ static void setup_nodes(unsigned x)
 		c.mem = &ops;
 		c.mem_ctx = &nodes[i];
 		c.key_seed = 1234 + i;
+		if (exact_prompt) {
+			c.link.credit_model = DNP_CREDIT_EXACT;
+			c.prompt_credits = true;
+			c.link.credit_period = 1000000000; /* keep-alive only */
+			c.link.credit_timeout = 4000000000;
+		}
 		for (unsigned p = 0; p < NPORTS; p++) {
 			nodes[i].mem[p] = calloc(1, ARENA);
 			assert_non_null(nodes[i].mem[p]);
@@ -81,6 +88,7 @@ static int teardown(void **state)
 			free(nodes[i].mem[p]);
 	}
 	memset(nodes, 0, sizeof(nodes));
+	exact_prompt = false;
 	return 0;
 }
 
@@ -337,6 +345,31 @@ static void test_engine_link_down_fails_commands(void **state)
 	expect_error(0, 0, -ENOLINK);
 }
 
+/* With EXACT credits a stream is paced by prompt credits, not by the credit period. */
+static void test_engine_prompt_credits_stream(void **state)
+{
+	exact_prompt = true;
+	setup_nodes(2);
+	uint32_t key;
+	const size_t len = 1u << 20;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	fill(nodes[0].mem[0], len, 11);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 3);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	struct dnp_event ev;
+	/* 256 packets of 4 KiB: far fewer steps than one credit period */
+	assert_true(next_event(1, 0, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_int_equal(ev.len, len);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_true(now < 1000000000);
+	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +382,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
+		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
