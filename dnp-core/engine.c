@@ -1297,6 +1297,13 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc ||
 	    c->link.nvc > DNP_MAX_VC || c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES)
 		return -EINVAL;
+	/*
+	 * The engine starts whole packets: under stop-at-red a packet may begin
+	 * one word below T_RED, so the FIFO needs a full frame of headroom.
+	 */
+	if (c->link.rule == DNP_START_STOP_AT_RED &&
+	    c->link.t_red + DNP_MAX_FRAME / DNP_WORD_BYTES > c->link.fifo_words)
+		return -EINVAL;
 	struct dnp_engine *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;

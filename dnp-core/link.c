@@ -297,8 +297,11 @@ uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now)
 	assert(!dnp_link_window_full(l));
 	if (dnp_link_window_full(l))
 		return seq;
-	if (unacked_count(l) == 0)
+	if (unacked_count(l) == 0) {
+		/* A round the caller never closed has nothing left to resend. */
+		l->retx_pending = false;
 		l->retx_deadline = now + l->c.rto;
+	}
 	s = &l->ring[l->tail & l->mask];
 	s->pkt = pkt;
 	s->seq = seq;
@@ -327,6 +330,8 @@ unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigne
 		l->retries = 0;
 		if (unacked_count(l) > 0)
 			l->retx_deadline = l->ring[l->head & l->mask].sent_time + l->c.rto;
+		else
+			l->retx_pending = false;
 	}
 	return popped;
 }

@@ -579,6 +579,16 @@ static void test_link_ack_progress_resets_retries(void **state)
 	assert_int_equal(dnp_link_on_ack(l, 2, freed, 3, 95), 1);
 	assert_int_equal(dnp_link_tick(l, 10000), 0); /* nothing unacked, no timer */
 	dnp_link_destroy(l);
+
+	/* An ack that empties the window during a round: the next packet gets a timer. */
+	l = mk_quiet(&c);
+	dnp_link_seq_push(l, &pk[0], 0);
+	assert_int_equal(dnp_link_tick(l, 100), DNP_LINK_EV_RETX);
+	assert_int_equal(dnp_link_on_ack(l, 1, freed, 3, 110), 1);
+	dnp_link_seq_push(l, &pk[1], 120);
+	assert_int_equal(dnp_link_next_deadline(l), 220);
+	assert_int_equal(dnp_link_tick(l, 220), DNP_LINK_EV_RETX);
+	dnp_link_destroy(l);
 }
 
 static void test_link_credit_timeout_broken_once(void **state)
