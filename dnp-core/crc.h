@@ -2,7 +2,8 @@
 /*
  * crc — CRC-32 (IEEE 802.3 polynomial, reflected, init/xorout 0xFFFFFFFF) as
  * used by the DNP's CRC_TX/CRC_RX blocks (seed 000, lines 715-727).
- * Backed by zlib's crc32(); no table of our own. Thread-safe, no allocation.
+ * Backed by Intel ISA-L (crc_isal.c) when available, else zlib's crc32()
+ * (crc.c); no table of our own. Thread-safe, no allocation.
  */
 #ifndef DNP_CRC_H
 #define DNP_CRC_H

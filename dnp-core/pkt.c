@@ -376,6 +376,11 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	if (kind_is_data(kind) && !(lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
 
+	/*
+	 * The CRC is recomputed over the whole frame rather than updated
+	 * incrementally from the old one: dnp_pkt_set_vc() edits H0 and relies
+	 * on this to fix the CRC before the frame is sent.
+	 */
 	ft = p + len - DNP_WORD_BYTES;
 	put8(p, LW_LFLAGS, lflags);
 	put32(p, LW_SEQ, seq);

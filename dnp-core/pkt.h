@@ -154,7 +154,7 @@ static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
 	*b = (uint8_t)((*b & ~0x30u) | ((vc & 3u) << 4));
 }
 
-/* Short name of a kind ("PUT", ...) or "?" ; of an errno returned above. */
+/* Short name of a kind ("PUT", ...) or "?". */
 const char *dnp_pkt_kind_name(unsigned kind);
 
 #endif

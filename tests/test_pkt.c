@@ -273,7 +273,7 @@ static void random_hdr(struct dnp_pkt_hdr *h)
 
 static void test_pkt_roundtrip_random(void **state)
 {
-	static uint8_t payload[DNP_MAX_PAYLOAD], frame[DNP_MAX_FRAME], again[DNP_MAX_FRAME];
+	static uint8_t payload[DNP_MAX_PAYLOAD + 8], frame[DNP_MAX_FRAME], again[DNP_MAX_FRAME];
 	struct dnp_pkt_hdr h, d;
 	const uint8_t *pl;
 	int n;
@@ -597,6 +597,31 @@ static void test_pkt_restamp(void **state)
 	assert_int_equal(d.credit[1].occupancy, 0x1f9);
 }
 
+/* dnp_pkt_set_vc edits H0 without the CRC and relies on restamp recomputing all of it. */
+static void test_pkt_set_vc_then_restamp(void **state)
+{
+	uint8_t orig[DNP_MAX_FRAME], f[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr d, want = golden_put_hdr();
+	size_t n = put_frame(orig);
+
+	memcpy(f, orig, n);
+	dnp_pkt_set_vc(f, 0);
+	assert_int_equal(f[24], 0xc1);
+	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), -EILSEQ);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d,
+					 DNP_DIR_XM, DNP_FT_RETX, 3), 0);
+	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), 0);
+	want.vc = 0;
+	assert_hdr_equal(&d, &want);
+	for (size_t i = 0; i < n; i++)
+		if (i != 24 && !is_stamped_byte(i, n))
+			assert_int_equal(f[i], orig[i]);
+	dnp_pkt_set_vc(f, 1);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d,
+					 DNP_DIR_XM, DNP_FT_RETX, 3), 0);
+	assert_memory_equal(f, orig, n);
+}
+
 static void test_pkt_restamp_errors(void **state)
 {
 	uint8_t orig[DNP_MAX_FRAME], f[DNP_MAX_FRAME];
@@ -650,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_pkt_decode_eoverflow),
 		cmocka_unit_test(test_pkt_decode_eilseq),
 		cmocka_unit_test(test_pkt_restamp),
+		cmocka_unit_test(test_pkt_set_vc_then_restamp),
 		cmocka_unit_test(test_pkt_restamp_errors),
 		cmocka_unit_test(test_pkt_kind_name),
 	};
