@@ -951,6 +951,9 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		e->st.rx_misrouted++;
 		return -ERANGE;
 	}
+	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
+	if (h.seq != dnp_link_ack_value(x->l))
+		return dnp_link_rx_seq(x->l, h.seq); /* counted as duplicate or gap */
 	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
 		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
 		return -ENOBUFS;
@@ -958,12 +961,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	struct pkt *p = pkt_get(e, (uint32_t)len);
 	if (!p)
 		return -ENOBUFS;
-	rc = dnp_link_rx_seq(x->l, h.seq);
-	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
-	if (rc < 0) {
-		pkt_put(e, p);
-		return rc;
-	}
+	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h.vc, words);
 	memcpy(p->frame, frame, len);
 	p->h = h;
@@ -1090,6 +1088,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 				retx ? DNP_FT_RETX : 0, p->hops_tx);
 		out[n++] = (struct dnp_frame){ p->frame, p->flen };
 		dnp_link_stats_tx(x->l, p->words, retx);
+		dnp_link_sent(x->l, x->next_tx, now);
 		x->next_tx++;
 		if (x->next_tx > x->sent_hw)
 			x->sent_hw = x->next_tx;

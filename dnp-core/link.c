@@ -30,6 +30,7 @@ struct dnp_link_vc {
 	uint32_t est;  /* estimated remote occupancy, words */
 	uint32_t sent; /* cumulative new words committed (wraps) */
 	bool stopped;  /* STOP_AT_RED: reached t_red, waiting for est < t_yellow */
+	bool stalling; /* the last can_start said no (counts each stall once) */
 	/* receiver side: our own FIFO */
 	uint32_t occ;      /* words in the RX FIFO */
 	uint32_t received; /* cumulative words accepted (wraps) */
@@ -155,8 +156,9 @@ bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
 			v->stopped = true;
 		ok = !v->stopped;
 	}
-	if (!ok)
+	if (!ok && !v->stalling)
 		l->st.credit_stalls++;
+	v->stalling = !ok;
 	return ok;
 }
 
@@ -372,6 +374,16 @@ void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq)
 	if (seq)
 		*seq = s->seq;
 	return s->pkt;
+}
+
+void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
+{
+	if (i >= unacked_count(l))
+		return;
+	l->ring[(l->head + i) & l->mask].sent_time = now;
+	/* The timer runs from when the oldest packet actually left, not from when it was queued. */
+	if (i == 0 && !l->retx_pending)
+		l->retx_deadline = now + l->c.rto;
 }
 
 /* Every unacked packet was just resent: they all start waiting again. */

@@ -82,7 +82,7 @@ struct dnp_link_conf {
 struct dnp_link_stats {
 	uint64_t tx_frames, tx_words, tx_retx_frames, retx_rounds, tx_credits;
 	uint64_t rx_frames, rx_words, rx_credits, rx_dup, rx_out_of_order, rx_overflow;
-	uint64_t credit_stalls; /* times can_start said no */
+	uint64_t credit_stalls; /* times a VC became blocked on credit (not polls) */
 };
 
 /* Bits returned by dnp_link_tick. */
@@ -134,6 +134,12 @@ uint32_t dnp_link_ack_value(const struct dnp_link *l);
 /* Number of unacked packets, and the i-th oldest (0 = oldest) with its seq. */
 unsigned dnp_link_unacked(const struct dnp_link *l);
 void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq);
+/*
+ * The i-th oldest unacked packet (0 = oldest) was just put on the wire. The
+ * retransmission timer runs from the oldest packet's last transmission, so a
+ * packet that waited in the send queue is not resent early.
+ */
+void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now);
 /*
  * Go-back-N: after DNP_LINK_EV_RETX the caller resends dnp_link_unacked_at(0..n)
  * and then calls dnp_link_retx_done(now) to restart the timer.

@@ -289,6 +289,16 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 
 	if (len < DNP_FRAME_OVERHEAD)
 		return -ENODATA;
+	if (len > DNP_MAX_FRAME || len % DNP_WORD_BYTES)
+		return -EMSGSIZE;
+	/*
+	 * The CRC comes first (over the buffer as received, footer in its last
+	 * word): a bit flipped anywhere, a field included, is a CRC error, which
+	 * is what the link's error-rate ("sick") accounting must count
+	 * (seed 000, lines 715-727).
+	 */
+	if (frame_crc(p, len) != get32(p + len - DNP_WORD_BYTES, FT_CRC))
+		return -EILSEQ;
 	if (get16(p, LW_MAGIC) != DNP_PKT_MAGIC)
 		return -EPROTO;
 	if (p[LW_VERSION] != DNP_PKT_VERSION)
@@ -347,9 +357,6 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	ret = check_rules(h);
 	if (ret)
 		return ret;
-	/* Checked last, as pkt.h promises: a sane but corrupted frame is -EILSEQ. */
-	if (frame_crc(p, flen) != get32(ft, FT_CRC))
-		return -EILSEQ;
 	if (payload)
 		*payload = p + PAYLOAD_OFF;
 	return 0;

@@ -120,7 +120,9 @@ int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame
 
 /*
  * Validates frame[0..len) and decodes it. On success *payload points into
- * frame. Each class of malformed frame has its own error:
+ * frame. The CRC is checked as soon as the buffer has a plausible size, so
+ * any corruption of a well-sized frame is -EILSEQ; then each class of
+ * malformed frame has its own error:
  *   -ENODATA   shorter than 64 bytes
  *   -EPROTO    bad magic
  *   -EPROTONOSUPPORT unknown version
@@ -130,7 +132,7 @@ int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame
  *   -ERANGE    VC >= DNP_MAX_VC
  *   -EINVAL    reserved bits or padding not zero, flags invalid for the kind
  *   -EOVERFLOW fragment offset/length inconsistent with the message length
- *   -EILSEQ    CRC mismatch (checked after the fields above are sane)
+ *   -EILSEQ    CRC mismatch (the footer's CRC over the buffer as given)
  */
 int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 		   const uint8_t **payload);

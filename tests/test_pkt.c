@@ -412,13 +412,16 @@ static void test_pkt_decode_eprotonosupport(void **state)
 
 static void test_pkt_decode_emsgsize(void **state)
 {
-	uint8_t f[DNP_MAX_FRAME];
+	uint8_t f[DNP_MAX_FRAME + 16];
 	struct dnp_pkt_hdr d;
 	size_t n = put_frame(f);
 
-	/* buffer longer than the frame */
+	/* buffer not a whole number of words, or above the largest frame */
+	assert_int_equal(dnp_pkt_decode(f, n + 1, &d, NULL), -EMSGSIZE);
+	assert_int_equal(dnp_pkt_decode(f, DNP_MAX_FRAME + 16, &d, NULL), -EMSGSIZE);
+	/* buffer a word longer than the frame: the footer is not where it should be */
 	memset(f + n, 0, 16);
-	assert_int_equal(dnp_pkt_decode(f, n + 16, &d, NULL), -EMSGSIZE);
+	assert_int_equal(dnp_pkt_decode(f, n + 16, &d, NULL), -EILSEQ);
 	/* length field disagrees with the buffer */
 	f[12] = 96;
 	assert_int_equal(decode_fixed(f, n), -EMSGSIZE);

@@ -95,6 +95,8 @@ struct dnp_lab {
 	uint32_t *touched;
 	uint32_t ntouched;
 	unsigned reported;
+	uint64_t writes;
+	uint8_t scratch[DNP_MAX_PAYLOAD];
 	struct dnp_lab_result res;
 };
 
@@ -149,55 +151,56 @@ static uint64_t rng_below(struct lab_rng *r, uint64_t n)
 
 /* ------------------------------------------------------ message bytes */
 
-/* The 8-byte word w of a message: a stateless mix, so any range can be generated. */
+/*
+ * The 8-byte word w of a message: stateless, so any range can be generated
+ * or checked on its own. One multiply per word keeps 64 x 63 MiB cheap; a
+ * byte written at the wrong offset or into the wrong message still differs.
+ */
 static inline uint64_t pattern_word(uint64_t seed, uint64_t w)
 {
-	uint64_t z = seed ^ (w * 0x9e3779b97f4a7c15ull);
+	uint64_t z = (seed ^ (w * 0xd1b54a32d192ed03ull)) * 0x9e3779b97f4a7c15ull;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return z ^ (z >> 29);
 }
 
+static inline uint8_t pattern_byte(uint64_t seed, uint64_t off)
+{
+	return (uint8_t)(pattern_word(seed, off / 8) >> (8 * (off % 8)));
+}
+
+/* Little-endian host: byte i of a word is bits 8i..8i+7, as pattern_byte says. */
 static void pattern_fill(uint64_t seed, uint64_t off, uint8_t *dst, size_t len)
 {
-	while (len) {
-		uint64_t w = pattern_word(seed, off / 8);
-		unsigned b = (unsigned)(off % 8);
-		size_t n = 8 - b;
+	for (; len && off % 8; len--)
+		*dst++ = pattern_byte(seed, off++);
+	for (uint64_t w = off / 8; len >= 8; len -= 8, dst += 8, off += 8) {
+		uint64_t v = pattern_word(seed, w++);
 
-		if (n > len)
-			n = len;
-		if (n == 8) {
-			memcpy(dst, &w, 8); /* little-endian host: byte i = bits 8i.. */
-		} else {
-			for (size_t i = 0; i < n; i++)
-				dst[i] = (uint8_t)(w >> (8 * (b + i)));
-		}
-		dst += n;
-		off += n;
-		len -= n;
+		memcpy(dst, &v, 8);
 	}
+	for (; len; len--)
+		*dst++ = pattern_byte(seed, off++);
 }
 
 /* Number of bytes of src[0..len) that differ from the pattern at off. */
 static uint64_t pattern_check(uint64_t seed, uint64_t off, const uint8_t *src, size_t len)
 {
-	uint8_t tmp[512];
 	uint64_t bad = 0;
 
-	while (len) {
-		size_t n = len < sizeof(tmp) ? len : sizeof(tmp);
+	for (; len && off % 8; len--)
+		bad += *src++ != pattern_byte(seed, off++);
+	for (uint64_t w = off / 8; len >= 8; len -= 8, src += 8, off += 8) {
+		uint64_t v, x;
 
-		pattern_fill(seed, off, tmp, n);
-		if (memcmp(tmp, src, n)) {
-			for (size_t i = 0; i < n; i++)
-				bad += tmp[i] != src[i];
+		memcpy(&v, src, 8);
+		x = v ^ pattern_word(seed, w++);
+		if (x) {
+			for (int i = 0; i < 8; i++)
+				bad += ((x >> (8 * i)) & 0xff) != 0;
 		}
-		src += n;
-		off += n;
-		len -= n;
 	}
+	for (; len; len--)
+		bad += *src++ != pattern_byte(seed, off++);
 	return bad;
 }
 
@@ -267,6 +270,11 @@ static int lab_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, ui
 	if (!m || va + len > m->rx_va + m->size) {
 		verify_fail(lab, "write across message bounds", n->id, va - LAB_RX_BASE);
 		return 0;
+	}
+	if (++lab->writes == lab->conf.tamper_write && len <= sizeof(lab->scratch)) {
+		memcpy(lab->scratch, src, len);
+		lab->scratch[len / 2] ^= 0x40;
+		src = lab->scratch;
 	}
 	bad = pattern_check(m->seed, va - m->rx_va, src, len);
 	if (bad) {
@@ -399,8 +407,9 @@ void dnp_lab_conf_default(struct dnp_lab_conf *c)
 	c->link.credit_timeout = 0;
 	c->link.init_timeout = 0;
 	c->vc_mode = DNP_VC_DATELINE;
-	c->max_commands = ec.max_commands;
-	c->event_queue = ec.event_queue;
+	/* the engine's pools are sized for a daemon; 64 lab nodes need less */
+	c->max_commands = ec.max_commands < 256 ? ec.max_commands : 256;
+	c->event_queue = ec.event_queue < 1024 ? ec.event_queue : 1024;
 	c->cmd_timeout = 0;
 	c->latency = 35;
 	c->bw = 1;
@@ -583,9 +592,13 @@ static uint64_t slot_len(uint32_t size)
 static void fit_timers(struct dnp_lab_conf *c, uint64_t max_ser)
 {
 	uint64_t rtt = 2 * (c->latency + max_ser) + c->link.credit_period;
+	/* The engine starts a packet's retransmit timer when credit admits it to
+	 * the link, so the timer also covers the wait behind up to t_red words
+	 * per VC already queued on that link. */
+	uint64_t queue = ((uint64_t)c->link.t_red * c->link.nvc + c->bw - 1) / c->bw;
 
 	if (!c->link.rto)
-		c->link.rto = 2 * rtt + 2 * max_ser + 16;
+		c->link.rto = 2 * (rtt + queue) + 16;
 	if (!c->link.credit_timeout)
 		c->link.credit_timeout = 8 * (c->link.credit_period + max_ser + c->latency) + 64;
 	if (!c->link.init_timeout)
@@ -1501,18 +1514,19 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv)
 		fprintf(f, " (busiest: node %u (%u,%u,%u) %s)", bnode, lab->nodes[bnode].c.x,
 			lab->nodes[bnode].c.y, lab->nodes[bnode].c.z, dir_names[bdir]);
 	fprintf(f, "\n");
-	if (lab->n <= 8) {
+	if (lab->n <= 16) {
 		for (uint32_t i = 0; i < lab->n; i++) {
-			for (unsigned d = 0; d < DNP_NDIRS; d++) {
-				const struct dnp_lab_link_info *li = &lab->nodes[i].link[d].info;
+			const struct lab_node *nd = &lab->nodes[i];
 
-				if (!li->present)
-					continue;
-				fprintf(f, "           node %u %s: %5.1f%% busy, %" PRIu64
-					   " frames%s\n",
-					i, dir_names[d], 100.0 * (double)li->busy / (double)t,
-					li->frames, li->broken_at != UINT64_MAX ? ", BROKEN" : "");
+			fprintf(f, "           node %u (%u,%u,%u):", i, nd->c.x, nd->c.y, nd->c.z);
+			for (unsigned d = 0; d < DNP_NDIRS; d++) {
+				const struct dnp_lab_link_info *li = &nd->link[d].info;
+
+				if (li->present)
+					fprintf(f, " %s %5.1f%%", dir_names[d],
+						100.0 * (double)li->busy / (double)t);
 			}
+			fprintf(f, "\n");
 		}
 	}
 	for (uint32_t i = 0; i < lab->n; i++) {

@@ -59,7 +59,9 @@ enum dnp_lab_pattern {
 
 struct dnp_lab_conf {
 	struct dnp_torus torus;
-	/* engine settings (from dnp_engine_conf_default, with lab-sized timers) */
+	/* engine settings (from dnp_engine_conf_default). link.rto, credit_timeout
+	 * and init_timeout left 0 are derived from latency, bw, C and the FIFO by
+	 * dnp_lab_create; stall_limit 0 likewise. */
 	struct dnp_link_conf link;
 	uint8_t vc_mode;       /* enum dnp_vc_mode */
 	uint32_t max_commands; /* outstanding commands per node */
@@ -87,6 +89,9 @@ struct dnp_lab_conf {
 	uint64_t max_time;    /* stop with -ETIME after this */
 	uint64_t stall_limit; /* no progress for this long -> -EDEADLK */
 	bool verbose;         /* report each verification error (first few) on stderr */
+	/* self-test of the verifier: flip one byte of the n-th memory write the
+	 * engine makes (1-based; 0 = never), as a broken memory path would */
+	uint64_t tamper_write;
 };
 
 /* Per directed link (node, dir). */
@@ -111,7 +116,9 @@ struct dnp_lab_result {
 	/* latency of commands, submit -> completion, time units */
 	uint64_t lat_min, lat_median, lat_p99, lat_max;
 	double lat_mean;
-	/* faults injected on all links */
+	/* faults injected on all links; *_seq: on sequenced (data) frames;
+	 * duplicated_seq: duplicates of a data frame whose two copies arrived intact
+	 * (one of them must be dropped as a duplicate or after a gap) */
 	uint64_t lost, lost_seq, corrupted, corrupted_seq, duplicated, duplicated_seq;
 	uint64_t reordered, silenced;
 	/* sequenced frames of which no copy arrived intact (each forces a retransmission) */

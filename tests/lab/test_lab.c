@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_lab — the engine on simulated tori: byte-exact all-to-all on 64 nodes,
+ * deadlock freedom with dateline VCs (and the deadlock without them), CRC
+ * and broken-link detection, lossy links, the link-efficiency model.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lab.h"
+
+/* A fast lab: wide links so that a 4 KiB frame takes 9 time units, short flights. */
+static void fast_conf(struct dnp_lab_conf *c, unsigned x, unsigned y, unsigned z)
+{
+	dnp_lab_conf_default(c);
+	assert_int_equal(dnp_torus_init(&c->torus, x, y, z), 0);
+	c->bw = 32;
+	c->latency = 8;
+	c->link.credit_period = 16;
+	c->seed = 42;
+}
+
+static struct dnp_lab *run_lab(const struct dnp_lab_conf *c, int expect)
+{
+	struct dnp_lab *lab;
+	int ret;
+
+	assert_int_equal(dnp_lab_create(c, &lab), 0);
+	ret = dnp_lab_run(lab);
+	if (ret != expect)
+		dnp_lab_report(lab, stderr, false);
+	assert_int_equal(ret, expect);
+	return lab;
+}
+
+static void assert_clean(const struct dnp_lab *lab)
+{
+	const struct dnp_lab_result *r = dnp_lab_result(lab);
+
+	assert_int_equal(r->status, 0);
+	assert_int_equal(r->verify_errors, 0);
+	assert_int_equal(r->byte_mismatches, 0);
+	assert_int_equal(r->bad_hops, 0);
+	assert_int_equal(r->completions_ok, r->messages);
+	assert_int_equal(r->completions_err, 0);
+	assert_int_equal(r->rx_events, r->messages);
+	assert_int_equal(r->pending_at_end, 0);
+	for (uint32_t i = 0; i < dnp_lab_messages(lab); i++) {
+		struct dnp_lab_msg_info m;
+
+		assert_int_equal(dnp_lab_msg_info(lab, i, &m), 0);
+		assert_int_equal(m.completions, 1);
+		assert_int_equal(m.rx_events, 1);
+		assert_int_equal(m.status, 0);
+		assert_int_equal(m.written, m.size);
+	}
+}
+
+/*
+ * 64 nodes, every node PUTs to every other: 1 B, 4097 B (two fragments) and
+ * 1 MiB (4 GiB in all, every byte checked). Deep FIFOs and sparse credits keep
+ * the simulated frame count, and so the run time (about 6 s), down.
+ */
+static void test_lab_all_to_all_64(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	const struct dnp_lab_result *r;
+
+	fast_conf(&c, 4, 4, 4);
+	c.bw = 64;
+	c.latency = 2;
+	c.link.credit_period = 32;
+	c.link.fifo_words = 4096;
+	c.link.t_red = 4096 * 506 / 512;
+	c.link.t_yellow = c.link.t_red / 2;
+	assert_int_equal(dnp_lab_parse_sizes("1,4097,1M", &c), 0);
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	r = dnp_lab_result(lab);
+	assert_int_equal(r->messages, 3 * 64 * 63);
+	assert_int_equal(r->bytes, (1ull + 4097 + (1u << 20)) * 64 * 63);
+	assert_int_equal(r->engine.bytes_delivered, r->bytes);
+	/* sum over messages of the torus distance: 192 per source node on 4x4x4 */
+	assert_int_equal(r->engine.hops_total, 3ull * 64 * 192);
+	assert_int_equal(r->engine.rx_crc_errors, 0);
+	assert_int_equal(r->link.tx_retx_frames, 0);
+	dnp_lab_destroy(lab);
+}
+
+/* Uniform random traffic with FIFOs of one maximum packet plus a little drains. */
+static void test_lab_random_tiny_fifo_drains(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+
+	fast_conf(&c, 4, 4, 4);
+	c.pattern = DNP_LAB_RANDOM;
+	c.count = 16;
+	assert_int_equal(dnp_lab_parse_sizes("100,8192,20000", &c), 0);
+	c.link.fifo_words = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 8;
+	c.link.t_red = c.link.fifo_words;
+	c.link.t_yellow = c.link.t_red / 2;
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	assert_true(dnp_lab_result(lab)->link.credit_stalls > 0);
+	dnp_lab_destroy(lab);
+}
+
+/* The same with the stop-at-red start rule (needs a frame of headroom above T_RED). */
+static void test_lab_random_stop_at_red_drains(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+
+	fast_conf(&c, 4, 4, 2);
+	c.pattern = DNP_LAB_RANDOM;
+	c.count = 16;
+	assert_int_equal(dnp_lab_parse_sizes("100,8192,20000", &c), 0);
+	c.link.rule = DNP_START_STOP_AT_RED;
+	c.link.credit_model = DNP_CREDIT_EXACT;
+	c.link.t_red = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 16;
+	c.link.fifo_words = c.link.t_red + dnp_pkt_frame_words(DNP_MAX_PAYLOAD);
+	c.link.t_yellow = c.link.t_red / 2;
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	dnp_lab_destroy(lab);
+}
+
+static void ring_conf(struct dnp_lab_conf *c, unsigned vcs)
+{
+	fast_conf(c, 8, 1, 1);
+	c->pattern = DNP_LAB_SHIFT;
+	c->shift[0] = 3;
+	c->count = 4;
+	assert_int_equal(dnp_lab_parse_sizes("64K", c), 0);
+	c->link.fifo_words = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 8;
+	c->link.t_red = c->link.fifo_words;
+	c->link.t_yellow = c->link.t_red / 2;
+	c->link.nvc = (uint8_t)vcs;
+	c->vc_mode = vcs == 1 ? DNP_VC_SINGLE : DNP_VC_DATELINE;
+	c->stall_limit = 20000;
+}
+
+/* The same ring traffic: drains with dateline VCs, deadlocks with one VC. */
+static void test_lab_ring_dateline_drains(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+
+	ring_conf(&c, 2);
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	dnp_lab_destroy(lab);
+}
+
+static void test_lab_ring_single_vc_deadlocks(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	const struct dnp_lab_result *r;
+
+	ring_conf(&c, 1);
+	lab = run_lab(&c, -EDEADLK);
+	r = dnp_lab_result(lab);
+	assert_true(r->pending_at_end > 0);
+	assert_true(r->completions_ok < r->messages);
+	/* it stopped because nothing moved for the stall limit, not at max_time */
+	assert_true(r->time < c.max_time);
+	dnp_lab_destroy(lab);
+}
+
+/* Corrupted frames are all caught (CRC or field checks) and the traffic still completes. */
+static void test_lab_corruption_detected(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	const struct dnp_lab_result *r;
+
+	fast_conf(&c, 4, 2, 1);
+	c.corrupt = 0.02;
+	c.count = 2;
+	assert_int_equal(dnp_lab_parse_sizes("4096,30000", &c), 0);
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	r = dnp_lab_result(lab);
+	assert_true(r->corrupted > 0);
+	assert_true(r->engine.rx_crc_errors > 0);
+	/* every corrupted copy that reached a node was dropped and counted */
+	assert_int_equal(r->engine.rx_crc_errors, r->corrupted); /* every flip is a CRC error */
+	assert_int_equal(r->engine.rx_malformed, 0);
+	assert_int_equal(r->rx_rejected_crc, r->engine.rx_crc_errors);
+	assert_true(r->link.tx_retx_frames >= r->undelivered_seq);
+	dnp_lab_destroy(lab);
+}
+
+/*
+ * Node 0 stops sending on X+ at t0: node 1 gets no more credits on its X- link
+ * and must declare it BROKEN one credit timeout after the last credit; the
+ * commands that need the link end with -ENOLINK instead of hanging.
+ */
+static void test_lab_silent_link_broken(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	struct dnp_lab_link_info li;
+	const struct dnp_lab_result *r;
+	uint64_t t0 = 2000, ser, lo, hi;
+	unsigned nolink = 0;
+
+	fast_conf(&c, 4, 1, 1);
+	c.pattern = DNP_LAB_SHIFT;
+	c.shift[0] = 1;
+	assert_int_equal(dnp_lab_parse_sizes("1M", &c), 0);
+	c.silence_node = 0;
+	c.silence_dir = DNP_DIR_XP;
+	c.silence_at = t0;
+	c.allow_errors = true;
+	c.link.credit_timeout = 1500;
+	lab = run_lab(&c, 0);
+	r = dnp_lab_result(lab);
+	assert_true(r->silenced > 0);
+	dnp_lab_link_info(lab, 1, DNP_DIR_XM, &li);
+	assert_true(li.broken_at != UINT64_MAX);
+	/* the last credit from node 0 arrived between t0 - C - ser and t0 + ser + latency */
+	ser = (DNP_MAX_FRAME / DNP_WORD_BYTES + c.bw - 1) / c.bw;
+	lo = t0 + c.link.credit_timeout - c.link.credit_period - ser;
+	hi = t0 + c.link.credit_timeout + ser + c.latency + 1;
+	assert_in_range(li.broken_at, lo, hi);
+	assert_int_equal(dnp_engine_link_state(dnp_lab_engine(lab, 1), DNP_DIR_XM),
+			 DNP_LINK_BROKEN);
+	/* every command completed exactly once; the one over the dead link with -ENOLINK */
+	for (uint32_t i = 0; i < dnp_lab_messages(lab); i++) {
+		struct dnp_lab_msg_info m;
+
+		assert_int_equal(dnp_lab_msg_info(lab, i, &m), 0);
+		assert_int_equal(m.completions, 1);
+		if (m.src == 0) {
+			assert_int_equal(m.status, -ENOLINK);
+			nolink++;
+		} else {
+			assert_int_equal(m.status, 0);
+			assert_int_equal(m.written, m.size);
+		}
+	}
+	assert_int_equal(nolink, 1);
+	assert_int_equal(r->err_nolink, 1);
+	assert_int_equal(r->verify_errors, 0);
+	dnp_lab_destroy(lab);
+}
+
+static void faults_run(double loss)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	const struct dnp_lab_result *r;
+
+	fast_conf(&c, 4, 4, 4);
+	c.loss = loss;
+	c.corrupt = 0.001;
+	c.reorder = 0.01;
+	c.dup = 0.01;
+	c.seed = 7;
+	assert_int_equal(dnp_lab_parse_sizes("1,4097,20000", &c), 0);
+	lab = run_lab(&c, 0);
+	assert_clean(lab);
+	r = dnp_lab_result(lab);
+	assert_true(r->lost > 0);
+	assert_true(r->corrupted > 0);
+	assert_true(r->duplicated > 0);
+	assert_true(r->reordered > 0);
+	assert_int_equal(r->engine.rx_crc_errors, r->corrupted); /* every flip is a CRC error */
+	assert_int_equal(r->engine.rx_malformed, 0);
+	assert_true(r->link.tx_retx_frames >= r->lost_seq);
+	assert_true(r->link.tx_retx_frames >= r->undelivered_seq);
+	assert_true(r->link.rx_dup + r->link.rx_out_of_order >= r->duplicated_seq);
+	assert_true(r->link.rx_dup > 0);
+	dnp_lab_destroy(lab);
+}
+
+static void test_lab_faults_loss_1pct(void **state)
+{
+	faults_run(0.01);
+}
+
+static void test_lab_faults_loss_5pct(void **state)
+{
+	faults_run(0.05);
+}
+
+/* The verifier is not blind: one flipped byte in one write fails the run. */
+static void test_lab_verifier_catches_bad_byte(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	const struct dnp_lab_result *r;
+
+	fast_conf(&c, 2, 2, 1);
+	assert_int_equal(dnp_lab_parse_sizes("10000", &c), 0);
+	c.tamper_write = 5;
+	lab = run_lab(&c, -EIO);
+	r = dnp_lab_result(lab);
+	assert_int_equal(r->byte_mismatches, 1);
+	assert_true(r->verify_errors >= 2); /* the write, then its RX event */
+	dnp_lab_destroy(lab);
+}
+
+/* The same seed gives the same run, to the time unit and the counter. */
+static void test_lab_reproducible(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *a, *b;
+	const struct dnp_lab_result *ra, *rb;
+
+	fast_conf(&c, 2, 2, 2);
+	c.loss = 0.02;
+	c.reorder = 0.02;
+	assert_int_equal(dnp_lab_parse_sizes("5000", &c), 0);
+	a = run_lab(&c, 0);
+	b = run_lab(&c, 0);
+	ra = dnp_lab_result(a);
+	rb = dnp_lab_result(b);
+	assert_int_equal(ra->time, rb->time);
+	assert_int_equal(ra->events_processed, rb->events_processed);
+	assert_int_equal(ra->lost, rb->lost);
+	assert_int_equal(ra->link.tx_retx_frames, rb->link.tx_retx_frames);
+	assert_int_equal(ra->lat_p99, rb->lat_p99);
+	dnp_lab_destroy(a);
+	dnp_lab_destroy(b);
+}
+
+/* Measured link efficiency within 5% of the model E_T (seed 000, lines 243-329). */
+static void test_lab_efficiency_model(void **state)
+{
+	static const int rules[] = { DNP_START_VCT, DNP_START_STOP_AT_RED };
+
+	for (unsigned i = 0; i < 2; i++) {
+		double measured = 0, model = 0;
+		int ret = dnp_lab_efficiency_run(rules[i], 1, &measured, &model);
+
+		if (ret == -ENOSYS)
+			skip();
+		assert_int_equal(ret, 0);
+		assert_true(model > 0);
+		print_message("rule %d: measured %.4f model %.4f\n", rules[i], measured, model);
+		assert_true((measured > model ? measured - model : model - measured) / model <=
+			    0.05);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lab_verifier_catches_bad_byte),
+		cmocka_unit_test(test_lab_reproducible),
+		cmocka_unit_test(test_lab_all_to_all_64),
+		cmocka_unit_test(test_lab_random_tiny_fifo_drains),
+		cmocka_unit_test(test_lab_random_stop_at_red_drains),
+		cmocka_unit_test(test_lab_ring_dateline_drains),
+		cmocka_unit_test(test_lab_ring_single_vc_deadlocks),
+		cmocka_unit_test(test_lab_corruption_detected),
+		cmocka_unit_test(test_lab_silent_link_broken),
+		cmocka_unit_test(test_lab_faults_loss_1pct),
+		cmocka_unit_test(test_lab_faults_loss_5pct),
+		cmocka_unit_test(test_lab_efficiency_model),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
