@@ -79,6 +79,7 @@ int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_n
 
 int dnp_doorbell_map(const char *path, struct dnp_doorbell **out)
 {
+	uint32_t zero = 0;
 	struct stat st;
 	void *mem;
 	int fd, ret;
@@ -99,14 +100,8 @@ int dnp_doorbell_map(const char *path, struct dnp_doorbell **out)
 	close(fd);
 	*out = mem;
 	/* Zero-filled is already idle; the magic only marks the file as a doorbell. */
-	{
-		uint32_t zero = 0;
-
-		atomic_compare_exchange_strong_explicit(&(*out)->magic, &zero,
-							DNP_DOORBELL_MAGIC,
-							memory_order_release,
-							memory_order_relaxed);
-	}
+	atomic_compare_exchange_strong_explicit(&(*out)->magic, &zero, DNP_DOORBELL_MAGIC,
+						memory_order_release, memory_order_relaxed);
 	return 0;
 
 err_errno:

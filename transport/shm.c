@@ -244,7 +244,7 @@ out_close:
 	return ret;
 }
 
-static int shm_open(const struct dnp_transport_conf *c, struct dnp_transport **out)
+static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transport **out)
 {
 	struct dnp_shm_hdr *h = NULL;
 	struct dnp_shm *s;
@@ -450,7 +450,7 @@ struct dnp_doorbell *dnp_transport_shm_doorbell(struct dnp_transport *t)
 
 const struct dnp_transport_ops dnp_transport_shm = {
 	.name = "shm",
-	.open = shm_open,
+	.open = shm_link_open,
 	.close = shm_close,
 	.tx_burst = shm_tx_burst,
 	.rx_burst = shm_rx_burst,

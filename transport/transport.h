@@ -15,7 +15,14 @@
  *        ends open the same path (local; remote is ignored). Whichever end
  *        comes first creates it (O_EXCL) and initialises it, publishing a
  *        magic word last with release; the other waits for the magic (up to
- *        "wait_ms", default 10000). The file holds two SPSC rings of slots
+ *        "wait_ms", default 10000) but never for the peer process: open
+ *        returns at once for the creator, frames sent before the peer
+ *        attaches wait in the ring. A side already claimed in an existing
+ *        file gives -EBUSY: the launcher must remove stale link files (from
+ *        a crashed run) before starting daemons. Geometry (frame_max, depth)
+ *        differing from the creator's gives -EPROTO. up() turns false when
+ *        the peer closes or writes a malformed slot (rx_burst: -EPROTO).
+ *        The file holds two SPSC rings of slots
  *        (u32 length + frame_max bytes), ring i carrying side i -> side 1-i,
  *        and one doorbell per side. rx_burst is zero-copy: it returns
  *        pointers into the ring slots, released on the next rx_burst.
@@ -28,10 +35,18 @@
  *            link file (dnp_transport_shm_doorbell gives it to the receiver).
  *        Both ends of a link must make the same choice. The last end to close
  *        unlinks the file. Options: "wait_ms=N".
- *   udp: "host:port" for local (bind) and remote (connect); IPv4 or IPv6.
+ *   udp: "host:port" for local (bind) and remote (connect); IPv4 or IPv6
+ *        ("[v6addr]:port").
  *        Options: "mode=uring|plain" (default: the faster here, see udp.c),
- *        "bufsize=N" socket buffer bytes (default 4 MiB).
- *        wait_fd: the socket (plain) or an eventfd registered with the ring.
+ *        "bufsize=N" socket buffer bytes (default 4 MiB), "uring_setup=coop"
+ *        (skip SINGLE_ISSUER|DEFER_TASKRUN: exercises the fallback ring).
+ *        mode=uring fails with -ENOTSUP without liburing (the default falls
+ *        back to plain). The io_uring ring binds to the thread of the first
+ *        tx/rx_burst (SINGLE_ISSUER), which need not be the opener's.
+ *        wait_fd: the socket, for both paths (readable while frames wait;
+ *        call rx_burst until it returns fewer than asked before sleeping).
+ *        Datagram losses are silent (the link layer retransmits); up() is
+ *        false only after a fatal socket error.
  *
  * Waking an idle daemon: for shm links, sleep on the daemon's doorbell
  * (doorbell.h); for udp links, poll() the wait_fd()s. A daemon with both
@@ -106,6 +121,8 @@ struct dnp_doorbell *dnp_transport_shm_doorbell(struct dnp_transport *t);
 
 /* udp only: true when the link runs on io_uring (false: sendmmsg/recvmmsg). */
 bool dnp_transport_udp_uses_uring(const struct dnp_transport *t);
+/* udp only: the IORING_SETUP_* flags the link's ring got (0 on the plain path). */
+unsigned dnp_transport_udp_uring_flags(const struct dnp_transport *t);
 
 /* Ops of an open link (every link starts with struct dnp_transport_base). */
 static inline const struct dnp_transport_ops *dnp_transport_ops_of(const struct dnp_transport *t)

@@ -21,8 +21,12 @@
  * pending completion work. The ring is created disabled and enabled on
  * first use, so SINGLE_ISSUER binds to the polling thread, not the opener.
  *
- * wait_fd is the ring fd: the kernel reports it readable when completions
- * or deferred task work are pending (io_uring_poll), level-triggered.
+ * wait_fd is the socket, as for the plain path: with deferred task work the
+ * datagrams stay in the socket queue until rx_burst enters the kernel, so the
+ * socket is readable exactly while unseen frames wait. (Polling the ring fd
+ * does not wake on deferred work here, and a registered eventfd would need a
+ * read to re-arm.) Call rx_burst until it returns fewer than asked before
+ * sleeping: reaped but undelivered datagrams do not make the socket readable.
  */
 #include "udp_priv.h"
 
@@ -31,10 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define DNP_UDP_BGID 7u
 #define DNP_UDP_TAG_RECV (1ull << 62)
 #define DNP_UDP_TAG_TX (1ull << 61)
+#define DNP_UDP_TAG_CANCEL (1ull << 60)
 
 struct dnp_udp_rxent {
 	uint16_t bid;
@@ -63,7 +70,8 @@ struct dnp_udp_uring {
 	unsigned tx_nfree;
 };
 
-static int uring_setup(struct dnp_udp_uring *r, unsigned entries, unsigned cq_entries)
+static int uring_setup(struct dnp_udp_uring *r, unsigned entries, unsigned cq_entries,
+		       bool coop_only)
 {
 	static const unsigned tries[] = {
 		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
@@ -73,7 +81,7 @@ static int uring_setup(struct dnp_udp_uring *r, unsigned entries, unsigned cq_en
 	};
 	int ret = -ENOTSUP;
 
-	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+	for (size_t i = coop_only ? 2 : 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		struct io_uring_params p = {
 			.flags = tries[i] | IORING_SETUP_CQSIZE | IORING_SETUP_R_DISABLED,
 			.cq_entries = cq_entries,
@@ -105,10 +113,10 @@ static void uring_free(struct dnp_udp_uring *r)
 /* First use from the polling thread: SINGLE_ISSUER binds the ring to it. */
 static int uring_enable(struct dnp_udp_uring *r)
 {
-	int ret = io_uring_enable_rings(&r->ring);
-
-	if (ret)
-		return ret;
+	/* liburing 2.3 declares io_uring_enable_rings but does not export it */
+	if (syscall(__NR_io_uring_register, r->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
+		    NULL, 0) < 0)
+		return -errno;
 	r->enabled = true;
 	return 0;
 }
@@ -153,6 +161,8 @@ static void uring_reap(struct dnp_udp *u)
 			r->tx_free[r->tx_nfree++] = (uint16_t)(tag & 0xffffu);
 			continue;
 		}
+		if (tag & DNP_UDP_TAG_CANCEL)
+			continue;
 		if (!(cqe->flags & IORING_CQE_F_MORE))
 			r->recv_armed = false;
 		if (!(cqe->flags & IORING_CQE_F_BUFFER))
@@ -191,8 +201,11 @@ static int uring_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 	unsigned recycled = 0, out = 0;
 	int ret;
 
-	if (!r->enabled && (ret = uring_enable(r)) != 0)
-		return ret;
+	if (!r->enabled) {
+		ret = uring_enable(r);
+		if (ret)
+			return ret;
+	}
 	for (unsigned i = 0; i < r->nheld; i++)
 		uring_recycle(u, r->held[i], &recycled);
 	r->nheld = 0;
@@ -233,8 +246,11 @@ static int uring_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 	unsigned i;
 	int ret;
 
-	if (!r->enabled && (ret = uring_enable(r)) != 0)
-		return ret;
+	if (!r->enabled) {
+		ret = uring_enable(r);
+		if (ret)
+			return ret;
+	}
 	if (r->tx_nfree < n) {
 		uring_reap(u);
 		/* sends stuck behind a full socket buffer complete through task work */
@@ -275,12 +291,43 @@ static int uring_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 	return (int)i;
 }
 
+/*
+ * Cancels the multishot recv and waits (briefly) for sends in flight, so that
+ * no request still holds the socket when close() runs: otherwise the port
+ * stays bound until the kernel's asynchronous ring teardown, and reopening
+ * the link at once fails with EADDRINUSE. Only the polling thread can submit
+ * (SINGLE_ISSUER); from another thread this gives up and teardown stays async.
+ */
+static void uring_quiesce(struct dnp_udp *u)
+{
+	struct dnp_udp_uring *r = u->ur;
+	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10000000 };
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+
+	if (!r->enabled)
+		return;
+	sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return;
+	io_uring_prep_cancel_fd(sqe, u->fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_sqe_set_data64(sqe, DNP_UDP_TAG_CANCEL);
+	for (int i = 0; i < 20 && (r->recv_armed || r->tx_nfree < r->nbufs); i++) {
+		int ret = io_uring_submit_and_wait_timeout(&r->ring, &cqe, 1, &ts, NULL);
+
+		if (ret < 0 && ret != -ETIME && ret != -EINTR)
+			return;
+		uring_reap(u);
+	}
+}
+
 void dnp_udp_uring_fini(struct dnp_udp *u)
 {
 	struct dnp_udp_uring *r = u->ur;
 
 	if (!r)
 		return;
+	uring_quiesce(u);
 	io_uring_queue_exit(&r->ring);
 	uring_free(r);
 	u->ur = NULL;
@@ -323,7 +370,7 @@ int dnp_udp_uring_init(struct dnp_udp *u)
 	r->tx_nfree = n;
 
 	/* SQ: a full burst of sends plus the recv re-arm; CQ: sends and datagrams in flight. */
-	ret = uring_setup(r, n + 8, 4 * n);
+	ret = uring_setup(r, n + 8, 4 * n, u->uring_coop);
 	if (ret)
 		goto err_free;
 	io_uring_buf_ring_init(r->br);
@@ -341,7 +388,7 @@ int dnp_udp_uring_init(struct dnp_udp *u)
 	u->ur = r;
 	u->tx = uring_tx;
 	u->rx = uring_rx;
-	u->wait_fd = r->ring.ring_fd;
+	u->wait_fd = u->fd;
 	return 0;
 
 err_ring:

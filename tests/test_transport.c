@@ -1,0 +1,657 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_transport — shm and udp virtual links between two processes, and the
+ * doorbell. Frames are generated from (direction, index) so the receiver can
+ * check length, content and order without shared state.
+ */
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "doorbell.h"
+#include "transport.h"
+
+#define FRAME_MAX 4160u
+#define DEPTH 256u
+#define NFRAMES 10000u
+#define UDP_WINDOW 64u
+#define EXCHANGE_TIMEOUT_NS (30ull * 1000000000ull)
+
+static char dir_path[128];
+static unsigned port_base;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Frame i sent by side dir: 64..4160 bytes of reproducible content. */
+static uint32_t gen_frame(unsigned dir, uint32_t i, uint8_t *buf)
+{
+	uint64_t s = mix(((uint64_t)dir << 32) | i);
+	uint32_t len = 64u + (uint32_t)(s % (FRAME_MAX - 64u + 1u));
+
+	for (uint32_t j = 0; j < len; j += 8) {
+		s = mix(s + j);
+		memcpy(buf + j, &s, len - j < 8 ? len - j : 8);
+	}
+	return len;
+}
+
+static void conf_shm(struct dnp_transport_conf *c, unsigned side, const char *path)
+{
+	memset(c, 0, sizeof(*c));
+	c->local = path;
+	c->remote = path;
+	c->side = side;
+	c->frame_max = FRAME_MAX;
+	c->depth = DEPTH;
+	c->options = "wait_ms=5000";
+}
+
+static void conf_udp(struct dnp_transport_conf *c, unsigned side, unsigned port,
+		     const char *mode, char *a, char *b)
+{
+	memset(c, 0, sizeof(*c));
+	sprintf(a, "127.0.0.1:%u", port + side);
+	sprintf(b, "127.0.0.1:%u", port + 1 - side);
+	c->local = a;
+	c->remote = b;
+	c->side = side;
+	c->frame_max = FRAME_MAX;
+	c->depth = DEPTH;
+	c->options = mode;
+}
+
+/*
+ * Sends n frames of direction side and receives n of direction 1 - side,
+ * checking each. window > 0 bounds frames sent ahead of frames received (UDP
+ * has no back-pressure). Returns 0, or a line-specific code on failure.
+ */
+static int exchange(const struct dnp_transport_ops *ops, struct dnp_transport *t,
+		    unsigned side, uint32_t n, uint32_t window)
+{
+	static uint8_t txbuf[16][FRAME_MAX], want[FRAME_MAX];
+	uint32_t sent = 0, got = 0;
+	uint64_t deadline = now_ns() + EXCHANGE_TIMEOUT_NS;
+
+	while (sent < n || got < n) {
+		struct dnp_tx_frame tx[16];
+		struct dnp_rx_frame rx[32];
+		unsigned k = 0;
+		int r;
+
+		while (k < 16 && sent + k < n && (!window || sent + k < got + window)) {
+			tx[k].data = txbuf[k];
+			tx[k].len = gen_frame(side, sent + k, txbuf[k]);
+			k++;
+		}
+		if (k) {
+			r = ops->tx_burst(t, tx, k);
+			if (r < 0)
+				return 10;
+			sent += (uint32_t)r;
+		}
+		r = ops->rx_burst(t, rx, 32);
+		if (r < 0)
+			return 11;
+		for (int i = 0; i < r; i++, got++) {
+			uint32_t len;
+
+			if (got >= n)
+				return 12;
+			len = gen_frame(1 - side, got, want);
+			if (rx[i].len != len || memcmp(rx[i].data, want, len) != 0)
+				return 13;
+		}
+		if (now_ns() > deadline)
+			return 14;
+	}
+	return 0;
+}
+
+static int wait_child(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + (WIFSIGNALED(status) ?
+								WTERMSIG(status) : 0);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * One side in a child, the other in the parent; delay_child/parent order the
+ * opens. Both ends are open before either sends (a pipe handshake), so UDP
+ * loses nothing to a port not yet bound.
+ */
+static void run_pair(const struct dnp_transport_ops *ops, struct dnp_transport_conf *c0,
+		     struct dnp_transport_conf *c1, uint32_t n, uint32_t window,
+		     unsigned delay_parent_ms, unsigned delay_child_ms)
+{
+	struct dnp_transport *t;
+	int up[2], go[2], ret;
+	char b = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sleep_ms(delay_child_ms);
+		if (ops->open(c1, &t) != 0)
+			_exit(1);
+		if (write(up[1], &b, 1) != 1 || read(go[0], &b, 1) != 1)
+			_exit(2);
+		ret = exchange(ops, t, 1, n, window);
+		sleep_ms(50); /* the peer may still be receiving our last frames */
+		ops->close(t);
+		_exit(ret);
+	}
+	sleep_ms(delay_parent_ms);
+	ret = ops->open(c0, &t);
+	if (ret == 0 && (read(up[0], &b, 1) != 1 || write(go[1], &b, 1) != 1))
+		ret = -EPIPE;
+	close(up[0]);
+	close(up[1]);
+	close(go[0]);
+	close(go[1]);
+	if (ret) {
+		kill(pid, SIGKILL);
+		wait_child(pid);
+	}
+	assert_int_equal(ret, 0);
+	ret = exchange(ops, t, 0, n, window);
+	assert_int_equal(wait_child(pid), 0);
+	assert_int_equal(ret, 0);
+	ops->close(t);
+}
+
+static void shm_path(char *path, size_t len, const char *name)
+{
+	snprintf(path, len, "%s/%s", dir_path, name);
+}
+
+static void test_transport_find(void **state)
+{
+	assert_ptr_equal(dnp_transport_find("shm"), &dnp_transport_shm);
+	assert_ptr_equal(dnp_transport_find("udp"), &dnp_transport_udp);
+	assert_null(dnp_transport_find("carrier-pigeon"));
+	assert_null(dnp_transport_find(NULL));
+}
+
+static void test_transport_shm_exchange(void **state)
+{
+	struct dnp_transport_conf c0, c1;
+	char path[256];
+	struct stat st;
+
+	shm_path(path, sizeof(path), "x.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	run_pair(&dnp_transport_shm, &c0, &c1, NFRAMES, 0, 0, 0);
+	/* the last end to close removes the link file */
+	assert_int_equal(stat(path, &st), -1);
+}
+
+static void test_transport_shm_open_order(void **state)
+{
+	struct dnp_transport_conf c0, c1;
+	char path[256];
+
+	shm_path(path, sizeof(path), "order.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	/* side 1 (child) comes first and creates; then side 0 first */
+	run_pair(&dnp_transport_shm, &c0, &c1, 200, 0, 60, 0);
+	run_pair(&dnp_transport_shm, &c0, &c1, 200, 0, 0, 60);
+}
+
+static void test_transport_shm_full_ring(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[DEPTH];
+	struct dnp_tx_frame tx;
+	static uint8_t big[FRAME_MAX + 1];
+	uint8_t buf[64];
+	char path[256];
+	unsigned sent = 0;
+
+	shm_path(path, sizeof(path), "full.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->mtu(t0), FRAME_MAX);
+	assert_int_equal(ops->wait_fd(t0), -1);
+	assert_true(ops->up(t0));
+	tx.data = buf;
+	tx.len = sizeof(buf);
+	for (unsigned i = 0; i < DEPTH + 10; i++) {
+		buf[0] = (uint8_t)i;
+		int r = ops->tx_burst(t0, &tx, 1);
+
+		assert_true(r == 0 || r == 1);
+		sent += (unsigned)r;
+	}
+	assert_int_equal(sent, DEPTH);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 0);
+	/* a frame above frame_max is refused, not truncated */
+	tx.data = big;
+	tx.len = FRAME_MAX + 1;
+	assert_int_equal(ops->tx_burst(t1, &tx, 1), -EMSGSIZE);
+	/* receiving frees slots only at the next rx_burst (zero-copy) */
+	assert_int_equal(ops->rx_burst(t1, rx, DEPTH), DEPTH);
+	for (unsigned i = 0; i < DEPTH; i++) {
+		assert_int_equal(rx[i].len, 64);
+		assert_int_equal(rx[i].data[0], (uint8_t)i);
+	}
+	tx.data = buf;
+	tx.len = sizeof(buf);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 0);
+	assert_int_equal(ops->rx_burst(t1, rx, DEPTH), 0);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	ops->close(t1);
+	assert_false(ops->up(t0));
+	ops->close(t0);
+}
+
+static void test_transport_shm_rings_peer_doorbell(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_doorbell *in_file, *node_bell;
+	struct dnp_tx_frame tx;
+	uint8_t buf[64] = { 0 };
+	char path[256], bell[256];
+	uint32_t s;
+
+	/* without peer_bell: the receiver's doorbell inside the link file */
+	shm_path(path, sizeof(path), "bell.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	in_file = dnp_transport_shm_doorbell(t1);
+	assert_non_null(in_file);
+	s = dnp_doorbell_seq(in_file);
+	tx.data = buf;
+	tx.len = sizeof(buf);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	assert_int_not_equal(dnp_doorbell_seq(in_file), s);
+	ops->close(t1);
+	ops->close(t0);
+
+	/* with peer_bell: the peer daemon's own doorbell file */
+	shm_path(bell, sizeof(bell), "node-1.bell");
+	assert_int_equal(dnp_doorbell_map(bell, &node_bell), 0);
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	c0.peer_bell = bell;
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	s = dnp_doorbell_seq(node_bell);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	assert_int_not_equal(dnp_doorbell_seq(node_bell), s);
+	ops->close(t1);
+	ops->close(t0);
+	dnp_doorbell_unmap(node_bell);
+}
+
+/* A slot length beyond frame_max (a corrupt or hostile peer) breaks the link. */
+static void test_transport_shm_rejects_bad_slot(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	uint8_t buf[64] = { 0 };
+	struct dnp_tx_frame tx = { .data = buf, .len = sizeof(buf) };
+	char path[256];
+	uint32_t *len0;
+	void *map;
+	int fd;
+
+	shm_path(path, sizeof(path), "bad.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	/* file layout (shm.c): 4096-byte header, then ring 0; a slot starts with its u32 length */
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	map = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(map != MAP_FAILED);
+	len0 = (uint32_t *)(void *)((uint8_t *)map + 4096);
+	assert_int_equal(*len0, sizeof(buf));
+	*len0 = FRAME_MAX + 1;
+	assert_int_equal(ops->rx_burst(t1, rx, 4), -EPROTO);
+	assert_false(ops->up(t1));
+	munmap(map, 8192);
+	ops->close(t1);
+	ops->close(t0);
+}
+
+static void test_transport_shm_bad_conf(void **state)
+{
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	char path[256];
+
+	shm_path(path, sizeof(path), "conf.link");
+	conf_shm(&c0, 0, path);
+	c0.depth = 100; /* not a power of two */
+	assert_int_equal(dnp_transport_shm.open(&c0, &t0), -EINVAL);
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	c1.frame_max = 1024; /* disagrees with the creator */
+	assert_int_equal(dnp_transport_shm.open(&c0, &t0), 0);
+	assert_int_equal(dnp_transport_shm.open(&c1, &t1), -EPROTO);
+	/* the same side twice: a stale file or a misconfiguration */
+	conf_shm(&c1, 0, path);
+	assert_int_equal(dnp_transport_shm.open(&c1, &t1), -EBUSY);
+	dnp_transport_shm.close(t0);
+}
+
+static void udp_exchange(const char *mode, unsigned port)
+{
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *probe;
+	char a0[32], b0[32], a1[32], b1[32];
+
+	conf_udp(&c0, 0, port, mode, a0, b0);
+	conf_udp(&c1, 1, port, mode, a1, b1);
+	if (strncmp(mode, "mode=uring", 10) == 0) {
+		int r = dnp_transport_udp.open(&c0, &probe);
+
+		if (r == -ENOTSUP) {
+			print_message("io_uring not built in or refused: uring case skipped\n");
+			skip();
+		}
+		assert_int_equal(r, 0);
+		assert_true(dnp_transport_udp_uses_uring(probe));
+		if (strstr(mode, "coop"))
+			assert_true(dnp_transport_udp_uring_flags(probe) &
+				    IORING_SETUP_COOP_TASKRUN);
+		else
+			print_message("io_uring setup flags 0x%x\n",
+				      dnp_transport_udp_uring_flags(probe));
+		dnp_transport_udp.close(probe);
+	}
+	run_pair(&dnp_transport_udp, &c0, &c1, NFRAMES, UDP_WINDOW, 0, 0);
+}
+
+static void test_transport_udp_exchange_uring(void **state)
+{
+	udp_exchange("mode=uring", port_base);
+}
+
+static void test_transport_udp_exchange_plain(void **state)
+{
+	udp_exchange("mode=plain", port_base + 2);
+}
+
+static void test_transport_udp_exchange_uring_coop(void **state)
+{
+	udp_exchange("mode=uring,uring_setup=coop", port_base + 10);
+}
+
+/* A peer's frame makes wait_fd readable; then rx_burst returns it. */
+static void udp_wait_fd(const char *mode, unsigned port)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t;
+	struct dnp_rx_frame rx[4];
+	char a0[32], b0[32], a1[32], b1[32];
+	struct pollfd pfd;
+	pid_t pid;
+	int r = 0;
+
+	conf_udp(&c0, 0, port, mode, a0, b0);
+	conf_udp(&c1, 1, port, mode, a1, b1);
+	r = ops->open(&c0, &t);
+	if (r == -ENOTSUP)
+		skip();
+	assert_int_equal(r, 0);
+	assert_int_equal(ops->mtu(t), FRAME_MAX);
+	assert_true(ops->up(t));
+	/* arm the receive side (io_uring posts its recv on first use) */
+	assert_int_equal(ops->rx_burst(t, rx, 4), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dnp_transport *u;
+		uint8_t buf[100] = { 42 };
+		struct dnp_tx_frame tx = { .data = buf, .len = sizeof(buf) };
+
+		if (ops->open(&c1, &u) != 0)
+			_exit(1);
+		sleep_ms(30);
+		if (ops->tx_burst(u, &tx, 1) != 1)
+			_exit(2);
+		sleep_ms(30);
+		ops->close(u);
+		_exit(0);
+	}
+	pfd.fd = ops->wait_fd(t);
+	pfd.events = POLLIN;
+	assert_true(pfd.fd >= 0);
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	for (int i = 0; i < 100 && r == 0; i++) {
+		r = ops->rx_burst(t, rx, 4);
+		if (r == 0)
+			sleep_ms(1);
+	}
+	assert_int_equal(r, 1);
+	assert_int_equal(rx[0].len, 100);
+	assert_int_equal(rx[0].data[0], 42);
+	assert_int_equal(wait_child(pid), 0);
+	ops->close(t);
+}
+
+static void test_transport_udp_wait_fd_uring(void **state)
+{
+	udp_wait_fd("mode=uring", port_base + 4);
+}
+
+static void test_transport_udp_wait_fd_plain(void **state)
+{
+	udp_wait_fd("mode=plain", port_base + 6);
+}
+
+static void test_transport_udp_bad_address(void **state)
+{
+	struct dnp_transport_conf c;
+	struct dnp_transport *t;
+	char a[32], b[32];
+
+	conf_udp(&c, 0, port_base + 8, "mode=plain", a, b);
+	c.remote = "no-port-here";
+	assert_int_equal(dnp_transport_udp.open(&c, &t), -EINVAL);
+	conf_udp(&c, 0, port_base + 8, "mode=bogus", a, b);
+	assert_int_equal(dnp_transport_udp.open(&c, &t), -EINVAL);
+}
+
+/* Closing releases the port at once, even with io_uring requests outstanding. */
+static void test_transport_udp_reopen_same_port(void **state)
+{
+	const char *modes[] = { "mode=uring", "mode=plain" };
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	uint8_t buf[64] = { 7 };
+	struct dnp_tx_frame tx = { .data = buf, .len = sizeof(buf) };
+	char a0[32], b0[32], a1[32], b1[32];
+
+	for (unsigned m = 0; m < 2; m++) {
+		conf_udp(&c0, 0, port_base + 12, modes[m], a0, b0);
+		conf_udp(&c1, 1, port_base + 12, modes[m], a1, b1);
+		for (int i = 0; i < 5; i++) {
+			int r = dnp_transport_udp.open(&c0, &t0);
+
+			if (r == -ENOTSUP)
+				break;
+			assert_int_equal(r, 0);
+			assert_int_equal(dnp_transport_udp.open(&c1, &t1), 0);
+			/* traffic both ways leaves sends and a multishot recv in the rings */
+			assert_int_equal(dnp_transport_udp.rx_burst(t0, rx, 4), 0);
+			assert_int_equal(dnp_transport_udp.rx_burst(t1, rx, 4), 0);
+			assert_int_equal(dnp_transport_udp.tx_burst(t1, &tx, 1), 1);
+			assert_int_equal(dnp_transport_udp.tx_burst(t0, &tx, 1), 1);
+			r = 0;
+			for (int k = 0; k < 1000 && r == 0; k++)
+				r = dnp_transport_udp.rx_burst(t0, rx, 4);
+			assert_int_equal(r, 1);
+			assert_int_equal(rx[0].data[0], 7);
+			dnp_transport_udp.close(t0);
+			dnp_transport_udp.close(t1);
+		}
+	}
+}
+
+static void test_transport_doorbell_wakes_sleeper(void **state)
+{
+	struct dnp_doorbell *db;
+	char path[256];
+	pid_t pid;
+	uint64_t t0;
+
+	shm_path(path, sizeof(path), "node-0.bell");
+	assert_int_equal(dnp_doorbell_map(path, &db), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dnp_doorbell *mine;
+		uint32_t seen;
+		uint64_t start;
+		int r;
+
+		if (dnp_doorbell_map(path, &mine) != 0)
+			_exit(1);
+		seen = dnp_doorbell_seq(mine);
+		start = now_ns();
+		r = dnp_doorbell_wait(mine, seen, 5000000000ull);
+		/* woken (0) well before the 5 s timeout, and seq moved */
+		if (r != 0 || now_ns() - start > 4000000000ull || dnp_doorbell_seq(mine) == seen)
+			_exit(2);
+		_exit(0);
+	}
+	/* ring only once the child is really asleep, to exercise FUTEX_WAKE */
+	t0 = now_ns();
+	while (atomic_load(&db->sleeping) == 0 && now_ns() - t0 < 3000000000ull)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&db->sleeping), 1);
+	sleep_ms(10);
+	dnp_doorbell_ring(db);
+	assert_int_equal(wait_child(pid), 0);
+	assert_int_equal(atomic_load(&db->sleeping), 0);
+	dnp_doorbell_unmap(db);
+	unlink(path);
+}
+
+static void test_transport_doorbell_timeout_and_missed_ring(void **state)
+{
+	struct dnp_doorbell db __attribute__((aligned(64)));
+	uint32_t seen;
+	uint64_t t0;
+
+	dnp_doorbell_init(&db);
+	seen = dnp_doorbell_seq(&db);
+	t0 = now_ns();
+	assert_int_equal(dnp_doorbell_wait(&db, seen, 20000000ull), -ETIMEDOUT);
+	assert_true(now_ns() - t0 >= 15000000ull);
+	assert_int_equal(dnp_doorbell_wait(&db, seen, 0), -ETIMEDOUT);
+	/* a ring between taking seq and waiting is not lost: no sleep at all */
+	dnp_doorbell_ring(&db);
+	t0 = now_ns();
+	assert_int_equal(dnp_doorbell_wait(&db, seen, 5000000000ull), 0);
+	assert_true(now_ns() - t0 < 1000000000ull);
+	assert_int_equal(dnp_doorbell_wait(&db, seen, 0), 0);
+}
+
+static int setup(void **state)
+{
+	snprintf(dir_path, sizeof(dir_path), "/dev/shm/test-transport-%d", (int)getpid());
+	if (mkdir(dir_path, 0700) != 0) {
+		snprintf(dir_path, sizeof(dir_path), "/tmp/test-transport-%d", (int)getpid());
+		if (mkdir(dir_path, 0700) != 0)
+			return -1;
+	}
+	port_base = 30000u + ((unsigned)getpid() % 1000u) * 16u;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir_path);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_transport_find),
+		cmocka_unit_test(test_transport_shm_exchange),
+		cmocka_unit_test(test_transport_shm_open_order),
+		cmocka_unit_test(test_transport_shm_full_ring),
+		cmocka_unit_test(test_transport_shm_rings_peer_doorbell),
+		cmocka_unit_test(test_transport_shm_rejects_bad_slot),
+		cmocka_unit_test(test_transport_shm_bad_conf),
+		cmocka_unit_test(test_transport_udp_exchange_uring),
+		cmocka_unit_test(test_transport_udp_exchange_plain),
+		cmocka_unit_test(test_transport_udp_exchange_uring_coop),
+		cmocka_unit_test(test_transport_udp_wait_fd_uring),
+		cmocka_unit_test(test_transport_udp_wait_fd_plain),
+		cmocka_unit_test(test_transport_udp_bad_address),
+		cmocka_unit_test(test_transport_udp_reopen_same_port),
+		cmocka_unit_test(test_transport_doorbell_wakes_sleeper),
+		cmocka_unit_test(test_transport_doorbell_timeout_and_missed_ring),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
