@@ -69,6 +69,7 @@ int app_open(struct app *a, const char *prog)
 	memset(a, 0, sizeof(*a));
 	a->timeout_ms = app_env_int("DNP_APP_TIMEOUT", 30) * 1000;
 	a->next_cookie = 1;
+	a->debug = app_env_int("DNP_APP_DEBUG", 0);
 	r = dnp_open(NULL, &a->d);
 	if (r < 0) {
 		fprintf(stderr, "%s: cannot connect to dnpd (DNP_SOCKET=%s): %s\n", prog,
@@ -298,32 +299,37 @@ static int app_remaining(uint64_t deadline, int timeout_ms)
 	return (int)((deadline - now + 999999) / 1000000);
 }
 
-/* One raw event that is not a control message. 1 / 0 (timeout) / -errno. */
+/*
+ * One raw event. Returns 1 with *ev (not a control message), 2 when a control
+ * message was taken into the queue (callers waiting for one re-check it),
+ * 0 on timeout, -errno.
+ */
 static int app_raw_event(struct app *a, struct dnp_event *ev, int timeout_ms)
 {
-	uint64_t deadline = app_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000;
-	int r;
+	int r = dnp_wait_event(a->d, ev, timeout_ms);
 
-	for (;;) {
-		r = dnp_wait_event(a->d, ev, app_remaining(deadline, timeout_ms));
-		if (r <= 0)
-			return r;
-		if (!app_mbox_event(a, ev))
-			return 1;
-		if (timeout_ms >= 0 && app_now_ns() >= deadline)
-			return 0;
-	}
+	if (r <= 0)
+		return r;
+	if (a->debug > 1)
+		app_print_event("app", "trace", ev);
+	return app_mbox_event(a, ev) ? 2 : 1;
 }
 
 int app_next_event(struct app *a, struct dnp_event *ev, int timeout_ms)
 {
+	uint64_t deadline = app_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000;
+	int r;
+
 	if (a->stash_n) {
 		*ev = a->stash[a->stash_head];
 		a->stash_head = (a->stash_head + 1) % APP_STASH;
 		a->stash_n--;
 		return 1;
 	}
-	return app_raw_event(a, ev, timeout_ms);
+	do {
+		r = app_raw_event(a, ev, app_remaining(deadline, timeout_ms));
+	} while (r == 2);
+	return r;
 }
 
 /* Removes and returns the first stashed completion with this cookie. */
@@ -347,7 +353,8 @@ static bool app_stash_take_cookie(struct app *a, uint64_t cookie, struct dnp_eve
 	return false;
 }
 
-static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev, uint64_t deadline)
+static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev,
+			   uint64_t deadline)
 {
 	int r;
 
@@ -355,14 +362,25 @@ static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev,
 		return 1;
 	for (;;) {
 		r = app_raw_event(a, ev, app_remaining(deadline, 0));
+		if (r == 0 && app_now_ns() < deadline)
+			continue;
 		if (r <= 0)
 			return r;
+		if (r == 2)
+			continue;
 		if (ev->cookie == cookie && (ev->type == DNP_EV_TX_DONE ||
 					     ev->type == DNP_EV_ERROR ||
 					     ev->type == DNP_EV_GET_DONE))
 			return 1;
 		app_stash_push(a, ev);
 	}
+}
+
+int app_wait_completion(struct app *a, uint64_t cookie, struct dnp_event *ev)
+{
+	int r = app_wait_cookie(a, cookie, ev, app_now_ns() + (uint64_t)a->timeout_ms * 1000000);
+
+	return r == 0 ? -ETIMEDOUT : r < 0 ? r : 0;
 }
 
 static bool app_retryable(int status)
@@ -386,6 +404,9 @@ int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c)
 		if (r < 0)
 			return r;
 		r = app_wait_cookie(a, cookie, &ev, deadline);
+		if (a->debug)
+			fprintf(stderr, "app: control SEND to node %u: %d %s status %d\n", dst, r,
+				r == 1 ? app_ev_name(ev.type) : "", r == 1 ? ev.status : 0);
 		if (r < 0)
 			return r;
 		if (r == 0)
@@ -400,23 +421,45 @@ int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c)
 	}
 }
 
+static bool app_msgq_take(struct app *a, unsigned src, uint32_t tag, struct app_msg *out)
+{
+	unsigned i;
+
+	for (i = 0; i < a->msgq_n; i++) {
+		if (a->msgq[i].c.tag != tag || (src != ~0u && a->msgq[i].c.src != src))
+			continue;
+		*out = a->msgq[i];
+		memmove(&a->msgq[i], &a->msgq[i + 1], (a->msgq_n - i - 1) * sizeof(a->msgq[0]));
+		a->msgq_n--;
+		return true;
+	}
+	return false;
+}
+
+int app_ctrl_recv_nowait(struct app *a, unsigned src, uint32_t tag, struct app_msg *out)
+{
+	struct dnp_event ev;
+	int r;
+
+	if (app_msgq_take(a, src, tag, out))
+		return 0;
+	r = app_raw_event(a, &ev, 0);
+	if (r < 0)
+		return r;
+	if (r == 1)
+		app_stash_push(a, &ev);
+	return app_msgq_take(a, src, tag, out) ? 0 : -EAGAIN;
+}
+
 int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out)
 {
 	uint64_t deadline = app_now_ns() + (uint64_t)a->timeout_ms * 1000000;
 	struct dnp_event ev;
-	unsigned i;
 	int r;
 
 	for (;;) {
-		for (i = 0; i < a->msgq_n; i++) {
-			if (a->msgq[i].c.tag != tag || (src != ~0u && a->msgq[i].c.src != src))
-				continue;
-			*out = a->msgq[i];
-			memmove(&a->msgq[i], &a->msgq[i + 1],
-				(a->msgq_n - i - 1) * sizeof(a->msgq[0]));
-			a->msgq_n--;
+		if (app_msgq_take(a, src, tag, out))
 			return 0;
-		}
 		r = app_raw_event(a, &ev, app_remaining(deadline, 0));
 		if (r < 0)
 			return r;

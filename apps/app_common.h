@@ -55,7 +55,8 @@ struct app {
 	struct dnp *d;
 	struct dnp_coords self, dims;
 	unsigned id, nnodes, port, peer_port;
-	int timeout_ms; /* deadline for each blocking helper */
+	int timeout_ms; /* deadline for each blocking helper (DNP_APP_TIMEOUT seconds) */
+	int debug;      /* DNP_APP_DEBUG: 1 traces control messages, 2 every event (stderr) */
 	uint64_t next_cookie;
 	/* mailbox */
 	uint8_t *mbox;
@@ -98,6 +99,12 @@ int app_next_event(struct app *a, struct dnp_event *ev, int timeout_ms);
 void app_stash_event(struct app *a, const struct dnp_event *ev);
 
 /*
+ * Waits for the completion (TX_DONE, GET_DONE or ERROR) of the command with
+ * this cookie; other events are stashed. 0 / -ETIMEDOUT / -errno.
+ */
+int app_wait_completion(struct app *a, uint64_t cookie, struct dnp_event *ev);
+
+/*
  * Sends a control message to node dst (our port) and waits for its
  * completion, retrying while the peer is not ready. Other events met while
  * waiting are stashed. Returns 0 or -errno (-ETIMEDOUT).
@@ -105,6 +112,8 @@ void app_stash_event(struct app *a, const struct dnp_event *ev);
 int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c);
 /* Waits for a control message with this tag from src (src ~0u: any). 0 / -ETIMEDOUT / -errno. */
 int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
+/* Same without waiting (one poll of the event queue): 0 or -EAGAIN. */
+int app_ctrl_recv_nowait(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
 /* Every node sends (tag) to every other and waits for theirs. */
 int app_barrier(struct app *a, uint32_t tag);
 

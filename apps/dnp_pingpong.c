@@ -151,7 +151,7 @@ static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, do
  * Waits for one event of type 'want' (TX_DONE completions met on the way are
  * counted in *done). Any ERROR fails the run.
  */
-static int wait_for(struct app *a, unsigned want, uint64_t cookie, uint64_t *done)
+static int wait_for(struct app *a, unsigned want, uint64_t *done)
 {
 	struct dnp_event ev;
 	int r;
@@ -172,7 +172,7 @@ static int wait_for(struct app *a, unsigned want, uint64_t cookie, uint64_t *don
 		}
 		if (ev.type == DNP_EV_TX_DONE)
 			(*done)++;
-		if (ev.type == want && (want != DNP_EV_TX_DONE || ev.cookie == cookie))
+		if (ev.type == want)
 			return 0;
 	}
 }
@@ -182,7 +182,7 @@ static int drain_tx(struct app *a, uint64_t *done, uint64_t issued)
 	int r;
 
 	while (*done < issued) {
-		r = wait_for(a, DNP_EV_TX_DONE, 0, done);
+		r = wait_for(a, DNP_EV_TX_DONE, done);
 		if (r < 0)
 			return r;
 	}
@@ -315,7 +315,7 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 		for (i = 0; i < o->warmup + n; i++) {
 			t0 = app_now_ns();
 			if (!is_a) {
-				r = wait_for(a, DNP_EV_RX_PUT, 0, &done);
+				r = wait_for(a, DNP_EV_RX_PUT, &done);
 				if (r < 0)
 					goto out;
 			}
@@ -326,7 +326,7 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 				goto out;
 			}
 			if (is_a) {
-				r = wait_for(a, DNP_EV_RX_PUT, 0, &done);
+				r = wait_for(a, DNP_EV_RX_PUT, &done);
 				if (r < 0)
 					goto out;
 				if (i >= o->warmup)

@@ -1,0 +1,1016 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dnp-run — runs a program on every node of a SoftDNP torus on this machine.
+ *
+ *   dnp-run --torus XxYxZ [--transport shm|udp] [--dnpd PATH] [--timeout SEC]
+ *           [--keep-going] -- PROGRAM ARGS...
+ *
+ * It creates a run directory, starts one dnpd per node, waits until every
+ * daemon has announced that its links are up (DIR/node-<id>.up), then starts
+ * PROGRAM once per node with DNP_SOCKET, DNP_NODE_ID, DNP_NNODES, DNP_TORUS
+ * and DNP_COORD set, and copies each output line prefixed with "[x,y,z] ".
+ * When the programs are done (or one fails, a daemon dies, the timeout
+ * expires, or dnp-run gets SIGINT/SIGTERM) it stops every process it started
+ * (SIGTERM, then SIGKILL after a grace period, always by PID) and removes the
+ * run directory. Exit status: 0 if every program exited 0 and every daemon
+ * lived until the end; 1 otherwise; 2 on bad usage.
+ *
+ * Single-threaded: one poll() loop over the output pipes and a signalfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "dnp-run"
+#define LINE_MAX_BUF 65536u
+#define GRACE_MS 3000
+#define DRAIN_MS 2000
+#define MAX_NODES 4096u
+#define MAX_EXTRA 32
+
+extern char **environ;
+
+struct stream {
+	int fd;          /* read end of the pipe, -1 once closed */
+	FILE *out;       /* where its lines go */
+	char *buf;
+	size_t len;
+};
+
+struct node {
+	unsigned x, y, z;
+	char prefix[48];
+	pid_t dpid;      /* its dnpd, 0 once reaped */
+	int dstatus;
+	bool dexpected;  /* we asked it to stop */
+	pid_t apid;      /* the program, 0 once reaped (or never started) */
+	pid_t apgid;     /* its process group (= its first PID), kept after reaping */
+	int astatus;
+	bool astarted, aexited;
+	struct stream s[2]; /* stdout, stderr */
+};
+
+struct run {
+	unsigned dim[3], n;
+	const char *transport, *idle, *dnpd;
+	const char *extra[MAX_EXTRA];
+	unsigned nextra;
+	int udp_base;
+	unsigned timeout_s, up_timeout_s;
+	bool keep_going, keep_dir, verbose;
+	char dir[PATH_MAX];
+	char selfdir[PATH_MAX];
+	char dnpd_path[PATH_MAX + 64];
+	char prog_path[PATH_MAX + 64];
+	char **argv;     /* PROGRAM ARGS... */
+	struct node *nodes;
+	int sfd;
+	sigset_t oldmask;
+	bool failed, interrupted, aborting;
+	uint64_t abort_at;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " --torus XxYxZ [options] -- PROGRAM [ARGS...]\n"
+		"  --torus XxYxZ         torus dimensions (e.g. 2x2x2)\n"
+		"  --transport shm|udp   link transport of the daemons (default shm)\n"
+		"  --dnpd PATH           daemon binary (default $DNPD, else the build tree's\n"
+		"                        ../dnp-core/dnpd/dnpd, else dnpd next to dnp-run or in $PATH)\n"
+		"  --timeout SEC         fail if the programs run longer (default 300, 0 = none)\n"
+		"  --up-timeout SEC      how long daemons may take to bring links up (default 20)\n"
+		"  --keep-going          let the other programs finish when one fails\n"
+		"  --udp-base-port P     first UDP port of the daemons (default: a free range)\n"
+		"  --idle adaptive|busy  daemon idle policy (passed to dnpd)\n"
+		"  --dnpd-arg ARG        extra argument for every dnpd (repeatable)\n"
+		"  --keep-dir            keep the run directory (daemon logs) afterwards\n"
+		"  --verbose             print the daemon logs at the end even on success\n"
+		"PROGRAM without a slash is looked up next to dnp-run first, then in $PATH.\n"
+		"Each instance gets DNP_SOCKET, DNP_NODE_ID, DNP_NNODES, DNP_TORUS, DNP_COORD.\n");
+}
+
+static int parse_torus(const char *s, unsigned dim[3])
+{
+	int n = 0;
+
+	if (sscanf(s, "%ux%ux%u%n", &dim[0], &dim[1], &dim[2], &n) != 3 || s[n])
+		return -EINVAL;
+	if (!dim[0] || !dim[1] || !dim[2] || dim[0] > 256 || dim[1] > 256 || dim[2] > 256)
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct run *r)
+{
+	static const struct option lo[] = {
+		{ "torus", required_argument, NULL, 't' },
+		{ "transport", required_argument, NULL, 'T' },
+		{ "dnpd", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 'o' },
+		{ "up-timeout", required_argument, NULL, 'u' },
+		{ "keep-going", no_argument, NULL, 'k' },
+		{ "udp-base-port", required_argument, NULL, 'p' },
+		{ "idle", required_argument, NULL, 'i' },
+		{ "dnpd-arg", required_argument, NULL, 'a' },
+		{ "keep-dir", no_argument, NULL, 'K' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_torus = false;
+	int c;
+
+	r->transport = "shm";
+	r->timeout_s = 300;
+	r->up_timeout_s = 20;
+	r->udp_base = -1;
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:Kvh", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_torus(optarg, r->dim) < 0) {
+				msg("bad --torus '%s' (want XxYxZ, each 1..256)", optarg);
+				return -EINVAL;
+			}
+			have_torus = true;
+			break;
+		case 'T':
+			r->transport = optarg;
+			break;
+		case 'd':
+			r->dnpd = optarg;
+			break;
+		case 'o':
+			r->timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'u':
+			r->up_timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'k':
+			r->keep_going = true;
+			break;
+		case 'p':
+			r->udp_base = atoi(optarg);
+			break;
+		case 'i':
+			r->idle = optarg;
+			break;
+		case 'a':
+			if (r->nextra == MAX_EXTRA)
+				return -EINVAL;
+			r->extra[r->nextra++] = optarg;
+			break;
+		case 'K':
+			r->keep_dir = true;
+			break;
+		case 'v':
+			r->verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			return -EINVAL;
+		}
+	}
+	if (!have_torus) {
+		msg("--torus is required");
+		return -EINVAL;
+	}
+	if (optind >= argc) {
+		msg("no PROGRAM given (put it after --)");
+		return -EINVAL;
+	}
+	r->argv = &argv[optind];
+	r->n = r->dim[0] * r->dim[1] * r->dim[2];
+	if (r->n > MAX_NODES) {
+		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* out = a "/" b; false when it does not fit. */
+static bool path_join(char *out, size_t len, const char *a, const char *b)
+{
+	int n = snprintf(out, len, "%s/%s", a, b);
+
+	return n > 0 && (size_t)n < len;
+}
+
+static bool is_exec(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+/* Looks name up in $PATH; true with out filled when found. */
+static bool find_in_path(const char *name, char *out, size_t len)
+{
+	char *path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin"), *dir;
+	char *save = NULL;
+	bool found = false;
+
+	if (!path)
+		return false;
+	for (dir = strtok_r(path, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save))
+		found = path_join(out, len, *dir ? dir : ".", name) && is_exec(out);
+	free(path);
+	return found;
+}
+
+static int resolve_paths(struct run *r)
+{
+	char self[PATH_MAX], *slash;
+	const char *prog = r->argv[0];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		msg("cannot read /proc/self/exe: %s", strerror(errno));
+		return -errno;
+	}
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	*slash = 0;
+	snprintf(r->selfdir, sizeof(r->selfdir), "%s", self[0] ? self : "/");
+
+	if (r->dnpd)
+		snprintf(r->dnpd_path, sizeof(r->dnpd_path), "%s", r->dnpd);
+	else if (getenv("DNPD") && *getenv("DNPD"))
+		snprintf(r->dnpd_path, sizeof(r->dnpd_path), "%s", getenv("DNPD"));
+	else if (!path_join(r->dnpd_path, sizeof(r->dnpd_path), r->selfdir,
+			    "../dnp-core/dnpd/dnpd") || !is_exec(r->dnpd_path))
+		/* Installed: dnpd sits next to dnp-run (or is found in $PATH below). */
+		path_join(r->dnpd_path, sizeof(r->dnpd_path), r->selfdir, "dnpd");
+	if (!is_exec(r->dnpd_path) && !r->dnpd && !(getenv("DNPD") && *getenv("DNPD")))
+		find_in_path("dnpd", r->dnpd_path, sizeof(r->dnpd_path));
+	if (!is_exec(r->dnpd_path)) {
+		msg("daemon '%s' is not an executable file (build dnpd, or use --dnpd / $DNPD)",
+		    r->dnpd_path);
+		return -ENOENT;
+	}
+
+	if (strchr(prog, '/')) {
+		snprintf(r->prog_path, sizeof(r->prog_path), "%s", prog);
+		if (is_exec(r->prog_path))
+			return 0;
+		msg("program '%s' is not an executable file", prog);
+		return -ENOENT;
+	}
+	/* The built apps first (dnp-run lives in the apps build directory), then $PATH. */
+	if (path_join(r->prog_path, sizeof(r->prog_path), r->selfdir, prog) &&
+	    is_exec(r->prog_path))
+		return 0;
+	if (find_in_path(prog, r->prog_path, sizeof(r->prog_path)))
+		return 0;
+	msg("program '%s' not found in %s nor in $PATH", prog, r->selfdir);
+	return -ENOENT;
+}
+
+static int make_run_dir(struct run *r)
+{
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+
+	/* Prefer a tmpfs: the daemons may keep shared-memory files next to their sockets. */
+	if (!base || !*base || stat(base, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		base = "/dev/shm";
+		if (stat(base, &st) < 0 || !S_ISDIR(st.st_mode) || access(base, W_OK) < 0)
+			base = "/tmp";
+	}
+	snprintf(r->dir, sizeof(r->dir), "%s/dnp-run.XXXXXX", base);
+	if (!mkdtemp(r->dir)) {
+		msg("mkdtemp %s: %s", r->dir, strerror(errno));
+		r->dir[0] = 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (remove(p) < 0 && errno != ENOENT)
+		msg("cannot remove %s: %s", p, strerror(errno));
+	return 0;
+}
+
+static void remove_run_dir(struct run *r)
+{
+	if (!r->dir[0])
+		return;
+	if (r->keep_dir) {
+		msg("run directory kept: %s", r->dir);
+		return;
+	}
+	nftw(r->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Finds a range of UDP ports on 127.0.0.1 that can all be bound now. */
+static int pick_udp_base(unsigned span)
+{
+	struct sockaddr_in sa;
+	unsigned attempt, i;
+	int base, s;
+	bool ok;
+
+	for (attempt = 0; attempt < 50; attempt++) {
+		base = 20000 + (int)((getpid() + attempt * 7919u) % 600u) * 64;
+		ok = true;
+		for (i = 0; i < span && ok; i++) {
+			s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (s < 0)
+				return base;
+			memset(&sa, 0, sizeof(sa));
+			sa.sin_family = AF_INET;
+			sa.sin_port = htons((uint16_t)(base + (int)i));
+			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			ok = bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+			close(s);
+		}
+		if (ok)
+			return base;
+	}
+	return 20000;
+}
+
+static int spawn_attr(posix_spawnattr_t *at)
+{
+	sigset_t def;
+
+	posix_spawnattr_init(at);
+	sigemptyset(&def);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGHUP);
+	sigaddset(&def, SIGCHLD);
+	sigaddset(&def, SIGPIPE);
+	posix_spawnattr_setsigdefault(at, &def);
+	sigemptyset(&def);
+	posix_spawnattr_setsigmask(at, &def);
+	/*
+	 * Each child leads its own process group: a terminal's ^C reaches only
+	 * dnp-run, which stops everything in order, and a program's own
+	 * children (e.g. dnp_check's victim) are stopped with it.
+	 */
+	posix_spawnattr_setpgroup(at, 0);
+	return posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
+					    POSIX_SPAWN_SETPGROUP);
+}
+
+static int start_daemons(struct run *r)
+{
+	char torus[64], coord[48], port[16], log[PATH_MAX + 32];
+	const char *argv[24 + MAX_EXTRA];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	unsigned id, k, i;
+	int e;
+
+	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
+	if (!strcmp(r->transport, "udp") && r->udp_base < 0)
+		r->udp_base = pick_udp_base(r->n * 8 > 64 ? r->n * 8 : 64);
+	spawn_attr(&at);
+	for (id = 0; id < r->n; id++) {
+		struct node *nd = &r->nodes[id];
+
+		snprintf(coord, sizeof(coord), "%u,%u,%u", nd->x, nd->y, nd->z);
+		snprintf(log, sizeof(log), "%s/dnpd-%u.log", r->dir, id);
+		k = 0;
+		argv[k++] = r->dnpd_path;
+		argv[k++] = "--torus";
+		argv[k++] = torus;
+		argv[k++] = "--coord";
+		argv[k++] = coord;
+		argv[k++] = "--run-dir";
+		argv[k++] = r->dir;
+		argv[k++] = "--transport";
+		argv[k++] = r->transport;
+		if (r->udp_base >= 0) {
+			snprintf(port, sizeof(port), "%d", r->udp_base);
+			argv[k++] = "--udp-base-port";
+			argv[k++] = port;
+		}
+		if (r->idle) {
+			argv[k++] = "--idle";
+			argv[k++] = r->idle;
+		}
+		for (i = 0; i < r->nextra; i++)
+			argv[k++] = r->extra[i];
+		argv[k] = NULL;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_adddup2(&fa, 1, 2);
+		e = posix_spawn(&nd->dpid, r->dnpd_path, &fa, &at, (char *const *)argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		if (e) {
+			nd->dpid = 0;
+			msg("cannot start %s: %s", r->dnpd_path, strerror(e));
+			posix_spawnattr_destroy(&at);
+			return -e;
+		}
+	}
+	posix_spawnattr_destroy(&at);
+	return 0;
+}
+
+static void describe_status(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "status %#x", status);
+}
+
+static void abort_apps(struct run *r, const char *why)
+{
+	unsigned id;
+
+	if (r->aborting)
+		return;
+	r->aborting = true;
+	r->abort_at = now_ms();
+	if (why)
+		msg("%s: stopping the programs", why);
+	for (id = 0; id < r->n; id++)
+		if (r->nodes[id].apid > 0)
+			kill(-r->nodes[id].apgid, SIGTERM);
+}
+
+/* Reaps every child that has exited; records what happened. */
+static void reap(struct run *r)
+{
+	char how[96];
+	unsigned id;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (id = 0; id < r->n; id++) {
+			struct node *nd = &r->nodes[id];
+
+			if (pid == nd->dpid) {
+				nd->dpid = 0;
+				nd->dstatus = status;
+				if (nd->dexpected)
+					break;
+				describe_status(status, how, sizeof(how));
+				msg("dnpd of node %u,%u,%u died early (%s)", nd->x, nd->y, nd->z, how);
+				r->failed = true;
+				abort_apps(r, NULL);
+				break;
+			}
+			if (pid == nd->apid) {
+				nd->apid = 0;
+				nd->astatus = status;
+				nd->aexited = true;
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+					break;
+				if (!r->aborting) {
+					describe_status(status, how, sizeof(how));
+					msg("program on node %u,%u,%u failed (%s)", nd->x, nd->y, nd->z,
+					    how);
+				}
+				r->failed = true;
+				if (!r->keep_going)
+					abort_apps(r, NULL);
+				break;
+			}
+		}
+	}
+}
+
+/* Handles pending signals (SIGINT/SIGTERM/SIGHUP start the shutdown) and reaps children. */
+static void read_signals(struct run *r)
+{
+	struct signalfd_siginfo si;
+
+	while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		if (!r->interrupted)
+			msg("got signal %u, shutting down", si.ssi_signo);
+		r->interrupted = true;
+		r->failed = true;
+		abort_apps(r, NULL);
+	}
+	reap(r);
+}
+
+static void dump_logs(struct run *r)
+{
+	char path[PATH_MAX + 32], line[1024];
+	unsigned id, total, skip, i;
+	FILE *f;
+
+	for (id = 0; id < r->n; id++) {
+		snprintf(path, sizeof(path), "%s/dnpd-%u.log", r->dir, id);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		total = 0;
+		while (fgets(line, sizeof(line), f))
+			total++;
+		if (!total) {
+			fclose(f);
+			continue;
+		}
+		skip = total > 40 ? total - 40 : 0;
+		rewind(f);
+		fprintf(stderr, "---- dnpd %u,%u,%u log (%u lines%s) ----\n", r->nodes[id].x,
+			r->nodes[id].y, r->nodes[id].z, total, skip ? ", last 40" : "");
+		for (i = 0; fgets(line, sizeof(line), f); i++)
+			if (i >= skip)
+				fprintf(stderr, "[dnpd %u,%u,%u] %s%s", r->nodes[id].x,
+					r->nodes[id].y, r->nodes[id].z, line,
+					strchr(line, '\n') ? "" : "\n");
+		fclose(f);
+	}
+}
+
+static int wait_up(struct run *r)
+{
+	uint64_t deadline = now_ms() + (uint64_t)r->up_timeout_s * 1000;
+	char path[PATH_MAX + 32];
+	unsigned id, up;
+	struct pollfd pfd = { .fd = r->sfd, .events = POLLIN };
+
+	for (;;) {
+		up = 0;
+		for (id = 0; id < r->n; id++) {
+			snprintf(path, sizeof(path), "%s/node-%u.up", r->dir, id);
+			up += access(path, F_OK) == 0;
+		}
+		if (up == r->n)
+			return 0;
+		read_signals(r);
+		if (r->failed)
+			return -ECHILD;
+		if (now_ms() >= deadline) {
+			msg("timeout: only %u of %u daemons brought their links up within %u s "
+			    "(transport %s)", up, r->n, r->up_timeout_s, r->transport);
+			for (id = 0; id < r->n; id++) {
+				snprintf(path, sizeof(path), "%s/node-%u.up", r->dir, id);
+				if (access(path, F_OK))
+					msg("  node %u,%u,%u (id %u) not up", r->nodes[id].x,
+					    r->nodes[id].y, r->nodes[id].z, id);
+			}
+			r->failed = true;
+			return -ETIMEDOUT;
+		}
+		poll(&pfd, 1, 5);
+	}
+}
+
+static char *env_str(const char *name, const char *val)
+{
+	size_t len = strlen(name) + strlen(val) + 2;
+	char *s = malloc(len);
+
+	if (s)
+		snprintf(s, len, "%s=%s", name, val);
+	return s;
+}
+
+static bool env_ours(const char *e)
+{
+	static const char *const ours[] = { "DNP_SOCKET=", "DNP_NODE_ID=", "DNP_NNODES=",
+					    "DNP_TORUS=", "DNP_COORD=", "DNP_RUN_DIR=" };
+	unsigned i;
+
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)
+		if (!strncmp(e, ours[i], strlen(ours[i])))
+			return true;
+	return false;
+}
+
+static int start_apps(struct run *r)
+{
+	char val[PATH_MAX + 32], torus[64];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	unsigned nenv = 0, base, id, j;
+	int p[2][2], e;
+	char **env;
+
+	for (j = 0; environ[j]; j++)
+		;
+	env = calloc(j + 8, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	for (j = 0; environ[j]; j++)
+		if (!env_ours(environ[j]))
+			env[nenv++] = environ[j];
+	base = nenv;
+	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
+	spawn_attr(&at);
+	for (id = 0; id < r->n; id++) {
+		struct node *nd = &r->nodes[id];
+
+		nenv = base;
+		snprintf(val, sizeof(val), "%s/node-%u.sock", r->dir, id);
+		env[nenv++] = env_str("DNP_SOCKET", val);
+		snprintf(val, sizeof(val), "%u", id);
+		env[nenv++] = env_str("DNP_NODE_ID", val);
+		snprintf(val, sizeof(val), "%u", r->n);
+		env[nenv++] = env_str("DNP_NNODES", val);
+		env[nenv++] = env_str("DNP_TORUS", torus);
+		snprintf(val, sizeof(val), "%u,%u,%u", nd->x, nd->y, nd->z);
+		env[nenv++] = env_str("DNP_COORD", val);
+		env[nenv++] = env_str("DNP_RUN_DIR", r->dir);
+		env[nenv] = NULL;
+		for (j = base; j < nenv; j++)
+			if (!env[j]) {
+				e = ENOMEM;
+				goto out;
+			}
+		if (pipe2(p[0], O_CLOEXEC) < 0 || pipe2(p[1], O_CLOEXEC) < 0) {
+			e = errno;
+			msg("pipe: %s", strerror(e));
+			goto out;
+		}
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+		posix_spawn_file_actions_adddup2(&fa, p[0][1], 1);
+		posix_spawn_file_actions_adddup2(&fa, p[1][1], 2);
+		e = posix_spawn(&nd->apid, r->prog_path, &fa, &at, r->argv, env);
+		posix_spawn_file_actions_destroy(&fa);
+		close(p[0][1]);
+		close(p[1][1]);
+		nd->s[0].fd = p[0][0];
+		nd->s[1].fd = p[1][0];
+		fcntl(p[0][0], F_SETFL, O_NONBLOCK);
+		fcntl(p[1][0], F_SETFL, O_NONBLOCK);
+		if (e) {
+			nd->apid = 0;
+			msg("cannot start %s: %s", r->prog_path, strerror(e));
+			goto out;
+		}
+		nd->astarted = true;
+		nd->apgid = nd->apid;
+		for (j = base; j < nenv; j++) {
+			free(env[j]);
+			env[j] = NULL;
+		}
+	}
+	e = 0;
+out:
+	for (j = base; j < base + 6; j++)
+		free(env[j]);
+	free(env);
+	posix_spawnattr_destroy(&at);
+	return -e;
+}
+
+/* Writes the complete lines of a stream with the node's prefix. */
+static void emit_lines(struct node *nd, struct stream *s, bool flush_all)
+{
+	size_t start = 0, i;
+
+	for (i = 0; i < s->len; i++) {
+		if (s->buf[i] != '\n')
+			continue;
+		fprintf(s->out, "%s%.*s\n", nd->prefix, (int)(i - start), s->buf + start);
+		start = i + 1;
+	}
+	if (flush_all && start < s->len) {
+		fprintf(s->out, "%s%.*s\n", nd->prefix, (int)(s->len - start), s->buf + start);
+		start = s->len;
+	}
+	memmove(s->buf, s->buf + start, s->len - start);
+	s->len -= start;
+	fflush(s->out);
+}
+
+static void read_stream(struct node *nd, struct stream *s)
+{
+	ssize_t n;
+
+	for (;;) {
+		if (s->len == LINE_MAX_BUF)
+			emit_lines(nd, s, true); /* an overlong line is cut, not lost */
+		n = read(s->fd, s->buf + s->len, LINE_MAX_BUF - s->len);
+		if (n > 0) {
+			s->len += (size_t)n;
+			emit_lines(nd, s, false);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		emit_lines(nd, s, true); /* EOF (or error): the last partial line too */
+		close(s->fd);
+		s->fd = -1;
+		return;
+	}
+}
+
+static bool apps_running(const struct run *r)
+{
+	unsigned id;
+
+	for (id = 0; id < r->n; id++)
+		if (r->nodes[id].apid > 0)
+			return true;
+	return false;
+}
+
+static void main_loop(struct run *r)
+{
+	uint64_t deadline = r->timeout_s ? now_ms() + (uint64_t)r->timeout_s * 1000 : UINT64_MAX;
+	uint64_t drain_until = 0, now;
+	struct pollfd *pfd = calloc(2 * r->n + 1, sizeof(*pfd));
+	struct stream **map = calloc(2 * r->n + 1, sizeof(*map));
+	struct node **nmap = calloc(2 * r->n + 1, sizeof(*nmap));
+	unsigned id, k, np;
+	int timeout;
+
+	if (!pfd || !map || !nmap) {
+		msg("out of memory");
+		r->failed = true;
+		abort_apps(r, NULL);
+		goto out;
+	}
+	for (;;) {
+		now = now_ms();
+		if (!apps_running(r)) {
+			if (!drain_until) {
+				drain_until = now + DRAIN_MS;
+				/* Leftover children of the programs would hold the pipes open. */
+				for (id = 0; id < r->n; id++)
+					if (r->nodes[id].apgid > 0)
+						kill(-r->nodes[id].apgid, SIGKILL);
+			}
+			if (now >= drain_until)
+				break; /* a grandchild may hold a pipe open: do not wait for it */
+		}
+		if (now >= deadline && !r->aborting) {
+			msg("timeout: the programs ran longer than %u s", r->timeout_s);
+			r->failed = true;
+			abort_apps(r, NULL);
+		}
+		if (r->aborting && now >= r->abort_at + GRACE_MS)
+			for (id = 0; id < r->n; id++)
+				if (r->nodes[id].apid > 0)
+					kill(-r->nodes[id].apgid, SIGKILL);
+		np = 0;
+		pfd[np].fd = r->sfd;
+		pfd[np++].events = POLLIN;
+		for (id = 0; id < r->n; id++)
+			for (k = 0; k < 2; k++) {
+				if (r->nodes[id].s[k].fd < 0)
+					continue;
+				pfd[np].fd = r->nodes[id].s[k].fd;
+				pfd[np].events = POLLIN;
+				map[np] = &r->nodes[id].s[k];
+				nmap[np++] = &r->nodes[id];
+			}
+		if (np == 1 && !apps_running(r))
+			break;
+		timeout = 200;
+		if (deadline != UINT64_MAX && deadline > now && deadline - now < 200)
+			timeout = (int)(deadline - now);
+		if (poll(pfd, np, timeout) < 0 && errno != EINTR) {
+			msg("poll: %s", strerror(errno));
+			r->failed = true;
+			abort_apps(r, NULL);
+		}
+		for (k = 1; k < np; k++)
+			if (pfd[k].revents)
+				read_stream(nmap[k], map[k]);
+		read_signals(r);
+	}
+out:
+	/* Flush what is left and close the pipes. */
+	for (id = 0; id < r->n; id++)
+		for (k = 0; k < 2; k++) {
+			struct stream *s = &r->nodes[id].s[k];
+
+			if (s->fd >= 0) {
+				emit_lines(&r->nodes[id], s, true);
+				close(s->fd);
+				s->fd = -1;
+			}
+		}
+	free(pfd);
+	free(map);
+	free(nmap);
+}
+
+static bool any_alive(const struct run *r, bool daemons)
+{
+	unsigned id;
+
+	for (id = 0; id < r->n; id++)
+		if ((daemons ? r->nodes[id].dpid : r->nodes[id].apid) > 0)
+			return true;
+	return false;
+}
+
+/* Stops every process still running: programs first, then daemons. */
+static void teardown(struct run *r)
+{
+	struct pollfd pfd = { .fd = r->sfd, .events = POLLIN };
+	uint64_t t0;
+	unsigned id;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		bool daemons = pass == 1;
+
+		for (id = 0; id < r->n; id++) {
+			struct node *nd = &r->nodes[id];
+			pid_t pid = daemons ? nd->dpid : nd->apid;
+
+			if (pid <= 0)
+				continue;
+			if (daemons)
+				nd->dexpected = true;
+			kill(daemons ? pid : -nd->apgid, SIGTERM);
+		}
+		t0 = now_ms();
+		while (any_alive(r, daemons) && now_ms() < t0 + GRACE_MS) {
+			poll(&pfd, 1, 20);
+			read_signals(r);
+		}
+		for (id = 0; id < r->n; id++) {
+			struct node *nd = &r->nodes[id];
+			pid_t pid = daemons ? nd->dpid : nd->apid;
+			int status;
+
+			if (pid <= 0)
+				continue;
+			msg("%s of node %u,%u,%u did not stop within %d ms: SIGKILL",
+			    daemons ? "dnpd" : "program", nd->x, nd->y, nd->z, GRACE_MS);
+			kill(daemons ? pid : -nd->apgid, SIGKILL);
+			if (waitpid(pid, &status, 0) == pid) {
+				if (daemons) {
+					nd->dpid = 0;
+					nd->dstatus = status;
+				} else {
+					nd->apid = 0;
+					nd->astatus = status;
+					nd->aexited = true;
+				}
+			}
+			if (daemons)
+				r->failed = true;
+		}
+	}
+	/* A daemon that did not end cleanly on SIGTERM is a failure too (crash, sanitizer). */
+	for (id = 0; id < r->n; id++) {
+		struct node *nd = &r->nodes[id];
+		int st = nd->dstatus;
+		char how[96];
+
+		if (!nd->dexpected)
+			continue;
+		if ((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+		    (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM))
+			continue;
+		describe_status(st, how, sizeof(how));
+		msg("dnpd of node %u,%u,%u ended badly on SIGTERM (%s)", nd->x, nd->y, nd->z, how);
+		r->failed = true;
+	}
+}
+
+static void summary(const struct run *r)
+{
+	unsigned id, ok = 0;
+	char how[96];
+
+	for (id = 0; id < r->n; id++) {
+		const struct node *nd = &r->nodes[id];
+
+		if (nd->aexited && WIFEXITED(nd->astatus) && WEXITSTATUS(nd->astatus) == 0) {
+			ok++;
+			continue;
+		}
+		if (!nd->astarted)
+			snprintf(how, sizeof(how), "not started");
+		else
+			describe_status(nd->astatus, how, sizeof(how));
+		msg("  node %u,%u,%u: %s", nd->x, nd->y, nd->z, how);
+	}
+	msg("%u of %u programs succeeded%s", ok, r->n, r->failed ? "; run FAILED" : "");
+}
+
+int main(int argc, char **argv)
+{
+	static struct run run;
+	struct run *r = &run;
+	sigset_t mask;
+	unsigned id;
+	int e;
+
+	if (parse_args(argc, argv, r) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp"))
+		msg("note: transport '%s' passed to dnpd as is", r->transport);
+	if (resolve_paths(r) < 0)
+		return 1;
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &r->oldmask);
+	r->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (r->sfd < 0) {
+		msg("signalfd: %s", strerror(errno));
+		return 1;
+	}
+	r->nodes = calloc(r->n, sizeof(*r->nodes));
+	if (!r->nodes)
+		return 1;
+	for (id = 0; id < r->n; id++) {
+		struct node *nd = &r->nodes[id];
+
+		nd->x = id % r->dim[0];
+		nd->y = (id / r->dim[0]) % r->dim[1];
+		nd->z = id / (r->dim[0] * r->dim[1]);
+		snprintf(nd->prefix, sizeof(nd->prefix), "[%u,%u,%u] ", nd->x, nd->y, nd->z);
+		nd->s[0].fd = nd->s[1].fd = -1;
+		nd->s[0].out = stdout;
+		nd->s[1].out = stderr;
+		nd->s[0].buf = malloc(LINE_MAX_BUF);
+		nd->s[1].buf = malloc(LINE_MAX_BUF);
+		if (!nd->s[0].buf || !nd->s[1].buf)
+			return 1;
+	}
+	if (make_run_dir(r) < 0)
+		return 1;
+	e = start_daemons(r);
+	if (e == 0)
+		e = wait_up(r);
+	if (e == 0 && !r->failed)
+		e = start_apps(r);
+	if (e < 0)
+		r->failed = true;
+	if (r->failed)
+		abort_apps(r, NULL);
+	main_loop(r);
+	teardown(r);
+	if (r->failed || r->verbose)
+		dump_logs(r);
+	if (r->failed)
+		summary(r);
+	remove_run_dir(r);
+	for (id = 0; id < r->n; id++) {
+		free(r->nodes[id].s[0].buf);
+		free(r->nodes[id].s[1].buf);
+	}
+	free(r->nodes);
+	close(r->sfd);
+	if (r->interrupted)
+		return 130;
+	return r->failed ? 1 : 0;
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * udp_pingpong — the baseline for bench/run.sh: a plain UDP ping-pong between
+ * two processes over loopback, no DNP in the path. Same table as
+ * dnp_pingpong (half round trip). Messages above one datagram are split into
+ * 65000-byte datagrams (loopback does not lose them while the socket buffers
+ * are large enough; a loss shows up as a receive timeout and the run fails).
+ *
+ * --busy: non-blocking receive in a busy loop (what a polled daemon does)
+ * instead of blocking recv.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "udp_pingpong"
+#define MAX_SIZES 64
+#define CHUNK 65000u
+
+struct opts {
+	uint64_t sizes[MAX_SIZES];
+	unsigned nsizes, iters, warmup;
+	bool csv, busy;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	if (end == s)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_sizes(const char *s, struct opts *o)
+{
+	char tmp[1024], *tok, *save = NULL;
+
+	if (strlen(s) >= sizeof(tmp))
+		return -EINVAL;
+	strcpy(tmp, s);
+	o->nsizes = 0;
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == MAX_SIZES || parse_size(tok, &o->sizes[o->nsizes]) < 0)
+			return -EINVAL;
+		o->nsizes++;
+	}
+	return o->nsizes ? 0 : -EINVAL;
+}
+
+static unsigned iters_for(const struct opts *o, uint64_t size)
+{
+	uint64_t n;
+
+	if (o->iters)
+		return o->iters;
+	n = (64ull << 20) / (size ? size : 1);
+	return n > 1000 ? 1000 : n < 20 ? 20 : (unsigned)n;
+}
+
+static int cmp_double(const void *p, const void *q)
+{
+	double x = *(const double *)p, y = *(const double *)q;
+
+	return x < y ? -1 : x > y;
+}
+
+static int send_msg(int s, const uint8_t *buf, uint64_t len)
+{
+	uint64_t off = 0;
+	size_t n;
+
+	do {
+		n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
+		if (send(s, buf + off, n, 0) != (ssize_t)n)
+			return -errno;
+		off += n;
+	} while (off < len);
+	return 0;
+}
+
+static int recv_msg(int s, uint8_t *buf, uint64_t len, bool busy)
+{
+	uint64_t got = 0;
+	ssize_t n;
+
+	do {
+		n = recv(s, buf, CHUNK, busy ? MSG_DONTWAIT : 0);
+		if (n < 0) {
+			if (busy && (errno == EAGAIN || errno == EWOULDBLOCK))
+				continue;
+			return -errno;
+		}
+		got += (uint64_t)n;
+	} while (got < len);
+	return got == len ? 0 : -EPROTO;
+}
+
+static int mksock(struct sockaddr_in *addr)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), sz = 16 << 20;
+	socklen_t al = sizeof(*addr);
+	struct timeval tv = { 5, 0 };
+
+	if (s < 0)
+		return -errno;
+	/* Large buffers so multi-datagram messages are not dropped; FORCE needs root. */
+	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(s, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s, (struct sockaddr *)addr, sizeof(*addr)) < 0 ||
+	    getsockname(s, (struct sockaddr *)addr, &al) < 0) {
+		close(s);
+		return -errno;
+	}
+	return s;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--csv]\n"
+		   "  UDP ping-pong between two processes over loopback (half round trip).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "sizes", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "busy", no_argument, NULL, 'b' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sockaddr_in aa, ab;
+	struct opts o;
+	uint64_t maxs = 1, s, t0;
+	unsigned i, k, n, nmax = 0;
+	uint8_t *buf;
+	double *v;
+	int sa, sb, c, r = 0, status;
+	pid_t pid;
+
+	memset(&o, 0, sizeof(o));
+	o.warmup = 10;
+	for (s = 8; s <= (2u << 20); s *= 4)
+		o.sizes[o.nsizes++] = s;
+	o.sizes[o.nsizes++] = 4u << 20;
+	while ((c = getopt_long(argc, argv, "s:n:w:bch", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (parse_sizes(optarg, &o) < 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'n':
+			o.iters = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			o.warmup = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			o.busy = true;
+			break;
+		case 'c':
+			o.csv = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	for (k = 0; k < o.nsizes; k++) {
+		if (o.sizes[k] > maxs)
+			maxs = o.sizes[k];
+		if (iters_for(&o, o.sizes[k]) > nmax)
+			nmax = iters_for(&o, o.sizes[k]);
+	}
+	buf = malloc(maxs > CHUNK ? maxs : CHUNK);
+	v = calloc(nmax, sizeof(*v));
+	sa = mksock(&aa);
+	sb = mksock(&ab);
+	if (!buf || !v || sa < 0 || sb < 0 ||
+	    connect(sa, (struct sockaddr *)&ab, sizeof(ab)) < 0 ||
+	    connect(sb, (struct sockaddr *)&aa, sizeof(aa)) < 0) {
+		fprintf(stderr, PROG ": setup failed: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(buf, 0xab, maxs > CHUNK ? maxs : CHUNK);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		perror(PROG ": fork");
+		return 1;
+	}
+	if (pid == 0) {
+		/* B: echo every message back. */
+		close(sa);
+		for (k = 0; k < o.nsizes; k++) {
+			n = iters_for(&o, o.sizes[k]) + o.warmup;
+			for (i = 0; i < n; i++) {
+				if (recv_msg(sb, buf, o.sizes[k], o.busy) < 0 ||
+				    send_msg(sb, buf, o.sizes[k]) < 0)
+					_exit(1);
+			}
+		}
+		_exit(0);
+	}
+	close(sb);
+	if (o.csv)
+		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
+	else
+		printf("# UDP ping-pong over loopback (%s receive): half round trip\n"
+		       "%10s %10s %12s %12s %12s\n", o.busy ? "busy-poll" : "blocking", "bytes",
+		       "iterations", "t_min[us]", "t_median[us]", "t_p99[us]");
+	for (k = 0; k < o.nsizes && r == 0; k++) {
+		n = iters_for(&o, o.sizes[k]);
+		for (i = 0; i < n + o.warmup; i++) {
+			t0 = now_ns();
+			r = send_msg(sa, buf, o.sizes[k]);
+			if (r == 0)
+				r = recv_msg(sa, buf, o.sizes[k], o.busy);
+			if (r < 0) {
+				fprintf(stderr, PROG ": %llu bytes: %s\n",
+					(unsigned long long)o.sizes[k], strerror(-r));
+				break;
+			}
+			if (i >= o.warmup)
+				v[i - o.warmup] = (double)(now_ns() - t0) / 2000.0;
+		}
+		if (r < 0)
+			break;
+		qsort(v, n, sizeof(*v), cmp_double);
+		{
+			double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+			unsigned p = (unsigned)((99ull * n + 99) / 100);
+
+			if (o.csv)
+				printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)o.sizes[k], n,
+				       v[0], med, v[p - 1]);
+			else
+				printf("%10llu %10u %12.3f %12.3f %12.3f\n",
+				       (unsigned long long)o.sizes[k], n, v[0], med, v[p - 1]);
+		}
+		fflush(stdout);
+	}
+	if (r < 0)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (r == 0 && (!WIFEXITED(status) || WEXITSTATUS(status)))
+		r = -EIO;
+	return r < 0 ? 1 : 0;
+}

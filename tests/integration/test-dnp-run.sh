@@ -1,0 +1,78 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Checks dnp-run against a stand-in daemon: environment, line prefixes,
+# exit codes, failure propagation, timeouts, a daemon dying, clean-up.
+# usage: test-dnp-run.sh BUILD_DIR FAKE_DNPD
+set -u
+run=$1/apps/dnp-run
+fake=$2
+fails=0
+out=$(mktemp)
+# A private base for the run directories, so the clean-up check sees only ours.
+XDG_RUNTIME_DIR=$(mktemp -d)
+export XDG_RUNTIME_DIR
+trap 'rm -f "$out"; rm -rf "$XDG_RUNTIME_DIR"' EXIT
+
+check() { # description, condition (shell expression)
+	if eval "$2"; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1"
+		echo "---- output ----"
+		cat "$out"
+		echo "----------------"
+		fails=$((fails + 1))
+	fi
+}
+
+"$run" --torus 2x2x1 --dnpd "$fake" -- sh -c \
+	'echo "id=$DNP_NODE_ID n=$DNP_NNODES t=$DNP_TORUS c=$DNP_COORD s=${DNP_SOCKET##*/}"; printf tail; echo err >&2' \
+	>"$out" 2>&1
+rc=$?
+check "all programs exit 0 -> exit 0" "[ $rc -eq 0 ]"
+check "environment and prefix of node 3" \
+	"grep -qx '\[1,1,0\] id=3 n=4 t=2x2x1 c=1,1,0 s=node-3.sock' '$out'"
+check "unterminated last line is printed" "[ \$(grep -c '^\[[01],[01],0\] tail\$' '$out') -eq 4 ]"
+check "stderr is prefixed too" "[ \$(grep -c '^\[[01],[01],0\] err\$' '$out') -eq 4 ]"
+
+start=$(date +%s)
+"$run" --torus 2x1x1 --dnpd "$fake" -- sh -c '[ $DNP_NODE_ID = 1 ] && exit 3; sleep 30' >"$out" 2>&1
+rc=$?
+check "one program fails -> exit 1" "[ $rc -eq 1 ]"
+check "the failing node is named" "grep -q 'node 1,0,0 failed (exit 3)' '$out'"
+check "the others are stopped at once" "[ \$((\$(date +%s) - start)) -lt 10 ]"
+
+"$run" --torus 2x1x1 --keep-going --dnpd "$fake" -- sh -c '[ $DNP_NODE_ID = 1 ] && exit 3; sleep 0.3; echo finished' >"$out" 2>&1
+rc=$?
+check "--keep-going lets the others finish" "[ $rc -eq 1 ] && grep -q '^\[0,0,0\] finished' '$out'"
+
+"$run" --torus 2x1x1 --timeout 1 --dnpd "$fake" -- sleep 30 >"$out" 2>&1
+rc=$?
+check "timeout -> exit 1 with a message" "[ $rc -eq 1 ] && grep -q 'timeout' '$out'"
+
+FAKE_DNPD_DIE=1 "$run" --torus 2x1x1 --dnpd "$fake" -- sleep 30 >"$out" 2>&1
+rc=$?
+check "a daemon dying early fails the run" "[ $rc -eq 1 ] && grep -q 'died early' '$out'"
+check "its log is shown" "grep -q 'dying on purpose' '$out'"
+
+FAKE_DNPD_NOUP=0 "$run" --torus 2x1x1 --up-timeout 1 --dnpd "$fake" -- true >"$out" 2>&1
+rc=$?
+check "links never up -> clear failure" "[ $rc -eq 1 ] && grep -q 'brought their links up' '$out'"
+
+"$run" --torus 2x1x1 --dnpd /nonexistent/dnpd -- true >"$out" 2>&1
+rc=$?
+check "missing daemon binary -> exit 1" "[ $rc -eq 1 ] && grep -q 'not an executable' '$out'"
+
+"$run" --torus 2x1x1 --dnpd "$fake" -- no-such-program-xyz >"$out" 2>&1
+rc=$?
+check "unknown program -> exit 1" "[ $rc -eq 1 ] && grep -q 'not found' '$out'"
+
+"$run" --torus 2y2 -- true >"$out" 2>&1
+rc=$?
+check "bad torus -> usage error 2" "[ $rc -eq 2 ]"
+
+check "run directories are made under \$XDG_RUNTIME_DIR and removed" \
+	"[ -z \"\$(ls -A '$XDG_RUNTIME_DIR')\" ]"
+
+[ $fails -eq 0 ] || { echo "$fails checks failed"; exit 1; }
+echo "PASS: dnp-run"
