@@ -32,8 +32,11 @@ struct dnp_coords {
 
 /*
  * Connects to the daemon. path NULL: $DNP_SOCKET, else the default
- * /run/dnp/dnpd.sock. Errors: -ENOENT/-ECONNREFUSED (no daemon),
- * -EPROTO (ABI mismatch), -EBUSY (no free port), -errno.
+ * /run/dnp/dnpd.sock. Environment: DNP_PORT asks for a given port (default:
+ * the lowest free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G
+ * suffixes; default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED
+ * (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free port or the asked
+ * port is taken), -EINVAL (port or heap size out of range), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);

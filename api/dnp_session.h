@@ -111,16 +111,15 @@ struct dnp_sess_ctl {
 	uint32_t version;   /* DNP_SESS_VERSION */
 	uint32_t port;      /* this session's port */
 	uint32_t node_id;   /* dnp_torus_id of the node */
+	uint64_t map_size;  /* bytes of the session memfd */
+	uint64_t heap_size; /* bytes of the heap memfd */
 	uint8_t self[4];    /* x, y, z, 0 */
 	uint16_t dims[4];   /* X, Y, Z, 0 */
 	uint32_t cmd_off;   /* offset of the command ring (struct dnp_ring) */
 	uint32_t cmd_slots;
 	uint32_t ev_off;    /* offset of the event ring */
 	uint32_t ev_slots;
-	uint64_t map_size;  /* bytes of the session memfd */
-	uint64_t heap_size; /* bytes of the heap memfd */
 	uint32_t max_ports;
-	uint32_t rsvd0;
 	/* line 1: event doorbell and session state */
 	alignas(64) _Atomic uint32_t ev_seq; /* futex word: the daemon increments it to wake */
 	_Atomic uint32_t ev_waiters;         /* written by the app: 1 while it sleeps */

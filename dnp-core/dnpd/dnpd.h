@@ -119,6 +119,8 @@ struct dnpd_sess_conf {
 	void *ctx;
 };
 
+#define DNPD_CMD_BURST 32u
+
 /* One application (port >= 0) or dnpctl (is_app false) connection. */
 struct dnpd_session {
 	int fd;
@@ -132,8 +134,9 @@ struct dnpd_session {
 	uint8_t *heap;          /* daemon's mapping */
 	uint64_t heap_size;
 	uint64_t app_heap;      /* app's mapping (0 until ATTACH) */
-	bool has_stash;         /* stash holds a command the engine refused with -EAGAIN */
-	struct dnp_cmd stash;
+	/* Commands popped from the ring, not yet accepted by the engine (it said -EAGAIN). */
+	unsigned pend_i, pend_n;
+	struct dnp_cmd pend[DNPD_CMD_BURST];
 	uint8_t rx[sizeof(struct dnp_sess_msg)];
 	unsigned rx_len;
 };

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * conf — dnpd's command line and topology file into struct dnpd_conf, and
+ * the link addresses derived from it (docs/dnpd.md, "Run directory").
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dnpd.h"
+
+int dnpd_log_level = DNPD_WARN;
+
+void dnpd_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > dnpd_log_level)
+		return;
+	va_start(ap, fmt);
+	fputs("dnpd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void dnpd_conf_default(struct dnpd_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->transport, "shm");
+	c->udp_base_port = DNPD_UDP_BASE_DEFAULT;
+	c->idle = DNPD_IDLE_ADAPTIVE;
+	c->cpu = -1;
+	c->log_level = DNPD_WARN;
+	c->heap_default = DNP_SESS_HEAP_DEFAULT;
+}
+
+void dnpd_conf_usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+		"usage: %s --torus XxYxZ --coord X,Y,Z --run-dir DIR [options]\n"
+		"\n"
+		"One DNP node of a 3D torus. Applications connect to DIR/node-<id>.sock\n"
+		"(id = x + X*(y + Y*z)); DIR/node-<id>.up exists while all links are UP.\n"
+		"\n"
+		"  --torus XxYxZ            torus dimensions, each 1..256\n"
+		"  --coord X,Y,Z            this node's coordinates\n"
+		"  --run-dir DIR            socket, doorbell, shm link and .up files\n"
+		"  --transport shm|udp      virtual-link backend (default shm)\n"
+		"  --udp-base-port P        udp: node id, direction dir uses port\n"
+		"                           P + id*8 + dir on 127.0.0.1 (default %u)\n"
+		"  --idle adaptive|busy     adaptive (default): spin, yield, then sleep on\n"
+		"                           the doorbell; busy: never sleep\n"
+		"  --cpu N                  pin the polling thread to CPU N (and its NUMA node)\n"
+		"  --config FILE            INI topology file (torus=, coord=, transport=,\n"
+		"                           run_dir=, xp= xm= yp= ym= zp= zm= link addresses);\n"
+		"                           command-line options override it\n"
+		"  --log-level N            0 errors, 1 warnings (default), 2 info, 3 debug\n"
+		"  --credit-period-us N     keep-alive credit period; data is credited at\n"
+		"                           once (default 10000)\n"
+		"  --credit-timeout-ms N    an UP link without credit this long is BROKEN\n"
+		"                           (default 1000)\n"
+		"  --heap-size BYTES        session heap when the app asks none (default 64M)\n"
+		"  -h, --help               this text\n"
+		"\n"
+		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
+		prog, DNPD_UDP_BASE_DEFAULT);
+}
+
+static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int dnpd_copy(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		return -EINVAL;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+static const char *const dnpd_dir_keys[DNP_NDIRS] = { "xp", "xm", "yp", "ym", "zp", "zm" };
+
+/* "LOCAL[,REMOTE]": REMOTE defaults to LOCAL (right for shm, where both ends name one file). */
+static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
+{
+	const char *comma = strchr(v, ',');
+	size_t n = comma ? (size_t)(comma - v) : strlen(v);
+
+	if (n == 0 || n >= DNPD_ADDR_MAX)
+		return -EINVAL;
+	memcpy(c->addr_local[dir], v, n);
+	c->addr_local[dir][n] = 0;
+	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, comma ? comma + 1 : v);
+}
+
+int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
+{
+	uint64_t u;
+	unsigned i;
+
+	if (!strcmp(key, "torus")) {
+		if (dnp_torus_parse(v, &c->torus))
+			return -EINVAL;
+		c->has |= DNPD_HAS_TORUS;
+		return 0;
+	}
+	if (!strcmp(key, "coord")) {
+		if (dnp_coord_parse(v, NULL, &c->self))
+			return -EINVAL;
+		c->has |= DNPD_HAS_COORD;
+		return 0;
+	}
+	if (!strcmp(key, "run_dir") || !strcmp(key, "run-dir")) {
+		if (dnpd_copy(c->run_dir, sizeof(c->run_dir), v) || !*v)
+			return -EINVAL;
+		c->has |= DNPD_HAS_RUNDIR;
+		return 0;
+	}
+	if (!strcmp(key, "transport"))
+		return strcmp(v, "shm") && strcmp(v, "udp") ? -EINVAL :
+			dnpd_copy(c->transport, sizeof(c->transport), v);
+	if (!strcmp(key, "udp_base_port") || !strcmp(key, "udp-base-port")) {
+		if (dnpd_parse_u64(v, 65535, &u) || u == 0)
+			return -EINVAL;
+		c->udp_base_port = (unsigned)u;
+		return 0;
+	}
+	if (!strcmp(key, "idle")) {
+		if (!strcmp(v, "adaptive"))
+			c->idle = DNPD_IDLE_ADAPTIVE;
+		else if (!strcmp(v, "busy"))
+			c->idle = DNPD_IDLE_BUSY;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(key, "cpu")) {
+		if (dnpd_parse_u64(v, 4095, &u))
+			return -EINVAL;
+		c->cpu = (int)u;
+		return 0;
+	}
+	if (!strcmp(key, "log_level") || !strcmp(key, "log-level")) {
+		if (dnpd_parse_u64(v, 3, &u))
+			return -EINVAL;
+		c->log_level = (int)u;
+		return 0;
+	}
+	if (!strcmp(key, "credit_period_us") || !strcmp(key, "credit-period-us"))
+		return dnpd_parse_u64(v, 60000000ull, &c->credit_period_us) ? -EINVAL :
+			c->credit_period_us ? 0 : -EINVAL;
+	if (!strcmp(key, "credit_timeout_ms") || !strcmp(key, "credit-timeout-ms"))
+		return dnpd_parse_u64(v, 3600000ull, &c->credit_timeout_ms) ? -EINVAL :
+			c->credit_timeout_ms ? 0 : -EINVAL;
+	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
+		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
+			c->heap_default ? 0 : -EINVAL;
+	for (i = 0; i < DNP_NDIRS; i++)
+		if (!strcmp(key, dnpd_dir_keys[i]))
+			return dnpd_set_link(c, i, v);
+	return -ENOENT;
+}
+
+enum {
+	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
+	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP,
+};
+
+static const struct option dnpd_opts[] = {
+	{ "torus", required_argument, NULL, OPT_TORUS },
+	{ "coord", required_argument, NULL, OPT_COORD },
+	{ "run-dir", required_argument, NULL, OPT_RUNDIR },
+	{ "transport", required_argument, NULL, OPT_TRANSPORT },
+	{ "udp-base-port", required_argument, NULL, OPT_UDP_BASE },
+	{ "idle", required_argument, NULL, OPT_IDLE },
+	{ "cpu", required_argument, NULL, OPT_CPU },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "credit-period-us", required_argument, NULL, OPT_CREDIT_PERIOD },
+	{ "credit-timeout-ms", required_argument, NULL, OPT_CREDIT_TIMEOUT },
+	{ "heap-size", required_argument, NULL, OPT_HEAP },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
+{
+	int opt, r;
+
+	/* Pass 1: --config and --help only, so that the command line overrides the file. */
+	opterr = 0;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", dnpd_opts, NULL)) != -1) {
+		if (opt == 'h') {
+			dnpd_conf_usage(stdout, argv[0]);
+			return 1;
+		}
+		if (opt == OPT_CONFIG && dnpd_copy(c->config, sizeof(c->config), optarg)) {
+			fprintf(stderr, "dnpd: --config: path too long\n");
+			return -EINVAL;
+		}
+	}
+	if (c->config[0]) {
+		r = dnpd_conf_load(c, c->config);
+		if (r)
+			return r;
+	}
+
+	opterr = 1;
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "h", dnpd_opts, NULL)) != -1) {
+		const char *key = NULL;
+
+		switch (opt) {
+		case OPT_TORUS: key = "torus"; break;
+		case OPT_COORD: key = "coord"; break;
+		case OPT_RUNDIR: key = "run_dir"; break;
+		case OPT_TRANSPORT: key = "transport"; break;
+		case OPT_UDP_BASE: key = "udp_base_port"; break;
+		case OPT_IDLE: key = "idle"; break;
+		case OPT_CPU: key = "cpu"; break;
+		case OPT_LOG: key = "log_level"; break;
+		case OPT_CREDIT_PERIOD: key = "credit_period_us"; break;
+		case OPT_CREDIT_TIMEOUT: key = "credit_timeout_ms"; break;
+		case OPT_HEAP: key = "heap_size"; break;
+		case OPT_CONFIG: continue;
+		default:
+			dnpd_conf_usage(stderr, argv[0]);
+			return -EINVAL;
+		}
+		if (dnpd_conf_set(c, key, optarg)) {
+			fprintf(stderr, "dnpd: bad value for --%s: '%s'\n",
+				dnpd_opts[opt - 256].name, optarg);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "dnpd: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if ((c->has & (DNPD_HAS_TORUS | DNPD_HAS_COORD | DNPD_HAS_RUNDIR)) !=
+	    (DNPD_HAS_TORUS | DNPD_HAS_COORD | DNPD_HAS_RUNDIR)) {
+		fprintf(stderr, "dnpd: --torus, --coord and --run-dir are required\n");
+		dnpd_conf_usage(stderr, argv[0]);
+		return -EINVAL;
+	}
+	if (!dnp_torus_contains(&c->torus, c->self)) {
+		fprintf(stderr, "dnpd: coordinates %u,%u,%u outside the %ux%ux%u torus\n",
+			c->self.x, c->self.y, c->self.z, c->torus.dim[0], c->torus.dim[1],
+			c->torus.dim[2]);
+		return -EINVAL;
+	}
+	if (!strcmp(c->transport, "udp") &&
+	    c->udp_base_port + (uint64_t)dnp_torus_size(&c->torus) * 8u > 65536u) {
+		fprintf(stderr, "dnpd: --udp-base-port %u leaves no room for %u nodes\n",
+			c->udp_base_port, dnp_torus_size(&c->torus));
+		return -EINVAL;
+	}
+	dnpd_log_level = c->log_level;
+	return 0;
+}
+
+int dnpd_path(const struct dnpd_conf *c, const char *suffix, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s/node-%u%s", c->run_dir,
+			 dnp_torus_id(&c->torus, c->self), suffix);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
+			size_t len, unsigned *side, char *peer_bell, size_t bell_len)
+{
+	struct dnp_coord peer = dnp_torus_neighbour(&c->torus, c->self, (enum dnp_dir)dir);
+	uint32_t id = dnp_torus_id(&c->torus, c->self);
+	uint32_t pid = dnp_torus_id(&c->torus, peer);
+	int n, m;
+
+	*side = id < pid ? 0 : 1;
+	n = snprintf(peer_bell, bell_len, "%s/node-%u.bell", c->run_dir, pid);
+	if (n < 0 || (size_t)n >= bell_len)
+		return -ENAMETOOLONG;
+	if (c->addr_local[dir][0]) {
+		if (dnpd_copy(local, len, c->addr_local[dir]) ||
+		    dnpd_copy(remote, len, c->addr_remote[dir]))
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (!strcmp(c->transport, "udp")) {
+		unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+
+		n = snprintf(local, len, "127.0.0.1:%u", c->udp_base_port + id * 8u + dir);
+		m = snprintf(remote, len, "127.0.0.1:%u", c->udp_base_port + pid * 8u + opp);
+	} else {
+		/*
+		 * The link between A and its + neighbour B in dimension d is
+		 * "link-A-B-d.shm": node N's + link is (N, N+), its - link is
+		 * (N-, N). In a dimension of size 2 the two links between the
+		 * same nodes differ by the order of the ids.
+		 */
+		uint32_t a = dir % 2 == 0 ? id : pid;
+		uint32_t b = dir % 2 == 0 ? pid : id;
+
+		n = snprintf(local, len, "%s/link-%u-%u-%u.shm", c->run_dir, a, b, dir / 2);
+		m = snprintf(remote, len, "%s", local);
+	}
+	if (n < 0 || (size_t)n >= len || m < 0 || (size_t)m >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

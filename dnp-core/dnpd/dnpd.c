@@ -1,0 +1,901 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dnpd — one DNP node: the engine (dnp-core/engine.h), its virtual links
+ * (transport/transport.h), application sessions (sess.c) and the poll loop
+ * that drives them from a single thread, run to completion:
+ *
+ *   app command rings -> dnp_engine_submit
+ *   transport rx_burst -> dnp_engine_rx
+ *   dnp_engine_run
+ *   dnp_engine_tx_burst -> transport tx_burst (copied out before the next
+ *                          engine call; what the transport cannot take now
+ *                          is copied to a per-link backlog and sent first)
+ *   dnp_engine_poll_events -> each port's event ring (+ wake a sleeping app)
+ *   every DNPD_HOUSE_NS: sockets (accept, requests, closed apps), link
+ *                        carrier, the .up file
+ *
+ * Idle policy (docs/dnpd.md): 'busy' spins; 'adaptive' spins DNPD_SPIN_NS
+ * after the last work, then sched_yield()s until DNPD_YIELD_NS, then sleeps
+ * on the daemon's doorbell (futex; poll() for udp links) until the engine's
+ * next deadline. Once nothing but link credits happened for DNPD_ACTIVE_NS
+ * the daemon is 'quiet': incoming credits are absorbed (dnp_engine_rx) but
+ * the engine runs, and so sends our own credits, only every DNPD_COARSE_NS,
+ * until real work shows up (a command, a frame that is not a credit, a
+ * socket request). Without this, credits of 8 idle daemons wake each other
+ * in a chain at every credit period (2 shared cores, machine-facts.md).
+ *
+ * Time is CLOCK_MONOTONIC in nanoseconds, read once per loop iteration.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doorbell.h"
+#include "dnpd.h"
+#include "engine.h"
+#include "transport.h"
+
+#define DNPD_BURST 32u
+#define DNPD_EV_BURST 64u
+#define DNPD_HOUSE_NS 100000ull        /* sockets and link checks while busy: 100 us */
+#define DNPD_SPIN_NS 10000ull          /* pure spinning after the last work */
+#define DNPD_YIELD_NS 1000000ull       /* then sched_yield() until this much idle time */
+#define DNPD_ACTIVE_NS 3000000ull      /* no real work this long: quiet */
+#define DNPD_COARSE_NS 5000000ull      /* quiet: engine runs (credits) this often */
+#define DNPD_FUTEX_MAX_NS 10000000ull  /* futex sleep cap: new connections are not rung */
+#define DNPD_POLL_MAX_NS 200000000ull  /* poll() sees connections itself */
+#define DNPD_LINK_DEPTH 256u
+
+/* Daemon link timing defaults (nanoseconds). */
+#define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
+#define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
+#define DNPD_RTO_NS 20000000ull
+#define DNPD_MAX_RETRIES 50u
+
+static_assert(offsetof(struct dnp_sess_bell, seq) == offsetof(struct dnp_doorbell, seq) &&
+	      offsetof(struct dnp_sess_bell, sleeping) == offsetof(struct dnp_doorbell, sleeping) &&
+	      offsetof(struct dnp_sess_bell, magic) == offsetof(struct dnp_doorbell, magic) &&
+	      sizeof(struct dnp_sess_bell) == sizeof(struct dnp_doorbell),
+	      "the session bell is the transport doorbell");
+
+struct dnpd_link {
+	bool exists;
+	bool down_reported;
+	uint8_t state; /* last seen enum dnp_link_state */
+	const struct dnp_transport_ops *ops;
+	struct dnp_transport *t;
+	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX];
+	unsigned side;
+	/* frames the transport did not take yet (copied: engine frames die at the next call) */
+	unsigned bl_n, bl_i;
+	uint32_t bl_len[DNPD_BURST];
+	uint8_t *bl_data;
+	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
+};
+
+struct dnpd {
+	struct dnpd_conf conf;
+	struct dnp_engine *e;
+	struct dnpd_link link[DNP_NDIRS];
+	struct dnpd_sess_srv *sess;
+	struct dnp_doorbell *bell;
+	bool poll_mode;
+	bool up_file;
+	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
+	uint64_t quiet_next; /* next engine run while quiet */
+	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX];
+	uint64_t activity; /* sum of engine counters that mean real traffic */
+	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
+	uint64_t start;
+};
+
+static atomic_bool dnpd_stop;
+static struct dnp_doorbell *dnpd_sig_bell;
+static int dnpd_sig_wake_fd = -1;
+
+static uint64_t dnpd_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void dnpd_on_signal(int sig)
+{
+	uint64_t one = 1;
+
+	(void)sig;
+	atomic_store_explicit(&dnpd_stop, true, memory_order_relaxed);
+	/* Async-signal-safe: atomics and system calls only. */
+	if (dnpd_sig_bell)
+		dnp_doorbell_ring(dnpd_sig_bell);
+	if (dnpd_sig_wake_fd >= 0 && write(dnpd_sig_wake_fd, &one, sizeof(one)) < 0)
+		(void)0;
+}
+
+/* ------------------------------------------------------------ memory ops */
+
+static int dnpd_vm_io(struct dnpd *d, pid_t pid, uint64_t va, void *local, size_t len, bool wr)
+{
+	size_t done = 0;
+
+	d->mem_vm++;
+	while (done < len) {
+		struct iovec l = { (uint8_t *)local + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(va + done), len - done };
+		ssize_t n = wr ? process_vm_writev(pid, &l, 1, &r, 1, 0) :
+			process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+		if (n <= 0) {
+			d->mem_faults++;
+			return -EFAULT;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * A registered buffer inside the app's heap carries our mapping in priv; an
+ * unregistered range may still be in the heap; anything else is another
+ * process's memory, one process_vm_* call away.
+ */
+static void *dnpd_mem_addr(struct dnpd *d, struct dnpd_session *se, const struct dnp_buf *buf,
+			   uint64_t va, size_t len)
+{
+	if (buf && buf->priv)
+		return (uint8_t *)buf->priv + (va - buf->va);
+	return dnpd_sess_heap_addr(se, va, len);
+}
+
+static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
+			 void *dst, size_t len)
+{
+	struct dnpd *d = ctx;
+	struct dnpd_session *se = port < 256 ? d->sess->by_port[port] : NULL;
+	void *p;
+
+	if (!se)
+		return -EFAULT;
+	if (len == 0)
+		return 0;
+	p = dnpd_mem_addr(d, se, buf, va, len);
+	if (p) {
+		memcpy(dst, p, len);
+		d->mem_copies++;
+		return 0;
+	}
+	return dnpd_vm_io(d, se->pid, va, dst, len, false);
+}
+
+static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
+			  const void *src, size_t len)
+{
+	struct dnpd *d = ctx;
+	struct dnpd_session *se = port < 256 ? d->sess->by_port[port] : NULL;
+	void *p;
+
+	if (!se)
+		return -EFAULT;
+	if (len == 0)
+		return 0;
+	p = dnpd_mem_addr(d, se, buf, va, len);
+	if (p) {
+		memcpy(p, src, len);
+		d->mem_copies++;
+		return 0;
+	}
+	return dnpd_vm_io(d, se->pid, va, (void *)src, len, true);
+}
+
+static const struct dnp_mem_ops dnpd_mem_ops = {
+	.read = dnpd_mem_read,
+	.write = dnpd_mem_write,
+};
+
+/* ------------------------------------------------------- session ops */
+
+static int dnpd_op_port_open(void *ctx, unsigned port)
+{
+	struct dnpd *d = ctx;
+
+	return dnp_engine_port_open(d->e, port);
+}
+
+static void dnpd_op_port_close(void *ctx, unsigned port)
+{
+	struct dnpd *d = ctx;
+
+	dnp_engine_port_close(d->e, port);
+}
+
+static int dnpd_op_reg(void *ctx, unsigned port, uint64_t va, uint64_t len, unsigned flags,
+		       uintptr_t priv, uint32_t *key)
+{
+	struct dnpd *d = ctx;
+
+	return dnp_engine_register(d->e, port, va, len, flags, priv, key);
+}
+
+static int dnpd_op_unreg(void *ctx, unsigned port, uint64_t va)
+{
+	struct dnpd *d = ctx;
+
+	return dnp_engine_unregister(d->e, port, va);
+}
+
+static const char *const dnpd_dir_names[DNP_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
+
+static const char *dnpd_state_name(unsigned s)
+{
+	switch (s) {
+	case DNP_LINK_INIT: return "INIT";
+	case DNP_LINK_UP: return "UP";
+	case DNP_LINK_BROKEN: return "BROKEN";
+	default: return "?";
+	}
+}
+
+struct dnpd_out {
+	char *buf;
+	size_t cap, len;
+};
+
+static void dnpd_out(struct dnpd_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void dnpd_out(struct dnpd_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->len + 1 >= o->cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
+}
+
+/* The text of `dnpctl stats`: engine, links (state and counters), daemon, ports. */
+static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
+{
+	struct dnpd *d = ctx;
+	const struct dnp_engine_stats *es = dnp_engine_stats(d->e);
+	struct dnpd_out o = { buf, cap, 0 };
+	struct dnp_coord s = d->conf.self;
+	unsigned i;
+
+	dnpd_out(&o, "node %u (%u,%u,%u) of %ux%ux%u transport %s idle %s uptime_ms %" PRIu64 "\n",
+		 dnp_torus_id(&d->conf.torus, s), s.x, s.y, s.z, d->conf.torus.dim[0],
+		 d->conf.torus.dim[1], d->conf.torus.dim[2], d->conf.transport,
+		 d->conf.idle == DNPD_IDLE_BUSY ? "busy" : "adaptive",
+		 (uint64_t)((dnpd_now() - d->start) / 1000000u));
+	dnpd_out(&o, "engine cmds_accepted %" PRIu64 " cmds_ok %" PRIu64 " cmds_failed %" PRIu64
+		 " pkts_injected %" PRIu64 " pkts_forwarded %" PRIu64 " pkts_delivered %" PRIu64
+		 " bytes_delivered %" PRIu64 " rx_crc_errors %" PRIu64 " rx_malformed %" PRIu64
+		 " rx_misrouted %" PRIu64 " deliver_errors %" PRIu64 " events %" PRIu64
+		 " hops_total %" PRIu64 " pending %" PRIu64 "\n",
+		 es->cmds_accepted, es->cmds_ok, es->cmds_failed, es->pkts_injected,
+		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
+		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
+		 dnp_engine_pending(d->e));
+	for (i = 0; i < DNP_NDIRS; i++) {
+		const struct dnpd_link *l = &d->link[i];
+		const struct dnp_link_stats *ls;
+
+		if (!l->exists) {
+			dnpd_out(&o, "link %s none\n", dnpd_dir_names[i]);
+			continue;
+		}
+		ls = dnp_engine_link_stats(d->e, i);
+		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
+			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
+		if (ls)
+			dnpd_out(&o, "link %s tx_frames %" PRIu64 " tx_words %" PRIu64
+				 " tx_retx_frames %" PRIu64 " retx_rounds %" PRIu64
+				 " tx_credits %" PRIu64 " rx_frames %" PRIu64 " rx_words %" PRIu64
+				 " rx_credits %" PRIu64 " rx_dup %" PRIu64
+				 " rx_out_of_order %" PRIu64 " rx_overflow %" PRIu64
+				 " credit_stalls %" PRIu64 "\n",
+				 dnpd_dir_names[i], ls->tx_frames, ls->tx_words, ls->tx_retx_frames,
+				 ls->retx_rounds, ls->tx_credits, ls->rx_frames, ls->rx_words,
+				 ls->rx_credits, ls->rx_dup, ls->rx_out_of_order, ls->rx_overflow,
+				 ls->credit_stalls);
+		dnpd_out(&o, "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
+			 " tx_backlogged %" PRIu64 " tx_errors %" PRIu64 " rx_errors %" PRIu64
+			 " rx_dropped %" PRIu64 "\n",
+			 dnpd_dir_names[i], l->tx_frames, l->rx_frames, l->tx_backlogged,
+			 l->tx_errors, l->rx_errors, l->rx_dropped);
+	}
+	dnpd_out(&o, "daemon iterations %" PRIu64 " sleeps %" PRIu64 " quiet_periods %" PRIu64
+		 " timer_wakeups %" PRIu64
+		 " mem_copies %" PRIu64 " mem_vm %" PRIu64 " mem_faults %" PRIu64
+		 " cmd_rejects %" PRIu64 "\n",
+		 d->iters, d->sleeps, d->quiets, d->wakeups_timer, d->mem_copies, d->mem_vm,
+		 d->mem_faults, d->cmd_rejects);
+	for (i = 0; i < d->sess->nports; i++) {
+		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
+
+		dnpd_out(&o, "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64 "\n",
+			 se->port, (int)se->pid, dnp_ring_count(se->cmd), dnp_ring_count(se->ev),
+			 se->heap_size);
+	}
+	return o.len;
+}
+
+static const struct dnpd_sess_ops dnpd_sess_ops = {
+	.port_open = dnpd_op_port_open,
+	.port_close = dnpd_op_port_close,
+	.reg = dnpd_op_reg,
+	.unreg = dnpd_op_unreg,
+	.stats = dnpd_op_stats,
+};
+
+/* ------------------------------------------------------------- the loop */
+
+/* A command the engine refused outright still owes the app its one completion event. */
+static void dnpd_reject(struct dnpd *d, struct dnpd_session *se, const struct dnp_cmd *c, int r)
+{
+	struct dnp_event ev = {
+		.type = DNP_EV_ERROR,
+		.op = c->op,
+		.port = c->dst_port,
+		.peer_x = c->dst_x, .peer_y = c->dst_y, .peer_z = c->dst_z,
+		.status = (int8_t)r,
+		.len = (uint32_t)c->len,
+		.va = c->local_va,
+		.cookie = c->cookie,
+	};
+
+	d->cmd_rejects++;
+	if (dnp_ring_push(se->ev, &ev) == 0)
+		dnpd_sess_notify(se);
+}
+
+static unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
+{
+	unsigned k, work = 0;
+
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+
+		if (se->pend_i == se->pend_n) {
+			se->pend_i = 0;
+			se->pend_n = dnp_ring_pop_burst(se->cmd, se->pend, DNPD_CMD_BURST);
+		}
+		while (se->pend_i < se->pend_n) {
+			struct dnp_cmd *c = &se->pend[se->pend_i];
+			int r;
+
+			c->src_port = (uint8_t)se->port; /* never trust the app's */
+			r = dnp_engine_submit(d->e, se->port, c, now);
+			if (r == -EAGAIN)
+				break; /* engine full: keep it, retry next iteration */
+			if (r)
+				dnpd_reject(d, se, c, r);
+			se->pend_i++;
+			work++;
+		}
+	}
+	return work;
+}
+
+/* Link credits only (peeked while quiet: the engine will decode the frame again). */
+static bool dnpd_is_credit(const struct dnp_rx_frame *f)
+{
+	struct dnp_pkt_hdr h;
+	const uint8_t *payload;
+
+	return dnp_pkt_decode(f->data, f->len, &h, &payload) == 0 && h.kind == DNP_PKT_CREDIT;
+}
+
+/* Returns the frames received; while quiet, only those that are not link credits. */
+static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
+{
+	struct dnp_rx_frame rx[DNPD_BURST];
+	unsigned dir, work = 0;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+		int n, i;
+
+		if (!l->exists)
+			continue;
+		n = l->ops->rx_burst(l->t, rx, DNPD_BURST);
+		if (n < 0) {
+			l->rx_errors++;
+			continue;
+		}
+		for (i = 0; i < n; i++) {
+			if (!d->quiet || !dnpd_is_credit(&rx[i]))
+				work++;
+			if (dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now) < 0)
+				l->rx_dropped++;
+		}
+		l->rx_frames += (unsigned)n;
+	}
+	return work;
+}
+
+/* Sends the backlog; true when it is empty. */
+static bool dnpd_flush_backlog(struct dnpd_link *l)
+{
+	struct dnp_tx_frame tx[DNPD_BURST];
+	unsigned i, n = l->bl_n - l->bl_i;
+	int r;
+
+	if (n == 0)
+		return true;
+	for (i = 0; i < n; i++) {
+		tx[i].data = l->bl_data + (size_t)(l->bl_i + i) * DNP_MAX_FRAME;
+		tx[i].len = l->bl_len[l->bl_i + i];
+	}
+	r = l->ops->tx_burst(l->t, tx, n);
+	if (r < 0) {
+		l->tx_errors++;
+		return false;
+	}
+	l->tx_frames += (unsigned)r;
+	l->bl_i += (unsigned)r;
+	if (l->bl_i < l->bl_n)
+		return false;
+	l->bl_i = l->bl_n = 0;
+	return true;
+}
+
+static unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
+{
+	struct dnp_frame fr[DNPD_BURST];
+	struct dnp_tx_frame tx[DNPD_BURST];
+	unsigned dir, work = 0;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+		unsigned n, i;
+		int r;
+
+		if (!l->exists)
+			continue;
+		if (!dnpd_flush_backlog(l)) {
+			/* A BROKEN link's frames are the engine's business now: drop ours. */
+			if (dnp_engine_link_state(d->e, dir) == DNP_LINK_BROKEN)
+				l->bl_i = l->bl_n = 0;
+			continue;
+		}
+		n = dnp_engine_tx_burst(d->e, dir, fr, DNPD_BURST, now);
+		if (n == 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			tx[i].data = fr[i].data;
+			tx[i].len = fr[i].len;
+		}
+		r = l->ops->tx_burst(l->t, tx, n);
+		if (r < 0) {
+			l->tx_errors++;
+			r = 0;
+		}
+		l->tx_frames += (unsigned)r;
+		/* The engine's frames die at its next call: keep copies of the rest. */
+		for (i = (unsigned)r; i < n; i++) {
+			uint32_t len = fr[i].len <= DNP_MAX_FRAME ? fr[i].len : DNP_MAX_FRAME;
+
+			memcpy(l->bl_data + (size_t)l->bl_n * DNP_MAX_FRAME, fr[i].data, len);
+			l->bl_len[l->bl_n++] = len;
+			l->tx_backlogged++;
+		}
+		work += n;
+	}
+	return work;
+}
+
+static unsigned dnpd_push_events(struct dnpd *d)
+{
+	struct dnp_event ev[DNPD_EV_BURST];
+	unsigned k, work = 0;
+
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+		uint32_t room = dnp_ring_free(se->ev);
+		unsigned n;
+
+		if (room == 0)
+			continue; /* the engine keeps them: back-pressure reaches the senders */
+		n = dnp_engine_poll_events(d->e, se->port, ev,
+					   room < DNPD_EV_BURST ? room : DNPD_EV_BURST);
+		if (n == 0)
+			continue;
+		dnp_ring_push_burst(se->ev, ev, n);
+		dnpd_sess_notify(se);
+		work += n;
+	}
+	return work;
+}
+
+static void dnpd_up_file(struct dnpd *d, bool all_up)
+{
+	if (all_up && !d->up_file) {
+		int fd = open(d->up_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			close(fd);
+			d->up_file = true;
+			dnpd_log(DNPD_INFO, "all links UP: %s", d->up_path);
+		}
+	} else if (!all_up && d->up_file) {
+		unlink(d->up_path);
+		d->up_file = false;
+	}
+}
+
+/* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
+static unsigned dnpd_house(struct dnpd *d, uint64_t now)
+{
+	unsigned dir, work;
+	bool all_up = true;
+
+	work = dnpd_sess_service(d->sess);
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+		enum dnp_link_state st;
+
+		if (!l->exists)
+			continue;
+		if (!l->down_reported && !l->ops->up(l->t)) {
+			dnp_engine_link_down(d->e, dir, now);
+			l->down_reported = true;
+		}
+		st = dnp_engine_link_state(d->e, dir);
+		if (st != l->state) {
+			dnpd_log(st == DNP_LINK_BROKEN ? DNPD_WARN : DNPD_INFO, "link %s %s -> %s",
+				 dnpd_dir_names[dir], dnpd_state_name(l->state),
+				 dnpd_state_name(st));
+			l->state = (uint8_t)st;
+		}
+		all_up = all_up && st == DNP_LINK_UP;
+	}
+	dnpd_up_file(d, all_up);
+	return work;
+}
+
+static bool dnpd_backlogged(const struct dnpd *d)
+{
+	unsigned dir;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++)
+		if (d->link[dir].bl_n)
+			return true;
+	return false;
+}
+
+/* Sum of counters that move only with real traffic (not with link credits). */
+static uint64_t dnpd_activity(const struct dnpd *d)
+{
+	const struct dnp_engine_stats *es = dnp_engine_stats(d->e);
+
+	return es->cmds_accepted + es->pkts_injected + es->pkts_forwarded + es->pkts_delivered +
+	       es->events;
+}
+
+static void dnpd_sleep_poll(struct dnpd *d, uint32_t seen, uint64_t timeout)
+{
+	struct pollfd pfd[DNPD_MAX_CONN + 2 + DNP_NDIRS];
+	struct timespec ts = { (time_t)(timeout / 1000000000ull), (long)(timeout % 1000000000ull) };
+	unsigned n = 0, dir;
+	uint64_t junk;
+
+	pfd[n++] = (struct pollfd){ .fd = d->sess->wake_fd, .events = POLLIN };
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		int fd;
+
+		if (!d->link[dir].exists)
+			continue;
+		fd = d->link[dir].ops->wait_fd(d->link[dir].t);
+		if (fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	n += dnpd_sess_pollfds(d->sess, pfd + n, DNPD_MAX_CONN + 1);
+
+	/* The doorbell's Dekker pair (doorbell.h), with poll() in place of FUTEX_WAIT. */
+	atomic_fetch_add_explicit(&d->bell->sleeping, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&d->bell->seq, memory_order_seq_cst) == seen &&
+	    !atomic_load_explicit(&dnpd_stop, memory_order_relaxed))
+		ppoll(pfd, n, &ts, NULL);
+	atomic_fetch_sub_explicit(&d->bell->sleeping, 1, memory_order_relaxed);
+	if (read(d->sess->wake_fd, &junk, sizeof(junk)) < 0)
+		(void)0; /* EAGAIN: nobody wrote it */
+}
+
+static void dnpd_sleep(struct dnpd *d, uint32_t seen, uint64_t now)
+{
+	uint64_t dl = d->quiet ? d->quiet_next : dnp_engine_next_deadline(d->e);
+	uint64_t cap = d->poll_mode ? DNPD_POLL_MAX_NS : DNPD_FUTEX_MAX_NS;
+	uint64_t timeout = dl == UINT64_MAX ? cap : dl > now ? dl - now : 0;
+
+	if (timeout > cap)
+		timeout = cap;
+	if (timeout == 0)
+		return;
+	d->sleeps++;
+	if (d->poll_mode)
+		dnpd_sleep_poll(d, seen, timeout);
+	else if (dnp_doorbell_wait(d->bell, seen, timeout) == -ETIMEDOUT)
+		d->wakeups_timer++;
+}
+
+static void dnpd_loop(struct dnpd *d)
+{
+	uint64_t now = dnpd_now();
+	uint64_t last_house = 0, idle_since = now, last_active = now;
+
+	while (!atomic_load_explicit(&dnpd_stop, memory_order_relaxed)) {
+		/* Taken before looking for work: a ring after this point cancels the sleep. */
+		uint32_t seen = dnp_doorbell_seq(d->bell);
+		unsigned work_app;
+		uint64_t act;
+
+		now = dnpd_now();
+		d->iters++;
+		work_app = dnpd_poll_cmds(d, now);
+		work_app += dnpd_poll_rx(d, now);
+		if (work_app)
+			d->quiet = false;
+		/* Quiet: the engine (and so our credits) runs every DNPD_COARSE_NS only. */
+		if (!d->quiet || now >= d->quiet_next) {
+			dnp_engine_run(d->e, now);
+			dnpd_flush_tx(d, now);
+			d->quiet_next = now + DNPD_COARSE_NS;
+		}
+		work_app += dnpd_push_events(d);
+		if (now - last_house >= DNPD_HOUSE_NS) {
+			work_app += dnpd_house(d, now);
+			last_house = now;
+		}
+		/*
+		 * Link credits flow every credit period even on an idle torus:
+		 * only real traffic (commands, packets, events, requests) or
+		 * work still queued restarts the spin/yield/sleep escalation.
+		 */
+		act = dnpd_activity(d);
+		if (work_app || act != d->activity) {
+			d->activity = act;
+			last_active = now;
+			idle_since = now;
+			d->quiet = false;
+		}
+		if (dnpd_backlogged(d) || (!d->quiet && dnp_engine_has_work(d->e))) {
+			d->quiet = false;
+			idle_since = now;
+			continue;
+		}
+		if (d->conf.idle == DNPD_IDLE_BUSY)
+			continue;
+		if (!d->quiet && now - last_active > DNPD_ACTIVE_NS) {
+			d->quiet = true;
+			d->quiets++;
+		}
+		if (now - idle_since < DNPD_SPIN_NS)
+			continue;
+		if (now - idle_since < DNPD_YIELD_NS) {
+			sched_yield();
+			continue;
+		}
+		dnpd_sleep(d, seen, now);
+		/*
+		 * Whatever woke us, look at the sockets too. A wake-up that brings
+		 * real work restarts the spinning (above); a credit or a timer
+		 * alone goes back to sleep at once.
+		 */
+		last_house = 0;
+	}
+}
+
+/* ---------------------------------------------------------- set-up */
+
+static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
+{
+	unsigned dir;
+	int r;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+		char bell[PATH_MAX];
+		struct dnp_transport_conf tc = { 0 };
+
+		if (!dnp_engine_has_link(d->e, dir))
+			continue;
+		r = dnpd_conf_link_addr(&d->conf, dir, l->local, l->remote, sizeof(l->local),
+					&l->side, bell, sizeof(bell));
+		if (r)
+			return r;
+		l->bl_data = malloc((size_t)DNPD_BURST * DNP_MAX_FRAME);
+		if (!l->bl_data)
+			return -ENOMEM;
+		tc.local = l->local;
+		tc.remote = l->remote;
+		tc.side = l->side;
+		tc.frame_max = DNP_MAX_FRAME;
+		tc.depth = DNPD_LINK_DEPTH;
+		/* shm: ring the neighbour's own doorbell, so it sleeps on one futex word. */
+		tc.peer_bell = d->poll_mode ? NULL : bell;
+		r = ops->open(&tc, &l->t);
+		if (r) {
+			dnpd_log(DNPD_ERR, "link %s: %s open %s: %s", dnpd_dir_names[dir],
+				 ops->name, l->local, strerror(-r));
+			return r;
+		}
+		l->ops = ops;
+		l->exists = true;
+		dnpd_log(DNPD_INFO, "link %s: %s %s -> %s (side %u)", dnpd_dir_names[dir],
+			 ops->name, l->local, l->remote, l->side);
+	}
+	return 0;
+}
+
+static void dnpd_close_links(struct dnpd *d)
+{
+	unsigned dir;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+
+		if (l->exists)
+			l->ops->close(l->t);
+		l->exists = false;
+		free(l->bl_data);
+		l->bl_data = NULL;
+	}
+}
+
+static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
+{
+	struct dnp_engine_conf ec;
+	uint32_t seed = 0;
+
+	dnp_engine_conf_default(&ec);
+	ec.torus = d->conf.torus;
+	ec.self = d->conf.self;
+	ec.max_ports = 256;
+	ec.mem = &dnpd_mem_ops;
+	ec.mem_ctx = d;
+	ec.link.credit_model = DNP_CREDIT_EXACT;
+	/*
+	 * A credit goes out in the next tx_burst after a frame is accepted or
+	 * leaves a FIFO, so the sender's estimate follows the receiver at
+	 * transport speed; the period only paces keep-alive credits, which
+	 * idle daemons would otherwise trade at every period.
+	 */
+	ec.prompt_credits = true;
+	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
+		DNPD_CREDIT_PERIOD_NS;
+	ec.link.credit_timeout = d->conf.credit_timeout_ms ?
+		d->conf.credit_timeout_ms * 1000000ull : DNPD_CREDIT_TIMEOUT_NS;
+	ec.link.init_timeout = 0; /* neighbours start when they start */
+	ec.link.rto = DNPD_RTO_NS;
+	ec.link.max_retries = DNPD_MAX_RETRIES;
+	/* Keys are the only protection of a buffer: make them unguessable. */
+	if (getrandom(&seed, sizeof(seed), 0) == (ssize_t)sizeof(seed) && seed)
+		ec.key_seed = seed;
+	return dnp_engine_create(&ec, now, &d->e);
+}
+
+static int dnpd_run(struct dnpd *d)
+{
+	const struct dnp_transport_ops *ops;
+	struct dnpd_sess_conf sc = { 0 };
+	struct sigaction sa = { 0 };
+	int r;
+
+	d->start = dnpd_now();
+	d->poll_mode = !strcmp(d->conf.transport, "udp");
+	ops = dnp_transport_find(d->conf.transport);
+	if (!ops) {
+		dnpd_log(DNPD_ERR, "transport %s is not built in", d->conf.transport);
+		return -ENOTSUP;
+	}
+	if (d->conf.cpu >= 0) {
+		r = dnpd_place(d->conf.cpu);
+		if (r)
+			dnpd_log(DNPD_WARN, "cannot pin to CPU %d: %s", d->conf.cpu, strerror(-r));
+	}
+	if (mkdir(d->conf.run_dir, 0755) && errno != EEXIST) {
+		r = -errno;
+		dnpd_log(DNPD_ERR, "run dir %s: %s", d->conf.run_dir, strerror(errno));
+		return r;
+	}
+	if (dnpd_path(&d->conf, ".bell", d->bell_path, sizeof(d->bell_path)) ||
+	    dnpd_path(&d->conf, ".sock", d->sock_path, sizeof(d->sock_path)) ||
+	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path))) {
+		dnpd_log(DNPD_ERR, "run dir path too long");
+		return -ENAMETOOLONG;
+	}
+	unlink(d->up_path); /* left by a daemon that was killed */
+
+	r = dnp_doorbell_map(d->bell_path, &d->bell);
+	if (r) {
+		dnpd_log(DNPD_ERR, "doorbell %s: %s", d->bell_path, strerror(-r));
+		return r;
+	}
+	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->poll_mode,
+			      d->poll_mode ? 1u : 0u, memory_order_relaxed);
+
+	r = dnpd_engine_setup(d, dnpd_now());
+	if (r) {
+		dnpd_log(DNPD_ERR, "engine: %s", strerror(-r));
+		goto out_bell;
+	}
+	r = dnpd_open_links(d, ops);
+	if (r)
+		goto out_links;
+
+	sc.sock_path = d->sock_path;
+	sc.bell_path = d->bell_path;
+	sc.torus = d->conf.torus;
+	sc.self = d->conf.self;
+	sc.max_ports = 256;
+	sc.heap_default = d->conf.heap_default;
+	sc.heap_max = DNP_SESS_HEAP_MAX;
+	sc.poll_mode = d->poll_mode;
+	sc.ops = &dnpd_sess_ops;
+	sc.ctx = d;
+	r = dnpd_sess_create(&sc, &d->sess);
+	if (r) {
+		dnpd_log(DNPD_ERR, "socket %s: %s", d->sock_path, strerror(-r));
+		goto out_links;
+	}
+
+	dnpd_sig_bell = d->bell;
+	dnpd_sig_wake_fd = d->sess->wake_fd;
+	sa.sa_handler = dnpd_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	dnpd_log(DNPD_INFO, "node %u ready on %s", dnp_torus_id(&d->conf.torus, d->conf.self),
+		 d->sock_path);
+
+	dnpd_loop(d);
+
+	dnpd_log(DNPD_INFO, "stopping");
+	dnpd_sig_wake_fd = -1;
+	dnpd_sess_destroy(d->sess);
+	d->sess = NULL;
+	r = 0;
+out_links:
+	dnpd_close_links(d);
+	if (d->up_file)
+		unlink(d->up_path);
+	dnp_engine_destroy(d->e);
+out_bell:
+	dnpd_sig_bell = NULL;
+	dnp_doorbell_unmap(d->bell);
+	unlink(d->bell_path);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static struct dnpd d; /* large (link backlogs hang off it); one per process */
+	int r;
+
+	dnpd_conf_default(&d.conf);
+	r = dnpd_conf_parse(&d.conf, argc, argv);
+	if (r)
+		return r > 0 ? 0 : 2;
+	r = dnpd_run(&d);
+	return r ? 1 : 0;
+}

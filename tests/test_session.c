@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_session — libdnp against dnpd's session server (dnp-core/dnpd/sess.c)
+ * with a fake engine: handshake and ABI checks, ports, the shared heap and
+ * its allocator, control requests, command/event rings and their doorbells,
+ * argument validation, and what an app sees when the daemon goes away.
+ *
+ * The server runs in a thread of this process (the session code is
+ * single-threaded: only that thread touches it); the fake engine completes
+ * every command with a TX_DONE event carrying the command's cookie.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "dnp.h"
+#include "dnp_session.h"
+#include "dnpd.h"
+
+struct fake {
+	atomic_int opens, closes, regs, unregs, cmds;
+	atomic_bool pause, stop, events_off;
+	int reg_ret;
+	uintptr_t last_priv;
+	uint64_t last_va, last_len;
+	unsigned last_flags;
+	struct dnp_cmd last_cmd;
+};
+
+struct fixture {
+	char dir[64];
+	char sock[128];
+	char bell[128];
+	struct dnpd_sess_srv *srv;
+	pthread_t th;
+	bool running;
+	struct fake f;
+	struct dnp_sess_bell *bellmap;
+};
+
+static struct fixture *fx; /* the fake's callbacks reach it through ctx; this is for helpers */
+
+static int fake_open(void *ctx, unsigned port)
+{
+	struct fake *f = ctx;
+
+	atomic_fetch_add(&f->opens, 1);
+	return 0;
+}
+
+static void fake_close(void *ctx, unsigned port)
+{
+	struct fake *f = ctx;
+
+	atomic_fetch_add(&f->closes, 1);
+}
+
+static int fake_reg(void *ctx, unsigned port, uint64_t va, uint64_t len, unsigned flags,
+		    uintptr_t priv, uint32_t *key)
+{
+	struct fake *f = ctx;
+
+	f->last_priv = priv;
+	f->last_va = va;
+	f->last_len = len;
+	f->last_flags = flags;
+	atomic_fetch_add(&f->regs, 1);
+	*key = 0xabc00000u + (uint32_t)atomic_load(&f->regs);
+	return f->reg_ret;
+}
+
+static int fake_unreg(void *ctx, unsigned port, uint64_t va)
+{
+	struct fake *f = ctx;
+
+	atomic_fetch_add(&f->unregs, 1);
+	return va == f->last_va ? 0 : -ENOENT;
+}
+
+static size_t fake_stats(void *ctx, char *buf, size_t cap)
+{
+	return (size_t)snprintf(buf, cap, "engine fake ok\n");
+}
+
+static const struct dnpd_sess_ops fake_ops = {
+	.port_open = fake_open,
+	.port_close = fake_close,
+	.reg = fake_reg,
+	.unreg = fake_unreg,
+	.stats = fake_stats,
+};
+
+/* The server thread: sockets, plus a fake engine that completes every command. */
+static void *srv_main(void *arg)
+{
+	struct fixture *x = arg;
+
+	while (!atomic_load(&x->f.stop)) {
+		unsigned k;
+
+		dnpd_sess_service(x->srv);
+		for (k = 0; k < x->srv->nports && !atomic_load(&x->f.pause); k++) {
+			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
+			struct dnp_cmd c;
+
+			while (dnp_ring_pop_burst(se->cmd, &c, 1)) {
+				struct dnp_event ev = {
+					.type = DNP_EV_TX_DONE, .op = c.op, .port = c.dst_port,
+					.len = (uint32_t)c.len, .va = c.local_va,
+					.cookie = c.cookie,
+				};
+
+				x->f.last_cmd = c;
+				atomic_fetch_add(&x->f.cmds, 1);
+				if (atomic_load(&x->f.events_off))
+					continue;
+				dnp_ring_push(se->ev, &ev);
+				dnpd_sess_notify(se);
+			}
+		}
+		usleep(100);
+	}
+	return NULL;
+}
+
+static void srv_stop(struct fixture *x)
+{
+	if (!x->running)
+		return;
+	atomic_store(&x->f.stop, true);
+	pthread_join(x->th, NULL);
+	dnpd_sess_destroy(x->srv);
+	x->running = false;
+}
+
+static int setup(void **state)
+{
+	struct fixture *x = calloc(1, sizeof(*x));
+	struct dnpd_sess_conf c = { 0 };
+	void *p;
+	int fd;
+
+	assert_non_null(x);
+	strcpy(x->dir, "/tmp/dnp-test-session-XXXXXX");
+	assert_non_null(mkdtemp(x->dir));
+	snprintf(x->sock, sizeof(x->sock), "%s/node-5.sock", x->dir);
+	snprintf(x->bell, sizeof(x->bell), "%s/node-5.bell", x->dir);
+	fd = open(x->bell, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	x->bellmap = p;
+	close(fd);
+
+	dnp_torus_init(&c.torus, 2, 3, 4);
+	c.self = (struct dnp_coord){ 1, 2, 0 };
+	c.sock_path = x->sock;
+	c.bell_path = x->bell;
+	c.max_ports = 8;
+	c.heap_default = 1 << 20;
+	c.heap_max = 16 << 20;
+	c.ops = &fake_ops;
+	c.ctx = &x->f;
+	assert_int_equal(dnpd_sess_create(&c, &x->srv), 0);
+	assert_int_equal(pthread_create(&x->th, NULL, srv_main, x), 0);
+	x->running = true;
+	unsetenv("DNP_PORT");
+	unsetenv("DNP_HEAP_SIZE");
+	fx = x;
+	*state = x;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *x = *state;
+	char cmd[160];
+
+	srv_stop(x);
+	munmap(x->bellmap, 4096);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", x->dir);
+	assert_int_equal(system(cmd), 0);
+	free(x);
+	fx = NULL;
+	return 0;
+}
+
+static void wait_for(atomic_int *v, int want)
+{
+	int i;
+
+	for (i = 0; i < 2000 && atomic_load(v) != want; i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(v), want);
+}
+
+static void test_session_open_close(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords self, dims;
+	struct dnp *d;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	assert_int_equal(dnp_port(d), 0);
+	assert_int_equal(dnp_self(d, &self, &dims), 0);
+	assert_int_equal(self.x, 1);
+	assert_int_equal(self.y, 2);
+	assert_int_equal(self.z, 0);
+	assert_int_equal(dims.x, 2);
+	assert_int_equal(dims.y, 3);
+	assert_int_equal(dims.z, 4);
+	assert_int_equal(atomic_load(&x->f.opens), 1);
+	dnp_close(d);
+	/* The daemon notices the closed socket and closes the port. */
+	wait_for(&x->f.closes, 1);
+	assert_null(x->srv->by_port[0]);
+}
+
+static void test_session_env_socket(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp *d;
+
+	setenv("DNP_SOCKET", x->sock, 1);
+	assert_int_equal(dnp_open(NULL, &d), 0);
+	unsetenv("DNP_SOCKET");
+	dnp_close(d);
+	assert_int_equal(dnp_open("/nonexistent/dnp.sock", &d), -ENOENT);
+}
+
+static void test_session_ports(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp *a, *b, *c, *e;
+
+	assert_int_equal(dnp_open(x->sock, &a), 0);
+	assert_int_equal(dnp_open(x->sock, &b), 0);
+	assert_int_equal(dnp_port(a), 0);
+	assert_int_equal(dnp_port(b), 1);
+	setenv("DNP_PORT", "5", 1);
+	assert_int_equal(dnp_open(x->sock, &c), 0);
+	assert_int_equal(dnp_port(c), 5);
+	assert_int_equal(dnp_open(x->sock, &e), -EBUSY); /* port 5 taken */
+	setenv("DNP_PORT", "8", 1);
+	assert_int_equal(dnp_open(x->sock, &e), -EINVAL); /* max_ports is 8 */
+	unsetenv("DNP_PORT");
+	dnp_close(a);
+	wait_for(&x->f.closes, 1);
+	/* The freed port is handed out again; other sessions are untouched. */
+	assert_int_equal(dnp_open(x->sock, &a), 0);
+	assert_int_equal(dnp_port(a), 0);
+	dnp_close(a);
+	dnp_close(b);
+	dnp_close(c);
+	wait_for(&x->f.closes, 4);
+}
+
+static void test_session_heap_allocator(void **state)
+{
+	struct fixture *x = *state;
+	enum { N = 64 };
+	uint8_t *p[N];
+	struct dnp *d;
+	uint8_t *big;
+	int i, j;
+
+	setenv("DNP_HEAP_SIZE", "256K", 1);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	unsetenv("DNP_HEAP_SIZE");
+	assert_null(dnp_alloc(d, 0));
+	for (i = 0; i < N; i++) {
+		p[i] = dnp_alloc(d, 4000); /* rounds to 4032: 64 of them fit in 256 KiB */
+		assert_non_null(p[i]);
+		assert_int_equal((uintptr_t)p[i] % 64, 0);
+		memset(p[i], i, 4000);
+	}
+	for (i = 0; i < N; i++) {
+		for (j = 0; j < 4000; j++)
+			if (p[i][j] != (uint8_t)i)
+				fail_msg("block %d overwritten at %d", i, j);
+	}
+	assert_null(dnp_alloc(d, 8192)); /* 256 KiB - 64 * 4032 = 4096 left */
+	assert_non_null(big = dnp_alloc(d, 4096));
+	dnp_free(d, big);
+	/* Free every other block, then the rest: the free list must coalesce to one extent. */
+	for (i = 0; i < N; i += 2)
+		dnp_free(d, p[i]);
+	assert_null(dnp_alloc(d, 8192));
+	assert_ptr_equal(dnp_alloc(d, 4032), p[0]); /* first fit */
+	dnp_free(d, p[0]);
+	for (i = 1; i < N; i += 2)
+		dnp_free(d, p[i]);
+	dnp_free(d, (uint8_t *)p[1] + 64); /* not a block: ignored */
+	big = dnp_alloc(d, 256 << 10);
+	assert_non_null(big);
+	assert_ptr_equal(big, p[0]);
+	assert_null(dnp_alloc(d, 1));
+	dnp_free(d, big);
+	dnp_close(d);
+}
+
+static void test_session_heap_shared_with_daemon(void **state)
+{
+	struct fixture *x = *state;
+	static char outside[4096];
+	struct dnp *d;
+	uint32_t key;
+	char *buf;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	buf = dnp_alloc(d, 1000);
+	assert_non_null(buf);
+	memcpy(buf, "written by the app", 19);
+	assert_int_equal(dnp_register(d, buf, 1000, DNP_BUF_PUT_TARGET, &key), 0);
+	assert_int_equal(key, 0xabc00001u);
+	assert_int_equal(x->f.last_va, (uint64_t)(uintptr_t)buf);
+	assert_int_equal(x->f.last_len, 1000);
+	assert_int_equal(x->f.last_flags, DNP_BUF_PUT_TARGET);
+	/* priv is the daemon's own mapping of the same bytes. */
+	assert_true(x->f.last_priv != 0);
+	assert_string_equal((const char *)x->f.last_priv, "written by the app");
+	strcpy((char *)x->f.last_priv, "written by the daemon");
+	assert_string_equal(buf, "written by the daemon");
+	/* Memory outside the heap has no mapping: the daemon will use process_vm_*. */
+	assert_int_equal(dnp_register(d, outside, sizeof(outside), DNP_BUF_ALL, &key), 0);
+	assert_true(x->f.last_priv == 0);
+	assert_int_equal(dnp_unregister(d, outside), 0);
+	assert_int_equal(dnp_unregister(d, buf), -ENOENT);
+	x->f.reg_ret = -EEXIST;
+	assert_int_equal(dnp_register(d, buf, 10, DNP_BUF_SEND_TARGET, &key), -EEXIST);
+	/* Argument checks that never reach the daemon. */
+	assert_int_equal(dnp_register(d, NULL, 10, DNP_BUF_ALL, &key), -EINVAL);
+	assert_int_equal(dnp_register(d, buf, 0, DNP_BUF_ALL, &key), -EINVAL);
+	assert_int_equal(dnp_register(d, buf, 10, 0x8, &key), -EINVAL);
+	assert_int_equal(dnp_register(d, buf, 10, 0, &key), -EINVAL);
+	assert_int_equal(dnp_register(d, buf, 10, DNP_BUF_ALL, NULL), -EINVAL);
+	assert_int_equal(atomic_load(&x->f.regs), 3);
+	dnp_close(d);
+}
+
+static void test_session_commands_and_events(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 1, 1, 3 };
+	struct dnp_event ev;
+	struct dnp *d;
+	char src[64];
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	assert_int_equal(dnp_put(d, src, sizeof(src), dst, 7, 0x1000, 0x55, 42, 0), 0);
+	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.op, DNP_OP_PUT);
+	assert_int_equal(ev.cookie, 42);
+	assert_int_equal(ev.len, sizeof(src));
+	assert_int_equal(ev.va, (uint64_t)(uintptr_t)src);
+	assert_int_equal(x->f.last_cmd.dst_x, 1);
+	assert_int_equal(x->f.last_cmd.dst_y, 1);
+	assert_int_equal(x->f.last_cmd.dst_z, 3);
+	assert_int_equal(x->f.last_cmd.dst_port, 7);
+	assert_int_equal(x->f.last_cmd.remote_va, 0x1000);
+	assert_int_equal(x->f.last_cmd.remote_key, 0x55);
+
+	assert_int_equal(dnp_send(d, src, 8, dst, 3, 43, 0), 0);
+	assert_int_equal(dnp_get(d, src, 16, 0x77, dst, 2, 0x2000, 0x66, 44, 0), 0);
+	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+	assert_int_equal(ev.op, DNP_OP_SEND);
+	assert_int_equal(ev.cookie, 43);
+	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+	assert_int_equal(ev.op, DNP_OP_GET);
+	assert_int_equal(ev.cookie, 44);
+	assert_int_equal(x->f.last_cmd.local_key, 0x77);
+	assert_int_equal(dnp_poll_events(d, &ev, 1), 0);
+	dnp_close(d);
+}
+
+static void test_session_invalid_arguments(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords ok = { 1, 2, 3 };
+	char b[8];
+	struct dnp *d;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	assert_int_equal(dnp_put(d, NULL, 8, ok, 0, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, b, 8, (struct dnp_coords){ 2, 0, 0 }, 0, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, b, 8, (struct dnp_coords){ 0, 3, 0 }, 0, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, b, 8, (struct dnp_coords){ 0, 0, 4 }, 0, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, b, 8, ok, 256, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, b, 8, ok, 0, 0, 0, 0, 0x80), -EINVAL);
+	assert_int_equal(dnp_send(d, b, (size_t)DNP_MAX_MSG + 1, ok, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_get(d, NULL, 8, 0, ok, 0, 0, 0, 0, 0), -EINVAL);
+	assert_int_equal(dnp_wait_event(d, NULL, 0), -EINVAL);
+	/* A zero-length SEND needs no buffer. */
+	assert_int_equal(dnp_send(d, NULL, 0, ok, 0, 1, 0), 0);
+	assert_int_equal(atomic_load(&x->f.cmds) <= 1, 1);
+	assert_string_equal(dnp_strerror(-EACCES), "bad buffer key");
+	assert_string_equal(dnp_strerror(-ENOENT), "no such buffer (or no daemon socket)");
+	assert_string_equal(dnp_strerror(-ERANGE), "access runs past the end of the buffer");
+	assert_non_null(dnp_strerror(-12345));
+	dnp_close(d);
+}
+
+static void test_session_queue_full_nonblock(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 0, 0, 0 };
+	struct dnp_event ev;
+	struct dnp *d;
+	unsigned i;
+	int r = 0;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	atomic_store(&x->f.pause, true);
+	usleep(2000);
+	for (i = 0; i < DNP_SESS_CMD_SLOTS; i++)
+		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
+	r = dnp_send(d, NULL, 0, dst, 0, 999, DNP_NONBLOCK);
+	assert_int_equal(r, -EAGAIN);
+	atomic_store(&x->f.pause, false);
+	/* Blocking: waits until the daemon drains the ring. */
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 1000, 0), 0);
+	for (i = 0; i <= DNP_SESS_CMD_SLOTS; i++) {
+		assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+		assert_int_equal(ev.cookie, i < DNP_SESS_CMD_SLOTS ? i : 1000);
+	}
+	dnp_close(d);
+}
+
+static void *unpause_later(void *arg)
+{
+	struct fixture *x = arg;
+
+	usleep(50000);
+	atomic_store(&x->f.pause, false);
+	return NULL;
+}
+
+static void test_session_doorbells(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 0, 0, 0 };
+	struct dnp_event ev;
+	struct dnp *d;
+	uint32_t seq;
+	uint64_t t0;
+	struct timespec ts;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	/* Every command bumps the daemon's bell. */
+	seq = atomic_load(&x->bellmap->seq);
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 1, 0), 0);
+	assert_true(atomic_load(&x->bellmap->seq) != seq);
+	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+	/* Timeout with nothing to wait for. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	assert_int_equal(dnp_wait_event(d, &ev, 60), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	assert_true((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 - t0 >= 55);
+	/* A sleeping app is woken by the event bell. */
+	atomic_store(&x->f.pause, true);
+	usleep(2000);
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 77, 0), 0);
+	{
+		pthread_t th;
+
+		/* Releases the fake engine 50 ms later, while we sleep in the futex. */
+		assert_int_equal(pthread_create(&th, NULL, unpause_later, x), 0);
+		assert_int_equal(dnp_wait_event(d, &ev, -1), 1);
+		pthread_join(th, NULL);
+	}
+	assert_int_equal(ev.cookie, 77);
+	dnp_close(d);
+}
+
+static void test_session_daemon_gone(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_event ev;
+	struct dnp *d;
+	uint32_t key;
+	char *b;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	b = dnp_alloc(d, 64);
+	assert_non_null(b);
+	srv_stop(x);
+	/* The mapping stays valid; the session says closed; the socket is at EOF. */
+	assert_int_equal(dnp_wait_event(d, &ev, -1), -EIO);
+	assert_int_equal(dnp_wait_event(d, &ev, 0), -EIO);
+	assert_int_equal(dnp_register(d, b, 64, DNP_BUF_ALL, &key), -EIO);
+	assert_int_equal(dnp_send(d, NULL, 0, (struct dnp_coords){ 0, 0, 0 }, 0, 0, 0), -EIO);
+	memset(b, 1, 64);
+	dnp_close(d);
+	/* The socket file is gone with the daemon. */
+	assert_int_equal(dnp_open(x->sock, &d), -ENOENT);
+}
+
+static int raw_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sa.sun_path, path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void test_session_stats_and_protocol(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_sess_msg m = {
+		.magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION, .type = DNP_SESS_STATS,
+	};
+	char text[64] = { 0 };
+	int fd;
+
+	/* A control connection (dnpctl): STATS first, no port. */
+	fd = raw_connect(x->sock);
+	assert_int_equal(send(fd, &m, sizeof(m), 0), sizeof(m));
+	assert_int_equal(recv(fd, &m, sizeof(m), MSG_WAITALL), sizeof(m));
+	assert_int_equal(m.status, 0);
+	assert_int_equal(m.len, strlen("engine fake ok\n"));
+	assert_int_equal(recv(fd, text, m.len, MSG_WAITALL), (ssize_t)m.len);
+	assert_string_equal(text, "engine fake ok\n");
+	/* REGISTER on a control connection is refused. */
+	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION,
+				   .type = DNP_SESS_REGISTER, .va = 4096, .len = 1, .arg32 = 1 };
+	assert_int_equal(send(fd, &m, sizeof(m), 0), sizeof(m));
+	assert_int_equal(recv(fd, &m, sizeof(m), MSG_WAITALL), sizeof(m));
+	assert_int_equal(m.status, -EPROTO);
+	close(fd);
+	assert_int_equal(atomic_load(&x->f.opens), 0);
+
+	/* A HELLO of another ABI version: -EPROTO, then the daemon hangs up. */
+	fd = raw_connect(x->sock);
+	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION + 1,
+				   .type = DNP_SESS_HELLO };
+	/* Sent in two pieces: the daemon reassembles partial records. */
+	assert_int_equal(send(fd, &m, 10, 0), 10);
+	usleep(5000);
+	assert_int_equal(send(fd, (char *)&m + 10, sizeof(m) - 10, 0), sizeof(m) - 10);
+	assert_int_equal(recv(fd, &m, sizeof(m), MSG_WAITALL), sizeof(m));
+	assert_int_equal(m.status, -EPROTO);
+	assert_int_equal(recv(fd, &m, sizeof(m), 0), 0);
+	close(fd);
+	assert_int_equal(atomic_load(&x->f.opens), 0);
+}
+
+static void test_session_abi_layout(void **state)
+{
+	(void)state;
+	/* Known answers: changing any of these is an ABI break (bump DNP_SESS_VERSION). */
+	assert_int_equal(sizeof(struct dnp_sess_msg), 32);
+	assert_int_equal(offsetof(struct dnp_sess_msg, va), 16);
+	assert_int_equal(sizeof(struct dnp_sess_ctl), 128);
+	assert_int_equal(offsetof(struct dnp_sess_ctl, cmd_off), 44);
+	assert_int_equal(offsetof(struct dnp_sess_ctl, map_size), 16);
+	assert_int_equal(offsetof(struct dnp_sess_ctl, ev_seq), 64);
+	assert_int_equal(offsetof(struct dnp_sess_ctl, state), 72);
+	assert_int_equal(sizeof(struct dnp_sess_bell), 64);
+	assert_int_equal(offsetof(struct dnp_sess_bell, poll_mode), 12);
+	assert_int_equal(sizeof(struct dnp_cmd), 64);
+	assert_int_equal(sizeof(struct dnp_event), 32);
+	assert_int_equal(DNP_SESS_MAGIC, 0x53504e44u);
+}
+
+/* Both ends of every link must compute the same shm name and udp port pair. */
+static void test_session_link_names(void **state)
+{
+	struct dnpd_conf a, b;
+	char la[DNPD_ADDR_MAX], ra[DNPD_ADDR_MAX], lb[DNPD_ADDR_MAX], rb[DNPD_ADDR_MAX];
+	char bell[PATH_MAX];
+	unsigned sa, sb;
+	char *argv_a[] = { "dnpd", "--torus", "2x2x1", "--coord", "0,0,0", "--run-dir", "/r",
+			   NULL };
+	char *argv_b[] = { "dnpd", "--torus", "2x2x1", "--coord", "1,0,0", "--run-dir", "/r",
+			   "--transport", "udp", "--udp-base-port", "40000", NULL };
+
+	(void)state;
+	dnpd_conf_default(&a);
+	assert_int_equal(dnpd_conf_parse(&a, 7, argv_a), 0);
+	/* Node 0: X+ is the link 0 -> 1 of dimension 0; X- is 1 -> 0 (a distinct file). */
+	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_XP, la, ra, sizeof(la), &sa, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(la, "/r/link-0-1-0.shm");
+	assert_string_equal(ra, la);
+	assert_string_equal(bell, "/r/node-1.bell");
+	assert_int_equal(sa, 0);
+	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_XM, la, ra, sizeof(la), &sa, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(la, "/r/link-1-0-0.shm");
+	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_YM, la, ra, sizeof(la), &sa, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(la, "/r/link-2-0-1.shm");
+	/* Node 1's X- is node 0's X+: same file, other side. */
+	dnpd_conf_default(&b);
+	assert_int_equal(dnpd_conf_parse(&b, 7, argv_a), 0);
+	b.self.x = 1;
+	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XM, lb, rb, sizeof(lb), &sb, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(lb, "/r/link-0-1-0.shm");
+	assert_int_equal(sb, 1);
+	/* udp: port P + id*8 + dir, remote = the neighbour's port for the opposite direction. */
+	dnpd_conf_default(&b);
+	assert_int_equal(dnpd_conf_parse(&b, 11, argv_b), 0);
+	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(lb, "127.0.0.1:40008");
+	assert_string_equal(rb, "127.0.0.1:40001");
+	/* A config key overrides the derived address; REMOTE defaults to LOCAL. */
+	assert_int_equal(dnpd_conf_set(&b, "xp", "10.0.0.1:5,10.0.0.2:6"), 0);
+	assert_int_equal(dnpd_conf_set(&b, "ym", "/dev/shm/custom"), 0);
+	assert_int_equal(dnpd_conf_set(&b, "nope", "1"), -ENOENT);
+	assert_int_equal(dnpd_conf_set(&b, "idle", "lazy"), -EINVAL);
+	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(lb, "10.0.0.1:5");
+	assert_string_equal(rb, "10.0.0.2:6");
+	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_YM, lb, rb, sizeof(lb), &sb, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(rb, "/dev/shm/custom");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_session_abi_layout),
+		cmocka_unit_test(test_session_link_names),
+		cmocka_unit_test_setup_teardown(test_session_open_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_env_socket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_ports, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_heap_allocator, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_heap_shared_with_daemon, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_session_commands_and_events, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_invalid_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_queue_full_nonblock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_doorbells, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_daemon_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_stats_and_protocol, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
