@@ -150,7 +150,7 @@ static int cmd_run(int argc, char **argv)
 	struct dnp_lab_conf c;
 	struct dnp_lab *lab;
 	bool csv = false, fifo_set = false, red_set = false, yellow_set = false;
-	uint32_t vcs = 2, u32;
+	uint32_t vcs = 2, u32 = 0;
 	uint64_t u64;
 	int opt, ret;
 
