@@ -38,7 +38,7 @@
 #define DNP_HEAP_ALIGN 64u
 #define DNP_PORTS_MAX 256u /* dst_port is one byte on the wire */
 #define DNP_REPLY_TIMEOUT_MS 10000
-#define DNP_SPIN_NS 5000u       /* busy polling before yielding */
+#define DNP_SPIN_NS 0u       /* busy polling before yielding */
 #define DNP_YIELD_NS 1000000u   /* then sched_yield() this long before sleeping on the futex */
 #define DNP_SLEEP_SLICE_MS 100 /* a sleeper re-checks that the daemon lives this often */
 

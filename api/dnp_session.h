@@ -54,8 +54,8 @@
 #define DNP_SESS_VERSION 1u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
-#define DNP_SESS_CMD_SLOTS 256u   /* command ring slots (64 bytes each) */
-#define DNP_SESS_EV_SLOTS 1024u   /* event ring slots (32 bytes each) */
+#define DNP_SESS_CMD_SLOTS 1024u  /* command ring slots (64 bytes each) */
+#define DNP_SESS_EV_SLOTS 4096u  /* event ring slots (32 bytes each) */
 #define DNP_SESS_HEAP_DEFAULT (64ull << 20)
 #define DNP_SESS_HEAP_MAX (4ull << 30)
 #define DNP_SESS_NFDS 4u

@@ -51,7 +51,7 @@
 #define DNPD_BURST 32u
 #define DNPD_EV_BURST 64u
 #define DNPD_HOUSE_NS 100000ull        /* sockets and link checks while busy: 100 us */
-#define DNPD_SPIN_NS 10000ull          /* pure spinning after the last work */
+#define DNPD_SPIN_NS 0ull          /* pure spinning after the last work */
 #define DNPD_YIELD_NS 1000000ull       /* then sched_yield() until this much idle time */
 #define DNPD_ACTIVE_NS 3000000ull      /* no real work this long: quiet */
 #define DNPD_COARSE_NS 5000000ull      /* quiet: engine runs (credits) this often */
@@ -770,6 +770,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.torus = d->conf.torus;
 	ec.self = d->conf.self;
 	ec.max_ports = 256;
+	ec.max_commands = 8192; /* outstanding commands of all ports together */
 	ec.mem = &dnpd_mem_ops;
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;

@@ -279,11 +279,14 @@ static void port_kernel_if(struct dnp_dpdk_port *p, const struct rte_eth_dev_inf
 
 /*
  * Port id for conf.local: a number, an ethdev name, devargs to hot-plug, or
- * "af_packet:IFNAME" (comma-free, for config syntaxes that split on commas).
+ * one of the comma-free short forms (for config syntaxes that split on
+ * commas): "af_packet:IFNAME", "memif:PATH" (server on side 0, client on
+ * side 1). *jumbo is set for memif, which has no kernel MTU to ask.
  */
-static int port_resolve(const char *local, uint16_t *id, bool *hotplugged)
+static int port_resolve(const char *local, unsigned side, uint32_t wait_ms, uint16_t *id,
+			bool *hotplugged, bool *jumbo, bool *client)
 {
-	char name[RTE_ETH_NAME_MAX_LEN], devargs[256];
+	char name[RTE_ETH_NAME_MAX_LEN], devargs[PATH_MAX + 128];
 	const char *comma;
 	size_t nlen;
 	char *end;
@@ -291,6 +294,8 @@ static int port_resolve(const char *local, uint16_t *id, bool *hotplugged)
 	int ret;
 
 	*hotplugged = false;
+	*jumbo = false;
+	*client = false;
 	if (!local || !*local)
 		return -EINVAL;
 	if (strncmp(local, DNP_DPDK_AF_PACKET, strlen(DNP_DPDK_AF_PACKET)) == 0) {
@@ -301,6 +306,28 @@ static int port_resolve(const char *local, uint16_t *id, bool *hotplugged)
 		snprintf(devargs, sizeof(devargs), "net_af_packet_%s,iface=%s,%s", ifn, ifn,
 			 DNP_DPDK_AF_PACKET_ARGS);
 		local = devargs;
+	} else if (strncmp(local, DNP_DPDK_MEMIF, strlen(DNP_DPDK_MEMIF)) == 0) {
+		const char *path = local + strlen(DNP_DPDK_MEMIF);
+		const char *base = strrchr(path, '/');
+
+		base = base ? base + 1 : path;
+		if (!*base || strlen(path) >= PATH_MAX || strchr(path, ','))
+			return -EINVAL;
+		/* ethdev names are at most 63 bytes: the socket's last 40 characters */
+		if (strlen(base) > 40)
+			base += strlen(base) - 40;
+		snprintf(devargs, sizeof(devargs),
+			 "net_memif_%s,role=%s,socket=%s,socket-abstract=no,%s", base,
+			 side == 0 ? "server" : "client", path, DNP_DPDK_MEMIF_ARGS);
+		local = devargs;
+		*jumbo = true;
+		*client = side != 0;
+		/* A memif client fails to probe until the server's socket exists. */
+		for (uint32_t waited = 0; side != 0 && access(path, F_OK) != 0; waited += 10) {
+			if (waited >= wait_ms)
+				return -ETIMEDOUT;
+			usleep(10000);
+		}
 	}
 	errno = 0;
 	v = strtoul(local, &end, 10);
@@ -327,8 +354,16 @@ static int port_resolve(const char *local, uint16_t *id, bool *hotplugged)
 	return 0;
 }
 
+/*
+ * Last link closed. A port we hot-plugged goes away (its devargs can be
+ * probed again); a port from the EAL command line stays configured and
+ * started for the next open: af_packet's dev_stop closes its sockets for
+ * good, so stopping it would leave it unusable for the rest of the process.
+ */
 static void port_release(struct dnp_dpdk_port *p)
 {
+	if (!p->hotplugged)
+		return;
 	rte_eth_dev_stop(p->id);
 	rte_eth_dev_close(p->id);
 	if (p->hotplugged)
@@ -349,6 +384,8 @@ struct port_req {
 	uint32_t mbuf_opt;      /* 0: derive */
 	uint32_t links;
 	uint32_t poll_ms;
+	uint32_t wait_ms;
+	unsigned side;
 };
 
 /* Descriptor ring sizes and mbuf count for a port carrying depth frames per link. */
@@ -373,6 +410,29 @@ static void port_sizes(const struct port_req *r, uint32_t eth_mtu, uint16_t *nb_
 	*nb_mbufs = pow2_ceil(n + 1) - 1; /* mempools are cheapest at 2^k - 1 */
 }
 
+/*
+ * memif client: DPDK 22.11 connects once, at dev_start, and does not retry;
+ * a server whose port is probed (socket there) but not started yet drops
+ * the connection. Restart the port until the link is up or wait_ms passed.
+ */
+static int memif_client_connect(uint16_t id, uint32_t wait_ms)
+{
+	struct rte_eth_link el;
+
+	for (uint32_t ms = 0; ms < wait_ms; ms++) {
+		memset(&el, 0, sizeof(el));
+		if (rte_eth_link_get_nowait(id, &el) == 0 && el.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		if (ms % 250 == 249) {
+			rte_eth_dev_stop(id);
+			if (rte_eth_dev_start(id) < 0)
+				return -EIO;
+		}
+		usleep(1000);
+	}
+	return -ETIMEDOUT;
+}
+
 static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 {
 	struct rte_eth_conf ec;
@@ -381,13 +441,24 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	char pname[RTE_MEMPOOL_NAMESIZE];
 	uint32_t kernel_mtu, nb_mbufs, max_mtu;
 	uint16_t id, nb_rxd, nb_txd, ethdev_mtu;
-	bool hot;
+	bool hot, jumbo, client;
 	int ret;
 
-	ret = port_resolve(r->local, &id, &hot);
+	ret = port_resolve(r->local, r->side, r->wait_ms, &id, &hot, &jumbo, &client);
 	if (ret < 0)
 		return ret;
 	p = dnp_dpdk_ports[id];
+	if (p && p->nlinks == 0) {
+		/* an idle EAL port: reuse it, dropping what arrived meanwhile */
+		struct rte_mbuf *mb[DNP_DPDK_BURST];
+		uint16_t n;
+
+		while ((n = rte_eth_rx_burst(id, 0, mb, DNP_DPDK_BURST)) > 0)
+			rte_pktmbuf_free_bulk(mb, n);
+		p->shared = r->shared;
+		*out = p;
+		return 0;
+	}
 	if (p) {
 		if (!p->shared || !r->shared || p->nlinks == DNP_DPDK_PORT_LINKS)
 			return -EBUSY;
@@ -417,6 +488,8 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 		p->eth_mtu = r->mtu_opt;
 	else if (kernel_mtu)
 		p->eth_mtu = kernel_mtu;
+	else if (jumbo)
+		p->eth_mtu = DNP_DPDK_JUMBO_MTU;
 	else
 		p->eth_mtu = ethdev_mtu;
 	if (r->mbuf_opt)
@@ -465,6 +538,11 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	ret = rte_eth_dev_start(id);
 	if (ret < 0)
 		goto err_pool;
+	if (client) {
+		ret = memif_client_connect(id, r->wait_ms);
+		if (ret < 0)
+			goto err_stop;
+	}
 	rte_eth_macaddr_get(id, &p->mac);
 	p->state_period = rte_get_tsc_hz() / 1000 * r->poll_ms;
 	p->state_tsc = 0;
@@ -473,6 +551,8 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	*out = p;
 	return 0;
 
+err_stop:
+	rte_eth_dev_stop(id);
 err_pool:
 	rte_mempool_free(p->pool);
 err_close:
@@ -776,6 +856,7 @@ static int dpdk_open(const struct dnp_transport_conf *c, struct dnp_transport **
 			return ret;
 	}
 	r.local = c->local;
+	r.side = c->side;
 	r.shared = opt_get(c->options, "shared", v, sizeof(v)) && strcmp(v, "0") != 0;
 	r.frame_max = c->frame_max;
 	r.depth = c->depth;
@@ -785,9 +866,11 @@ static int dpdk_open(const struct dnp_transport_conf *c, struct dnp_transport **
 	    opt_u32(c->options, "mbuf_size", 0, UINT16_MAX - RTE_PKTMBUF_HEADROOM, &r.mbuf_opt) ||
 	    opt_u32(c->options, "links", DNP_DPDK_DEFAULT_LINKS, DNP_DPDK_PORT_LINKS, &r.links) ||
 	    opt_u32(c->options, "link_poll_ms", 10, 60000, &r.poll_ms) ||
+	    opt_u32(c->options, "wait_ms", 10000, 3600000, &r.wait_ms) ||
 	    opt_u32(c->options, "reasm", DNP_DPDK_DEFAULT_REASM, 4096, &reasm))
 		return -EINVAL;
-	if (reasm < DNP_DPDK_BURST || (reasm & (reasm - 1)))
+	if (reasm < DNP_DPDK_BURST || (reasm & (reasm - 1)) ||
+	    (r.mtu_opt && r.mtu_opt < DNP_DPDK_MIN_MTU))
 		return -EINVAL;
 	if (r.links == 0)
 		r.links = 1;
@@ -799,7 +882,11 @@ static int dpdk_open(const struct dnp_transport_conf *c, struct dnp_transport **
 	l->frame_max = c->frame_max;
 	l->chan = (uint8_t)chan;
 	l->peer_chan = (uint8_t)peer_chan;
-	if (c->remote && *c->remote) {
+	/*
+	 * A dedicated port needs no neighbour address (broadcast), e.g. memif;
+	 * dnpd passes remote = local when its config gives only one address.
+	 */
+	if (c->remote && *c->remote && !(c->local && strcmp(c->remote, c->local) == 0)) {
 		if (rte_ether_unformat_addr(c->remote, &l->peer) < 0) {
 			free(l);
 			return -EINVAL;

@@ -12,11 +12,20 @@
  *   conf.local   the port: a port id ("0"), an ethdev name created by the EAL
  *                arguments ("net_af_packet0"), or a vdev devargs string
  *                ("net_af_packet_xp,iface=d0-xp,framesz=8192,...") that open()
- *                hot-plugs when no port of that name exists yet, or the short
- *                comma-free form "af_packet:IFNAME", which stands for
- *                "net_af_packet_IFNAME,iface=IFNAME," DNP_DPDK_AF_PACKET_ARGS;
+ *                hot-plugs when no port of that name exists yet, or a short
+ *                comma-free form (for "LOCAL,REMOTE" config syntaxes):
+ *                  "af_packet:IFNAME" = "net_af_packet_IFNAME,iface=IFNAME,"
+ *                                       DNP_DPDK_AF_PACKET_ARGS
+ *                  "memif:PATH"       = "net_memif_<basename>,role=R,
+ *                                       socket=PATH,socket-abstract=no,"
+ *                                       DNP_DPDK_MEMIF_ARGS, R
+ *                                       server on side 0, client on side 1;
+ *                                       Ethernet MTU 9000 by default;
+ *   conf.side    memif short form only: which end creates the socket;
  *   conf.remote  the neighbour's MAC "aa:bb:cc:dd:ee:ff" (destination of
- *                transmitted frames; in shared mode also the RX demux key);
+ *                transmitted frames; in shared mode also the RX demux key).
+ *                Dedicated ports may leave it empty or equal to conf.local:
+ *                frames then go to the broadcast address;
  *   conf.options "k=v,k=v":
  *     shared       several links on one port (up to DNP_DPDK_PORT_LINKS):
  *                  received frames are demultiplexed by (source MAC, chan)
@@ -31,12 +40,17 @@
  *                  the X+ and X- links to the same neighbour of a dimension of
  *                  size 2 stay apart.
  *     mtu=N        Ethernet payload bytes per frame (default: the kernel MTU of
- *                  the port's interface when it has one, else the ethdev MTU);
+ *                  the port's interface when it has one, 9000 for the memif
+ *                  short form, else the ethdev MTU);
  *     mbuf_size=N  mbuf data room (default 8192 for kernel-backed ports, which
  *                  af_packet needs for framesz=8192; else the MTU + headers);
  *     reasm=N      reassembly slots per link (power of two, default 64);
  *     links=N      shared ports: links the mbuf pool is sized for (default 6);
- *     link_poll_ms=N  up() re-reads the link state at most this often (10).
+ *     link_poll_ms=N  up() re-reads the link state at most this often (10);
+ *     wait_ms=N    memif client: how long open() waits for the server's
+ *                  socket and then the connection (default 10000; then
+ *                  -ETIMEDOUT). The server's open() returns at once; its
+ *                  up() turns true when the client connects.
  * The port (queues, mbuf pool) is configured by the first link that opens it
  * and released by the last close; options that shape the port (mtu, mbuf_size,
  * links) are taken from that first link.
@@ -61,6 +75,13 @@
 #define DNP_DPDK_PORT_LINKS 8u     /* links per shared port */
 #define DNP_DPDK_MAX_FRAGS 64u     /* fragments per DNP frame (one u64 bitmap) */
 #define DNP_DPDK_AF_PACKET "af_packet:"
+#define DNP_DPDK_MEMIF "memif:"
+/*
+ * memif buffers holding a whole jumbo frame: DPDK 22.11's memif loses a
+ * frame when one spanning several 2 KiB buffers meets the ring's wrap.
+ */
+#define DNP_DPDK_MEMIF_ARGS "bsize=9216,rsize=9"
+#define DNP_DPDK_JUMBO_MTU 9000u
 /* af_packet ring for jumbo frames: the default 512 x 2 KiB drops 4 KiB frames */
 #define DNP_DPDK_AF_PACKET_ARGS "framesz=8192,blocksz=8192,framecnt=4096"
 
@@ -106,7 +127,8 @@ int dnp_dpdk_eal_init(int argc, char **argv);
 int dnp_dpdk_eal_init_str(const char *prog, const char *args);
 
 /* The EAL arguments open() uses when no one initialised the EAL before. */
-#define DNP_DPDK_EAL_DEFAULT "--no-huge --no-pci --no-shconf --no-telemetry -m 256 --log-level=*:warning"
+#define DNP_DPDK_EAL_DEFAULT \
+	"--no-huge --no-pci --no-shconf --no-telemetry -m 256 --log-level=*:warning"
 
 bool dnp_dpdk_eal_ready(void);
 

@@ -106,7 +106,7 @@ static const struct body *body_of(struct rte_mbuf *m)
 
 static int pong(void)
 {
-	uint64_t counted = 0, bytes = 0;
+	uint64_t counted = 0;
 
 	for (;;) {
 		struct rte_mbuf *mb[BURST];
@@ -115,7 +115,6 @@ static int pong(void)
 		for (uint16_t i = 0; i < n; i++) {
 			const struct body *b = body_of(mb[i]);
 			uint8_t msg = b ? b->msg : 0;
-			uint32_t len = mb[i]->pkt_len;
 
 			if (msg == MSG_ECHO) {
 				struct rte_ether_hdr *eh =
@@ -128,14 +127,12 @@ static int pong(void)
 			rte_pktmbuf_free(mb[i]);
 			if (msg == MSG_DATA) {
 				counted++;
-				bytes += len;
 			} else if (msg == MSG_REPORT) {
 				struct rte_mbuf *r = make(64, MSG_COUNT, 0, counted);
 
 				if (r)
 					send1(r);
 				counted = 0;
-				bytes = 0;
 			} else if (msg == MSG_QUIT) {
 				return 0;
 			}
