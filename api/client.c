@@ -38,7 +38,6 @@
 #define DNP_HEAP_ALIGN 64u
 #define DNP_PORTS_MAX 256u /* dst_port is one byte on the wire */
 #define DNP_REPLY_TIMEOUT_MS 10000
-#define DNP_SPIN_NS 0u       /* busy polling before yielding */
 #define DNP_YIELD_NS 1000000u   /* then sched_yield() this long before sleeping on the futex */
 #define DNP_SLEEP_SLICE_MS 100 /* a sleeper re-checks that the daemon lives this often */
 
@@ -738,10 +737,9 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		deadline = dnp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	/*
-	 * Spin briefly (an event microseconds away costs no system call), then
-	 * yield the CPU to the daemon and other apps (2 shared cores: a pure
-	 * spinner would starve them), and only then sleep on the event bell,
-	 * whose wake-up costs about 11 us here.
+	 * Poll, yielding the CPU every 64 looks (2 shared cores: a pure spinner
+	 * would keep the daemon from producing the event), and only after
+	 * DNP_YIELD_NS sleep on the event bell, whose wake-up costs about 11 us.
 	 */
 	t0 = dnp_now_ns();
 	for (i = 0;; i++) {
@@ -759,8 +757,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 			return 0;
 		if (idle >= DNP_YIELD_NS)
 			break;
-		if (idle >= DNP_SPIN_NS)
-			sched_yield();
+		sched_yield(); /* no pure spinning: the daemon may need this core */
 	}
 	for (;;) {
 		struct timespec ts;
