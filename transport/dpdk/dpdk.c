@@ -3,8 +3,9 @@
  * dpdk — DNP virtual links over DPDK Ethernet ports; contract in dpdk.h,
  * design and figures in docs/dpdk.md.
  *
- * Per port (process-wide table, opened by the first link, closed by the
- * last): one RX and one TX queue, one mbuf pool. Per link:
+ * Per port (process-wide table, opened by the first link, released by the
+ * last unless it came from the EAL command line, see port_release): one RX
+ * and one TX queue, one mbuf pool. Per link:
  *   TX: each DNP frame is cut into ceil(len / (mtu - 18)) Ethernet frames
  *       built in mbufs allocated in bulk; they go to a small backlog flushed
  *       with rte_eth_tx_burst, so a frame is never half-sent: what the PMD
@@ -82,6 +83,8 @@ struct dnp_dpdk_port {
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
 	uint32_t eth_mtu;           /* Ethernet payload bytes (before per-link option) */
+	uint16_t ethdev_mtu;        /* what the PMD accepts as its MTU */
+	bool jumbo;                 /* no kernel MTU to ask, but jumbo-capable (memif) */
 	uint32_t data_room;         /* mbuf bytes after headroom */
 	int ctl_fd;                 /* ioctl socket for the kernel interface, or -1 */
 	char ifname[IF_NAMESIZE];
@@ -131,6 +134,7 @@ struct dnp_dpdk_link {
 /* Process-wide: ports opened by links. Touched at open/close time only. */
 static struct dnp_dpdk_port *dnp_dpdk_ports[RTE_MAX_ETHPORTS];
 static bool dnp_dpdk_eal_done;
+static char *dnp_dpdk_eal_args; /* the argument strings EAL may still point into */
 
 static inline struct dnp_dpdk_link *to_link(struct dnp_transport *t)
 {
@@ -248,6 +252,8 @@ int dnp_dpdk_eal_init_str(const char *prog, const char *args)
 	/* EAL keeps pointers into argv for some options (e.g. --vdev): keep copy. */
 	if (ret < 0)
 		free(copy);
+	else
+		dnp_dpdk_eal_args = copy;
 	return ret;
 }
 
@@ -256,25 +262,92 @@ bool dnp_dpdk_eal_ready(void)
 	return dnp_dpdk_eal_done;
 }
 
+void dnp_dpdk_eal_cleanup(void)
+{
+	if (!dnp_dpdk_eal_done)
+		return;
+	/* ports from the EAL command line stay open between links: close them now */
+	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++) {
+		struct dnp_dpdk_port *p = dnp_dpdk_ports[i];
+
+		if (!p || p->nlinks)
+			continue;
+		rte_eth_dev_stop(p->id);
+		rte_eth_dev_close(p->id);
+		rte_mempool_free(p->pool);
+		if (p->ctl_fd >= 0)
+			close(p->ctl_fd);
+		dnp_dpdk_ports[i] = NULL;
+		free(p);
+	}
+	rte_eal_cleanup();
+	free(dnp_dpdk_eal_args);
+	dnp_dpdk_eal_args = NULL;
+	dnp_dpdk_eal_done = false;
+}
+
 /* ---- ports ---- */
 
-/* Kernel interface behind the port (af_packet, af_xdp ...): MTU and carrier. */
-static void port_kernel_if(struct dnp_dpdk_port *p, const struct rte_eth_dev_info *info,
-			   uint32_t *kernel_mtu)
-{
-	struct ifreq ifr;
+struct port_req {
+	const char *local;
+	bool shared;
+	uint32_t frame_max;
+	uint32_t depth;
+	uint32_t mtu_opt;       /* 0: derive */
+	uint32_t mbuf_opt;      /* 0: derive */
+	uint32_t links;
+	uint32_t poll_ms;
+	uint32_t wait_ms;
+	unsigned side;
+};
 
-	*kernel_mtu = 0;
+/* Kernel interface behind the port (af_packet, af_xdp ...): MTU and carrier. */
+static void port_kernel_if(struct dnp_dpdk_port *p, const struct rte_eth_dev_info *info)
+{
 	p->ctl_fd = -1;
 	if (info->if_index == 0 || !if_indextoname(info->if_index, p->ifname))
 		return;
 	p->ctl_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+}
+
+/* The interface's MTU now (it may change between two opens of one port), or 0. */
+static uint32_t port_kernel_mtu(const struct dnp_dpdk_port *p)
+{
+	struct ifreq ifr;
+
 	if (p->ctl_fd < 0)
-		return;
+		return 0;
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, p->ifname, sizeof(p->ifname));
-	if (ioctl(p->ctl_fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
-		*kernel_mtu = (uint32_t)ifr.ifr_mtu;
+	if (ioctl(p->ctl_fd, SIOCGIFMTU, &ifr) != 0 || ifr.ifr_mtu <= 0)
+		return 0;
+	return (uint32_t)ifr.ifr_mtu;
+}
+
+/*
+ * Ethernet payload per frame for the links opened now: the mtu option, else
+ * the kernel's, else 9000 for memif, else the ethdev's; never more than one
+ * mbuf holds (single-segment TX). af_packet moreover drops, silently, frames
+ * above its ring frame size less 32 bytes of tpacket header, and its mbuf
+ * data room is sized like that frame.
+ */
+static int port_set_mtu(struct dnp_dpdk_port *p, const struct port_req *r)
+{
+	uint32_t kernel_mtu = port_kernel_mtu(p), slack = p->ctl_fd >= 0 ? 32u : 0u;
+
+	if (r->mtu_opt)
+		p->eth_mtu = r->mtu_opt;
+	else if (kernel_mtu)
+		p->eth_mtu = kernel_mtu;
+	else if (p->jumbo)
+		p->eth_mtu = DNP_DPDK_JUMBO_MTU;
+	else
+		p->eth_mtu = p->ethdev_mtu;
+	if (p->eth_mtu + RTE_ETHER_HDR_LEN + slack > p->data_room)
+		p->eth_mtu = p->data_room - RTE_ETHER_HDR_LEN - slack;
+	if (p->eth_mtu > UINT16_MAX)
+		p->eth_mtu = UINT16_MAX;
+	return p->eth_mtu < DNP_DPDK_MIN_MTU ? -EINVAL : 0;
 }
 
 /*
@@ -375,18 +448,6 @@ static void port_release(struct dnp_dpdk_port *p)
 	free(p);
 }
 
-struct port_req {
-	const char *local;
-	bool shared;
-	uint32_t frame_max;
-	uint32_t depth;
-	uint32_t mtu_opt;       /* 0: derive */
-	uint32_t mbuf_opt;      /* 0: derive */
-	uint32_t links;
-	uint32_t poll_ms;
-	uint32_t wait_ms;
-	unsigned side;
-};
 
 /* Descriptor ring sizes and mbuf count for a port carrying depth frames per link. */
 static void port_sizes(const struct port_req *r, uint32_t eth_mtu, uint16_t *nb_desc,
@@ -439,8 +500,8 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	struct rte_eth_dev_info info;
 	struct dnp_dpdk_port *p;
 	char pname[RTE_MEMPOOL_NAMESIZE];
-	uint32_t kernel_mtu, nb_mbufs, max_mtu;
-	uint16_t id, nb_rxd, nb_txd, ethdev_mtu;
+	uint32_t nb_mbufs, max_mtu;
+	uint16_t id, nb_rxd, nb_txd;
 	bool hot, jumbo, client;
 	int ret;
 
@@ -456,6 +517,9 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 		while ((n = rte_eth_rx_burst(id, 0, mb, DNP_DPDK_BURST)) > 0)
 			rte_pktmbuf_free_bulk(mb, n);
 		p->shared = r->shared;
+		ret = port_set_mtu(p, r);
+		if (ret < 0)
+			return ret;
 		*out = p;
 		return 0;
 	}
@@ -475,44 +539,32 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	p->shared = r->shared;
 	p->hotplugged = hot;
 	rte_eth_dev_get_name_by_port(id, p->devname);
-	port_kernel_if(p, &info, &kernel_mtu);
+	port_kernel_if(p, &info);
+	p->jumbo = jumbo;
 
 	/* The ethdev MTU bounds what some PMDs accept; af_packet/memif cap it at 1500. */
 	max_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
 		  info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN : RTE_ETHER_MTU;
 	if (info.max_mtu && max_mtu > info.max_mtu)
 		max_mtu = info.max_mtu;
-	ethdev_mtu = (uint16_t)(max_mtu < 9000 ? max_mtu : 9000);
+	p->ethdev_mtu = (uint16_t)(max_mtu < 9000 ? max_mtu : 9000);
 
-	if (r->mtu_opt)
-		p->eth_mtu = r->mtu_opt;
-	else if (kernel_mtu)
-		p->eth_mtu = kernel_mtu;
-	else if (jumbo)
-		p->eth_mtu = DNP_DPDK_JUMBO_MTU;
-	else
-		p->eth_mtu = ethdev_mtu;
-	if (r->mbuf_opt)
+	/* mbuf data room: fixed for the port's life (the pool), sized by the first open */
+	if (r->mbuf_opt) {
 		p->data_room = r->mbuf_opt;
-	else if (p->ctl_fd >= 0)
+	} else if (p->ctl_fd >= 0) {
 		p->data_room = DNP_DPDK_KERNEL_MBUF;
-	else
-		p->data_room = (p->eth_mtu + RTE_ETHER_HDR_LEN + 63) & ~63u;
-	/*
-	 * One Ethernet frame must fit one mbuf (single-segment TX); af_packet
-	 * moreover drops, silently, frames above its ring frame size less 32
-	 * bytes of tpacket header, and its data room is sized like that frame.
-	 */
-	if (p->eth_mtu + RTE_ETHER_HDR_LEN + (p->ctl_fd >= 0 ? 32u : 0u) > p->data_room)
-		p->eth_mtu = p->data_room - RTE_ETHER_HDR_LEN - (p->ctl_fd >= 0 ? 32u : 0u);
-	if (p->eth_mtu > UINT16_MAX)
-		p->eth_mtu = UINT16_MAX;
+	} else {
+		p->data_room = 0xffffu - RTE_PKTMBUF_HEADROOM; /* no limit yet */
+		if (port_set_mtu(p, r) == 0)
+			p->data_room = (p->eth_mtu + RTE_ETHER_HDR_LEN + 63) & ~63u;
+	}
 	ret = -EINVAL;
-	if (p->eth_mtu < DNP_DPDK_MIN_MTU || p->data_room + RTE_PKTMBUF_HEADROOM > UINT16_MAX)
+	if (p->data_room + RTE_PKTMBUF_HEADROOM > UINT16_MAX || port_set_mtu(p, r) < 0)
 		goto err_free;
 
 	memset(&ec, 0, sizeof(ec));
-	ec.rxmode.mtu = ethdev_mtu;
+	ec.rxmode.mtu = p->ethdev_mtu;
 	ret = rte_eth_dev_configure(id, 1, 1, &ec);
 	if (ret < 0)
 		goto err_free;

@@ -132,6 +132,12 @@ int dnp_dpdk_eal_init_str(const char *prog, const char *args);
 
 bool dnp_dpdk_eal_ready(void);
 
+/*
+ * At process exit, after every link is closed: releases the EAL (ports from
+ * the EAL command line included). The EAL cannot be initialised again.
+ */
+void dnp_dpdk_eal_cleanup(void);
+
 struct dnp_dpdk_stats {
 	uint64_t tx_frames;      /* DNP frames taken by tx_burst */
 	uint64_t tx_eth;         /* Ethernet frames handed to the port */

@@ -1,0 +1,200 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# netns.sh — a multi-host torus testbed on one machine: one network namespace
+# per node, one veth pair per torus link (docs/dpdk.md, "Testbed").
+#
+#   netns.sh up XxYxZ PREFIX [DIR]   create; writes DIR/PREFIX.topo (DIR: /tmp)
+#   netns.sh down PREFIX [DIR]       remove what "up" created
+#   netns.sh ini PREFIX ID [DIR]     print node ID's [links] section for dnpd
+#                                    (dpdk transport: "dir = af_packet:IFNAME,PEER_MAC")
+#
+# Node ids are x + X*(y + Y*z) (dnp-core/torus.h); node id lives in namespace
+# PREFIX-<id>. Directions xp xm yp ym zp zm are the torus order X+ X- Y+ Y- Z+ Z-
+# (dnp_dir 0..5). The X+ port of a node is cabled to the X- port of its X+
+# neighbour, so a dimension of size 2 gets two distinct veth pairs between the
+# same two nodes, and a dimension of size 1 none. Interfaces are named
+# d<id>-<dir> (at most 12 characters up to 16M nodes; IFNAMSIZ is 16), MTU 9000,
+# IPv6 disabled in every namespace (no neighbour discovery traffic on the links).
+#
+# DIR/PREFIX.topo, one line per node and direction that has a link:
+#   <id> <dir> <dir number> <namespace> <ifname> <own MAC> <peer id> <peer ifname> <peer MAC>
+# preceded by "# dims X Y Z" and a column comment. Exit status 0 on success;
+# on any failure during "up" everything created so far is removed.
+set -eu
+
+MTU=${NETNS_MTU:-9000}
+DIRS="xp xm yp ym zp zm"
+
+usage() {
+	echo "usage: $0 up XxYxZ PREFIX [DIR] | down PREFIX [DIR] | ini PREFIX ID [DIR]" >&2
+	exit 2
+}
+
+die() {
+	echo "netns.sh: $*" >&2
+	exit 1
+}
+
+# Namespaces named PREFIX-<digits> (only those this script could have made).
+list_ns() {
+	ip netns list 2>/dev/null | awk -v p="$1-" '{
+		if (index($1, p) == 1 && substr($1, length(p) + 1) ~ /^[0-9]+$/) print $1 }'
+}
+
+do_down() {
+	prefix=$1
+	dir=$2
+	for ns in $(list_ns "$prefix"); do
+		ip netns delete "$ns" 2>/dev/null || true
+	done
+	rm -f "$dir/$prefix.topo" "$dir/$prefix.topo.tmp"
+	# DPDK primaries leave their runtime directory behind.
+	rm -rf /var/run/dpdk/rte
+}
+
+# neighbour id of node (x,y,z) in dimension d (0..2) towards sign s (+1/-1)
+nbr() {
+	_x=$1 _y=$2 _z=$3 _d=$4 _s=$5
+	case $_d in
+	0) _x=$(( (_x + _s + DX) % DX )) ;;
+	1) _y=$(( (_y + _s + DY) % DY )) ;;
+	2) _z=$(( (_z + _s + DZ) % DZ )) ;;
+	esac
+	echo $(( _x + DX * (_y + DY * _z) ))
+}
+
+mac_of() {
+	ip -n "$1" -o link show dev "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'
+}
+
+do_up() {
+	dims=$1
+	prefix=$2
+	dir=$3
+	echo "$dims" | grep -Eq '^[0-9]+x[0-9]+x[0-9]+$' || die "bad dimensions '$dims'"
+	DX=${dims%%x*}
+	rest=${dims#*x}
+	DY=${rest%%x*}
+	DZ=${rest#*x}
+	for d in $DX $DY $DZ; do
+		[ "$d" -ge 1 ] && [ "$d" -le 256 ] || die "dimension $d out of 1..256"
+	done
+	case $prefix in
+	''|*[!A-Za-z0-9_.]*) die "bad prefix '$prefix' (letters, digits, _ .)" ;;
+	esac
+	N=$((DX * DY * DZ))
+	[ -d "$dir" ] || die "no directory $dir"
+	[ -z "$(list_ns "$prefix")" ] || die "namespaces $prefix-* exist already (run down first)"
+
+	trap 'do_down "$prefix" "$dir"; exit 1' EXIT INT TERM HUP
+
+	id=0
+	while [ $id -lt $N ]; do
+		ns=$prefix-$id
+		ip netns add "$ns"
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+			net.ipv6.conf.default.disable_ipv6=1
+		id=$((id + 1))
+	done
+
+	# One batch of "link add" commands: X+ of every node to X- of its neighbour.
+	batch=$(mktemp)
+	id=0
+	while [ $id -lt $N ]; do
+		x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
+		for d in 0 1 2; do
+			eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
+			[ "$n" -ge 2 ] || continue
+			p=$(nbr $x $y $z $d 1)
+			pd=$(echo $DIRS | cut -d' ' -f$((2 * d + 1)))
+			md=$(echo $DIRS | cut -d' ' -f$((2 * d + 2)))
+			echo "link add d$id-$pd netns $prefix-$id mtu $MTU type veth" \
+			     "peer name d$p-$md netns $prefix-$p mtu $MTU" >>"$batch"
+		done
+		id=$((id + 1))
+	done
+	ip -batch "$batch" || { rm -f "$batch"; die "creating veth pairs failed"; }
+	rm -f "$batch"
+
+	id=0
+	while [ $id -lt $N ]; do
+		ip -n "$prefix-$id" link set lo up
+		for ifc in $(ip -n "$prefix-$id" -o link show | awk -F': ' '{print $2}' |
+			     sed 's/@.*//' | grep '^d'); do
+			ip -n "$prefix-$id" link set dev "$ifc" up
+		done
+		id=$((id + 1))
+	done
+
+	# veth reports carrier about 0.65 s after both ends are up: wait for all.
+	tries=0
+	while :; do
+		down=0
+		id=0
+		while [ $id -lt $N ]; do
+			if ip -n "$prefix-$id" -o link show | grep ': d' | grep -q 'NO-CARRIER\|state DOWN'; then
+				down=1
+				break
+			fi
+			id=$((id + 1))
+		done
+		[ $down -eq 0 ] && break
+		tries=$((tries + 1))
+		[ $tries -lt 200 ] || die "links without carrier after 10 s"
+		sleep 0.05
+	done
+
+	topo=$dir/$prefix.topo.tmp
+	{
+		echo "# dims $DX $DY $DZ"
+		echo "# id dir dirnum namespace ifname mac peer_id peer_ifname peer_mac"
+		id=0
+		while [ $id -lt $N ]; do
+			x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
+			for dn in 0 1 2 3 4 5; do
+				d=$((dn / 2))
+				eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
+				[ "$n" -ge 2 ] || continue
+				s=1; [ $((dn % 2)) -eq 1 ] && s=-1
+				p=$(nbr $x $y $z $d $s)
+				dname=$(echo $DIRS | cut -d' ' -f$((dn + 1)))
+				oname=$(echo $DIRS | cut -d' ' -f$(((dn ^ 1) + 1)))
+				echo "$id $dname $dn $prefix-$id d$id-$dname" \
+				     "$(mac_of "$prefix-$id" "d$id-$dname")" \
+				     "$p d$p-$oname $(mac_of "$prefix-$p" "d$p-$oname")"
+			done
+			id=$((id + 1))
+		done
+	} >"$topo"
+	mv "$topo" "$dir/$prefix.topo"
+	trap - EXIT INT TERM HUP
+	cat "$dir/$prefix.topo"
+}
+
+do_ini() {
+	topo=$3/$1.topo
+	[ -r "$topo" ] || die "no $topo"
+	echo "[links]"
+	awk -v id="$2" '!/^#/ && $1 == id { print $2 " = af_packet:" $5 "," $9 }' "$topo"
+}
+
+[ $# -ge 2 ] || usage
+if [ "$1" = ini ]; then
+	[ $# -ge 3 ] || usage
+	do_ini "$2" "$3" "${4:-/tmp}"
+	exit 0
+fi
+[ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces)"
+case $1 in
+up)
+	[ $# -ge 3 ] || usage
+	do_up "$2" "$3" "${4:-/tmp}"
+	;;
+down)
+	do_down "$2" "${3:-/tmp}"
+	;;
+*)
+	usage
+	;;
+esac
