@@ -790,22 +790,42 @@ static int read_segment(struct dnp_engine *e, const struct slot *s, uint32_t len
 	return e->c.mem->read(e->c.mem_ctx, s->port, b, va, e->scratch, len) ? -EFAULT : 0;
 }
 
+/* Takes the head command off queue qi and ends it with err; a GET responder tells its requester. */
+static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err, uint64_t now)
+{
+	inj_pop(e, qi);
+	if (s->internal && err)
+		(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, err, now);
+	complete(e, s, err);
+	return true;
+}
+
+/* Puts the next packet's payload in e->scratch: a GET descriptor, or application data. */
+static int load_payload(struct dnp_engine *e, const struct slot *s, uint32_t len, bool is_getreq)
+{
+	if (is_getreq) {
+		uint64_t va = htole64(s->c.local_va);
+		uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
+
+		memcpy(e->scratch, &va, 8);
+		memcpy(e->scratch + 8, &k, 4);
+		memcpy(e->scratch + 12, &l, 4);
+		return 0;
+	}
+	return read_segment(e, s, len);
+}
+
 static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 {
 	if (e->qhead[qi] == NO_SLOT)
 		return false;
 	struct slot *s = &e->slots[e->qhead[qi]];
 
-	if (s->offset == UINT64_MAX) { /* failed while queued */
-		inj_pop(e, qi);
-		complete(e, s, (int)(int64_t)s->c.rsvd3);
-		return true;
-	}
-	if (s->orphan && !s->internal) {
-		inj_pop(e, qi);
-		complete(e, s, -ECONNRESET);
-		return true;
-	}
+	if (s->offset == UINT64_MAX) /* failed while queued */
+		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3, now);
+	if (s->orphan && !s->internal)
+		return inj_abort(e, qi, s, -ECONNRESET, now);
+
 	struct dnp_pkt_hdr h;
 	uint64_t remaining = s->c.len - s->offset;
 	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
@@ -820,65 +840,36 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		struct evq *q = h.dst_port < e->c.max_ports ? &e->ports[h.dst_port] : NULL;
 		if ((h.flags & DNP_PKT_F_LAST) && q && q->open && !evq_room(e, q) && !is_getreq)
 			return false;
-		if (is_getreq) {
-			uint8_t *d = e->scratch;
-			uint64_t va = htole64(s->c.local_va);
-			uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
-			memcpy(d, &va, 8), memcpy(d + 8, &k, 4), memcpy(d + 12, &l, 4);
-		} else if (read_segment(e, s, len) < 0) {
-			inj_pop(e, qi);
-			if (s->internal)
-				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -EFAULT, now);
-			complete(e, s, -EFAULT);
-			return true;
-		}
+		if (load_payload(e, s, len, is_getreq) < 0)
+			return inj_abort(e, qi, s, -EFAULT, now);
 		if (deliver(e, &h, e->scratch, now) == -EAGAIN)
 			return false;
 		e->st.pkts_injected++;
 		e->st.pkts_delivered++;
-		if (s->offset == UINT64_MAX) { /* completed (or failed) by its own delivery */
-			inj_pop(e, qi);
-			complete(e, s, (int)(int64_t)s->c.rsvd3);
-			return true;
-		}
+		if (s->offset == UINT64_MAX) /* completed (or failed) by its own delivery */
+			return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3, now);
 	} else {
-		if (!link_usable(e, qi)) {
-			inj_pop(e, qi);
-			if (s->internal)
-				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -ENOLINK, now);
-			complete(e, s, -ENOLINK);
-			return true;
-		}
+		if (!link_usable(e, qi))
+			return inj_abort(e, qi, s, -ENOLINK, now);
 		struct xlink *x = &e->links[qi];
 		struct dnp_hop hop;
 		uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
 		if (dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop) < 0 ||
 		    hop.dir != qi)
 			hop.vc = 0; /* overrides changed since submit: keep the queue's link */
+		/* Credit and a buffer first, so memory is read only for a packet that can leave. */
 		if (!pool_has(e, flen) || dnp_link_window_full(x->l) ||
 		    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
 			return false;
-		if (is_getreq) {
-			uint8_t *d = e->scratch;
-			uint64_t va = htole64(s->c.local_va);
-			uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
-			memcpy(d, &va, 8), memcpy(d + 8, &k, 4), memcpy(d + 12, &l, 4);
-		} else if (read_segment(e, s, len) < 0) {
-			inj_pop(e, qi);
-			if (s->internal)
-				(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -EFAULT, now);
-			complete(e, s, -EFAULT);
-			return true;
-		}
+		if (load_payload(e, s, len, is_getreq) < 0)
+			return inj_abort(e, qi, s, -EFAULT, now);
 		struct pkt *p = pkt_get(e, flen);
 		h.vc = hop.vc;
 		h.hops = 1;
 		int n = dnp_pkt_encode(&h, e->scratch, p->frame, DNP_MAX_FRAME);
 		if (n < 0) { /* cannot happen for a checked command; fail it loudly */
 			pkt_put(e, p);
-			inj_pop(e, qi);
-			complete(e, s, n);
-			return true;
+			return inj_abort(e, qi, s, n, now);
 		}
 		p->h = h;
 		p->flen = (uint32_t)n;
