@@ -30,6 +30,15 @@ struct pkt {
 	uint8_t big;
 	uint8_t hops_tx; /* hop count the frame carries on its next link */
 	uint8_t *frame;
+	/*
+	 * A delivered GET request becomes its own responder job: h describes
+	 * the request, these fields what is left to send back.
+	 */
+	uint64_t job_off;    /* bytes of the response sent so far */
+	uint64_t job_dst_va; /* requester's buffer */
+	uint32_t job_dst_key;
+	uint32_t job_len;
+	uint8_t job_q;       /* responder queue (first-hop direction towards the requester) */
 };
 
 struct pktq {
@@ -50,7 +59,6 @@ enum slot_state { SLOT_FREE = 0, SLOT_ACTIVE };
 
 struct slot {
 	uint8_t state;
-	uint8_t internal;   /* a GET responder: no completion event */
 	uint8_t orphan;     /* its port closed: complete silently */
 	uint8_t injecting;  /* still in an injection queue */
 	uint8_t port;
@@ -59,7 +67,7 @@ struct slot {
 	uint32_t msg_id;    /* on the wire */
 	uint64_t offset;    /* bytes injected so far */
 	uint64_t t_submit;
-	struct dnp_cmd c;   /* internal: remote_* describe the requester */
+	struct dnp_cmd c;
 	struct dnp_coord dst;
 };
 
@@ -101,6 +109,7 @@ struct dnp_engine {
 	uint32_t nactive;
 	uint32_t gen;
 	uint32_t qhead[NIN], qtail[NIN];
+	struct pktq resp[NIN]; /* GET responder jobs, by first-hop direction */
 	struct evq *ports;
 	struct dnp_event *evmem;
 	struct post *posts;
@@ -224,7 +233,7 @@ static struct slot *slot_by_msg(struct dnp_engine *e, uint32_t msg_id)
 	if (i >= e->c.max_commands)
 		return NULL;
 	struct slot *s = &e->slots[i];
-	if (s->state != SLOT_ACTIVE || s->internal || s->msg_id != msg_id)
+	if (s->state != SLOT_ACTIVE || s->msg_id != msg_id)
 		return NULL;
 	return s;
 }
@@ -242,7 +251,7 @@ static void complete(struct dnp_engine *e, struct slot *s, int status)
 {
 	if (s->injecting)
 		return; /* still queued: the injector completes it when it dequeues */
-	if (!s->internal) {
+	{
 		struct evq *q = &e->ports[s->port];
 
 		if (status == 0)
@@ -431,12 +440,18 @@ static struct sendasm *send_new(struct dnp_engine *e)
 	return NULL;
 }
 
+/* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
+#define DELIVER_KEPT 1
+
 /*
- * A packet for this node. Returns -EAGAIN if it cannot be handled now (no
- * event room, no buffer for the answer): it then stays where it is.
+ * A packet for this node; p is its buffer (NULL for loopback, where the
+ * header and payload live on the stack). Returns 0 when handled,
+ * DELIVER_KEPT when p now belongs to a responder queue, or -EAGAIN if it
+ * cannot be handled now (no event room, no buffer for the answer): it then
+ * stays where it is.
  */
 static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
-		   uint64_t now)
+		   struct pkt *p, uint64_t now)
 {
 	struct evq *q = h->dst_port < e->c.max_ports ? &e->ports[h->dst_port] : NULL;
 	bool last = h->flags & DNP_PKT_F_LAST;
@@ -588,28 +603,30 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 				       DNP_BUF_GET_SOURCE, &b);
 		if (rc < 0)
 			goto fail;
-		struct slot *s = slot_alloc(e);
-		if (!s)
-			return -EAGAIN;
-		s->internal = 1;
-		s->port = h->dst_port;
-		s->msg_id = h->msg_id; /* responses carry the requester's id */
-		s->dst = h->src;
-		s->c.op = DNP_OP_PUT;
-		s->c.dst_port = h->src_port;
-		s->c.remote_va = d.dst_va;
-		s->c.remote_key = d.dst_key;
-		s->c.local_va = h->va;
-		s->c.len = d.len;
-		s->t_submit = now;
+		/*
+		 * The request itself becomes the responder job, so accepting a GET
+		 * never waits for anything: a request that had to wait for a
+		 * free responder would block its input FIFO, and two nodes GETting
+		 * from each other could then wait on each other for ever.
+		 */
 		struct dnp_hop hop;
-		if (dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop) < 0) {
-			slot_free(e, s);
+		if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0) {
 			rc = -EHOSTUNREACH;
 			goto fail;
 		}
-		inj_push(e, hop.dir, s);
+		struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
+		if (!job)
+			return -EAGAIN;
+		job->h = *h;
+		job->job_off = 0;
+		job->job_dst_va = d.dst_va;
+		job->job_dst_key = d.dst_key;
+		job->job_len = d.len;
+		job->job_q = hop.dir;
 		e->dirty = true;
+		if (p)
+			return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
+		q_push(&e->resp[hop.dir], job);
 		return 0;
 	}
 	rc = -EBADMSG;
@@ -663,13 +680,16 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 			drop_unroutable(e, out[i], -ENOLINK, now);
 	x->next_tx = x->sent_hw = 0;
 	x->credit_pending = false;
-	/* Commands waiting to be injected on this link fail. */
+	/* Commands and GET responses waiting to be injected on this link fail. */
 	while (e->qhead[dir] != NO_SLOT) {
 		struct slot *s = &e->slots[e->qhead[dir]];
 		inj_pop(e, dir);
-		if (s->internal)
-			(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, -ENOLINK, now);
 		complete(e, s, -ENOLINK);
+	}
+	struct pkt *job;
+	while ((job = q_pop(&e->resp[dir])) != NULL) {
+		(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, -ENOLINK, now);
+		pkt_put(e, job);
 	}
 	e->dirty = true;
 }
@@ -703,12 +723,16 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	}
 	if (hop.dir == DNP_DIR_LOCAL) {
 		const uint8_t *payload = p->frame + 3 * DNP_WORD_BYTES;
-		if (deliver(e, &p->h, payload, now) == -EAGAIN)
+		int rc = deliver(e, &p->h, payload, p, now);
+		if (rc == -EAGAIN)
 			return false;
 		q_pop(q);
 		in_release(e, in, vc, p->words);
 		e->st.pkts_delivered++;
-		pkt_put(e, p);
+		if (rc == DELIVER_KEPT)
+			q_push(&e->resp[p->job_q], p);
+		else
+			pkt_put(e, p);
 		return true;
 	}
 	if (!link_usable(e, hop.dir)) {
@@ -745,8 +769,9 @@ static bool route_inputs(struct dnp_engine *e, uint64_t now)
 
 /* ---------------------------------------------------------------- injection */
 
-static void build_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
-		      struct dnp_pkt_hdr *h, uint64_t now)
+/* Header of the next packet of an application command. */
+static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
+			  struct dnp_pkt_hdr *h, uint64_t now)
 {
 	memset(h, 0, sizeof(*h));
 	h->lflags = DNP_LINK_F_SEQ;
@@ -757,7 +782,8 @@ static void build_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
 	h->msg_id = s->msg_id;
 	h->key = s->c.remote_key;
 	h->timestamp = (uint32_t)now;
-	if (s->c.op == DNP_OP_GET && !s->internal) {
+	h->flags = 0;
+	if (s->c.op == DNP_OP_GET) {
 		h->kind = DNP_PKT_GET_REQ;
 		h->va = s->c.remote_va;
 		h->len = DNP_GET_DESC_BYTES;
@@ -765,8 +791,7 @@ static void build_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
 		h->msg_len = DNP_GET_DESC_BYTES;
 		return;
 	}
-	h->kind = s->internal ? DNP_PKT_GET_RESP : (s->c.op == DNP_OP_SEND ? DNP_PKT_SEND
-									 : DNP_PKT_PUT);
+	h->kind = s->c.op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT;
 	h->va = s->c.op == DNP_OP_SEND ? 0 : s->c.remote_va + s->offset;
 	h->offset = (uint32_t)s->offset;
 	h->len = (uint16_t)len;
@@ -777,33 +802,110 @@ static void build_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
 		h->flags |= DNP_PKT_F_LAST;
 }
 
-/* Reads the next segment's payload into e->scratch. */
-static int read_segment(struct dnp_engine *e, const struct slot *s, uint32_t len)
+/* Header of the next GET response packet of a responder job. */
+static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t len,
+			   struct dnp_pkt_hdr *h, uint64_t now)
 {
-	const struct dnp_buf *b = NULL;
-	uint64_t va = s->c.local_va + s->offset;
+	memset(h, 0, sizeof(*h));
+	h->lflags = DNP_LINK_F_SEQ;
+	h->kind = DNP_PKT_GET_RESP;
+	h->dst = job->h.src;
+	h->src = e->c.self;
+	h->dst_port = job->h.src_port;
+	h->src_port = job->h.dst_port;
+	h->msg_id = job->h.msg_id; /* the requester's id: it completes its GET with it */
+	h->va = job->job_dst_va + job->job_off;
+	h->key = job->job_dst_key;
+	h->offset = (uint32_t)job->job_off;
+	h->len = (uint16_t)len;
+	h->msg_len = job->job_len;
+	h->timestamp = (uint32_t)now;
+	if (job->job_off == 0)
+		h->flags |= DNP_PKT_F_FIRST;
+	if (job->job_off + len == job->job_len)
+		h->flags |= DNP_PKT_F_LAST;
+}
 
+/* Copies len bytes of port's memory at va into e->scratch. */
+static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len)
+{
 	if (!len)
 		return 0;
 	/* a registered source is passed on so the reader can use its mapping */
-	b = dnp_buftab_find(e->bt, s->port, va, len);
-	return e->c.mem->read(e->c.mem_ctx, s->port, b, va, e->scratch, len) ? -EFAULT : 0;
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, (uint8_t)port, va, len);
+	return e->c.mem->read(e->c.mem_ctx, port, b, va, e->scratch, len) ? -EFAULT : 0;
 }
 
-/* Takes the head command off queue qi and ends it with err; a GET responder tells its requester. */
-static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err, uint64_t now)
+/*
+ * May a packet of len payload bytes for dst leave through output qi now?
+ * Credit, window and a buffer are checked before any memory is read, so
+ * memory is read only for a packet that can leave. Loopback always may.
+ */
+static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint32_t len,
+		      uint8_t *vc)
+{
+	*vc = 0;
+	if (qi == DNP_DIR_LOCAL)
+		return true;
+	struct xlink *x = &e->links[qi];
+	struct dnp_hop hop;
+	uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
+
+	if (dnp_route_next(&e->router, dst, DNP_DIR_LOCAL, 0, &hop) < 0 || hop.dir != qi)
+		hop.vc = 0; /* overrides changed since it was queued: keep the queue's link */
+	if (!pool_has(e, flen) || dnp_link_window_full(x->l) ||
+	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+		return false;
+	*vc = hop.vc;
+	return true;
+}
+
+/*
+ * Sends h with its payload in e->scratch: onto link qi, or delivered here
+ * for loopback. Returns 0, -EAGAIN (loopback delivery must wait), or the
+ * encoder's error.
+ */
+static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
+		    uint64_t now)
+{
+	if (qi == DNP_DIR_LOCAL) {
+		int rc = deliver(e, h, e->scratch, NULL, now);
+		if (rc == -EAGAIN)
+			return rc;
+		e->st.pkts_injected++;
+		e->st.pkts_delivered++;
+		return 0;
+	}
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(h->len));
+	h->vc = vc;
+	h->hops = 1;
+	int n = dnp_pkt_encode(h, e->scratch, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = *h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->hops_tx = 1;
+	link_enqueue(e, qi, vc, p, now);
+	e->st.pkts_injected++;
+	return 0;
+}
+
+/* Takes the head command off queue qi and ends it with err. */
+static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err)
 {
 	inj_pop(e, qi);
-	if (s->internal && err)
-		(void)send_cmpl(e, s->dst, s->c.dst_port, s->msg_id, err, now);
 	complete(e, s, err);
 	return true;
 }
 
-/* Puts the next packet's payload in e->scratch: a GET descriptor, or application data. */
-static int load_payload(struct dnp_engine *e, const struct slot *s, uint32_t len, bool is_getreq)
+/* Puts the next packet's payload of command s in e->scratch. */
+static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len)
 {
-	if (is_getreq) {
+	if (s->c.op == DNP_OP_GET) {
 		uint64_t va = htole64(s->c.local_va);
 		uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
 
@@ -812,9 +914,10 @@ static int load_payload(struct dnp_engine *e, const struct slot *s, uint32_t len
 		memcpy(e->scratch + 12, &l, 4);
 		return 0;
 	}
-	return read_segment(e, s, len);
+	return read_local(e, s->port, s->c.local_va + s->offset, len);
 }
 
+/* One packet of the command at the head of injection queue qi. */
 static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 {
 	if (e->qhead[qi] == NO_SLOT)
@@ -822,69 +925,76 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct slot *s = &e->slots[e->qhead[qi]];
 
 	if (s->offset == UINT64_MAX) /* failed while queued */
-		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3, now);
-	if (s->orphan && !s->internal)
-		return inj_abort(e, qi, s, -ECONNRESET, now);
+		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
+	if (s->orphan)
+		return inj_abort(e, qi, s, -ECONNRESET);
+	if (qi != DNP_DIR_LOCAL && !link_usable(e, qi))
+		return inj_abort(e, qi, s, -ENOLINK);
 
-	struct dnp_pkt_hdr h;
+	bool is_getreq = s->c.op == DNP_OP_GET;
 	uint64_t remaining = s->c.len - s->offset;
-	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
-	bool is_getreq = s->c.op == DNP_OP_GET && !s->internal;
+	uint32_t len = is_getreq ? DNP_GET_DESC_BYTES
+				 : remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	struct dnp_pkt_hdr h;
+	uint8_t vc;
 
-	if (is_getreq)
-		len = DNP_GET_DESC_BYTES;
-	build_hdr(e, s, len, &h, now);
-
-	if (qi == DNP_DIR_LOCAL) {
-		/* Loopback: the node is its own destination, no link involved. */
-		struct evq *q = h.dst_port < e->c.max_ports ? &e->ports[h.dst_port] : NULL;
-		if ((h.flags & DNP_PKT_F_LAST) && q && q->open && !evq_room(e, q) && !is_getreq)
-			return false;
-		if (load_payload(e, s, len, is_getreq) < 0)
-			return inj_abort(e, qi, s, -EFAULT, now);
-		if (deliver(e, &h, e->scratch, now) == -EAGAIN)
-			return false;
-		e->st.pkts_injected++;
-		e->st.pkts_delivered++;
-		if (s->offset == UINT64_MAX) /* completed (or failed) by its own delivery */
-			return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3, now);
-	} else {
-		if (!link_usable(e, qi))
-			return inj_abort(e, qi, s, -ENOLINK, now);
-		struct xlink *x = &e->links[qi];
-		struct dnp_hop hop;
-		uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
-		if (dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop) < 0 ||
-		    hop.dir != qi)
-			hop.vc = 0; /* overrides changed since submit: keep the queue's link */
-		/* Credit and a buffer first, so memory is read only for a packet that can leave. */
-		if (!pool_has(e, flen) || dnp_link_window_full(x->l) ||
-		    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
-			return false;
-		if (load_payload(e, s, len, is_getreq) < 0)
-			return inj_abort(e, qi, s, -EFAULT, now);
-		struct pkt *p = pkt_get(e, flen);
-		h.vc = hop.vc;
-		h.hops = 1;
-		int n = dnp_pkt_encode(&h, e->scratch, p->frame, DNP_MAX_FRAME);
-		if (n < 0) { /* cannot happen for a checked command; fail it loudly */
-			pkt_put(e, p);
-			return inj_abort(e, qi, s, n, now);
-		}
-		p->h = h;
-		p->flen = (uint32_t)n;
-		p->words = (uint32_t)n / DNP_WORD_BYTES;
-		p->in_dir = DNP_DIR_LOCAL;
-		p->hops_tx = 1;
-		link_enqueue(e, qi, hop.vc, p, now);
-		e->st.pkts_injected++;
-	}
+	if (!out_ready(e, qi, s->dst, len, &vc))
+		return false;
+	if (load_cmd_payload(e, s, len) < 0)
+		return inj_abort(e, qi, s, -EFAULT);
+	build_cmd_hdr(e, s, len, &h, now);
+	int rc = out_send(e, qi, &h, vc, now);
+	if (rc == -EAGAIN)
+		return false;
+	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
+		return inj_abort(e, qi, s, rc);
+	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
+		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
 	s->offset += is_getreq ? s->c.len : len;
-	if (s->offset >= s->c.len || is_getreq) {
-		inj_pop(e, qi);
-		/* GET responders are done once every response left; others wait for CMPL */
-		if (s->internal)
-			slot_free(e, s);
+	if (s->offset >= s->c.len || is_getreq)
+		inj_pop(e, qi); /* it now waits for its completion report */
+	return true;
+}
+
+/* Ends the responder job at the head of resp[qi], telling the requester err. */
+static bool resp_abort(struct dnp_engine *e, unsigned qi, int err, uint64_t now)
+{
+	struct pkt *job = q_pop(&e->resp[qi]);
+
+	(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, err, now);
+	pkt_put(e, job);
+	return true;
+}
+
+/* One packet of the GET response at the head of resp[qi]. */
+static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
+{
+	struct pkt *job = e->resp[qi].head;
+
+	if (!job)
+		return false;
+	if (qi != DNP_DIR_LOCAL && !link_usable(e, qi))
+		return resp_abort(e, qi, -ENOLINK, now);
+
+	uint64_t remaining = job->job_len - job->job_off;
+	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	struct dnp_pkt_hdr h;
+	uint8_t vc;
+
+	if (!out_ready(e, qi, job->h.src, len, &vc))
+		return false;
+	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len) < 0)
+		return resp_abort(e, qi, -EFAULT, now);
+	build_resp_hdr(e, job, len, &h, now);
+	int rc = out_send(e, qi, &h, vc, now);
+	if (rc == -EAGAIN)
+		return false;
+	if (rc < 0)
+		return resp_abort(e, qi, rc, now);
+	job->job_off += len;
+	if (job->job_off >= job->job_len) {
+		q_pop(&e->resp[qi]);
+		pkt_put(e, job);
 	}
 	return true;
 }
@@ -893,9 +1003,13 @@ static bool inject(struct dnp_engine *e, uint64_t now)
 {
 	bool progress = false;
 
-	for (unsigned qi = 0; qi < NIN; qi++)
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		/* GET responses first: a requester is waiting on them */
+		for (unsigned k = 0; k < 64 && respond_one(e, qi, now); k++)
+			progress = true;
 		for (unsigned k = 0; k < 64 && inject_one(e, qi, now); k++)
 			progress = true;
+	}
 	return progress;
 }
 
@@ -1006,7 +1120,7 @@ static void check_timeouts(struct dnp_engine *e, uint64_t now)
 	e->next_timeout_check = now + e->c.cmd_timeout / 4 + 1;
 	for (uint32_t i = 0; i < e->c.max_commands; i++) {
 		struct slot *s = &e->slots[i];
-		if (s->state == SLOT_ACTIVE && !s->internal && now - s->t_submit > e->c.cmd_timeout)
+		if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
 			fail_cmd(e, s, -ETIMEDOUT);
 	}
 }
@@ -1169,7 +1283,7 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 			e->sends[i].active = false;
 	for (uint32_t i = 0; i < e->c.max_commands; i++) {
 		struct slot *s = &e->slots[i];
-		if (s->state != SLOT_ACTIVE || s->internal || s->port != port)
+		if (s->state != SLOT_ACTIVE || s->port != port)
 			continue;
 		s->orphan = 1;
 		if (!s->injecting)

@@ -370,6 +370,54 @@ static void test_engine_prompt_credits_stream(void **state)
 	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
 }
 
+/*
+ * Two nodes fill their command tables with GETs from each other: the slots
+ * kept for responders let every GET finish instead of both waiting for ever.
+ */
+static void test_engine_mutual_get_storm(void **state)
+{
+	setup_nodes(2);
+	uint32_t src_key[2], dst_key[2];
+	unsigned issued[2] = { 0, 0 }, done[2] = { 0, 0 };
+
+	for (unsigned n = 0; n < 2; n++) {
+		fill(nodes[n].mem[0], 65536, n + 1);
+		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE, 65536, DNP_BUF_GET_SOURCE,
+						     0, &src_key[n]), 0);
+		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE + 0x100000, 65536,
+						     DNP_BUF_PUT_TARGET, 0, &dst_key[n]), 0);
+	}
+	for (unsigned n = 0; n < 2; n++) {
+		for (;;) {
+			unsigned i = issued[n];
+			struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = (uint8_t)(1 - n),
+					     .remote_va = BASE + (i % 1024) * 64,
+					     .remote_key = src_key[1 - n], .len = 64,
+					     .local_va = BASE + 0x100000 + (i % 1024) * 64,
+					     .local_key = dst_key[n], .cookie = i };
+			if (dnp_engine_submit(nodes[n].e, 0, &c, now) == -EAGAIN)
+				break;
+			issued[n]++;
+		}
+		assert_true(issued[n] > 500);
+	}
+	for (unsigned step = 0; step < 200000 && (done[0] < issued[0] || done[1] < issued[1]);
+	     step++) {
+		struct dnp_event ev[64];
+		pump(1);
+		for (unsigned n = 0; n < 2; n++) {
+			unsigned k = dnp_engine_poll_events(nodes[n].e, 0, ev, 64);
+			for (unsigned j = 0; j < k; j++) {
+				assert_int_equal(ev[j].type, DNP_EV_GET_DONE);
+				done[n]++;
+			}
+		}
+	}
+	assert_int_equal(done[0], issued[0]);
+	assert_int_equal(done[1], issued[1]);
+	assert_memory_equal(nodes[0].mem[0] + 0x100000, nodes[1].mem[0], 65536);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +431,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),
+		cmocka_unit_test_teardown(test_engine_mutual_get_storm, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
