@@ -144,7 +144,7 @@ void dnp_engine_conf_default(struct dnp_engine_conf *c)
 	c->max_ports = 8;
 	c->max_commands = 1024;
 	c->event_queue = 4096;
-	c->max_sends = 64;
+	c->max_sends = 256;
 	c->key_seed = 0x5eed;
 }
 
@@ -539,8 +539,15 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 			}
 			if (!last) {
 				a = send_new(e);
-				if (!a)
-					return -EAGAIN;
+				if (!a) {
+					/*
+					 * Too many multi-packet SENDs arriving at once.
+					 * Waiting here would block this input FIFO behind
+					 * messages whose rest may sit in it: refuse instead.
+					 */
+					rc = -EBUSY;
+					goto fail;
+				}
 				*a = (struct sendasm){ .active = true, .src = h->src,
 						       .src_port = h->src_port,
 						       .dst_port = h->dst_port, .msg_id = h->msg_id,

@@ -21,7 +21,8 @@
  * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
  * errno (-ENOENT no buffer, -ERANGE out of bounds, -EACCES bad key, -EPERM
  * wrong buffer kind, -ECONNREFUSED port not open, -EMSGSIZE SEND larger than
- * the buffer, -ENOBUFS no SEND buffer posted, -EHOSTUNREACH outside the torus,
+ * the buffer, -ENOBUFS no SEND buffer posted, -EBUSY more than max_sends
+ * multi-packet SENDs arriving at the node at once, -EHOSTUNREACH outside the torus,
  * -ENOLINK a link on the path broke, -ETIMEDOUT cmd_timeout, -EINVAL bad command).
  *
  * Memory: everything is allocated by dnp_engine_create; the per-packet path
@@ -66,7 +67,7 @@ struct dnp_engine_conf {
 	uint32_t max_ports;        /* 1..256 */
 	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
 	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
-	uint32_t max_sends;        /* SEND messages being reassembled at once, >= 1 */
+	uint32_t max_sends;        /* multi-packet SENDs being received at once, >= 1 */
 	uint64_t cmd_timeout;      /* 0 = none */
 	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
