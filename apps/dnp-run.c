@@ -2,8 +2,8 @@
 /*
  * dnp-run — runs a program on every node of a SoftDNP torus on this machine.
  *
- *   dnp-run --torus XxYxZ [--transport shm|udp] [--dnpd PATH] [--timeout SEC]
- *           [--keep-going] -- PROGRAM ARGS...
+ *   dnp-run --torus XxYxZ [--transport shm|udp|dpdk] [--netns] [--testbed PREFIX]
+ *           [--dnpd PATH] [--timeout SEC] [--keep-going] -- PROGRAM ARGS...
  *
  * It creates a run directory, starts one dnpd per node, waits until every
  * daemon has announced that its links are up (DIR/node-<id>.up), then starts
@@ -15,6 +15,16 @@
  * run directory. Exit status: 0 if every program exited 0 and every daemon
  * lived until the end; 1 otherwise; 2 on bad usage.
  *
+ * Network namespaces (--transport dpdk, or --netns with udp; root only): the
+ * torus is built with tests/testbed/netns.sh (one namespace PREFIX-<id> per
+ * node, one veth pair per link), each daemon and each program runs inside its
+ * node's namespace (ip netns exec), the daemon's [links] come from
+ * "netns.sh ini", and the testbed is removed at the end (netns.sh down, which
+ * also removes /var/run/dpdk/rte). --testbed PREFIX uses a testbed that
+ * already exists (made by "netns.sh up", with NETNS_IPV4=1 for udp) and
+ * leaves it in place. The run directory is in /dev/shm, which all
+ * namespaces share (sockets, doorbells, logs).
+ *
  * Single-threaded: one poll() loop over the output pipes and a signalfd.
  */
 #include <errno.h>
@@ -24,6 +34,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -71,11 +82,19 @@ struct node {
 struct run {
 	unsigned dim[3], n;
 	const char *transport, *idle, *dnpd;
+	bool netns;          /* daemons and programs in the testbed's namespaces */
+	bool ns_made;        /* we ran "netns.sh up": run "down" at the end */
+	const char *testbed, *testbed_dir, *eal;
+	char ns_prefix[64];
+	char topo_dir[PATH_MAX];
+	char netns_sh[PATH_MAX + 64];
+	char ip_path[PATH_MAX + 64];
 	const char *extra[MAX_EXTRA];
 	unsigned nextra;
 	int udp_base;
 	unsigned timeout_s, up_timeout_s;
-	bool keep_going, keep_dir, verbose;
+	bool keep_going, keep_dir, verbose, pin;
+	cpu_set_t cpus;      /* dnp-run's own affinity (--pin hands these out) */
 	char dir[PATH_MAX];
 	char selfdir[PATH_MAX];
 	char dnpd_path[PATH_MAX + 64];
@@ -116,7 +135,17 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --torus XxYxZ [options] -- PROGRAM [ARGS...]\n"
 		"  --torus XxYxZ         torus dimensions (e.g. 2x2x2)\n"
-		"  --transport shm|udp   link transport of the daemons (default shm)\n"
+		"  --transport shm|udp|dpdk  link transport of the daemons (default shm); dpdk\n"
+		"                        runs every node in its own network namespace (root)\n"
+		"  --netns               udp: the same namespace torus, UDP over its veths\n"
+		"  --testbed PREFIX      use the existing testbed PREFIX-<id> (netns.sh up ...\n"
+		"                        PREFIX [DIR]) instead of building one; kept at the end\n"
+		"  --testbed-dir DIR     where its PREFIX.topo is (default /tmp)\n"
+		"  --netns-sh PATH       the testbed script (default $DNP_NETNS_SH, else the\n"
+		"                        source tree's tests/testbed/netns.sh)\n"
+		"  --eal \"ARGS\"          dpdk: EAL arguments for every dnpd (dnpd --eal)\n"
+		"  --pin                 node i's daemon and program share one CPU, the\n"
+		"                        (i mod n)-th of the n CPUs dnp-run may use\n"
 		"  --dnpd PATH           daemon binary (default $DNPD, else the build tree's\n"
 		"                        ../dnp-core/dnpd/dnpd, else dnpd next to dnp-run or in $PATH)\n"
 		"  --timeout SEC         fail if the programs run longer (default 300, 0 = none)\n"
@@ -156,17 +185,23 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "dnpd-arg", required_argument, NULL, 'a' },
 		{ "keep-dir", no_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "netns", no_argument, NULL, 'N' },
+		{ "testbed", required_argument, NULL, 'B' },
+		{ "testbed-dir", required_argument, NULL, 'D' },
+		{ "netns-sh", required_argument, NULL, 'S' },
+		{ "eal", required_argument, NULL, 'E' },
+		{ "pin", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_torus = false;
+	bool have_torus = false, have_up = false;
 	int c;
 
 	r->transport = "shm";
 	r->timeout_s = 300;
 	r->up_timeout_s = 20;
 	r->udp_base = -1;
-	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:Kvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:Ph", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_torus(optarg, r->dim) < 0) {
@@ -186,6 +221,26 @@ static int parse_args(int argc, char **argv, struct run *r)
 			break;
 		case 'u':
 			r->up_timeout_s = (unsigned)strtoul(optarg, NULL, 10);
+			have_up = true;
+			break;
+		case 'N':
+			r->netns = true;
+			break;
+		case 'B':
+			r->testbed = optarg;
+			r->netns = true;
+			break;
+		case 'D':
+			r->testbed_dir = optarg;
+			break;
+		case 'S':
+			snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", optarg);
+			break;
+		case 'E':
+			r->eal = optarg;
+			break;
+		case 'P':
+			r->pin = true;
 			break;
 		case 'k':
 			r->keep_going = true;
@@ -224,6 +279,19 @@ static int parse_args(int argc, char **argv, struct run *r)
 	}
 	r->argv = &argv[optind];
 	r->n = r->dim[0] * r->dim[1] * r->dim[2];
+	if (!strcmp(r->transport, "dpdk"))
+		r->netns = true;
+	if (r->netns && strcmp(r->transport, "dpdk") && strcmp(r->transport, "udp")) {
+		msg("--netns/--testbed work with --transport dpdk or udp, not '%s'", r->transport);
+		return -EINVAL;
+	}
+	if (r->testbed && (!*r->testbed || strlen(r->testbed) >= sizeof(r->ns_prefix))) {
+		msg("bad --testbed '%s'", r->testbed);
+		return -EINVAL;
+	}
+	/* Eight EAL start-ups (0.2-0.35 s of CPU each) share two cores. */
+	if (r->netns && !have_up)
+		r->up_timeout_s = 60;
 	if (r->n > MAX_NODES) {
 		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
 		return -EINVAL;
@@ -293,6 +361,24 @@ static int resolve_paths(struct run *r)
 		return -ENOENT;
 	}
 
+	if (r->netns) {
+		if (!r->netns_sh[0] && getenv("DNP_NETNS_SH") && *getenv("DNP_NETNS_SH"))
+			snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", getenv("DNP_NETNS_SH"));
+		if (!r->netns_sh[0])
+			snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", DNP_NETNS_SH_DEFAULT);
+		if (!is_exec(r->netns_sh) && !r->testbed) {
+			msg("testbed script '%s' is not executable (use --netns-sh or $DNP_NETNS_SH)",
+			    r->netns_sh);
+			return -ENOENT;
+		}
+		if (!find_in_path("ip", r->ip_path, sizeof(r->ip_path)) &&
+		    !is_exec(strcpy(r->ip_path, "/usr/sbin/ip")) &&
+		    !is_exec(strcpy(r->ip_path, "/sbin/ip"))) {
+			msg("'ip' (iproute2) not found: network namespaces need it");
+			return -ENOENT;
+		}
+	}
+
 	if (strchr(prog, '/')) {
 		snprintf(r->prog_path, sizeof(r->prog_path), "%s", prog);
 		if (is_exec(r->prog_path))
@@ -315,8 +401,11 @@ static int make_run_dir(struct run *r)
 	const char *base = getenv("XDG_RUNTIME_DIR");
 	struct stat st;
 
-	/* Prefer a tmpfs: the daemons may keep shared-memory files next to their sockets. */
-	if (!base || !*base || stat(base, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	/*
+	 * Prefer a tmpfs: the daemons may keep shared-memory files next to their
+	 * sockets. Namespaced nodes: /dev/shm, the same for every namespace.
+	 */
+	if (r->netns || !base || !*base || stat(base, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		base = "/dev/shm";
 		if (stat(base, &st) < 0 || !S_ISDIR(st.st_mode) || access(base, W_OK) < 0)
 			base = "/tmp";
@@ -400,17 +489,188 @@ static int spawn_attr(posix_spawnattr_t *at)
 					    POSIX_SPAWN_SETPGROUP);
 }
 
+/* Runs argv to completion (stdout to out_path if not NULL); returns its exit status or -errno. */
+static int run_wait(struct run *r, const char *const *argv, const char *out_path, char **env)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	int e, status;
+	pid_t pid;
+
+	spawn_attr(&at);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out_path)
+		posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC,
+						 0644);
+	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, env ? env : environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (e) {
+		msg("cannot start %s: %s", argv[0], strerror(e));
+		return -e;
+	}
+	/* SIGCHLD is blocked (signalfd): this wait is the only reaper of pid. */
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * Builds the namespace torus (or checks the --testbed one) and writes each
+ * daemon's [links] section to DIR/node-<id>.ini.
+ */
+static int testbed_up(struct run *r)
+{
+	char torus[64], id_s[16], ini[PATH_MAX + 32], topo[PATH_MAX + 80], line[128];
+	const char *argv[8];
+	unsigned id, dx, dy, dz;
+	FILE *f;
+	int st;
+
+	if (geteuid() != 0) {
+		msg("--transport %s%s needs root (network namespaces, veth, packet sockets)",
+		    r->transport, strcmp(r->transport, "dpdk") ? " --netns" : "");
+		return -EPERM;
+	}
+	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
+	if (r->testbed) {
+		snprintf(r->ns_prefix, sizeof(r->ns_prefix), "%s", r->testbed);
+		snprintf(r->topo_dir, sizeof(r->topo_dir), "%s",
+			 r->testbed_dir ? r->testbed_dir : "/tmp");
+	} else {
+		char **env;
+		unsigned j, k = 0;
+
+		/* Letters and digits only (netns.sh); unique per dnp-run on this machine. */
+		snprintf(r->ns_prefix, sizeof(r->ns_prefix), "dnprun%d", (int)getpid());
+		snprintf(r->topo_dir, sizeof(r->topo_dir), "%s", r->dir);
+		snprintf(ini, sizeof(ini), "%s/netns-up.log", r->dir);
+		for (j = 0; environ[j]; j++)
+			;
+		env = calloc(j + 2, sizeof(*env));
+		if (!env)
+			return -ENOMEM;
+		for (j = 0; environ[j]; j++)
+			if (strncmp(environ[j], "NETNS_IPV4=", 11))
+				env[k++] = environ[j];
+		/* udp needs addresses on the veths; dpdk wants them silent. */
+		env[k++] = !strcmp(r->transport, "udp") ? "NETNS_IPV4=1" : "NETNS_IPV4=0";
+		argv[0] = r->netns_sh;
+		argv[1] = "up";
+		argv[2] = torus;
+		argv[3] = r->ns_prefix;
+		argv[4] = r->topo_dir;
+		argv[5] = NULL;
+		r->ns_made = true; /* "down" is harmless even if "up" cleaned up itself */
+		st = run_wait(r, argv, ini, env);
+		free(env);
+		if (st) {
+			msg("%s up %s %s failed (status %d)", r->netns_sh, torus, r->ns_prefix, st);
+			return -EIO;
+		}
+	}
+	snprintf(topo, sizeof(topo), "%s/%s.topo", r->topo_dir, r->ns_prefix);
+	f = fopen(topo, "r");
+	if (!f) {
+		msg("testbed %s: cannot read %s: %s", r->ns_prefix, topo, strerror(errno));
+		return -ENOENT;
+	}
+	st = -EINVAL;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "# dims %u %u %u", &dx, &dy, &dz) == 3) {
+			st = dx == r->dim[0] && dy == r->dim[1] && dz == r->dim[2] ? 0 : -EINVAL;
+			break;
+		}
+	fclose(f);
+	if (st) {
+		msg("testbed %s is not a %s torus (%s)", r->ns_prefix, torus, topo);
+		return st;
+	}
+	for (id = 0; id < r->n; id++) {
+		snprintf(id_s, sizeof(id_s), "%u", id);
+		snprintf(ini, sizeof(ini), "%s/node-%u.ini", r->dir, id);
+		argv[0] = r->netns_sh;
+		argv[1] = "ini";
+		argv[2] = r->ns_prefix;
+		argv[3] = id_s;
+		argv[4] = r->topo_dir;
+		argv[5] = r->transport;
+		argv[6] = NULL;
+		st = run_wait(r, argv, ini, NULL);
+		if (st) {
+			msg("%s ini %s %u failed (status %d)", r->netns_sh, r->ns_prefix, id, st);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+static void testbed_down(struct run *r)
+{
+	const char *argv[] = { r->netns_sh, "down", r->ns_prefix, r->topo_dir, NULL };
+
+	if (!r->ns_made)
+		return;
+	if (run_wait(r, argv, NULL, NULL))
+		msg("%s down %s failed: remove the namespaces %s-* by hand", r->netns_sh,
+		    r->ns_prefix, r->ns_prefix);
+	r->ns_made = false;
+}
+
+/*
+ * --pin: children inherit the affinity of dnp-run at spawn time, so set ours
+ * to node id's CPU just before (restore_affinity afterwards). The daemon
+ * keeps it (dnp_dpdk_eal_init gives back what the EAL took).
+ */
+static void pin_for(const struct run *r, unsigned id)
+{
+	unsigned n = (unsigned)CPU_COUNT(&r->cpus), k, c;
+	cpu_set_t one;
+
+	if (!r->pin || n == 0)
+		return;
+	k = id % n;
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &r->cpus) && k-- == 0)
+			break;
+	CPU_ZERO(&one);
+	CPU_SET(c, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+static void restore_affinity(const struct run *r)
+{
+	if (r->pin)
+		sched_setaffinity(0, sizeof(r->cpus), &r->cpus);
+}
+
+/* "ip netns exec PREFIX-<id>" in front of a command line; returns the words added. */
+static unsigned netns_prefix(const struct run *r, unsigned id, const char **argv, char *ns,
+			     size_t len)
+{
+	if (!r->netns)
+		return 0;
+	snprintf(ns, len, "%s-%u", r->ns_prefix, id);
+	argv[0] = r->ip_path;
+	argv[1] = "netns";
+	argv[2] = "exec";
+	argv[3] = ns;
+	return 4;
+}
+
 static int start_daemons(struct run *r)
 {
-	char torus[64], coord[48], port[16], log[PATH_MAX + 32];
-	const char *argv[24 + MAX_EXTRA];
+	char torus[64], coord[48], port[16], log[PATH_MAX + 32], ns[96], ini[PATH_MAX + 32];
+	const char *argv[32 + MAX_EXTRA];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	unsigned id, k, i;
 	int e;
 
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
-	if (!strcmp(r->transport, "udp") && r->udp_base < 0)
+	if (!strcmp(r->transport, "udp") && r->udp_base < 0 && !r->netns)
 		r->udp_base = pick_udp_base(r->n * 8 > 64 ? r->n * 8 : 64);
 	spawn_attr(&at);
 	for (id = 0; id < r->n; id++) {
@@ -418,7 +678,8 @@ static int start_daemons(struct run *r)
 
 		snprintf(coord, sizeof(coord), "%u,%u,%u", nd->x, nd->y, nd->z);
 		snprintf(log, sizeof(log), "%s/dnpd-%u.log", r->dir, id);
-		k = 0;
+		/* ip netns exec execs dnpd itself: the PID we get is the daemon's. */
+		k = netns_prefix(r, id, argv, ns, sizeof(ns));
 		argv[k++] = r->dnpd_path;
 		argv[k++] = "--torus";
 		argv[k++] = torus;
@@ -437,6 +698,15 @@ static int start_daemons(struct run *r)
 			argv[k++] = "--idle";
 			argv[k++] = r->idle;
 		}
+		if (r->netns) {
+			snprintf(ini, sizeof(ini), "%s/node-%u.ini", r->dir, id);
+			argv[k++] = "--config";
+			argv[k++] = ini;
+		}
+		if (r->eal) {
+			argv[k++] = "--eal";
+			argv[k++] = r->eal;
+		}
 		for (i = 0; i < r->nextra; i++)
 			argv[k++] = r->extra[i];
 		argv[k] = NULL;
@@ -444,7 +714,9 @@ static int start_daemons(struct run *r)
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
-		e = posix_spawn(&nd->dpid, r->dnpd_path, &fa, &at, (char *const *)argv, environ);
+		pin_for(r, id);
+		e = posix_spawn(&nd->dpid, argv[0], &fa, &at, (char *const *)argv, environ);
+		restore_affinity(r);
 		posix_spawn_file_actions_destroy(&fa);
 		if (e) {
 			nd->dpid = 0;
@@ -635,15 +907,22 @@ static int start_apps(struct run *r)
 	char val[PATH_MAX + 32], torus[64];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	unsigned nenv = 0, base, id, j;
+	unsigned nenv = 0, base, id, j, argc, k;
 	int p[2][2], e;
-	char **env;
+	const char **argv;
+	char **env, ns[96];
 
+	for (argc = 0; r->argv[argc]; argc++)
+		;
+	argv = calloc(argc + 8, sizeof(*argv));
 	for (j = 0; environ[j]; j++)
 		;
 	env = calloc(j + 8, sizeof(*env));
-	if (!env)
+	if (!env || !argv) {
+		free(env);
+		free(argv);
 		return -ENOMEM;
+	}
 	for (j = 0; environ[j]; j++)
 		if (!env_ours(environ[j]))
 			env[nenv++] = environ[j];
@@ -679,7 +958,14 @@ static int start_apps(struct run *r)
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 		posix_spawn_file_actions_adddup2(&fa, p[0][1], 1);
 		posix_spawn_file_actions_adddup2(&fa, p[1][1], 2);
-		e = posix_spawn(&nd->apid, r->prog_path, &fa, &at, r->argv, env);
+		/* Inside the node's namespace when there is one (ip netns exec execs it). */
+		k = netns_prefix(r, id, argv, ns, sizeof(ns));
+		argv[k++] = r->prog_path;
+		for (j = 1; j <= argc; j++)
+			argv[k++] = r->argv[j];
+		pin_for(r, id);
+		e = posix_spawn(&nd->apid, argv[0], &fa, &at, (char *const *)argv, env);
+		restore_affinity(r);
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[0][1]);
 		close(p[1][1]);
@@ -704,6 +990,7 @@ out:
 	for (j = base; j < base + 6; j++)
 		free(env[j]);
 	free(env);
+	free(argv);
 	posix_spawnattr_destroy(&at);
 	return -e;
 }
@@ -921,10 +1208,12 @@ static void teardown(struct run *r)
 
 static void summary(const struct run *r)
 {
-	unsigned id, ok = 0;
+	unsigned id, ok = 0, started = 0;
 	char how[96];
 
-	for (id = 0; id < r->n; id++) {
+	for (id = 0; id < r->n; id++)
+		started += r->nodes[id].astarted;
+	for (id = 0; id < r->n && started; id++) {
 		const struct node *nd = &r->nodes[id];
 
 		if (nd->aexited && WIFEXITED(nd->astatus) && WEXITSTATUS(nd->astatus) == 0) {
@@ -952,10 +1241,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp"))
+	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp") &&
+	    strcmp(r->transport, "dpdk"))
 		msg("note: transport '%s' passed to dnpd as is", r->transport);
 	if (resolve_paths(r) < 0)
 		return 1;
+	if (r->pin && sched_getaffinity(0, sizeof(r->cpus), &r->cpus) < 0) {
+		msg("--pin: sched_getaffinity: %s", strerror(errno));
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -988,7 +1282,14 @@ int main(int argc, char **argv)
 	}
 	if (make_run_dir(r) < 0)
 		return 1;
-	e = start_daemons(r);
+	e = r->netns ? testbed_up(r) : 0;
+	if (e == 0) {
+		read_signals(r); /* a ^C during the testbed's set-up */
+		if (r->interrupted)
+			e = -EINTR;
+	}
+	if (e == 0)
+		e = start_daemons(r);
 	if (e == 0)
 		e = wait_up(r);
 	if (e == 0 && !r->failed)
@@ -999,6 +1300,7 @@ int main(int argc, char **argv)
 		abort_apps(r, NULL);
 	main_loop(r);
 	teardown(r);
+	testbed_down(r);
 	if (r->failed || r->verbose)
 		dump_logs(r);
 	if (r->failed)

@@ -22,6 +22,18 @@
  *                     then completes its own transfers through the same daemon
  *   farthest          every node PUTs to its farthest node; hop counts in the
  *                     RX events (and of all-pairs SENDs) equal the torus distance
+ *   link-drill        fault drill (tests/integration/dpdk-drill.sh): A streams
+ *                     PUTs to B (window 64) while the test breaks the link
+ *                     under them; every PUT must complete exactly once, as
+ *                     TX_DONE or as an ERROR event, within DNP_APP_TIMEOUT of
+ *                     the break (nothing hangs, nothing is silently lost), and
+ *                     a PUT issued after the break must fail with an ERROR.
+ *                     Synchronised with the test by files named from
+ *                     $DNP_DRILL_FLAG: A creates FLAG once 200 PUTs completed
+ *                     (content: its DNP_SOCKET), FLAG.broken when every PUT
+ *                     has completed after the first error, then waits for the
+ *                     test's FLAG.checked (it read `dnpctl stats` meanwhile)
+ *                     and creates FLAG.done, on which B exits.
  *
  * Exit status 0 when every check passed, 1 when one failed, 2 on bad usage.
  */
@@ -587,6 +599,171 @@ static int mode_outstanding_b(struct chk *k)
 	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
 }
 
+/* ---- link-drill ------------------------------------------------------- */
+
+#define DRILL_LEN 4096u
+#define DRILL_WINDOW 64u
+#define DRILL_MAX 400000u /* PUTs; at 64 B..4 KiB each, minutes of traffic */
+#define DRILL_READY 200u
+
+static int drill_touch(const char *flag, const char *suffix, const char *content)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s", flag, suffix);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (content)
+		fputs(content, f);
+	return fclose(f) ? -errno : 0;
+}
+
+static bool drill_exists(const char *flag, const char *suffix)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s%s", flag, suffix);
+	return access(path, F_OK) == 0;
+}
+
+static int mode_drill_a(struct chk *k, const char *flag)
+{
+	struct app *a = &k->a;
+	uint8_t *src = xalloc(k, DRILL_LEN), *seen = xalloc(k, DRILL_MAX);
+	unsigned issued = 0, ok = 0, err = 0, first_err_at = 0, i;
+	int first_status = 0;
+	uint64_t rva, t_err = 0, t0;
+	struct dnp_event ev;
+	struct app_ctrl c;
+	struct app_msg m;
+	uint32_t rkey;
+	bool ready = false;
+	int r;
+
+	memset(seen, 0, DRILL_MAX);
+	app_pattern_fill(src, DRILL_LEN, a->id, k->peer_id, 0, 8);
+	memset(&c, 0, sizeof(c));
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	rva = m.c.a;
+	rkey = (uint32_t)m.c.b;
+	t0 = app_now_ns();
+	/* Stream until the first error, then stop issuing and reap every PUT. */
+	while (ok + err < issued || (!err && issued < DRILL_MAX)) {
+		if (!err && issued < DRILL_MAX && issued - ok - err < DRILL_WINDOW) {
+			r = dnp_put(a->d, src, 64 + (issued * 613u) % (DRILL_LEN - 63), k->peer,
+				    a->peer_port, rva, rkey, 100000 + issued, DNP_NONBLOCK);
+			if (r == 0) {
+				issued++;
+				continue;
+			}
+			if (r != -EAGAIN) {
+				fail(k, "put %u: %s", issued, dnp_strerror(r));
+				return r;
+			}
+		}
+		r = app_next_event(a, &ev, a->timeout_ms);
+		if (r <= 0) {
+			fail(k, "HANG: %u of %u PUTs completed (%u ok, %u errors), none for %d ms: %s",
+			     ok + err, issued, ok, err, a->timeout_ms,
+			     r ? dnp_strerror(r) : "timed out");
+			return -EIO;
+		}
+		if (ev.type != DNP_EV_TX_DONE && ev.type != DNP_EV_ERROR)
+			continue;
+		if (ev.cookie < 100000 || ev.cookie >= 100000ull + issued ||
+		    seen[ev.cookie - 100000]++) {
+			fail(k, "unexpected or duplicate completion cookie %llu",
+			     (unsigned long long)ev.cookie);
+			continue;
+		}
+		if (ev.type == DNP_EV_TX_DONE) {
+			ok++;
+		} else {
+			if (!err++) {
+				first_status = ev.status;
+				first_err_at = ok;
+				t_err = app_now_ns();
+				app_print_event(PROG, "first error", &ev);
+			}
+			if (ev.status >= 0)
+				fail(k, "ERROR event with status %d", ev.status);
+		}
+		if (!ready && ok >= DRILL_READY) {
+			ready = true;
+			if (drill_touch(flag, "", getenv("DNP_SOCKET")) < 0) {
+				fail(k, "cannot create %s", flag);
+				return -EIO;
+			}
+			printf("ok: %u PUTs completed, streaming; break the link now\n", ok);
+			fflush(stdout);
+		}
+	}
+	if (!err) {
+		fail(k, "%u PUTs, all completed: the link never broke", issued);
+		return -EIO;
+	}
+	for (i = 0; i < issued; i++)
+		if (seen[i] != 1)
+			fail(k, "PUT %u completed %u times", i, seen[i]);
+	printf("ok: %u PUTs issued, %u TX_DONE + %u ERROR = every one exactly once; first error "
+	       "(%s) after %u successes, all reaped %.1f ms later (%.1f ms of traffic)\n",
+	       issued, ok, err, dnp_strerror(first_status), first_err_at,
+	       (double)(app_now_ns() - t_err) / 1e6, (double)(t_err - t0) / 1e6);
+	/* A command issued after the break must not vanish either. */
+	r = dnp_put(a->d, src, 64, k->peer, a->peer_port, rva, rkey, 99999, 0);
+	if (r < 0)
+		printf("ok: a PUT after the break was refused at once: %s\n", dnp_strerror(r));
+	else if (app_wait_completion(a, 99999, &ev) < 0)
+		fail(k, "HANG: a PUT after the break got no completion within %d ms",
+		     a->timeout_ms);
+	else if (ev.type != DNP_EV_ERROR)
+		fail(k, "a PUT after the break completed: the link still carries data");
+	else
+		printf("ok: a PUT after the break completed with ERROR %s\n",
+		       dnp_strerror(ev.status));
+	if (drill_touch(flag, ".broken", NULL) < 0) {
+		fail(k, "cannot create %s.broken", flag);
+		return -EIO;
+	}
+	/* The test reads dnpctl stats now (the daemons must still run). */
+	for (i = 0; i < 600 && !drill_exists(flag, ".checked"); i++)
+		usleep(50000);
+	if (i == 600)
+		fail(k, "the test never created %s.checked", flag);
+	drill_touch(flag, ".done", NULL);
+	return 0;
+}
+
+static int mode_drill_b(struct chk *k, const char *flag)
+{
+	struct app *a = &k->a;
+	uint8_t *dst = xalloc(k, DRILL_LEN);
+	struct dnp_event ev;
+	struct app_ctrl c;
+	struct app_msg m;
+	unsigned rx = 0, i;
+	uint32_t key;
+
+	if (reg(k, dst, DRILL_LEN, DNP_BUF_PUT_TARGET, &key) < 0)
+		return -EIO;
+	memset(&c, 0, sizeof(c));
+	c.a = (uintptr_t)dst;
+	c.b = key;
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	/* A cannot reach us any more once the link is down: wait for its file. */
+	for (i = 0; i < 2400 && !drill_exists(flag, ".done"); i++)
+		while (app_next_event(a, &ev, 50) == 1)
+			rx += ev.type == DNP_EV_RX_PUT;
+	if (i == 2400)
+		fail(k, "no %s.done within 120 s", flag);
+	printf("ok: %u PUTs received before the break\n", rx);
+	return 0;
+}
+
 /* ---- bad-args --------------------------------------------------------- */
 
 static void expect_ret(struct chk *k, const char *what, int got, int want, int alt)
@@ -959,7 +1136,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] MODE\n"
 		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 bad-args\n"
-		   "        kill-survivor farthest (kill-victim is internal)\n"
+		   "        kill-survivor farthest link-drill (kill-victim is internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
 
@@ -1002,9 +1179,14 @@ int main(int argc, char **argv)
 		return mode_kill_victim();
 	if (strcmp(mode, "send-order") && strcmp(mode, "get") && strcmp(mode, "bad-key") &&
 	    strcmp(mode, "out-of-bounds") && strcmp(mode, "outstanding-1000") &&
-	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest")) {
+	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
+	    strcmp(mode, "link-drill")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
 		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(mode, "link-drill") && !getenv("DNP_DRILL_FLAG")) {
+		fprintf(stderr, PROG ": link-drill needs DNP_DRILL_FLAG (see the header)\n");
 		return 2;
 	}
 	if (app_open(&k.a, PROG) < 0)
@@ -1048,6 +1230,9 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_reject_a(&k, false) : mode_reject_b(&k, false);
 	else if (!strcmp(mode, "outstanding-1000"))
 		r = k.is_a ? mode_outstanding_a(&k) : mode_outstanding_b(&k);
+	else if (!strcmp(mode, "link-drill"))
+		r = k.is_a ? mode_drill_a(&k, getenv("DNP_DRILL_FLAG")) :
+			mode_drill_b(&k, getenv("DNP_DRILL_FLAG"));
 	else
 		r = k.is_a ? mode_kill_survivor_a(&k) : mode_kill_survivor_b(&k);
 out:

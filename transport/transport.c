@@ -19,6 +19,9 @@ const struct dnp_transport_ops *dnp_transport_find(const char *name)
 	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
 		if (strcmp(backends[i]->name, name) == 0)
 			return backends[i];
+	for (size_t i = 0; dnp_transport_optional[i]; i++)
+		if (strcmp(dnp_transport_optional[i]->name, name) == 0)
+			return dnp_transport_optional[i];
 	return NULL;
 }
 

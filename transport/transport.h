@@ -8,7 +8,8 @@
  *
  * Backends: "shm" (same host, SPSC rings in shared memory), "udp" (kernel UDP,
  * io_uring via liburing when available, plain non-blocking sockets
- * otherwise), later "dpdk" and "verbs".
+ * otherwise), "dpdk" (DPDK poll-mode Ethernet, transport/dpdk/dpdk.h and
+ * docs/dpdk.md; registered only when the build found DPDK), later "verbs".
  *
  * Addresses are strings whose meaning is the backend's:
  *   shm: a path of a file in /dev/shm (or any tmpfs) naming the link; both
@@ -109,7 +110,7 @@ struct dnp_transport_ops {
 extern const struct dnp_transport_ops dnp_transport_shm;
 extern const struct dnp_transport_ops dnp_transport_udp;
 
-/* Backend by name ("shm", "udp", ...) or NULL if not built in. */
+/* Backend by name ("shm", "udp", "dpdk", ...) or NULL if not built in. */
 const struct dnp_transport_ops *dnp_transport_find(const char *name);
 
 struct dnp_doorbell;

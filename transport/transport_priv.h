@@ -17,6 +17,13 @@
  */
 bool dnp_transport_opt(const char *options, const char *key, char *val, size_t len);
 
+/*
+ * Backends built only with their optional dependency ("dpdk"), NULL-terminated:
+ * defined by transport_reg_dpdk.c or transport_reg_none.c, whichever the build
+ * selects, so that dnp_transport_find needs no #ifdef.
+ */
+extern const struct dnp_transport_ops *const dnp_transport_optional[];
+
 /* Parses an unsigned option; returns def when absent, -EINVAL when malformed. */
 int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out);
 

@@ -49,14 +49,18 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --torus XxYxZ            torus dimensions, each 1..256\n"
 		"  --coord X,Y,Z            this node's coordinates\n"
 		"  --run-dir DIR            socket, doorbell, shm link and .up files\n"
-		"  --transport shm|udp      virtual-link backend (default shm)\n"
+		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
+		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
+		"                           \"%s\")\n"
 		"  --udp-base-port P        udp: node id, direction dir uses port\n"
 		"                           P + id*8 + dir on 127.0.0.1 (default %u)\n"
 		"  --idle adaptive|busy     adaptive (default): spin, yield, then sleep on\n"
 		"                           the doorbell; busy: never sleep\n"
 		"  --cpu N                  pin the polling thread to CPU N (and its NUMA node)\n"
 		"  --config FILE            INI topology file (torus=, coord=, transport=,\n"
-		"                           run_dir=, xp= xm= yp= ym= zp= zm= link addresses);\n"
+		"                           run_dir=, eal=, xp= xm= yp= ym= zp= zm= link\n"
+		"                           addresses \"LOCAL[,REMOTE]\"); dpdk without them:\n"
+		"                           af_packet:d<id>-<dir> (tests/testbed/netns.sh names)\n"
 		"                           command-line options override it\n"
 		"  --log-level N            0 errors, 1 warnings (default), 2 info, 3 debug\n"
 		"  --credit-period-us N     keep-alive credit period; data is credited at\n"
@@ -67,7 +71,7 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
-		prog, DNPD_UDP_BASE_DEFAULT);
+		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT);
 }
 
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -142,8 +146,10 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		return 0;
 	}
 	if (!strcmp(key, "transport"))
-		return strcmp(v, "shm") && strcmp(v, "udp") ? -EINVAL :
+		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ? -EINVAL :
 			dnpd_copy(c->transport, sizeof(c->transport), v);
+	if (!strcmp(key, "eal"))
+		return dnpd_copy(c->eal, sizeof(c->eal), v);
 	if (!strcmp(key, "udp_base_port") || !strcmp(key, "udp-base-port")) {
 		if (dnpd_parse_u64(v, 65535, &u) || u == 0)
 			return -EINVAL;
@@ -188,7 +194,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
-	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP,
+	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
 };
 
 static const struct option dnpd_opts[] = {
@@ -204,6 +210,7 @@ static const struct option dnpd_opts[] = {
 	{ "credit-period-us", required_argument, NULL, OPT_CREDIT_PERIOD },
 	{ "credit-timeout-ms", required_argument, NULL, OPT_CREDIT_TIMEOUT },
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
+	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -248,6 +255,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_CREDIT_PERIOD: key = "credit_period_us"; break;
 		case OPT_CREDIT_TIMEOUT: key = "credit_timeout_ms"; break;
 		case OPT_HEAP: key = "heap_size"; break;
+		case OPT_EAL: key = "eal"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
@@ -311,7 +319,15 @@ int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, ch
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	if (!strcmp(c->transport, "udp")) {
+	if (!strcmp(c->transport, "dpdk")) {
+		/*
+		 * The testbed's interface of this direction (tests/testbed/netns.sh:
+		 * d<id>-<dir> inside the node's namespace); with no neighbour MAC
+		 * known, remote = local: broadcast, fine on a point-to-point veth.
+		 */
+		n = snprintf(local, len, "af_packet:d%u-%s", id, dnpd_dir_keys[dir]);
+		m = snprintf(remote, len, "%s", local);
+	} else if (!strcmp(c->transport, "udp")) {
 		unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
 
 		n = snprintf(local, len, "127.0.0.1:%u", c->udp_base_port + id * 8u + dir);

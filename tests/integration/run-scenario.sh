@@ -1,8 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Runs one integration scenario: real daemons on a 2x2x2 torus via dnp-run.
-# usage: run-scenario.sh BUILD_DIR shm|udp SCENARIO
-# Exit: 0 pass, 1 fail, 77 skip (only when the daemon or the apps are not built).
+# usage: run-scenario.sh BUILD_DIR shm|udp|dpdk SCENARIO
+# dpdk: every node in its own network namespace, links on veth pairs
+# (dnp-run --transport dpdk builds and removes the testbed).
+# Exit: 0 pass, 1 fail, 77 skip (the daemon or the apps are not built; dpdk:
+# not root, or DPDK not built).
 set -u
 build=$1
 tr=$2
@@ -13,6 +16,20 @@ dnpd=$build/dnp-core/dnpd/dnpd
 if [ ! -x "$dnpd" ]; then
 	echo "SKIP: $dnpd is not built in this configuration"
 	exit 77
+fi
+if [ "$tr" = dpdk ]; then
+	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
+		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
+		exit 77
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "SKIP: dpdk scenarios need root (network namespaces, veth, packet sockets)"
+		exit 77
+	fi
+	if ! command -v ip >/dev/null 2>&1; then
+		echo "SKIP: no 'ip' (iproute2) for the namespace testbed"
+		exit 77
+	fi
 fi
 for p in "$run" "$build/apps/dnp_check"; do
 	if [ ! -x "$p" ]; then

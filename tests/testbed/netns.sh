@@ -6,8 +6,19 @@
 #
 #   netns.sh up XxYxZ PREFIX [DIR]   create; writes DIR/PREFIX.topo (DIR: /tmp)
 #   netns.sh down PREFIX [DIR]       remove what "up" created
-#   netns.sh ini PREFIX ID [DIR]     print node ID's [links] section for dnpd
-#                                    (dpdk transport: "dir = af_packet:IFNAME,PEER_MAC")
+#   netns.sh ini PREFIX ID [DIR] [dpdk|udp]
+#                                    print node ID's [links] section for dnpd
+#                                    dpdk (default): "dir = af_packet:IFNAME,PEER_MAC"
+#                                    udp: "dir = ADDR:PORT,PEER_ADDR:PORT" (needs
+#                                    NETNS_IPV4=1 at "up")
+#
+# NETNS_IPV4=1 at "up" also gives every veth pair an IPv4 /30 from the
+# benchmarking range 198.18.0.0/15 (RFC 2544): the pair created for node n's +
+# link in dimension d (d = 0..2) is number k = 3n + d, 198.18.0.0 + 4k; its +
+# end (d<n>-xp, ...) gets .1, its - end .2. dnpd's udp links then run over the
+# same veths as the dpdk ones (port NETNS_UDP_PORT, default 47000, on every
+# address). The topo lines get two more columns: own and peer address.
+# Without it no address is set, so the kernel never sends anything on the links.
 #
 # Node ids are x + X*(y + Y*z) (dnp-core/torus.h); node id lives in namespace
 # PREFIX-<id>. Directions xp xm yp ym zp zm are the torus order X+ X- Y+ Y- Z+ Z-
@@ -24,10 +35,12 @@
 set -eu
 
 MTU=${NETNS_MTU:-9000}
+IPV4=${NETNS_IPV4:-0}
+UDP_PORT=${NETNS_UDP_PORT:-47000}
 DIRS="xp xm yp ym zp zm"
 
 usage() {
-	echo "usage: $0 up XxYxZ PREFIX [DIR] | down PREFIX [DIR] | ini PREFIX ID [DIR]" >&2
+	echo "usage: $0 up XxYxZ PREFIX [DIR] | down PREFIX [DIR] | ini PREFIX ID [DIR] [dpdk|udp]" >&2
 	exit 2
 }
 
@@ -62,6 +75,12 @@ nbr() {
 	2) _z=$(( (_z + _s + DZ) % DZ )) ;;
 	esac
 	echo $(( _x + DX * (_y + DY * _z) ))
+}
+
+# IPv4 address of the +end (e=1) or -end (e=2) of pair number k (see the header).
+addr_of() {
+	_v=$(( 4 * $1 + $2 ))
+	echo "198.$(( 18 + _v / 65536 )).$(( (_v / 256) % 256 )).$(( _v % 256 ))"
 }
 
 mac_of() {
@@ -117,6 +136,31 @@ do_up() {
 	ip -batch "$batch" || { rm -f "$batch"; die "creating veth pairs failed"; }
 	rm -f "$batch"
 
+	if [ "$IPV4" = 1 ]; then
+		[ $((3 * N)) -le 32768 ] || die "NETNS_IPV4: too many nodes for 198.18.0.0/15"
+		id=0
+		while [ $id -lt $N ]; do
+			x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
+			: >"$batch"
+			for dn in 0 1 2 3 4 5; do
+				d=$((dn / 2))
+				eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
+				[ "$n" -ge 2 ] || continue
+				dname=$(echo $DIRS | cut -d' ' -f$((dn + 1)))
+				if [ $((dn % 2)) -eq 0 ]; then
+					a=$(addr_of $((3 * id + d)) 1)
+				else
+					a=$(addr_of $((3 * $(nbr $x $y $z $d -1) + d)) 2)
+				fi
+				echo "addr add $a/30 dev d$id-$dname" >>"$batch"
+			done
+			ip -n "$prefix-$id" -batch "$batch" ||
+				{ rm -f "$batch"; die "IPv4 addresses failed"; }
+			id=$((id + 1))
+		done
+		rm -f "$batch"
+	fi
+
 	id=0
 	while [ $id -lt $N ]; do
 		ip -n "$prefix-$id" link set lo up
@@ -148,7 +192,7 @@ do_up() {
 	topo=$dir/$prefix.topo.tmp
 	{
 		echo "# dims $DX $DY $DZ"
-		echo "# id dir dirnum namespace ifname mac peer_id peer_ifname peer_mac"
+		echo "# id dir dirnum namespace ifname mac peer_id peer_ifname peer_mac [ipv4 peer_ipv4]"
 		id=0
 		while [ $id -lt $N ]; do
 			x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
@@ -160,9 +204,17 @@ do_up() {
 				p=$(nbr $x $y $z $d $s)
 				dname=$(echo $DIRS | cut -d' ' -f$((dn + 1)))
 				oname=$(echo $DIRS | cut -d' ' -f$(((dn ^ 1) + 1)))
+				ips=
+				if [ "$IPV4" = 1 ]; then
+					if [ $((dn % 2)) -eq 0 ]; then
+						ips="$(addr_of $((3 * id + d)) 1) $(addr_of $((3 * id + d)) 2)"
+					else
+						ips="$(addr_of $((3 * p + d)) 2) $(addr_of $((3 * p + d)) 1)"
+					fi
+				fi
 				echo "$id $dname $dn $prefix-$id d$id-$dname" \
 				     "$(mac_of "$prefix-$id" "d$id-$dname")" \
-				     "$p d$p-$oname $(mac_of "$prefix-$p" "d$p-$oname")"
+				     "$p d$p-$oname $(mac_of "$prefix-$p" "d$p-$oname")" $ips
 			done
 			id=$((id + 1))
 		done
@@ -176,13 +228,25 @@ do_ini() {
 	topo=$3/$1.topo
 	[ -r "$topo" ] || die "no $topo"
 	echo "[links]"
-	awk -v id="$2" '!/^#/ && $1 == id { print $2 " = af_packet:" $5 "," $9 }' "$topo"
+	case ${4:-dpdk} in
+	dpdk)
+		awk -v id="$2" '!/^#/ && $1 == id { print $2 " = af_packet:" $5 "," $9 }' "$topo"
+		;;
+	udp)
+		awk -v id="$2" -v port="$UDP_PORT" '!/^#/ && $1 == id {
+			if (NF < 11) { print "no IPv4 addresses (up without NETNS_IPV4=1)" > "/dev/stderr"; exit 1 }
+			print $2 " = " $10 ":" port "," $11 ":" port }' "$topo"
+		;;
+	*)
+		usage
+		;;
+	esac
 }
 
 [ $# -ge 2 ] || usage
 if [ "$1" = ini ]; then
 	[ $# -ge 3 ] || usage
-	do_ini "$2" "$3" "${4:-/tmp}"
+	do_ini "$2" "$3" "${4:-/tmp}" "${5:-dpdk}"
 	exit 0
 fi
 [ "$(id -u)" -eq 0 ] || die "must run as root (network namespaces)"

@@ -305,9 +305,20 @@ static void test_dpdk_open_rejects_bad_conf(void **state)
 	dnp_transport_dpdk.close(t);
 }
 
+/* The build puts the backend in the registry dnpd uses (transport_reg_dpdk.c). */
+static void test_dpdk_registered_as_dpdk(void **state)
+{
+	(void)state;
+	assert_ptr_equal(dnp_transport_find("dpdk"), &dnp_transport_dpdk);
+	assert_string_equal(dnp_transport_dpdk.name, "dpdk");
+	assert_ptr_equal(dnp_transport_find("shm"), &dnp_transport_shm);
+	assert_null(dnp_transport_find("dpdk0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dpdk_registered_as_dpdk),
 		cmocka_unit_test(test_dpdk_jumbo_roundtrip_every_size),
 		cmocka_unit_test(test_dpdk_fragmented_roundtrip),
 		cmocka_unit_test(test_dpdk_small_mtu_many_fragments),
