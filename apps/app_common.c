@@ -650,3 +650,52 @@ void app_print_event(const char *prog, const char *what, const struct dnp_event 
 		ev->port, ev->hops, ev->status, ev->status ? dnp_strerror(ev->status) : "ok",
 		ev->len, (unsigned long long)ev->va, (unsigned long long)ev->cookie);
 }
+
+void app_bench_defaults(struct app_bench_opts *o, unsigned warmup)
+{
+	memset(o, 0, sizeof(*o));
+	o->warmup = warmup;
+	for (uint64_t s = 8; s <= (2u << 20); s *= 4)
+		o->sizes[o->nsizes++] = s;
+	o->sizes[o->nsizes++] = 4u << 20;
+}
+
+int app_bench_opt(struct app_bench_opts *o, int c, const char *arg)
+{
+	int r;
+
+	switch (c) {
+	case 'p':
+		if (app_parse_coords(arg, &o->peer) < 0)
+			return -EINVAL;
+		o->have_peer = true;
+		return 1;
+	case 's':
+		r = app_parse_sizes(arg, o->sizes, APP_MAX_SIZES);
+		if (r < 0)
+			return r;
+		o->nsizes = (unsigned)r;
+		return 1;
+	case 'n':
+		o->iters = (unsigned)strtoul(arg, NULL, 0);
+		return o->iters ? 1 : -EINVAL;
+	case 'w':
+		o->warmup = (unsigned)strtoul(arg, NULL, 0);
+		return 1;
+	case 'c':
+		o->csv = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+uint64_t app_bench_max_size(const struct app_bench_opts *o)
+{
+	uint64_t m = 1;
+
+	for (unsigned i = 0; i < o->nsizes; i++)
+		if (o->sizes[i] > m)
+			m = o->sizes[i];
+	return m;
+}

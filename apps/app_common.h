@@ -129,6 +129,26 @@ int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max);
 /* Size with an optional K/M/G suffix. -EINVAL. */
 int app_parse_size(const char *s, uint64_t *out);
 
+/* Options shared by the benchmark programs (dnp_pingpong, dnp_bw). */
+#define APP_MAX_SIZES 64
+struct app_bench_opts {
+	uint64_t sizes[APP_MAX_SIZES];
+	unsigned nsizes;
+	unsigned iters; /* 0: automatic per size */
+	unsigned warmup;
+	bool csv, have_peer;
+	struct dnp_coords peer;
+};
+/* Defaults: sizes 8, 32, ..., 2M, 4M; no fixed iteration count. */
+void app_bench_defaults(struct app_bench_opts *o, unsigned warmup);
+/*
+ * One shared option, by its getopt letter: p (--peer), s (--sizes),
+ * n (--iters), w (--warmup), c (--csv). Returns 1 if handled, 0 if the
+ * letter is not a shared one, -EINVAL for a bad value.
+ */
+int app_bench_opt(struct app_bench_opts *o, int c, const char *arg);
+uint64_t app_bench_max_size(const struct app_bench_opts *o);
+
 /* Statistics over n samples (sorted in place). */
 struct app_stats {
 	double min, median, p99, mean;

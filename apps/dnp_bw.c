@@ -21,18 +21,12 @@
 #include "app_common.h"
 
 #define PROG "dnp_bw"
-#define MAX_SIZES 64
 #define TAG_ADDR 1
 #define TAG_ACK 2
 
 struct bw_opts {
-	uint64_t sizes[MAX_SIZES];
-	unsigned nsizes;
-	unsigned iters; /* 0: automatic per size */
+	struct app_bench_opts b;
 	unsigned window;
-	unsigned warmup;
-	bool csv, have_peer;
-	struct dnp_coords peer;
 };
 
 static void usage(FILE *f)
@@ -57,43 +51,22 @@ static int parse_opts(int argc, char **argv, struct bw_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t s;
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
+	app_bench_defaults(&o->b, 8);
 	o->window = 32;
-	o->warmup = 8;
-	for (s = 8; s <= (2u << 20); s *= 4)
-		o->sizes[o->nsizes++] = s;
-	o->sizes[o->nsizes++] = 4u << 20;
 	while ((c = getopt_long(argc, argv, "p:s:n:W:w:ch", lo, NULL)) != -1) {
+		r = app_bench_opt(&o->b, c, optarg);
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
 		switch (c) {
-		case 'p':
-			if (app_parse_coords(optarg, &o->peer) < 0)
-				return -EINVAL;
-			o->have_peer = true;
-			break;
-		case 's':
-			r = app_parse_sizes(optarg, o->sizes, MAX_SIZES);
-			if (r < 0)
-				return r;
-			o->nsizes = (unsigned)r;
-			break;
-		case 'n':
-			o->iters = (unsigned)strtoul(optarg, NULL, 0);
-			if (!o->iters)
-				return -EINVAL;
-			break;
 		case 'W':
 			o->window = (unsigned)strtoul(optarg, NULL, 0);
 			if (!o->window)
 				return -EINVAL;
-			break;
-		case 'w':
-			o->warmup = (unsigned)strtoul(optarg, NULL, 0);
-			break;
-		case 'c':
-			o->csv = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -109,21 +82,10 @@ static unsigned iters_for(const struct bw_opts *o, uint64_t size)
 {
 	uint64_t n;
 
-	if (o->iters)
-		return o->iters;
+	if (o->b.iters)
+		return o->b.iters;
 	n = (128ull << 20) / (size ? size : 1);
 	return n > 20000 ? 20000 : n < 32 ? 32 : (unsigned)n;
-}
-
-static uint64_t max_size(const struct bw_opts *o)
-{
-	uint64_t m = 1;
-	unsigned i;
-
-	for (i = 0; i < o->nsizes; i++)
-		if (o->sizes[i] > m)
-			m = o->sizes[i];
-	return m;
 }
 
 /* One event; ERROR fails the run. Returns the event type or -errno. */
@@ -175,7 +137,7 @@ static int put_burst(struct app *a, const struct bw_opts *o, const void *src, ui
 
 static int run_tx(struct app *a, const struct bw_opts *o, struct dnp_coords peer)
 {
-	uint64_t msz = max_size(o), cookie = 0, t0, t1, rva;
+	uint64_t msz = app_bench_max_size(&o->b), cookie = 0, t0, t1, rva;
 	unsigned peer_id = app_id_of(a, peer), k, n;
 	uint8_t *sbuf = app_alloc(a, msz);
 	struct app_msg m;
@@ -194,7 +156,7 @@ static int run_tx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 	}
 	rva = m.c.a;
 	rkey = (uint32_t)m.c.b;
-	if (o->csv) {
+	if (o->b.csv) {
 		printf("bytes,iterations,MBps,msgps\n");
 	} else {
 		printf("# PUT bandwidth %u,%u,%u -> %u,%u,%u (%u hops), window %u\n", a->self.x,
@@ -202,33 +164,33 @@ static int run_tx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 		       app_distance(a, a->self, peer), o->window);
 		printf("%10s %10s %12s %12s\n", "bytes", "iterations", "MB/s", "msg/s");
 	}
-	for (k = 0; k < o->nsizes; k++) {
-		n = iters_for(o, o->sizes[k]);
-		r = put_burst(a, o, sbuf, o->sizes[k], o->warmup, peer, rva, rkey, &cookie);
+	for (k = 0; k < o->b.nsizes; k++) {
+		n = iters_for(o, o->b.sizes[k]);
+		r = put_burst(a, o, sbuf, o->b.sizes[k], o->b.warmup, peer, rva, rkey, &cookie);
 		if (r < 0)
 			return r;
 		t0 = app_now_ns();
-		r = put_burst(a, o, sbuf, o->sizes[k], n, peer, rva, rkey, &cookie);
+		r = put_burst(a, o, sbuf, o->b.sizes[k], n, peer, rva, rkey, &cookie);
 		if (r == 0)
 			r = app_ctrl_recv(a, peer_id, TAG_ACK, &m);
 		if (r < 0) {
-			fprintf(stderr, PROG ": size %llu: %s\n", (unsigned long long)o->sizes[k],
+			fprintf(stderr, PROG ": size %llu: %s\n", (unsigned long long)o->b.sizes[k],
 				dnp_strerror(r));
 			return r;
 		}
 		t1 = app_now_ns();
 		if (m.c.a != 0) {
 			fprintf(stderr, PROG ": receiver found corrupted data at size %llu\n",
-				(unsigned long long)o->sizes[k]);
+				(unsigned long long)o->b.sizes[k]);
 			return -EIO;
 		}
 		secs = (double)(t1 - t0) / 1e9;
-		if (o->csv)
-			printf("%llu,%u,%.2f,%.0f\n", (unsigned long long)o->sizes[k], n,
-			       (double)o->sizes[k] * n / secs / 1e6, n / secs);
+		if (o->b.csv)
+			printf("%llu,%u,%.2f,%.0f\n", (unsigned long long)o->b.sizes[k], n,
+			       (double)o->b.sizes[k] * n / secs / 1e6, n / secs);
 		else
-			printf("%10llu %10u %12.2f %12.0f\n", (unsigned long long)o->sizes[k], n,
-			       (double)o->sizes[k] * n / secs / 1e6, n / secs);
+			printf("%10llu %10u %12.2f %12.0f\n", (unsigned long long)o->b.sizes[k], n,
+			       (double)o->b.sizes[k] * n / secs / 1e6, n / secs);
 		fflush(stdout);
 	}
 	return 0;
@@ -236,7 +198,7 @@ static int run_tx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 
 static int run_rx(struct app *a, const struct bw_opts *o, struct dnp_coords peer)
 {
-	uint64_t msz = max_size(o);
+	uint64_t msz = app_bench_max_size(&o->b);
 	unsigned peer_id = app_id_of(a, peer), k, n, got;
 	uint8_t *rbuf = app_alloc(a, msz);
 	struct dnp_event ev;
@@ -260,8 +222,8 @@ static int run_rx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 		fprintf(stderr, PROG ": sending the buffer address: %s\n", dnp_strerror(r));
 		goto out;
 	}
-	for (k = 0; k < o->nsizes; k++) {
-		n = iters_for(o, o->sizes[k]) + o->warmup;
+	for (k = 0; k < o->b.nsizes; k++) {
+		n = iters_for(o, o->b.sizes[k]) + o->b.warmup;
 		for (got = 0; got < n;) {
 			r = next(a, &ev);
 			if (r < 0)
@@ -273,7 +235,7 @@ static int run_rx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 		c.tag = TAG_ACK;
 		c.seq = k;
 		/* a = 1 when the last message does not hold the transmitter's pattern */
-		c.a = app_pattern_check(rbuf, o->sizes[k], peer_id, a->id, msz, 2) >= 0;
+		c.a = app_pattern_check(rbuf, o->b.sizes[k], peer_id, a->id, msz, 2) >= 0;
 		r = app_ctrl_send(a, peer_id, &c);
 		if (r < 0) {
 			fprintf(stderr, PROG ": ack: %s\n", dnp_strerror(r));
@@ -304,8 +266,8 @@ int main(int argc, char **argv)
 	if (app_open(&a, PROG) < 0)
 		return 1;
 	is_tx = app_coords_eq(a.self, origin);
-	if (o.have_peer) {
-		peer = o.peer;
+	if (o.b.have_peer) {
+		peer = o.b.peer;
 	} else {
 		peer.x = 1 % a.dims.x;
 		peer.y = 0;

@@ -22,17 +22,12 @@
 #include "app_common.h"
 
 #define PROG "dnp_pingpong"
-#define MAX_SIZES 64
 #define TAG_ADDR 1
 #define TAG_DONE 2
 
 struct pp_opts {
-	uint64_t sizes[MAX_SIZES];
-	unsigned nsizes;
-	unsigned iters;  /* 0: automatic per size */
-	unsigned warmup;
-	bool csv, loopback, have_peer;
-	struct dnp_coords peer;
+	struct app_bench_opts b;
+	bool loopback;
 };
 
 static void usage(FILE *f)
@@ -58,40 +53,19 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t s;
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
-	o->warmup = 10;
-	for (s = 8; s <= (2u << 20); s *= 4)
-		o->sizes[o->nsizes++] = s;
-	o->sizes[o->nsizes++] = 4u << 20;
+	app_bench_defaults(&o->b, 10);
 	while ((c = getopt_long(argc, argv, "p:ls:n:w:ch", lo, NULL)) != -1) {
+		r = app_bench_opt(&o->b, c, optarg);
+		if (r < 0)
+			return r;
+		if (r)
+			continue;
 		switch (c) {
-		case 'p':
-			if (app_parse_coords(optarg, &o->peer) < 0)
-				return -EINVAL;
-			o->have_peer = true;
-			break;
 		case 'l':
 			o->loopback = true;
-			break;
-		case 's':
-			r = app_parse_sizes(optarg, o->sizes, MAX_SIZES);
-			if (r < 0)
-				return r;
-			o->nsizes = (unsigned)r;
-			break;
-		case 'n':
-			o->iters = (unsigned)strtoul(optarg, NULL, 0);
-			if (!o->iters)
-				return -EINVAL;
-			break;
-		case 'w':
-			o->warmup = (unsigned)strtoul(optarg, NULL, 0);
-			break;
-		case 'c':
-			o->csv = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -107,26 +81,15 @@ static unsigned iters_for(const struct pp_opts *o, uint64_t size)
 {
 	uint64_t n;
 
-	if (o->iters)
-		return o->iters;
+	if (o->b.iters)
+		return o->b.iters;
 	n = (64ull << 20) / (size ? size : 1);
 	return n > 1000 ? 1000 : n < 20 ? 20 : (unsigned)n;
 }
 
-static uint64_t max_size(const struct pp_opts *o)
-{
-	uint64_t m = 1;
-	unsigned i;
-
-	for (i = 0; i < o->nsizes; i++)
-		if (o->sizes[i] > m)
-			m = o->sizes[i];
-	return m;
-}
-
 static void print_header(const struct pp_opts *o)
 {
-	if (o->csv)
+	if (o->b.csv)
 		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
 	else
 		printf("%10s %10s %12s %12s %12s\n", "bytes", "iterations", "t_min[us]",
@@ -138,7 +101,7 @@ static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, do
 	struct app_stats st;
 
 	app_stats_compute(v, iters, &st);
-	if (o->csv)
+	if (o->b.csv)
 		printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)size, iters, st.min,
 		       st.median, st.p99);
 	else
@@ -191,7 +154,7 @@ static int drain_tx(struct app *a, uint64_t *done, uint64_t issued)
 
 static int run_loopback(struct app *a, const struct pp_opts *o)
 {
-	uint64_t msz = max_size(o), done = 0, t0, issued = 0;
+	uint64_t msz = app_bench_max_size(&o->b), done = 0, t0, issued = 0;
 	uint8_t *sbuf = app_alloc(a, msz), *rbuf = app_alloc(a, msz);
 	double *v = NULL;
 	uint32_t key;
@@ -208,20 +171,20 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
 		return r;
 	}
-	if (!o->csv)
+	if (!o->b.csv)
 		printf("# loopback PUT on node %u,%u,%u: time until TX_DONE and RX_PUT\n",
 		       a->self.x, a->self.y, a->self.z);
 	print_header(o);
-	for (k = 0; k < o->nsizes; k++) {
-		n = iters_for(o, o->sizes[k]);
+	for (k = 0; k < o->b.nsizes; k++) {
+		n = iters_for(o, o->b.sizes[k]);
 		free(v);
 		v = calloc(n, sizeof(*v));
 		if (!v)
 			return -ENOMEM;
-		for (i = 0; i < o->warmup + n; i++) {
+		for (i = 0; i < o->b.warmup + n; i++) {
 			got_tx = got_rx = false;
 			t0 = app_now_ns();
-			r = dnp_put(a->d, sbuf, o->sizes[k], a->self, a->port, (uintptr_t)rbuf, key,
+			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf, key,
 				    ++issued, 0);
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
@@ -245,16 +208,16 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 					goto out;
 				}
 			}
-			if (i >= o->warmup)
-				v[i - o->warmup] = (double)(app_now_ns() - t0) / 1000.0;
+			if (i >= o->b.warmup)
+				v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 1000.0;
 		}
-		if (app_pattern_check(rbuf, o->sizes[k], a->id, a->id, msz, 7) >= 0) {
+		if (app_pattern_check(rbuf, o->b.sizes[k], a->id, a->id, msz, 7) >= 0) {
 			fprintf(stderr, PROG ": loopback data of %llu bytes corrupted\n",
-				(unsigned long long)o->sizes[k]);
+				(unsigned long long)o->b.sizes[k]);
 			r = -EIO;
 			goto out;
 		}
-		print_row(o, o->sizes[k], n, v);
+		print_row(o, o->b.sizes[k], n, v);
 	}
 	r = 0;
 out:
@@ -266,7 +229,7 @@ out:
 
 static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coords peer, bool is_a)
 {
-	uint64_t msz = max_size(o), done = 0, issued = 0, t0, rva;
+	uint64_t msz = app_bench_max_size(&o->b), done = 0, issued = 0, t0, rva;
 	uint8_t *sbuf = app_alloc(a, msz), *rbuf = app_alloc(a, msz);
 	unsigned peer_id = app_id_of(a, peer), i, k, n;
 	struct app_ctrl c;
@@ -298,28 +261,28 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 	rva = m.c.a;
 	rkey = (uint32_t)m.c.b;
 	if (is_a) {
-		if (!o->csv)
+		if (!o->b.csv)
 			printf("# PUT ping-pong %u,%u,%u <-> %u,%u,%u (%u hops): half round trip\n",
 			       a->self.x, a->self.y, a->self.z, peer.x, peer.y, peer.z,
 			       app_distance(a, a->self, peer));
 		print_header(o);
 	}
-	for (k = 0; k < o->nsizes; k++) {
-		n = iters_for(o, o->sizes[k]);
+	for (k = 0; k < o->b.nsizes; k++) {
+		n = iters_for(o, o->b.sizes[k]);
 		free(v);
 		v = calloc(n, sizeof(*v));
 		if (!v) {
 			r = -ENOMEM;
 			goto out;
 		}
-		for (i = 0; i < o->warmup + n; i++) {
+		for (i = 0; i < o->b.warmup + n; i++) {
 			t0 = app_now_ns();
 			if (!is_a) {
 				r = wait_for(a, DNP_EV_RX_PUT, &done);
 				if (r < 0)
 					goto out;
 			}
-			r = dnp_put(a->d, sbuf, o->sizes[k], peer, a->peer_port, rva, rkey, ++issued,
+			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey, ++issued,
 				    0);
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
@@ -329,18 +292,18 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 				r = wait_for(a, DNP_EV_RX_PUT, &done);
 				if (r < 0)
 					goto out;
-				if (i >= o->warmup)
-					v[i - o->warmup] = (double)(app_now_ns() - t0) / 2000.0;
+				if (i >= o->b.warmup)
+					v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 2000.0;
 			}
 		}
 		if (is_a) {
-			if (app_pattern_check(rbuf, o->sizes[k], peer_id, a->id, msz, 1) >= 0) {
+			if (app_pattern_check(rbuf, o->b.sizes[k], peer_id, a->id, msz, 1) >= 0) {
 				fprintf(stderr, PROG ": data of %llu bytes corrupted\n",
-					(unsigned long long)o->sizes[k]);
+					(unsigned long long)o->b.sizes[k]);
 				r = -EIO;
 				goto out;
 			}
-			print_row(o, o->sizes[k], n, v);
+			print_row(o, o->b.sizes[k], n, v);
 		}
 	}
 	r = drain_tx(a, &done, issued);
@@ -382,8 +345,8 @@ int main(int argc, char **argv)
 		app_close(&a);
 		return r < 0 ? 1 : 0;
 	}
-	if (o.have_peer) {
-		peer = o.peer;
+	if (o.b.have_peer) {
+		peer = o.b.peer;
 	} else {
 		peer.x = 1 % a.dims.x;
 		peer.y = 0;
