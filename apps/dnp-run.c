@@ -2,7 +2,7 @@
 /*
  * dnp-run — runs a program on every node of a SoftDNP torus on this machine.
  *
- *   dnp-run --torus XxYxZ [--transport shm|udp|dpdk] [--netns] [--testbed PREFIX]
+ *   dnp-run --torus XxYxZ [--transport shm|udp|dpdk|memif] [--netns] [--testbed PREFIX]
  *           [--dnpd PATH] [--timeout SEC] [--keep-going] -- PROGRAM ARGS...
  *
  * It creates a run directory, starts one dnpd per node, waits until every
@@ -135,8 +135,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --torus XxYxZ [options] -- PROGRAM [ARGS...]\n"
 		"  --torus XxYxZ         torus dimensions (e.g. 2x2x2)\n"
-		"  --transport shm|udp|dpdk  link transport of the daemons (default shm); dpdk\n"
-		"                        runs every node in its own network namespace (root)\n"
+		"  --transport shm|udp|dpdk|memif  link transport of the daemons (default shm);\n"
+		"                        memif: DPDK memif ports between daemons on this host;\n"
+		"                        dpdk: every node in its own network namespace, af_packet\n"
+		"                        on veth pairs (root)\n"
 		"  --netns               udp: the same namespace torus, UDP over its veths\n"
 		"  --testbed PREFIX      use the existing testbed PREFIX-<id> (netns.sh up ...\n"
 		"                        PREFIX [DIR]) instead of building one; kept at the end\n"
@@ -688,7 +690,14 @@ static int start_daemons(struct run *r)
 		argv[k++] = "--run-dir";
 		argv[k++] = r->dir;
 		argv[k++] = "--transport";
-		argv[k++] = r->transport;
+		if (!strcmp(r->transport, "memif")) {
+			/* DPDK on this host: memif sockets between the daemons, no namespaces */
+			argv[k++] = "dpdk";
+			argv[k++] = "--dpdk-links";
+			argv[k++] = "memif";
+		} else {
+			argv[k++] = r->transport;
+		}
 		if (r->udp_base >= 0) {
 			snprintf(port, sizeof(port), "%d", r->udp_base);
 			argv[k++] = "--udp-base-port";
@@ -1242,7 +1251,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp") &&
-	    strcmp(r->transport, "dpdk"))
+	    strcmp(r->transport, "dpdk") && strcmp(r->transport, "memif"))
 		msg("note: transport '%s' passed to dnpd as is", r->transport);
 	if (resolve_paths(r) < 0)
 		return 1;

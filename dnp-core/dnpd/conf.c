@@ -52,6 +52,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
 		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
 		"                           \"%s\")\n"
+		"  --dpdk-links af_packet|memif  dpdk links without --config addresses:\n"
+		"                           af_packet (default) on the testbed's veths, or\n"
+		"                           memif between daemons of one host (sockets in DIR)\n"
 		"  --udp-base-port P        udp: node id, direction dir uses port\n"
 		"                           P + id*8 + dir on 127.0.0.1 (default %u)\n"
 		"  --idle adaptive|busy     adaptive (default): spin, yield, then sleep on\n"
@@ -150,6 +153,12 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 			dnpd_copy(c->transport, sizeof(c->transport), v);
 	if (!strcmp(key, "eal"))
 		return dnpd_copy(c->eal, sizeof(c->eal), v);
+	if (!strcmp(key, "dpdk_links") || !strcmp(key, "dpdk-links")) {
+		if (strcmp(v, "af_packet") && strcmp(v, "memif"))
+			return -EINVAL;
+		c->dpdk_memif = !strcmp(v, "memif");
+		return 0;
+	}
 	if (!strcmp(key, "udp_base_port") || !strcmp(key, "udp-base-port")) {
 		if (dnpd_parse_u64(v, 65535, &u) || u == 0)
 			return -EINVAL;
@@ -195,6 +204,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
+	OPT_DPDK_LINKS,
 };
 
 static const struct option dnpd_opts[] = {
@@ -211,6 +221,7 @@ static const struct option dnpd_opts[] = {
 	{ "credit-timeout-ms", required_argument, NULL, OPT_CREDIT_TIMEOUT },
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
 	{ "eal", required_argument, NULL, OPT_EAL },
+	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -256,6 +267,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_CREDIT_TIMEOUT: key = "credit_timeout_ms"; break;
 		case OPT_HEAP: key = "heap_size"; break;
 		case OPT_EAL: key = "eal"; break;
+		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
@@ -319,7 +331,14 @@ int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, ch
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	if (!strcmp(c->transport, "dpdk")) {
+	uint32_t a = dir % 2 == 0 ? id : pid; /* the link's - end ... */
+	uint32_t b = dir % 2 == 0 ? pid : id; /* ... and its + end */
+
+	if (!strcmp(c->transport, "dpdk") && c->dpdk_memif) {
+		/* Same-host daemons: one memif socket per link, named like the shm files. */
+		n = snprintf(local, len, "memif:%s/link-%u-%u-%u.memif", c->run_dir, a, b, dir / 2);
+		m = snprintf(remote, len, "%s", local);
+	} else if (!strcmp(c->transport, "dpdk")) {
 		/*
 		 * The testbed's interface of this direction (tests/testbed/netns.sh:
 		 * d<id>-<dir> inside the node's namespace); with no neighbour MAC
@@ -339,9 +358,6 @@ int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, ch
 		 * (N-, N). In a dimension of size 2 the two links between the
 		 * same nodes differ by the order of the ids.
 		 */
-		uint32_t a = dir % 2 == 0 ? id : pid;
-		uint32_t b = dir % 2 == 0 ? pid : id;
-
 		n = snprintf(local, len, "%s/link-%u-%u-%u.shm", c->run_dir, a, b, dir / 2);
 		m = snprintf(remote, len, "%s", local);
 	}

@@ -50,6 +50,7 @@ struct dnpd_conf {
 	char run_dir[PATH_MAX];
 	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
 	char eal[512];               /* dpdk: EAL arguments ("" = dnpd_eal_default) */
+	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
 	int cpu;                     /* -1: no pinning */

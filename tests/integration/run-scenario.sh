@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Runs one integration scenario: real daemons on a 2x2x2 torus via dnp-run.
-# usage: run-scenario.sh BUILD_DIR shm|udp|dpdk SCENARIO
+# usage: run-scenario.sh BUILD_DIR shm|udp|dpdk|memif SCENARIO
+# memif: DPDK memif ports between daemons on this host (no namespaces).
 # dpdk: every node in its own network namespace, links on veth pairs
 # (dnp-run --transport dpdk builds and removes the testbed).
 # Exit: 0 pass, 1 fail, 77 skip (the daemon or the apps are not built; dpdk:
@@ -15,6 +16,10 @@ dnpd=$build/dnp-core/dnpd/dnpd
 
 if [ ! -x "$dnpd" ]; then
 	echo "SKIP: $dnpd is not built in this configuration"
+	exit 77
+fi
+if [ "$tr" = memif ] && [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
+	echo "SKIP: this build has no DPDK (meson found no libdpdk)"
 	exit 77
 fi
 if [ "$tr" = dpdk ]; then

@@ -262,10 +262,27 @@ bool dnp_dpdk_eal_ready(void)
 	return dnp_dpdk_eal_done;
 }
 
+static bool port_is_memif(const struct dnp_dpdk_port *p)
+{
+	return strncmp(p->devname, "net_memif", 9) == 0;
+}
+
 void dnp_dpdk_eal_cleanup(void)
 {
 	if (!dnp_dpdk_eal_done)
 		return;
+	/* Stop every port first, then let memif's interrupt thread settle (port_release). */
+	bool memif = false;
+	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++) {
+		struct dnp_dpdk_port *p = dnp_dpdk_ports[i];
+
+		if (!p || p->nlinks)
+			continue;
+		rte_eth_dev_stop(p->id);
+		memif |= port_is_memif(p);
+	}
+	if (memif)
+		usleep(100000);
 	/* ports from the EAL command line stay open between links: close them now */
 	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++) {
 		struct dnp_dpdk_port *p = dnp_dpdk_ports[i];
@@ -438,6 +455,16 @@ static void port_release(struct dnp_dpdk_port *p)
 	if (!p->hotplugged)
 		return;
 	rte_eth_dev_stop(p->id);
+	/*
+	 * DPDK 22.11's memif PMD handles a peer's disconnect in the EAL
+	 * interrupt thread; closing a port while that handler runs frees what
+	 * it is using (seen: SIGSEGV at shutdown when the daemons of a torus
+	 * stop together). A memif port is only stopped here (which
+	 * disconnects it); dnp_dpdk_eal_cleanup closes it after every port is
+	 * stopped and the interrupt thread has had time to settle.
+	 */
+	if (port_is_memif(p))
+		return;
 	rte_eth_dev_close(p->id);
 	if (p->hotplugged)
 		rte_eal_hotplug_remove("vdev", p->devname);
