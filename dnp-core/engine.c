@@ -1383,6 +1383,11 @@ const struct dnp_link_stats *dnp_engine_link_stats(const struct dnp_engine *e, u
 	return dnp_engine_has_link(e, dir) ? dnp_link_stats(e->links[dir].l) : NULL;
 }
 
+const struct dnp_link *dnp_engine_link(const struct dnp_engine *e, unsigned dir)
+{
+	return dnp_engine_has_link(e, dir) ? e->links[dir].l : NULL;
+}
+
 const struct dnp_engine_stats *dnp_engine_stats(const struct dnp_engine *e)
 {
 	return &e->st;

@@ -154,6 +154,8 @@ enum dnp_link_state dnp_engine_link_state(const struct dnp_engine *e, unsigned d
 /* The transport lost the link (carrier down, peer gone): mark it BROKEN now. */
 void dnp_engine_link_down(struct dnp_engine *e, unsigned dir, uint64_t now);
 const struct dnp_link_stats *dnp_engine_link_stats(const struct dnp_engine *e, unsigned dir);
+/* The link itself (NULL if none), for read-only queries: dnp_link_estimate, dnp_link_rx_occupancy. */
+const struct dnp_link *dnp_engine_link(const struct dnp_engine *e, unsigned dir);
 const struct dnp_engine_stats *dnp_engine_stats(const struct dnp_engine *e);
 struct dnp_router *dnp_engine_router(struct dnp_engine *e);
 

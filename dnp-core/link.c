@@ -156,8 +156,10 @@ bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
 			v->stopped = true;
 		ok = !v->stopped;
 	}
-	if (!ok && !v->stalling)
+	if (!ok && !v->stalling) {
 		l->st.credit_stalls++;
+		l->st.vc[vc].credit_stalls++;
+	}
 	v->stalling = !ok;
 	return ok;
 }
@@ -171,6 +173,8 @@ void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words)
 	v = &l->vc[vc];
 	v->est = sat_add(v->est, words);
 	v->sent += words;
+	l->st.vc[vc].tx_packets++;
+	l->st.vc[vc].tx_words += words;
 	/* Stop-at-red is checked per word: the word that reaches t_red stops the flow. */
 	if (l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_red)
 		v->stopped = true;
@@ -227,10 +231,13 @@ int dnp_link_rx_accept(struct dnp_link *l, unsigned vc, uint32_t words)
 	v = &l->vc[vc];
 	if ((uint64_t)v->occ + words > l->c.fifo_words) {
 		l->st.rx_overflow++;
+		l->st.vc[vc].rx_overflow++;
 		return -ENOBUFS;
 	}
 	v->occ += words;
 	v->received += words;
+	l->st.vc[vc].rx_packets++;
+	l->st.vc[vc].rx_words += words;
 	return 0;
 }
 

@@ -83,6 +83,10 @@ struct dnp_link_stats {
 	uint64_t tx_frames, tx_words, tx_retx_frames, retx_rounds, tx_credits;
 	uint64_t rx_frames, rx_words, rx_credits, rx_dup, rx_out_of_order, rx_overflow;
 	uint64_t credit_stalls; /* times a VC became blocked on credit (not polls) */
+	/* The same per virtual channel (new packets only; retransmissions are per link). */
+	struct {
+		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
+	} vc[DNP_MAX_VC];
 };
 
 /* Bits returned by dnp_link_tick. */

@@ -168,6 +168,13 @@ static void test_engine_put_multi_fragment(void **state)
 	pump(200);
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_crc_errors, 0);
+	/* four data packets went 0 -> 1 on X+ VC 0 (no wrap-around hop): counted per VC */
+	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
+	const struct dnp_link_stats *rx = dnp_engine_link_stats(nodes[1].e, DNP_DIR_XM);
+	assert_int_equal(tx->vc[0].tx_packets, 4);
+	assert_int_equal(tx->vc[1].tx_packets, 0);
+	assert_int_equal(rx->vc[0].rx_packets, 4);
+	assert_int_equal(rx->vc[0].rx_words, tx->vc[0].tx_words);
 }
 
 static void expect_error(unsigned node, unsigned port, int err)

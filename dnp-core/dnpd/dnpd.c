@@ -332,6 +332,17 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 				 ls->retx_rounds, ls->tx_credits, ls->rx_frames, ls->rx_words,
 				 ls->rx_credits, ls->rx_dup, ls->rx_out_of_order, ls->rx_overflow,
 				 ls->credit_stalls);
+		for (unsigned vc = 0; ls && vc < DNP_MAX_VC; vc++) {
+			const struct dnp_link *dl = dnp_engine_link(d->e, i);
+
+			dnpd_out(&o, "link %s vc %u tx_packets %" PRIu64 " tx_words %" PRIu64
+				 " rx_packets %" PRIu64 " rx_words %" PRIu64 " rx_overflow %" PRIu64
+				 " credit_stalls %" PRIu64 " remote_estimate %u rx_fifo %u\n",
+				 dnpd_dir_names[i], vc, ls->vc[vc].tx_packets, ls->vc[vc].tx_words,
+				 ls->vc[vc].rx_packets, ls->vc[vc].rx_words, ls->vc[vc].rx_overflow,
+				 ls->vc[vc].credit_stalls, dnp_link_estimate(dl, vc),
+				 dnp_link_rx_occupancy(dl, vc));
+		}
 		dnpd_out(&o, "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
 			 " tx_backlogged %" PRIu64 " tx_errors %" PRIu64 " rx_errors %" PRIu64
 			 " rx_dropped %" PRIu64 "\n",
