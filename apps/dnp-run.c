@@ -146,8 +146,8 @@ static void usage(FILE *f)
 		"  --netns-sh PATH       the testbed script (default $DNP_NETNS_SH, else the\n"
 		"                        source tree's tests/testbed/netns.sh)\n"
 		"  --eal \"ARGS\"          dpdk: EAL arguments for every dnpd (dnpd --eal)\n"
-		"  --pin                 node i's daemon and program share one CPU, the\n"
-		"                        (i mod n)-th of the n CPUs dnp-run may use\n"
+		"  --pin                 node i's daemon on the (i mod n)-th of the n CPUs\n"
+		"                        dnp-run may use, its program on the next one\n"
 		"  --dnpd PATH           daemon binary (default $DNPD, else the build tree's\n"
 		"                        ../dnp-core/dnpd/dnpd, else dnpd next to dnp-run or in $PATH)\n"
 		"  --timeout SEC         fail if the programs run longer (default 300, 0 = none)\n"
@@ -972,7 +972,7 @@ static int start_apps(struct run *r)
 		argv[k++] = r->prog_path;
 		for (j = 1; j <= argc; j++)
 			argv[k++] = r->argv[j];
-		pin_for(r, id);
+		pin_for(r, id + 1); /* the program on the next CPU: it and its daemon both poll */
 		e = posix_spawn(&nd->apid, argv[0], &fa, &at, (char *const *)argv, env);
 		restore_affinity(r);
 		posix_spawn_file_actions_destroy(&fa);

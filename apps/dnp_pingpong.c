@@ -56,7 +56,7 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 	int c, r;
 
 	memset(o, 0, sizeof(*o));
-	app_bench_defaults(&o->b, 10);
+	app_bench_defaults(&o->b, 200); /* lets the scheduler settle the four processes first */
 	while ((c = getopt_long(argc, argv, "p:ls:n:w:ch", lo, NULL)) != -1) {
 		r = app_bench_opt(&o->b, c, optarg);
 		if (r < 0)

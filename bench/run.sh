@@ -61,17 +61,21 @@ bench() {
 	collect "$t" "$r" "$tmp/out" "$k"
 }
 
-dnp() { # TOPOLOGY TRANSPORT PROGRAM ARGS...
-	topo=$1 tr=$2
+dnp() { # TOPOLOGY TRANSPORT [--pin] PROGRAM ARGS...
+	topo=$1 tr=$2 pin=
 	shift 2
-	"$run" --torus "$topo" --transport "$tr" --timeout 300 -- "$@"
+	if [ "$1" = --pin ]; then
+		pin=--pin
+		shift
+	fi
+	"$run" --torus "$topo" --transport "$tr" $pin --timeout 300 -- "$@"
 }
 
 echo "bench: $reps runs of each test; torus $torus for the 2-node tests"
 r=1
 while [ "$r" -le "$reps" ]; do
 	echo "bench: run $r of $reps"
-	bench loopback lat "$r" dnp 1x1x1 shm dnp_pingpong --loopback --sizes "$lat_sizes" --csv
+	bench loopback lat "$r" dnp 1x1x1 shm --pin dnp_pingpong --loopback --sizes "$lat_sizes" --csv
 	bench shm-pingpong lat "$r" dnp "$torus" shm dnp_pingpong --sizes "$lat_sizes" --csv
 	bench shm-bw bw "$r" dnp "$torus" shm dnp_bw --sizes "$bw_sizes" --csv
 	bench udp-pingpong lat "$r" dnp "$torus" udp dnp_pingpong --sizes "$lat_sizes" --csv
@@ -111,6 +115,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "| build | buildtype $btype |"
 	echo "| runs per test | $reps (tables show the median of the per-run values) |"
 	echo "| 2-node torus | $torus, nodes 0,0,0 and 1,0,0 |"
+	echo "| placement | loopback: dnp-run --pin (daemon CPU 0, program CPU 1); others: the scheduler's |"
 	echo
 	echo "Method: dnp_pingpong = PUT ping-pong, half round trip (seed 000 lines 613-647);"
 	echo "loopback = PUT to self, time until TX_DONE and RX_PUT (seed 001); dnp_bw = PUT stream"

@@ -148,7 +148,7 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "| DPDK | $(pkg-config --modversion libdpdk 2>/dev/null || echo '?') (af_packet PMD, framesz 8192) |"
 	echo "| build | buildtype $btype |"
 	echo "| testbed | 2x2x2 torus, 8 namespaces, 24 veth pairs, MTU 9000, 8 daemons running |"
-	echo "| placement | dnp-run --pin: node i's daemon and program on CPU i mod 2 |"
+	echo "| placement | dnp-run --pin: node i's daemon on CPU i mod 2, its program on the other |"
 	echo "| runs per test | $reps (tables: median of the per-run values) |"
 	echo "| load average at the end | $(cut -d' ' -f1-3 /proc/loadavg) |"
 	echo
