@@ -469,8 +469,8 @@ static void port_release(struct dnp_dpdk_port *p)
 	 * interrupt thread; closing a port while that handler runs frees what
 	 * it is using (seen: SIGSEGV at shutdown when the daemons of a torus
 	 * stop together). A memif port is only stopped here (which
-	 * disconnects it); dnp_dpdk_eal_cleanup closes it after every port is
-	 * stopped (and, with memif ports, leaves them to the process exit).
+	 * disconnects it) and never closed: dnp_dpdk_eal_cleanup leaves it,
+	 * with the EAL's memory, to the process exit.
 	 */
 	if (port_is_memif(p))
 		return;
