@@ -61,14 +61,16 @@ bench() {
 	collect "$t" "$r" "$tmp/out" "$k"
 }
 
-dnp() { # TOPOLOGY TRANSPORT [--pin] PROGRAM ARGS...
-	topo=$1 tr=$2 pin=
+dnp() { # TOPOLOGY TRANSPORT [DNP-RUN OPTIONS (--pin, --idle busy)] PROGRAM ARGS...
+	topo=$1 tr=$2
 	shift 2
-	if [ "$1" = --pin ]; then
-		pin=--pin
+	opts=()
+	while [ "${1#--}" != "$1" ]; do
+		opts+=("$1")
+		[ "$1" = --idle ] && { shift; opts+=("$1"); }
 		shift
-	fi
-	"$run" --torus "$topo" --transport "$tr" $pin --timeout 300 -- "$@"
+	done
+	"$run" --torus "$topo" --transport "$tr" "${opts[@]}" --timeout 300 -- "$@"
 }
 
 echo "bench: $reps runs of each test; torus $torus for the 2-node tests"
@@ -78,6 +80,10 @@ while [ "$r" -le "$reps" ]; do
 	bench loopback lat "$r" dnp 1x1x1 shm --pin dnp_pingpong --loopback --sizes "$lat_sizes" --csv
 	bench shm-pingpong lat "$r" dnp "$torus" shm dnp_pingpong --sizes "$lat_sizes" --csv
 	bench shm-bw bw "$r" dnp "$torus" shm dnp_bw --sizes "$bw_sizes" --csv
+	# dedicated polling: daemons never yield, each program on the other CPU
+	bench shm-busy-pingpong lat "$r" dnp "$torus" shm --pin --idle busy dnp_pingpong \
+		--sizes "$lat_sizes" --csv
+	bench shm-busy-bw bw "$r" dnp "$torus" shm --pin --idle busy dnp_bw --sizes "$bw_sizes" --csv
 	bench udp-pingpong lat "$r" dnp "$torus" udp dnp_pingpong --sizes "$lat_sizes" --csv
 	bench udp-bw bw "$r" dnp "$torus" udp dnp_bw --sizes "$bw_sizes" --csv
 	bench kernel-udp-blocking lat "$r" "$build/apps/udp_pingpong" --sizes "$lat_sizes" --csv
@@ -115,7 +121,8 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "| build | buildtype $btype |"
 	echo "| runs per test | $reps (tables show the median of the per-run values) |"
 	echo "| 2-node torus | $torus, nodes 0,0,0 and 1,0,0 |"
-	echo "| placement | loopback: dnp-run --pin (daemon CPU 0, program CPU 1); others: the scheduler's |"
+	echo "| placement | loopback and \"busy\": dnp-run --pin (node i's daemon on CPU i mod 2, its program on the other); others: the scheduler's |"
+	echo "| idle policy | adaptive (dnpd default: yield, then sleep); \"shm busy\": dnpd --idle busy |"
 	echo
 	echo "Method: dnp_pingpong = PUT ping-pong, half round trip (seed 000 lines 613-647);"
 	echo "loopback = PUT to self, time until TX_DONE and RX_PUT (seed 001); dnp_bw = PUT stream"
@@ -126,29 +133,31 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo
 	echo "## Latency (us, half round trip; loopback: full PUT completion)"
 	echo
-	echo "| bytes | loopback | shm | udp | kernel UDP blocking | kernel UDP busy | shm p99 | udp p99 | shm / kernel UDP blocking | udp / kernel UDP blocking |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "| bytes | loopback | shm | shm busy | udp | kernel UDP blocking | kernel UDP busy | shm p99 | udp p99 | shm / kernel UDP blocking | udp / kernel UDP blocking |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for b in $(echo "$lat_sizes" | tr ',' ' '); do
 		lo=$(med loopback "$b" 5)
 		s=$(med shm-pingpong "$b" 5)
+		sb=$(med shm-busy-pingpong "$b" 5)
 		u=$(med udp-pingpong "$b" 5)
 		kb=$(med kernel-udp-blocking "$b" 5)
 		kp=$(med kernel-udp-busy "$b" 5)
 		sp=$(med shm-pingpong "$b" 6)
 		up=$(med udp-pingpong "$b" 6)
-		echo "| $b | ${lo:--} | ${s:--} | ${u:--} | ${kb:--} | ${kp:--} | ${sp:--} | ${up:--} | $(ratio "$s" "$kb") | $(ratio "$u" "$kb") |"
+		echo "| $b | ${lo:--} | ${s:--} | ${sb:--} | ${u:--} | ${kb:--} | ${kp:--} | ${sp:--} | ${up:--} | $(ratio "$s" "$kb") | $(ratio "$u" "$kb") |"
 	done
 	echo
 	echo "## Bandwidth (one-way PUT stream, MB/s = 10^6 bytes/s)"
 	echo
-	echo "| bytes | shm MB/s | shm msg/s | udp MB/s | udp msg/s | shm / udp |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: |"
+	echo "| bytes | shm MB/s | shm msg/s | shm busy MB/s | udp MB/s | udp msg/s | shm / udp |"
+	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 	for b in $(echo "$bw_sizes" | tr ',' ' '); do
 		s=$(med shm-bw "$b" 7)
 		sm=$(med shm-bw "$b" 8)
+		sbb=$(med shm-busy-bw "$b" 7)
 		u=$(med udp-bw "$b" 7)
 		um=$(med udp-bw "$b" 8)
-		echo "| $b | ${s:--} | ${sm:--} | ${u:--} | ${um:--} | $(ratio "$s" "$u") |"
+		echo "| $b | ${s:--} | ${sm:--} | ${sbb:--} | ${u:--} | ${um:--} | $(ratio "$s" "$u") |"
 	done
 	echo
 	echo "## Ratios"
@@ -163,6 +172,9 @@ cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	echo "- 8 B half round trip: DNP over shm ${s8:--} us = $(ratio "$s8" "$kb8") x kernel UDP"
 	echo "  blocking (${kb8:--} us), $(ratio "$s8" "$kp8") x kernel UDP busy-poll (${kp8:--} us);"
 	echo "  DNP over udp ${u8:--} us = $(ratio "$u8" "$kb8") x kernel UDP blocking."
+	sb8=$(med shm-busy-pingpong 8 5)
+	sbbw=$(med shm-busy-bw 1048576 7)
+	echo "- busy-polling daemons, pinned: shm 8 B half round trip ${sb8:--} us, 1 MiB PUT ${sbbw:--} MB/s."
 	echo "- 8 B loopback PUT completion ${lo8:--} us; 2-node shm ping-pong / loopback = $(ratio "$s8" "$lo8")."
 	echo "- 1 MiB PUT bandwidth: shm ${sbw:--} MB/s, udp ${ubw:--} MB/s (shm / udp = $(ratio "$sbw" "$ubw"))."
 	echo
