@@ -2,7 +2,7 @@
 /*
  * libdnp — the application side of a dnpd session (api/dnp.h).
  *
- * Session set-up follows api/dnp_session.h: a HELLO over the Unix socket
+ * Session set-up follows api/abi/dnp_session.h: a HELLO over the Unix socket
  * brings four descriptors (session memfd with the control block and both
  * rings, heap memfd, the daemon's bell, its wake eventfd); an ATTACH tells
  * the daemon where the heap was mapped so it can translate addresses.

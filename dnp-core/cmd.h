@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd — command and event layouts (the shared-memory ABI lives in
- * api/dnp_abi.h) and their names for logs and tools.
+ * api/abi/dnp_abi.h) and their names for logs and tools.
  */
 #ifndef DNP_CMD_H
 #define DNP_CMD_H

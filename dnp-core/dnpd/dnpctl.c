@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * dnpctl — asks a running dnpd for its state over its application socket
- * (a control connection, api/dnp_session.h: no port, no memory).
+ * (a control connection, api/abi/dnp_session.h: no port, no memory).
  *
  *   dnpctl [--socket DIR/node-<id>.sock] stats
  *

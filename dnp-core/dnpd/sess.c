@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * sess — dnpd's application sessions over DIR/node-<id>.sock (protocol and
- * shared-memory layout: api/dnp_session.h).
+ * shared-memory layout: api/abi/dnp_session.h).
  *
  * Every socket is non-blocking and serviced from the poll loop by
  * dnpd_sess_service (one poll() with a zero timeout, then non-blocking

@@ -168,7 +168,7 @@ void dnp_lab_link_info(const struct dnp_lab *lab, uint32_t node, unsigned dir,
 uint64_t dnp_lab_now(const struct dnp_lab *lab);
 
 /*
- * Link-efficiency experiment (tests/lab/efficiency.c). rule: enum dnp_start_rule;
+ * Link-efficiency experiment (dnp-core/lab/efficiency.c). rule: enum dnp_start_rule;
  * fifo_x: FIFO depth as a multiple of the hardware's 512 words.
  */
 int dnp_lab_efficiency_main(int argc, char **argv);
