@@ -177,13 +177,20 @@ static void derive(struct dnp_sup *s, uint32_t id, uint64_t now)
 			nd->dnp = m->u.health.flags & DNP_SVC_F_DNP_SEEN ? SUP_D_FAULTY :
 									    SUP_D_UNKNOWN;
 		}
-	} else if (relay != DNP_LFM_RFD_NONE) {
-		/* The HFM is silent, but its DNP is alive and relays over the torus. */
+	}
+	if (relay != DNP_LFM_RFD_NONE) {
+		/*
+		 * The node's DNP reports over the torus that its host fails its
+		 * watchdog or a device: newer than any report the host itself may
+		 * still have sent (a killed HFM stays 'fresh' for silence_ms).
+		 */
 		nd->host = SUP_H_FAULTY;
 		nd->dnp = SUP_D_OK;
 		nd->path = SUP_P_RELAY;
 		for (unsigned k = 0; k < DNP_LFM_NHDEV; k++)
 			nd->hdev[k] = (uint8_t)dnp_lfm_host_dev(rh, k);
+	} else if (fresh(s, nd, now)) {
+		/* as reported above */
 	} else if (rep > 0 && brk == rep) {
 		nd->host = SUP_H_DEAD;
 		nd->dnp = SUP_D_DEAD;

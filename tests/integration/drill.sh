@@ -71,6 +71,8 @@ bad = [e for e in d["events"] if e["node"] != v and e["t_ms"] >= t0 and
        not e["what"].startswith("link") and not e["what"].startswith("alarm link") and
        not e["what"].startswith("alarm relay") and
        any(w in e["what"] for w in ("faulty", "dead", "silent", "alarm", "warning"))]
+for e in bad[:10]:
+    print("false alarm:", e, file=sys.stderr)
 print(len(bad))' "$v" "$t0")
 	bound=$((3 * tr))
 	[ "$scen" = both ] && bound=$((3 * tr + ${DRILL_LINK_TIMEOUT_MS:-400}))
