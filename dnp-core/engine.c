@@ -444,6 +444,206 @@ static struct sendasm *send_new(struct dnp_engine *e)
 #define DELIVER_KEPT 1
 
 /*
+ * A data packet refused at delivery (rc < 0): count it and tell its owner,
+ * once per message (on its first and on its last fragment). The caller
+ * checked that a buffer for the report is free. Returns 0 (handled).
+ */
+static int deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int rc, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(h, &oport);
+
+	e->st.deliver_errors++;
+	if ((h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || h->kind == DNP_PKT_GET_REQ)
+		(void)send_cmpl(e, owner, oport, h->msg_id, rc, now);
+	return 0;
+}
+
+/*
+ * The last fragment of a PUT or SEND was written: event 'type' for the
+ * receiving port (its room was checked), then the report to the sender.
+ */
+static int deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
+			   uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(h, &oport);
+	struct dnp_event ev = {
+		.type = type,
+		.op = op,
+		.port = h->src_port,
+		.hops = h->hops,
+		.peer_x = h->src.x,
+		.peer_y = h->src.y,
+		.peer_z = h->src.z,
+		.msg_id = h->msg_id,
+		.len = h->msg_len,
+		.va = va,
+	};
+
+	evq_push(e, q, &ev);
+	e->st.hops_total += h->hops;
+	return send_cmpl(e, owner, oport, h->msg_id, 0, now);
+}
+
+/*
+ * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
+ * buffer it names. Every fragment checks the whole message range: all or
+ * nothing. Returns 0, or -ENOENT, -ERANGE, -EACCES, -EPERM (as the sender
+ * sees it), -EFAULT.
+ */
+static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	const struct dnp_buf *b;
+	uint64_t start = h->va - h->offset;
+	int rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1, h->key,
+				   DNP_BUF_PUT_TARGET, &b);
+
+	if (rc < 0)
+		return rc;
+	if (h->len && e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
+		return -EFAULT;
+	e->st.bytes_delivered += h->len;
+	return 0;
+}
+
+static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		       struct evq *q, uint64_t now)
+{
+	int rc = write_keyed(e, h, payload);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (!(h->flags & DNP_PKT_F_LAST))
+		return 0;
+	return deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
+}
+
+static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
+			    const uint8_t *payload, uint64_t now)
+{
+	int rc = write_keyed(e, h, payload);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (h->flags & DNP_PKT_F_LAST) {
+		struct slot *s = slot_by_msg(e, h->msg_id);
+		if (s) {
+			s->c.rsvd1 = h->hops;
+			complete(e, s, 0);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The reassembly state of a SEND fragment: on the first fragment the head
+ * post of the port is consumed (a new slot is taken for a multi-packet
+ * message, 'single' is used for a one-packet one). Returns 0 with *out set,
+ * or -ENOBUFS, -EMSGSIZE, -EBUSY.
+ */
+static int send_slot(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
+		     struct sendasm *single, struct sendasm **out)
+{
+	struct sendasm *a;
+
+	if (!(h->flags & DNP_PKT_F_FIRST)) {
+		*out = send_find(e, h);
+		return *out ? 0 : -ENOBUFS; /* its first fragment was refused */
+	}
+	if (q->send_head == NO_SLOT)
+		return -ENOBUFS;
+	struct post *po = &e->posts[q->send_head];
+	if (h->msg_len > po->len)
+		return -EMSGSIZE;
+	if (h->flags & DNP_PKT_F_LAST) {
+		a = single;
+		*a = (struct sendasm){ .va = po->va, .len = po->len };
+	} else {
+		a = send_new(e);
+		/*
+		 * Too many multi-packet SENDs arriving at once. Waiting here
+		 * would block this input FIFO behind messages whose rest may sit
+		 * in it: refuse instead.
+		 */
+		if (!a)
+			return -EBUSY;
+		*a = (struct sendasm){ .active = true, .src = h->src, .src_port = h->src_port,
+				       .dst_port = h->dst_port, .msg_id = h->msg_id,
+				       .va = po->va, .len = po->len };
+	}
+	post_remove(e, q, po->va);
+	*out = a;
+	return 0;
+}
+
+static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+			struct evq *q, uint64_t now)
+{
+	struct sendasm *a, single;
+	int rc = send_slot(e, h, q, &single, &a);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	/* SEND-target buffers are chosen by the receiver: no key to check */
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, h->dst_port, a->va + h->offset, h->len);
+	rc = b && (b->flags & DNP_BUF_SEND_TARGET) ? 0 : -ENOENT;
+	if (rc == 0 && h->len &&
+	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
+		rc = -EFAULT;
+	if (rc < 0) {
+		a->active = false;
+		return deliver_fail(e, h, rc, now);
+	}
+	e->st.bytes_delivered += h->len;
+	if (!(h->flags & DNP_PKT_F_LAST))
+		return 0;
+	a->active = false;
+	return deliver_rx_done(e, h, q, DNP_EV_RX_SEND, DNP_OP_SEND, a->va, now);
+}
+
+/*
+ * A GET request: the request itself becomes the responder job, so accepting
+ * a GET never waits for anything: a request that had to wait for a free
+ * responder would block its input FIFO, and two nodes GETting from each
+ * other could then wait on each other for ever.
+ */
+static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
+			   const uint8_t *payload, struct pkt *p, uint64_t now)
+{
+	struct dnp_get_desc d;
+	const struct dnp_buf *b;
+	struct dnp_hop hop;
+
+	memcpy(&d.dst_va, payload, 8);
+	memcpy(&d.dst_key, payload + 8, 4);
+	memcpy(&d.len, payload + 12, 4);
+	d.dst_va = le64toh(d.dst_va);
+	d.dst_key = le32toh(d.dst_key);
+	d.len = le32toh(d.len);
+	int rc = dnp_buftab_lookup(e->bt, h->dst_port, h->va, d.len ? d.len : 1, h->key,
+				   DNP_BUF_GET_SOURCE, &b);
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0)
+		return deliver_fail(e, h, -EHOSTUNREACH, now);
+	struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
+	if (!job)
+		return -EAGAIN;
+	job->h = *h;
+	job->job_off = 0;
+	job->job_dst_va = d.dst_va;
+	job->job_dst_key = d.dst_key;
+	job->job_len = d.len;
+	job->job_q = hop.dir;
+	e->dirty = true;
+	if (p)
+		return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
+	q_push(&e->resp[hop.dir], job);
+	return 0;
+}
+
+/*
  * A packet for this node; p is its buffer (NULL for loopback, where the
  * header and payload live on the stack). Returns 0 when handled,
  * DELIVER_KEPT when p now belongs to a responder queue, or -EAGAIN if it
@@ -454,10 +654,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		   struct pkt *p, uint64_t now)
 {
 	struct evq *q = h->dst_port < e->c.max_ports ? &e->ports[h->dst_port] : NULL;
-	bool last = h->flags & DNP_PKT_F_LAST;
 	uint8_t oport;
-	struct dnp_coord owner = pkt_owner(h, &oport);
-	int rc = 0;
 
 	switch (h->kind) {
 	case DNP_PKT_CMPL:
@@ -472,177 +669,26 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	}
 
 	/* Everything below may answer with a completion report. */
-	if (!coord_self(e, owner) && !pool_has(e, DNP_FRAME_OVERHEAD))
+	if (!coord_self(e, pkt_owner(h, &oport)) && !pool_has(e, DNP_FRAME_OVERHEAD))
 		return -EAGAIN;
-	if (last && q && q->open && (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) &&
-	    !evq_room(e, q))
+	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
+	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !evq_room(e, q))
 		return -EAGAIN;
+	if (!q || !q->open)
+		return deliver_fail(e, h, -ECONNREFUSED, now);
 
-	if (!q || !q->open) {
-		rc = -ECONNREFUSED;
-		goto fail;
+	switch (h->kind) {
+	case DNP_PKT_PUT:
+		return deliver_put(e, h, payload, q, now);
+	case DNP_PKT_GET_RESP:
+		return deliver_get_resp(e, h, payload, now);
+	case DNP_PKT_SEND:
+		return deliver_send(e, h, payload, q, now);
+	case DNP_PKT_GET_REQ:
+		return deliver_get_req(e, h, payload, p, now);
+	default:
+		return deliver_fail(e, h, -EBADMSG, now);
 	}
-
-	if (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_GET_RESP) {
-		const struct dnp_buf *b;
-		uint64_t start = h->va - h->offset;
-
-		/* Every fragment checks the whole message range: all or nothing. */
-		rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1,
-				       h->key, DNP_BUF_PUT_TARGET, &b);
-		if (rc < 0)
-			goto fail; /* -ENOENT, -ERANGE, -EACCES or -EPERM, as the sender sees it */
-		if (h->len && e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len)) {
-			rc = -EFAULT;
-			goto fail;
-		}
-		e->st.bytes_delivered += h->len;
-		if (!last)
-			return 0;
-		if (h->kind == DNP_PKT_GET_RESP) {
-			struct slot *s = slot_by_msg(e, h->msg_id);
-			if (s) {
-				s->c.rsvd1 = h->hops;
-				complete(e, s, 0);
-			}
-			return 0;
-		}
-		struct dnp_event ev = {
-			.type = DNP_EV_RX_PUT,
-			.op = DNP_OP_PUT,
-			.port = h->src_port,
-			.hops = h->hops,
-			.peer_x = h->src.x,
-			.peer_y = h->src.y,
-			.peer_z = h->src.z,
-			.msg_id = h->msg_id,
-			.len = h->msg_len,
-			.va = start,
-		};
-		evq_push(e, q, &ev);
-		e->st.hops_total += h->hops;
-		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
-	}
-
-	if (h->kind == DNP_PKT_SEND) {
-		struct sendasm *a = NULL, single;
-
-		if (h->flags & DNP_PKT_F_FIRST) {
-			if (q->send_head == NO_SLOT) {
-				rc = -ENOBUFS;
-				goto fail;
-			}
-			struct post *po = &e->posts[q->send_head];
-			if (h->msg_len > po->len) {
-				rc = -EMSGSIZE;
-				goto fail;
-			}
-			if (!last) {
-				a = send_new(e);
-				if (!a) {
-					/*
-					 * Too many multi-packet SENDs arriving at once.
-					 * Waiting here would block this input FIFO behind
-					 * messages whose rest may sit in it: refuse instead.
-					 */
-					rc = -EBUSY;
-					goto fail;
-				}
-				*a = (struct sendasm){ .active = true, .src = h->src,
-						       .src_port = h->src_port,
-						       .dst_port = h->dst_port, .msg_id = h->msg_id,
-						       .va = po->va, .len = po->len };
-			} else {
-				single = (struct sendasm){ .va = po->va, .len = po->len };
-				a = &single;
-			}
-			post_remove(e, q, po->va);
-		} else {
-			a = send_find(e, h);
-			if (!a) {
-				rc = -ENOBUFS; /* its first fragment was refused */
-				goto fail;
-			}
-		}
-		/* SEND-target buffers are chosen by the receiver: no key to check */
-		const struct dnp_buf *b = dnp_buftab_find(e->bt, h->dst_port, a->va + h->offset,
-							  h->len);
-		rc = b && (b->flags & DNP_BUF_SEND_TARGET) ? 0 : -ENOENT;
-		if (rc == 0 && h->len &&
-		    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
-			rc = -EFAULT;
-		if (rc < 0) {
-			a->active = false;
-			goto fail;
-		}
-		e->st.bytes_delivered += h->len;
-		if (!last)
-			return 0;
-		struct dnp_event ev = {
-			.type = DNP_EV_RX_SEND,
-			.op = DNP_OP_SEND,
-			.port = h->src_port,
-			.hops = h->hops,
-			.peer_x = h->src.x,
-			.peer_y = h->src.y,
-			.peer_z = h->src.z,
-			.msg_id = h->msg_id,
-			.len = h->msg_len,
-			.va = a->va,
-		};
-		a->active = false;
-		evq_push(e, q, &ev);
-		e->st.hops_total += h->hops;
-		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
-	}
-
-	if (h->kind == DNP_PKT_GET_REQ) {
-		struct dnp_get_desc d;
-		const struct dnp_buf *b;
-
-		memcpy(&d.dst_va, payload, 8);
-		memcpy(&d.dst_key, payload + 8, 4);
-		memcpy(&d.len, payload + 12, 4);
-		d.dst_va = le64toh(d.dst_va);
-		d.dst_key = le32toh(d.dst_key);
-		d.len = le32toh(d.len);
-		rc = dnp_buftab_lookup(e->bt, h->dst_port, h->va, d.len ? d.len : 1, h->key,
-				       DNP_BUF_GET_SOURCE, &b);
-		if (rc < 0)
-			goto fail;
-		/*
-		 * The request itself becomes the responder job, so accepting a GET
-		 * never waits for anything: a request that had to wait for a
-		 * free responder would block its input FIFO, and two nodes GETting
-		 * from each other could then wait on each other for ever.
-		 */
-		struct dnp_hop hop;
-		if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0) {
-			rc = -EHOSTUNREACH;
-			goto fail;
-		}
-		struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
-		if (!job)
-			return -EAGAIN;
-		job->h = *h;
-		job->job_off = 0;
-		job->job_dst_va = d.dst_va;
-		job->job_dst_key = d.dst_key;
-		job->job_len = d.len;
-		job->job_q = hop.dir;
-		e->dirty = true;
-		if (p)
-			return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
-		q_push(&e->resp[hop.dir], job);
-		return 0;
-	}
-	rc = -EBADMSG;
-fail:
-	e->st.deliver_errors++;
-	/* Report once per message: on its first and on its last fragment. */
-	if ((h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || h->kind == DNP_PKT_GET_REQ)
-		(void)send_cmpl(e, owner, oport, h->msg_id, rc, now); /* room checked above */
-	return 0;
 }
 
 /* ---------------------------------------------------------------- links */
