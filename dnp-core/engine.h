@@ -19,7 +19,8 @@
  *
  * Every accepted command ends in exactly one completion event: TX_DONE (PUT,
  * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
- * errno (-ENOENT no buffer, -ERANGE out of bounds, -EACCES bad key, -EPERM
+ * errno (-EACCES no buffer at that address opened by the key: checked first,
+ * -ERANGE out of bounds, -EPERM
  * wrong buffer kind, -ECONNREFUSED port not open, -EMSGSIZE SEND larger than
  * the buffer, -ENOBUFS no SEND buffer posted, -EBUSY more than max_sends
  * multi-packet SENDs arriving at the node at once, -EHOSTUNREACH outside the torus,

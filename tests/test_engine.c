@@ -218,7 +218,7 @@ static void test_engine_put_out_of_bounds_writes_nothing(void **state)
 	/* starts before the buffer: the later fragments fall inside it but must not land */
 	c = put_cmd(1, 0, BASE, BASE + 4096, key, 12000, 2);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	expect_error(0, 0, -ENOENT);
+	expect_error(0, 0, -EACCES); /* no buffer at the start that the key opens */
 	pump(200);
 	for (size_t i = 0; i < 3 * 8192; i++)
 		assert_int_equal(nodes[1].mem[0][i], 0);
@@ -425,6 +425,45 @@ static void test_engine_mutual_get_storm(void **state)
 	assert_memory_equal(nodes[0].mem[0] + 0x100000, nodes[1].mem[0], 65536);
 }
 
+/*
+ * Issue 7: a PUT or GET with a wrong key gets the same error whatever the
+ * range it names (inside, across the end, before, far away): it learns
+ * nothing about the buffer, not even its bounds.
+ */
+static void test_engine_wrong_key_same_error_any_range(void **state)
+{
+	setup_nodes(2);
+	uint32_t key, lkey;
+	const uint64_t off[] = { 0, 100, 8192 - 1, 8192, 4096 * 3, 0x200000 };
+	const uint64_t lens[] = { 1, 100, 8192, 20000 };
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192,
+					     DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, 0, &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 0x10000,
+					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			uint64_t va = BASE + 8192 + off[i];
+			struct dnp_cmd c = put_cmd(1, 0, BASE, va, key ^ 0x10, lens[j], i);
+			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+			expect_error(0, 0, -EACCES);
+			c = (struct dnp_cmd){ .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0,
+					      .remote_va = va, .remote_key = key + 1,
+					      .len = lens[j], .local_va = BASE + 0x100000,
+					      .local_key = lkey, .cookie = 9 };
+			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+			expect_error(0, 0, -EACCES);
+		}
+	/* the same ranges with a key that opens nothing at all, and before the buffer */
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, 0, 100, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	expect_error(0, 0, -EACCES);
+	/* with the right key the bounds are told */
+	c = put_cmd(1, 0, BASE, BASE + 8192 + 100, key, 8192, 2);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	expect_error(0, 0, -ERANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +472,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_get, teardown),
+		cmocka_unit_test_teardown(test_engine_wrong_key_same_error_any_range, teardown),
 		cmocka_unit_test_teardown(test_engine_loopback_put, teardown),
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
