@@ -115,7 +115,7 @@ struct dnp_engine {
 	struct post *posts;
 	uint32_t free_post;
 	struct sendasm *sends;
-	uint32_t key_state;
+	struct dnp_keygen keys;
 	uint64_t next_timeout_check;
 	bool dirty;
 	uint8_t scratch[DNP_MAX_PAYLOAD];
@@ -145,7 +145,8 @@ void dnp_engine_conf_default(struct dnp_engine_conf *c)
 	c->max_commands = 1024;
 	c->event_queue = 4096;
 	c->max_sends = 256;
-	c->key_seed = 0x5eed;
+	c->key_secret[0] = 0x5eed;
+	c->key_secret[1] = 0x5eed5eed;
 }
 
 /* ---------------------------------------------------------------- pools */
@@ -1349,19 +1350,6 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 	return 0;
 }
 
-static uint32_t next_key(struct dnp_engine *e)
-{
-	uint32_t x = e->key_state;
-
-	do {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-	} while (x == 0);
-	e->key_state = x;
-	return x;
-}
-
 int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len,
 			unsigned flags, uintptr_t priv, uint32_t *key)
 {
@@ -1369,7 +1357,7 @@ int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64
 		return -ENOENT;
 	if (!flags || (flags & ~DNP_BUF_ALL))
 		return -EINVAL;
-	struct dnp_buf b = { .va = va, .len = len, .key = next_key(e), .flags = (uint16_t)flags,
+	struct dnp_buf b = { .va = va, .len = len, .key = dnp_keygen_next(&e->keys), .flags = (uint16_t)flags,
 			     .port = (uint8_t)port, .priv = priv };
 	if ((flags & DNP_BUF_SEND_TARGET) && e->free_post == NO_SLOT)
 		return -ENOSPC;
@@ -1540,7 +1528,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	}
 	for (unsigned i = 0; i < NIN; i++)
 		e->qhead[i] = e->qtail[i] = NO_SLOT;
-	e->key_state = c->key_seed ? c->key_seed : 0x5eed;
+	dnp_keygen_init(&e->keys, c->key_secret);
 	*out = e;
 	return 0;
 fail:

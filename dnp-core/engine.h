@@ -40,6 +40,7 @@
 
 #include "buftab.h"
 #include "cmd.h"
+#include "keygen.h"
 #include "link.h"
 #include "pkt.h"
 #include "route.h"
@@ -78,7 +79,12 @@ struct dnp_engine_conf {
 	 * keep-alive credits.
 	 */
 	bool prompt_credits;
-	uint32_t key_seed;         /* seeds the key generator (keys are never 0) */
+	/*
+	 * Secret of the key generator (keygen.h): keys are a PRF of a counter
+	 * under it, never 0. dnpd fills it from getrandom(2); the lab derives it
+	 * from its seed; the default is a fixed, public value (tests only).
+	 */
+	uint64_t key_secret[2];
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
 };

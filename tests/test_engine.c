@@ -63,7 +63,7 @@ static void setup_nodes(unsigned x)
 		c.max_ports = NPORTS;
 		c.mem = &ops;
 		c.mem_ctx = &nodes[i];
-		c.key_seed = 1234 + i;
+		c.key_secret[0] = 1234 + i;
 		if (exact_prompt) {
 			c.link.credit_model = DNP_CREDIT_EXACT;
 			c.prompt_credits = true;

@@ -685,7 +685,9 @@ static int build_engines(struct dnp_lab *lab)
 		if (ec.max_sends > 4)
 			ec.max_sends = 4;
 		ec.cmd_timeout = c->cmd_timeout;
-		ec.key_seed = (uint32_t)(c->seed * 2654435761u) + id + 1;
+		/* reproducible keys: the secret follows the lab's seed and the node */
+		ec.key_secret[0] = c->seed * 0x9e3779b97f4a7c15ull + id + 1;
+		ec.key_secret[1] = ~c->seed ^ ((uint64_t)id << 32);
 		ec.mem = &lab_mem_ops;
 		ec.mem_ctx = nd;
 		ret = dnp_engine_create(&ec, 0, &nd->e);
