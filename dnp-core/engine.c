@@ -117,6 +117,7 @@ struct dnp_engine {
 	struct sendasm *sends;
 	struct dnp_keygen keys;
 	uint64_t next_timeout_check;
+	uint64_t now; /* the latest time the driver gave (for calls that take none) */
 	bool dirty;
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	uint8_t rr;
@@ -1181,6 +1182,7 @@ static void check_timeouts(struct dnp_engine *e, uint64_t now)
 
 void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 {
+	e->now = now;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		struct xlink *x = &e->links[d];
 		if (!x->l)
@@ -1323,6 +1325,31 @@ int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
 	return 0;
 }
 
+/*
+ * The port's application is gone: its GET responder jobs stop reading its
+ * memory now (a new application may soon be given the same port), and their
+ * requesters hear -ECONNRESET. Packets already on a link were read while
+ * the old application was there.
+ */
+static void resp_abort_port(struct dnp_engine *e, unsigned port, uint64_t now)
+{
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		struct pktq keep = { 0 };
+		struct pkt *job;
+
+		while ((job = q_pop(&e->resp[qi])) != NULL) {
+			if (job->h.dst_port != port) {
+				q_push(&keep, job);
+				continue;
+			}
+			(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id,
+					-ECONNRESET, now);
+			pkt_put(e, job);
+		}
+		e->resp[qi] = keep;
+	}
+}
+
 int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 {
 	if (port >= e->c.max_ports || !e->ports[port].open)
@@ -1330,6 +1357,7 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 	struct evq *q = &e->ports[port];
 
 	dnp_buftab_remove_port(e->bt, (uint8_t)port);
+	resp_abort_port(e, port, e->now);
 	while (q->send_head != NO_SLOT)
 		post_remove(e, q, e->posts[q->send_head].va);
 	for (uint32_t i = 0; i < e->c.max_sends; i++)

@@ -117,8 +117,15 @@ struct dnp_engine;
 int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out);
 void dnp_engine_destroy(struct dnp_engine *e);
 
-/* Ports. open: -EINVAL (>= max_ports), -EBUSY. close: -ENOENT. Closing unregisters
- * the port's buffers and forgets its commands and events (the application is gone). */
+/*
+ * Ports. open: -EINVAL (>= max_ports), -EBUSY. close: -ENOENT. Closing unregisters
+ * the port's buffers and forgets its commands and events (the application is gone).
+ * Nothing that refers to the old application survives it, so that a new one
+ * given the same port never serves the old one's peers: its GET responder
+ * jobs stop (their requesters get -ECONNRESET), its SEND reassemblies and
+ * posted SEND buffers are dropped (the rest of such a message is refused
+ * with -ENOBUFS), and its keys open nothing any more.
+ */
 int dnp_engine_port_open(struct dnp_engine *e, unsigned port);
 int dnp_engine_port_close(struct dnp_engine *e, unsigned port);
 

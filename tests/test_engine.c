@@ -464,6 +464,93 @@ static void test_engine_wrong_key_same_error_any_range(void **state)
 	expect_error(0, 0, -ERANGE);
 }
 
+/*
+ * Issue 7, port reuse: a GET is being answered from port 0 of node 1 when
+ * its application goes; a new application opens port 0 and registers a
+ * buffer at the same address. The old GET's responder must not go on
+ * reading: not one byte of the new application may reach the old reader,
+ * and the GET ends in an error.
+ */
+static void test_engine_port_reuse_aborts_get_responder(void **state)
+{
+	setup_nodes(2);
+	uint32_t rkey, lkey, newkey;
+	const size_t len = 256u << 10;
+	uint8_t *dst = nodes[0].mem[1] + 0x200000;
+
+	memset(nodes[1].mem[0], 0xaa, len); /* the old application's data */
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_GET_SOURCE, 0,
+					     &rkey), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x200000, len,
+					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+	struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0, .remote_va = BASE,
+			     .remote_key = rkey, .len = len, .local_va = BASE + 0x200000,
+			     .local_key = lkey, .cookie = 5 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && dst[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(dst[0], 0xaa);
+	assert_int_not_equal(dst[len - 1], 0xaa); /* caught in the middle */
+
+	/* The application of port 0 goes, another one comes with its own data. */
+	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
+	memset(nodes[1].mem[0], 0x55, len);
+	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len,
+					     DNP_BUF_GET_SOURCE | DNP_BUF_PUT_TARGET, 0, &newkey),
+			 0);
+	struct dnp_event ev;
+	assert_true(next_event(0, 1, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ECONNRESET);
+	assert_int_equal(ev.cookie, 5);
+	pump(2000);
+	for (size_t i = 0; i < len; i++)
+		if (dst[i] == 0x55)
+			fail_msg("byte %zu of the new application reached the old reader", i);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 1, &ev, 1), 0); /* exactly once */
+}
+
+/*
+ * Port reuse, SEND side: a multi-packet SEND is being reassembled into a
+ * buffer of port 0 when its application goes; the next application of
+ * port 0 posts a buffer at the same address. The rest of the old message
+ * must not land in it, and the sender gets one error.
+ */
+static void test_engine_port_reuse_drops_send_reassembly(void **state)
+{
+	setup_nodes(2);
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
+			     .len = len, .cookie = 8 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+
+	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
+	memset(rx, 0x55, 256u << 10);
+	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	struct dnp_event ev;
+	assert_true(next_event(0, 1, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.cookie, 8);
+	pump(2000);
+	for (size_t i = 0; i < (256u << 10); i++)
+		if (rx[i] != 0x55)
+			fail_msg("byte %zu of the old message landed in the new application", i);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 1, &ev, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +559,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_get, teardown),
+		cmocka_unit_test_teardown(test_engine_port_reuse_aborts_get_responder, teardown),
+		cmocka_unit_test_teardown(test_engine_port_reuse_drops_send_reassembly, teardown),
 		cmocka_unit_test_teardown(test_engine_wrong_key_same_error_any_range, teardown),
 		cmocka_unit_test_teardown(test_engine_loopback_put, teardown),
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
