@@ -120,6 +120,7 @@ struct dnp_engine {
 	uint64_t now; /* the latest time the driver gave (for calls that take none) */
 	bool dirty;
 	uint8_t scratch[DNP_MAX_PAYLOAD];
+	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
 	uint8_t rr;
 	struct dnp_engine_stats st;
 };
@@ -1070,6 +1071,32 @@ static bool inject(struct dnp_engine *e, uint64_t now)
 
 /* ---------------------------------------------------------------- inputs */
 
+/*
+ * Is h a frame of link dir? The peer at the other end sends from its output
+ * in the opposite direction, and a link-control frame names the neighbour
+ * itself as its source. A frame recorded on another link (in a ring of size
+ * 2 both links join the same two nodes, and each has its own sequence space)
+ * fails here before its seq or ack is looked at.
+ * (A link epoch, once links have one, is checked here too.)
+ */
+static bool rx_on_own_link(const struct dnp_engine *e, unsigned dir, const struct dnp_pkt_hdr *h)
+{
+	if (h->src_dir != (uint8_t)dnp_torus_opposite((enum dnp_dir)dir))
+		return false;
+	if (h->kind == DNP_PKT_CREDIT &&
+	    !dnp_coord_eq(h->src, dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir)))
+		return false;
+	return true;
+}
+
+/* Drops a received frame (p: its private copy, or NULL) and returns rc. */
+static int rx_drop(struct dnp_engine *e, struct pkt *p, int rc)
+{
+	if (p)
+		pkt_put(e, p);
+	return rc;
+}
+
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
 	struct dnp_pkt_hdr h;
@@ -1082,13 +1109,30 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	struct xlink *x = &e->links[dir];
 	if (dnp_link_state(x->l) == DNP_LINK_BROKEN)
 		return -ENOLINK;
-	int rc = dnp_pkt_decode(frame, len, &h, &payload);
+	if (len > DNP_MAX_FRAME) {
+		e->st.rx_malformed++;
+		return -EMSGSIZE;
+	}
+	/*
+	 * The frame may sit in memory the peer can still write (shm links):
+	 * copy it first, then decode and use only the copy. The copy goes
+	 * into the packet buffer that will hold it, or, when none is free,
+	 * into e->rxcopy so that its ack and credits are still heard.
+	 */
+	struct pkt *p = pool_has(e, (uint32_t)len) ? pkt_get(e, (uint32_t)len) : NULL;
+	uint8_t *copy = p ? p->frame : e->rxcopy;
+	memcpy(copy, frame, len);
+	int rc = dnp_pkt_decode(copy, len, &h, &payload);
 	if (rc < 0) {
 		if (rc == -EILSEQ)
 			e->st.rx_crc_errors++;
 		else
 			e->st.rx_malformed++;
-		return rc;
+		return rx_drop(e, p, rc);
+	}
+	if (!rx_on_own_link(e, dir, &h)) {
+		e->st.rx_wrong_link++;
+		return rx_drop(e, p, -EXDEV);
 	}
 	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
 	dnp_link_stats_rx(x->l, words);
@@ -1105,25 +1149,23 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	}
 	if (h.kind == DNP_PKT_CREDIT) {
 		dnp_link_on_credit(x->l, h.credit, now);
-		return 0;
+		return rx_drop(e, p, 0);
 	}
 	if (h.vc >= e->c.link.nvc) {
 		e->st.rx_misrouted++;
-		return -ERANGE;
+		return rx_drop(e, p, -ERANGE);
 	}
 	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
 	if (h.seq != dnp_link_ack_value(x->l))
-		return dnp_link_rx_seq(x->l, h.seq); /* counted as duplicate or gap */
+		return rx_drop(e, p, dnp_link_rx_seq(x->l, h.seq)); /* duplicate or gap */
 	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
 		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
-		return -ENOBUFS;
+		return rx_drop(e, p, -ENOBUFS);
 	}
-	struct pkt *p = pkt_get(e, (uint32_t)len);
 	if (!p)
 		return -ENOBUFS;
 	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h.vc, words);
-	memcpy(p->frame, frame, len);
 	p->h = h;
 	p->flen = (uint32_t)len;
 	p->words = words;

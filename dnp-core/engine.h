@@ -106,6 +106,7 @@ struct dnp_engine_stats {
 	uint64_t rx_crc_errors;  /* frames dropped for a bad CRC */
 	uint64_t rx_malformed;   /* frames dropped for any other decode error */
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
+	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
@@ -141,7 +142,18 @@ int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
  */
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
 
-/* A frame arrived on link 'dir'. 0, or a negative errno when it was dropped (and counted). */
+/*
+ * A frame arrived on link 'dir'. 0, or a negative errno when it was dropped
+ * (and counted): -ENODEV no such link, -ENOLINK link broken, -EMSGSIZE
+ * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,
+ * rx_malformed), -EXDEV a frame of another link (rx_wrong_link: its source
+ * direction is not the opposite of dir, or a link-control frame names
+ * another node than the neighbour), -ERANGE VC out of range, -EALREADY a
+ * duplicate, -EAGAIN a gap in the sequence (dnp_link_rx_seq), -ENOBUFS no
+ * room (the peer resends it).
+ * The frame may live in memory the peer still writes (shm links): the
+ * engine copies it before it reads any byte, and uses only the copy.
+ */
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now);
 
 /* Does the work that is due: timers, routing, delivery, segmentation of commands. */

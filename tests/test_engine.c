@@ -4,6 +4,8 @@
  * wired frame by frame in this test, no lab and no transport.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -551,6 +553,164 @@ static void test_engine_port_reuse_drops_send_reassembly(void **state)
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 1, &ev, 1), 0);
 }
 
+/*
+ * Issue 7: a frame is accepted only on its own link. In a ring of size 2
+ * both X links join the same two nodes, each with its own sequence space
+ * starting at 0: the first PUT frame recorded on one link and replayed on
+ * the other must be dropped (and counted), never delivered a second time.
+ */
+static void test_engine_replay_on_other_link_dropped(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_frame f[16];
+	uint8_t rec[DNP_MAX_FRAME];
+	uint32_t rec_len = 0;
+	unsigned rec_dir = 0;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	pump(10);
+	fill(nodes[0].mem[0], 1000, 4);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 1000, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	/* pump by hand, recording the PUT frame */
+	for (unsigned step = 0; step < 200; step++, now++) {
+		for (unsigned i = 0; i < 2; i++)
+			dnp_engine_run(nodes[i].e, now);
+		for (unsigned i = 0; i < 2; i++)
+			for (unsigned d = 0; d < DNP_NDIRS; d++) {
+				unsigned n = dnp_engine_tx_burst(nodes[i].e, d, f, 16, now);
+				for (unsigned k = 0; k < n; k++) {
+					struct dnp_pkt_hdr h;
+					const uint8_t *pl;
+					uint8_t copy[DNP_MAX_FRAME];
+					memcpy(copy, f[k].data, f[k].len);
+					assert_int_equal(dnp_pkt_decode(copy, f[k].len, &h, &pl), 0);
+					if (i == 0 && h.kind == DNP_PKT_PUT && !rec_len) {
+						memcpy(rec, copy, f[k].len);
+						rec_len = f[k].len;
+						rec_dir = d;
+					}
+					(void)dnp_engine_rx(nodes[1 - i].e, dnp_torus_opposite(d),
+							    copy, f[k].len, now);
+				}
+			}
+	}
+	assert_true(rec_len > 0);
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+
+	/* Replay on node 1's other X link (the one node 0's rec_dir does not feed). */
+	memset(nodes[1].mem[0], 0, 1000);
+	uint64_t wrong = dnp_engine_stats(nodes[1].e)->rx_wrong_link;
+	assert_int_equal(dnp_engine_rx(nodes[1].e, rec_dir, rec, rec_len, now), -EXDEV);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_wrong_link, wrong + 1);
+	pump(500);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(nodes[1].mem[0][i], 0);
+	/* On its own link it is a duplicate: dropped as well. */
+	assert_int_equal(dnp_engine_rx(nodes[1].e, dnp_torus_opposite(rec_dir), rec, rec_len, now),
+			 -EALREADY);
+	pump(500);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	/* And a credit frame naming another node than the neighbour is refused. */
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .src_dir = DNP_DIR_XP,
+				 .src = { 1, 0, 0 }, .dst = { 1, 0, 0 } };
+	uint8_t cf[DNP_FRAME_OVERHEAD];
+	assert_int_equal(dnp_pkt_encode(&h, NULL, cf, sizeof(cf)), (int)sizeof(cf));
+	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), -EXDEV);
+	h.src = (struct dnp_coord){ 0, 0, 0 };
+	assert_int_equal(dnp_pkt_encode(&h, NULL, cf, sizeof(cf)), (int)sizeof(cf));
+	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), 0);
+}
+
+/*
+ * Issue 7: frames are decoded from a private copy. A peer that shares the
+ * frame's memory (shm links) flips payload bytes while the engine receives
+ * it: the engine must deliver only bytes its CRC check saw. The flipper
+ * runs only while dnp_engine_rx does (a handshake keeps it off while the
+ * test encodes the next frame), so every delivered byte that is not the
+ * original was changed between the check and the use.
+ */
+enum { FLIP_OFF, FLIP_ON, FLIP_STOP };
+static _Atomic int flip_phase;
+static _Atomic int flip_idle;
+static uint8_t *_Atomic flip_frame;
+
+static void *flipper(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int ph = atomic_load(&flip_phase);
+		if (ph == FLIP_STOP)
+			return NULL;
+		if (ph == FLIP_OFF) {
+			atomic_store(&flip_idle, 1);
+			continue;
+		}
+		atomic_store(&flip_idle, 0);
+		volatile uint8_t *pl = atomic_load(&flip_frame) + 3 * DNP_WORD_BYTES;
+		for (unsigned i = 0; i < 64; i++)
+			pl[1000 + i] = 0xee;
+		for (unsigned i = 0; i < 64; i++)
+			pl[1000 + i] = 0x11;
+	}
+}
+
+static void test_engine_rx_decodes_private_copy(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	static uint8_t shared[DNP_MAX_FRAME];
+	uint8_t payload[4096];
+	pthread_t th;
+	unsigned accepted = 0;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	memset(payload, 0x11, sizeof(payload));
+	atomic_store(&flip_frame, shared);
+	atomic_store(&flip_phase, FLIP_OFF);
+	assert_int_equal(pthread_create(&th, NULL, flipper, NULL), 0);
+	for (uint32_t seq = 0, it = 0; it < 4000; it++) {
+		/* A PUT from node 1 to itself, as if it came back over X-: no CMPL to route. */
+		struct dnp_pkt_hdr h = { .lflags = DNP_LINK_F_SEQ, .seq = seq, .src_dir = DNP_DIR_XP,
+					 .dst = { 1, 0, 0 }, .src = { 1, 0, 0 }, .kind = DNP_PKT_PUT,
+					 .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST, .len = 4096,
+					 .msg_len = 4096, .msg_id = it, .va = BASE, .key = key,
+					 .hops = 1 };
+		atomic_store(&flip_phase, FLIP_OFF);
+		while (!atomic_load(&flip_idle))
+			;
+		int n = dnp_pkt_encode(&h, payload, shared, sizeof(shared));
+		assert_int_equal(n, (int)dnp_pkt_frame_len(4096));
+		atomic_store(&flip_phase, FLIP_ON);
+		int rc = dnp_engine_rx(nodes[1].e, DNP_DIR_XM, shared, (size_t)n, now);
+		atomic_store(&flip_phase, FLIP_OFF);
+		if (rc == 0) {
+			seq++;
+			accepted++;
+		}
+		dnp_engine_run(nodes[1].e, ++now);
+		struct dnp_event ev[8];
+		(void)dnp_engine_poll_events(nodes[1].e, 0, ev, 8);
+		for (size_t i = 0; i < 4096; i++)
+			if (nodes[1].mem[0][i] != 0x11 && nodes[1].mem[0][i] != 0)
+				fail_msg("frame %u: byte %zu changed after the CRC check", it, i);
+		struct dnp_frame f[16];
+		for (unsigned d = 0; d < DNP_NDIRS; d++)
+			(void)dnp_engine_tx_burst(nodes[1].e, d, f, 16, now);
+	}
+	atomic_store(&flip_phase, FLIP_STOP);
+	pthread_join(th, NULL);
+	assert_true(accepted > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -559,6 +719,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_get, teardown),
+		cmocka_unit_test_teardown(test_engine_rx_decodes_private_copy, teardown),
+		cmocka_unit_test_teardown(test_engine_replay_on_other_link_dropped, teardown),
 		cmocka_unit_test_teardown(test_engine_port_reuse_aborts_get_responder, teardown),
 		cmocka_unit_test_teardown(test_engine_port_reuse_drops_send_reassembly, teardown),
 		cmocka_unit_test_teardown(test_engine_wrong_key_same_error_any_range, teardown),

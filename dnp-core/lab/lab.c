@@ -1188,6 +1188,7 @@ static void finish(struct dnp_lab *lab)
 		r->engine.rx_crc_errors += s->rx_crc_errors;
 		r->engine.rx_malformed += s->rx_malformed;
 		r->engine.rx_misrouted += s->rx_misrouted;
+		r->engine.rx_wrong_link += s->rx_wrong_link;
 		r->engine.deliver_errors += s->deliver_errors;
 		r->engine.events += s->events;
 		r->engine.hops_total += s->hops_total;
@@ -1391,6 +1392,7 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("rx_crc_errors", r->engine.rx_crc_errors);
 	K("rx_malformed", r->engine.rx_malformed);
 	K("rx_misrouted", r->engine.rx_misrouted);
+	K("rx_wrong_link", r->engine.rx_wrong_link);
 	K("deliver_errors", r->engine.deliver_errors);
 	K("inj_lost", r->lost);
 	K("inj_lost_seq", r->lost_seq);
