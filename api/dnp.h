@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libdnp — the DNP RDMA API for applications (seed 001: put/send,
- * register_buffer/unregister_buffer, wait_event; seed 000: command ring and
- * completion event queue).
+ * libdnp — the DNP RDMA API for applications (APEnet v5 paper, the RDMA API:
+ * put/send, register_buffer/unregister_buffer, wait_event; EURETILE report,
+ * TX acceleration and event queue: command ring and completion event queue).
  *
  * An application opens a connection to its node's daemon (dnpd) over a Unix
  * socket; the command ring, the event queue and a shared heap arrive as
