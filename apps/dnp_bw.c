@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_bw — one-way PUT bandwidth between two nodes.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_pingpong — PUT latency between two nodes (half round trip), or the
  * local-loop latency of one node (--loopback).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lab — the engine on simulated tori: byte-exact all-to-all on 64 nodes,
  * deadlock freedom with dateline VCs (and the deadlock without them), CRC

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_session — libdnp against dnpd's session server (dnp-core/dnpd/sess.c)
  * with a fake engine: handshake and ABI checks, ports, the shared heap and

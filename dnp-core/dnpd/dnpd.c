@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnpd — one DNP node: the engine (dnp-core/engine.h), its virtual links
  * (transport/transport.h), application sessions (sess.c) and the poll loop

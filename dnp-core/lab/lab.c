@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * lab — see lab.h. A discrete-event simulation of N DNP engines joined by
  * simulated links, with generated traffic and byte-exact verification.
