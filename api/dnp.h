@@ -32,13 +32,14 @@ struct dnp_coords {
 #define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
 
 /*
- * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock;
- * path NULL: $DNP_SOCKET (dnp-run sets it), else /run/dnp/dnpd.sock, which
- * no daemon creates by itself (a link to a node's socket). Environment: DNP_PORT asks for a given port (default:
- * the lowest free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G
- * suffixes; default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED
- * (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free port or the asked
- * port is taken), -EINVAL (port or heap size out of range), -errno.
+ * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock; path
+ * NULL: $DNP_SOCKET (dnp-run sets it), else /run/dnp/dnpd.sock, which no
+ * daemon creates by itself (a link to a node's socket). Environment: DNP_PORT
+ * asks for a given port (default: the lowest free one), DNP_HEAP_SIZE for the
+ * shared heap size (bytes, K/M/G suffixes; default: the daemon's, 64 MiB).
+ * Errors: -ENOENT/-ECONNREFUSED (no daemon), -EPROTO (ABI mismatch), -EBUSY
+ * (no free port or the asked port is taken), -EINVAL (port or heap size out
+ * of range), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);
