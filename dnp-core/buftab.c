@@ -154,8 +154,12 @@ int dnp_buftab_lookup(const struct dnp_buftab *bt, uint8_t port, uint64_t va, ui
 {
 	const struct dnp_buf *e = find_containing(bt, port, va);
 
-	if (!e)
-		return -ENOENT;
+	/*
+	 * The key first: without it nothing else is told, neither whether a
+	 * buffer holds va nor where it ends.
+	 */
+	if (!e || key != e->key)
+		return -EACCES;
 	if (len == 0)
 		len = 1;
 	/*
@@ -164,8 +168,6 @@ int dnp_buftab_lookup(const struct dnp_buftab *bt, uint8_t port, uint64_t va, ui
 	 */
 	if (len > e->len - (va - e->va))
 		return -ERANGE;
-	if (key != e->key)
-		return -EACCES;
 	if ((e->flags & need_flags) != need_flags)
 		return -EPERM;
 	*out = e;

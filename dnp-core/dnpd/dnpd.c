@@ -835,7 +835,6 @@ static void dnpd_close_links(struct dnpd *d)
 static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 {
 	struct dnp_engine_conf ec;
-	uint32_t seed = 0;
 
 	dnp_engine_conf_default(&ec);
 	ec.torus = d->conf.torus;
@@ -859,9 +858,11 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;
-	/* Keys are the only protection of a buffer: make them unguessable. */
-	if (getrandom(&seed, sizeof(seed), 0) == (ssize_t)sizeof(seed) && seed)
-		ec.key_seed = seed;
+	/* Keys are the only protection of a buffer: their secret is random. */
+	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
+		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");
+		return -EIO;
+	}
 	return dnp_engine_create(&ec, now, &d->e);
 }
 
