@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -25,12 +24,12 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dnp.h"
+#include "dnp_futex.h"
 #include "dnp_session.h"
 #include "ring.h"
 
@@ -67,11 +66,6 @@ struct dnp {
 	struct dnp_coords self, dims;
 	unsigned port;
 };
-
-static long dnp_futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
-}
 
 static uint64_t dnp_now_ns(void)
 {
@@ -312,7 +306,7 @@ static void dnp_bell_ring(struct dnp *d)
 		if (write(d->wake_fd, &one, sizeof(one)) < 0)
 			(void)0; /* counter saturated: the daemon has a wake-up pending anyway */
 	} else {
-		dnp_futex(&d->bell->seq, FUTEX_WAKE, INT_MAX, NULL);
+		dnp_futex_wake(&d->bell->seq);
 	}
 }
 
@@ -785,7 +779,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		ts.tv_nsec = (long)(slice % 1000000000ull);
 		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
-			dnp_futex(&d->ctl->ev_seq, FUTEX_WAIT, seq, &ts);
+			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
 		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
 		if (dnp_ring_pop_burst(d->ev, ev, 1))
 			return 1;
