@@ -32,7 +32,10 @@ struct dnp_coords {
 
 /*
  * Connects to the daemon. path NULL: $DNP_SOCKET, else the default
- * /run/dnp/dnpd.sock. Environment: DNP_PORT asks for a given port (default:
+ * /run/dnp/dnpd.sock. In $DNP_SOCKET, Slurm's patterns name each node's
+ * daemon on a shared file system: %N node name ($SLURMD_NODENAME, else the
+ * host name), %n $SLURM_NODEID, %t $SLURM_PROCID, %l $SLURM_LOCALID, %% '%'
+ * (-EINVAL for another pattern or an unset variable). Environment: DNP_PORT asks for a given port (default:
  * the lowest free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G
  * suffixes; default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED
  * (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free port or the asked
