@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * libdnp — the application side of a dnpd session (api/dnp.h).
  *

@@ -1,13 +1,13 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_bw — one-way PUT bandwidth between two nodes.
  *
- * Method (seed 000, lines 613-647, the two-node bandwidth test): the receiver
- * registers a buffer and SENDs its address and key to the transmitter; the
- * transmitter writes that buffer N times with PUT, keeping at most --window
- * PUTs outstanding by reaping TX_DONE events; the receiver waits for N
- * RX_PUT events and acknowledges with a SEND. Time runs on the transmitter
- * from the first PUT to the acknowledgement.
+ * Method (EURETILE report, software test suite: the two-node bandwidth test):
+ * the receiver registers a buffer and SENDs its address and key to the
+ * transmitter; the transmitter writes that buffer N times with PUT, keeping
+ * at most --window PUTs outstanding by reaping TX_DONE events; the receiver
+ * waits for N RX_PUT events and acknowledges with a SEND. Time runs on the
+ * transmitter from the first PUT to the acknowledgement.
  *
  * Run under dnp-run: the transmitter is node (0,0,0), the receiver its +X
  * neighbour or --peer; the instances on the other nodes exit 0 at once.

@@ -1,14 +1,15 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_pingpong — PUT latency between two nodes (half round trip), or the
  * local-loop latency of one node (--loopback).
  *
- * Method (seed 000, lines 613-647: "latency, estimated as half the round-trip
- * time in a ping-pong test"): both nodes register a PUT-target buffer and
- * exchange address and key with a SEND; node A PUTs into B, B waits for the
- * RX_PUT event and PUTs back, A waits for the RX_PUT event. --loopback follows
- * seed 001 (last paragraphs): a PUT to the node itself, timed until both the
- * "sent" (TX_DONE) and the "received" (RX_PUT) events have arrived.
+ * Method (EURETILE report, software test suite: "latency, estimated as half
+ * the round-trip time in a ping-pong test"): both nodes register a PUT-target
+ * buffer and exchange address and key with a SEND; node A PUTs into B, B
+ * waits for the RX_PUT event and PUTs back, A waits for the RX_PUT event.
+ * --loopback follows the APEnet v5 paper (results): a PUT to the node itself,
+ * timed until both the "sent" (TX_DONE) and the "received" (RX_PUT) events
+ * have arrived.
  *
  * Run under dnp-run: A is node (0,0,0), B its +X neighbour or --peer; the
  * instances on the other nodes exit 0 at once.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * conf — dnpd's command line and topology file into struct dnpd_conf, and
  * the link addresses derived from it (docs/dnpd.md, "Run directory").

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * sess — dnpd's application sessions over DIR/node-<id>.sock (protocol and
  * shared-memory layout: api/abi/dnp_session.h).
