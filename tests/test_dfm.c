@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "dfm.h"
+#include "engine.h"
 #include "regs.h"
 
 #define MS 1000000ull /* time unit: ns */
@@ -294,6 +295,100 @@ static void test_dfm_diag_codec(void **state)
 	assert_int_equal(dnp_dfm_diag_decode(buf, sizeof(buf), &back), -EBADMSG);
 }
 
+/* ---- the engine's DIAG path, between real engines on a 3x1x1 ring ---- */
+
+static int mem_rd(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
+		  size_t len)
+{
+	(void)ctx, (void)port, (void)buf, (void)va, (void)dst, (void)len;
+	return -EFAULT;
+}
+
+static int mem_wr(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
+		  const void *src, size_t len)
+{
+	(void)ctx, (void)port, (void)buf, (void)va, (void)src, (void)len;
+	return -EFAULT;
+}
+
+static const struct dnp_mem_ops no_mem = { .read = mem_rd, .write = mem_wr };
+
+static void ring_pump(struct dnp_engine **e, unsigned n, uint64_t *now, unsigned steps,
+		      int dead)
+{
+	struct dnp_frame f[16];
+
+	for (unsigned s = 0; s < steps; s++, (*now)++) {
+		for (unsigned i = 0; i < n; i++)
+			if ((int)i != dead)
+				dnp_engine_run(e[i], *now);
+		for (unsigned i = 0; i < n; i++) {
+			if ((int)i == dead)
+				continue;
+			for (unsigned d = 0; d < 2; d++) {
+				unsigned k, m = dnp_engine_tx_burst(e[i], d, f, 16, *now);
+				unsigned peer = d == DNP_DIR_XP ? (i + 1) % n : (i + n - 1) % n;
+
+				for (k = 0; k < m; k++) {
+					uint8_t copy[DNP_MAX_FRAME];
+
+					if ((int)peer == dead)
+						continue;
+					memcpy(copy, f[k].data, f[k].len);
+					(void)dnp_engine_rx(e[peer], dnp_torus_opposite(d), copy,
+							    f[k].len, *now);
+				}
+			}
+		}
+	}
+}
+
+static void test_dfm_engine_diag_path(void **state)
+{
+	struct dnp_engine *e[3];
+	struct dnp_coord src;
+	uint8_t buf[64], payload[DNP_DFM_DIAG_BYTES] = { 1, 2, 3 };
+	uint64_t now = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		struct dnp_engine_conf c;
+
+		dnp_engine_conf_default(&c);
+		dnp_torus_init(&c.torus, 3, 1, 1);
+		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+		c.mem = &no_mem;
+		assert_int_equal(dnp_engine_create(&c, 0, &e[i]), 0);
+	}
+	ring_pump(e, 3, &now, 200, -1);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 0, 0, 0 }, payload,
+					      sizeof(payload), now), -EINVAL);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+					      DNP_ENGINE_DIAG_MAX + 1, now), -EINVAL);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+					      sizeof(payload), now), 0);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 2, 0, 0 }, payload,
+					      sizeof(payload), now), 0);
+	ring_pump(e, 3, &now, 200, -1);
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, 4), -ENOBUFS);
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
+	assert_int_equal(src.x, 0);
+	assert_memory_equal(buf, payload, sizeof(payload));
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, sizeof(buf)), 0);
+	assert_int_equal(dnp_engine_diag_poll(e[2], &src, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
+	assert_int_equal(dnp_engine_stats(e[0])->diag_tx, 2);
+	/* a full queue drops (and counts) the rest; nothing waits for the fault manager */
+	for (unsigned k = 0; k < DNP_ENGINE_DIAG_QUEUE + 5; k++)
+		assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+						      sizeof(payload), now), 0);
+	ring_pump(e, 3, &now, 500, -1);
+	assert_int_equal(dnp_engine_stats(e[1])->diag_dropped, 5);
+	/* DIAGs are never answered: nothing stays pending at the sender */
+	assert_int_equal(dnp_engine_pending(e[0]), 0);
+	for (unsigned i = 0; i < 3; i++)
+		dnp_engine_destroy(e[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +400,7 @@ int main(void)
 		cmocka_unit_test(test_dfm_link_broken_and_sick),
 		cmocka_unit_test(test_dfm_sensor_thresholds),
 		cmocka_unit_test(test_dfm_diag_codec),
+		cmocka_unit_test(test_dfm_engine_diag_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
