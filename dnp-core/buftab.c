@@ -4,7 +4,8 @@
  *
  * The reference software DNP kept buffers in a doubly linked list allocated
  * on the heap, and profiling found ~35% of the cycles in that allocation and
- * the list walk with its 64-bit range checks (seed 000, lines 1181-1200).
+ * the list walk with its 64-bit range checks (EURETILE report, buffer search
+ * benchmark).
  * Here the table is one array allocated at create time and kept sorted by
  * (port, va): lookup is a binary search and nothing is allocated afterwards.
  * Since buffers of a port never overlap, the only candidate holding va is the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buftab — the RDMA buffer table of one node (seed 000, lines 457-477 and
- * 1181-1560: buf_desc VirtAddr/Len/Flags/MagicWord).
+ * buftab — the RDMA buffer table of one node (EURETILE report, kernel driver
+ * and buffer search benchmark: buf_desc VirtAddr/Len/Flags/MagicWord).
  *
  * Entries are (port, va, len, flags, key, priv). Lookup of [va, va+len) must
  * lie entirely in one buffer of that port; it is O(log n) (a sorted array

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c — one DNP node, sans-I/O. See engine.h for the contract and
  * docs/architecture.md for the walk of a packet through it.

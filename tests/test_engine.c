@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_engine — two engines on a 2x1x1 torus (and loopback on one node),
  * wired frame by frame in this test, no lab and no transport.

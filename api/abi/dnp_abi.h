@@ -6,10 +6,10 @@
  * padding, static_assert on sizes. The session layout (rings, heap, magic and
  * version word) is in dnp_session.h.
  *
- * As in the DNP's TX ring (seed 000, lines 331-393), a command carries the
- * packet Header and Footer material (destination, remote address, key) and
- * CMD0 (local DMA: local address and length) and CMD1 (completion: the
- * cookie returned in the event). Every command ends in exactly one
+ * As in the DNP's TX ring (EURETILE report, TX acceleration), a command
+ * carries the packet Header and Footer material (destination, remote address,
+ * key) and CMD0 (local DMA: local address and length) and CMD1 (completion:
+ * the cookie returned in the event). Every command ends in exactly one
  * completion event (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR).
  */
 #ifndef DNP_ABI_H

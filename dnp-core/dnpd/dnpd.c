@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnpd — one DNP node: the engine (dnp-core/engine.h), its virtual links
  * (transport/transport.h), application sessions (sess.c) and the poll loop
@@ -22,7 +22,7 @@
  * the engine runs, and so sends our own credits, only every DNPD_COARSE_NS,
  * until real work shows up (a command, a frame that is not a credit, a
  * socket request). Without this, credits of 8 idle daemons wake each other
- * in a chain at every credit period (2 shared cores, machine-facts.md).
+ * in a chain at every credit period (measured on 2 shared cores; docs/dnpd.md).
  * Links without a wait fd (dpdk) cannot wake the daemon: its sleeps are
  * capped at DNPD_NOWAIT_SLEEP_NS, or DNPD_NOWAIT_QUIET_SLEEP_NS when quiet.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * lab — see lab.h. A discrete-event simulation of N DNP engines joined by
  * simulated links, with generated traffic and byte-exact verification.
@@ -393,7 +393,7 @@ void dnp_lab_conf_default(struct dnp_lab_conf *c)
 	dnp_engine_conf_default(&ec);
 	dnp_torus_init(&c->torus, 2, 2, 2);
 	c->link = ec.link;
-	/* The APEnet+ link (seed 000, lines 243-329): 512-word FIFO, T_RED 506,
+	/* The APEnet+ link (EURETILE report, torus link): 512-word FIFO, T_RED 506,
 	 * C 35 cycles, one word per cycle, 35 cycles of flight time. */
 	c->link.fifo_words = 512;
 	c->link.t_red = 506;
