@@ -774,7 +774,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 /*
  * The last fragment h of a PUT or SEND waited deliver_timeout for room in
  * its port's event queue (the application stopped draining its events):
- * the message fails back to its sender with -ENOSPC, so that the traffic
+ * the message fails back to its sender with -EOVERFLOW, so that the traffic
  * behind it in the FIFO (transit traffic of other nodes) moves on. A SEND's
  * buffer goes back to the head of the port's queue. The caller checked
  * that a buffer for the report is free.
@@ -789,7 +789,7 @@ static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, u
 		}
 	}
 	e->st.deliver_timeouts++;
-	(void)deliver_fail(e, h, -ENOSPC, now);
+	(void)deliver_fail(e, h, -EOVERFLOW, now);
 }
 
 /* ---------------------------------------------------------------- links */

@@ -31,7 +31,7 @@
  *   -ENOBUFS       no SEND buffer posted (or the SEND's first fragment was refused)
  *   -ENOENT        a SEND fragment's bytes fall outside every SEND-target buffer
  *   -EBUSY         more than max_sends multi-packet SENDs arriving at once
- *   -ENOSPC        the target port's event queue stayed full for deliver_timeout
+ *   -EOVERFLOW     the target port's event queue stayed full for deliver_timeout
  *   -EHOSTUNREACH  destination outside the torus / no route
  *   -ENOLINK       a link on the path broke
  *   -ETIMEDOUT     not completed within cmd_timeout (e.g. its report was lost)
@@ -96,7 +96,7 @@ struct dnp_engine_conf {
 	 *   -ETIMEDOUT to its port.
 	 * deliver_timeout: the last fragment of a PUT/SEND that waited this
 	 *   long for room in its port's event queue fails back to its sender
-	 *   with -ENOSPC, so that it does not block the FIFO (and the transit
+	 *   with -EOVERFLOW, so that it does not block the FIFO (and the transit
 	 *   traffic behind it) for ever.
 	 */
 	uint64_t cmd_timeout;
@@ -139,7 +139,7 @@ struct dnp_engine_stats {
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
 	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
-	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-ENOSPC) */
+	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-EOVERFLOW) */
 	uint64_t reasm_timeouts;   /* SEND reassemblies dropped after reasm_timeout */
 	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
 	uint64_t events;         /* events queued to applications */

@@ -818,7 +818,7 @@ static void test_engine_send_reasm_timeout(void **state)
  * Issue 7, a slow application: on a 4-node ring, node 1's application
  * (port 0) stops draining its events while node 0 floods it with PUTs. Node
  * 0's PUTs to node 2 cross node 1 on the same link and VC. Each blocked PUT
- * fails back after deliver_timeout with -ENOSPC, so every transit PUT gets
+ * fails back after deliver_timeout with -EOVERFLOW, so every transit PUT gets
  * through; every command of node 0 completes exactly once.
  */
 static void test_engine_slow_app_does_not_block_transit(void **state)
@@ -853,7 +853,7 @@ static void test_engine_slow_app_does_not_block_transit(void **state)
 				transit_ok += ev[j].cookie % 2;
 			} else {
 				assert_int_equal(ev[j].type, DNP_EV_ERROR);
-				assert_int_equal(ev[j].status, -ENOSPC);
+				assert_int_equal(ev[j].status, -EOVERFLOW);
 				assert_int_equal(ev[j].cookie % 2, 0); /* only PUTs to node 1 */
 				done_nospc++;
 			}
