@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities\n"
 		"  --silence NODE:DIR[@T] drop every frame node NODE sends on DIR (0..5) from T\n"
 		"  --rto T --credit-timeout T --max-retries N --window N --max-commands N\n"
+		"  --cmd-timeout T        command deadline: -ETIMEDOUT after T (0 = none)\n"
 		"  --seed S               PRNG seed (1)\n"
 		"  --max-time T           stop (failure) at this virtual time\n"
 		"  --stall T              no progress for T time units = deadlock\n"
@@ -52,7 +53,7 @@ enum {
 	OPT_BW, OPT_FIFO, OPT_TRED, OPT_TYELLOW, OPT_CREDIT_PERIOD, OPT_RULE, OPT_CREDIT_MODEL,
 	OPT_VCS, OPT_LOSS, OPT_CORRUPT, OPT_DUP, OPT_REORDER, OPT_SILENCE, OPT_RTO,
 	OPT_CREDIT_TIMEOUT, OPT_MAX_RETRIES, OPT_WINDOW, OPT_MAX_COMMANDS, OPT_SEED, OPT_MAX_TIME,
-	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP,
+	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT,
 };
 
 static const struct option run_opts[] = {
@@ -87,6 +88,7 @@ static const struct option run_opts[] = {
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -274,6 +276,8 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 		return parse_u64(arg, &a->c.max_time);
 	case OPT_STALL:
 		return parse_u64(arg, &a->c.stall_limit);
+	case OPT_CMD_TIMEOUT:
+		return parse_u64(arg, &a->c.cmd_timeout);
 	case OPT_CSV:
 		a->csv = true;
 		return 0;
