@@ -34,6 +34,7 @@
 #define P_CTX_USER 0
 #define P_CTX_COLL 1
 #define P_EV_BATCH 32u
+#define P_REG_CACHE 16u
 
 enum p_type { M_EAGER = 1, M_RTS = 2, M_FIN = 3, M_HELLO = 4 };
 enum p_cookie { C_SEND = 1, C_CREDIT = 2, C_GET = 3 };
@@ -51,7 +52,9 @@ struct p_hdr {
 	uint32_t key;  /* RTS / HELLO: key of va */
 	int32_t status; /* FIN: 0 or -errno of the receiver's GET */
 	uint64_t id;   /* RTS / FIN: the sender's request id */
-	uint8_t pad[16];
+	uint64_t ring_va; /* HELLO: our eager ring (PUT target), the sender's part at */
+	uint32_t ring_key; /*   ring_va + rank * credits * slot */
+	uint32_t rsvd;
 };
 _Static_assert(sizeof(struct p_hdr) == P_HDR, "header is 64 bytes");
 
@@ -60,6 +63,7 @@ struct p_reg {
 	size_t len;
 	uint32_t key;
 	unsigned refs;
+	uint64_t stamp; /* last use (LRU) */
 	struct p_reg *next;
 };
 
@@ -105,7 +109,9 @@ struct p_held {
 
 struct p_stage {
 	uint8_t state; /* enum p_slot_state */
+	bool put;      /* eager ring PUT (else SEND) */
 	uint32_t len;
+	uint32_t seq;
 	uint64_t not_before;
 };
 
@@ -126,6 +132,8 @@ struct p_peer {
 	bool credit_busy, hello, stalled;
 	uint64_t credit_va;     /* its credit array, our entry */
 	uint32_t credit_key;
+	uint64_t ring_va;       /* its eager ring, our part */
+	uint32_t ring_key;
 	uint64_t credit_retry_at;
 };
 
@@ -137,7 +145,12 @@ struct presto {
 	unsigned credits, nslots;
 	int timeout_ms;
 	uint64_t wait_timeout_ns;
-	uint8_t *rx_mem;       /* nslots receive slots */
+	uint8_t *rx_mem;       /* nslots SEND receive slots */
+	uint8_t *ring_mem;     /* eager ring: credits slots per sender, one PUT target */
+	uint32_t ring_key;
+	bool eager_put;        /* eager messages by PUT into the ring (PRESTO_EAGER=put) */
+	struct { unsigned slot; int src; } *repost; /* filled slots not re-posted yet */
+	unsigned nrepost;
 	uint64_t *credit_in;   /* [size]: messages of ours each peer consumed (PUT by them) */
 	uint32_t credit_key;
 	struct p_peer *peers;
@@ -149,11 +162,13 @@ struct presto {
 	struct p_unexp *unexp_head, *unexp_tail;
 	struct presto_req *gets;  /* rendez-vous GETs not yet accepted by the queue */
 	struct p_reg *regs;
+	unsigned ncached;      /* regs with refs 0 */
+	uint64_t reg_clock;
 	int fatal;
 	unsigned idle_tests;
 	bool closing;
 	struct presto_stats stats;
-	void *priv[2];         /* rx_mem, credit_in if not in the heap */
+	void *priv[3];         /* rx_mem, credit_in, ring_mem if not in the heap */
 	void **priv_peer;      /* per peer: its stage memory if private */
 };
 
@@ -270,6 +285,37 @@ static void p_req_free(struct presto *p, struct presto_req *r)
 
 /* ---- registrations (an exact range may be shared, e.g. bcast's sends) ---- */
 
+static void p_reg_drop(struct presto *p, struct p_reg *g)
+{
+	struct p_reg **pp;
+
+	for (pp = &p->regs; *pp; pp = &(*pp)->next)
+		if (*pp == g) {
+			*pp = g->next;
+			break;
+		}
+	dnp_unregister(p->d, g->addr);
+	free(g);
+	p->ncached--;
+}
+
+/* Unregisters unused cached ranges overlapping [addr, +len); returns how many. */
+static unsigned p_reg_evict(struct presto *p, const uint8_t *addr, size_t len)
+{
+	struct p_reg *g, *nx;
+	unsigned n = 0;
+
+	for (g = p->regs; g; g = nx) {
+		nx = g->next;
+		if (!g->refs && (const uint8_t *)g->addr < addr + len &&
+		    addr < (const uint8_t *)g->addr + g->len) {
+			p_reg_drop(p, g);
+			n++;
+		}
+	}
+	return n;
+}
+
 static int p_reg_get(struct presto *p, void *addr, size_t len, struct p_reg **out)
 {
 	struct p_reg *g;
@@ -278,7 +324,9 @@ static int p_reg_get(struct presto *p, void *addr, size_t len, struct p_reg **ou
 
 	for (g = p->regs; g; g = g->next)
 		if (g->addr == addr && g->len == len) {
-			g->refs++;
+			if (!g->refs++)
+				p->ncached--;
+			g->stamp = ++p->reg_clock;
 			*out = g;
 			return 0;
 		}
@@ -286,6 +334,8 @@ static int p_reg_get(struct presto *p, void *addr, size_t len, struct p_reg **ou
 	if (!g)
 		return -ENOMEM;
 	r = dnp_register(p->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
+	if (r == -EEXIST && p_reg_evict(p, addr, len))
+		r = dnp_register(p->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
 	if (r < 0) {
 		free(g);
 		return r;
@@ -294,25 +344,32 @@ static int p_reg_get(struct presto *p, void *addr, size_t len, struct p_reg **ou
 	g->len = len;
 	g->key = key;
 	g->refs = 1;
+	g->stamp = ++p->reg_clock;
 	g->next = p->regs;
 	p->regs = g;
 	*out = g;
 	return 0;
 }
 
+/*
+ * Registration cache: an unused range stays registered (a request to the
+ * daemon costs tens of microseconds), up to P_REG_CACHE ranges, least
+ * recently used dropped first. A cached range only lets our own rendez-vous
+ * protocol reach that memory.
+ */
 static void p_reg_put(struct presto *p, struct p_reg *g)
 {
-	struct p_reg **pp;
+	struct p_reg *old, *x;
 
 	if (!g || --g->refs)
 		return;
-	for (pp = &p->regs; *pp; pp = &(*pp)->next)
-		if (*pp == g) {
-			*pp = g->next;
-			break;
-		}
-	dnp_unregister(p->d, g->addr);
-	free(g);
+	p->ncached++;
+	while (p->ncached > P_REG_CACHE) {
+		for (old = NULL, x = p->regs; x; x = x->next)
+			if (!x->refs && (!old || x->stamp < old->stamp))
+				old = x;
+		p_reg_drop(p, old);
+	}
 }
 
 /*
@@ -343,6 +400,8 @@ static int p_reg_user(struct presto *p, struct presto_req *q, void *buf, size_t 
 static void p_unreg_user(struct presto *p, struct presto_req *q)
 {
 	p_reg_put(p, q->reg);
+	if (q->bounce && q->reg && !q->reg->refs)
+		p_reg_drop(p, q->reg); /* private copies are not cached */
 	q->reg = NULL;
 	free(q->bounce);
 	q->bounce = NULL;
@@ -388,8 +447,13 @@ static void p_stage_issue(struct presto *p, int dst, unsigned k)
 	struct p_stage *s = &pe->stage[k];
 	int r;
 
-	r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
-		     p_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+	if (s->put)
+		r = dnp_put(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
+			    p->peer_port, pe->ring_va + (uint64_t)(s->seq % p->credits) * p->slot,
+			    pe->ring_key, p_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+	else
+		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
+			     p->peer_port, p_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
 	if (r == 0) {
 		if (s->state == S_PENDING)
 			pe->pending--;
@@ -456,6 +520,13 @@ static void p_push(struct presto *p, int dst)
 		if (o->plen)
 			memcpy(m + P_HDR, o->payload, o->plen);
 		pe->stage[k].len = (uint32_t)(P_HDR + o->plen);
+		pe->stage[k].seq = o->h.seq;
+		/*
+		 * Ring slot seq % credits is free: credits say the receiver has
+		 * copied out message seq - credits (messages land and are
+		 * consumed in order; a HELLO, the only SEND, comes first).
+		 */
+		pe->stage[k].put = p->eager_put && pe->hello && o->h.type != M_HELLO;
 		pe->stage[k].state = S_PENDING;
 		pe->stage[k].not_before = 0;
 		pe->pending++;
@@ -656,6 +727,8 @@ static void p_dispatch(struct presto *p, const struct p_hdr *h, const void *data
 	case M_HELLO:
 		pe->credit_va = h->va + (uint64_t)p->rank * sizeof(uint64_t);
 		pe->credit_key = h->key;
+		pe->ring_va = h->ring_va + (uint64_t)p->rank * p->credits * p->slot;
+		pe->ring_key = h->ring_key;
 		pe->hello = true;
 		break;
 	}
@@ -698,27 +771,33 @@ static int p_post_slot(struct presto *p, unsigned i)
 	return dnp_register(p->d, s, p->slot, DNP_BUF_SEND_TARGET, &key);
 }
 
-static void p_rx_send(struct presto *p, const struct dnp_event *ev)
+/*
+ * A message in receive slot i: a SEND slot (put false: re-posted later) or
+ * a slot of the eager ring (put true: slot i belongs to sender i / credits,
+ * free again once copied out).
+ */
+static void p_rx_msg(struct presto *p, const struct dnp_event *ev, bool put)
 {
-	uint64_t base = (uintptr_t)p->rx_mem, off;
+	uint8_t *mem = put ? p->ring_mem : p->rx_mem;
+	uint64_t base = (uintptr_t)mem, off;
 	struct p_hdr h;
 	struct p_peer *pe;
 	const uint8_t *slot;
 	bool valid = false;
+	int credit_to = -1;
 	unsigned i;
-	int r;
 
 	if (ev->va < base || ev->va >= base + (uint64_t)p->nslots * p->slot)
 		return;
 	off = ev->va - base;
 	i = (unsigned)(off / p->slot);
-	slot = p->rx_mem + (size_t)i * p->slot;
+	slot = mem + (size_t)i * p->slot;
 	if (off % p->slot || ev->len < P_HDR || ev->len > p->slot) {
 		fprintf(stderr, "presto: rank %d: malformed SEND (len %u)\n", p->rank, ev->len);
 		goto repost;
 	}
 	memcpy(&h, slot, P_HDR);
-	if (!p_hdr_ok(p, &h, ev->len, ev)) {
+	if (!p_hdr_ok(p, &h, ev->len, ev) || (put && h.src != i / p->credits)) {
 		fprintf(stderr, "presto: rank %d: bad message header from %u,%u,%u\n", p->rank,
 			ev->peer_x, ev->peer_y, ev->peer_z);
 		goto repost;
@@ -727,12 +806,12 @@ static void p_rx_send(struct presto *p, const struct dnp_event *ev)
 	pe = &p->peers[h.src];
 	if (h.seq == pe->expect_seq) {
 		pe->expect_seq++;
-		pe->consumed++;
+		credit_to = (int)h.src;
 		p_dispatch(p, &h, slot + P_HDR);
 	} else if ((int32_t)(h.seq - pe->expect_seq) > 0) {
 		struct p_held *e = calloc(1, sizeof(*e)), **pp;
 
-		pe->consumed++;
+		credit_to = (int)h.src;
 		if (!e || (ev->len > P_HDR && !(e->data = malloc(ev->len - P_HDR)))) {
 			free(e);
 			p_fail(p, -ENOMEM, "holding a message", (int)h.src);
@@ -750,9 +829,20 @@ static void p_rx_send(struct presto *p, const struct dnp_event *ev)
 		p->stats.duplicates++;
 	}
 repost:
-	r = p_post_slot(p, i);
-	if (r < 0)
-		p_fail(p, r, "re-posting a receive slot", p->rank);
+	if (put) {
+		if (credit_to >= 0)
+			p->peers[credit_to].consumed++;
+		goto held;
+	}
+	/*
+	 * Re-posting costs two requests to the daemon: it is deferred to the
+	 * next idle progress round, off the path of the reply the application
+	 * is about to send. The sender gets its credit back only then.
+	 */
+	p->repost[p->nrepost].slot = i;
+	p->repost[p->nrepost].src = credit_to;
+	p->nrepost++;
+held:
 	if (!valid)
 		return;
 	pe = &p->peers[h.src];
@@ -765,7 +855,21 @@ repost:
 		free(e->data);
 		free(e);
 	}
-	p_credit_return(p, (int)h.src);
+}
+
+static void p_repost_flush(struct presto *p)
+{
+	unsigned k;
+	int r;
+
+	for (k = 0; k < p->nrepost; k++) {
+		r = p_post_slot(p, p->repost[k].slot);
+		if (r < 0)
+			p_fail(p, r, "re-posting a receive slot", p->rank);
+		else if (p->repost[k].src >= 0)
+			p->peers[p->repost[k].src].consumed++;
+	}
+	p->nrepost = 0;
 }
 
 static bool p_retryable(int st)
@@ -782,9 +886,11 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 
 	switch (ev->type) {
 	case DNP_EV_RX_SEND:
-		p_rx_send(p, ev);
+		p_rx_msg(p, ev, false);
 		return;
-	case DNP_EV_RX_PUT:   /* a peer's credit update: credit_in is read directly */
+	case DNP_EV_RX_PUT:   /* eager ring; credit updates are read from credit_in */
+		p_rx_msg(p, ev, true);
+		return;
 	case DNP_EV_LINK:
 		return;
 	default:
@@ -857,6 +963,8 @@ static int p_progress(struct presto *p)
 	}
 	for (i = 0; i < n; i++)
 		p_event(p, &ev[i]);
+	if (p->nrepost && (n == 0 || p->nrepost >= p->nslots / 2))
+		p_repost_flush(p);
 	if (p->gets) {
 		struct presto_req *l = p->gets;
 
@@ -1320,6 +1428,13 @@ static int p_conf(struct presto *p, const struct presto_conf *c)
 	p->eager_max = c->eager_max == (size_t)-1 ? P_DEFAULT_EAGER : c->eager_max;
 	if (p->eager_max > p->slot - P_HDR)
 		p->eager_max = p->slot - P_HDR;
+	{
+		const char *how = getenv("PRESTO_EAGER");
+
+		if (how && *how && strcmp(how, "put") && strcmp(how, "send"))
+			return -EINVAL;
+		p->eager_put = !how || !*how || !strcmp(how, "put");
+	}
 	v = p_env_long("PRESTO_WAIT_TIMEOUT", 0, 0, 86400);
 	p->wait_timeout_ns = v > 0 ? (uint64_t)v * 1000000000ull : 0;
 	return 0;
@@ -1369,11 +1484,12 @@ static void p_teardown(struct presto *p)
 	free(p->peers);
 	if (p->d)
 		dnp_close(p->d); /* the daemon drops our buffers and the heap with the session */
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		free(p->priv[i]);
 	for (i = 0; p->priv_peer && i < p->size; i++)
 		free(p->priv_peer[i]);
 	free(p->priv_peer);
+	free(p->repost);
 	free(p);
 }
 
@@ -1406,10 +1522,13 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	p->nslots = p->credits * (unsigned)p->size;
 	p->peers = calloc((size_t)p->size, sizeof(*p->peers));
 	p->priv_peer = calloc((size_t)p->size, sizeof(void *));
+	p->repost = calloc(p->nslots, sizeof(*p->repost));
 	p->rx_mem = p_alloc(p, (size_t)p->nslots * p->slot, &p->priv[0]);
 	p->credit_in = p_alloc(p, (size_t)p->size * sizeof(uint64_t) * 2, &p->priv[1]);
+	p->ring_mem = p_alloc(p, (size_t)p->nslots * p->slot, &p->priv[2]);
 	r = -ENOMEM;
-	if (!p->peers || !p->priv_peer || !p->rx_mem || !p->credit_in)
+	if (!p->peers || !p->priv_peer || !p->repost || !p->rx_mem || !p->credit_in ||
+	    !p->ring_mem)
 		goto err;
 	for (k = 0; k < p->size; k++) {
 		struct p_peer *pe = &p->peers[k];
@@ -1427,6 +1546,10 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 			 DNP_BUF_PUT_TARGET, &p->credit_key);
 	if (r < 0)
 		goto err;
+	r = dnp_register(p->d, p->ring_mem, (size_t)p->nslots * p->slot, DNP_BUF_PUT_TARGET,
+			 &p->ring_key);
+	if (r < 0)
+		goto err;
 	for (i = 0; i < p->nslots; i++) {
 		r = p_post_slot(p, i);
 		if (r < 0)
@@ -1435,7 +1558,8 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	/* HELLO to every rank (ourselves included): where to PUT credits back. */
 	for (k = 0; k < p->size; k++) {
 		struct p_hdr h = { .type = M_HELLO, .va = (uintptr_t)p->credit_in,
-				   .key = p->credit_key };
+				   .key = p->credit_key, .ring_va = (uintptr_t)p->ring_mem,
+				   .ring_key = p->ring_key };
 
 		r = p_enqueue(p, k, &h, NULL, 0, NULL);
 		if (r < 0)

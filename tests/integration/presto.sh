@@ -2,9 +2,13 @@
 # SPDX-License-Identifier: MIT
 # Presto checks: 8 ranks on a 2x2x2 torus of real daemons (dnp-run).
 # usage: presto.sh BUILD_DIR shm|udp basic|random|collectives|slow
+#        (MODE-send: the same with eager messages as DNP SENDs, PRESTO_EAGER=send)
 # Every rank must exit 0 and print "PASS MODE". Exit 77 if not built.
 set -u
 build=$1 tr=$2 mode=$3
+case $mode in
+*-send) mode=${mode%-send}; PRESTO_EAGER=send; export PRESTO_EAGER ;;
+esac
 run=$build/apps/dnp-run
 prog=$build/presto/presto_check
 for f in "$run" "$prog" "$build/dnp-core/dnpd/dnpd"; do
