@@ -103,17 +103,20 @@ int main(int argc, char **argv)
 		}
 		qsort(t_e, rounds, sizeof(double), cmp);
 		qsort(t_r, rounds, sizeof(double), cmp);
-		if (t_e[rounds / 2] <= t_r[rounds / 2] && switch_at == sizes[k - (k > 0)])
+		/* switch-over: the first size from which rendez-vous stays faster */
+		if (t_e[rounds / 2] <= t_r[rounds / 2])
+			switch_at = 0;
+		else if (!switch_at)
 			switch_at = sizes[k];
-		if (k == 0 && t_e[rounds / 2] <= t_r[rounds / 2])
-			switch_at = sizes[0];
 		if (presto_rank(p) == 0)
 			printf(csv ? "%zu,%.2f,%.2f\n" : "%10zu %12.2f %16.2f\n", sizes[k],
 			       t_e[rounds / 2], t_r[rounds / 2]);
 	}
-	if (presto_rank(p) == 0)
-		printf("# switch-over: eager is faster up to %zu bytes (largest size tried %zu)\n",
-		       switch_at, nsz ? sizes[nsz - 1] : 0);
+	if (presto_rank(p) == 0 && switch_at)
+		printf("# switch-over: rendez-vous is faster from %zu bytes on\n", switch_at);
+	else if (presto_rank(p) == 0)
+		printf("# switch-over: none; eager is faster at the largest size tried (%zu)\n",
+		       nsz ? sizes[nsz - 1] : 0);
 	free(buf);
 	free(t);
 	presto_finalize(p);
