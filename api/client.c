@@ -850,7 +850,7 @@ const char *dnp_strerror(int err)
 	case -EIO: return "daemon gone";
 	case -ENOENT: return "no such buffer (or no daemon socket)";
 	case -ERANGE: return "access runs past the end of the buffer";
-	case -EACCES: return "bad buffer key";
+	case -EACCES: return "no buffer at that address opens with this key";
 	case -EPERM: return "buffer not registered for this kind of access";
 	case -ECONNREFUSED: return "destination port not open (or no daemon)";
 	case -EMSGSIZE: return "SEND larger than the receive buffer";
@@ -858,6 +858,8 @@ const char *dnp_strerror(int err)
 	case -EHOSTUNREACH: return "destination outside the torus";
 	case -ENOLINK: return "a link on the path broke";
 	case -ETIMEDOUT: return "command timed out";
+	case -ECONNRESET: return "the port closed while the command was pending";
+	case -EOVERFLOW: return "the destination did not drain its events in time";
 	case -EPROTO: return "session ABI mismatch with the daemon";
 	case -EBUSY: return "no free port (or port in use)";
 	case -EEXIST: return "overlaps a registered buffer";

@@ -109,6 +109,7 @@ struct dnp_engine {
 	struct xlink links[DNP_NDIRS];
 	struct pktq in[NIN][DNP_MAX_VC];
 	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
+	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
 	struct pkt *free_small, *free_big;
 	struct pkt *pkts;
 	uint8_t *frames;
@@ -335,6 +336,8 @@ static void inj_pop(struct dnp_engine *e, unsigned qi)
 	if (e->qhead[qi] == NO_SLOT)
 		e->qtail[qi] = NO_SLOT;
 	s->injecting = 0;
+	if (qi == DNP_DIR_LOCAL)
+		e->lo_wait.on = false; /* a new head */
 }
 
 static struct slot *slot_alloc(struct dnp_engine *e)
@@ -845,7 +848,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 /*
  * The last fragment h of a PUT or SEND waited deliver_timeout for room in
  * its port's event queue (the application stopped draining its events):
- * the message fails back to its sender with -ENOSPC, so that the traffic
+ * the message fails back to its sender with -EOVERFLOW, so that the traffic
  * behind it in the FIFO (transit traffic of other nodes) moves on. A SEND's
  * buffer goes back to the head of the port's queue. The caller checked
  * that a buffer for the report is free.
@@ -860,7 +863,7 @@ static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, u
 		}
 	}
 	e->st.deliver_timeouts++;
-	(void)deliver_fail(e, h, -ENOSPC, now);
+	(void)deliver_fail(e, h, -EOVERFLOW, now);
 }
 
 /* ---------------------------------------------------------------- links */
@@ -1098,8 +1101,8 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 
 /*
  * Sends h with its payload in e->scratch: onto link qi, or delivered here
- * for loopback. Returns 0, -EAGAIN (loopback delivery must wait), or the
- * encoder's error.
+ * for loopback. Returns 0, -EAGAIN or DELIVER_FULL (loopback delivery must
+ * wait), or the encoder's error.
  */
 static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
 		    uint64_t now)
@@ -1107,7 +1110,8 @@ static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, ui
 	if (qi == DNP_DIR_LOCAL) {
 		int rc = deliver(e, h, e->scratch, NULL, now);
 		if (rc == -EAGAIN || rc == DELIVER_FULL)
-			return -EAGAIN; /* the port's own traffic: bounded by cmd_timeout */
+			return rc;
+		e->lo_wait.on = false;
 		e->st.pkts_injected++;
 		e->st.pkts_delivered++;
 		return 0;
@@ -1180,6 +1184,21 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return inj_abort(e, qi, s, -EFAULT);
 	build_cmd_hdr(e, s, len, &h, now);
 	int rc = out_send(e, qi, &h, vc, now);
+	if (rc == DELIVER_FULL) {
+		/*
+		 * Loopback to a port whose event queue stays full: bounded like
+		 * arriving traffic, or it would hold up every other port's
+		 * loopback commands queued behind it.
+		 */
+		if (!e->lo_wait.on) {
+			e->lo_wait.on = true;
+			e->lo_wait.since = now;
+		}
+		if (!e->c.deliver_timeout || now - e->lo_wait.since < e->c.deliver_timeout)
+			return false;
+		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
+		return inj_abort(e, qi, s, -EOVERFLOW);
+	}
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
@@ -1543,6 +1562,8 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
 	    e->next_timeout_check < t)
 		t = e->next_timeout_check;
+	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
+		t = e->lo_wait.since + e->c.deliver_timeout;
 	if (e->c.deliver_timeout)
 		for (unsigned in = 0; in < NIN; in++)
 			for (unsigned vc = 0; vc < e->c.link.nvc; vc++) {

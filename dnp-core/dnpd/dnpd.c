@@ -76,6 +76,10 @@
 #define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
 #define DNPD_RTO_NS 20000000ull
 #define DNPD_MAX_RETRIES 50u
+/* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
+#define DNPD_REASM_TIMEOUT_NS 5000000000ull
+/* A message for a port whose event queue stays full this long fails back (-ENOSPC). */
+#define DNPD_DELIVER_TIMEOUT_NS 1000000000ull
 
 static_assert(offsetof(struct dnp_sess_bell, seq) == offsetof(struct dnp_doorbell, seq) &&
 	      offsetof(struct dnp_sess_bell, sleeping) == offsetof(struct dnp_doorbell, sleeping) &&
@@ -864,6 +868,9 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;
+	ec.cmd_timeout = d->conf.cmd_timeout_ms * 1000000ull;
+	ec.reasm_timeout = DNPD_REASM_TIMEOUT_NS;
+	ec.deliver_timeout = DNPD_DELIVER_TIMEOUT_NS;
 	/* Keys are the only protection of a buffer: their secret is random. */
 	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
 		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");

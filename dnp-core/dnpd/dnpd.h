@@ -37,6 +37,11 @@ enum dnpd_idle {
 
 #define DNPD_ADDR_MAX 256
 #define DNPD_UDP_BASE_DEFAULT 47000u
+/*
+ * Every command completes: a command whose completion report is lost fails
+ * with -ETIMEDOUT this long after its submission (--cmd-timeout-ms).
+ */
+#define DNPD_CMD_TIMEOUT_MS_DEFAULT 30000u
 
 /* Which fields were given (command line or config file). */
 #define DNPD_HAS_TORUS 0x1u
@@ -59,6 +64,7 @@ struct dnpd_conf {
 	uint64_t credit_period_us;   /* 0: the engine's default */
 	uint64_t credit_timeout_ms;  /* 0: the engine's default */
 	uint64_t heap_default;       /* session heap when the app asks none */
+	uint64_t cmd_timeout_ms;     /* command deadline; 0 = none */
 	char config[PATH_MAX];       /* --config FILE or "" */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
