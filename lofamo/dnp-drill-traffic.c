@@ -3,8 +3,9 @@
  * dnp-drill-traffic — the traffic of a LO|FA|MO fault drill: run on every
  * node by dnp-run (tests/integration/drill.sh), it PUTs 4 KiB messages to
  * every other node, round robin, with up to WINDOW commands outstanding,
- * until the file DIR/drill.done appears; then it waits up to DRAIN_MS for
- * the completions still due and writes "ok N failed M unfinished U" to
+ * until the file DIR/drill.done appears; then it waits up to the daemon's
+ * command timeout ($DRILL_CMD_TIMEOUT_MS) plus DRAIN_MS for the completions
+ * still due and writes "ok N failed M unfinished U" to
  * DIR/traffic-<id>.out. Every command must end in exactly one completion
  * event: a completion for a cookie that is not outstanding counts as a
  * duplicate (and fails the run).
@@ -26,7 +27,7 @@
 
 #define MSG 4096u
 #define WINDOW 32u
-#define DRAIN_MS 3000u
+#define DRAIN_MS 2000u /* plus $DRILL_CMD_TIMEOUT_MS: a lost completion times out first */
 #define MAX_NODES 64u
 
 static uint64_t ms_now(void)
@@ -55,6 +56,8 @@ int main(void)
 	unsigned n, id, next = 0;
 	uint8_t *rbuf, *sbuf;
 	FILE *f;
+	const char *cto = getenv("DRILL_CMD_TIMEOUT_MS");
+	uint64_t drain = DRAIN_MS + (cto ? strtoull(cto, NULL, 10) : 30000u);
 	int r;
 
 	if (!sock || strlen(sock) >= sizeof(dir)) {
@@ -153,7 +156,7 @@ int main(void)
 		if (stop) {
 			if (!t_stop)
 				t_stop = ms_now();
-			if (!outstanding || ms_now() - t_stop > DRAIN_MS)
+			if (!outstanding || ms_now() - t_stop > drain)
 				break;
 			usleep(1000);
 			continue;

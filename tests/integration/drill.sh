@@ -141,11 +141,15 @@ scens=$scen
 export DNPCTL=$build/dnp-core/dnpd/dnpctl
 export DRILL_TRAFFIC=$build/lofamo/dnp-drill-traffic
 export DRILL_LINK_TIMEOUT_MS=400
+# A command whose completion died with the victim fails after this (-ETIMEDOUT);
+# dnp-drill-traffic waits that long plus 2 s for the last completions.
+export DRILL_CMD_TIMEOUT_MS=1500
 rc=0
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 for s in $scens; do
 	out=$("$build/apps/dnp-run" --torus "$torus" --transport "$transport" --drill --timeout $((soak + 60)) \
 		--dnpd-arg --credit-timeout-ms --dnpd-arg $DRILL_LINK_TIMEOUT_MS \
+		--dnpd-arg --cmd-timeout-ms --dnpd-arg $DRILL_CMD_TIMEOUT_MS \
 		--lofamo-arg --t-write --lofamo-arg "$tw" --lofamo-arg --t-read --lofamo-arg "$tr" \
 		-- "$self" --inner "$s" "$tw" "$tr" "$csv" "$transport" "$soak" 2>/tmp/lofamo-drill.$$.err) || rc=1
 	echo "$out" | sed -n 's/^\[0,0,0\] //p'
