@@ -272,7 +272,8 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	struct dnp_sup_conf sc_conf = { .torus = *t, .silence_ms = 2ull * tr + tw };
 	unsigned dim[3] = { t->dim[0], t->dim[1], t->dim[2] };
 	const uint64_t warm = 3000, fault_len = 3000;
-	uint64_t t_fault = warm, t_end = warm + fault_len, sup_next = 0;
+	/* off the period grid, so that no fault lands exactly on a write */
+	uint64_t t_fault = warm + 7 * step, t_end = t_fault + fault_len, sup_next = 0;
 	uint64_t d0 = 0, s0 = 0, m0 = 0, d1 = 0, s1 = 0, m1 = 0, ev0 = 0;
 	uint32_t victim;
 	int r = 0;
@@ -293,15 +294,17 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 				dc.links |= (uint8_t)(1u << d);
 		dnp_lfm_regs_init(&nd->regs, i, dim);
 		(void)dnp_lfm_timer_set(&nd->regs, tw, tr);
-		r = dnp_dfm_create(&dc, &nd->regs, 0, &nd->dfm);
+		/* DNPs start at different times: staggered periods */
+		r = dnp_dfm_create(&dc, &nd->regs, (uint64_t)((i * 7919u) % tw / step * step) * MS,
+				   &nd->dfm);
 		if (r)
 			goto out;
 		nd->dnp_alive = true;
 		nd->h.alive = true;
 		/* stagger the periods as real processes would be */
-		nd->h.next_w = i % tw;
-		nd->h.next_r = tr + i % tr;
-		nd->h.next_hb = i % tw;
+		nd->h.next_w = (i * 104729u) % tw / step * step;
+		nd->h.next_r = tr + (i * 104729u) % tr / step * step;
+		nd->h.next_hb = nd->h.next_w;
 	}
 	res->awareness_ms = -1;
 	for (uint64_t now = 0; now <= t_end; now += step) {
