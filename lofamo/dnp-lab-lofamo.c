@@ -110,7 +110,7 @@ static void hfm_step(struct lab *L, uint32_t id, uint64_t t)
 	if (t >= h->next_w) {
 		uint64_t w = h->host_status & ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
 
-		if (t - h->last_ack > 2ull * L->tr)
+		if (t - h->last_ack > (uint64_t)L->tr + L->tw)
 			w |= (uint64_t)DNP_LFM_ALARM << (2 * DNP_LFM_HDEV_SVCNET);
 		if (w != h->host_status)
 			hfm_alarm(h, DNP_SVC_AL_HOST, DNP_LFM_HDEV_SVCNET,
