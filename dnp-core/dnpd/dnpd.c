@@ -107,7 +107,7 @@ struct dnpd {
 	struct dnp_doorbell *bell;
 	bool poll_mode;
 	bool nowait_links;   /* some link has no wait fd: bounded sleeps (dpdk) */
-	bool dpdk_eal;       /* the EAL was started: release it at exit */
+	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
@@ -911,12 +911,15 @@ static int dnpd_run(struct dnpd *d)
 		dnpd_log(DNPD_ERR, "engine: %s", strerror(-r));
 		goto out_bell;
 	}
-	if (!strcmp(d->conf.transport, "dpdk")) {
-		/* Once per process, before the first port opens (docs/dpdk.md, "EAL"). */
-		r = dnpd_dpdk_init(d->conf.eal);
-		if (r)
+	if (ops->init) {
+		/* Once per process, before the first link opens (dpdk: the EAL, docs/dpdk.md). */
+		r = ops->init(d->conf.eal);
+		if (r) {
+			dnpd_log(DNPD_ERR, "transport %s start-up (%s): %s", ops->name,
+				 *d->conf.eal ? d->conf.eal : "defaults", strerror(-r));
 			goto out_links;
-		d->dpdk_eal = true;
+		}
+		d->tp_started = ops;
 	}
 	r = dnpd_open_links(d, ops);
 	if (r)
@@ -957,9 +960,9 @@ static int dnpd_run(struct dnpd *d)
 	r = 0;
 out_links:
 	dnpd_close_links(d);
-	if (d->dpdk_eal)
-		dnpd_dpdk_fini();
-	d->dpdk_eal = false;
+	if (d->tp_started && d->tp_started->fini)
+		d->tp_started->fini();
+	d->tp_started = NULL;
 	if (d->up_file)
 		unlink(d->up_path);
 	dnp_engine_destroy(d->e);
