@@ -453,6 +453,53 @@ static void dnp_unmap(struct dnp *d)
 	d->ctl = NULL;
 }
 
+/*
+ * The socket path of $DNP_SOCKET with Slurm's file-name patterns, so that one
+ * value names each node's daemon when the nodes share a file system: %N the
+ * node name ($SLURMD_NODENAME, else the host name), %n the node index in the
+ * job ($SLURM_NODEID), %t the rank ($SLURM_PROCID), %l the rank on the node
+ * ($SLURM_LOCALID), %% a '%'. -EINVAL for another pattern or a variable that
+ * is not set, -ENAMETOOLONG.
+ */
+static int dnp_socket_expand(const char *pat, char *out, size_t cap)
+{
+	char host[HOST_NAME_MAX + 1];
+	size_t n = 0, k;
+
+	for (; *pat; pat++) {
+		const char *v = NULL;
+		char one[2] = { *pat, 0 };
+
+		if (*pat != '%') {
+			v = one;
+		} else {
+			switch (*++pat) {
+			case '%': v = "%"; break;
+			case 'n': v = getenv("SLURM_NODEID"); break;
+			case 't': v = getenv("SLURM_PROCID"); break;
+			case 'l': v = getenv("SLURM_LOCALID"); break;
+			case 'N':
+				v = getenv("SLURMD_NODENAME");
+				if ((!v || !*v) && !gethostname(host, sizeof(host))) {
+					host[sizeof(host) - 1] = 0;
+					v = host;
+				}
+				break;
+			default: return -EINVAL;
+			}
+			if (!v || !*v)
+				return -EINVAL;
+		}
+		k = strlen(v);
+		if (n + k >= cap)
+			return -ENAMETOOLONG;
+		memcpy(out + n, v, k);
+		n += k;
+	}
+	out[n] = 0;
+	return 0;
+}
+
 int dnp_open(const char *path, struct dnp **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -465,13 +512,17 @@ int dnp_open(const char *path, struct dnp **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!path)
-		path = getenv("DNP_SOCKET");
-	if (!path || !*path)
-		path = DNP_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	if (!path && getenv("DNP_SOCKET") && *getenv("DNP_SOCKET")) {
+		r = dnp_socket_expand(getenv("DNP_SOCKET"), sa.sun_path, sizeof(sa.sun_path));
+		if (r)
+			return r;
+	} else {
+		if (!path)
+			path = DNP_DEFAULT_SOCKET;
+		if (strlen(path) >= sizeof(sa.sun_path))
+			return -ENAMETOOLONG;
+		strcpy(sa.sun_path, path);
+	}
 
 	d = calloc(1, sizeof(*d));
 	if (!d)

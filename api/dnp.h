@@ -32,14 +32,18 @@ struct dnp_coords {
 #define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
 
 /*
- * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock; path
- * NULL: $DNP_SOCKET (dnp-run sets it), else /run/dnp/dnpd.sock, which no
- * daemon creates by itself (a link to a node's socket). Environment: DNP_PORT
- * asks for a given port (default: the lowest free one), DNP_HEAP_SIZE for the
- * shared heap size (bytes, K/M/G suffixes; default: the daemon's, 64 MiB).
- * Errors: -ENOENT/-ECONNREFUSED (no daemon), -EPROTO (ABI mismatch), -EBUSY
- * (no free port or the asked port is taken), -EINVAL (port or heap size out
- * of range), -errno.
+ * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on
+ * the path of its `socket` setting; path NULL: $DNP_SOCKET (dnp-run sets it),
+ * else /run/dnp/dnpd.sock (where a host's daemon listens with socket =
+ * /run/dnp/dnpd.sock, docs/cluster.md). In $DNP_SOCKET, Slurm's patterns name
+ * each node's daemon on a shared file system: %N node name
+ * ($SLURMD_NODENAME, else the host name), %n $SLURM_NODEID, %t $SLURM_PROCID,
+ * %l $SLURM_LOCALID, %% '%' (-EINVAL for another pattern or an unset
+ * variable). Environment: DNP_PORT asks for a given port (default: the lowest
+ * free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G suffixes;
+ * default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED (no daemon),
+ * -EPROTO (ABI mismatch), -EBUSY (no free port or the asked port is taken),
+ * -EINVAL (port or heap size out of range, bad DNP_SOCKET pattern), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);

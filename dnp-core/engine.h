@@ -70,7 +70,22 @@ struct dnp_engine_conf {
 	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
 	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
 	uint32_t max_sends;        /* multi-packet SENDs being received at once, >= 1 */
-	uint64_t cmd_timeout;      /* 0 = none */
+	/*
+	 * Bounds, in the caller's time unit; 0 = none (wait for ever, the
+	 * hardware's behaviour and the lab's default). dnpd sets all three.
+	 * cmd_timeout: a command not completed this long after its submission
+	 *   fails with -ETIMEDOUT (covers a lost completion report).
+	 * reasm_timeout: a multi-packet SEND that gets no fragment for this
+	 *   long is dropped: slot and buffer reclaimed, DNP_EV_RX_ERROR
+	 *   -ETIMEDOUT to its port.
+	 * deliver_timeout: the last fragment of a PUT/SEND that waited this
+	 *   long for room in its port's event queue fails back to its sender
+	 *   with -ENOSPC, so that it does not block the FIFO (and the transit
+	 *   traffic behind it) for ever.
+	 */
+	uint64_t cmd_timeout;
+	uint64_t reasm_timeout;
+	uint64_t deliver_timeout;
 	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
 	 * any frame was accepted, instead of only every credit_period. Meant
@@ -108,6 +123,9 @@ struct dnp_engine_stats {
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
 	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
+	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-ENOSPC) */
+	uint64_t reasm_timeouts;   /* SEND reassemblies dropped after reasm_timeout */
+	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
 };
