@@ -52,9 +52,14 @@ void dnp_free(struct dnp *d, void *p);
 /*
  * Registers [addr, addr+len) with flags DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET |
  * DNP_BUF_GET_SOURCE. Any memory of the process may be registered; memory
- * outside the shared heap is accessed by the daemon with process_vm_readv/writev.
+ * outside the shared heap is accessed by the daemon with process_vm_readv/writev,
+ * which needs ptrace access to this process (same user and, under Yama
+ * ptrace_scope 1, prctl(PR_SET_PTRACER, daemon pid); see docs/api.md).
  * *key receives the key a remote PUT/GET must present.
- * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC, -EIO (daemon gone).
+ * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC (node's buffer table full),
+ * -EDQUOT (this port already holds the daemon's per-port quota of buffers),
+ * -EPERM (outside the shared heap and the daemon has no ptrace access to this
+ * process), -EFAULT (outside the heap and not mapped), -EIO (daemon gone).
  */
 int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key);
 int dnp_unregister(struct dnp *d, void *addr);
@@ -63,6 +68,12 @@ int dnp_unregister(struct dnp *d, void *addr);
  * PUT local [src, src+len) into node dst, port dst_port, at remote_va (a
  * PUT-target buffer registered there with remote_key). Errors: -EINVAL (bad
  * argument), -EAGAIN (queue full and DNP_NONBLOCK), -EIO (daemon gone).
+ * Without DNP_NONBLOCK a full queue is waited for, never for ever: while
+ * waiting the call moves delivered events to a private queue that
+ * dnp_poll_events/dnp_wait_event return first (in order, each once), so an
+ * application that does not poll still progresses; -EOVERFLOW once that
+ * queue holds 2^20 unread events, -ENOMEM if it cannot grow.
+ * The same holds for dnp_send and dnp_get.
  */
 int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
 	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags);
@@ -77,6 +88,7 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
 /*
  * Waits up to timeout_ms (-1: forever, 0: poll) for one event. Spins briefly,
  * then sleeps. Returns 1 with *ev filled, 0 on timeout, or -errno (-EIO daemon gone).
+ * DNP_EV_OVERFLOW (dnp_abi.h) reports events the daemon had no room for.
  */
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms);
 /* Up to max events without waiting; returns the count. */

@@ -59,6 +59,14 @@ enum dnp_ev_type {
 	DNP_EV_GET_DONE = 4, /* our GET's data is in our buffer */
 	DNP_EV_ERROR = 5,    /* a command failed (status < 0), or an RX-side error report */
 	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when broken */
+	/*
+	 * The daemon had events for this port and no room for them in the
+	 * event ring: len = how many were lost since the last report
+	 * (saturating at UINT32_MAX), status = -EOVERFLOW. Sent once room returns,
+	 * before any newer event. dnpd holds its own events rather than lose
+	 * them, so this reports a broken session (docs/api.md, "Events").
+	 */
+	DNP_EV_OVERFLOW = 7,
 };
 
 struct dnp_event {

@@ -116,6 +116,11 @@ struct dnpd_sess_ops {
 	size_t (*stats)(void *ctx, char *buf, size_t cap);
 };
 
+/* Session limits (docs/security.md, "A hostile application"); 0 in the conf means these. */
+#define DNPD_MAX_PENDING_DEFAULT 16u      /* connections still in their handshake */
+#define DNPD_HANDSHAKE_MS_DEFAULT 5000u   /* to finish HELLO + ATTACH (or a first STATS) */
+#define DNPD_PORT_BUFFERS_DEFAULT 1024u   /* registered buffers per port */
+
 struct dnpd_sess_conf {
 	const char *sock_path;  /* created (an old socket file is replaced) */
 	const char *bell_path;  /* the daemon's doorbell file, passed to apps */
@@ -125,6 +130,9 @@ struct dnpd_sess_conf {
 	uint64_t heap_default;  /* bytes */
 	uint64_t heap_max;
 	bool poll_mode;         /* the daemon sleeps in poll(): apps write the eventfd */
+	uint32_t max_pending;   /* connections not past their handshake; more are refused */
+	uint32_t handshake_ms;  /* a connection still in its handshake after this is dropped */
+	uint32_t port_buffers;  /* REGISTER beyond this many live buffers: -EDQUOT */
 	const struct dnpd_sess_ops *ops;
 	void *ctx;
 };
@@ -135,11 +143,19 @@ struct dnpd_sess_conf {
 struct dnpd_session {
 	int fd;
 	bool is_app;
-	pid_t pid;
+	bool ready;             /* handshake done: ATTACH (app) or a first STATS (dnpctl) */
+	pid_t pid;              /* for process_vm_*; only trusted while pidfd says it lives */
+	int pidfd;              /* the peer process at connect time, or -1 */
+	uint64_t t_accept;      /* CLOCK_MONOTONIC ns */
 	unsigned port;
+	unsigned nbufs;         /* live registered buffers */
+	uint64_t ev_lost;       /* error events that found no room (reported as DNP_EV_OVERFLOW) */
+	uint64_t vm_denied;     /* process_vm_* refused (-EPERM) */
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
-	struct dnp_ring *cmd;
+	/* Private handles of the shared rings (ring.h): geometry never re-read. */
+	struct dnp_ring cmd_ring, ev_ring;
+	struct dnp_ring *cmd;   /* &cmd_ring once the session has memory, else NULL */
 	struct dnp_ring *ev;
 	uint8_t *heap;          /* daemon's mapping */
 	uint64_t heap_size;
@@ -161,6 +177,8 @@ struct dnpd_sess_srv {
 	int wake_fd;            /* eventfd, sent to apps, polled in poll mode */
 	struct dnp_sess_bell *bell;
 	unsigned nconn;
+	unsigned npending;      /* connections not ready yet */
+	uint64_t refused, timed_out;
 	struct dnpd_session *conn[DNPD_MAX_CONN];
 	struct dnpd_session *by_port[256];
 	/* Ports with a session, compact, for the poll loop. */
@@ -181,5 +199,31 @@ unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, un
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
 /* After pushing events: wakes the app if it sleeps (event bell). */
 void dnpd_sess_notify(struct dnpd_session *se);
+/*
+ * Up to max commands from the session's command ring (ring.h: bounded,
+ * whatever the app wrote). src_port is overwritten with the session's port.
+ */
+unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max);
+/*
+ * Room for events now (a count the next dnpd_sess_ev_push honours, whatever
+ * the app writes meanwhile), minus one slot kept for a pending
+ * DNP_EV_OVERFLOW report.
+ */
+uint32_t dnpd_sess_ev_room(struct dnpd_session *se);
+/*
+ * Pushes n events (n <= dnpd_sess_ev_room) and wakes the app. Before them
+ * it reports earlier losses (se->ev_lost) with one DNP_EV_OVERFLOW event
+ * when there is room. Events that do not fit are counted in se->ev_lost,
+ * never dropped silently. Returns the events pushed.
+ */
+unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, unsigned n);
+/*
+ * Reads or writes [va, va+len) of the session's process with
+ * process_vm_readv/writev, trusting the pid only while the pidfd taken at
+ * connect time says that process lives (checked before and after the call).
+ * Errors: -ESRCH (the process is gone), -EPERM (no ptrace access to it:
+ * docs/api.md, "Memory outside the shared heap"), -EFAULT (not mapped).
+ */
+int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr);
 
 #endif
