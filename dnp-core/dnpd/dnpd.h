@@ -195,6 +195,16 @@ void dnpd_sess_destroy(struct dnpd_sess_srv *s);
 unsigned dnpd_sess_service(struct dnpd_sess_srv *s);
 /* Descriptors to watch while sleeping (listen + connections); returns the count. */
 unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, unsigned max);
+/*
+ * What HELLO does, without the socket: gives se a port (want, or
+ * DNP_SESS_PORT_ANY), session memory with both rings, and a heap of 'heap'
+ * bytes (0: the default); returns the port and the two memfds (the caller
+ * closes them). Also used by tests/fuzz/fuzz_app.c. Errors: -EPROTO (se has
+ * memory already), -EBUSY, -EINVAL (port or heap size), -errno of
+ * memfd_create/ftruncate/mmap, the port_open op's errors.
+ */
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
+		    uint64_t heap, int *fd_map, int *fd_heap);
 /* Daemon address of [va, va+len) of the session's heap, or NULL outside it. */
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
 /* After pushing events: wakes the app if it sleeps (event bell). */

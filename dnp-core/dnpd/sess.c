@@ -377,42 +377,33 @@ err:
 	}
 }
 
-/* HELLO: a port, the session memory and the heap; replies with the descriptors. */
-static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
-			    struct dnp_sess_msg *m)
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
+		    uint64_t heap, int *fd_map, int *fd_heap)
 {
-	struct dnp_sess_msg rep = { .type = DNP_SESS_HELLO };
-	uint64_t heap = m->va ? m->va : s->conf.heap_default;
 	size_t cmd_sz = dnp_ring_memsize(DNP_SESS_CMD_SLOTS, sizeof(struct dnp_cmd));
 	size_t ev_sz = dnp_ring_memsize(DNP_SESS_EV_SLOTS, sizeof(struct dnp_event));
 	uint64_t cmd_off = DNP_SESS_ALIGN_UP(sizeof(struct dnp_sess_ctl));
 	uint64_t ev_off = DNP_SESS_ALIGN_UP(cmd_off + cmd_sz);
 	uint64_t map_size = DNP_SESS_ALIGN_UP(ev_off + ev_sz);
-	int fds[DNP_SESS_NFDS] = { -1, -1, s->bell_fd, s->wake_fd };
 	struct dnp_sess_ctl *ctl;
 	void *map = NULL, *hmap = NULL;
+	int fds[2] = { -1, -1 };
 	int port, r;
-	bool ok;
 
-	if (se->is_app || se->ctl) {
-		rep.status = -EPROTO;
-		dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
-		return false;
-	}
-	port = dnpd_sess_pick_port(s, m->arg32);
-	if (port < 0) {
-		r = port;
-		goto fail;
-	}
-	if (heap > s->conf.heap_max) {
-		r = -EINVAL;
-		goto fail;
-	}
+	if (se->is_app || se->ctl)
+		return -EPROTO;
+	if (!heap)
+		heap = s->conf.heap_default;
+	port = dnpd_sess_pick_port(s, want);
+	if (port < 0)
+		return port;
+	if (heap > s->conf.heap_max)
+		return -EINVAL;
 	heap = DNP_SESS_ALIGN_UP(heap);
 
 	r = dnpd_memfd("dnp-session", map_size, &map);
 	if (r < 0)
-		goto fail;
+		return r;
 	fds[0] = r;
 	r = dnpd_memfd("dnp-heap", heap, &hmap);
 	if (r < 0)
@@ -457,28 +448,44 @@ static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	se->port = (unsigned)port;
 	s->by_port[port] = se;
 	s->ports[s->nports++] = (uint16_t)port;
+	*fd_map = fds[0];
+	*fd_heap = fds[1];
+	return port;
 
+fail_unmap:
+	dnpd_sess_unmap(se);
+	close(fds[1]);
+	close(fds[0]);
+	return r;
+fail_map:
+	munmap(map, map_size);
+	close(fds[0]);
+	return r;
+}
+
+/* HELLO: a port, the session memory and the heap; replies with the descriptors. */
+static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
+			    struct dnp_sess_msg *m)
+{
+	struct dnp_sess_msg rep = { .type = DNP_SESS_HELLO };
+	int fds[DNP_SESS_NFDS] = { -1, -1, s->bell_fd, s->wake_fd };
+	int port;
+	bool ok;
+
+	port = dnpd_sess_setup(s, se, m->arg32, m->va, &fds[0], &fds[1]);
+	if (port < 0) {
+		rep.status = port;
+		dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
+		return false;
+	}
 	rep.arg32 = (uint32_t)port;
 	ok = dnpd_sess_reply(se, &rep, fds, DNP_SESS_NFDS, NULL, 0);
 	/* The mappings keep the memory; the app holds its own descriptors now. */
 	close(fds[0]);
 	close(fds[1]);
 	dnpd_log(DNPD_INFO, "port %u opened by pid %d (heap %llu bytes)", se->port, (int)se->pid,
-		 (unsigned long long)heap);
+		 (unsigned long long)se->heap_size);
 	return ok;
-
-fail_unmap:
-	dnpd_sess_unmap(se);
-	close(fds[1]);
-	close(fds[0]);
-	goto fail;
-fail_map:
-	munmap(map, map_size);
-	close(fds[0]);
-fail:
-	rep.status = r;
-	dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
-	return false;
 }
 
 /* The handshake is over: the connection no longer counts against max_pending. */
