@@ -54,7 +54,8 @@ void dnp_free(struct dnp *d, void *p);
  * DNP_BUF_GET_SOURCE. Any memory of the process may be registered; memory
  * outside the shared heap is accessed by the daemon with process_vm_readv/writev,
  * which needs ptrace access to this process (same user and, under Yama
- * ptrace_scope 1, prctl(PR_SET_PTRACER, daemon pid); see docs/api.md).
+ * ptrace_scope 1, prctl(PR_SET_PTRACER, daemon pid); docs/security.md,
+ * "Memory outside the shared heap").
  * *key receives the key a remote PUT/GET must present.
  * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC (node's buffer table full),
  * -EDQUOT (this port already holds the daemon's per-port quota of buffers),

@@ -64,7 +64,7 @@ enum dnp_ev_type {
 	 * event ring: len = how many were lost since the last report
 	 * (saturating at UINT32_MAX), status = -EOVERFLOW. Sent once room returns,
 	 * before any newer event. dnpd holds its own events rather than lose
-	 * them, so this reports a broken session (docs/api.md, "Events").
+	 * them, so this reports a broken session (docs/security.md).
 	 */
 	DNP_EV_OVERFLOW = 7,
 };

@@ -232,7 +232,7 @@ unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, 
  * process_vm_readv/writev, trusting the pid only while the pidfd taken at
  * connect time says that process lives (checked before and after the call).
  * Errors: -ESRCH (the process is gone), -EPERM (no ptrace access to it:
- * docs/api.md, "Memory outside the shared heap"), -EFAULT (not mapped).
+ * docs/security.md, "Memory outside the shared heap"), -EFAULT (not mapped).
  */
 int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr);
 

@@ -521,7 +521,7 @@ static int dnpd_sess_register(struct dnpd_sess_srv *s, struct dnpd_session *se,
 		if (r) {
 			if (r == -EPERM)
 				dnpd_log(DNPD_WARN, "port %u: no ptrace access to pid %d for a buffer "
-					 "outside the shared heap (docs/api.md)", se->port,
+					 "outside the shared heap (docs/security.md)", se->port,
 					 (int)se->pid);
 			return r;
 		}
