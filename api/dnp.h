@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libdnp — the DNP RDMA API for applications (seed 001: put/send,
- * register_buffer/unregister_buffer, wait_event; seed 000: command ring and
- * completion event queue).
+ * libdnp — the DNP RDMA API for applications (APEnet v5 paper, the RDMA API:
+ * put/send, register_buffer/unregister_buffer, wait_event; EURETILE report,
+ * TX acceleration and event queue: command ring and completion event queue).
  *
  * An application opens a connection to its node's daemon (dnpd) over a Unix
  * socket; the command ring, the event queue and a shared heap arrive as
@@ -12,7 +12,8 @@
  * Received data is announced by DNP_EV_RX_PUT / DNP_EV_RX_SEND events.
  *
  * All functions return 0 (or a count) or a negative errno. A struct dnp is
- * used by one thread at a time.
+ * used by one thread at a time. docs/api.md describes the calls, the events
+ * and the errors, with examples.
  */
 #ifndef DNP_H
 #define DNP_H
@@ -31,12 +32,18 @@ struct dnp_coords {
 #define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
 
 /*
- * Connects to the daemon. path NULL: $DNP_SOCKET, else the default
- * /run/dnp/dnpd.sock. Environment: DNP_PORT asks for a given port (default:
- * the lowest free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G
- * suffixes; default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED
- * (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free port or the asked
- * port is taken), -EINVAL (port or heap size out of range), -errno.
+ * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on
+ * the path of its `socket` setting; path NULL: $DNP_SOCKET (dnp-run sets it),
+ * else /run/dnp/dnpd.sock (where a host's daemon listens with socket =
+ * /run/dnp/dnpd.sock, docs/cluster.md). In $DNP_SOCKET, Slurm's patterns name
+ * each node's daemon on a shared file system: %N node name
+ * ($SLURMD_NODENAME, else the host name), %n $SLURM_NODEID, %t $SLURM_PROCID,
+ * %l $SLURM_LOCALID, %% '%' (-EINVAL for another pattern or an unset
+ * variable). Environment: DNP_PORT asks for a given port (default: the lowest
+ * free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G suffixes;
+ * default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED (no daemon),
+ * -EPROTO (ABI mismatch), -EBUSY (no free port or the asked port is taken),
+ * -EINVAL (port or heap size out of range, bad DNP_SOCKET pattern), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);

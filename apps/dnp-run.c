@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-run — runs a program on every node of a SoftDNP torus on this machine.
  *

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lab — the engine on simulated tori: byte-exact all-to-all on 64 nodes,
  * deadlock freedom with dateline VCs (and the deadlock without them), CRC
@@ -337,7 +337,7 @@ static void test_lab_reproducible(void **state)
 	dnp_lab_destroy(b);
 }
 
-/* Measured link efficiency within 5% of the model E_T (seed 000, lines 243-329). */
+/* Measured link efficiency within 5% of the model E_T (EURETILE report, torus link). */
 static void test_lab_efficiency_model(void **state)
 {
 	static const int rules[] = { DNP_START_VCT, DNP_START_STOP_AT_RED };

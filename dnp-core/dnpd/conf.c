@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * conf — dnpd's command line and topology file into struct dnpd_conf, and
  * the link addresses derived from it (docs/dnpd.md, "Run directory").
@@ -49,6 +49,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --torus XxYxZ            torus dimensions, each 1..256\n"
 		"  --coord X,Y,Z            this node's coordinates\n"
 		"  --run-dir DIR            socket, doorbell, shm link and .up files\n"
+		"  --socket PATH            the application socket instead of\n"
+		"                           DIR/node-<id>.sock (e.g. /run/dnp/dnpd.sock, the\n"
+		"                           default of dnp_open(NULL))\n"
 		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
 		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
 		"                           \"%s\")\n"
@@ -148,6 +151,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->has |= DNPD_HAS_RUNDIR;
 		return 0;
 	}
+	if (!strcmp(key, "socket"))
+		return !*v ? -EINVAL : dnpd_copy(c->socket, sizeof(c->socket), v);
 	if (!strcmp(key, "transport"))
 		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ? -EINVAL :
 			dnpd_copy(c->transport, sizeof(c->transport), v);
@@ -204,7 +209,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS,
+	OPT_DPDK_LINKS, OPT_SOCKET,
 };
 
 static const struct option dnpd_opts[] = {
@@ -222,6 +227,7 @@ static const struct option dnpd_opts[] = {
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -268,6 +274,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_HEAP: key = "heap_size"; break;
 		case OPT_EAL: key = "eal"; break;
 		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
+		case OPT_SOCKET: key = "socket"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
@@ -307,7 +314,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 int dnpd_path(const struct dnpd_conf *c, const char *suffix, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/node-%u%s", c->run_dir,
+	int n = !strcmp(suffix, ".sock") && c->socket[0] ?
+		snprintf(out, len, "%s", c->socket) :
+		snprintf(out, len, "%s/node-%u%s", c->run_dir,
 			 dnp_torus_id(&c->torus, c->self), suffix);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnpctl — asks a running dnpd for its state over its application socket
  * (a control connection, api/abi/dnp_session.h: no port, no memory).

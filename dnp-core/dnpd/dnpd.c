@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnpd — one DNP node: the engine (dnp-core/engine.h), its virtual links
  * (transport/transport.h), application sessions (sess.c) and the poll loop
@@ -22,7 +22,7 @@
  * the engine runs, and so sends our own credits, only every DNPD_COARSE_NS,
  * until real work shows up (a command, a frame that is not a credit, a
  * socket request). Without this, credits of 8 idle daemons wake each other
- * in a chain at every credit period (2 shared cores, machine-facts.md).
+ * in a chain at every credit period (measured on 2 shared cores; docs/dnpd.md).
  * Links without a wait fd (dpdk) cannot wake the daemon: its sleeps are
  * capped at DNPD_NOWAIT_SLEEP_NS, or DNPD_NOWAIT_QUIET_SLEEP_NS when quiet.
  *
@@ -847,7 +847,6 @@ static void dnpd_close_links(struct dnpd *d)
 static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 {
 	struct dnp_engine_conf ec;
-	uint32_t seed = 0;
 
 	dnp_engine_conf_default(&ec);
 	ec.torus = d->conf.torus;
@@ -878,9 +877,11 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;
-	/* Keys are the only protection of a buffer: make them unguessable. */
-	if (getrandom(&seed, sizeof(seed), 0) == (ssize_t)sizeof(seed) && seed)
-		ec.key_seed = seed;
+	/* Keys are the only protection of a buffer: their secret is random. */
+	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
+		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");
+		return -EIO;
+	}
 	return dnp_engine_create(&ec, now, &d->e);
 }
 

@@ -48,6 +48,7 @@ struct dnpd_conf {
 	struct dnp_torus torus;
 	struct dnp_coord self;
 	char run_dir[PATH_MAX];
+	char socket[PATH_MAX];       /* application socket ("" = RUN_DIR/node-<id>.sock) */
 	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
 	char eal[512];               /* dpdk: EAL arguments ("" = dnpd_eal_default) */
 	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */

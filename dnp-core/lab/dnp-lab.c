@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-lab — runs the DNP engine on a simulated torus in virtual time.
  *
