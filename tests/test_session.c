@@ -1152,6 +1152,86 @@ static void test_session_pid_reuse(void **state)
 	close(gate[1]);
 }
 
+static void tweak_cmd_quota(struct dnpd_sess_conf *c)
+{
+	c->port_commands = 100;
+}
+
+/*
+ * A fake engine that takes commands (within the quota) and completes them
+ * only when the test says so: f.pause holds completions, f.cmds counts the
+ * commands taken.
+ */
+static void *srv_main_hold(void *arg)
+{
+	struct fixture *x = arg;
+	static struct dnp_cmd held[4096];
+	unsigned nheld = 0, done = 0;
+
+	while (!atomic_load(&x->f.stop)) {
+		dnpd_sess_service(x->srv);
+		for (unsigned k = 0; k < x->srv->nports; k++) {
+			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
+			unsigned n;
+
+			n = dnpd_sess_cmd_pop(se, held + nheld, 4096 - nheld);
+			nheld += n;
+			atomic_fetch_add(&x->f.cmds, (int)n);
+			while (!atomic_load(&x->f.pause) && done < nheld &&
+			       dnpd_sess_ev_room(se) > 0) {
+				struct dnp_event ev = { .type = DNP_EV_TX_DONE,
+							.cookie = held[done].cookie };
+
+				dnpd_sess_ev_push(se, &ev, 1);
+				done++;
+			}
+			if (done == nheld)
+				done = nheld = 0;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * A port has at most port_commands outstanding: the daemon takes no more
+ * from its ring until completions come (the rest waits in the ring, and a
+ * DNP_NONBLOCK call then sees -EAGAIN); then everything completes once.
+ */
+static void test_session_command_quota(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 0, 0, 0 };
+	struct dnp_event ev;
+	struct dnp *d;
+	unsigned i, n = 0;
+
+	atomic_store(&x->f.pause, true);
+	restart_with(x, tweak_cmd_quota, srv_main_hold);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	/* 100 taken by the daemon (the rest of its burst stays), then the ring fills up. */
+	for (i = 0; i < 150; i++)
+		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
+	for (i = 0; i < 1000000 && atomic_load(&x->f.cmds) < 100; i++)
+		sched_yield();
+	assert_int_equal(atomic_load(&x->f.cmds), 100);
+	for (i = 150; i < 100 + DNP_SESS_CMD_SLOTS; i++)
+		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
+	assert_int_equal(x->srv->by_port[dnp_port(d)]->inflight, 100);
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 999999, DNP_NONBLOCK), -EAGAIN);
+	assert_int_equal(atomic_load(&x->f.cmds), 100);
+	/* Completions free the quota: every command completes, once, in order. */
+	atomic_store(&x->f.pause, false);
+	while (n < 100 + DNP_SESS_CMD_SLOTS) {
+		assert_int_equal(dnp_wait_event(d, &ev, 5000), 1);
+		assert_int_equal(ev.cookie, n);
+		n++;
+	}
+	assert_int_equal(dnp_poll_events(d, &ev, 1), 0);
+	assert_int_equal(atomic_load(&x->f.cmds), 100 + DNP_SESS_CMD_SLOTS);
+	dnp_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1176,6 +1256,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_session_handshake_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_buffer_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_command_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_register_needs_ptrace, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_session_pid_reuse, setup, teardown),

@@ -70,9 +70,8 @@
 #define DNPD_NOWAIT_SLEEP_NS 100000ull      /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
 #define DNPD_LINK_DEPTH 256u
-/* Command quotas (docs/dnpd.md, "Session limits"); DNPD_PORT_COMMANDS a power of two. */
+/* Outstanding commands of the node (docs/dnpd.md, "Session limits"). */
 #define DNPD_NODE_COMMANDS 16384u
-#define DNPD_PORT_COMMANDS 2048u
 
 /* Daemon link timing defaults (nanoseconds). */
 #define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
@@ -355,11 +354,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 
 		dnpd_out(&o, "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64
-			 " buffers %u ring_faults %" PRIu64 " ev_lost %" PRIu64
+			 " buffers %u outstanding %u ring_faults %" PRIu64 " ev_lost %" PRIu64
 			 " vm_denied %" PRIu64 "\n",
 			 se->port, (int)se->pid, dnp_ring_count(se->cmd), dnp_ring_count(se->ev),
-			 se->heap_size, se->nbufs, se->cmd->faults + se->ev->faults, se->ev_lost,
-			 se->vm_denied);
+			 se->heap_size, se->nbufs, se->inflight, se->cmd->faults + se->ev->faults,
+			 se->ev_lost, se->vm_denied);
 	}
 	return o.len;
 }
@@ -410,12 +409,7 @@ static unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
 			struct dnp_cmd *c = &se->pend[se->pend_i];
 			int r;
 
-			/*
-			 * -EAGAIN: the node's command table is full, or this
-			 * port has DNPD_PORT_COMMANDS outstanding (the engine's
-			 * per-port event queue is that size and reserves a
-			 * completion per command): keep it, retry next pass.
-			 */
+			/* -EAGAIN: the node's command table is full: keep it, retry next pass. */
 			r = dnp_engine_submit(d->e, se->port, c, now);
 			if (r == -EAGAIN)
 				break;
@@ -853,13 +847,11 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.self = d->conf.self;
 	ec.max_ports = 256;
 	/*
-	 * Outstanding commands: DNPD_NODE_COMMANDS for the node, at most
-	 * DNPD_PORT_COMMANDS per port (the engine reserves a completion
-	 * event in the port's queue per command, so the queue size is the
-	 * per-port quota): no single application takes the whole table.
+	 * Outstanding commands of the node; each port may hold at most
+	 * DNPD_PORT_COMMANDS_DEFAULT of them (sess.c), so one application
+	 * never takes the whole table.
 	 */
 	ec.max_commands = DNPD_NODE_COMMANDS;
-	ec.event_queue = DNPD_PORT_COMMANDS;
 	ec.mem = &dnpd_mem_ops;
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;

@@ -121,6 +121,7 @@ struct dnpd_sess_ops {
 #define DNPD_MAX_PENDING_DEFAULT 16u      /* connections still in their handshake */
 #define DNPD_HANDSHAKE_MS_DEFAULT 5000u   /* to finish HELLO + ATTACH (or a first STATS) */
 #define DNPD_PORT_BUFFERS_DEFAULT 1024u   /* registered buffers per port */
+#define DNPD_PORT_COMMANDS_DEFAULT 2048u  /* commands taken from a port's ring, not yet completed */
 
 struct dnpd_sess_conf {
 	const char *sock_path;  /* created (an old socket file is replaced) */
@@ -134,6 +135,7 @@ struct dnpd_sess_conf {
 	uint32_t max_pending;   /* connections not past their handshake; more are refused */
 	uint32_t handshake_ms;  /* a connection still in its handshake after this is dropped */
 	uint32_t port_buffers;  /* REGISTER beyond this many live buffers: -EDQUOT */
+	uint32_t port_commands; /* a port's outstanding commands; more wait in its ring */
 	const struct dnpd_sess_ops *ops;
 	void *ctx;
 };
@@ -150,6 +152,8 @@ struct dnpd_session {
 	uint64_t t_accept;      /* CLOCK_MONOTONIC ns */
 	unsigned port;
 	unsigned nbufs;         /* live registered buffers */
+	uint32_t inflight;      /* commands popped, completion event not yet pushed */
+	uint32_t quota_cmds;    /* conf.port_commands, copied at HELLO */
 	uint64_t ev_lost;       /* error events that found no room (reported as DNP_EV_OVERFLOW) */
 	uint64_t vm_denied;     /* process_vm_* refused (-EPERM) */
 	struct dnp_sess_ctl *ctl;
@@ -212,7 +216,11 @@ void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t l
 void dnpd_sess_notify(struct dnpd_session *se);
 /*
  * Up to max commands from the session's command ring (ring.h: bounded,
- * whatever the app wrote). src_port is overwritten with the session's port.
+ * whatever the app wrote), and never more than the port's quota of
+ * outstanding commands (conf.port_commands): each popped command counts
+ * until dnpd_sess_ev_push passes its completion event (TX_DONE, GET_DONE or
+ * ERROR), so the caller owes every popped command exactly one such event.
+ * src_port is overwritten with the session's port.
  */
 unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max);
 /*

@@ -73,6 +73,8 @@ int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out)
 		s->conf.handshake_ms = DNPD_HANDSHAKE_MS_DEFAULT;
 	if (!s->conf.port_buffers)
 		s->conf.port_buffers = DNPD_PORT_BUFFERS_DEFAULT;
+	if (!s->conf.port_commands)
+		s->conf.port_commands = DNPD_PORT_COMMANDS_DEFAULT;
 	s->listen_fd = s->bell_fd = s->wake_fd = -1;
 	strcpy(s->sock_path, c->sock_path);
 	s->conf.sock_path = s->sock_path;
@@ -201,10 +203,30 @@ unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned 
 
 	if (!se->cmd)
 		return 0;
+	/* The quota: what is over it waits in the app's ring (back-pressure). */
+	if (se->inflight >= se->quota_cmds)
+		return 0;
+	if (max > se->quota_cmds - se->inflight)
+		max = se->quota_cmds - se->inflight;
 	n = dnp_ring_pop_burst(se->cmd, c, max);
 	for (i = 0; i < n; i++)
 		c[i].src_port = (uint8_t)se->port; /* never trust the app's */
+	se->inflight += n;
 	return n;
+}
+
+static bool dnpd_is_completion(const struct dnp_event *ev)
+{
+	return ev->type == DNP_EV_TX_DONE || ev->type == DNP_EV_GET_DONE ||
+	       ev->type == DNP_EV_ERROR;
+}
+
+/* Completions leave the port's count of outstanding commands. */
+static void dnpd_sess_completed(struct dnpd_session *se, const struct dnp_event *ev, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (dnpd_is_completion(&ev[i]) && se->inflight)
+			se->inflight--;
 }
 
 uint32_t dnpd_sess_ev_room(struct dnpd_session *se)
@@ -223,6 +245,7 @@ unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, 
 {
 	unsigned done = 0;
 
+	dnpd_sess_completed(se, ev, n); /* delivered or counted lost: either way they ended */
 	if (!se->ev) {
 		se->ev_lost += n;
 		return 0;
@@ -417,6 +440,7 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 	}
 	se->cmd = &se->cmd_ring;
 	se->ev = &se->ev_ring;
+	se->quota_cmds = s->conf.port_commands;
 	ctl->magic = DNP_SESS_MAGIC;
 	ctl->version = DNP_SESS_VERSION;
 	ctl->port = (uint32_t)port;
