@@ -144,7 +144,10 @@ static void daemon_step(uint64_t now)
 	unsigned n, i;
 	uint32_t room;
 
-	/* Commands: a refused one waits for event room, as in dnpd. */
+	/*
+	 * Commands: a refused one gets its ERROR event at once (dnpd would
+	 * wait for room; here a full ring exercises the lost-event count).
+	 */
 	n = dnpd_sess_cmd_pop(se, c, DNPD_CMD_BURST);
 	if (n > DNPD_CMD_BURST)
 		abort();
@@ -154,7 +157,7 @@ static void daemon_step(uint64_t now)
 		if (c[i].src_port != se->port)
 			abort();
 		r = dnp_engine_submit(H.e, se->port, &c[i], now);
-		if (r && r != -EAGAIN && dnpd_sess_ev_room(se)) {
+		if (r && r != -EAGAIN) {
 			struct dnp_event rej = { .type = DNP_EV_ERROR, .op = c[i].op,
 						 .status = (int8_t)r, .cookie = c[i].cookie };
 
@@ -168,6 +171,8 @@ static void daemon_step(uint64_t now)
 	n = dnp_engine_poll_events(H.e, se->port, ev, room < 64 ? room : 64);
 	if (dnpd_sess_ev_push(se, ev, n) < n && !se->ev_lost)
 		abort(); /* what did not fit must be counted */
+	if (se->inflight > DNPD_PORT_COMMANDS_DEFAULT)
+		abort();
 	/* The daemon's view of the rings is its own. */
 	if (se->cmd->slots != DNP_SESS_CMD_SLOTS || se->cmd->slot_size != sizeof(struct dnp_cmd) ||
 	    se->ev->slots != DNP_SESS_EV_SLOTS || se->ev->slot_size != sizeof(struct dnp_event) ||
