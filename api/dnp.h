@@ -67,7 +67,8 @@ void dnp_free(struct dnp *d, void *p);
  * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC (node's buffer table full),
  * -EDQUOT (this port already holds the daemon's per-port quota of buffers),
  * -EPERM (outside the shared heap and the daemon has no ptrace access to this
- * process), -EFAULT (outside the heap and not mapped), -EIO (daemon gone).
+ * process), -EFAULT (outside the heap and not mapped), -ESRCH (the process
+ * that opened the session is gone), -EIO (daemon gone).
  */
 int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key);
 int dnp_unregister(struct dnp *d, void *addr);
