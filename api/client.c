@@ -922,15 +922,19 @@ const char *dnp_strerror(int err)
 	case -EIO: return "daemon gone";
 	case -ENOENT: return "no such buffer (or no daemon socket)";
 	case -ERANGE: return "access runs past the end of the buffer";
-	case -EACCES: return "bad buffer key";
-	case -EPERM: return "not permitted: wrong buffer kind for this access, or (dnp_register) "
-			    "no ptrace access for the daemon to memory outside the shared heap";
+	case -EACCES: return "no buffer at that address opens with this key";
+	case -EPERM: return "not permitted: the buffer is not registered for this kind of access, "
+			    "or (dnp_register) the daemon has no ptrace access to memory outside "
+			    "the shared heap";
 	case -ECONNREFUSED: return "destination port not open (or no daemon)";
 	case -EMSGSIZE: return "SEND larger than the receive buffer";
 	case -ENOBUFS: return "no SEND buffer posted at the destination";
 	case -EHOSTUNREACH: return "destination outside the torus";
 	case -ENOLINK: return "a link on the path broke";
 	case -ETIMEDOUT: return "command timed out";
+	case -ECONNRESET: return "the port closed while the command was pending";
+	case -EOVERFLOW: return "events not read: an application (the destination, or ours) "
+				"does not drain its events";
 	case -EPROTO: return "session ABI mismatch with the daemon";
 	case -EBUSY: return "no free port (or port in use)";
 	case -EEXIST: return "overlaps a registered buffer";
@@ -938,7 +942,6 @@ const char *dnp_strerror(int err)
 	case -EFAULT: return "bad application address";
 	case -ENOMEM: return "out of memory";
 	case -EDQUOT: return "per-port quota reached (registered buffers)";
-	case -EOVERFLOW: return "too many unread events: the application must poll its events";
 	case -ESRCH: return "the application process that opened the session is gone";
 	default: break;
 	}

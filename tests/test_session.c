@@ -454,7 +454,7 @@ static void test_session_invalid_arguments(void **state)
 	/* A zero-length SEND needs no buffer. */
 	assert_int_equal(dnp_send(d, NULL, 0, ok, 0, 1, 0), 0);
 	assert_int_equal(atomic_load(&x->f.cmds) <= 1, 1);
-	assert_string_equal(dnp_strerror(-EACCES), "bad buffer key");
+	assert_string_equal(dnp_strerror(-EACCES), "no buffer at that address opens with this key");
 	assert_string_equal(dnp_strerror(-ENOENT), "no such buffer (or no daemon socket)");
 	assert_string_equal(dnp_strerror(-ERANGE), "access runs past the end of the buffer");
 	assert_non_null(dnp_strerror(-12345));
