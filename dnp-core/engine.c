@@ -109,6 +109,7 @@ struct dnp_engine {
 	struct xlink links[DNP_NDIRS];
 	struct pktq in[NIN][DNP_MAX_VC];
 	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
+	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
 	struct pkt *free_small, *free_big;
 	struct pkt *pkts;
 	uint8_t *frames;
@@ -132,6 +133,13 @@ struct dnp_engine {
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
 	uint8_t rr;
+	/* LO|FA|MO: DIAG packets delivered here, waiting for the fault manager. */
+	struct {
+		struct dnp_coord src;
+		uint8_t len;
+		uint8_t data[DNP_ENGINE_DIAG_MAX];
+	} diag[DNP_ENGINE_DIAG_QUEUE];
+	uint32_t diag_head, diag_tail; /* free-running */
 	struct dnp_engine_stats st;
 };
 
@@ -328,6 +336,8 @@ static void inj_pop(struct dnp_engine *e, unsigned qi)
 	if (e->qhead[qi] == NO_SLOT)
 		e->qtail[qi] = NO_SLOT;
 	s->injecting = 0;
+	if (qi == DNP_DIR_LOCAL)
+		e->lo_wait.on = false; /* a new head */
 }
 
 static struct slot *slot_alloc(struct dnp_engine *e)
@@ -451,6 +461,69 @@ static struct sendasm *send_new(struct dnp_engine *e)
 		if (!e->sends[i].active)
 			return &e->sends[i];
 	return NULL;
+}
+
+/* A DIAG for the fault manager: queued, or counted as dropped when its queue is full. */
+static void diag_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	if (e->diag_tail - e->diag_head == DNP_ENGINE_DIAG_QUEUE || h->len > DNP_ENGINE_DIAG_MAX) {
+		e->st.diag_dropped++;
+		return;
+	}
+	unsigned i = e->diag_tail++ % DNP_ENGINE_DIAG_QUEUE;
+	e->diag[i].src = h->src;
+	e->diag[i].len = (uint8_t)h->len;
+	memcpy(e->diag[i].data, payload, h->len);
+	e->st.diag_rx++;
+}
+
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now)
+{
+	if (len > DNP_ENGINE_DIAG_MAX || !dnp_torus_contains(&e->c.torus, dst) ||
+	    coord_self(e, dst))
+		return -EINVAL;
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
+	if (!p)
+		return -EAGAIN;
+	struct dnp_pkt_hdr h = {
+		.lflags = DNP_LINK_F_SEQ,
+		.dst = dst,
+		.src = e->c.self,
+		.kind = DNP_PKT_DIAG,
+		.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+		.len = (uint16_t)len,
+		.msg_len = (uint32_t)len,
+		.timestamp = (uint32_t)now,
+	};
+	int n = dnp_pkt_encode(&h, payload, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	e->dirty = true;
+	e->st.diag_tx++;
+	return 0;
+}
+
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap)
+{
+	if (e->diag_head == e->diag_tail)
+		return 0;
+	unsigned i = e->diag_head % DNP_ENGINE_DIAG_QUEUE;
+	if (cap < e->diag[i].len)
+		return -ENOBUFS;
+	*src = e->diag[i].src;
+	memcpy(buf, e->diag[i].data, e->diag[i].len);
+	e->diag_head++;
+	return e->diag[i].len;
 }
 
 /* The reassembly slot is free again (a single-packet SEND never took one). */
@@ -741,7 +814,8 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		handle_cmpl(e, h->msg_id, -(int)h->status);
 		return 0;
 	case DNP_PKT_DIAG:
-		return 0; /* LO|FA|MO diagnostics: consumed by the fault manager (later) */
+		diag_take(e, h, payload);
+		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
 	default:
@@ -774,7 +848,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 /*
  * The last fragment h of a PUT or SEND waited deliver_timeout for room in
  * its port's event queue (the application stopped draining its events):
- * the message fails back to its sender with -ENOSPC, so that the traffic
+ * the message fails back to its sender with -EOVERFLOW, so that the traffic
  * behind it in the FIFO (transit traffic of other nodes) moves on. A SEND's
  * buffer goes back to the head of the port's queue. The caller checked
  * that a buffer for the report is free.
@@ -789,7 +863,7 @@ static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, u
 		}
 	}
 	e->st.deliver_timeouts++;
-	(void)deliver_fail(e, h, -ENOSPC, now);
+	(void)deliver_fail(e, h, -EOVERFLOW, now);
 }
 
 /* ---------------------------------------------------------------- links */
@@ -818,7 +892,7 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	uint8_t oport;
 	struct dnp_coord owner = pkt_owner(&p->h, &oport);
 
-	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT)
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG)
 		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	pkt_put(e, p);
 }
@@ -1027,8 +1101,8 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 
 /*
  * Sends h with its payload in e->scratch: onto link qi, or delivered here
- * for loopback. Returns 0, -EAGAIN (loopback delivery must wait), or the
- * encoder's error.
+ * for loopback. Returns 0, -EAGAIN or DELIVER_FULL (loopback delivery must
+ * wait), or the encoder's error.
  */
 static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
 		    uint64_t now)
@@ -1036,7 +1110,8 @@ static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, ui
 	if (qi == DNP_DIR_LOCAL) {
 		int rc = deliver(e, h, e->scratch, NULL, now);
 		if (rc == -EAGAIN || rc == DELIVER_FULL)
-			return -EAGAIN; /* the port's own traffic: bounded by cmd_timeout */
+			return rc;
+		e->lo_wait.on = false;
 		e->st.pkts_injected++;
 		e->st.pkts_delivered++;
 		return 0;
@@ -1109,6 +1184,21 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return inj_abort(e, qi, s, -EFAULT);
 	build_cmd_hdr(e, s, len, &h, now);
 	int rc = out_send(e, qi, &h, vc, now);
+	if (rc == DELIVER_FULL) {
+		/*
+		 * Loopback to a port whose event queue stays full: bounded like
+		 * arriving traffic, or it would hold up every other port's
+		 * loopback commands queued behind it.
+		 */
+		if (!e->lo_wait.on) {
+			e->lo_wait.on = true;
+			e->lo_wait.since = now;
+		}
+		if (!e->c.deliver_timeout || now - e->lo_wait.since < e->c.deliver_timeout)
+			return false;
+		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
+		return inj_abort(e, qi, s, -EOVERFLOW);
+	}
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
@@ -1472,6 +1562,8 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
 	    e->next_timeout_check < t)
 		t = e->next_timeout_check;
+	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
+		t = e->lo_wait.since + e->c.deliver_timeout;
 	if (e->c.deliver_timeout)
 		for (unsigned in = 0; in < NIN; in++)
 			for (unsigned vc = 0; vc < e->c.link.nvc; vc++) {

@@ -51,7 +51,8 @@ static const struct dnp_mem_ops ops = { mem_read, mem_write };
 static struct node nodes[4];
 /* Per-test settings applied by setup_nodes (reset by teardown). */
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
-static uint32_t evq_slots;                  /* node 1's event queue size (0 = default) */
+static uint32_t evq_slots;                  /* event queue size of node evq_node (0 = default) */
+static unsigned evq_node = 1;
 static int drop_node = -1, drop_kind = -1;  /* pump drops these frames */
 static unsigned nnodes;
 static uint64_t now;
@@ -73,7 +74,7 @@ static void setup_nodes(unsigned x)
 		c.cmd_timeout = t_cmd;
 		c.reasm_timeout = t_reasm;
 		c.deliver_timeout = t_deliver;
-		if (evq_slots && i == 1)
+		if (evq_slots && i == evq_node)
 			c.event_queue = evq_slots;
 		if (exact_prompt) {
 			c.link.credit_model = DNP_CREDIT_EXACT;
@@ -102,6 +103,7 @@ static int teardown(void **state)
 	exact_prompt = false;
 	t_cmd = t_reasm = t_deliver = 0;
 	evq_slots = 0;
+	evq_node = 1;
 	drop_node = drop_kind = -1;
 	return 0;
 }
@@ -818,7 +820,7 @@ static void test_engine_send_reasm_timeout(void **state)
  * Issue 7, a slow application: on a 4-node ring, node 1's application
  * (port 0) stops draining its events while node 0 floods it with PUTs. Node
  * 0's PUTs to node 2 cross node 1 on the same link and VC. Each blocked PUT
- * fails back after deliver_timeout with -ENOSPC, so every transit PUT gets
+ * fails back after deliver_timeout with -EOVERFLOW, so every transit PUT gets
  * through; every command of node 0 completes exactly once.
  */
 static void test_engine_slow_app_does_not_block_transit(void **state)
@@ -853,7 +855,7 @@ static void test_engine_slow_app_does_not_block_transit(void **state)
 				transit_ok += ev[j].cookie % 2;
 			} else {
 				assert_int_equal(ev[j].type, DNP_EV_ERROR);
-				assert_int_equal(ev[j].status, -ENOSPC);
+				assert_int_equal(ev[j].status, -EOVERFLOW);
 				assert_int_equal(ev[j].cookie % 2, 0); /* only PUTs to node 1 */
 				done_nospc++;
 			}
@@ -867,6 +869,50 @@ static void test_engine_slow_app_does_not_block_transit(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->deliver_timeouts, done_nospc);
 }
 
+/*
+ * The same bound for loopback: port 1 of a single node stops draining; a
+ * loopback PUT to it must not hold up, for ever, the loopback PUT queued
+ * behind it (here to port 0 itself).
+ */
+static void test_engine_slow_app_does_not_block_loopback(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 8;
+	evq_node = 0;
+	setup_nodes(1);
+	uint32_t k0, k1;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
+					     DNP_BUF_PUT_TARGET, 0, &k0), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k1), 0);
+	/* fill port 1's event queue: 8 RX_PUT nobody reads */
+	for (unsigned i = 0; i < 8; i++) {
+		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		assert_true(next_event(0, 0, &ev, 100));
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	}
+	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE, k1, 5000, 1); /* blocked */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	c = put_cmd(0, 0, BASE, BASE + 0x100000, k0, 100, 2); /* behind it */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EOVERFLOW);
+	assert_int_equal(ev.cookie, 1);
+	assert_true(now - t0 <= 2000 + 10);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 2);
+	pump(3000);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -878,6 +924,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
 		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
 		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),
 		cmocka_unit_test_teardown(test_engine_rx_decodes_private_copy, teardown),
 		cmocka_unit_test_teardown(test_engine_replay_on_other_link_dropped, teardown),
 		cmocka_unit_test_teardown(test_engine_port_reuse_aborts_get_responder, teardown),
