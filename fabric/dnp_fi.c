@@ -2254,6 +2254,11 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->tx_attr->size = 1024;
 	fi->tx_attr->iov_limit = 1;
 	fi->tx_attr->rma_iov_limit = 1;
+	/* op_flags (FI_COMPLETION with selective completion) as the application asks */
+	if (hints && hints->tx_attr)
+		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
+	if (hints && hints->rx_attr)
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags;
 	fi->rx_attr->caps = caps;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->size = 1024;
@@ -2263,6 +2268,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->ep_attr->max_msg_size = DNP_MAX_MSG;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
+	fi->ep_attr->mem_tag_format = ~0ull; /* all 64 tag bits are matched */
 	fi->domain_attr->name = strdup(DFI_NAME);
 	fi->domain_attr->threading = FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
