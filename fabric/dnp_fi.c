@@ -872,6 +872,12 @@ static uint64_t dfi_cookie(unsigned kind, uint32_t a, uint32_t b)
 
 /* ------------------------------------------------------------ peers */
 
+/* Bytes of an endpoint's credit arrays (credit_in, credit_out), page aligned. */
+static size_t dfi_cred_len(const struct dfi_domain *dom)
+{
+	return ((size_t)dom->nidx * 2 * sizeof(uint64_t) + 4095) / 4096 * 4096;
+}
+
 static struct dfi_peer *dfi_peer(struct dfi_ep *ep, unsigned idx)
 {
 	struct dfi_domain *dom = ep->dom;
@@ -1252,6 +1258,17 @@ static void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 	pe->credit_va = h.credit_va;
 	pe->credit_key = h.credit_key;
 	pe->have_credit = true;
+	if (!pe->have_ring) {
+		/*
+		 * Not in our AV (yet): the sender's credit arrays and rings are one
+		 * registered area, so its header tells where our ring is.
+		 */
+		uint64_t area = h.credit_va - (uint64_t)dom->my_idx * sizeof(uint64_t);
+
+		pe->ring_va = area + dfi_cred_len(dom) + (uint64_t)dom->my_idx * DFI_K * DFI_SLOT;
+		pe->ring_key = h.credit_key;
+		pe->have_ring = true;
+	}
 	pe->consumed++;
 	if (h.seq == pe->expect_seq) {
 		pe->expect_seq++;
@@ -1948,6 +1965,8 @@ static int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	struct dfi_domain *dom = (struct dfi_domain *)fdom;
 	struct dfi_ep *ep;
 	size_t ring_len = (size_t)dom->nidx * DFI_K * DFI_SLOT;
+	size_t cred_len = dfi_cred_len(dom);
+	uint8_t *area;
 	int r;
 
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
@@ -1967,21 +1986,18 @@ static int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->directed = !info || (info->caps & FI_DIRECTED_RECV);
 	ep->peers = calloc(dom->nidx, sizeof(*ep->peers));
-	ep->ring = dnp_alloc(dom->d, ring_len);
-	ep->credit_in = dnp_alloc(dom->d, (size_t)dom->nidx * sizeof(uint64_t) * 2);
-	if (!ep->peers || !ep->ring || !ep->credit_in)
+	/* One PUT target: the credit arrays, then the rings (see dfi_ring_of). */
+	area = dnp_alloc(dom->d, cred_len + ring_len);
+	if (!ep->peers || !area)
 		goto err;
-	memset(ep->credit_in, 0, (size_t)dom->nidx * sizeof(uint64_t) * 2);
+	memset(area, 0, cred_len);
+	ep->credit_in = (uint64_t *)area;
 	ep->credit_out = ep->credit_in + dom->nidx;
-	r = dnp_register(dom->d, ep->ring, ring_len, DNP_BUF_PUT_TARGET, &ep->ring_key);
+	ep->ring = area + cred_len;
+	r = dnp_register(dom->d, area, cred_len + ring_len, DNP_BUF_PUT_TARGET, &ep->ring_key);
 	if (r < 0)
 		goto err;
-	r = dnp_register(dom->d, ep->credit_in, (size_t)dom->nidx * sizeof(uint64_t),
-			 DNP_BUF_PUT_TARGET, &ep->credit_key);
-	if (r < 0) {
-		dnp_unregister(dom->d, ep->ring);
-		goto err;
-	}
+	ep->credit_key = ep->ring_key;
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
 	ep->ep.fid.ops = &dfi_ep_fi_ops;
