@@ -14,10 +14,13 @@ FI_PROVIDER_PATH=$DNP_FI_DIR
 FI_PROVIDER=dnp
 export DNP_FI_RUN_DIR DNP_FI_NNODES FI_PROVIDER_PATH FI_PROVIDER
 unset DNP_SOCKET
-root=
+np=${DNP_MPI_NP:-$DNP_NNODES}
+root= over=
 [ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
+# More ranks than cores: allowed, and Open MPI then yields when idle.
+[ "$np" -gt "$(nproc)" ] && over=--oversubscribe
 # shellcheck disable=SC2086
-exec mpirun $root --oversubscribe --bind-to none -np "${DNP_MPI_NP:-$DNP_NNODES}" \
+exec mpirun $root $over --bind-to none -np "$np" \
 	--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dnp \
 	-x DNP_FI_RUN_DIR -x DNP_FI_NNODES -x FI_PROVIDER_PATH -x FI_PROVIDER \
 	${DNP_MPI_ARGS:-} "$@"
