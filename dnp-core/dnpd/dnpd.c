@@ -97,6 +97,11 @@ struct dnpd_link {
 	uint32_t bl_len[DNPD_BURST];
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
+	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
+	bool miswired;
+	struct dnp_coord seen;
+	uint8_t seen_dir;
+	uint64_t miswired_frames;
 };
 
 struct dnpd {
@@ -287,6 +292,64 @@ static void dnpd_out(struct dnpd_out *o, const char *fmt, ...)
 		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
 }
 
+/*
+ * "wiring X+ expected 0,0,0 X- found 0,0,0 X- ok": the neighbour this link
+ * should reach and the one it does (dnpctl topo prints these lines). An UP
+ * link passed the engine's own-link check, so it reaches the expected end;
+ * "found" names another end when its link-control frames were refused as
+ * another link's (the link then never comes up); "-" when nothing was heard.
+ */
+static void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned dir)
+{
+	const struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	bool up = dnp_engine_link_state(d->e, dir) == DNP_LINK_UP;
+
+	dnpd_out(o, "wiring %s expected %u,%u,%u %s ", dnpd_dir_names[dir], p.x, p.y, p.z,
+		 dnpd_dir_names[opp]);
+	if (l->miswired && !up)
+		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", l->seen.x,
+			 l->seen.y, l->seen.z, dnpd_dir_names[l->seen_dir], l->miswired_frames);
+	else if (up)
+		dnpd_out(o, "found %u,%u,%u %s ok\n", p.x, p.y, p.z, dnpd_dir_names[opp]);
+	else
+		dnpd_out(o, "found - (nothing heard)\n");
+}
+
+/*
+ * A frame the engine refused as another link's (-EXDEV): if it is link
+ * control, its source names the node at the other end of our cable and the
+ * direction it sends from. Logged once per new end. Only refused frames are
+ * decoded here (a copy: shm peers may still write the original).
+ */
+static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f)
+{
+	static uint8_t copy[DNP_MAX_FRAME];
+	struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord s = d->conf.self;
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, s, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	const uint8_t *payload;
+	struct dnp_pkt_hdr h;
+
+	if (f->len > sizeof(copy))
+		return;
+	memcpy(copy, f->data, f->len);
+	if (dnp_pkt_decode(copy, f->len, &h, &payload) || h.kind != DNP_PKT_CREDIT ||
+	    h.src_dir >= DNP_NDIRS)
+		return;
+	l->miswired_frames++;
+	if (l->miswired && dnp_coord_eq(l->seen, h.src) && l->seen_dir == h.src_dir)
+		return;
+	l->miswired = true;
+	l->seen = h.src;
+	l->seen_dir = h.src_dir;
+	dnpd_log(DNPD_ERR, "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
+		 "the link stays down", dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y,
+		 h.src.z, dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);
+}
+
 /* The text of `dnpctl stats`: engine, links (state and counters), daemon, ports. */
 static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 {
@@ -319,6 +382,7 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			continue;
 		}
 		ls = dnp_engine_link_stats(d->e, i);
+		dnpd_wiring_line(d, &o, i);
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
 		if (ls)
@@ -451,8 +515,12 @@ static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 		for (i = 0; i < n; i++) {
 			if (!d->quiet || !dnpd_is_credit(&rx[i]))
 				work++;
-			if (dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now) < 0)
+			int r = dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now);
+
+			if (r < 0)
 				l->rx_dropped++;
+			if (r == -EXDEV)
+				dnpd_wiring_seen(d, dir, &rx[i]);
 		}
 		l->rx_frames += (unsigned)n;
 	}
