@@ -70,6 +70,13 @@
 #define DNPD_NOWAIT_SLEEP_NS 100000ull      /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
 #define DNPD_LINK_DEPTH 256u
+/*
+ * Cabling check: a link is reported miswired after this many link-control
+ * frames in a row from the same wrong end (160 ms of 10 ms keep-alives). A
+ * few stray frames are normal while DPDK af_packet ports start (a packet
+ * socket sees every interface until it is bound to its own).
+ */
+#define DNPD_MISWIRED_FRAMES 16u
 
 /* Daemon link timing defaults (nanoseconds). */
 #define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
@@ -98,9 +105,10 @@ struct dnpd_link {
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
 	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
-	bool miswired;
+	bool miswired;          /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
 	struct dnp_coord seen;
 	uint8_t seen_dir;
+	unsigned seen_n;        /* link-control frames from seen/seen_dir in a row */
 	uint64_t miswired_frames;
 };
 
@@ -308,7 +316,7 @@ static void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned 
 
 	dnpd_out(o, "wiring %s expected %u,%u,%u %s ", dnpd_dir_names[dir], p.x, p.y, p.z,
 		 dnpd_dir_names[opp]);
-	if (l->miswired && !up)
+	if (l->miswired && l->seen_n >= DNPD_MISWIRED_FRAMES && !up)
 		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", l->seen.x,
 			 l->seen.y, l->seen.z, dnpd_dir_names[l->seen_dir], l->miswired_frames);
 	else if (up)
@@ -320,7 +328,8 @@ static void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned 
 /*
  * A frame the engine refused as another link's (-EXDEV): if it is link
  * control, its source names the node at the other end of our cable and the
- * direction it sends from. Logged once per new end. Only refused frames are
+ * direction it sends from. Logged once DNPD_MISWIRED_FRAMES in a row came
+ * from the same end while the link is not UP. Only refused frames are
  * decoded here (a copy: shm peers may still write the original).
  */
 static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f)
@@ -340,11 +349,19 @@ static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_f
 	    h.src_dir >= DNP_NDIRS)
 		return;
 	l->miswired_frames++;
-	if (l->miswired && dnp_coord_eq(l->seen, h.src) && l->seen_dir == h.src_dir)
+	if (!l->seen_n || !dnp_coord_eq(l->seen, h.src) || l->seen_dir != h.src_dir) {
+		l->seen = h.src;
+		l->seen_dir = h.src_dir;
+		l->seen_n = 1;
 		return;
+	}
+	if (l->seen_n >= DNPD_MISWIRED_FRAMES || ++l->seen_n < DNPD_MISWIRED_FRAMES)
+		return;
+	if (dnp_engine_link_state(d->e, dir) == DNP_LINK_UP) {
+		l->seen_n = 0; /* stray frames of a link that works */
+		return;
+	}
 	l->miswired = true;
-	l->seen = h.src;
-	l->seen_dir = h.src_dir;
 	dnpd_log(DNPD_ERR, "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
 		 "the link stays down", dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y,
 		 h.src.z, dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);

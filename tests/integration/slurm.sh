@@ -67,10 +67,8 @@ export SLURM_CONF=$dir/slurm.conf
 echo "cluster $prefix up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s:"
 sinfo -N -h -o '  %N %t %o'
 
-extra=
-[ "$tr" = dpdk ] && extra="--set idle=busy"
 python3 "$src/apps/dnp-topo" --torus 2x2x2 --hosts "$dir/hosts.$tr" --transport "$tr" \
-	--out "$dir/topo" --run-dir "$run/%h" $extra || { echo "FAIL: dnp topo"; exit 1; }
+	--out "$dir/topo" --run-dir "$run/%h" || { echo "FAIL: dnp topo"; exit 1; }
 mkdir -p "$run"
 
 # Job 1: the sbatch wrapper.
