@@ -36,6 +36,7 @@ void dnpd_conf_default(struct dnpd_conf *c)
 	c->cpu = -1;
 	c->log_level = DNPD_WARN;
 	c->heap_default = DNP_SESS_HEAP_DEFAULT;
+	c->cmd_timeout_ms = DNPD_CMD_TIMEOUT_MS_DEFAULT;
 }
 
 void dnpd_conf_usage(FILE *f, const char *prog)
@@ -74,10 +75,12 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --credit-timeout-ms N    an UP link without credit this long is BROKEN\n"
 		"                           (default 1000)\n"
 		"  --heap-size BYTES        session heap when the app asks none (default 64M)\n"
+		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
+		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
-		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT);
+		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT);
 }
 
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -197,6 +200,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "credit_timeout_ms") || !strcmp(key, "credit-timeout-ms"))
 		return dnpd_parse_u64(v, 3600000ull, &c->credit_timeout_ms) ? -EINVAL :
 			c->credit_timeout_ms ? 0 : -EINVAL;
+	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
+		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 			c->heap_default ? 0 : -EINVAL;
@@ -209,7 +214,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS, OPT_SOCKET,
+	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT,
 };
 
 static const struct option dnpd_opts[] = {
@@ -228,6 +233,7 @@ static const struct option dnpd_opts[] = {
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -275,6 +281,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_EAL: key = "eal"; break;
 		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
 		case OPT_SOCKET: key = "socket"; break;
+		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
