@@ -1302,7 +1302,13 @@ static int lofamo_start(struct run *r)
 	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
 	char node[16], sup_log[PATH_MAX + 32];
 	const char *argv[24];
-	int port = pick_udp_base(1);
+	/*
+	 * Outside the daemons' UDP range: they were spawned just before and may
+	 * not have bound their ports yet, so pick_udp_base could hand out the
+	 * first of them (same pid, same first guess).
+	 */
+	int port = r->udp_base >= 0 ? r->udp_base + (int)(r->n * 8 > 64 ? r->n * 8 : 64) :
+		pick_udp_base(1);
 	unsigned id, k;
 	FILE *f;
 
