@@ -1270,7 +1270,7 @@ static void summary(const struct run *r)
 
 /* ------------------------------------------------------------ LO|FA|MO */
 
-static pid_t lfm_spawn(const char *const *argv, const char *log)
+static pid_t lfm_spawn(const char *const *argv, const char *log, int pass_fd)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -1282,6 +1282,8 @@ static pid_t lfm_spawn(const char *const *argv, const char *log)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (pass_fd >= 0) /* dup2 clears FD_CLOEXEC on the copy */
+		posix_spawn_file_actions_adddup2(&fa, pass_fd, 3);
 	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
@@ -1293,8 +1295,9 @@ static pid_t lfm_spawn(const char *const *argv, const char *log)
 }
 
 /*
- * The Fault Supervisor on a free loopback UDP port (the service network
- * here), then one dnp-hfm per node beside its daemon. Their PIDs go to
+ * The Fault Supervisor on a loopback UDP port the kernel picks (the service
+ * network here; dnp-run binds it and hands the socket over, so it cannot
+ * collide with the daemons' ports), then one dnp-hfm per node beside its daemon. Their PIDs go to
  * DIR/lofamo.pids ("supervisor PID", "hfm ID PID", "dnpd ID PID") for drills.
  */
 static int lofamo_start(struct run *r)
@@ -1302,19 +1305,22 @@ static int lofamo_start(struct run *r)
 	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
 	char node[16], sup_log[PATH_MAX + 32];
 	const char *argv[24];
-	/*
-	 * Outside the daemons' UDP range: they were spawned just before and may
-	 * not have bound their ports yet, so pick_udp_base could hand out the
-	 * first of them (same pid, same first guess).
-	 */
-	int port = r->udp_base >= 0 ? r->udp_base + (int)(r->n * 8 > 64 ? r->n * 8 : 64) :
-		pick_udp_base(1);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
 	unsigned id, k;
+	int sfd;
 	FILE *f;
 
-	if (port < 0)
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0) {
+		msg("service network socket: %s", strerror(errno));
+		if (sfd >= 0)
+			close(sfd);
 		return -EADDRINUSE;
-	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%d", port);
+	}
+	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
 	snprintf(listen_at, sizeof(listen_at), "%s", r->sup_addr);
 	snprintf(path, sizeof(path), "%s/dnp-supervisor", r->selfdir);
@@ -1328,6 +1334,8 @@ static int lofamo_start(struct run *r)
 	argv[k++] = torus;
 	argv[k++] = "--listen";
 	argv[k++] = listen_at;
+	argv[k++] = "--listen-fd";
+	argv[k++] = "3";
 	argv[k++] = "--log";
 	argv[k++] = sup_log;
 	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
@@ -1336,7 +1344,8 @@ static int lofamo_start(struct run *r)
 			argv[k++] = r->lfm_args[i + 1];
 		}
 	argv[k] = NULL;
-	r->sup_pid = lfm_spawn(argv, log);
+	r->sup_pid = lfm_spawn(argv, log, sfd);
+	close(sfd);
 	if (!r->sup_pid)
 		return -ENOENT;
 	setenv("DNP_SUPERVISOR", r->sup_addr, 1);
@@ -1366,7 +1375,7 @@ static int lofamo_start(struct run *r)
 		for (unsigned i = 0; i < r->nlfm_args; i++)
 			argv[k++] = r->lfm_args[i];
 		argv[k] = NULL;
-		r->hfm_pid[id] = lfm_spawn(argv, log);
+		r->hfm_pid[id] = lfm_spawn(argv, log, -1);
 		fprintf(f, "hfm %u %d\n", id, (int)r->hfm_pid[id]);
 		fprintf(f, "dnpd %u %d\n", id, (int)r->nodes[id].dpid);
 	}
