@@ -60,8 +60,12 @@ mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
 unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 
+# Presto (fuzz_presto.c): one 40-byte event record, an RX_PUT into the eager ring.
+mkdir -p "$tmp/presto"
+unhex 02010000010000000000000040000000000000000000000000000000000000000100004000000000 "$tmp/presto/rxput"
+
 status=0
-for f in pkt cmd app lofamo; do
+for f in pkt cmd app lofamo presto; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
