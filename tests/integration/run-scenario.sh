@@ -79,7 +79,7 @@ farthest)
 bad-args)
 	set -- dnp_check bad-args
 	want_pat='PASS bad-args'; want_n=1 ;;
-send-order | get | bad-key | out-of-bounds | outstanding-1000)
+send-order | get | bad-key | out-of-bounds | outstanding-1000 | blocking-20000)
 	set -- dnp_check "$sc"
 	want_pat="^\[[01],0,0\] PASS $sc"; want_n=2 ;;
 *)
