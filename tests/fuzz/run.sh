@@ -36,15 +36,17 @@ cmd_send+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
 cmd_get=0300010001010100341200000000000000000000007f00000000010000000000
 cmd_get+=00000000007e00009900000000000000efbefecacefaedfe000000000000000004
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/artifacts"
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
+# The engine harness builds its frames from the bytes: the golden ones are seeds too.
+cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/engine/"
 
 status=0
-for f in pkt cmd; do
+for f in pkt cmd engine; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
