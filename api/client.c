@@ -850,7 +850,7 @@ const char *dnp_strerror(int err)
 	case -EIO: return "daemon gone";
 	case -ENOENT: return "no such buffer (or no daemon socket)";
 	case -ERANGE: return "access runs past the end of the buffer";
-	case -EACCES: return "no buffer at that address opens with this key";
+	case -EACCES: return "bad buffer key";
 	case -EPERM: return "buffer not registered for this kind of access";
 	case -ECONNREFUSED: return "destination port not open (or no daemon)";
 	case -EMSGSIZE: return "SEND larger than the receive buffer";

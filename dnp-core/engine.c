@@ -139,6 +139,13 @@ struct dnp_engine {
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
 	uint8_t rr;
+	/* LO|FA|MO: DIAG packets delivered here, waiting for the fault manager. */
+	struct {
+		struct dnp_coord src;
+		uint8_t len;
+		uint8_t data[DNP_ENGINE_DIAG_MAX];
+	} diag[DNP_ENGINE_DIAG_QUEUE];
+	uint32_t diag_head, diag_tail; /* free-running */
 	struct dnp_engine_stats st;
 };
 
@@ -462,6 +469,69 @@ static struct sendasm *send_new(struct dnp_engine *e)
 	return NULL;
 }
 
+/* A DIAG for the fault manager: queued, or counted as dropped when its queue is full. */
+static void diag_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	if (e->diag_tail - e->diag_head == DNP_ENGINE_DIAG_QUEUE || h->len > DNP_ENGINE_DIAG_MAX) {
+		e->st.diag_dropped++;
+		return;
+	}
+	unsigned i = e->diag_tail++ % DNP_ENGINE_DIAG_QUEUE;
+	e->diag[i].src = h->src;
+	e->diag[i].len = (uint8_t)h->len;
+	memcpy(e->diag[i].data, payload, h->len);
+	e->st.diag_rx++;
+}
+
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now)
+{
+	if (len > DNP_ENGINE_DIAG_MAX || !dnp_torus_contains(&e->c.torus, dst) ||
+	    coord_self(e, dst))
+		return -EINVAL;
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
+	if (!p)
+		return -EAGAIN;
+	struct dnp_pkt_hdr h = {
+		.lflags = DNP_LINK_F_SEQ,
+		.dst = dst,
+		.src = e->c.self,
+		.kind = DNP_PKT_DIAG,
+		.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+		.len = (uint16_t)len,
+		.msg_len = (uint32_t)len,
+		.timestamp = (uint32_t)now,
+	};
+	int n = dnp_pkt_encode(&h, payload, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	e->dirty = true;
+	e->st.diag_tx++;
+	return 0;
+}
+
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap)
+{
+	if (e->diag_head == e->diag_tail)
+		return 0;
+	unsigned i = e->diag_head % DNP_ENGINE_DIAG_QUEUE;
+	if (cap < e->diag[i].len)
+		return -ENOBUFS;
+	*src = e->diag[i].src;
+	memcpy(buf, e->diag[i].data, e->diag[i].len);
+	e->diag_head++;
+	return e->diag[i].len;
+}
+
 /* The reassembly slot is free again (a single-packet SEND never took one). */
 static void send_end(struct dnp_engine *e, struct sendasm *a)
 {
@@ -754,7 +824,8 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		handle_cmpl(e, h->msg_id, -(int)h->status);
 		return 0;
 	case DNP_PKT_DIAG:
-		return 0; /* LO|FA|MO diagnostics: consumed by the fault manager (later) */
+		diag_take(e, h, payload);
+		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
 	default:
@@ -851,7 +922,7 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	uint8_t oport;
 	struct dnp_coord owner = pkt_owner(&p->h, &oport);
 
-	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT)
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG)
 		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	pkt_put(e, p);
 }

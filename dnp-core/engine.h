@@ -145,6 +145,7 @@ struct dnp_engine_stats {
 	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
 };
 
 struct dnp_engine;
@@ -201,6 +202,21 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
 				unsigned max);
+
+/*
+ * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to
+ * DNP_ENGINE_DIAG_MAX bytes to a node's fault manager, routed like any
+ * packet, and never answered: lost on a broken link, it is just gone.
+ * diag_send: 0, -EINVAL (too long, outside the torus or this node), -EAGAIN
+ * (no packet buffer now). diag_poll: copies the oldest DIAG delivered here
+ * and its source; returns its length, 0 if none, -ENOBUFS if cap is too small.
+ * At most DNP_ENGINE_DIAG_QUEUE wait; more are dropped (stats diag_dropped).
+ */
+#define DNP_ENGINE_DIAG_MAX 64u
+#define DNP_ENGINE_DIAG_QUEUE 16u
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now);
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap);
 
 /* True if run/tx_burst would make progress without time passing. */
 bool dnp_engine_has_work(const struct dnp_engine *e);

@@ -120,6 +120,7 @@ struct dnpd {
 	uint64_t activity; /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t start;
+	struct dnpd_lfm lfm; /* LO|FA|MO DNP Fault Manager */
 };
 
 static atomic_bool dnpd_stop;
@@ -458,8 +459,12 @@ static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 		for (i = 0; i < n; i++) {
 			if (!d->quiet || !dnpd_is_credit(&rx[i]))
 				work++;
-			if (dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now) < 0)
+			int rr = dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now);
+
+			if (rr < 0)
 				l->rx_dropped++;
+			if (rr == -EILSEQ)
+				d->lfm.crc_errors[dir]++; /* the DFM's sick-link ratio */
 		}
 		l->rx_frames += (unsigned)n;
 	}
@@ -612,6 +617,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 		all_up = all_up && st == DNP_LINK_UP;
 	}
 	dnpd_up_file(d, all_up);
+	dnpd_lfm_house(&d->lfm, d->e, now);
 	return work;
 }
 
@@ -931,6 +937,10 @@ static int dnpd_run(struct dnpd *d)
 	r = dnpd_open_links(d, ops);
 	if (r)
 		goto out_links;
+	r = dnpd_lfm_start(&d->lfm, &d->conf, d->e, dnpd_now());
+	if (r)
+		dnpd_log(DNPD_WARN, "lofamo: no register block (%s): fault manager off",
+			 strerror(-r));
 
 	sc.sock_path = d->sock_path;
 	sc.bell_path = d->bell_path;
@@ -966,6 +976,7 @@ static int dnpd_run(struct dnpd *d)
 	d->sess = NULL;
 	r = 0;
 out_links:
+	dnpd_lfm_stop(&d->lfm);
 	dnpd_close_links(d);
 	if (d->dpdk_eal)
 		dnpd_dpdk_fini();

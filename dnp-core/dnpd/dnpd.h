@@ -108,6 +108,28 @@ void dnpd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 #define DNPD_INFO 2
 #define DNPD_DEBUG 3
 
+/* ---- lfm.c: the LO|FA|MO DNP Fault Manager's driver ---- */
+struct dnp_engine;
+struct dnp_dfm;
+struct dnp_lfm_regs;
+struct dnpd_lfm {
+	char path[PATH_MAX];          /* DIR/node-<id>.lofamo */
+	struct dnp_lfm_regs *regs;
+	struct dnp_dfm *dfm;
+	uint8_t state[DNP_NDIRS];     /* link states last fed */
+	uint64_t crc_errors[DNP_NDIRS]; /* frames dropped for a bad CRC, per link */
+	uint64_t rapl_uj, rapl_t;
+	int32_t power_mw;
+	bool power_ok;
+	uint64_t diag_send_failed;
+};
+/* Maps the register block and creates the DFM. Errors of dnp_lfm_regs_map, dnp_dfm_create. */
+int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
+		   uint64_t now);
+/* Slow-path work: DIAGs in, DFM tick when due (or a link changed), DIAGs out. */
+void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now);
+void dnpd_lfm_stop(struct dnpd_lfm *m);
+
 /* ---- place.c / place_numa.c ---- */
 /* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */
 int dnpd_place(int cpu);

@@ -44,9 +44,13 @@ unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
 # The engine harness builds its frames from the bytes: the golden ones are seeds too.
 cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/engine/"
+# LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
+mkdir -p "$tmp/lofamo"
+unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
+unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 
 status=0
-for f in pkt cmd engine; do
+for f in pkt cmd engine lofamo; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
