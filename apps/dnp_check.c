@@ -42,6 +42,14 @@
  *                     PUT completes exactly once, B gets exactly the RX
  *                     events of the PUTs that succeeded. B resumes when A
  *                     creates $DNP_CHECK_FLAG (content: that count).
+ *   kill-mid-send     A starts a second application on its node
+ *                     (kill-send-victim) that SENDs 8 MiB to a second port
+ *                     of B, of which only the first half can be read (the
+ *                     rest is unmapped: the message stops in the middle),
+ *                     and kills it with SIGKILL. B's port gets exactly one
+ *                     DNP_EV_RX_ERROR -ETIMEDOUT for the SEND (after the
+ *                     daemon's reassembly bound), its buffer comes back, and
+ *                     A's next SEND lands in that same buffer.
  *
  * Exit status 0 when every check passed, 1 when one failed, 2 on bad usage.
  */
@@ -53,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +79,8 @@ enum {
 	TAG_BARRIER,
 	TAG_FAR_DONE,
 	TAG_SLOW,
+	TAG_PORT2,
+	TAG_RXERR,
 };
 
 struct chk {
@@ -1141,6 +1152,178 @@ static int mode_farthest(struct chk *k)
 
 /* ----------------------------------------------------------------------- */
 
+/* ---- kill-mid-send ---------------------------------------------------- */
+
+#define MIDSEND_LEN (8u << 20)
+#define MIDSEND_SMALL 100000u
+
+/* Submits an 8 MiB SEND whose second half is unmapped, then waits to be killed. */
+static int mode_kill_send_victim(void)
+{
+	const char *spec = getenv("DNP_CHECK_VICTIM"), *fds = getenv("DNP_CHECK_READY_FD");
+	unsigned x, y, z, port;
+	struct dnp_coords dst;
+	struct dnp_event ev;
+	struct app a;
+	uint8_t *src;
+	int r, fd;
+
+	if (!spec || !fds || sscanf(spec, "%u,%u,%u,%u", &x, &y, &z, &port) != 4) {
+		fprintf(stderr, PROG ": kill-send-victim is started by kill-mid-send\n");
+		return 2;
+	}
+	fd = atoi(fds);
+	if (app_open(&a, PROG " (victim)") < 0)
+		return 1;
+	dst.x = x;
+	dst.y = y;
+	dst.z = z;
+	src = mmap(NULL, MIDSEND_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED)
+		return 1;
+	memset(src, 0xdd, MIDSEND_LEN / 2);
+	munmap(src + MIDSEND_LEN / 2, MIDSEND_LEN / 2);
+	r = dnp_send(a.d, src, MIDSEND_LEN, dst, port, 1, 0);
+	if (r < 0) {
+		fprintf(stderr, PROG " (victim): send: %s\n", dnp_strerror(r));
+		return 1;
+	}
+	/* Its first half left, then the daemon could read no more: -EFAULT. */
+	r = app_wait_completion(&a, 1, &ev);
+	if (r < 0 || ev.type != DNP_EV_ERROR || ev.status != -EFAULT) {
+		fprintf(stderr, PROG " (victim): the SEND did not stop with -EFAULT\n");
+		return 1;
+	}
+	if (write(fd, "R", 1) != 1)
+		return 1;
+	for (;;)
+		pause();
+}
+
+static int midsend_a(struct chk *k)
+{
+	struct app *a = &k->a;
+	uint8_t *src = xalloc(k, MIDSEND_SMALL);
+	char spec[64], fdbuf[16], self[4096], ch;
+	struct dnp_event ev;
+	struct pollfd pfd;
+	uint64_t port2, v;
+	int pfds[2], status, r;
+	ssize_t n;
+	pid_t pid;
+
+	if (recv_tag(k, k->peer_id, TAG_PORT2, &port2) < 0)
+		return -EIO;
+	snprintf(spec, sizeof(spec), "%u,%u,%u,%u", k->peer.x, k->peer.y, k->peer.z,
+		 (unsigned)port2);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || pipe(pfds) < 0) {
+		fail(k, "cannot start the victim");
+		return -EIO;
+	}
+	self[n] = 0;
+	snprintf(fdbuf, sizeof(fdbuf), "%d", pfds[1]);
+	pid = fork();
+	if (pid == 0) {
+		close(pfds[0]);
+		setenv("DNP_CHECK_VICTIM", spec, 1);
+		setenv("DNP_CHECK_READY_FD", fdbuf, 1);
+		execl(self, self, "kill-send-victim", (char *)NULL);
+		_exit(127);
+	}
+	close(pfds[1]);
+	if (pid < 0) {
+		fail(k, "fork: %s", strerror(errno));
+		return -EIO;
+	}
+	pfd.fd = pfds[0];
+	pfd.events = POLLIN;
+	r = poll(&pfd, 1, a->timeout_ms);
+	if (r != 1 || read(pfds[0], &ch, 1) != 1)
+		fail(k, "the victim's SEND did not stop half-way");
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	close(pfds[0]);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail(k, "victim ended with status %#x instead of SIGKILL", status);
+	else
+		printf("ok: victim killed with SIGKILL, its SEND stopped half-way\n");
+	/* B saw the RX_ERROR: our SEND must land in the buffer that came back. */
+	if (recv_tag(k, k->peer_id, TAG_RXERR, NULL) < 0)
+		return -EIO;
+	app_pattern_fill(src, MIDSEND_SMALL, a->id, k->peer_id, 0, 11);
+	r = dnp_send(a->d, src, MIDSEND_SMALL, k->peer, (unsigned)port2, 77, 0);
+	if (r == 0)
+		r = app_wait_completion(a, 77, &ev);
+	if (r < 0 || ev.type != DNP_EV_TX_DONE) {
+		fail(k, "SEND into the reclaimed buffer: %s",
+		     dnp_strerror(r < 0 ? r : ev.status));
+		return -EIO;
+	}
+	printf("ok: our SEND to B's second port completed\n");
+	if (recv_tag(k, k->peer_id, TAG_VERDICT, &v) == 0 && v)
+		fail(k, "node %u reports %llu failed checks", k->peer_id, (unsigned long long)v);
+	return 0;
+}
+
+/* Next event of the second session (0 on timeout). */
+static int midsend_next(struct dnp *d2, struct dnp_event *ev, int timeout_ms)
+{
+	return dnp_wait_event(d2, ev, timeout_ms);
+}
+
+static int midsend_b(struct chk *k)
+{
+	struct app *a = &k->a;
+	struct dnp *d2;
+	struct dnp_event ev;
+	uint8_t *buf;
+	uint32_t key;
+	int r;
+
+	r = dnp_open(NULL, &d2);
+	if (r < 0) {
+		fail(k, "second session: %s", dnp_strerror(r));
+		return r;
+	}
+	buf = dnp_alloc(d2, MIDSEND_LEN);
+	if (!buf || dnp_register(d2, buf, MIDSEND_LEN, DNP_BUF_SEND_TARGET, &key) < 0) {
+		fail(k, "second session: no SEND buffer");
+		dnp_close(d2);
+		return -EIO;
+	}
+	if (send_tag(k, k->peer_id, TAG_PORT2, dnp_port(d2)) < 0) {
+		dnp_close(d2);
+		return -EIO;
+	}
+	r = midsend_next(d2, &ev, a->timeout_ms);
+	if (r != 1)
+		fail(k, "no event for the interrupted SEND: %s", r ? dnp_strerror(r) : "timed out");
+	else if (ev.type != DNP_EV_RX_ERROR || ev.status != -ETIMEDOUT ||
+		 ev.va != (uintptr_t)buf || ev.len != MIDSEND_LEN)
+		app_print_event(PROG, "unexpected", &ev), k->fails++;
+	else
+		printf("ok: the interrupted SEND ended in one RX_ERROR -ETIMEDOUT for our buffer\n");
+	send_tag(k, k->peer_id, TAG_RXERR, 0);
+	r = midsend_next(d2, &ev, a->timeout_ms);
+	if (r != 1 || ev.type != DNP_EV_RX_SEND || ev.va != (uintptr_t)buf ||
+	    ev.len != MIDSEND_SMALL) {
+		if (r == 1)
+			app_print_event(PROG, "unexpected", &ev);
+		fail(k, "A's SEND did not land in the reclaimed buffer");
+	} else if (app_pattern_check(buf, MIDSEND_SMALL, k->peer_id, a->id, 0, 11) >= 0) {
+		fail(k, "A's SEND arrived with wrong bytes");
+	} else {
+		printf("ok: the next SEND landed in the reclaimed buffer, bytes verified\n");
+	}
+	if (midsend_next(d2, &ev, 300) == 1) {
+		app_print_event(PROG, "one event too many", &ev);
+		k->fails++;
+	}
+	dnp_close(d2);
+	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
+}
+
 /* ---- slow-drain ------------------------------------------------------- */
 
 #define SLOW_TO_B 12000u /* > the 8192 events a port can hold (ring + engine queue) */
@@ -1322,7 +1505,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] MODE\n"
 		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 bad-args\n"
-		   "        kill-survivor farthest link-drill slow-drain (kill-victim is internal)\n"
+		   "        kill-survivor farthest link-drill slow-drain kill-mid-send\n"
+		   "        (kill-victim and kill-send-victim are internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
 
@@ -1363,10 +1547,13 @@ int main(int argc, char **argv)
 	mode = argv[optind];
 	if (!strcmp(mode, "kill-victim"))
 		return mode_kill_victim();
+	if (!strcmp(mode, "kill-send-victim"))
+		return mode_kill_send_victim();
 	if (strcmp(mode, "send-order") && strcmp(mode, "get") && strcmp(mode, "bad-key") &&
 	    strcmp(mode, "out-of-bounds") && strcmp(mode, "outstanding-1000") &&
 	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
-	    strcmp(mode, "link-drill") && strcmp(mode, "slow-drain")) {
+	    strcmp(mode, "link-drill") && strcmp(mode, "slow-drain") &&
+	    strcmp(mode, "kill-mid-send")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
 		usage(stderr);
 		return 2;
@@ -1425,6 +1612,8 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_reject_a(&k, false) : mode_reject_b(&k, false);
 	else if (!strcmp(mode, "outstanding-1000"))
 		r = k.is_a ? mode_outstanding_a(&k) : mode_outstanding_b(&k);
+	else if (!strcmp(mode, "kill-mid-send"))
+		r = k.is_a ? midsend_a(&k) : midsend_b(&k);
 	else if (!strcmp(mode, "link-drill"))
 		r = k.is_a ? mode_drill_a(&k, getenv("DNP_DRILL_FLAG")) :
 			mode_drill_b(&k, getenv("DNP_DRILL_FLAG"));
