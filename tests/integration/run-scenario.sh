@@ -91,7 +91,7 @@ slow-drain)
 	export DNP_CHECK_FLAG
 	set -- dnp_check slow-drain
 	want_pat='PASS slow-drain'; want_n=8 ;;
-send-order | get | bad-key | out-of-bounds | outstanding-1000)
+send-order | get | bad-key | out-of-bounds | outstanding-1000 | blocking-20000)
 	set -- dnp_check "$sc"
 	want_pat="^\[[01],0,0\] PASS $sc"; want_n=2 ;;
 *)
