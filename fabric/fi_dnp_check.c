@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fi_dnp_check — checks of the libfabric provider "dnp" through the
  * libfabric API (FI_PROVIDER_PATH must name the directory of libdnp-fi.so).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-hfm — the Host Fault Manager of one node (EURETILE report, LO|FA|MO:
  * HFM). It maps its DNP's register block (lofamo_abi.h, DIR/node-<id>.lofamo),

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * Presto: matching, eager and rendez-vous protocols, credits and collectives
  * on libdnp. The contract is in presto.h; the wire format and the protocol

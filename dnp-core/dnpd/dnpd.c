@@ -70,6 +70,13 @@
 #define DNPD_NOWAIT_SLEEP_NS 100000ull      /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
 #define DNPD_LINK_DEPTH 256u
+/*
+ * Cabling check: a link is reported miswired after this many link-control
+ * frames in a row from the same wrong end (160 ms of 10 ms keep-alives). A
+ * few stray frames are normal while DPDK af_packet ports start (a packet
+ * socket sees every interface until it is bound to its own).
+ */
+#define DNPD_MISWIRED_FRAMES 16u
 /* Outstanding commands of the node (docs/dnpd.md, "Session limits"). */
 #define DNPD_NODE_COMMANDS 16384u
 
@@ -103,6 +110,12 @@ struct dnpd_link {
 	uint32_t bl_len[DNPD_BURST];
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
+	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
+	bool miswired;          /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
+	struct dnp_coord seen;
+	uint8_t seen_dir;
+	unsigned seen_n;        /* link-control frames from seen/seen_dir in a row */
+	uint64_t miswired_frames;
 };
 
 struct dnpd {
@@ -113,7 +126,7 @@ struct dnpd {
 	struct dnp_doorbell *bell;
 	bool poll_mode;
 	bool nowait_links;   /* some link has no wait fd: bounded sleeps (dpdk) */
-	bool dpdk_eal;       /* the EAL was started: release it at exit */
+	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
@@ -287,6 +300,73 @@ static void dnpd_out(struct dnpd_out *o, const char *fmt, ...)
 		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
 }
 
+/*
+ * "wiring X+ expected 0,0,0 X- found 0,0,0 X- ok": the neighbour this link
+ * should reach and the one it does (dnpctl topo prints these lines). An UP
+ * link passed the engine's own-link check, so it reaches the expected end;
+ * "found" names another end when its link-control frames were refused as
+ * another link's (the link then never comes up); "-" when nothing was heard.
+ */
+static void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned dir)
+{
+	const struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	bool up = dnp_engine_link_state(d->e, dir) == DNP_LINK_UP;
+
+	dnpd_out(o, "wiring %s expected %u,%u,%u %s ", dnpd_dir_names[dir], p.x, p.y, p.z,
+		 dnpd_dir_names[opp]);
+	if (l->miswired && l->seen_n >= DNPD_MISWIRED_FRAMES && !up)
+		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", l->seen.x,
+			 l->seen.y, l->seen.z, dnpd_dir_names[l->seen_dir], l->miswired_frames);
+	else if (up)
+		dnpd_out(o, "found %u,%u,%u %s ok\n", p.x, p.y, p.z, dnpd_dir_names[opp]);
+	else
+		dnpd_out(o, "found - (nothing heard)\n");
+}
+
+/*
+ * A frame the engine refused as another link's (-EXDEV): if it is link
+ * control, its source names the node at the other end of our cable and the
+ * direction it sends from. Logged once DNPD_MISWIRED_FRAMES in a row came
+ * from the same end while the link is not UP. Only refused frames are
+ * decoded here (a copy: shm peers may still write the original).
+ */
+static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f)
+{
+	static uint8_t copy[DNP_MAX_FRAME];
+	struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord s = d->conf.self;
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, s, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	const uint8_t *payload;
+	struct dnp_pkt_hdr h;
+
+	if (f->len > sizeof(copy))
+		return;
+	memcpy(copy, f->data, f->len);
+	if (dnp_pkt_decode(copy, f->len, &h, &payload) || h.kind != DNP_PKT_CREDIT ||
+	    h.src_dir >= DNP_NDIRS)
+		return;
+	l->miswired_frames++;
+	if (!l->seen_n || !dnp_coord_eq(l->seen, h.src) || l->seen_dir != h.src_dir) {
+		l->seen = h.src;
+		l->seen_dir = h.src_dir;
+		l->seen_n = 1;
+		return;
+	}
+	if (l->seen_n >= DNPD_MISWIRED_FRAMES || ++l->seen_n < DNPD_MISWIRED_FRAMES)
+		return;
+	if (dnp_engine_link_state(d->e, dir) == DNP_LINK_UP) {
+		l->seen_n = 0; /* stray frames of a link that works */
+		return;
+	}
+	l->miswired = true;
+	dnpd_log(DNPD_ERR, "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
+		 "the link stays down", dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y,
+		 h.src.z, dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);
+}
+
 /* The text of `dnpctl stats`: engine, links (state and counters), daemon, ports. */
 static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 {
@@ -319,6 +399,7 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			continue;
 		}
 		ls = dnp_engine_link_stats(d->e, i);
+		dnpd_wiring_line(d, &o, i);
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
 		if (ls)
@@ -468,6 +549,8 @@ static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 				l->rx_dropped++;
 			if (rr == -EILSEQ)
 				d->lfm.crc_errors[dir]++; /* the DFM's sick-link ratio */
+			if (rr == -EXDEV)
+				dnpd_wiring_seen(d, dir, &rx[i]);
 		}
 		l->rx_frames += (unsigned)n;
 	}
@@ -935,12 +1018,15 @@ static int dnpd_run(struct dnpd *d)
 		dnpd_log(DNPD_ERR, "engine: %s", strerror(-r));
 		goto out_bell;
 	}
-	if (!strcmp(d->conf.transport, "dpdk")) {
-		/* Once per process, before the first port opens (docs/dpdk.md, "EAL"). */
-		r = dnpd_dpdk_init(d->conf.eal);
-		if (r)
+	if (ops->init) {
+		/* Once per process, before the first link opens (dpdk: the EAL, docs/dpdk.md). */
+		r = ops->init(d->conf.eal);
+		if (r) {
+			dnpd_log(DNPD_ERR, "transport %s start-up (%s): %s", ops->name,
+				 *d->conf.eal ? d->conf.eal : "defaults", strerror(-r));
 			goto out_links;
-		d->dpdk_eal = true;
+		}
+		d->tp_started = ops;
 	}
 	r = dnpd_open_links(d, ops);
 	if (r)
@@ -986,9 +1072,9 @@ static int dnpd_run(struct dnpd *d)
 out_links:
 	dnpd_lfm_stop(&d->lfm);
 	dnpd_close_links(d);
-	if (d->dpdk_eal)
-		dnpd_dpdk_fini();
-	d->dpdk_eal = false;
+	if (d->tp_started && d->tp_started->fini)
+		d->tp_started->fini();
+	d->tp_started = NULL;
 	if (d->up_file)
 		unlink(d->up_path);
 	dnp_engine_destroy(d->e);

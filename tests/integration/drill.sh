@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # LO|FA|MO fault drill (docs/lofamo.md): starts a torus with dnp-run (daemons,
 # one dnp-hfm per node, the supervisor), waits for an all-healthy picture,
 # injects one fault on the last node and measures the time until the
