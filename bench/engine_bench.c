@@ -220,6 +220,26 @@ static double memcpy_mbps(struct node n[2], uint32_t size, double seconds)
 	return (double)i * size / ((double)(t - t0) / 1e3);
 }
 
+/* Frames on the wire per PUT, each way (data, completions, credits), over the whole run. */
+static void frames_per_put(struct node n[2])
+{
+	const struct dnp_engine_stats *st = dnp_engine_stats(n[1].e);
+	double puts = (double)st->pkts_delivered;
+
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t fr = 0, cr = 0;
+
+		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
+			const struct dnp_link_stats *ls = dnp_engine_link_stats(n[i].e, d);
+
+			fr += ls->tx_frames;
+			cr += ls->tx_credits;
+		}
+		printf("# node %u sent %.3f frames per PUT packet (%.3f of them credit frames)\n", i,
+		       (double)fr / puts, (double)cr / puts);
+	}
+}
+
 static int parse_sizes(const char *s, uint32_t *sz, unsigned *n)
 {
 	char tmp[256], *tok, *save = NULL;
@@ -317,6 +337,8 @@ int main(int argc, char **argv)
 			else
 				printf("%8u %4u %14.0f %12.1f %14.1f\n", sizes[k], r, res.pps, res.mbps,
 				       mc);
+			if (!csv && r == reps && k == nsizes - 1)
+				frames_per_put(n);
 			fflush(stdout);
 		}
 	}
