@@ -104,6 +104,8 @@ static int setup(struct node n[2], uint32_t *key)
 }
 
 /* Moves every frame either engine has for the other; returns the number moved. */
+static uint64_t rx_refused; /* frames an engine did not take (the sender resends them) */
+
 static unsigned pump(struct node n[2], uint64_t now)
 {
 	struct dnp_frame f[32];
@@ -116,8 +118,9 @@ static unsigned pump(struct node n[2], uint64_t now)
 			unsigned k, c = dnp_engine_tx_burst(n[i].e, d, f, 32, now);
 
 			for (k = 0; k < c; k++)
-				(void)dnp_engine_rx(n[1 - i].e, dnp_torus_opposite(d), f[k].data,
-						    f[k].len, now);
+				if (dnp_engine_rx(n[1 - i].e, dnp_torus_opposite(d), f[k].data,
+						  f[k].len, now) < 0)
+					rx_refused++;
 			moved += c;
 		}
 	}
@@ -189,8 +192,8 @@ static struct result stream(struct node n[2], uint32_t key, uint32_t size, doubl
 	res.pkts = st->pkts_delivered - pk0;
 	res.pps = (double)res.pkts / ((double)(t1 - t0) / 1e9);
 	res.mbps = (double)(rx - rx0) * size / ((double)(t1 - t0) / 1e3);
-	/* drain: every PUT completes */
-	for (unsigned spin = 0; done < issued && spin < 1000000; spin++) {
+	/* drain: every PUT completes (a refused frame waits for its retransmission) */
+	for (uint64_t end = now_ns() + 5000000000ull; done < issued && now_ns() < end;) {
 		pump(n, now_ns());
 		while ((c = dnp_engine_poll_events(n[0].e, 0, ev, 64)) > 0)
 			done += c;
@@ -238,6 +241,8 @@ static void frames_per_put(struct node n[2])
 		printf("# node %u sent %.3f frames per PUT packet (%.3f of them credit frames)\n", i,
 		       (double)fr / puts, (double)cr / puts);
 	}
+	printf("# frames refused by the receiving engine (resent later): %llu\n",
+	       (unsigned long long)rx_refused);
 }
 
 static int parse_sizes(const char *s, uint32_t *sz, unsigned *n)
