@@ -15,6 +15,10 @@
  *                     buffer unchanged
  *   outstanding-1000  A keeps up to 1000 PUTs in flight; every one completes
  *                     once and every byte arrives
+ *   blocking-20000    A issues 20,000 blocking PUTs without reading a single
+ *                     event (libdnp must not deadlock: it stashes events while
+ *                     it waits for ring room), then reads all completions:
+ *                     each exactly once, in order; B verifies every word
  *   bad-args          invalid calls return -EINVAL (or the documented errno)
  *                     and the session still works afterwards (node A only)
  *   kill-survivor     A starts a second application on its node (kill-victim)
@@ -599,6 +603,98 @@ static int mode_outstanding_b(struct chk *k)
 	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
 }
 
+/* ---- blocking-20000 --------------------------------------------------- */
+
+#define BLK_N 20000u
+
+static int mode_blocking_a(struct chk *k)
+{
+	struct app *a = &k->a;
+	uint64_t *src = xalloc(k, (size_t)BLK_N * sizeof(uint64_t));
+	struct dnp_event ev;
+	struct app_ctrl c;
+	struct app_msg m;
+	unsigned i, done = 0;
+	uint64_t rva;
+	uint32_t rkey;
+	int r;
+
+	for (i = 0; i < BLK_N; i++)
+		src[i] = 0xb10c000000000000ull | i;
+	memset(&c, 0, sizeof(c));
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	rva = m.c.a;
+	rkey = (uint32_t)m.c.b;
+	/* No event is read until every PUT was queued: blocking calls only. */
+	for (i = 0; i < BLK_N; i++) {
+		r = dnp_put(a->d, &src[i], sizeof(src[i]), k->peer, a->peer_port,
+			    rva + (uint64_t)i * sizeof(uint64_t), rkey, 7000000 + i, 0);
+		if (r) {
+			fail(k, "blocking put %u: %s", i, dnp_strerror(r));
+			return r;
+		}
+	}
+	while (done < BLK_N) {
+		r = app_next_event(a, &ev, a->timeout_ms);
+		if (r <= 0) {
+			fail(k, "%u of %u PUTs completed: %s", done, BLK_N,
+			     r ? dnp_strerror(r) : "timed out");
+			return -EIO;
+		}
+		if (ev.type != DNP_EV_TX_DONE && ev.type != DNP_EV_ERROR)
+			continue;
+		if (ev.type == DNP_EV_ERROR || ev.cookie != 7000000 + done) {
+			app_print_event(PROG, "blocking", &ev);
+			fail(k, "completion %u: not the TX_DONE of PUT %u", done, done);
+			return -EIO;
+		}
+		done++;
+	}
+	printf("ok: %u blocking PUTs without polling, every completion once and in order\n",
+	       BLK_N);
+	send_tag(k, k->peer_id, TAG_DONE, 0);
+	verdict_a(k);
+	return 0;
+}
+
+static int mode_blocking_b(struct chk *k)
+{
+	struct app *a = &k->a;
+	size_t len = (size_t)BLK_N * sizeof(uint64_t);
+	uint64_t *dst = xalloc(k, len);
+	struct dnp_event ev;
+	struct app_ctrl c;
+	struct app_msg m;
+	unsigned i, rx = 0;
+	uint32_t key;
+
+	memset(dst, 0, len);
+	if (reg(k, dst, len, DNP_BUF_PUT_TARGET, &key) < 0)
+		return -EIO;
+	memset(&c, 0, sizeof(c));
+	c.a = (uintptr_t)dst;
+	c.b = key;
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	/* B keeps reading: only A is the application that does not poll. */
+	while (rx < BLK_N && app_next_event(a, &ev, a->timeout_ms) == 1)
+		if (ev.type == DNP_EV_RX_PUT)
+			rx++;
+	if (rx != BLK_N)
+		fail(k, "%u RX_PUT events, expected %u", rx, BLK_N);
+	if (recv_tag(k, k->peer_id, TAG_DONE, NULL) < 0)
+		return -EIO;
+	for (i = 0; i < BLK_N; i++)
+		if (dst[i] != (0xb10c000000000000ull | i)) {
+			fail(k, "PUT %u: wrong word %#llx", i, (unsigned long long)dst[i]);
+			break;
+		}
+	if (!k->fails)
+		printf("ok: %u PUTs received, every word verified\n", BLK_N);
+	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
+}
+
 /* ---- link-drill ------------------------------------------------------- */
 
 #define DRILL_LEN 4096u
@@ -1135,7 +1231,8 @@ static int mode_farthest(struct chk *k)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] MODE\n"
-		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 bad-args\n"
+		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 blocking-20000\n"
+		   "        bad-args\n"
 		   "        kill-survivor farthest link-drill (kill-victim is internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
@@ -1179,6 +1276,7 @@ int main(int argc, char **argv)
 		return mode_kill_victim();
 	if (strcmp(mode, "send-order") && strcmp(mode, "get") && strcmp(mode, "bad-key") &&
 	    strcmp(mode, "out-of-bounds") && strcmp(mode, "outstanding-1000") &&
+	    strcmp(mode, "blocking-20000") &&
 	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
 	    strcmp(mode, "link-drill")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
@@ -1230,6 +1328,8 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_reject_a(&k, false) : mode_reject_b(&k, false);
 	else if (!strcmp(mode, "outstanding-1000"))
 		r = k.is_a ? mode_outstanding_a(&k) : mode_outstanding_b(&k);
+	else if (!strcmp(mode, "blocking-20000"))
+		r = k.is_a ? mode_blocking_a(&k) : mode_blocking_b(&k);
 	else if (!strcmp(mode, "link-drill"))
 		r = k.is_a ? mode_drill_a(&k, getenv("DNP_DRILL_FLAG")) :
 			mode_drill_b(&k, getenv("DNP_DRILL_FLAG"));

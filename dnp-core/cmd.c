@@ -69,6 +69,7 @@ const char *dnp_ev_type_name(unsigned type)
 		[DNP_EV_GET_DONE] = "GET_DONE",
 		[DNP_EV_ERROR] = "ERROR",
 		[DNP_EV_LINK] = "LINK",
+		[DNP_EV_RX_ERROR] = "RX_ERROR",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

@@ -91,6 +91,14 @@ struct sendasm {
 	uint8_t src_port, dst_port;
 	uint32_t msg_id;
 	uint64_t va, len;
+	uint32_t msg_len;
+	uint64_t t_last; /* when its latest fragment arrived (reasm_timeout) */
+};
+
+/* The head of an input FIFO waiting for room in a port's event queue. */
+struct inwait {
+	bool on;
+	uint64_t since;
 };
 
 struct dnp_engine {
@@ -100,6 +108,8 @@ struct dnp_engine {
 	uint32_t self_id;
 	struct xlink links[DNP_NDIRS];
 	struct pktq in[NIN][DNP_MAX_VC];
+	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
+	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
 	struct pkt *free_small, *free_big;
 	struct pkt *pkts;
 	uint8_t *frames;
@@ -115,6 +125,7 @@ struct dnp_engine {
 	struct post *posts;
 	uint32_t free_post;
 	struct sendasm *sends;
+	uint32_t nsends; /* active reassemblies */
 	struct dnp_keygen keys;
 	uint64_t next_timeout_check;
 	uint64_t now; /* the latest time the driver gave (for calls that take none) */
@@ -122,6 +133,13 @@ struct dnp_engine {
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
 	uint8_t rr;
+	/* LO|FA|MO: DIAG packets delivered here, waiting for the fault manager. */
+	struct {
+		struct dnp_coord src;
+		uint8_t len;
+		uint8_t data[DNP_ENGINE_DIAG_MAX];
+	} diag[DNP_ENGINE_DIAG_QUEUE];
+	uint32_t diag_head, diag_tail; /* free-running */
 	struct dnp_engine_stats st;
 };
 
@@ -318,6 +336,8 @@ static void inj_pop(struct dnp_engine *e, unsigned qi)
 	if (e->qhead[qi] == NO_SLOT)
 		e->qtail[qi] = NO_SLOT;
 	s->injecting = 0;
+	if (qi == DNP_DIR_LOCAL)
+		e->lo_wait.on = false; /* a new head */
 }
 
 static struct slot *slot_alloc(struct dnp_engine *e)
@@ -444,8 +464,136 @@ static struct sendasm *send_new(struct dnp_engine *e)
 	return NULL;
 }
 
+/* A DIAG for the fault manager: queued, or counted as dropped when its queue is full. */
+static void diag_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	if (e->diag_tail - e->diag_head == DNP_ENGINE_DIAG_QUEUE || h->len > DNP_ENGINE_DIAG_MAX) {
+		e->st.diag_dropped++;
+		return;
+	}
+	unsigned i = e->diag_tail++ % DNP_ENGINE_DIAG_QUEUE;
+	e->diag[i].src = h->src;
+	e->diag[i].len = (uint8_t)h->len;
+	memcpy(e->diag[i].data, payload, h->len);
+	e->st.diag_rx++;
+}
+
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now)
+{
+	if (len > DNP_ENGINE_DIAG_MAX || !dnp_torus_contains(&e->c.torus, dst) ||
+	    coord_self(e, dst))
+		return -EINVAL;
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
+	if (!p)
+		return -EAGAIN;
+	struct dnp_pkt_hdr h = {
+		.lflags = DNP_LINK_F_SEQ,
+		.dst = dst,
+		.src = e->c.self,
+		.kind = DNP_PKT_DIAG,
+		.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+		.len = (uint16_t)len,
+		.msg_len = (uint32_t)len,
+		.timestamp = (uint32_t)now,
+	};
+	int n = dnp_pkt_encode(&h, payload, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	e->dirty = true;
+	e->st.diag_tx++;
+	return 0;
+}
+
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap)
+{
+	if (e->diag_head == e->diag_tail)
+		return 0;
+	unsigned i = e->diag_head % DNP_ENGINE_DIAG_QUEUE;
+	if (cap < e->diag[i].len)
+		return -ENOBUFS;
+	*src = e->diag[i].src;
+	memcpy(buf, e->diag[i].data, e->diag[i].len);
+	e->diag_head++;
+	return e->diag[i].len;
+}
+
+/* The reassembly slot is free again (a single-packet SEND never took one). */
+static void send_end(struct dnp_engine *e, struct sendasm *a)
+{
+	if (a->active) {
+		a->active = false;
+		e->nsends--;
+	}
+}
+
+/*
+ * A SEND that took buffer va of port failed before its end: the buffer
+ * goes back to the head of the port's SEND queue, if it is still a
+ * registered SEND target (a free post exists: every post is a registered
+ * SEND buffer, and this one has none).
+ */
+static void post_front(struct dnp_engine *e, uint8_t port, uint64_t va, uint64_t len)
+{
+	struct evq *q = &e->ports[port];
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, port, va, len);
+
+	if (!q->open || !b || b->va != va || !(b->flags & DNP_BUF_SEND_TARGET) ||
+	    e->free_post == NO_SLOT)
+		return;
+	uint32_t i = e->free_post;
+	struct post *po = &e->posts[i];
+	e->free_post = po->next;
+	*po = (struct post){ .va = va, .len = len, .next = q->send_head, .used = 1 };
+	q->send_head = i;
+	if (q->send_tail == NO_SLOT)
+		q->send_tail = i;
+}
+
+/*
+ * A multi-packet SEND gets no fragment for reasm_timeout (its sender died,
+ * or its path broke): its slot and buffer are reclaimed, and its port hears
+ * DNP_EV_RX_ERROR -ETIMEDOUT (counted in rx_events_lost if the port's event
+ * queue is full).
+ */
+static void send_timeout(struct dnp_engine *e, struct sendasm *a)
+{
+	struct evq *q = &e->ports[a->dst_port];
+	struct dnp_event ev = {
+		.type = DNP_EV_RX_ERROR,
+		.op = DNP_OP_SEND,
+		.port = a->src_port,
+		.peer_x = a->src.x,
+		.peer_y = a->src.y,
+		.peer_z = a->src.z,
+		.status = -ETIMEDOUT,
+		.msg_id = a->msg_id,
+		.len = a->msg_len,
+		.va = a->va,
+	};
+
+	send_end(e, a);
+	e->st.reasm_timeouts++;
+	post_front(e, a->dst_port, a->va, a->len);
+	if (q->open && evq_room(e, q))
+		evq_push(e, q, &ev);
+	else
+		e->st.rx_events_lost++;
+}
+
 /* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
 #define DELIVER_KEPT 1
+/* The last fragment of a PUT/SEND waits for room in its port's event queue. */
+#define DELIVER_FULL 2
 
 /*
  * A data packet refused at delivery (rc < 0): count it and tell its owner,
@@ -574,7 +722,8 @@ static int send_slot(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct e
 			return -EBUSY;
 		*a = (struct sendasm){ .active = true, .src = h->src, .src_port = h->src_port,
 				       .dst_port = h->dst_port, .msg_id = h->msg_id,
-				       .va = po->va, .len = po->len };
+				       .va = po->va, .len = po->len, .msg_len = h->msg_len };
+		e->nsends++;
 	}
 	post_remove(e, q, po->va);
 	*out = a;
@@ -596,13 +745,14 @@ static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
 		rc = -EFAULT;
 	if (rc < 0) {
-		a->active = false;
+		send_end(e, a);
 		return deliver_fail(e, h, rc, now);
 	}
 	e->st.bytes_delivered += h->len;
+	a->t_last = now;
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
-	a->active = false;
+	send_end(e, a);
 	return deliver_rx_done(e, h, q, DNP_EV_RX_SEND, DNP_OP_SEND, a->va, now);
 }
 
@@ -650,9 +800,9 @@ static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 /*
  * A packet for this node; p is its buffer (NULL for loopback, where the
  * header and payload live on the stack). Returns 0 when handled,
- * DELIVER_KEPT when p now belongs to a responder queue, or -EAGAIN if it
- * cannot be handled now (no event room, no buffer for the answer): it then
- * stays where it is.
+ * DELIVER_KEPT when p now belongs to a responder queue, DELIVER_FULL when
+ * its port's event queue has no room, or -EAGAIN when no buffer for the
+ * answer is free: it then stays where it is.
  */
 static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		   struct pkt *p, uint64_t now)
@@ -665,7 +815,8 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		handle_cmpl(e, h->msg_id, -(int)h->status);
 		return 0;
 	case DNP_PKT_DIAG:
-		return 0; /* LO|FA|MO diagnostics: consumed by the fault manager (later) */
+		diag_take(e, h, payload);
+		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
 	default:
@@ -677,7 +828,7 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		return -EAGAIN;
 	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
 	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !evq_room(e, q))
-		return -EAGAIN;
+		return DELIVER_FULL;
 	if (!q || !q->open)
 		return deliver_fail(e, h, -ECONNREFUSED, now);
 
@@ -693,6 +844,27 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	default:
 		return deliver_fail(e, h, -EBADMSG, now);
 	}
+}
+
+/*
+ * The last fragment h of a PUT or SEND waited deliver_timeout for room in
+ * its port's event queue (the application stopped draining its events):
+ * the message fails back to its sender with -EOVERFLOW, so that the traffic
+ * behind it in the FIFO (transit traffic of other nodes) moves on. A SEND's
+ * buffer goes back to the head of the port's queue. The caller checked
+ * that a buffer for the report is free.
+ */
+static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now)
+{
+	if (h->kind == DNP_PKT_SEND && !(h->flags & DNP_PKT_F_FIRST)) {
+		struct sendasm *a = send_find(e, h);
+		if (a) {
+			send_end(e, a);
+			post_front(e, a->dst_port, a->va, a->len);
+		}
+	}
+	e->st.deliver_timeouts++;
+	(void)deliver_fail(e, h, -EOVERFLOW, now);
 }
 
 /* ---------------------------------------------------------------- links */
@@ -721,7 +893,7 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	uint8_t oport;
 	struct dnp_coord owner = pkt_owner(&p->h, &oport);
 
-	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT)
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG)
 		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	pkt_put(e, p);
 }
@@ -756,6 +928,7 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 /* Words left the RX FIFO of link input 'in': the peer may be waiting to hear it. */
 static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t words)
 {
+	e->wait[in][vc].on = false; /* the head moved */
 	if (in >= DNP_NDIRS)
 		return;
 	dnp_link_rx_release(e->links[in].l, vc, words);
@@ -783,6 +956,16 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		int rc = deliver(e, &p->h, payload, p, now);
 		if (rc == -EAGAIN)
 			return false;
+		if (rc == DELIVER_FULL) {
+			struct inwait *w = &e->wait[in][vc];
+			if (!w->on) {
+				w->on = true;
+				w->since = now;
+			}
+			if (!e->c.deliver_timeout || now - w->since < e->c.deliver_timeout)
+				return false;
+			deliver_give_up(e, &p->h, now);
+		}
 		q_pop(q);
 		in_release(e, in, vc, p->words);
 		e->st.pkts_delivered++;
@@ -936,16 +1119,17 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 /*
  * Sends h with its payload (from payload_buf): onto link qi in packet p, or
  * delivered here for loopback (p NULL, payload in e->scratch). Returns 0,
- * -EAGAIN (loopback delivery must wait), or the encoder's error; p is
- * consumed unless -EAGAIN.
+ * -EAGAIN or DELIVER_FULL (loopback delivery must wait), or the encoder's
+ * error; p is consumed unless the delivery must wait.
  */
 static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
 		    struct pkt *p, uint64_t now)
 {
 	if (qi == DNP_DIR_LOCAL) {
 		int rc = deliver(e, h, e->scratch, NULL, now);
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN || rc == DELIVER_FULL)
 			return rc;
+		e->lo_wait.on = false;
 		e->st.pkts_injected++;
 		e->st.pkts_delivered++;
 		return 0;
@@ -1026,6 +1210,21 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	}
 	build_cmd_hdr(e, s, len, &h, now);
 	int rc = out_send(e, qi, &h, vc, p, now);
+	if (rc == DELIVER_FULL) {
+		/*
+		 * Loopback to a port whose event queue stays full: bounded like
+		 * arriving traffic, or it would hold up every other port's
+		 * loopback commands queued behind it.
+		 */
+		if (!e->lo_wait.on) {
+			e->lo_wait.on = true;
+			e->lo_wait.since = now;
+		}
+		if (!e->c.deliver_timeout || now - e->lo_wait.since < e->c.deliver_timeout)
+			return false;
+		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
+		return inj_abort(e, qi, s, -EOVERFLOW);
+	}
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
@@ -1243,16 +1442,35 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 
 /* ---------------------------------------------------------------- time */
 
+/* How often timeouts are checked: a quarter of the shortest one (0: never). */
+static uint64_t timeout_period(const struct dnp_engine *e)
+{
+	uint64_t t = e->c.cmd_timeout;
+
+	if (e->c.reasm_timeout && (!t || e->c.reasm_timeout < t))
+		t = e->c.reasm_timeout;
+	return t ? t / 4 + 1 : 0;
+}
+
 static void check_timeouts(struct dnp_engine *e, uint64_t now)
 {
-	if (!e->c.cmd_timeout || now < e->next_timeout_check)
+	uint64_t period = timeout_period(e);
+
+	if (!period || now < e->next_timeout_check)
 		return;
-	e->next_timeout_check = now + e->c.cmd_timeout / 4 + 1;
-	for (uint32_t i = 0; i < e->c.max_commands; i++) {
-		struct slot *s = &e->slots[i];
-		if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
-			fail_cmd(e, s, -ETIMEDOUT);
-	}
+	e->next_timeout_check = now + period;
+	if (e->c.cmd_timeout)
+		for (uint32_t i = 0; i < e->c.max_commands; i++) {
+			struct slot *s = &e->slots[i];
+			if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
+				fail_cmd(e, s, -ETIMEDOUT);
+		}
+	if (e->c.reasm_timeout && e->nsends)
+		for (uint32_t i = 0; i < e->c.max_sends; i++) {
+			struct sendasm *a = &e->sends[i];
+			if (a->active && now - a->t_last > e->c.reasm_timeout)
+				send_timeout(e, a);
+		}
 }
 
 void dnp_engine_run(struct dnp_engine *e, uint64_t now)
@@ -1374,8 +1592,18 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 		if (ld < t)
 			t = ld;
 	}
-	if (e->c.cmd_timeout && e->nactive && e->next_timeout_check < t)
+	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
+	    e->next_timeout_check < t)
 		t = e->next_timeout_check;
+	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
+		t = e->lo_wait.since + e->c.deliver_timeout;
+	if (e->c.deliver_timeout)
+		for (unsigned in = 0; in < NIN; in++)
+			for (unsigned vc = 0; vc < e->c.link.nvc; vc++) {
+				const struct inwait *w = &e->wait[in][vc];
+				if (w->on && w->since + e->c.deliver_timeout < t)
+					t = w->since + e->c.deliver_timeout;
+			}
 	return t;
 }
 
@@ -1437,7 +1665,7 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 		post_remove(e, q, e->posts[q->send_head].va);
 	for (uint32_t i = 0; i < e->c.max_sends; i++)
 		if (e->sends[i].active && e->sends[i].dst_port == port)
-			e->sends[i].active = false;
+			send_end(e, &e->sends[i]);
 	for (uint32_t i = 0; i < e->c.max_commands; i++) {
 		struct slot *s = &e->slots[i];
 		if (s->state != SLOT_ACTIVE || s->port != port)

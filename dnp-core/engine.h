@@ -19,12 +19,28 @@
  *
  * Every accepted command ends in exactly one completion event: TX_DONE (PUT,
  * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
- * errno (-EACCES no buffer at that address opened by the key: checked first,
- * -ERANGE out of bounds, -EPERM
- * wrong buffer kind, -ECONNREFUSED port not open, -EMSGSIZE SEND larger than
- * the buffer, -ENOBUFS no SEND buffer posted, -EBUSY more than max_sends
- * multi-packet SENDs arriving at the node at once, -EHOSTUNREACH outside the torus,
- * -ENOLINK a link on the path broke, -ETIMEDOUT cmd_timeout, -EINVAL bad command).
+ * errno:
+ *   -EACCES        no buffer at that address opened by the key (checked
+ *                  first: a wrong key learns nothing of the buffer)
+ *   -ERANGE        the range runs past the buffer the key opens
+ *   -EPERM         wrong kind of buffer (not PUT_TARGET / GET_SOURCE)
+ *   -ECONNREFUSED  the target port is not open
+ *   -ECONNRESET    the command's own port closed; or, for a GET, the target
+ *                  port closed while answering it
+ *   -EMSGSIZE      SEND larger than the target's head SEND buffer
+ *   -ENOBUFS       no SEND buffer posted (or the SEND's first fragment was refused)
+ *   -ENOENT        a SEND fragment's bytes fall outside every SEND-target buffer
+ *   -EBUSY         more than max_sends multi-packet SENDs arriving at once
+ *   -EOVERFLOW     the target port's event queue stayed full for deliver_timeout
+ *   -EHOSTUNREACH  destination outside the torus / no route
+ *   -ENOLINK       a link on the path broke
+ *   -ETIMEDOUT     not completed within cmd_timeout (e.g. its report was lost)
+ *   -EFAULT        application memory could not be read or written
+ *   -EINVAL        bad command (dnp_cmd_check)
+ * Besides completions, a port gets RX_PUT / RX_SEND for messages that
+ * arrived, and RX_ERROR for a SEND that timed out in reassembly
+ * (-ETIMEDOUT, reasm_timeout). Bounds and what holds where: docs/protocol.md,
+ * "Completion under faults".
  *
  * Memory: everything is allocated by dnp_engine_create; the per-packet path
  * allocates nothing. Frames returned by dnp_engine_tx_burst point into the
@@ -70,7 +86,22 @@ struct dnp_engine_conf {
 	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
 	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
 	uint32_t max_sends;        /* multi-packet SENDs being received at once, >= 1 */
-	uint64_t cmd_timeout;      /* 0 = none */
+	/*
+	 * Bounds, in the caller's time unit; 0 = none (wait for ever, the
+	 * hardware's behaviour and the lab's default). dnpd sets all three.
+	 * cmd_timeout: a command not completed this long after its submission
+	 *   fails with -ETIMEDOUT (covers a lost completion report).
+	 * reasm_timeout: a multi-packet SEND that gets no fragment for this
+	 *   long is dropped: slot and buffer reclaimed, DNP_EV_RX_ERROR
+	 *   -ETIMEDOUT to its port.
+	 * deliver_timeout: the last fragment of a PUT/SEND that waited this
+	 *   long for room in its port's event queue fails back to its sender
+	 *   with -EOVERFLOW, so that it does not block the FIFO (and the transit
+	 *   traffic behind it) for ever.
+	 */
+	uint64_t cmd_timeout;
+	uint64_t reasm_timeout;
+	uint64_t deliver_timeout;
 	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
 	 * any frame was accepted, instead of only every credit_period. Meant
@@ -108,8 +139,12 @@ struct dnp_engine_stats {
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
 	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
+	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-EOVERFLOW) */
+	uint64_t reasm_timeouts;   /* SEND reassemblies dropped after reasm_timeout */
+	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
 };
 
 struct dnp_engine;
@@ -166,6 +201,21 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
 				unsigned max);
+
+/*
+ * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to
+ * DNP_ENGINE_DIAG_MAX bytes to a node's fault manager, routed like any
+ * packet, and never answered: lost on a broken link, it is just gone.
+ * diag_send: 0, -EINVAL (too long, outside the torus or this node), -EAGAIN
+ * (no packet buffer now). diag_poll: copies the oldest DIAG delivered here
+ * and its source; returns its length, 0 if none, -ENOBUFS if cap is too small.
+ * At most DNP_ENGINE_DIAG_QUEUE wait; more are dropped (stats diag_dropped).
+ */
+#define DNP_ENGINE_DIAG_MAX 64u
+#define DNP_ENGINE_DIAG_QUEUE 16u
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now);
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap);
 
 /* True if run/tx_burst would make progress without time passing. */
 bool dnp_engine_has_work(const struct dnp_engine *e);

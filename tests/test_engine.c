@@ -48,7 +48,12 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 
 static const struct dnp_mem_ops ops = { mem_read, mem_write };
 
-static struct node nodes[2];
+static struct node nodes[4];
+/* Per-test settings applied by setup_nodes (reset by teardown). */
+static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
+static uint32_t evq_slots;                  /* event queue size of node evq_node (0 = default) */
+static unsigned evq_node = 1;
+static int drop_node = -1, drop_kind = -1;  /* pump drops these frames */
 static unsigned nnodes;
 static uint64_t now;
 static bool exact_prompt; /* dnpd's link settings instead of the hardware's */
@@ -66,6 +71,11 @@ static void setup_nodes(unsigned x)
 		c.mem = &ops;
 		c.mem_ctx = &nodes[i];
 		c.key_secret[0] = 1234 + i;
+		c.cmd_timeout = t_cmd;
+		c.reasm_timeout = t_reasm;
+		c.deliver_timeout = t_deliver;
+		if (evq_slots && i == evq_node)
+			c.event_queue = evq_slots;
 		if (exact_prompt) {
 			c.link.credit_model = DNP_CREDIT_EXACT;
 			c.prompt_credits = true;
@@ -91,6 +101,10 @@ static int teardown(void **state)
 	}
 	memset(nodes, 0, sizeof(nodes));
 	exact_prompt = false;
+	t_cmd = t_reasm = t_deliver = 0;
+	evq_slots = 0;
+	evq_node = 1;
+	drop_node = drop_kind = -1;
 	return 0;
 }
 
@@ -108,7 +122,15 @@ static void pump(unsigned steps)
 				for (unsigned k = 0; k < n; k++) {
 					uint8_t copy[DNP_MAX_FRAME];
 					memcpy(copy, f[k].data, f[k].len);
-					unsigned peer = (i + 1) % nnodes;
+					/* X ring: + goes to i+1, - to i-1 */
+					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes
+									: (i + nnodes - 1) % nnodes;
+					struct dnp_pkt_hdr h;
+					const uint8_t *pl;
+					if ((int)i == drop_node &&
+					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
+					    (int)h.kind == drop_kind)
+						continue; /* lost on the wire */
 					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d), copy,
 							    f[k].len, now);
 				}
@@ -711,6 +733,186 @@ static void test_engine_rx_decodes_private_copy(void **state)
 	assert_true(accepted > 0);
 }
 
+/*
+ * Issue 7, lost completion report: node 1 got the PUT but its CMPL never
+ * reaches node 0 (every CMPL frame of node 1 is lost). With a command
+ * deadline the PUT still completes, exactly once, with -ETIMEDOUT.
+ */
+static void test_engine_lost_cmpl_times_out(void **state)
+{
+	t_cmd = 5000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	fill(nodes[0].mem[0], 9000, 2);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 44);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.cookie, 44);
+	assert_true(now - t0 <= 5000 + 5000 / 4 + 2); /* the documented bound */
+	pump(20000); /* the link gives up on the CMPL too: still one event only */
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, SEND reassembly: the sender goes (its port closes) in the middle
+ * of a multi-packet SEND. The receiver reclaims the reassembly slot (there
+ * is only one) and the buffer after reasm_timeout, tells its application
+ * with DNP_EV_RX_ERROR -ETIMEDOUT, and the next SEND lands in that buffer.
+ */
+static void test_engine_send_reasm_timeout(void **state)
+{
+	t_reasm = 3000;
+	setup_nodes(2);
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
+			     .len = len, .cookie = 8 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+	assert_int_equal(dnp_engine_port_close(nodes[0].e, 1), 0); /* the sender is killed */
+	uint64_t t0 = now;
+	assert_true(next_event(1, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_RX_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(ev.len, len);
+	assert_int_equal(ev.port, 1);
+	assert_true(now - t0 <= 3000 + 3000 / 4 + 100);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->reasm_timeouts, 1);
+
+	/* The slot and the buffer are back: a new SEND arrives in the same buffer. */
+	assert_int_equal(dnp_engine_port_open(nodes[0].e, 1), 0);
+	memset(nodes[0].mem[1], 0x77, len);
+	c.cookie = 9;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_RX_SEND);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(rx[0], 0x77);
+	assert_int_equal(rx[len - 1], 0x77);
+	assert_true(next_event(0, 1, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 9);
+	pump(5000);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, a slow application: on a 4-node ring, node 1's application
+ * (port 0) stops draining its events while node 0 floods it with PUTs. Node
+ * 0's PUTs to node 2 cross node 1 on the same link and VC. Each blocked PUT
+ * fails back after deliver_timeout with -EOVERFLOW, so every transit PUT gets
+ * through; every command of node 0 completes exactly once.
+ */
+static void test_engine_slow_app_does_not_block_transit(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 4;
+	setup_nodes(4);
+	uint32_t k1, k2;
+	unsigned issued = 0, done_ok = 0, done_nospc = 0, transit_ok = 0, rx2 = 0;
+	uint8_t seen[64] = { 0 };
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k1), 0);
+	assert_int_equal(dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k2), 0);
+	/* alternate: to node 1 (never drained), to node 2 (transit through node 1) */
+	for (unsigned i = 0; i < 24; i++) {
+		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i)
+					 : put_cmd(1, 0, BASE, BASE + i * 1024, k1, 5000, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		issued++;
+	}
+	for (unsigned step = 0; step < 400000 && done_ok + done_nospc < issued; step++) {
+		struct dnp_event ev[8];
+		pump(1);
+		unsigned n = dnp_engine_poll_events(nodes[0].e, 0, ev, 8);
+		for (unsigned j = 0; j < n; j++) {
+			assert_true(ev[j].cookie < issued);
+			assert_int_equal(seen[ev[j].cookie]++, 0); /* exactly once */
+			if (ev[j].type == DNP_EV_TX_DONE) {
+				done_ok++;
+				transit_ok += ev[j].cookie % 2;
+			} else {
+				assert_int_equal(ev[j].type, DNP_EV_ERROR);
+				assert_int_equal(ev[j].status, -EOVERFLOW);
+				assert_int_equal(ev[j].cookie % 2, 0); /* only PUTs to node 1 */
+				done_nospc++;
+			}
+		}
+		rx2 += dnp_engine_poll_events(nodes[2].e, 0, ev, 8);
+	}
+	assert_int_equal(done_ok + done_nospc, issued);
+	assert_int_equal(transit_ok, issued / 2);
+	assert_int_equal(rx2, issued / 2);
+	assert_true(done_nospc > 0);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->deliver_timeouts, done_nospc);
+}
+
+/*
+ * The same bound for loopback: port 1 of a single node stops draining; a
+ * loopback PUT to it must not hold up, for ever, the loopback PUT queued
+ * behind it (here to port 0 itself).
+ */
+static void test_engine_slow_app_does_not_block_loopback(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 8;
+	evq_node = 0;
+	setup_nodes(1);
+	uint32_t k0, k1;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
+					     DNP_BUF_PUT_TARGET, 0, &k0), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k1), 0);
+	/* fill port 1's event queue: 8 RX_PUT nobody reads */
+	for (unsigned i = 0; i < 8; i++) {
+		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		assert_true(next_event(0, 0, &ev, 100));
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	}
+	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE, k1, 5000, 1); /* blocked */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	c = put_cmd(0, 0, BASE, BASE + 0x100000, k0, 100, 2); /* behind it */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EOVERFLOW);
+	assert_int_equal(ev.cookie, 1);
+	assert_true(now - t0 <= 2000 + 10);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 2);
+	pump(3000);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +921,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_get, teardown),
+		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
+		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),
 		cmocka_unit_test_teardown(test_engine_rx_decodes_private_copy, teardown),
 		cmocka_unit_test_teardown(test_engine_replay_on_other_link_dropped, teardown),
 		cmocka_unit_test_teardown(test_engine_port_reuse_aborts_get_responder, teardown),

@@ -59,6 +59,21 @@ enum dnp_ev_type {
 	DNP_EV_GET_DONE = 4, /* our GET's data is in our buffer */
 	DNP_EV_ERROR = 5,    /* a command failed (status < 0), or an RX-side error report */
 	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when broken */
+	/*
+	 * A message for us failed on arrival (status < 0; it is no completion of
+	 * ours): a SEND whose rest never came (-ETIMEDOUT). va = the SEND-target
+	 * buffer it had taken, back at the head of the port's SEND queue; len =
+	 * the message length; port/peer_* = its sender.
+	 */
+	DNP_EV_RX_ERROR = 7,
+	/*
+	 * The daemon had events for this port and no room for them in the
+	 * event ring: len = how many were lost since the last report
+	 * (saturating at UINT32_MAX), status = -EOVERFLOW. Sent once room returns,
+	 * before any newer event. dnpd holds its own events rather than lose
+	 * them, so this reports a broken session (docs/security.md).
+	 */
+	DNP_EV_OVERFLOW = 8,
 };
 
 struct dnp_event {

@@ -36,6 +36,7 @@ void dnpd_conf_default(struct dnpd_conf *c)
 	c->cpu = -1;
 	c->log_level = DNPD_WARN;
 	c->heap_default = DNP_SESS_HEAP_DEFAULT;
+	c->cmd_timeout_ms = DNPD_CMD_TIMEOUT_MS_DEFAULT;
 }
 
 void dnpd_conf_usage(FILE *f, const char *prog)
@@ -49,6 +50,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --torus XxYxZ            torus dimensions, each 1..256\n"
 		"  --coord X,Y,Z            this node's coordinates\n"
 		"  --run-dir DIR            socket, doorbell, shm link and .up files\n"
+		"  --socket PATH            the application socket instead of\n"
+		"                           DIR/node-<id>.sock (e.g. /run/dnp/dnpd.sock, the\n"
+		"                           default of dnp_open(NULL))\n"
 		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
 		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
 		"                           \"%s\")\n"
@@ -71,10 +75,12 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --credit-timeout-ms N    an UP link without credit this long is BROKEN\n"
 		"                           (default 1000)\n"
 		"  --heap-size BYTES        session heap when the app asks none (default 64M)\n"
+		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
+		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
-		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT);
+		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT);
 }
 
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -148,6 +154,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->has |= DNPD_HAS_RUNDIR;
 		return 0;
 	}
+	if (!strcmp(key, "socket"))
+		return !*v ? -EINVAL : dnpd_copy(c->socket, sizeof(c->socket), v);
 	if (!strcmp(key, "transport"))
 		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ? -EINVAL :
 			dnpd_copy(c->transport, sizeof(c->transport), v);
@@ -192,6 +200,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "credit_timeout_ms") || !strcmp(key, "credit-timeout-ms"))
 		return dnpd_parse_u64(v, 3600000ull, &c->credit_timeout_ms) ? -EINVAL :
 			c->credit_timeout_ms ? 0 : -EINVAL;
+	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
+		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 			c->heap_default ? 0 : -EINVAL;
@@ -204,7 +214,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS,
+	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT,
 };
 
 static const struct option dnpd_opts[] = {
@@ -222,6 +232,8 @@ static const struct option dnpd_opts[] = {
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -268,6 +280,8 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_HEAP: key = "heap_size"; break;
 		case OPT_EAL: key = "eal"; break;
 		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
+		case OPT_SOCKET: key = "socket"; break;
+		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
@@ -307,7 +321,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 int dnpd_path(const struct dnpd_conf *c, const char *suffix, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/node-%u%s", c->run_dir,
+	int n = !strcmp(suffix, ".sock") && c->socket[0] ?
+		snprintf(out, len, "%s", c->socket) :
+		snprintf(out, len, "%s/node-%u%s", c->run_dir,
 			 dnp_torus_id(&c->torus, c->self), suffix);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs each libFuzzer harness for SECONDS on a seed corpus made from the golden
-# vectors of tests/test_pkt.c, and fails if any harness finds a crash.
+# vectors of tests/test_pkt.c (and, for fuzz_app, a short program of legal
+# traffic), and fails if any harness finds a crash.
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 # (BUILD_DIR configured with: CC=clang meson setup BUILD_DIR -Dfuzz=true)
 set -euo pipefail
@@ -36,15 +37,31 @@ cmd_send+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
 cmd_get=0300010001010100341200000000000000000000007f00000000010000000000
 cmd_get+=00000000007e00009900000000000000efbefecacefaedfe000000000000000004
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/artifacts"
+# fuzz_app programs (see fuzz_app.c, run_program): register a buffer, queue
+# legal commands, let the daemon run, drain events; then the same with a
+# scribbled command-ring header in the middle.
+app_legal=0500001000200705000000000010000003000000000001020304050607080900ff0708
+app_legal+=0300100010001005000000000000000000000000000000000000000000000000000009ff0f0710
+app_hostile=0500001000200702000000000010000001000000000001020304050607080900ff
+app_hostile+=00000004ffff0000001000000000000000090100070f
+app_hostile+=0110000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff
+app_hostile+=09ff0f0710
+
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/app" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
+unhex "$app_legal" "$tmp/app/legal"
+unhex "$app_hostile" "$tmp/app/hostile"
+# LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
+mkdir -p "$tmp/lofamo"
+unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
+unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 
 status=0
-for f in pkt cmd; do
+for f in pkt cmd app lofamo; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
