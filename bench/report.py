@@ -4,7 +4,9 @@
 (side by side, perftest-shaped, OSU-shaped), the goals of the performance
 issue with their ratios, gnuplot PNGs, and a one-screen summary on stdout.
 
-  report.py --csv RAW.csv --cpu CPU.csv --machine MACHINE.txt --out BASE [--quick]
+  report.py --csv RAW.csv --cpu MORE.csv --machine MACHINE.txt --out BASE [--quick]
+
+MORE.csv (same columns) holds the CPU cost rows and the engine ceiling.
 
 Writes BASE.md and BASE-{lat,bw,hops}.png. Every figure is the median over
 the reps of one run; nothing is carried over from another run.
@@ -280,6 +282,38 @@ def main():
         w("SoftDNP: `dnp_bw` streams (window 32), CPU from getrusage(RUSAGE_CHILDREN) around "
           "`dnp-run`, so daemon start-up and the busy daemons' idle polling are included. "
           "kernel: a blocking ping-pong, two messages per round trip.")
+        w("")
+
+    # ---- engine ceiling and the cost breakdown of an 8-byte PUT
+    pps8 = cpu.get(("engine", "", "msgrate", 8))
+    e4, m4 = cpu.get(("engine", "", "bw", 4096)), cpu.get(("memcpy", "", "bw", 4096))
+    if pps8:
+        w("## Engine ceiling (two engines back to back in one thread, no I/O, CRC on every frame)")
+        w("")
+        w("| 8-byte PUTs/s | 4 KiB PUTs MB/s | memcpy of 4 KiB blocks MB/s | 4 KiB / memcpy |")
+        w("| ---: | ---: | ---: | ---: |")
+        w("| %s | %s | %s | %s |" % (fmt(pps8, "msgps"), fmt(e4), fmt(m4),
+                                    "%.2f" % ratio(e4, m4) if ratio(e4, m4) else "-"))
+        w("")
+        w("`./dnp bench engine` measures the same with more repetitions and 64 B as well.")
+        w("")
+    L, B = get("shm", "", "loopback", 8), get("shm-busy", "", "lat", 8)
+    S, U = get("shm", "", "lat", 8), get("udp", "", "lat", 8)
+    if pps8 and L and B and S:
+        E = 1e6 / pps8
+        w("## Where the time of one 8-byte PUT goes (medians of this run, us)")
+        w("")
+        w("A subtraction model: each configuration adds one cost to the previous one.")
+        w("")
+        w("| part | how it is measured | us |")
+        w("| --- | --- | ---: |")
+        w("| engine work (sender and receiver engines, data and completion packets) | 1 / engine PUT rate | %.3f |" % E)
+        w("| hand-offs program -> daemon -> program through shared memory (rings, doorbells, events) | loopback PUT - engine | %.3f |" % (L - E))
+        w("| the link between two daemons (shm ring), the second daemon, four busy processes sharing two CPUs | 2-node busy half round trip - loopback | %.3f |" % (B - L))
+        w("| wake-ups: daemons and programs that yield and sleep when idle (default policy) | 2-node default - busy | %.3f |" % (S - B))
+        if U:
+            w("| kernel UDP sockets instead of a shared-memory ring | udp - shm default | %.3f |" % (U - S))
+        w("| floor: one 64-byte cache line moving between the two CPUs, three times (program -> daemon -> daemon -> program) | 3 x cache line | %.3f |" % (3 * cl / 1000 if cl else float("nan")))
         w("")
 
     # ---- goals

@@ -5,7 +5,7 @@
 #
 #   bench/run.sh BUILD_DIR [--quick]        (./dnp bench [--quick] passes a release build)
 #
-# Every test runs REPS times (full: 5, quick: 3; env REPS), interleaved (rep 1
+# Every test runs REPS times (default 3; env REPS), interleaved (rep 1
 # of everything, then rep 2, ...), so that a slow minute of the shared machine
 # hits every stack alike; bench/report.py keeps the median over the reps.
 #
@@ -25,9 +25,14 @@
 # tori, CPU cost per message and per MiB (getrusage of dnp-run's process tree,
 # daemons included).
 #
+# Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
+# per rep), for the cost breakdown of an 8-byte PUT.
+#
 # Writes bench/results/<date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
-# <date>-<host>-cpu.csv, <date>-<host>-machine.txt, <date>-<host>.md (tables,
-# goals) and <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary.
+# <date>-<host>-more.csv (CPU cost and engine ceiling, same columns),
+# <date>-<host>-machine.txt, <date>-<host>.md (tables, breakdown, goals) and
+# <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
+# (--quick) writes the same with -quick after the host.
 set -u
 build=${1:?usage: bench/run.sh BUILD_DIR [--quick]}
 quick=0
@@ -39,7 +44,7 @@ stamp=$(date -u +%Y-%m-%d)
 host=$(hostname -s 2>/dev/null || hostname)
 base=$outdir/$stamp-$host$([ $quick = 1 ] && echo -quick)
 csv=$base.csv
-cpucsv=$base-cpu.csv
+cpucsv=$base-more.csv
 machine=$base-machine.txt
 run=$build/apps/dnp-run
 apps=$build/apps
@@ -47,13 +52,13 @@ if [ $quick = 1 ]; then
 	reps=${REPS:-3}
 	sizes=${BENCH_SIZES:-8,4096,1048576}
 else
-	reps=${REPS:-5}
+	reps=${REPS:-3}
 	sizes=${BENCH_SIZES:-8,64,512,4096,32768,262144,1048576,4194304}
 fi
 T0=$(date +%s)
 
 for p in "$run" "$apps/dnp_pingpong" "$apps/dnp_bw" "$apps/udp_pingpong" \
-	"$build/dnp-core/dnpd/dnpd" "$build/bench/cacheline"; do
+	"$build/dnp-core/dnpd/dnpd" "$build/bench/cacheline" "$build/bench/engine_bench"; do
 	if [ ! -x "$p" ]; then
 		echo "bench: $p is not built" >&2
 		exit 1
@@ -190,7 +195,7 @@ kernel() { # REP
 
 fi_iters() { # SIZE
 	if [ "$1" -ge 1048576 ]; then echo 200; elif [ "$1" -ge 65536 ]; then echo 1000
-	else echo $([ $quick = 1 ] && echo 5000 || echo 10000); fi
+	else echo $([ $quick = 1 ] && echo 3000 || echo 10000); fi
 }
 
 libfabric() { # REP
@@ -274,6 +279,12 @@ perftest() { # REP: only with an RDMA device
 	done
 }
 
+engine() { # REP: the engine alone, one core (CPU 0)
+	say "rep $1: engine ceiling (two engines back to back, no I/O)"
+	keep engine taskset -c 0 "$build/bench/engine_bench" --sizes 8,4096 --reps 1 --seconds 0.3 --csv &&
+		awk -F, -v r="$1" 'NR > 1 { $5 = r; print }' OFS=, "$tmp/out" >>"$cpucsv"
+}
+
 cacheline() { # REP
 	say "rep $1: cache-line round trip between CPUs 0 and 1"
 	keep cacheline "$build/bench/cacheline" --cpus 0,1 &&
@@ -310,13 +321,13 @@ cpu_cost() {
 		*) opts=(--transport "$t") ;;
 		esac
 		say "rep $r: CPU cost, $t"
-		n=$([ $quick = 1 ] && echo 50000 || echo 200000)
+		n=$([ $quick = 1 ] && echo 30000 || echo 200000)
 		children_cpu; a=$cpu_now
 		keep "cpu $t 8" "$run" --torus 2x1x1 "${opts[@]}" -- dnp_bw --sizes 8 --iters $n --csv || continue
 		children_cpu; b=$cpu_now
 		awk -v t="$t" -v r="$r" -v a="$a" -v b="$b" -v n=$n \
 			'BEGIN { printf "%s,,cpu_per_msg,8,%s,%.0f,ns\n", t, r, (b - a) * 1e9 / n }' >>"$cpucsv"
-		n=$([ $quick = 1 ] && echo 500 || echo 2000)
+		n=$([ $quick = 1 ] && echo 300 || echo 2000)
 		children_cpu; a=$cpu_now
 		keep "cpu $t 1M" "$run" --torus 2x1x1 "${opts[@]}" -- dnp_bw --sizes 1M --iters $n --csv || continue
 		children_cpu; b=$cpu_now
@@ -338,6 +349,7 @@ cpu_cost() {
 r=1
 while [ "$r" -le "$reps" ]; do
 	cacheline "$r"
+	engine "$r"
 	softdnp "$r"
 	kernel "$r"
 	[ $have_fi = 1 ] && libfabric "$r"
@@ -353,4 +365,4 @@ done
 say "measured; writing the report"
 python3 "$here/report.py" --csv "$csv" --cpu "$cpucsv" --machine "$machine" --out "$base" \
 	$([ $quick = 1 ] && echo --quick)
-say "done in $(($(date +%s) - T0)) s: $base.md, .csv, -cpu.csv, -machine.txt, -*.png"
+say "done in $(($(date +%s) - T0)) s: $base.md, .csv, -more.csv, -machine.txt, -*.png"
