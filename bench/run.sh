@@ -153,6 +153,15 @@ say "peers: kernel udp/tcp$([ $have_fi = 1 ] && echo ", libfabric")$([ $have_ucx
 say "$ib_line"
 
 port() { echo $((20000 + RANDOM % 20000)); }
+# wait_listen PORT: until a server listens on TCP PORT (at most 10 s)
+wait_listen() {
+	local i
+	for i in $(seq 100); do
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 # ---------------------------------------------------------------- one test each
 softdnp() { # REP
@@ -208,7 +217,7 @@ libfabric() { # REP
 			n=$(fi_iters "$b")
 			taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$p" -S "$b" -I "$n" \
 				>"$tmp/fis" 2>&1 &
-			sleep 0.3
+			wait_listen "$p"
 			if taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -P "$p" -S "$b" -I "$n" \
 				127.0.0.1 >"$tmp/fic" 2>&1; then
 				# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
@@ -234,7 +243,7 @@ ucx() { # REP
 				p=$(port)
 				n=$(fi_iters "$b")
 				UCX_TLS=$tls,self taskset -c 1 timeout 120 ucx_perftest -p "$p" >"$tmp/us" 2>&1 &
-				sleep 0.3
+				wait_listen "$p"
 				if UCX_TLS=$tls,self taskset -c 0 timeout 120 ucx_perftest 127.0.0.1 -p "$p" \
 					-t "$test" -s "$b" -n "$n" -w $((n / 10 + 1)) -f -v >"$tmp/uc" 2>&1; then
 					# iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
@@ -261,7 +270,7 @@ perftest() { # REP: only with an RDMA device
 		say "rep $r: perftest $tool on $ibdev"
 		p=$(port)
 		taskset -c 1 timeout 120 "$tool" -d "$ibdev" -p "$p" -a >/dev/null 2>&1 &
-		sleep 0.5
+		wait_listen "$p"
 		if taskset -c 0 timeout 120 "$tool" -d "$ibdev" -p "$p" -a 127.0.0.1 >"$tmp/ib" 2>&1; then
 			# lat: #bytes #iterations t_min t_max t_typical ...; bw: #bytes #iter BW_peak BW_avg MsgRate
 			awk -v t="ib:$ibdev" -v r="$r" -v k="$tool" -v s=",$sizes," '
