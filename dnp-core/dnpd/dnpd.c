@@ -390,6 +390,9 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
+	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
+		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
+		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
 	for (i = 0; i < DNP_NDIRS; i++) {
 		const struct dnpd_link *l = &d->link[i];
 		const struct dnp_link_stats *ls;
