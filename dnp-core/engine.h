@@ -25,6 +25,13 @@
  * multi-packet SENDs arriving at the node at once, -EHOSTUNREACH outside the torus,
  * -ENOLINK a link on the path broke, -ETIMEDOUT cmd_timeout, -EINVAL bad command).
  *
+ * Links come back (link.h, "Epochs"): with link.reset_period set, a BROKEN
+ * link keeps probing its peer; when they agree on a new epoch it is UP again
+ * with fresh sequence numbers and credits. Packets of the old epoch are never
+ * delivered; what failed while it was down stays failed. Every open port gets
+ * a DNP_EV_LINK event (len = direction) when a link breaks (status -ENOLINK)
+ * and when it is UP again (status 0); the first UP is not reported.
+ *
  * Memory: everything is allocated by dnp_engine_create; the per-packet path
  * allocates nothing. Frames returned by dnp_engine_tx_burst point into the
  * engine and stay valid until the next call into the engine.
@@ -102,6 +109,7 @@ struct dnp_engine_stats {
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+	uint64_t link_events_dropped; /* DNP_EV_LINK events a full event queue could not take */
 };
 
 struct dnp_engine;
