@@ -395,6 +395,53 @@ static void test_transport_shm_bad_conf(void **state)
 	dnp_transport_shm.close(t0);
 }
 
+/*
+ * A side whose process was killed (kill -9: no close) is taken over by the
+ * next opener, which then talks to the live peer through the same file.
+ */
+static void test_transport_shm_reattach_after_kill(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	uint8_t msg[64] = "after the restart";
+	struct dnp_tx_frame tx = { msg, sizeof(msg) };
+	char path[256];
+	int status, n;
+	pid_t pid;
+
+	shm_path(path, sizeof(path), "reattach.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dnp_transport *tc;
+
+		if (ops->open(&c1, &tc) != 0)
+			_exit(3);
+		raise(SIGKILL); /* dies holding side 1 */
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* side 0 is live: a second opener of side 0 is still refused */
+	assert_int_equal(ops->open(&c0, &t1), -EBUSY);
+	/* side 1's process is dead: taken over */
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_true(ops->up(t0));
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	n = ops->rx_burst(t1, rx, 4);
+	assert_int_equal(n, 1);
+	assert_memory_equal(rx[0].data, msg, sizeof(msg));
+	ops->close(t1);
+	ops->close(t0);
+	/* the last close unlinked the file */
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static void udp_exchange(const char *mode, unsigned port)
 {
 	struct dnp_transport_conf c0, c1;
@@ -642,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_transport_shm_rings_peer_doorbell),
 		cmocka_unit_test(test_transport_shm_rejects_bad_slot),
 		cmocka_unit_test(test_transport_shm_bad_conf),
+		cmocka_unit_test(test_transport_shm_reattach_after_kill),
 		cmocka_unit_test(test_transport_udp_exchange_uring),
 		cmocka_unit_test(test_transport_udp_exchange_plain),
 		cmocka_unit_test(test_transport_udp_exchange_uring_coop),

@@ -76,6 +76,7 @@
 #define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
 #define DNPD_RTO_NS 20000000ull
 #define DNPD_MAX_RETRIES 50u
+#define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
 
 static_assert(offsetof(struct dnp_sess_bell, seq) == offsetof(struct dnp_doorbell, seq) &&
 	      offsetof(struct dnp_sess_bell, sleeping) == offsetof(struct dnp_doorbell, sleeping) &&
@@ -321,6 +322,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		ls = dnp_engine_link_stats(d->e, i);
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
+		if (ls)
+			dnpd_out(&o, "link %s epoch %u rx_stale %" PRIu64 " tx_resets %" PRIu64
+				 " rx_resets %" PRIu64 " breaks %" PRIu64 " ups %" PRIu64 "\n",
+				 dnpd_dir_names[i], dnp_link_epoch(dnp_engine_link(d->e, i)),
+				 ls->rx_stale, ls->tx_resets, ls->rx_resets, ls->breaks, ls->ups);
 		if (ls)
 			dnpd_out(&o, "link %s tx_frames %" PRIu64 " tx_words %" PRIu64
 				 " tx_retx_frames %" PRIu64 " retx_rounds %" PRIu64
@@ -582,13 +588,22 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 
 		if (!l->exists)
 			continue;
-		/* Broken when up() turns false (carrier lost, port down, peer closed). */
-		if (!l->down_reported) {
+		/*
+		 * Broken when up() turns false (carrier lost, port down, peer
+		 * closed). When it is true again the engine's reset handshake
+		 * brings the link back (engine.h), so we only watch for the
+		 * next time it goes down.
+		 */
+		{
 			bool up = l->ops->up(l->t);
 
 			if (up) {
+				if (l->down_reported)
+					dnpd_log(DNPD_INFO, "link %s: transport %s reports the link up again",
+						 dnpd_dir_names[dir], l->ops->name);
 				l->seen_up = true;
-			} else if (l->seen_up) {
+				l->down_reported = false;
+			} else if (l->seen_up && !l->down_reported) {
 				dnpd_log(DNPD_WARN, "link %s: transport %s reports the link down",
 					 dnpd_dir_names[dir], l->ops->name);
 				dnp_engine_link_down(d->e, dir, now);
@@ -859,9 +874,14 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;
+	/* Links come back (engine.h): a restarted daemon is told apart by its nonce. */
+	ec.link.reset_period = DNPD_RESET_PERIOD_NS;
 	/* Keys are the only protection of a buffer: make them unguessable. */
 	if (getrandom(&seed, sizeof(seed), 0) == (ssize_t)sizeof(seed) && seed)
 		ec.key_seed = seed;
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed) || !seed)
+		seed = (uint32_t)getpid() ^ (uint32_t)now ^ (uint32_t)(now >> 32);
+	ec.link.nonce = seed | 1u;
 	return dnp_engine_create(&ec, now, &d->e);
 }
 
