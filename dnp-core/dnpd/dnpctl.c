@@ -4,6 +4,11 @@
  * (a control connection, api/abi/dnp_session.h: no port, no memory).
  *
  *   dnpctl [--socket DIR/node-<id>.sock] stats
+ *   dnpctl [--socket DIR/node-<id>.sock] impair SPEC|off
+ *
+ * impair checks SPEC (transport/impair.h; several joined by ';') and writes
+ * it to DIR/node-<id>.impair (a new file renamed over the old one), which the
+ * daemon applies within 50 ms; `dnpctl stats` shows it per link.
  *
  * The socket defaults to $DNP_SOCKET. Exit status: 0, 1 (daemon error or
  * unreachable), 2 (usage).
@@ -19,15 +24,19 @@
 #include <unistd.h>
 
 #include "dnp_session.h"
+#include "impair.h"
 
 static void dnpctl_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s [--socket PATH] stats\n"
+		"usage: %s [--socket PATH] stats | impair SPEC|off\n"
 		"\n"
 		"  --socket PATH   the daemon's socket, DIR/node-<id>.sock (default $DNP_SOCKET)\n"
 		"  stats           engine counters, link states and counters, daemon loop\n"
 		"                  counters and open ports\n"
+		"  impair SPEC     change the daemon's link impairment at run time:\n"
+		"                  dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,reorder=P%%,\n"
+		"                  delay=Nus,seed=N; several joined by ';'; off clears it\n"
 		"  -h, --help      this text\n",
 		prog);
 }
@@ -100,6 +109,43 @@ out:
 	return r;
 }
 
+/* Checks the specs and writes them where the daemon of 'sock' looks. */
+static int dnpctl_impair(const char *sock, const char *specs)
+{
+	char path[4096], tmp[4200], buf[1024];
+	char *save = NULL, *sp;
+	size_t n = strlen(sock);
+	FILE *f;
+
+	if (n < 5 || strcmp(sock + n - 5, ".sock") || n + 8 > sizeof(path))
+		return -EINVAL;
+	if (strlen(specs) >= sizeof(buf))
+		return -E2BIG;
+	strcpy(buf, specs);
+	for (sp = strtok_r(buf, ";", &save); sp; sp = strtok_r(NULL, ";", &save)) {
+		struct dnp_impair_conf c;
+
+		if (dnp_impair_parse(sp, &c)) {
+			fprintf(stderr, "dnpctl: bad impairment spec '%s'\n", sp);
+			return -EINVAL;
+		}
+	}
+	memcpy(path, sock, n - 5);
+	strcpy(path + n - 5, ".impair");
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", strcmp(specs, "off") ? specs : "");
+	if (fclose(f) || rename(tmp, path)) {
+		int e = -errno;
+
+		unlink(tmp);
+		return e;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -122,6 +168,14 @@ int main(int argc, char **argv)
 			dnpctl_usage(stderr, argv[0]);
 			return 2;
 		}
+	}
+	if (path && optind == argc - 2 && !strcmp(argv[optind], "impair")) {
+		r = dnpctl_impair(path, argv[optind + 1]);
+		if (r) {
+			fprintf(stderr, "dnpctl: impair: %s\n", strerror(-r));
+			return r == -EINVAL ? 2 : 1;
+		}
+		return 0;
 	}
 	if (optind != argc - 1 || strcmp(argv[optind], "stats") || !path) {
 		dnpctl_usage(stderr, argv[0]);

@@ -48,6 +48,7 @@
 #include "doorbell.h"
 #include "dnpd.h"
 #include "engine.h"
+#include "impair.h"
 #include "transport.h"
 
 #define DNPD_BURST 32u
@@ -89,8 +90,9 @@ struct dnpd_link {
 	bool seen_up;       /* up() was true once (a memif server is down until its client comes) */
 	bool down_reported;
 	uint8_t state; /* last seen enum dnp_link_state */
-	const struct dnp_transport_ops *ops;
+	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
+	struct dnp_impair_conf impair;
 	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX];
 	unsigned side;
 	/* frames the transport did not take yet (copied: engine frames die at the next call) */
@@ -113,7 +115,9 @@ struct dnpd {
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
 	uint64_t quiet_next; /* next engine run while quiet */
-	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX];
+	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX], impair_path[PATH_MAX];
+	struct timespec impair_mtime; /* of DIR/node-<id>.impair when last applied */
+	uint64_t impair_next;         /* next look at that file */
 	uint64_t activity; /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t start;
@@ -349,6 +353,18 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 				 ls->vc[vc].credit_stalls, dnp_link_estimate(dl, vc),
 				 dnp_link_rx_occupancy(dl, vc));
 		}
+		{
+			const struct dnp_impair_stats *is = dnp_impair_stats(l->t);
+			char spec[256];
+
+			dnp_impair_format(&l->impair, spec, sizeof(spec));
+			dnpd_out(&o, "link %s impair %s frames %" PRIu64 " dropped %" PRIu64
+				 " corrupted %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64
+				 " delayed %" PRIu64 "\n", dnpd_dir_names[i],
+				 dnp_impair_active(&l->impair) ? spec : "off", is->frames,
+				 is->dropped, is->corrupted, is->duplicated, is->reordered,
+				 is->delayed);
+		}
 		dnpd_out(&o, "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
 			 " tx_backlogged %" PRIu64 " tx_errors %" PRIu64 " rx_errors %" PRIu64
 			 " rx_dropped %" PRIu64 "\n",
@@ -575,6 +591,8 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 	}
 }
 
+static void dnpd_impair_poll(struct dnpd *d, uint64_t now);
+
 /* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
 static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 {
@@ -582,6 +600,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 	bool all_up = true;
 
 	work = dnpd_sess_service(d->sess);
+	dnpd_impair_poll(d, now);
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		enum dnp_link_state st;
@@ -623,14 +642,19 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 	return work;
 }
 
-static bool dnpd_backlogged(const struct dnpd *d)
+/* Frames still to send: the backlog, or frames the impairment holds (delay, reorder). */
+static bool dnpd_backlogged(struct dnpd *d)
 {
 	unsigned dir;
+	bool any = false;
 
-	for (dir = 0; dir < DNP_NDIRS; dir++)
-		if (d->link[dir].bl_n)
-			return true;
-	return false;
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		if (!d->link[dir].exists)
+			continue;
+		if (d->link[dir].bl_n || dnp_impair_flush(d->link[dir].t))
+			any = true;
+	}
+	return any;
 }
 
 /* Sum of counters that move only with real traffic (not with link credits). */
@@ -790,14 +814,96 @@ static void dnpd_loop(struct dnpd *d)
 
 /* ---------------------------------------------------------- set-up */
 
+/*
+ * Impairment of each link from specs joined by ';' (later specs win for the
+ * directions they name). -EINVAL names the bad spec.
+ */
+static int dnpd_impair_confs(const char *specs, struct dnp_impair_conf out[DNP_NDIRS])
+{
+	char buf[sizeof(((struct dnpd_conf *)0)->impair)];
+	char *save = NULL, *sp;
+	unsigned dir;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++)
+		(void)dnp_impair_parse("off", &out[dir]);
+	if (strlen(specs) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, specs);
+	for (sp = strtok_r(buf, ";", &save); sp; sp = strtok_r(NULL, ";", &save)) {
+		struct dnp_impair_conf c;
+
+		if (dnp_impair_parse(sp, &c)) {
+			dnpd_log(DNPD_ERR, "bad impairment spec '%s' (docs/dnpd.md, \"Impairment\")",
+				 sp);
+			return -EINVAL;
+		}
+		for (dir = 0; dir < DNP_NDIRS; dir++)
+			if (c.dirs & (1u << dir))
+				out[dir] = c;
+	}
+	return 0;
+}
+
+/*
+ * dnpctl impair writes DIR/node-<id>.impair (atomically, by rename); we look
+ * at it every DNPD_IMPAIR_CHECK_NS and apply it when it changed. Its content
+ * is untrusted text: at most one line of specs, parsed before use.
+ */
+#define DNPD_IMPAIR_CHECK_NS 50000000ull
+static void dnpd_impair_poll(struct dnpd *d, uint64_t now)
+{
+	struct dnp_impair_conf c[DNP_NDIRS];
+	char text[sizeof(d->conf.impair)];
+	struct stat st;
+	unsigned dir;
+	ssize_t n;
+	int fd;
+
+	if (now < d->impair_next)
+		return;
+	d->impair_next = now + DNPD_IMPAIR_CHECK_NS;
+	if (stat(d->impair_path, &st) < 0)
+		return;
+	if (st.st_mtim.tv_sec == d->impair_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == d->impair_mtime.tv_nsec)
+		return;
+	d->impair_mtime = st.st_mtim;
+	fd = open(d->impair_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return;
+	text[n] = 0;
+	text[strcspn(text, "\n")] = 0;
+	if (dnpd_impair_confs(text, c))
+		return;
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+
+		if (!l->exists)
+			continue;
+		l->impair = c[dir];
+		dnp_impair_set(l->t, &c[dir]);
+	}
+	dnpd_log(DNPD_WARN, "impairment changed: %s", text[0] ? text : "off");
+}
+
 static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 {
+	struct dnp_impair_conf imp[DNP_NDIRS];
 	unsigned dir;
 	int r;
 
+	r = dnpd_impair_confs(d->conf.impair, imp);
+	if (r)
+		return r;
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		char bell[PATH_MAX];
+
+		l->impair = imp[dir];
 		struct dnp_transport_conf tc = { 0 };
 
 		if (!dnp_engine_has_link(d->e, dir))
@@ -822,12 +928,28 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				 ops->name, l->local, strerror(-r));
 			return r;
 		}
-		l->ops = ops;
+		{
+			struct dnp_transport *w;
+
+			r = dnp_impair_wrap(l->t, dir, &l->impair, &w);
+			if (r) {
+				ops->close(l->t);
+				return r;
+			}
+			l->t = w;
+		}
+		l->ops = &dnp_transport_impair;
 		l->exists = true;
 		if (ops->wait_fd(l->t) < 0)
 			d->nowait_links = true;
 		dnpd_log(DNPD_INFO, "link %s: %s %s -> %s (side %u)", dnpd_dir_names[dir],
 			 ops->name, l->local, l->remote, l->side);
+		if (dnp_impair_active(&l->impair)) {
+			char spec[256];
+
+			dnp_impair_format(&l->impair, spec, sizeof(spec));
+			dnpd_log(DNPD_INFO, "link %s: impaired: %s", dnpd_dir_names[dir], spec);
+		}
 	}
 	return 0;
 }
@@ -911,7 +1033,8 @@ static int dnpd_run(struct dnpd *d)
 	}
 	if (dnpd_path(&d->conf, ".bell", d->bell_path, sizeof(d->bell_path)) ||
 	    dnpd_path(&d->conf, ".sock", d->sock_path, sizeof(d->sock_path)) ||
-	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path))) {
+	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path)) ||
+	    dnpd_path(&d->conf, ".impair", d->impair_path, sizeof(d->impair_path))) {
 		dnpd_log(DNPD_ERR, "run dir path too long");
 		return -ENAMETOOLONG;
 	}

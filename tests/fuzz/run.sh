@@ -36,15 +36,19 @@ cmd_send+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
 cmd_get=0300010001010100341200000000000000000000007f00000000010000000000
 cmd_get+=00000000007e00009900000000000000efbefecacefaedfe000000000000000004
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/artifacts"
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/impair" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
+# Impairment specs (transport/impair.h).
+printf 'dir=xp,loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,delay=50us,seed=7' >"$tmp/impair/full"
+printf 'off' >"$tmp/impair/off"
+printf 'loss=100%%,dir=zm' >"$tmp/impair/loss"
 
 status=0
-for f in pkt cmd; do
+for f in pkt cmd impair; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
