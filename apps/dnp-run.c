@@ -165,6 +165,8 @@ static void usage(FILE *f)
 		"  --timeout SEC         fail if the programs run longer (default 300, 0 = none)\n"
 		"  --up-timeout SEC      how long daemons may take to bring links up (default 20)\n"
 		"  --keep-going          let the other programs finish when one fails\n"
+		"  --impair SPEC         link impairment for every dnpd (dnpd --impair, e.g.\n"
+		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -198,6 +200,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "up-timeout", required_argument, NULL, 'u' },
 		{ "keep-going", no_argument, NULL, 'k' },
 		{ "daemon-death", required_argument, NULL, 'R' },
+		{ "impair", required_argument, NULL, 'I' },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },
@@ -219,7 +222,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 	r->timeout_s = 300;
 	r->up_timeout_s = 20;
 	r->udp_base = -1;
-	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kR:p:i:a:KvNB:D:S:E:Ph", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kR:I:p:i:a:KvNB:D:S:E:Ph", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_torus(optarg, r->dim) < 0) {
@@ -262,6 +265,12 @@ static int parse_args(int argc, char **argv, struct run *r)
 			break;
 		case 'k':
 			r->keep_going = true;
+			break;
+		case 'I': /* dnpd checks the spec */
+			if (r->nextra + 2 > MAX_EXTRA)
+				return -EINVAL;
+			r->extra[r->nextra++] = "--impair";
+			r->extra[r->nextra++] = optarg;
 			break;
 		case 'R':
 			if (!strcmp(optarg, "fail"))

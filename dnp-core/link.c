@@ -625,10 +625,15 @@ unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_c
 	if (l->state == DNP_LINK_UP) {
 		if (nonce == l->peer_nonce && !epoch_newer(epoch, l->epoch)) {
 			l->last_credit = now;
-			/* A probe of our own epoch: the peer has not heard that we are UP. */
-			if (epoch == l->epoch && !announce)
+			/*
+			 * A probe from the peer we agreed with (its own proposal,
+			 * or 0 while it is still fresh): it has not heard that we
+			 * are UP, or it is a late copy; an announce is harmless
+			 * either way. Announces are never answered.
+			 */
+			if (!announce)
 				l->announce = true;
-			return 0; /* older: a late copy */
+			return 0;
 		}
 		/* The peer restarted, or saw the link break: so does ours. */
 		enter_broken(l, now);

@@ -54,8 +54,9 @@
  *     renumbered; sent ones never survive a break (the caller drains them).
  *   - An UP link that hears a probe from a new nonce (the peer restarted) or
  *     a newer epoch (the peer saw the link break) breaks at once: it adopts a
- *     newer epoch, or proposes epoch + 1. A probe of its own epoch from the
- *     known nonce is answered with an announce; everything older is ignored.
+ *     newer epoch, or proposes epoch + 1. Any other probe from the known
+ *     nonce (the peer missed our announce, or a late copy) is answered with
+ *     an announce; announces are never answered.
  *   - A frame that is not a RESET frame is accepted only by an UP link of the
  *     same epoch (or brings a probing link with that non-zero proposal UP:
  *     the peer adopted it); anything else is dropped and counted (rx_stale).
