@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * libdnp — the application side of a dnpd session (api/dnp.h).
  *
@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -25,12 +24,12 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dnp.h"
+#include "dnp_futex.h"
 #include "dnp_session.h"
 #include "ring.h"
 
@@ -67,11 +66,6 @@ struct dnp {
 	struct dnp_coords self, dims;
 	unsigned port;
 };
-
-static long dnp_futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
-}
 
 static uint64_t dnp_now_ns(void)
 {
@@ -312,7 +306,7 @@ static void dnp_bell_ring(struct dnp *d)
 		if (write(d->wake_fd, &one, sizeof(one)) < 0)
 			(void)0; /* counter saturated: the daemon has a wake-up pending anyway */
 	} else {
-		dnp_futex(&d->bell->seq, FUTEX_WAKE, INT_MAX, NULL);
+		dnp_futex_wake(&d->bell->seq);
 	}
 }
 
@@ -459,6 +453,53 @@ static void dnp_unmap(struct dnp *d)
 	d->ctl = NULL;
 }
 
+/*
+ * The socket path of $DNP_SOCKET with Slurm's file-name patterns, so that one
+ * value names each node's daemon when the nodes share a file system: %N the
+ * node name ($SLURMD_NODENAME, else the host name), %n the node index in the
+ * job ($SLURM_NODEID), %t the rank ($SLURM_PROCID), %l the rank on the node
+ * ($SLURM_LOCALID), %% a '%'. -EINVAL for another pattern or a variable that
+ * is not set, -ENAMETOOLONG.
+ */
+static int dnp_socket_expand(const char *pat, char *out, size_t cap)
+{
+	char host[HOST_NAME_MAX + 1];
+	size_t n = 0, k;
+
+	for (; *pat; pat++) {
+		const char *v = NULL;
+		char one[2] = { *pat, 0 };
+
+		if (*pat != '%') {
+			v = one;
+		} else {
+			switch (*++pat) {
+			case '%': v = "%"; break;
+			case 'n': v = getenv("SLURM_NODEID"); break;
+			case 't': v = getenv("SLURM_PROCID"); break;
+			case 'l': v = getenv("SLURM_LOCALID"); break;
+			case 'N':
+				v = getenv("SLURMD_NODENAME");
+				if ((!v || !*v) && !gethostname(host, sizeof(host))) {
+					host[sizeof(host) - 1] = 0;
+					v = host;
+				}
+				break;
+			default: return -EINVAL;
+			}
+			if (!v || !*v)
+				return -EINVAL;
+		}
+		k = strlen(v);
+		if (n + k >= cap)
+			return -ENAMETOOLONG;
+		memcpy(out + n, v, k);
+		n += k;
+	}
+	out[n] = 0;
+	return 0;
+}
+
 int dnp_open(const char *path, struct dnp **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -471,13 +512,17 @@ int dnp_open(const char *path, struct dnp **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!path)
-		path = getenv("DNP_SOCKET");
-	if (!path || !*path)
-		path = DNP_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
+	if (!path && getenv("DNP_SOCKET") && *getenv("DNP_SOCKET")) {
+		r = dnp_socket_expand(getenv("DNP_SOCKET"), sa.sun_path, sizeof(sa.sun_path));
+		if (r)
+			return r;
+	} else {
+		if (!path)
+			path = DNP_DEFAULT_SOCKET;
+		if (strlen(path) >= sizeof(sa.sun_path))
+			return -ENAMETOOLONG;
+		strcpy(sa.sun_path, path);
+	}
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -785,7 +830,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		ts.tv_nsec = (long)(slice % 1000000000ull);
 		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
-			dnp_futex(&d->ctl->ev_seq, FUTEX_WAIT, seq, &ts);
+			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
 		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
 		if (dnp_ring_pop_burst(d->ev, ev, 1))
 			return 1;
@@ -805,7 +850,7 @@ const char *dnp_strerror(int err)
 	case -EIO: return "daemon gone";
 	case -ENOENT: return "no such buffer (or no daemon socket)";
 	case -ERANGE: return "access runs past the end of the buffer";
-	case -EACCES: return "bad buffer key";
+	case -EACCES: return "no buffer at that address opens with this key";
 	case -EPERM: return "buffer not registered for this kind of access";
 	case -ECONNREFUSED: return "destination port not open (or no daemon)";
 	case -EMSGSIZE: return "SEND larger than the receive buffer";
@@ -813,6 +858,8 @@ const char *dnp_strerror(int err)
 	case -EHOSTUNREACH: return "destination outside the torus";
 	case -ENOLINK: return "a link on the path broke";
 	case -ETIMEDOUT: return "command timed out";
+	case -ECONNRESET: return "the port closed while the command was pending";
+	case -EOVERFLOW: return "the destination did not drain its events in time";
 	case -EPROTO: return "session ABI mismatch with the daemon";
 	case -EBUSY: return "no free port (or port in use)";
 	case -EEXIST: return "overlaps a registered buffer";

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libdnp — the DNP RDMA API for applications (seed 001: put/send,
- * register_buffer/unregister_buffer, wait_event; seed 000: command ring and
- * completion event queue).
+ * libdnp — the DNP RDMA API for applications (APEnet v5 paper, the RDMA API:
+ * put/send, register_buffer/unregister_buffer, wait_event; EURETILE report,
+ * TX acceleration and event queue: command ring and completion event queue).
  *
  * An application opens a connection to its node's daemon (dnpd) over a Unix
  * socket; the command ring, the event queue and a shared heap arrive as
@@ -12,7 +12,8 @@
  * Received data is announced by DNP_EV_RX_PUT / DNP_EV_RX_SEND events.
  *
  * All functions return 0 (or a count) or a negative errno. A struct dnp is
- * used by one thread at a time.
+ * used by one thread at a time. docs/api.md describes the calls, the events
+ * and the errors, with examples.
  */
 #ifndef DNP_H
 #define DNP_H
@@ -31,12 +32,18 @@ struct dnp_coords {
 #define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
 
 /*
- * Connects to the daemon. path NULL: $DNP_SOCKET, else the default
- * /run/dnp/dnpd.sock. Environment: DNP_PORT asks for a given port (default:
- * the lowest free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G
- * suffixes; default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED
- * (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free port or the asked
- * port is taken), -EINVAL (port or heap size out of range), -errno.
+ * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on
+ * the path of its `socket` setting; path NULL: $DNP_SOCKET (dnp-run sets it),
+ * else /run/dnp/dnpd.sock (where a host's daemon listens with socket =
+ * /run/dnp/dnpd.sock, docs/cluster.md). In $DNP_SOCKET, Slurm's patterns name
+ * each node's daemon on a shared file system: %N node name
+ * ($SLURMD_NODENAME, else the host name), %n $SLURM_NODEID, %t $SLURM_PROCID,
+ * %l $SLURM_LOCALID, %% '%' (-EINVAL for another pattern or an unset
+ * variable). Environment: DNP_PORT asks for a given port (default: the lowest
+ * free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G suffixes;
+ * default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED (no daemon),
+ * -EPROTO (ABI mismatch), -EBUSY (no free port or the asked port is taken),
+ * -EINVAL (port or heap size out of range, bad DNP_SOCKET pattern), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);
@@ -53,17 +60,58 @@ void dnp_free(struct dnp *d, void *p);
  * Registers [addr, addr+len) with flags DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET |
  * DNP_BUF_GET_SOURCE. Any memory of the process may be registered; memory
  * outside the shared heap is accessed by the daemon with process_vm_readv/writev.
- * *key receives the key a remote PUT/GET must present.
- * Errors: -EINVAL, -EEXIST (overlaps), -ENOSPC, -EIO (daemon gone).
+ * *key receives the key a remote PUT/GET must present (unguessable from
+ * other keys; never 0). Errors: -EINVAL (bad argument or flags), -EEXIST
+ * (overlaps a buffer of ours), -ENOSPC (the node's buffer table, or its
+ * SEND queue, is full), -EPROTO (session in a bad state), -EIO (daemon gone).
+ * Memory the daemon then cannot reach shows up as -EFAULT in the events of
+ * the commands that use it.
  */
 int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key);
+/*
+ * Unregisters the buffer that starts at addr. Its key opens nothing any
+ * more; traffic still on its way fails at the target with -EACCES (PUT/GET)
+ * or -ENOENT (SEND). Errors: -EINVAL, -ENOENT (no buffer starts at addr), -EIO.
+ */
 int dnp_unregister(struct dnp *d, void *addr);
 
 /*
- * PUT local [src, src+len) into node dst, port dst_port, at remote_va (a
- * PUT-target buffer registered there with remote_key). Errors: -EINVAL (bad
- * argument), -EAGAIN (queue full and DNP_NONBLOCK), -EIO (daemon gone).
+ * Commands. dnp_put, dnp_send and dnp_get return 0 once the command is
+ * queued, or, with nothing queued: -EINVAL (bad argument: length, port,
+ * coordinates outside the torus, flags), -EAGAIN (command queue full and
+ * DNP_NONBLOCK), -EIO (daemon gone).
+ *
+ * A queued command ends in exactly one event carrying its cookie: TX_DONE
+ * (PUT, SEND: the target wrote every byte), GET_DONE, or ERROR with status:
+ *   -EACCES        PUT/GET: no buffer at that address that the key opens
+ *                  (wrong key, no buffer there, or unregistered; the same
+ *                  error whatever the range); GET: also our local_key
+ *   -ERANGE        PUT/GET: the range runs past the end of that buffer
+ *   -EPERM         PUT/GET: the buffer is not a PUT target / GET source
+ *   -ECONNREFUSED  the destination port is not open
+ *   -ECONNRESET    our port closed while the command was pending; GET: the
+ *                  target's application went while answering it
+ *   -EMSGSIZE      SEND: longer than the target's next SEND buffer
+ *   -ENOBUFS       SEND: no SEND buffer posted at the target (retry later)
+ *   -ENOENT        SEND: the target's SEND buffer went away meanwhile
+ *   -EBUSY         SEND: the target node is receiving too many multi-packet
+ *                  SENDs at once (retry later)
+ *   -EOVERFLOW     PUT/SEND: the target application did not drain its
+ *                  events within the daemon's bound (1 s in dnpd)
+ *   -EHOSTUNREACH  no route to the destination
+ *   -ENOLINK       a link on the path broke
+ *   -ETIMEDOUT     not completed within the command deadline (dnpd
+ *                  --cmd-timeout-ms, 30 s by default), e.g. its completion
+ *                  report was lost; the target may hold all, part or none
+ *                  of the data
+ *   -EFAULT        our local memory (source / GET destination) or the
+ *                  target's could not be read or written
+ *   -EINVAL        the daemon refused the command
+ * docs/protocol.md ("Buffer table", "Completion under faults") has the rules.
  */
+
+/* PUT local [src, src+len) into node dst, port dst_port, at remote_va (a
+ * PUT-target buffer registered there with remote_key). */
 int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
 	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags);
 /* SEND into the destination port's next SEND-target buffer, in order. */
@@ -75,13 +123,25 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
 	    unsigned flags);
 
 /*
+ * Events besides completions (status 0 unless said):
+ *   RX_PUT / RX_SEND  a message arrived: va, len, the sender in port/peer_*
+ *   RX_ERROR          a message for us failed on arrival (status < 0):
+ *                     -ETIMEDOUT a SEND whose rest never came (its sender
+ *                     died or its path broke); va = the SEND buffer it had
+ *                     taken, back at the head of our SEND queue
+ *   LINK              a link changed state: len = direction, status
+ *                     -ENOLINK when it broke
+ *
  * Waits up to timeout_ms (-1: forever, 0: poll) for one event. Spins briefly,
- * then sleeps. Returns 1 with *ev filled, 0 on timeout, or -errno (-EIO daemon gone).
+ * then sleeps. Returns 1 with *ev filled, 0 on timeout, or -EINVAL (d or ev
+ * NULL), -EIO (daemon gone).
  */
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms);
-/* Up to max events without waiting; returns the count. */
+/* Up to max events without waiting; returns the count, or -EINVAL. */
 int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
 
+/* A short text naming the cause of a negative errno of this API (the
+ * status of an event included); strerror's text for other codes. */
 const char *dnp_strerror(int err);
 
 #endif

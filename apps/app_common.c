@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * app_common — see app_common.h.
  */
@@ -508,8 +508,10 @@ static uint64_t app_mix(uint64_t *s)
 
 static uint64_t app_seed(uint32_t src, uint32_t dst, uint64_t size, uint32_t salt)
 {
-	uint64_t s = ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ size ^ ((uint64_t)salt << 52);
+	uint64_t s = ((uint64_t)src << 40) ^ ((uint64_t)dst << 20) ^ size, t = salt;
 
+	/* every bit of the salt counts (per-message salts of --verify run to millions) */
+	s ^= app_mix(&t);
 	app_mix(&s);
 	return s;
 }
@@ -684,6 +686,9 @@ int app_bench_opt(struct app_bench_opts *o, int c, const char *arg)
 		return 1;
 	case 'c':
 		o->csv = true;
+		return 1;
+	case 'v':
+		o->verify = true;
 		return 1;
 	default:
 		return 0;

@@ -137,14 +137,15 @@ struct app_bench_opts {
 	unsigned iters; /* 0: automatic per size */
 	unsigned warmup;
 	bool csv, have_peer;
+	bool verify; /* test mode: every message has its own bytes, checked on arrival */
 	struct dnp_coords peer;
 };
 /* Defaults: sizes 8, 32, ..., 2M, 4M; no fixed iteration count. */
 void app_bench_defaults(struct app_bench_opts *o, unsigned warmup);
 /*
  * One shared option, by its getopt letter: p (--peer), s (--sizes),
- * n (--iters), w (--warmup), c (--csv). Returns 1 if handled, 0 if the
- * letter is not a shared one, -EINVAL for a bad value.
+ * n (--iters), w (--warmup), c (--csv), v (--verify). Returns 1 if handled,
+ * 0 if the letter is not a shared one, -EINVAL for a bad value.
  */
 int app_bench_opt(struct app_bench_opts *o, int c, const char *arg);
 uint64_t app_bench_max_size(const struct app_bench_opts *o);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-run — runs a program on every node of a SoftDNP torus on this machine.
  *
@@ -117,6 +117,13 @@ struct run {
 	sigset_t oldmask;
 	bool failed, interrupted, aborting;
 	uint64_t abort_at;
+	/* LO|FA|MO (docs/lofamo.md): a supervisor and one dnp-hfm per node */
+	bool no_lofamo, drill;
+	const char *lfm_args[8];
+	unsigned nlfm_args;
+	char sup_addr[32];
+	pid_t sup_pid;
+	pid_t *hfm_pid;
 };
 
 static uint64_t now_ms(void)
@@ -175,6 +182,10 @@ static void usage(FILE *f)
 		"  --dnpd-arg ARG        extra argument for every dnpd (repeatable)\n"
 		"  --keep-dir            keep the run directory (daemon logs) afterwards\n"
 		"  --verbose             print the daemon logs at the end even on success\n"
+		"  --no-lofamo           do not start the fault supervisor and the dnp-hfm of each\n"
+		"                        node (started by default; DNP_SUPERVISOR is set for programs)\n"
+		"  --lofamo-arg ARG      extra argument for every dnp-hfm (repeatable)\n"
+		"  --drill               daemons and HFMs may die (fault drills): not a failure\n"
 		"PROGRAM without a slash is looked up next to dnp-run first, then in $PATH.\n"
 		"Each instance gets DNP_SOCKET, DNP_NODE_ID, DNP_NNODES, DNP_TORUS, DNP_COORD.\n");
 }
@@ -199,8 +210,8 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "timeout", required_argument, NULL, 'o' },
 		{ "up-timeout", required_argument, NULL, 'u' },
 		{ "keep-going", no_argument, NULL, 'k' },
-		{ "daemon-death", required_argument, NULL, 'R' },
-		{ "impair", required_argument, NULL, 'I' },
+		{ "daemon-death", required_argument, NULL, 'X' },
+		{ "impair", required_argument, NULL, 'J' },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },
@@ -212,6 +223,9 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "netns-sh", required_argument, NULL, 'S' },
 		{ "eal", required_argument, NULL, 'E' },
 		{ "pin", no_argument, NULL, 'P' },
+		{ "no-lofamo", no_argument, NULL, 'L' },
+		{ "lofamo-arg", required_argument, NULL, 'A' },
+		{ "drill", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -222,7 +236,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 	r->timeout_s = 300;
 	r->up_timeout_s = 20;
 	r->udp_base = -1;
-	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kR:I:p:i:a:KvNB:D:S:E:Ph", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_torus(optarg, r->dim) < 0) {
@@ -266,13 +280,13 @@ static int parse_args(int argc, char **argv, struct run *r)
 		case 'k':
 			r->keep_going = true;
 			break;
-		case 'I': /* dnpd checks the spec */
+		case 'J': /* dnpd checks the spec */
 			if (r->nextra + 2 > MAX_EXTRA)
 				return -EINVAL;
 			r->extra[r->nextra++] = "--impair";
 			r->extra[r->nextra++] = optarg;
 			break;
-		case 'R':
+		case 'X':
 			if (!strcmp(optarg, "fail"))
 				r->daemon_death = DEATH_FAIL;
 			else if (!strcmp(optarg, "continue"))
@@ -297,6 +311,17 @@ static int parse_args(int argc, char **argv, struct run *r)
 			break;
 		case 'K':
 			r->keep_dir = true;
+			break;
+		case 'L':
+			r->no_lofamo = true;
+			break;
+		case 'A':
+			if (r->nlfm_args == 8)
+				return -EINVAL;
+			r->lfm_args[r->nlfm_args++] = optarg;
+			break;
+		case 'R':
+			r->drill = true;
 			break;
 		case 'v':
 			r->verbose = true;
@@ -850,6 +875,11 @@ static void reap(struct run *r)
 				if (nd->dexpected)
 					break;
 				describe_status(status, how, sizeof(how));
+				if (r->drill) {
+					msg("drill: dnpd of node %u,%u,%u ended (%s)", nd->x, nd->y,
+					    nd->z, how);
+					break;
+				}
 				msg("dnpd of node %u,%u,%u died early (%s)", nd->x, nd->y, nd->z, how);
 				if (r->daemon_death == DEATH_CONTINUE && !r->aborting)
 					break;
@@ -1317,6 +1347,124 @@ static void summary(const struct run *r)
 	msg("%u of %u programs succeeded%s", ok, r->n, r->failed ? "; run FAILED" : "");
 }
 
+/* ------------------------------------------------------------ LO|FA|MO */
+
+static pid_t lfm_spawn(const char *const *argv, const char *log)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	pid_t pid = 0;
+	int e;
+
+	spawn_attr(&at);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (e) {
+		msg("cannot start %s: %s", argv[0], strerror(e));
+		return 0;
+	}
+	return pid;
+}
+
+/*
+ * The Fault Supervisor on a free loopback UDP port (the service network
+ * here), then one dnp-hfm per node beside its daemon. Their PIDs go to
+ * DIR/lofamo.pids ("supervisor PID", "hfm ID PID", "dnpd ID PID") for drills.
+ */
+static int lofamo_start(struct run *r)
+{
+	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
+	char node[16], sup_log[PATH_MAX + 32];
+	const char *argv[24];
+	int port = pick_udp_base(1);
+	unsigned id, k;
+	FILE *f;
+
+	if (port < 0)
+		return -EADDRINUSE;
+	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%d", port);
+	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
+	snprintf(listen_at, sizeof(listen_at), "%s", r->sup_addr);
+	snprintf(path, sizeof(path), "%s/dnp-supervisor", r->selfdir);
+	if (!is_exec(path))
+		snprintf(path, sizeof(path), "%s/../lofamo/dnp-supervisor", r->selfdir);
+	snprintf(log, sizeof(log), "%s/supervisor.out", r->dir);
+	snprintf(sup_log, sizeof(sup_log), "%s/supervisor.log", r->dir);
+	k = 0;
+	argv[k++] = path;
+	argv[k++] = "--torus";
+	argv[k++] = torus;
+	argv[k++] = "--listen";
+	argv[k++] = listen_at;
+	argv[k++] = "--log";
+	argv[k++] = sup_log;
+	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
+		if (!strcmp(r->lfm_args[i], "--t-write") || !strcmp(r->lfm_args[i], "--t-read")) {
+			argv[k++] = r->lfm_args[i];
+			argv[k++] = r->lfm_args[i + 1];
+		}
+	argv[k] = NULL;
+	r->sup_pid = lfm_spawn(argv, log);
+	if (!r->sup_pid)
+		return -ENOENT;
+	setenv("DNP_SUPERVISOR", r->sup_addr, 1);
+	r->hfm_pid = calloc(r->n, sizeof(*r->hfm_pid));
+	if (!r->hfm_pid)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/dnp-hfm", r->selfdir);
+	if (!is_exec(path))
+		snprintf(path, sizeof(path), "%s/../lofamo/dnp-hfm", r->selfdir);
+	snprintf(log, sizeof(log), "%s/lofamo.pids", r->dir);
+	f = fopen(log, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "supervisor %d %s\n", (int)r->sup_pid, r->sup_addr);
+	for (id = 0; id < r->n; id++) {
+		snprintf(regs, sizeof(regs), "%s/node-%u.lofamo", r->dir, id);
+		snprintf(node, sizeof(node), "%u", id);
+		snprintf(log, sizeof(log), "%s/hfm-%u.log", r->dir, id);
+		k = 0;
+		argv[k++] = path;
+		argv[k++] = "--regs";
+		argv[k++] = regs;
+		argv[k++] = "--node";
+		argv[k++] = node;
+		argv[k++] = "--supervisor";
+		argv[k++] = r->sup_addr;
+		for (unsigned i = 0; i < r->nlfm_args; i++)
+			argv[k++] = r->lfm_args[i];
+		argv[k] = NULL;
+		r->hfm_pid[id] = lfm_spawn(argv, log);
+		fprintf(f, "hfm %u %d\n", id, (int)r->hfm_pid[id]);
+		fprintf(f, "dnpd %u %d\n", id, (int)r->nodes[id].dpid);
+	}
+	fclose(f);
+	return 0;
+}
+
+static void lofamo_stop(struct run *r)
+{
+	int status;
+
+	for (unsigned id = 0; r->hfm_pid && id < r->n; id++)
+		if (r->hfm_pid[id] > 0)
+			kill(r->hfm_pid[id], SIGTERM);
+	if (r->sup_pid > 0)
+		kill(r->sup_pid, SIGTERM);
+	for (unsigned id = 0; r->hfm_pid && id < r->n; id++)
+		if (r->hfm_pid[id] > 0)
+			waitpid(r->hfm_pid[id], &status, 0);
+	if (r->sup_pid > 0)
+		waitpid(r->sup_pid, &status, 0);
+	free(r->hfm_pid);
+	r->hfm_pid = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static struct run run;
@@ -1378,6 +1526,8 @@ int main(int argc, char **argv)
 	}
 	if (e == 0)
 		e = start_daemons(r);
+	if (e == 0 && !r->no_lofamo)
+		e = lofamo_start(r);
 	if (e == 0)
 		e = wait_up(r);
 	if (e == 0 && !r->failed)
@@ -1387,6 +1537,7 @@ int main(int argc, char **argv)
 	if (r->failed)
 		abort_apps(r, NULL);
 	main_loop(r);
+	lofamo_stop(r);
 	teardown(r);
 	testbed_down(r);
 	if (r->failed || r->verbose)

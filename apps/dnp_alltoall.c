@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_alltoall — every node PUTs one message of each size to every other
  * node and verifies, byte by byte, everything it received.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_check — functional checks of a running SoftDNP torus, one mode per
  * scenario of the integration tests. Run it under dnp-run: node A is

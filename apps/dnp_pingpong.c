@@ -1,14 +1,15 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp_pingpong — PUT latency between two nodes (half round trip), or the
  * local-loop latency of one node (--loopback).
  *
- * Method (seed 000, lines 613-647: "latency, estimated as half the round-trip
- * time in a ping-pong test"): both nodes register a PUT-target buffer and
- * exchange address and key with a SEND; node A PUTs into B, B waits for the
- * RX_PUT event and PUTs back, A waits for the RX_PUT event. --loopback follows
- * seed 001 (last paragraphs): a PUT to the node itself, timed until both the
- * "sent" (TX_DONE) and the "received" (RX_PUT) events have arrived.
+ * Method (EURETILE report, software test suite: "latency, estimated as half
+ * the round-trip time in a ping-pong test"): both nodes register a PUT-target
+ * buffer and exchange address and key with a SEND; node A PUTs into B, B
+ * waits for the RX_PUT event and PUTs back, A waits for the RX_PUT event.
+ * --loopback follows the APEnet v5 paper (results): a PUT to the node itself,
+ * timed until both the "sent" (TX_DONE) and the "received" (RX_PUT) events
+ * have arrived.
  *
  * Run under dnp-run: A is node (0,0,0), B its +X neighbour or --peer; the
  * instances on the other nodes exit 0 at once.
@@ -34,10 +35,12 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST] [--iters N]\n"
-		"                    [--warmup N] [--csv]\n"
+		"                    [--warmup N] [--csv] [--verify]\n"
 		"  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
 		"  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
 		"  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
+		"  --verify (test mode): every message has its own bytes, and both sides\n"
+		"  check each one they receive (its address, length and every byte).\n"
 		"  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
@@ -50,6 +53,7 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "csv", no_argument, NULL, 'c' },
+		{ "verify", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -57,7 +61,7 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	app_bench_defaults(&o->b, 200); /* lets the scheduler settle the four processes first */
-	while ((c = getopt_long(argc, argv, "p:ls:n:w:ch", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:ls:n:w:cvh", lo, NULL)) != -1) {
 		r = app_bench_opt(&o->b, c, optarg);
 		if (r < 0)
 			return r;
@@ -114,7 +118,7 @@ static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, do
  * Waits for one event of type 'want' (TX_DONE completions met on the way are
  * counted in *done). Any ERROR fails the run.
  */
-static int wait_for(struct app *a, unsigned want, uint64_t *done)
+static int wait_for(struct app *a, unsigned want, uint64_t *done, struct dnp_event *out)
 {
 	struct dnp_event ev;
 	int r;
@@ -135,9 +139,42 @@ static int wait_for(struct app *a, unsigned want, uint64_t *done)
 		}
 		if (ev.type == DNP_EV_TX_DONE)
 			(*done)++;
-		if (ev.type == want)
+		if (ev.type == want) {
+			if (out)
+				*out = ev;
 			return 0;
+		}
 	}
+}
+
+/* The salt of message i of size index k under --verify: every message has its own bytes. */
+static uint32_t msg_salt(unsigned k, unsigned i)
+{
+	return ((uint32_t)(k + 1) << 24) ^ i;
+}
+
+/*
+ * --verify: the RX_PUT event names our buffer and the size, and the buffer
+ * holds exactly message (src -> dst, size, salt). Prints what is wrong.
+ */
+static int check_rx(const struct dnp_event *ev, const uint8_t *rbuf, uint64_t size,
+		    uint32_t src, uint32_t dst, uint32_t salt)
+{
+	long long off;
+
+	if (ev->va != (uintptr_t)rbuf || ev->len != size) {
+		fprintf(stderr, PROG ": RX_PUT at %#llx of %u bytes, expected %p, %llu bytes\n",
+			(unsigned long long)ev->va, ev->len, (const void *)rbuf,
+			(unsigned long long)size);
+		return -EIO;
+	}
+	off = app_pattern_check(rbuf, size, src, dst, size, salt);
+	if (off >= 0) {
+		fprintf(stderr, PROG ": message %#x of %llu bytes from node %u wrong at byte %lld\n",
+			salt, (unsigned long long)size, src, off);
+		return -EIO;
+	}
+	return 0;
 }
 
 static int drain_tx(struct app *a, uint64_t *done, uint64_t issued)
@@ -145,7 +182,7 @@ static int drain_tx(struct app *a, uint64_t *done, uint64_t issued)
 	int r;
 
 	while (*done < issued) {
-		r = wait_for(a, DNP_EV_TX_DONE, done);
+		r = wait_for(a, DNP_EV_TX_DONE, done, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -160,7 +197,7 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 	uint32_t key;
 	unsigned i, k, n;
 	bool got_tx, got_rx;
-	struct dnp_event ev;
+	struct dnp_event ev, rx = { 0 };
 	int r;
 
 	if (!sbuf || !rbuf)
@@ -183,6 +220,9 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 			return -ENOMEM;
 		for (i = 0; i < o->b.warmup + n; i++) {
 			got_tx = got_rx = false;
+			if (o->b.verify)
+				app_pattern_fill(sbuf, o->b.sizes[k], a->id, a->id, o->b.sizes[k],
+						 msg_salt(k, i));
 			t0 = app_now_ns();
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf, key,
 				    ++issued, 0);
@@ -200,9 +240,10 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 				}
 				if (ev.type == DNP_EV_TX_DONE && ev.cookie == issued)
 					got_tx = true;
-				else if (ev.type == DNP_EV_RX_PUT)
+				else if (ev.type == DNP_EV_RX_PUT) {
 					got_rx = true;
-				else if (ev.type == DNP_EV_ERROR) {
+					rx = ev;
+				} else if (ev.type == DNP_EV_ERROR) {
 					app_print_event(PROG, "loopback", &ev);
 					r = -EIO;
 					goto out;
@@ -210,8 +251,14 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 			}
 			if (i >= o->b.warmup)
 				v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 1000.0;
+			if (o->b.verify) {
+				r = check_rx(&rx, rbuf, o->b.sizes[k], a->id, a->id, msg_salt(k, i));
+				if (r < 0)
+					goto out;
+			}
 		}
-		if (app_pattern_check(rbuf, o->b.sizes[k], a->id, a->id, msz, 7) >= 0) {
+		if (!o->b.verify &&
+		    app_pattern_check(rbuf, o->b.sizes[k], a->id, a->id, msz, 7) >= 0) {
 			fprintf(stderr, PROG ": loopback data of %llu bytes corrupted\n",
 				(unsigned long long)o->b.sizes[k]);
 			r = -EIO;
@@ -234,6 +281,7 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 	unsigned peer_id = app_id_of(a, peer), i, k, n;
 	struct app_ctrl c;
 	struct app_msg m;
+	struct dnp_event ev;
 	double *v = NULL;
 	uint32_t key, rkey;
 	int r;
@@ -276,11 +324,20 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 			goto out;
 		}
 		for (i = 0; i < o->b.warmup + n; i++) {
+			uint64_t size = o->b.sizes[k];
+
+			if (o->b.verify && is_a)
+				app_pattern_fill(sbuf, size, a->id, peer_id, size, msg_salt(k, i));
 			t0 = app_now_ns();
 			if (!is_a) {
-				r = wait_for(a, DNP_EV_RX_PUT, &done);
+				r = wait_for(a, DNP_EV_RX_PUT, &done, &ev);
+				if (r == 0 && o->b.verify)
+					r = check_rx(&ev, rbuf, size, peer_id, a->id, msg_salt(k, i));
 				if (r < 0)
 					goto out;
+				if (o->b.verify)
+					app_pattern_fill(sbuf, size, a->id, peer_id, size,
+							 msg_salt(k, i));
 			}
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey, ++issued,
 				    0);
@@ -289,15 +346,21 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 				goto out;
 			}
 			if (is_a) {
-				r = wait_for(a, DNP_EV_RX_PUT, &done);
+				r = wait_for(a, DNP_EV_RX_PUT, &done, &ev);
 				if (r < 0)
 					goto out;
 				if (i >= o->b.warmup)
 					v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 2000.0;
+				if (o->b.verify) {
+					r = check_rx(&ev, rbuf, size, peer_id, a->id, msg_salt(k, i));
+					if (r < 0)
+						goto out;
+				}
 			}
 		}
 		if (is_a) {
-			if (app_pattern_check(rbuf, o->b.sizes[k], peer_id, a->id, msz, 1) >= 0) {
+			if (!o->b.verify &&
+			    app_pattern_check(rbuf, o->b.sizes[k], peer_id, a->id, msz, 1) >= 0) {
 				fprintf(stderr, PROG ": data of %llu bytes corrupted\n",
 					(unsigned long long)o->b.sizes[k]);
 				r = -EIO;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * udp_pingpong — the baseline for bench/run.sh: a plain UDP ping-pong between
  * two processes over loopback, no DNP in the path. Same table as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Helpers shared by the benchmark scripts (sourced, not run).
 # They read $csv (rows: TEST,BYTES,...) and $build.
 

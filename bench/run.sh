@@ -7,7 +7,7 @@
 # Runs, REPS times each (default 5, env REPS), and keeps the median of the
 # per-run medians:
 #   - loopback latency: dnp_pingpong --loopback on a 1x1x1 torus (PUT to self,
-#     time to TX_DONE + RX_PUT, seed 001);
+#     time to TX_DONE + RX_PUT, APEnet v5 paper, results);
 #   - 2-node PUT ping-pong and bandwidth over shm, then over udp
 #     (a 2x1x1 torus, env BENCH_TORUS to change; nodes 0,0,0 and 1,0,0);
 #   - the baseline: plain UDP ping-pong between two processes (udp_pingpong),
@@ -108,8 +108,8 @@ machine_info
 	echo "| placement | loopback and \"busy\": dnp-run --pin (node i's daemon on CPU i mod 2, its program on the other); others: the scheduler's |"
 	echo "| idle policy | adaptive (dnpd default: yield, then sleep); \"shm busy\": dnpd --idle busy |"
 	echo
-	echo "Method: dnp_pingpong = PUT ping-pong, half round trip (seed 000 lines 613-647);"
-	echo "loopback = PUT to self, time until TX_DONE and RX_PUT (seed 001); dnp_bw = PUT stream"
+	echo "Method: dnp_pingpong = PUT ping-pong, half round trip (EURETILE report, test suite);"
+	echo "loopback = PUT to self, time until TX_DONE and RX_PUT (APEnet v5 paper); dnp_bw = PUT stream"
 	echo "with a window of 32, timed to the receiver's acknowledgement. Baseline: udp_pingpong,"
 	echo "two processes exchanging UDP datagrams over loopback (no daemon in the path)."
 	echo "Every figure is the median over runs of a per-run statistic; the machine is shared"

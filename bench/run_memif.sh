@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memif (DPDK between daemons on one host) beside shm: dnp_pingpong and dnp_bw
 # on a 2x1x1 torus, RUNS runs each, medians. Usage: bench/run_memif.sh BUILD_DIR
 set -euo pipefail

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * buftab — the RDMA buffer table of one node (seed 000, lines 457-477 and
- * 1181-1560: buf_desc VirtAddr/Len/Flags/MagicWord).
+ * buftab — the RDMA buffer table of one node (EURETILE report, kernel driver
+ * and buffer search benchmark: buf_desc VirtAddr/Len/Flags/MagicWord).
  *
  * Entries are (port, va, len, flags, key, priv). Lookup of [va, va+len) must
  * lie entirely in one buffer of that port; it is O(log n) (a sorted array
@@ -50,11 +50,14 @@ int dnp_buftab_remove(struct dnp_buftab *bt, uint8_t port, uint64_t va, struct d
 unsigned dnp_buftab_remove_port(struct dnp_buftab *bt, uint8_t port);
 
 /*
- * Finds the buffer of 'port' holding [va, va+len) (len 0 is treated as 1).
+ * Finds the buffer of 'port' holding [va, va+len) (len 0 is treated as 1),
+ * for a remote access that presents 'key'.
  * Errors, checked in this order:
- *   -ENOENT  no buffer of the port contains va
- *   -ERANGE  va is inside a buffer but va+len runs past its end (or overflows)
- *   -EACCES  key differs from the buffer's key
+ *   -EACCES  no buffer of the port that contains va has this key (no buffer
+ *            at va and a wrong key are the same error, whatever the range:
+ *            without the key nothing is learnt about a buffer, not even
+ *            whether it exists or where it ends)
+ *   -ERANGE  va+len runs past the end of the buffer the key opens (or overflows)
  *   -EPERM   the buffer lacks one of need_flags
  * On success *out points at the entry (valid until the next insert/remove).
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd — validation of the 64-byte command slots that applications write into
- * their ring (the DNP's TX ring of Header/Footer/CMD0/CMD1 words, seed 000,
- * lines 331-393), and printable names for ops and event types.
+ * their ring (the DNP's TX ring of Header/Footer/CMD0/CMD1 words, EURETILE
+ * report, TX acceleration), and printable names for ops and event types.
  *
  * The slot lives in memory another process can scribble on while we look, so
  * dnp_cmd_check must be called on a private copy the engine then acts on.
@@ -69,6 +69,7 @@ const char *dnp_ev_type_name(unsigned type)
 		[DNP_EV_GET_DONE] = "GET_DONE",
 		[DNP_EV_ERROR] = "ERROR",
 		[DNP_EV_LINK] = "LINK",
+		[DNP_EV_RX_ERROR] = "RX_ERROR",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crc — CRC-32 IEEE 802.3 (seed 000, lines 715-727: CRC_TX/CRC_RX compute it
- * over header + payload + footer). zlib's crc32() is exactly this CRC
- * (reflected 0x04C11DB7, init and xorout 0xFFFFFFFF) and is table/braid
- * accelerated, so we only adapt the types.
+ * crc — CRC-32 IEEE 802.3 (EURETILE report, HW instrumentation for debugging:
+ * CRC_TX/CRC_RX compute it over header + payload + footer). zlib's crc32() is
+ * exactly this CRC (reflected 0x04C11DB7, init and xorout 0xFFFFFFFF) and is
+ * table/braid accelerated, so we only adapt the types.
  */
 #include <limits.h>
 #include <zlib.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * crc — CRC-32 (IEEE 802.3 polynomial, reflected, init/xorout 0xFFFFFFFF) as
- * used by the DNP's CRC_TX/CRC_RX blocks (seed 000, lines 715-727).
+ * used by the DNP's CRC_TX/CRC_RX blocks (EURETILE report, HW instrumentation
+ * for debugging).
  * Backed by Intel ISA-L (crc_isal.c) when available, else zlib's crc32()
  * (crc.c); no table of our own. Thread-safe, no allocation.
  */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * engine.c — one DNP node, sans-I/O. See engine.h for the contract and
  * docs/architecture.md for the walk of a packet through it.
@@ -93,6 +93,14 @@ struct sendasm {
 	uint8_t src_port, dst_port;
 	uint32_t msg_id;
 	uint64_t va, len;
+	uint32_t msg_len;
+	uint64_t t_last; /* when its latest fragment arrived (reasm_timeout) */
+};
+
+/* The head of an input FIFO waiting for room in a port's event queue. */
+struct inwait {
+	bool on;
+	uint64_t since;
 };
 
 struct dnp_engine {
@@ -102,6 +110,8 @@ struct dnp_engine {
 	uint32_t self_id;
 	struct xlink links[DNP_NDIRS];
 	struct pktq in[NIN][DNP_MAX_VC];
+	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
+	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
 	struct pkt *free_small, *free_big;
 	struct pkt *pkts;
 	uint8_t *frames;
@@ -117,11 +127,21 @@ struct dnp_engine {
 	struct post *posts;
 	uint32_t free_post;
 	struct sendasm *sends;
-	uint32_t key_state;
+	uint32_t nsends; /* active reassemblies */
+	struct dnp_keygen keys;
 	uint64_t next_timeout_check;
+	uint64_t now; /* the latest time the driver gave (for calls that take none) */
 	bool dirty;
 	uint8_t scratch[DNP_MAX_PAYLOAD];
+	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
 	uint8_t rr;
+	/* LO|FA|MO: DIAG packets delivered here, waiting for the fault manager. */
+	struct {
+		struct dnp_coord src;
+		uint8_t len;
+		uint8_t data[DNP_ENGINE_DIAG_MAX];
+	} diag[DNP_ENGINE_DIAG_QUEUE];
+	uint32_t diag_head, diag_tail; /* free-running */
 	struct dnp_engine_stats st;
 };
 
@@ -147,7 +167,8 @@ void dnp_engine_conf_default(struct dnp_engine_conf *c)
 	c->max_commands = 1024;
 	c->event_queue = 4096;
 	c->max_sends = 256;
-	c->key_seed = 0x5eed;
+	c->key_secret[0] = 0x5eed;
+	c->key_secret[1] = 0x5eed5eed;
 }
 
 /* ---------------------------------------------------------------- pools */
@@ -317,6 +338,8 @@ static void inj_pop(struct dnp_engine *e, unsigned qi)
 	if (e->qhead[qi] == NO_SLOT)
 		e->qtail[qi] = NO_SLOT;
 	s->injecting = 0;
+	if (qi == DNP_DIR_LOCAL)
+		e->lo_wait.on = false; /* a new head */
 }
 
 static struct slot *slot_alloc(struct dnp_engine *e)
@@ -442,31 +465,359 @@ static struct sendasm *send_new(struct dnp_engine *e)
 	return NULL;
 }
 
+/* A DIAG for the fault manager: queued, or counted as dropped when its queue is full. */
+static void diag_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	if (e->diag_tail - e->diag_head == DNP_ENGINE_DIAG_QUEUE || h->len > DNP_ENGINE_DIAG_MAX) {
+		e->st.diag_dropped++;
+		return;
+	}
+	unsigned i = e->diag_tail++ % DNP_ENGINE_DIAG_QUEUE;
+	e->diag[i].src = h->src;
+	e->diag[i].len = (uint8_t)h->len;
+	memcpy(e->diag[i].data, payload, h->len);
+	e->st.diag_rx++;
+}
+
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now)
+{
+	if (len > DNP_ENGINE_DIAG_MAX || !dnp_torus_contains(&e->c.torus, dst) ||
+	    coord_self(e, dst))
+		return -EINVAL;
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
+	if (!p)
+		return -EAGAIN;
+	struct dnp_pkt_hdr h = {
+		.lflags = DNP_LINK_F_SEQ,
+		.dst = dst,
+		.src = e->c.self,
+		.kind = DNP_PKT_DIAG,
+		.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+		.len = (uint16_t)len,
+		.msg_len = (uint32_t)len,
+		.timestamp = (uint32_t)now,
+	};
+	int n = dnp_pkt_encode(&h, payload, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		pkt_put(e, p);
+		return n;
+	}
+	p->h = h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	e->dirty = true;
+	e->st.diag_tx++;
+	return 0;
+}
+
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap)
+{
+	if (e->diag_head == e->diag_tail)
+		return 0;
+	unsigned i = e->diag_head % DNP_ENGINE_DIAG_QUEUE;
+	if (cap < e->diag[i].len)
+		return -ENOBUFS;
+	*src = e->diag[i].src;
+	memcpy(buf, e->diag[i].data, e->diag[i].len);
+	e->diag_head++;
+	return e->diag[i].len;
+}
+
+/* The reassembly slot is free again (a single-packet SEND never took one). */
+static void send_end(struct dnp_engine *e, struct sendasm *a)
+{
+	if (a->active) {
+		a->active = false;
+		e->nsends--;
+	}
+}
+
+/*
+ * A SEND that took buffer va of port failed before its end: the buffer
+ * goes back to the head of the port's SEND queue, if it is still a
+ * registered SEND target (a free post exists: every post is a registered
+ * SEND buffer, and this one has none).
+ */
+static void post_front(struct dnp_engine *e, uint8_t port, uint64_t va, uint64_t len)
+{
+	struct evq *q = &e->ports[port];
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, port, va, len);
+
+	if (!q->open || !b || b->va != va || !(b->flags & DNP_BUF_SEND_TARGET) ||
+	    e->free_post == NO_SLOT)
+		return;
+	uint32_t i = e->free_post;
+	struct post *po = &e->posts[i];
+	e->free_post = po->next;
+	*po = (struct post){ .va = va, .len = len, .next = q->send_head, .used = 1 };
+	q->send_head = i;
+	if (q->send_tail == NO_SLOT)
+		q->send_tail = i;
+}
+
+/*
+ * A multi-packet SEND gets no fragment for reasm_timeout (its sender died,
+ * or its path broke): its slot and buffer are reclaimed, and its port hears
+ * DNP_EV_RX_ERROR -ETIMEDOUT (counted in rx_events_lost if the port's event
+ * queue is full).
+ */
+static void send_timeout(struct dnp_engine *e, struct sendasm *a)
+{
+	struct evq *q = &e->ports[a->dst_port];
+	struct dnp_event ev = {
+		.type = DNP_EV_RX_ERROR,
+		.op = DNP_OP_SEND,
+		.port = a->src_port,
+		.peer_x = a->src.x,
+		.peer_y = a->src.y,
+		.peer_z = a->src.z,
+		.status = -ETIMEDOUT,
+		.msg_id = a->msg_id,
+		.len = a->msg_len,
+		.va = a->va,
+	};
+
+	send_end(e, a);
+	e->st.reasm_timeouts++;
+	post_front(e, a->dst_port, a->va, a->len);
+	if (q->open && evq_room(e, q))
+		evq_push(e, q, &ev);
+	else
+		e->st.rx_events_lost++;
+}
+
 /* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
 #define DELIVER_KEPT 1
+/* The last fragment of a PUT/SEND waits for room in its port's event queue. */
+#define DELIVER_FULL 2
+
+/*
+ * A data packet refused at delivery (rc < 0): count it and tell its owner,
+ * once per message (on its first and on its last fragment). The caller
+ * checked that a buffer for the report is free. Returns 0 (handled).
+ */
+static int deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int rc, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(h, &oport);
+
+	e->st.deliver_errors++;
+	if ((h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || h->kind == DNP_PKT_GET_REQ)
+		(void)send_cmpl(e, owner, oport, h->msg_id, rc, now);
+	return 0;
+}
+
+/*
+ * The last fragment of a PUT or SEND was written: event 'type' for the
+ * receiving port (its room was checked), then the report to the sender.
+ */
+static int deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
+			   uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = pkt_owner(h, &oport);
+	struct dnp_event ev = {
+		.type = type,
+		.op = op,
+		.port = h->src_port,
+		.hops = h->hops,
+		.peer_x = h->src.x,
+		.peer_y = h->src.y,
+		.peer_z = h->src.z,
+		.msg_id = h->msg_id,
+		.len = h->msg_len,
+		.va = va,
+	};
+
+	evq_push(e, q, &ev);
+	e->st.hops_total += h->hops;
+	return send_cmpl(e, owner, oport, h->msg_id, 0, now);
+}
+
+/*
+ * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
+ * buffer it names. Every fragment checks the whole message range: all or
+ * nothing. Returns 0, or -ENOENT, -ERANGE, -EACCES, -EPERM (as the sender
+ * sees it), -EFAULT.
+ */
+static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	const struct dnp_buf *b;
+	uint64_t start = h->va - h->offset;
+	int rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1, h->key,
+				   DNP_BUF_PUT_TARGET, &b);
+
+	if (rc < 0)
+		return rc;
+	if (h->len && e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
+		return -EFAULT;
+	e->st.bytes_delivered += h->len;
+	return 0;
+}
+
+static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		       struct evq *q, uint64_t now)
+{
+	int rc = write_keyed(e, h, payload);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (!(h->flags & DNP_PKT_F_LAST))
+		return 0;
+	return deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
+}
+
+static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
+			    const uint8_t *payload, uint64_t now)
+{
+	int rc = write_keyed(e, h, payload);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (h->flags & DNP_PKT_F_LAST) {
+		struct slot *s = slot_by_msg(e, h->msg_id);
+		if (s) {
+			s->c.rsvd1 = h->hops;
+			complete(e, s, 0);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The reassembly state of a SEND fragment: on the first fragment the head
+ * post of the port is consumed (a new slot is taken for a multi-packet
+ * message, 'single' is used for a one-packet one). Returns 0 with *out set,
+ * or -ENOBUFS, -EMSGSIZE, -EBUSY.
+ */
+static int send_slot(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
+		     struct sendasm *single, struct sendasm **out)
+{
+	struct sendasm *a;
+
+	if (!(h->flags & DNP_PKT_F_FIRST)) {
+		*out = send_find(e, h);
+		return *out ? 0 : -ENOBUFS; /* its first fragment was refused */
+	}
+	if (q->send_head == NO_SLOT)
+		return -ENOBUFS;
+	struct post *po = &e->posts[q->send_head];
+	if (h->msg_len > po->len)
+		return -EMSGSIZE;
+	if (h->flags & DNP_PKT_F_LAST) {
+		a = single;
+		*a = (struct sendasm){ .va = po->va, .len = po->len };
+	} else {
+		a = send_new(e);
+		/*
+		 * Too many multi-packet SENDs arriving at once. Waiting here
+		 * would block this input FIFO behind messages whose rest may sit
+		 * in it: refuse instead.
+		 */
+		if (!a)
+			return -EBUSY;
+		*a = (struct sendasm){ .active = true, .src = h->src, .src_port = h->src_port,
+				       .dst_port = h->dst_port, .msg_id = h->msg_id,
+				       .va = po->va, .len = po->len, .msg_len = h->msg_len };
+		e->nsends++;
+	}
+	post_remove(e, q, po->va);
+	*out = a;
+	return 0;
+}
+
+static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+			struct evq *q, uint64_t now)
+{
+	struct sendasm *a, single;
+	int rc = send_slot(e, h, q, &single, &a);
+
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	/* SEND-target buffers are chosen by the receiver: no key to check */
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, h->dst_port, a->va + h->offset, h->len);
+	rc = b && (b->flags & DNP_BUF_SEND_TARGET) ? 0 : -ENOENT;
+	if (rc == 0 && h->len &&
+	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
+		rc = -EFAULT;
+	if (rc < 0) {
+		send_end(e, a);
+		return deliver_fail(e, h, rc, now);
+	}
+	e->st.bytes_delivered += h->len;
+	a->t_last = now;
+	if (!(h->flags & DNP_PKT_F_LAST))
+		return 0;
+	send_end(e, a);
+	return deliver_rx_done(e, h, q, DNP_EV_RX_SEND, DNP_OP_SEND, a->va, now);
+}
+
+/*
+ * A GET request: the request itself becomes the responder job, so accepting
+ * a GET never waits for anything: a request that had to wait for a free
+ * responder would block its input FIFO, and two nodes GETting from each
+ * other could then wait on each other for ever.
+ */
+static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
+			   const uint8_t *payload, struct pkt *p, uint64_t now)
+{
+	struct dnp_get_desc d;
+	const struct dnp_buf *b;
+	struct dnp_hop hop;
+
+	memcpy(&d.dst_va, payload, 8);
+	memcpy(&d.dst_key, payload + 8, 4);
+	memcpy(&d.len, payload + 12, 4);
+	d.dst_va = le64toh(d.dst_va);
+	d.dst_key = le32toh(d.dst_key);
+	d.len = le32toh(d.len);
+	int rc = dnp_buftab_lookup(e->bt, h->dst_port, h->va, d.len ? d.len : 1, h->key,
+				   DNP_BUF_GET_SOURCE, &b);
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
+	if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0)
+		return deliver_fail(e, h, -EHOSTUNREACH, now);
+	struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
+	if (!job)
+		return -EAGAIN;
+	job->h = *h;
+	job->job_off = 0;
+	job->job_dst_va = d.dst_va;
+	job->job_dst_key = d.dst_key;
+	job->job_len = d.len;
+	job->job_q = hop.dir;
+	e->dirty = true;
+	if (p)
+		return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
+	q_push(&e->resp[hop.dir], job);
+	return 0;
+}
 
 /*
  * A packet for this node; p is its buffer (NULL for loopback, where the
  * header and payload live on the stack). Returns 0 when handled,
- * DELIVER_KEPT when p now belongs to a responder queue, or -EAGAIN if it
- * cannot be handled now (no event room, no buffer for the answer): it then
- * stays where it is.
+ * DELIVER_KEPT when p now belongs to a responder queue, DELIVER_FULL when
+ * its port's event queue has no room, or -EAGAIN when no buffer for the
+ * answer is free: it then stays where it is.
  */
 static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		   struct pkt *p, uint64_t now)
 {
 	struct evq *q = h->dst_port < e->c.max_ports ? &e->ports[h->dst_port] : NULL;
-	bool last = h->flags & DNP_PKT_F_LAST;
 	uint8_t oport;
-	struct dnp_coord owner = pkt_owner(h, &oport);
-	int rc = 0;
 
 	switch (h->kind) {
 	case DNP_PKT_CMPL:
 		handle_cmpl(e, h->msg_id, -(int)h->status);
 		return 0;
 	case DNP_PKT_DIAG:
-		return 0; /* LO|FA|MO diagnostics: consumed by the fault manager (later) */
+		diag_take(e, h, payload);
+		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
 	default:
@@ -474,177 +825,47 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	}
 
 	/* Everything below may answer with a completion report. */
-	if (!coord_self(e, owner) && !pool_has(e, DNP_FRAME_OVERHEAD))
+	if (!coord_self(e, pkt_owner(h, &oport)) && !pool_has(e, DNP_FRAME_OVERHEAD))
 		return -EAGAIN;
-	if (last && q && q->open && (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) &&
-	    !evq_room(e, q))
-		return -EAGAIN;
+	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
+	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !evq_room(e, q))
+		return DELIVER_FULL;
+	if (!q || !q->open)
+		return deliver_fail(e, h, -ECONNREFUSED, now);
 
-	if (!q || !q->open) {
-		rc = -ECONNREFUSED;
-		goto fail;
+	switch (h->kind) {
+	case DNP_PKT_PUT:
+		return deliver_put(e, h, payload, q, now);
+	case DNP_PKT_GET_RESP:
+		return deliver_get_resp(e, h, payload, now);
+	case DNP_PKT_SEND:
+		return deliver_send(e, h, payload, q, now);
+	case DNP_PKT_GET_REQ:
+		return deliver_get_req(e, h, payload, p, now);
+	default:
+		return deliver_fail(e, h, -EBADMSG, now);
 	}
+}
 
-	if (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_GET_RESP) {
-		const struct dnp_buf *b;
-		uint64_t start = h->va - h->offset;
-
-		/* Every fragment checks the whole message range: all or nothing. */
-		rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1,
-				       h->key, DNP_BUF_PUT_TARGET, &b);
-		if (rc < 0)
-			goto fail; /* -ENOENT, -ERANGE, -EACCES or -EPERM, as the sender sees it */
-		if (h->len && e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len)) {
-			rc = -EFAULT;
-			goto fail;
+/*
+ * The last fragment h of a PUT or SEND waited deliver_timeout for room in
+ * its port's event queue (the application stopped draining its events):
+ * the message fails back to its sender with -EOVERFLOW, so that the traffic
+ * behind it in the FIFO (transit traffic of other nodes) moves on. A SEND's
+ * buffer goes back to the head of the port's queue. The caller checked
+ * that a buffer for the report is free.
+ */
+static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now)
+{
+	if (h->kind == DNP_PKT_SEND && !(h->flags & DNP_PKT_F_FIRST)) {
+		struct sendasm *a = send_find(e, h);
+		if (a) {
+			send_end(e, a);
+			post_front(e, a->dst_port, a->va, a->len);
 		}
-		e->st.bytes_delivered += h->len;
-		if (!last)
-			return 0;
-		if (h->kind == DNP_PKT_GET_RESP) {
-			struct slot *s = slot_by_msg(e, h->msg_id);
-			if (s) {
-				s->c.rsvd1 = h->hops;
-				complete(e, s, 0);
-			}
-			return 0;
-		}
-		struct dnp_event ev = {
-			.type = DNP_EV_RX_PUT,
-			.op = DNP_OP_PUT,
-			.port = h->src_port,
-			.hops = h->hops,
-			.peer_x = h->src.x,
-			.peer_y = h->src.y,
-			.peer_z = h->src.z,
-			.msg_id = h->msg_id,
-			.len = h->msg_len,
-			.va = start,
-		};
-		evq_push(e, q, &ev);
-		e->st.hops_total += h->hops;
-		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
 	}
-
-	if (h->kind == DNP_PKT_SEND) {
-		struct sendasm *a = NULL, single;
-
-		if (h->flags & DNP_PKT_F_FIRST) {
-			if (q->send_head == NO_SLOT) {
-				rc = -ENOBUFS;
-				goto fail;
-			}
-			struct post *po = &e->posts[q->send_head];
-			if (h->msg_len > po->len) {
-				rc = -EMSGSIZE;
-				goto fail;
-			}
-			if (!last) {
-				a = send_new(e);
-				if (!a) {
-					/*
-					 * Too many multi-packet SENDs arriving at once.
-					 * Waiting here would block this input FIFO behind
-					 * messages whose rest may sit in it: refuse instead.
-					 */
-					rc = -EBUSY;
-					goto fail;
-				}
-				*a = (struct sendasm){ .active = true, .src = h->src,
-						       .src_port = h->src_port,
-						       .dst_port = h->dst_port, .msg_id = h->msg_id,
-						       .va = po->va, .len = po->len };
-			} else {
-				single = (struct sendasm){ .va = po->va, .len = po->len };
-				a = &single;
-			}
-			post_remove(e, q, po->va);
-		} else {
-			a = send_find(e, h);
-			if (!a) {
-				rc = -ENOBUFS; /* its first fragment was refused */
-				goto fail;
-			}
-		}
-		/* SEND-target buffers are chosen by the receiver: no key to check */
-		const struct dnp_buf *b = dnp_buftab_find(e->bt, h->dst_port, a->va + h->offset,
-							  h->len);
-		rc = b && (b->flags & DNP_BUF_SEND_TARGET) ? 0 : -ENOENT;
-		if (rc == 0 && h->len &&
-		    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
-			rc = -EFAULT;
-		if (rc < 0) {
-			a->active = false;
-			goto fail;
-		}
-		e->st.bytes_delivered += h->len;
-		if (!last)
-			return 0;
-		struct dnp_event ev = {
-			.type = DNP_EV_RX_SEND,
-			.op = DNP_OP_SEND,
-			.port = h->src_port,
-			.hops = h->hops,
-			.peer_x = h->src.x,
-			.peer_y = h->src.y,
-			.peer_z = h->src.z,
-			.msg_id = h->msg_id,
-			.len = h->msg_len,
-			.va = a->va,
-		};
-		a->active = false;
-		evq_push(e, q, &ev);
-		e->st.hops_total += h->hops;
-		return send_cmpl(e, owner, oport, h->msg_id, 0, now);
-	}
-
-	if (h->kind == DNP_PKT_GET_REQ) {
-		struct dnp_get_desc d;
-		const struct dnp_buf *b;
-
-		memcpy(&d.dst_va, payload, 8);
-		memcpy(&d.dst_key, payload + 8, 4);
-		memcpy(&d.len, payload + 12, 4);
-		d.dst_va = le64toh(d.dst_va);
-		d.dst_key = le32toh(d.dst_key);
-		d.len = le32toh(d.len);
-		rc = dnp_buftab_lookup(e->bt, h->dst_port, h->va, d.len ? d.len : 1, h->key,
-				       DNP_BUF_GET_SOURCE, &b);
-		if (rc < 0)
-			goto fail;
-		/*
-		 * The request itself becomes the responder job, so accepting a GET
-		 * never waits for anything: a request that had to wait for a
-		 * free responder would block its input FIFO, and two nodes GETting
-		 * from each other could then wait on each other for ever.
-		 */
-		struct dnp_hop hop;
-		if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0) {
-			rc = -EHOSTUNREACH;
-			goto fail;
-		}
-		struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
-		if (!job)
-			return -EAGAIN;
-		job->h = *h;
-		job->job_off = 0;
-		job->job_dst_va = d.dst_va;
-		job->job_dst_key = d.dst_key;
-		job->job_len = d.len;
-		job->job_q = hop.dir;
-		e->dirty = true;
-		if (p)
-			return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
-		q_push(&e->resp[hop.dir], job);
-		return 0;
-	}
-	rc = -EBADMSG;
-fail:
-	e->st.deliver_errors++;
-	/* Report once per message: on its first and on its last fragment. */
-	if ((h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || h->kind == DNP_PKT_GET_REQ)
-		(void)send_cmpl(e, owner, oport, h->msg_id, rc, now); /* room checked above */
-	return 0;
+	e->st.deliver_timeouts++;
+	(void)deliver_fail(e, h, -EOVERFLOW, now);
 }
 
 /* ---------------------------------------------------------------- links */
@@ -673,7 +894,7 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	uint8_t oport;
 	struct dnp_coord owner = pkt_owner(&p->h, &oport);
 
-	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT)
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG)
 		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	pkt_put(e, p);
 }
@@ -755,6 +976,7 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 /* Words left the RX FIFO of link input 'in': the peer may be waiting to hear it. */
 static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t words)
 {
+	e->wait[in][vc].on = false; /* the head moved */
 	if (in >= DNP_NDIRS)
 		return;
 	dnp_link_rx_release(e->links[in].l, vc, words);
@@ -782,6 +1004,16 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		int rc = deliver(e, &p->h, payload, p, now);
 		if (rc == -EAGAIN)
 			return false;
+		if (rc == DELIVER_FULL) {
+			struct inwait *w = &e->wait[in][vc];
+			if (!w->on) {
+				w->on = true;
+				w->since = now;
+			}
+			if (!e->c.deliver_timeout || now - w->since < e->c.deliver_timeout)
+				return false;
+			deliver_give_up(e, &p->h, now);
+		}
 		q_pop(q);
 		in_release(e, in, vc, p->words);
 		e->st.pkts_delivered++;
@@ -921,16 +1153,17 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 
 /*
  * Sends h with its payload in e->scratch: onto link qi, or delivered here
- * for loopback. Returns 0, -EAGAIN (loopback delivery must wait), or the
- * encoder's error.
+ * for loopback. Returns 0, -EAGAIN or DELIVER_FULL (loopback delivery must
+ * wait), or the encoder's error.
  */
 static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
 		    uint64_t now)
 {
 	if (qi == DNP_DIR_LOCAL) {
 		int rc = deliver(e, h, e->scratch, NULL, now);
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN || rc == DELIVER_FULL)
 			return rc;
+		e->lo_wait.on = false;
 		e->st.pkts_injected++;
 		e->st.pkts_delivered++;
 		return 0;
@@ -1003,6 +1236,21 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return inj_abort(e, qi, s, -EFAULT);
 	build_cmd_hdr(e, s, len, &h, now);
 	int rc = out_send(e, qi, &h, vc, now);
+	if (rc == DELIVER_FULL) {
+		/*
+		 * Loopback to a port whose event queue stays full: bounded like
+		 * arriving traffic, or it would hold up every other port's
+		 * loopback commands queued behind it.
+		 */
+		if (!e->lo_wait.on) {
+			e->lo_wait.on = true;
+			e->lo_wait.since = now;
+		}
+		if (!e->c.deliver_timeout || now - e->lo_wait.since < e->c.deliver_timeout)
+			return false;
+		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
+		return inj_abort(e, qi, s, -EOVERFLOW);
+	}
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
@@ -1074,6 +1322,32 @@ static bool inject(struct dnp_engine *e, uint64_t now)
 
 /* ---------------------------------------------------------------- inputs */
 
+/*
+ * Is h a frame of link dir? The peer at the other end sends from its output
+ * in the opposite direction, and a link-control frame names the neighbour
+ * itself as its source. A frame recorded on another link (in a ring of size
+ * 2 both links join the same two nodes, and each has its own sequence space)
+ * fails here before its seq or ack is looked at.
+ * (A link epoch, once links have one, is checked here too.)
+ */
+static bool rx_on_own_link(const struct dnp_engine *e, unsigned dir, const struct dnp_pkt_hdr *h)
+{
+	if (h->src_dir != (uint8_t)dnp_torus_opposite((enum dnp_dir)dir))
+		return false;
+	if (h->kind == DNP_PKT_CREDIT &&
+	    !dnp_coord_eq(h->src, dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir)))
+		return false;
+	return true;
+}
+
+/* Drops a received frame (p: its private copy, or NULL) and returns rc. */
+static int rx_drop(struct dnp_engine *e, struct pkt *p, int rc)
+{
+	if (p)
+		pkt_put(e, p);
+	return rc;
+}
+
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
 	struct dnp_pkt_hdr h;
@@ -1086,13 +1360,30 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	struct xlink *x = &e->links[dir];
 	if (dnp_link_state(x->l) == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
 		return -ENOLINK;
-	int rc = dnp_pkt_decode(frame, len, &h, &payload);
+	if (len > DNP_MAX_FRAME) {
+		e->st.rx_malformed++;
+		return -EMSGSIZE;
+	}
+	/*
+	 * The frame may sit in memory the peer can still write (shm links):
+	 * copy it first, then decode and use only the copy. The copy goes
+	 * into the packet buffer that will hold it, or, when none is free,
+	 * into e->rxcopy so that its ack and credits are still heard.
+	 */
+	struct pkt *p = pool_has(e, (uint32_t)len) ? pkt_get(e, (uint32_t)len) : NULL;
+	uint8_t *copy = p ? p->frame : e->rxcopy;
+	memcpy(copy, frame, len);
+	int rc = dnp_pkt_decode(copy, len, &h, &payload);
 	if (rc < 0) {
 		if (rc == -EILSEQ)
 			e->st.rx_crc_errors++;
 		else
 			e->st.rx_malformed++;
-		return rc;
+		return rx_drop(e, p, rc);
+	}
+	if (!rx_on_own_link(e, dir, &h)) {
+		e->st.rx_wrong_link++;
+		return rx_drop(e, p, -EXDEV);
 	}
 	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
 	dnp_link_stats_rx(x->l, words);
@@ -1101,11 +1392,11 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	/* Epochs (link.h): a RESET frame drives the handshake, others must match. */
 	if (h.lflags & DNP_LINK_F_RESET) {
 		link_transition(e, dir, dnp_link_on_reset(x->l, h.epoch, h.credit, now), now);
-		return 0;
+		return rx_drop(e, p, 0);
 	}
 	rc = dnp_link_rx_epoch(x->l, h.epoch, now);
 	if (rc < 0)
-		return rc;
+		return rx_drop(e, p, rc);
 	if (rc)
 		link_transition(e, dir, (unsigned)rc, now);
 
@@ -1120,25 +1411,23 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	}
 	if (h.kind == DNP_PKT_CREDIT) {
 		dnp_link_on_credit(x->l, h.credit, now);
-		return 0;
+		return rx_drop(e, p, 0);
 	}
 	if (h.vc >= e->c.link.nvc) {
 		e->st.rx_misrouted++;
-		return -ERANGE;
+		return rx_drop(e, p, -ERANGE);
 	}
 	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
 	if (h.seq != dnp_link_ack_value(x->l))
-		return dnp_link_rx_seq(x->l, h.seq); /* counted as duplicate or gap */
+		return rx_drop(e, p, dnp_link_rx_seq(x->l, h.seq)); /* duplicate or gap */
 	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
 		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
-		return -ENOBUFS;
+		return rx_drop(e, p, -ENOBUFS);
 	}
-	struct pkt *p = pkt_get(e, (uint32_t)len);
 	if (!p)
 		return -ENOBUFS;
 	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h.vc, words);
-	memcpy(p->frame, frame, len);
 	p->h = h;
 	p->flen = (uint32_t)len;
 	p->words = words;
@@ -1183,20 +1472,40 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 
 /* ---------------------------------------------------------------- time */
 
+/* How often timeouts are checked: a quarter of the shortest one (0: never). */
+static uint64_t timeout_period(const struct dnp_engine *e)
+{
+	uint64_t t = e->c.cmd_timeout;
+
+	if (e->c.reasm_timeout && (!t || e->c.reasm_timeout < t))
+		t = e->c.reasm_timeout;
+	return t ? t / 4 + 1 : 0;
+}
+
 static void check_timeouts(struct dnp_engine *e, uint64_t now)
 {
-	if (!e->c.cmd_timeout || now < e->next_timeout_check)
+	uint64_t period = timeout_period(e);
+
+	if (!period || now < e->next_timeout_check)
 		return;
-	e->next_timeout_check = now + e->c.cmd_timeout / 4 + 1;
-	for (uint32_t i = 0; i < e->c.max_commands; i++) {
-		struct slot *s = &e->slots[i];
-		if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
-			fail_cmd(e, s, -ETIMEDOUT);
-	}
+	e->next_timeout_check = now + period;
+	if (e->c.cmd_timeout)
+		for (uint32_t i = 0; i < e->c.max_commands; i++) {
+			struct slot *s = &e->slots[i];
+			if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
+				fail_cmd(e, s, -ETIMEDOUT);
+		}
+	if (e->c.reasm_timeout && e->nsends)
+		for (uint32_t i = 0; i < e->c.max_sends; i++) {
+			struct sendasm *a = &e->sends[i];
+			if (a->active && now - a->t_last > e->c.reasm_timeout)
+				send_timeout(e, a);
+		}
 }
 
 void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 {
+	e->now = now;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		struct xlink *x = &e->links[d];
 		if (!x->l)
@@ -1347,8 +1656,18 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 		if (ld < t)
 			t = ld;
 	}
-	if (e->c.cmd_timeout && e->nactive && e->next_timeout_check < t)
+	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
+	    e->next_timeout_check < t)
 		t = e->next_timeout_check;
+	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
+		t = e->lo_wait.since + e->c.deliver_timeout;
+	if (e->c.deliver_timeout)
+		for (unsigned in = 0; in < NIN; in++)
+			for (unsigned vc = 0; vc < e->c.link.nvc; vc++) {
+				const struct inwait *w = &e->wait[in][vc];
+				if (w->on && w->since + e->c.deliver_timeout < t)
+					t = w->since + e->c.deliver_timeout;
+			}
 	return t;
 }
 
@@ -1373,6 +1692,31 @@ int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
 	return 0;
 }
 
+/*
+ * The port's application is gone: its GET responder jobs stop reading its
+ * memory now (a new application may soon be given the same port), and their
+ * requesters hear -ECONNRESET. Packets already on a link were read while
+ * the old application was there.
+ */
+static void resp_abort_port(struct dnp_engine *e, unsigned port, uint64_t now)
+{
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		struct pktq keep = { 0 };
+		struct pkt *job;
+
+		while ((job = q_pop(&e->resp[qi])) != NULL) {
+			if (job->h.dst_port != port) {
+				q_push(&keep, job);
+				continue;
+			}
+			(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id,
+					-ECONNRESET, now);
+			pkt_put(e, job);
+		}
+		e->resp[qi] = keep;
+	}
+}
+
 int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 {
 	if (port >= e->c.max_ports || !e->ports[port].open)
@@ -1380,11 +1724,12 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 	struct evq *q = &e->ports[port];
 
 	dnp_buftab_remove_port(e->bt, (uint8_t)port);
+	resp_abort_port(e, port, e->now);
 	while (q->send_head != NO_SLOT)
 		post_remove(e, q, e->posts[q->send_head].va);
 	for (uint32_t i = 0; i < e->c.max_sends; i++)
 		if (e->sends[i].active && e->sends[i].dst_port == port)
-			e->sends[i].active = false;
+			send_end(e, &e->sends[i]);
 	for (uint32_t i = 0; i < e->c.max_commands; i++) {
 		struct slot *s = &e->slots[i];
 		if (s->state != SLOT_ACTIVE || s->port != port)
@@ -1400,19 +1745,6 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 	return 0;
 }
 
-static uint32_t next_key(struct dnp_engine *e)
-{
-	uint32_t x = e->key_state;
-
-	do {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-	} while (x == 0);
-	e->key_state = x;
-	return x;
-}
-
 int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len,
 			unsigned flags, uintptr_t priv, uint32_t *key)
 {
@@ -1420,7 +1752,7 @@ int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64
 		return -ENOENT;
 	if (!flags || (flags & ~DNP_BUF_ALL))
 		return -EINVAL;
-	struct dnp_buf b = { .va = va, .len = len, .key = next_key(e), .flags = (uint16_t)flags,
+	struct dnp_buf b = { .va = va, .len = len, .key = dnp_keygen_next(&e->keys), .flags = (uint16_t)flags,
 			     .port = (uint8_t)port, .priv = priv };
 	if ((flags & DNP_BUF_SEND_TARGET) && e->free_post == NO_SLOT)
 		return -ENOSPC;
@@ -1532,7 +1864,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	unsigned nlinks = 0;
 	struct dnp_link_conf lc = c->link;
 	if (!lc.nonce) /* deterministic for the lab: the caller sets a random one (dnpd) */
-		lc.nonce = (c->key_seed ^ (e->self_id * 0x9e3779b9u)) | 1u;
+		lc.nonce = ((uint32_t)c->key_secret[0] ^ (uint32_t)(c->key_secret[1] >> 7) ^
+			    (e->self_id * 0x9e3779b9u)) | 1u;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		if (c->torus.dim[d / 2] < 2)
 			continue;
@@ -1594,7 +1927,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	}
 	for (unsigned i = 0; i < NIN; i++)
 		e->qhead[i] = e->qtail[i] = NO_SLOT;
-	e->key_state = c->key_seed ? c->key_seed : 0x5eed;
+	dnp_keygen_init(&e->keys, c->key_secret);
 	*out = e;
 	return 0;
 fail:

@@ -19,11 +19,28 @@
  *
  * Every accepted command ends in exactly one completion event: TX_DONE (PUT,
  * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
- * errno (-ENOENT no buffer, -ERANGE out of bounds, -EACCES bad key, -EPERM
- * wrong buffer kind, -ECONNREFUSED port not open, -EMSGSIZE SEND larger than
- * the buffer, -ENOBUFS no SEND buffer posted, -EBUSY more than max_sends
- * multi-packet SENDs arriving at the node at once, -EHOSTUNREACH outside the torus,
- * -ENOLINK a link on the path broke, -ETIMEDOUT cmd_timeout, -EINVAL bad command).
+ * errno:
+ *   -EACCES        no buffer at that address opened by the key (checked
+ *                  first: a wrong key learns nothing of the buffer)
+ *   -ERANGE        the range runs past the buffer the key opens
+ *   -EPERM         wrong kind of buffer (not PUT_TARGET / GET_SOURCE)
+ *   -ECONNREFUSED  the target port is not open
+ *   -ECONNRESET    the command's own port closed; or, for a GET, the target
+ *                  port closed while answering it
+ *   -EMSGSIZE      SEND larger than the target's head SEND buffer
+ *   -ENOBUFS       no SEND buffer posted (or the SEND's first fragment was refused)
+ *   -ENOENT        a SEND fragment's bytes fall outside every SEND-target buffer
+ *   -EBUSY         more than max_sends multi-packet SENDs arriving at once
+ *   -EOVERFLOW     the target port's event queue stayed full for deliver_timeout
+ *   -EHOSTUNREACH  destination outside the torus / no route
+ *   -ENOLINK       a link on the path broke
+ *   -ETIMEDOUT     not completed within cmd_timeout (e.g. its report was lost)
+ *   -EFAULT        application memory could not be read or written
+ *   -EINVAL        bad command (dnp_cmd_check)
+ * Besides completions, a port gets RX_PUT / RX_SEND for messages that
+ * arrived, and RX_ERROR for a SEND that timed out in reassembly
+ * (-ETIMEDOUT, reasm_timeout). Bounds and what holds where: docs/protocol.md,
+ * "Completion under faults".
  *
  * Links come back (link.h, "Epochs"): with link.reset_period set, a BROKEN
  * link keeps probing its peer; when they agree on a new epoch it is UP again
@@ -46,6 +63,7 @@
 
 #include "buftab.h"
 #include "cmd.h"
+#include "keygen.h"
 #include "link.h"
 #include "pkt.h"
 #include "route.h"
@@ -75,7 +93,22 @@ struct dnp_engine_conf {
 	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
 	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
 	uint32_t max_sends;        /* multi-packet SENDs being received at once, >= 1 */
-	uint64_t cmd_timeout;      /* 0 = none */
+	/*
+	 * Bounds, in the caller's time unit; 0 = none (wait for ever, the
+	 * hardware's behaviour and the lab's default). dnpd sets all three.
+	 * cmd_timeout: a command not completed this long after its submission
+	 *   fails with -ETIMEDOUT (covers a lost completion report).
+	 * reasm_timeout: a multi-packet SEND that gets no fragment for this
+	 *   long is dropped: slot and buffer reclaimed, DNP_EV_RX_ERROR
+	 *   -ETIMEDOUT to its port.
+	 * deliver_timeout: the last fragment of a PUT/SEND that waited this
+	 *   long for room in its port's event queue fails back to its sender
+	 *   with -EOVERFLOW, so that it does not block the FIFO (and the transit
+	 *   traffic behind it) for ever.
+	 */
+	uint64_t cmd_timeout;
+	uint64_t reasm_timeout;
+	uint64_t deliver_timeout;
 	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
 	 * any frame was accepted, instead of only every credit_period. Meant
@@ -84,7 +117,12 @@ struct dnp_engine_conf {
 	 * keep-alive credits.
 	 */
 	bool prompt_credits;
-	uint32_t key_seed;         /* seeds the key generator (keys are never 0) */
+	/*
+	 * Secret of the key generator (keygen.h): keys are a PRF of a counter
+	 * under it, never 0. dnpd fills it from getrandom(2); the lab derives it
+	 * from its seed; the default is a fixed, public value (tests only).
+	 */
+	uint64_t key_secret[2];
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
 };
@@ -106,9 +144,14 @@ struct dnp_engine_stats {
 	uint64_t rx_crc_errors;  /* frames dropped for a bad CRC */
 	uint64_t rx_malformed;   /* frames dropped for any other decode error */
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
+	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
+	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-EOVERFLOW) */
+	uint64_t reasm_timeouts;   /* SEND reassemblies dropped after reasm_timeout */
+	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
 	uint64_t link_events_dropped; /* DNP_EV_LINK events a full event queue could not take */
 };
 
@@ -118,8 +161,15 @@ struct dnp_engine;
 int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out);
 void dnp_engine_destroy(struct dnp_engine *e);
 
-/* Ports. open: -EINVAL (>= max_ports), -EBUSY. close: -ENOENT. Closing unregisters
- * the port's buffers and forgets its commands and events (the application is gone). */
+/*
+ * Ports. open: -EINVAL (>= max_ports), -EBUSY. close: -ENOENT. Closing unregisters
+ * the port's buffers and forgets its commands and events (the application is gone).
+ * Nothing that refers to the old application survives it, so that a new one
+ * given the same port never serves the old one's peers: its GET responder
+ * jobs stop (their requesters get -ECONNRESET), its SEND reassemblies and
+ * posted SEND buffers are dropped (the rest of such a message is refused
+ * with -ENOBUFS), and its keys open nothing any more.
+ */
 int dnp_engine_port_open(struct dnp_engine *e, unsigned port);
 int dnp_engine_port_close(struct dnp_engine *e, unsigned port);
 
@@ -135,7 +185,18 @@ int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
  */
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
 
-/* A frame arrived on link 'dir'. 0, or a negative errno when it was dropped (and counted). */
+/*
+ * A frame arrived on link 'dir'. 0, or a negative errno when it was dropped
+ * (and counted): -ENODEV no such link, -ENOLINK link broken, -EMSGSIZE
+ * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,
+ * rx_malformed), -EXDEV a frame of another link (rx_wrong_link: its source
+ * direction is not the opposite of dir, or a link-control frame names
+ * another node than the neighbour), -ERANGE VC out of range, -EALREADY a
+ * duplicate, -EAGAIN a gap in the sequence (dnp_link_rx_seq), -ENOBUFS no
+ * room (the peer resends it).
+ * The frame may live in memory the peer still writes (shm links): the
+ * engine copies it before it reads any byte, and uses only the copy.
+ */
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now);
 
 /* Does the work that is due: timers, routing, delivery, segmentation of commands. */
@@ -148,6 +209,21 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
 				unsigned max);
+
+/*
+ * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to
+ * DNP_ENGINE_DIAG_MAX bytes to a node's fault manager, routed like any
+ * packet, and never answered: lost on a broken link, it is just gone.
+ * diag_send: 0, -EINVAL (too long, outside the torus or this node), -EAGAIN
+ * (no packet buffer now). diag_poll: copies the oldest DIAG delivered here
+ * and its source; returns its length, 0 if none, -ENOBUFS if cap is too small.
+ * At most DNP_ENGINE_DIAG_QUEUE wait; more are dropped (stats diag_dropped).
+ */
+#define DNP_ENGINE_DIAG_MAX 64u
+#define DNP_ENGINE_DIAG_QUEUE 16u
+int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void *payload,
+			 size_t len, uint64_t now);
+int dnp_engine_diag_poll(struct dnp_engine *e, struct dnp_coord *src, void *buf, size_t cap);
 
 /* True if run/tx_burst would make progress without time passing. */
 bool dnp_engine_has_work(const struct dnp_engine *e);

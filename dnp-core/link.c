@@ -2,12 +2,12 @@
 /*
  * link — credits and reliability of one virtual link (contract in link.h).
  *
- * Flow control follows the APEnet+ LINK CTRL (seed 000, lines 243-329): the
- * receiver reports its RX FIFO occupancy in a credit every credit period, the
- * sender keeps an estimate of the remote occupancy and stops at T_RED. The
- * reliability layer (sequence numbers, cumulative acks, go-back-N) is
- * SoftDNP's own: the hardware link relies on CRC and a lossless cable, a
- * software transport can lose frames.
+ * Flow control follows the APEnet+ LINK CTRL (EURETILE report, torus link
+ * bandwidth and latency): the receiver reports its RX FIFO occupancy in a
+ * credit every credit period, the sender keeps an estimate of the remote
+ * occupancy and stops at T_RED. The reliability layer (sequence numbers,
+ * cumulative acks, go-back-N) is SoftDNP's own: the hardware link relies on
+ * CRC and a lossless cable, a software transport can lose frames.
  *
  * Everything is allocated in dnp_link_create; the calls after it only touch
  * the struct and the unacked ring.
@@ -145,10 +145,10 @@ static uint32_t sat_add(uint32_t a, uint32_t b)
 }
 
 /*
- * Start rules, seed 000 lines 243-329: VCT is the ROUTER's rule ("no
- * transaction starts if the receiving module does not have sufficient space
- * to accommodate the entire message"), STOP_AT_RED the LINK CTRL's (stop at
- * T_RED, resume when the FIFO has emptied below T_YELLOW).
+ * Start rules (EURETILE report, torus link bandwidth and latency): VCT is the
+ * ROUTER's rule ("no transaction starts if the receiving module does not have
+ * sufficient space to accommodate the entire message"), STOP_AT_RED the LINK
+ * CTRL's (stop at T_RED, resume when the FIFO has emptied below T_YELLOW).
  */
 bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
 {
@@ -266,10 +266,11 @@ uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc)
 }
 
 /*
- * HW: "the receiving node takes C cycles to submit the proper credit" (seed
- * 000): the value sent now was latched at the previous credit, and the
- * current state is latched for the next one. The schedule keeps a fixed grid
- * of credit_period so that a late poll does not shift every later credit.
+ * HW: "the receiving node takes C cycles to submit the proper credit"
+ * (EURETILE report, torus link): the value sent now was latched at the
+ * previous credit, and the current state is latched for the next one. The
+ * schedule keeps a fixed grid of credit_period so that a late poll does not
+ * shift every later credit.
  */
 void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit)
 {
@@ -462,9 +463,9 @@ static unsigned go_broken(struct dnp_link *l, uint64_t now)
 
 /*
  * Liveness: "the TX logic can sense whether the cable is ok or not (credits
- * not received and timeout reached)" (seed 000, lines 117-168). A timeout of
- * 0 disables the check. BROKEN is reported by the call that detects it and
- * never again.
+ * not received and timeout reached)" (EURETILE report, LO|FA|MO fault
+ * detection). A timeout of 0 disables the check. BROKEN is reported by the
+ * call that detects it and never again.
  */
 unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
 {

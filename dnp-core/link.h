@@ -6,7 +6,8 @@
  *
  * Sans-I/O: the caller feeds the current time and what it sent/received; the
  * link never reads a clock or touches a frame's bytes. Words are 16-byte
- * units, as in the APEnet+ LINK CTRL (seed 000, lines 243-329).
+ * units, as in the APEnet+ LINK CTRL (EURETILE report, torus link bandwidth
+ * and latency).
  *
  * Credits. The receiver models one RX FIFO per VC (fifo_words deep) and every
  * credit_period time units emits a credit carrying, per VC, its FIFO

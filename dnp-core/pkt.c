@@ -5,10 +5,11 @@
  *
  * The 64 bytes of framing per packet mirror the APEnet+ torus link, where a
  * packet of up to 4096 payload bytes costs Magic + Start + Header + Footer =
- * four 16-byte words (seed 000, lines 243-329: P = 64 bytes, E1 = 0.985).
- * Here the link word takes the place of Magic/Start, H0 + H1 are the header
- * and the footer carries the CRC-32 (seed 000, lines 715-727: CRC_TX appends
- * the check value of header + payload + footer to the footer).
+ * four 16-byte words (EURETILE report, torus link bandwidth and latency: P =
+ * 64 bytes, E1 = 0.985). Here the link word takes the place of Magic/Start,
+ * H0 + H1 are the header and the footer carries the CRC-32 (EURETILE report,
+ * HW instrumentation for debugging: CRC_TX appends the check value of header
+ * + payload + footer to the footer).
  *
  * Fields are moved with memcpy and <endian.h> conversions: no per-byte loops
  * except inside zlib's CRC.
@@ -297,7 +298,7 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	 * The CRC comes first (over the buffer as received, footer in its last
 	 * word): a bit flipped anywhere, a field included, is a CRC error, which
 	 * is what the link's error-rate ("sick") accounting must count
-	 * (seed 000, lines 715-727).
+	 * (EURETILE report, HW instrumentation for debugging).
 	 */
 	if (frame_crc(p, len) != get32(p + len - DNP_WORD_BYTES, FT_CRC))
 		return -EILSEQ;

@@ -3,13 +3,14 @@
  * route — dimension-ordered next hop with dateline virtual channels (route.h).
  *
  * The DNP router applies "a dimension-ordered routing policy with Virtual
- * Cut-Through" (seed 001, line 19) and gives each of the 6 channels two
- * receive FIFOs "to ensure a deadlock free routing (virtual-channel)"
- * (seed 000, line 325). Dimension order alone removes cycles between
- * dimensions; inside a ring the wrap-around link closes a cycle, which the
- * dateline breaks: a packet switches to VC 1 when it crosses the wrap link and
- * stays there until it leaves the dimension, so VC 0 never uses the wrap link
- * and VC 1 never gets back to it (a minimal path is shorter than the ring).
+ * Cut-Through" (APEnet v5 paper, the DNP) and gives each of the 6 channels
+ * two receive FIFOs "to ensure a deadlock free routing (virtual-channel)"
+ * (EURETILE report, torus link bandwidth and latency). Dimension order alone
+ * removes cycles between dimensions; inside a ring the wrap-around link
+ * closes a cycle, which the dateline breaks: a packet switches to VC 1 when
+ * it crosses the wrap link and stays there until it leaves the dimension, so
+ * VC 0 never uses the wrap link and VC 1 never gets back to it (a minimal
+ * path is shorter than the ring).
  */
 #include <errno.h>
 #include <stddef.h>

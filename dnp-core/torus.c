@@ -2,8 +2,8 @@
 /*
  * torus — geometry of the X x Y x Z torus (see torus.h for the contract).
  *
- * APEnet+ nodes sit on a 3D torus, each linked to its six neighbours
- * (seed 001, line 19). Everything here is a pure function of small values.
+ * APEnet+ nodes sit on a 3D torus, each linked to its six neighbours (APEnet
+ * v5 paper, the DNP). Everything here is a pure function of small values.
  */
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # expect-deadlock.sh PROGRAM ARGS...: runs a lab scenario that must deadlock.
 # Passes only if the program exits 1 and its report says DEADLOCK; a crash, a
 # verification failure or a time-out is a failure of this test.

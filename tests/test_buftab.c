@@ -111,11 +111,11 @@ static void test_buftab_4096_random_order(void **state)
 		assert_int_equal(dnp_buftab_lookup(bt, 3, va, len, key, DNP_BUF_ALL, &e), 0);
 		assert_int_equal(e->va, va);
 		/* One byte before and one after are in the gaps between buffers. */
-		assert_int_equal(dnp_buftab_lookup(bt, 3, va - 1, 1, key, 0, &e), -ENOENT);
-		assert_int_equal(dnp_buftab_lookup(bt, 3, va + len, 1, key, 0, &e), -ENOENT);
+		assert_int_equal(dnp_buftab_lookup(bt, 3, va - 1, 1, key, 0, &e), -EACCES);
+		assert_int_equal(dnp_buftab_lookup(bt, 3, va + len, 1, key, 0, &e), -EACCES);
 		assert_int_equal(dnp_buftab_lookup(bt, 3, va, len + 1, key, 0, &e), -ERANGE);
 		/* Same addresses, another port: a different address space. */
-		assert_int_equal(dnp_buftab_lookup(bt, 2, va, 1, key, 0, &e), -ENOENT);
+		assert_int_equal(dnp_buftab_lookup(bt, 2, va, 1, key, 0, &e), -EACCES);
 	}
 	dnp_buftab_destroy(bt);
 }
@@ -127,15 +127,17 @@ static void test_buftab_lookup_error_order(void **state)
 	const struct dnp_buf *e = NULL;
 
 	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
-	/* -ENOENT: nothing at va, even with a wrong key and flags. */
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0xfff, 1, 0, DNP_BUF_ALL, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1100, 1, 42, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 0, 0x1000, 1, 42, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 2, 0x1000, 1, 42, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0, 1, 42, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 1, UINT64_MAX, 1, 42, 0, &e), -ENOENT);
-	/* -ERANGE before -EACCES and -EPERM. */
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x10ff, 2, 0, DNP_BUF_ALL, &e), -ERANGE);
+	/* -EACCES: nothing at va, whatever the key and flags. */
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0xfff, 1, 0, DNP_BUF_ALL, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1100, 1, 42, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 0, 0x1000, 1, 42, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 2, 0x1000, 1, 42, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0, 1, 42, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, UINT64_MAX, 1, 42, 0, &e), -EACCES);
+	/* The key before -ERANGE: a wrong key learns nothing of the bounds. */
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x10ff, 2, 0, DNP_BUF_ALL, &e), -EACCES);
+	/* -ERANGE (right key) before -EPERM. */
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x10ff, 2, 42, DNP_BUF_ALL, &e), -ERANGE);
 	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1000, 0x101, 42, 0, &e), -ERANGE);
 	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1080, UINT64_MAX, 42, 0, &e), -ERANGE);
 	/* -EACCES before -EPERM. */
@@ -150,9 +152,36 @@ static void test_buftab_lookup_error_order(void **state)
 	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1000, 0x100, 42, DNP_BUF_PUT_TARGET, &e), 0);
 	assert_non_null(e);
 	assert_int_equal(e->va, 0x1000);
-	/* len 0 counts as one byte: valid on the last byte, ENOENT past it. */
+	/* len 0 counts as one byte: valid on the last byte, nothing past it. */
 	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x10ff, 0, 42, 0, &e), 0);
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1100, 0, 42, 0, &e), -ENOENT);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1100, 0, 42, 0, &e), -EACCES);
+	dnp_buftab_destroy(bt);
+}
+
+/* Issue 7: a wrong key gets one error, whatever the range it names. */
+static void test_buftab_wrong_key_no_bounds_leak(void **state)
+{
+	struct dnp_buftab *bt = mktab(16);
+	struct dnp_buf b = mkbuf(1, 0x1000, 0x100, 42, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE);
+	struct dnp_buf b2 = mkbuf(1, 0x4000, 0x100, 77, DNP_BUF_PUT_TARGET);
+	const struct dnp_buf *e = NULL;
+	const uint64_t vas[] = { 0, 0xfff, 0x1000, 0x1080, 0x10ff, 0x1100, 0x4000, UINT64_MAX };
+	const uint64_t lens[] = { 0, 1, 0x80, 0x100, 0x101, 0x10000, UINT64_MAX };
+
+	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(dnp_buftab_insert(bt, &b2), 0);
+	for (size_t i = 0; i < sizeof(vas) / sizeof(vas[0]); i++)
+		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++)
+			for (unsigned f = 0; f <= DNP_BUF_ALL; f++) {
+				assert_int_equal(dnp_buftab_lookup(bt, 1, vas[i], lens[j], 43, f, &e),
+						 -EACCES);
+				assert_int_equal(dnp_buftab_lookup(bt, 1, vas[i], lens[j], 0, f, &e),
+						 -EACCES);
+			}
+	/* Each key opens its own buffer only. */
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x4000, 1, 42, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1000, 1, 77, 0, &e), -EACCES);
+	assert_null(e);
 	dnp_buftab_destroy(bt);
 }
 
@@ -252,7 +281,7 @@ static void test_buftab_remove(void **state)
 	assert_int_equal(dnp_buftab_remove(bt, 1, 0x20000, NULL), -ENOENT);
 	assert_int_equal(dnp_buftab_count(bt), 14);
 	/* After removal, traffic to it fails; its neighbours on every port remain. */
-	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x20000, 1, 11, 0, &e), -ENOENT);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x20000, 1, 11, 0, &e), -EACCES);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0x20000, 1, 1, 0, &e), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x30000, 1, 12, 0, &e), 0);
 
@@ -295,9 +324,9 @@ static void test_buftab_near_uint64_max(void **state)
 			 -ERANGE);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX - 0x80, UINT64_MAX - 0x10, 1, 0,
 					   &e), -ERANGE);
-	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX, 1, 1, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX, 0, 1, 0, &e), -ENOENT);
-	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX - 0x101, 1, 1, 0, &e), -ENOENT);
+	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX, 1, 1, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX, 0, 1, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX - 0x101, 1, 1, 0, &e), -EACCES);
 	assert_int_equal(dnp_buftab_lookup(bt, 1, UINT64_MAX - 1, 1, 1, 0, &e), 0);
 	assert_int_equal(e->port, 1);
 
@@ -306,7 +335,7 @@ static void test_buftab_near_uint64_max(void **state)
 	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0, 1, 2, 0, &e), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0, 2, 2, 0, &e), -ERANGE);
-	assert_int_equal(dnp_buftab_lookup(bt, 0, 1, 1, 2, 0, &e), -ENOENT);
+	assert_int_equal(dnp_buftab_lookup(bt, 0, 1, 1, 2, 0, &e), -EACCES);
 	dnp_buftab_destroy(bt);
 }
 
@@ -372,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_buftab_create_errors),
 		cmocka_unit_test(test_buftab_4096_random_order),
 		cmocka_unit_test(test_buftab_lookup_error_order),
+		cmocka_unit_test(test_buftab_wrong_key_no_bounds_leak),
 		cmocka_unit_test(test_buftab_insert_errors),
 		cmocka_unit_test(test_buftab_overlap_per_port),
 		cmocka_unit_test(test_buftab_remove),

@@ -205,8 +205,9 @@ static void test_cmd_names(void **state)
 	assert_string_equal(dnp_ev_type_name(DNP_EV_GET_DONE), "GET_DONE");
 	assert_string_equal(dnp_ev_type_name(DNP_EV_ERROR), "ERROR");
 	assert_string_equal(dnp_ev_type_name(DNP_EV_LINK), "LINK");
+	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_ERROR), "RX_ERROR");
 	assert_string_equal(dnp_ev_type_name(0), "?");
-	assert_string_equal(dnp_ev_type_name(7), "?");
+	assert_string_equal(dnp_ev_type_name(8), "?");
 }
 
 int main(void)

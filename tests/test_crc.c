@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for dnp-core/crc: known answers of CRC-32/IEEE, chaining, and
- * that every single-bit error in a maximum-size frame is caught (seed 000,
- * lines 715-727: CRC_RX recomputes the check value and compares).
+ * that every single-bit error in a maximum-size frame is caught (EURETILE
+ * report, HW instrumentation for debugging: CRC_RX recomputes the check value
+ * and compares).
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,9 +1,11 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_engine — two engines on a 2x1x1 torus (and loopback on one node),
  * wired frame by frame in this test, no lab and no transport.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,7 +48,12 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 
 static const struct dnp_mem_ops ops = { mem_read, mem_write };
 
-static struct node nodes[2];
+static struct node nodes[4];
+/* Per-test settings applied by setup_nodes (reset by teardown). */
+static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
+static uint32_t evq_slots;                  /* event queue size of node evq_node (0 = default) */
+static unsigned evq_node = 1;
+static int drop_node = -1, drop_kind = -1;  /* pump drops these frames */
 static unsigned nnodes;
 static uint64_t now;
 static bool exact_prompt; /* dnpd's link settings instead of the hardware's */
@@ -63,7 +70,12 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	c.max_ports = NPORTS;
 	c.mem = &ops;
 	c.mem_ctx = &nodes[i];
-	c.key_seed = seed;
+	c.key_secret[0] = seed;
+	c.cmd_timeout = t_cmd;
+	c.reasm_timeout = t_reasm;
+	c.deliver_timeout = t_deliver;
+	if (evq_slots && i == evq_node)
+		c.event_queue = evq_slots;
 	c.link.reset_period = reset_period;
 	if (exact_prompt) {
 		c.link.credit_model = DNP_CREDIT_EXACT;
@@ -99,6 +111,10 @@ static int teardown(void **state)
 	memset(nodes, 0, sizeof(nodes));
 	exact_prompt = false;
 	reset_period = 0;
+	t_cmd = t_reasm = t_deliver = 0;
+	evq_slots = 0;
+	evq_node = 1;
+	drop_node = drop_kind = -1;
 	return 0;
 }
 
@@ -120,7 +136,15 @@ static void pump(unsigned steps)
 						memcpy(last_data, copy, f[k].len);
 						last_data_len = f[k].len;
 					}
-					unsigned peer = (i + 1) % nnodes;
+					/* X ring: + goes to i+1, - to i-1 */
+					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes
+									: (i + nnodes - 1) % nnodes;
+					struct dnp_pkt_hdr h;
+					const uint8_t *pl;
+					if ((int)i == drop_node &&
+					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
+					    (int)h.kind == drop_kind)
+						continue; /* lost on the wire */
 					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d), copy,
 							    f[k].len, now);
 				}
@@ -234,7 +258,7 @@ static void test_engine_put_out_of_bounds_writes_nothing(void **state)
 	/* starts before the buffer: the later fragments fall inside it but must not land */
 	c = put_cmd(1, 0, BASE, BASE + 4096, key, 12000, 2);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	expect_error(0, 0, -ENOENT);
+	expect_error(0, 0, -EACCES); /* no buffer at the start that the key opens */
 	pump(200);
 	for (size_t i = 0; i < 3 * 8192; i++)
 		assert_int_equal(nodes[1].mem[0][i], 0);
@@ -519,6 +543,475 @@ static void test_engine_restarted_node_rejoins(void **state)
 	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], 65536);
 }
 
+/*
+ * Issue 7: a PUT or GET with a wrong key gets the same error whatever the
+ * range it names (inside, across the end, before, far away): it learns
+ * nothing about the buffer, not even its bounds.
+ */
+static void test_engine_wrong_key_same_error_any_range(void **state)
+{
+	setup_nodes(2);
+	uint32_t key, lkey;
+	const uint64_t off[] = { 0, 100, 8192 - 1, 8192, 4096 * 3, 0x200000 };
+	const uint64_t lens[] = { 1, 100, 8192, 20000 };
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192,
+					     DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, 0, &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 0x10000,
+					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			uint64_t va = BASE + 8192 + off[i];
+			struct dnp_cmd c = put_cmd(1, 0, BASE, va, key ^ 0x10, lens[j], i);
+			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+			expect_error(0, 0, -EACCES);
+			c = (struct dnp_cmd){ .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0,
+					      .remote_va = va, .remote_key = key + 1,
+					      .len = lens[j], .local_va = BASE + 0x100000,
+					      .local_key = lkey, .cookie = 9 };
+			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+			expect_error(0, 0, -EACCES);
+		}
+	/* the same ranges with a key that opens nothing at all, and before the buffer */
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, 0, 100, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	expect_error(0, 0, -EACCES);
+	/* with the right key the bounds are told */
+	c = put_cmd(1, 0, BASE, BASE + 8192 + 100, key, 8192, 2);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	expect_error(0, 0, -ERANGE);
+}
+
+/*
+ * Issue 7, port reuse: a GET is being answered from port 0 of node 1 when
+ * its application goes; a new application opens port 0 and registers a
+ * buffer at the same address. The old GET's responder must not go on
+ * reading: not one byte of the new application may reach the old reader,
+ * and the GET ends in an error.
+ */
+static void test_engine_port_reuse_aborts_get_responder(void **state)
+{
+	setup_nodes(2);
+	uint32_t rkey, lkey, newkey;
+	const size_t len = 256u << 10;
+	uint8_t *dst = nodes[0].mem[1] + 0x200000;
+
+	memset(nodes[1].mem[0], 0xaa, len); /* the old application's data */
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_GET_SOURCE, 0,
+					     &rkey), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x200000, len,
+					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+	struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0, .remote_va = BASE,
+			     .remote_key = rkey, .len = len, .local_va = BASE + 0x200000,
+			     .local_key = lkey, .cookie = 5 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && dst[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(dst[0], 0xaa);
+	assert_int_not_equal(dst[len - 1], 0xaa); /* caught in the middle */
+
+	/* The application of port 0 goes, another one comes with its own data. */
+	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
+	memset(nodes[1].mem[0], 0x55, len);
+	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len,
+					     DNP_BUF_GET_SOURCE | DNP_BUF_PUT_TARGET, 0, &newkey),
+			 0);
+	struct dnp_event ev;
+	assert_true(next_event(0, 1, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ECONNRESET);
+	assert_int_equal(ev.cookie, 5);
+	pump(2000);
+	for (size_t i = 0; i < len; i++)
+		if (dst[i] == 0x55)
+			fail_msg("byte %zu of the new application reached the old reader", i);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 1, &ev, 1), 0); /* exactly once */
+}
+
+/*
+ * Port reuse, SEND side: a multi-packet SEND is being reassembled into a
+ * buffer of port 0 when its application goes; the next application of
+ * port 0 posts a buffer at the same address. The rest of the old message
+ * must not land in it, and the sender gets one error.
+ */
+static void test_engine_port_reuse_drops_send_reassembly(void **state)
+{
+	setup_nodes(2);
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
+			     .len = len, .cookie = 8 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+
+	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
+	memset(rx, 0x55, 256u << 10);
+	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	struct dnp_event ev;
+	assert_true(next_event(0, 1, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.cookie, 8);
+	pump(2000);
+	for (size_t i = 0; i < (256u << 10); i++)
+		if (rx[i] != 0x55)
+			fail_msg("byte %zu of the old message landed in the new application", i);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 1, &ev, 1), 0);
+}
+
+/*
+ * Issue 7: a frame is accepted only on its own link. In a ring of size 2
+ * both X links join the same two nodes, each with its own sequence space
+ * starting at 0: the first PUT frame recorded on one link and replayed on
+ * the other must be dropped (and counted), never delivered a second time.
+ */
+static void test_engine_replay_on_other_link_dropped(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_frame f[16];
+	uint8_t rec[DNP_MAX_FRAME];
+	uint32_t rec_len = 0;
+	unsigned rec_dir = 0;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	pump(10);
+	fill(nodes[0].mem[0], 1000, 4);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 1000, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	/* pump by hand, recording the PUT frame */
+	for (unsigned step = 0; step < 200; step++, now++) {
+		for (unsigned i = 0; i < 2; i++)
+			dnp_engine_run(nodes[i].e, now);
+		for (unsigned i = 0; i < 2; i++)
+			for (unsigned d = 0; d < DNP_NDIRS; d++) {
+				unsigned n = dnp_engine_tx_burst(nodes[i].e, d, f, 16, now);
+				for (unsigned k = 0; k < n; k++) {
+					struct dnp_pkt_hdr h;
+					const uint8_t *pl;
+					uint8_t copy[DNP_MAX_FRAME];
+					memcpy(copy, f[k].data, f[k].len);
+					assert_int_equal(dnp_pkt_decode(copy, f[k].len, &h, &pl), 0);
+					if (i == 0 && h.kind == DNP_PKT_PUT && !rec_len) {
+						memcpy(rec, copy, f[k].len);
+						rec_len = f[k].len;
+						rec_dir = d;
+					}
+					(void)dnp_engine_rx(nodes[1 - i].e, dnp_torus_opposite(d),
+							    copy, f[k].len, now);
+				}
+			}
+	}
+	assert_true(rec_len > 0);
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+
+	/* Replay on node 1's other X link (the one node 0's rec_dir does not feed). */
+	memset(nodes[1].mem[0], 0, 1000);
+	uint64_t wrong = dnp_engine_stats(nodes[1].e)->rx_wrong_link;
+	assert_int_equal(dnp_engine_rx(nodes[1].e, rec_dir, rec, rec_len, now), -EXDEV);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_wrong_link, wrong + 1);
+	pump(500);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(nodes[1].mem[0][i], 0);
+	/* On its own link it is a duplicate: dropped as well. */
+	assert_int_equal(dnp_engine_rx(nodes[1].e, dnp_torus_opposite(rec_dir), rec, rec_len, now),
+			 -EALREADY);
+	pump(500);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	/* And a credit frame naming another node than the neighbour is refused. */
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .src_dir = DNP_DIR_XP,
+				 .src = { 1, 0, 0 }, .dst = { 1, 0, 0 } };
+	uint8_t cf[DNP_FRAME_OVERHEAD];
+	assert_int_equal(dnp_pkt_encode(&h, NULL, cf, sizeof(cf)), (int)sizeof(cf));
+	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), -EXDEV);
+	h.src = (struct dnp_coord){ 0, 0, 0 };
+	h.epoch = dnp_link_epoch(dnp_engine_link(nodes[1].e, DNP_DIR_XM)); /* the agreed one */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, cf, sizeof(cf)), (int)sizeof(cf));
+	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), 0);
+}
+
+/*
+ * Issue 7: frames are decoded from a private copy. A peer that shares the
+ * frame's memory (shm links) flips payload bytes while the engine receives
+ * it: the engine must deliver only bytes its CRC check saw. The flipper
+ * runs only while dnp_engine_rx does (a handshake keeps it off while the
+ * test encodes the next frame), so every delivered byte that is not the
+ * original was changed between the check and the use.
+ */
+enum { FLIP_OFF, FLIP_ON, FLIP_STOP };
+static _Atomic int flip_phase;
+static _Atomic int flip_idle;
+static uint8_t *_Atomic flip_frame;
+
+static void *flipper(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int ph = atomic_load(&flip_phase);
+		if (ph == FLIP_STOP)
+			return NULL;
+		if (ph == FLIP_OFF) {
+			atomic_store(&flip_idle, 1);
+			continue;
+		}
+		atomic_store(&flip_idle, 0);
+		volatile uint8_t *pl = atomic_load(&flip_frame) + 3 * DNP_WORD_BYTES;
+		for (unsigned i = 0; i < 64; i++)
+			pl[1000 + i] = 0xee;
+		for (unsigned i = 0; i < 64; i++)
+			pl[1000 + i] = 0x11;
+	}
+}
+
+static void test_engine_rx_decodes_private_copy(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	static uint8_t shared[DNP_MAX_FRAME];
+	uint8_t payload[4096];
+	pthread_t th;
+	unsigned accepted = 0;
+
+	pump(100); /* the links agree on an epoch: hand-made frames carry it */
+	uint8_t epoch = dnp_link_epoch(dnp_engine_link(nodes[1].e, DNP_DIR_XM));
+	assert_int_equal(dnp_engine_link_state(nodes[1].e, DNP_DIR_XM), DNP_LINK_UP);
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	memset(payload, 0x11, sizeof(payload));
+	atomic_store(&flip_frame, shared);
+	atomic_store(&flip_phase, FLIP_OFF);
+	assert_int_equal(pthread_create(&th, NULL, flipper, NULL), 0);
+	for (uint32_t seq = 0, it = 0; it < 4000; it++) {
+		/* A PUT from node 1 to itself, as if it came back over X-: no CMPL to route. */
+		struct dnp_pkt_hdr h = { .lflags = DNP_LINK_F_SEQ, .seq = seq, .src_dir = DNP_DIR_XP,
+					 .dst = { 1, 0, 0 }, .src = { 1, 0, 0 }, .kind = DNP_PKT_PUT,
+					 .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST, .len = 4096,
+					 .msg_len = 4096, .msg_id = it, .va = BASE, .key = key,
+					 .hops = 1, .epoch = epoch };
+		atomic_store(&flip_phase, FLIP_OFF);
+		while (!atomic_load(&flip_idle))
+			;
+		int n = dnp_pkt_encode(&h, payload, shared, sizeof(shared));
+		assert_int_equal(n, (int)dnp_pkt_frame_len(4096));
+		atomic_store(&flip_phase, FLIP_ON);
+		int rc = dnp_engine_rx(nodes[1].e, DNP_DIR_XM, shared, (size_t)n, now);
+		atomic_store(&flip_phase, FLIP_OFF);
+		if (rc == 0) {
+			seq++;
+			accepted++;
+		}
+		dnp_engine_run(nodes[1].e, ++now);
+		struct dnp_event ev[8];
+		(void)dnp_engine_poll_events(nodes[1].e, 0, ev, 8);
+		for (size_t i = 0; i < 4096; i++)
+			if (nodes[1].mem[0][i] != 0x11 && nodes[1].mem[0][i] != 0)
+				fail_msg("frame %u: byte %zu changed after the CRC check", it, i);
+		struct dnp_frame f[16];
+		for (unsigned d = 0; d < DNP_NDIRS; d++)
+			(void)dnp_engine_tx_burst(nodes[1].e, d, f, 16, now);
+	}
+	atomic_store(&flip_phase, FLIP_STOP);
+	pthread_join(th, NULL);
+	assert_true(accepted > 0);
+}
+
+/*
+ * Issue 7, lost completion report: node 1 got the PUT but its CMPL never
+ * reaches node 0 (every CMPL frame of node 1 is lost). With a command
+ * deadline the PUT still completes, exactly once, with -ETIMEDOUT.
+ */
+static void test_engine_lost_cmpl_times_out(void **state)
+{
+	t_cmd = 5000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	fill(nodes[0].mem[0], 9000, 2);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 44);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.cookie, 44);
+	assert_true(now - t0 <= 5000 + 5000 / 4 + 2); /* the documented bound */
+	pump(20000); /* the link gives up on the CMPL too: still one event only */
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, SEND reassembly: the sender goes (its port closes) in the middle
+ * of a multi-packet SEND. The receiver reclaims the reassembly slot (there
+ * is only one) and the buffer after reasm_timeout, tells its application
+ * with DNP_EV_RX_ERROR -ETIMEDOUT, and the next SEND lands in that buffer.
+ */
+static void test_engine_send_reasm_timeout(void **state)
+{
+	t_reasm = 3000;
+	setup_nodes(2);
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
+					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
+			     .len = len, .cookie = 8 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+	assert_int_equal(dnp_engine_port_close(nodes[0].e, 1), 0); /* the sender is killed */
+	uint64_t t0 = now;
+	assert_true(next_event(1, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_RX_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(ev.len, len);
+	assert_int_equal(ev.port, 1);
+	assert_true(now - t0 <= 3000 + 3000 / 4 + 100);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->reasm_timeouts, 1);
+
+	/* The slot and the buffer are back: a new SEND arrives in the same buffer. */
+	assert_int_equal(dnp_engine_port_open(nodes[0].e, 1), 0);
+	memset(nodes[0].mem[1], 0x77, len);
+	c.cookie = 9;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_RX_SEND);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(rx[0], 0x77);
+	assert_int_equal(rx[len - 1], 0x77);
+	assert_true(next_event(0, 1, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 9);
+	pump(5000);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, a slow application: on a 4-node ring, node 1's application
+ * (port 0) stops draining its events while node 0 floods it with PUTs. Node
+ * 0's PUTs to node 2 cross node 1 on the same link and VC. Each blocked PUT
+ * fails back after deliver_timeout with -EOVERFLOW, so every transit PUT gets
+ * through; every command of node 0 completes exactly once.
+ */
+static void test_engine_slow_app_does_not_block_transit(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 4;
+	setup_nodes(4);
+	uint32_t k1, k2;
+	unsigned issued = 0, done_ok = 0, done_nospc = 0, transit_ok = 0, rx2 = 0;
+	uint8_t seen[64] = { 0 };
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k1), 0);
+	assert_int_equal(dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k2), 0);
+	/* alternate: to node 1 (never drained), to node 2 (transit through node 1) */
+	for (unsigned i = 0; i < 24; i++) {
+		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i)
+					 : put_cmd(1, 0, BASE, BASE + i * 1024, k1, 5000, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		issued++;
+	}
+	for (unsigned step = 0; step < 400000 && done_ok + done_nospc < issued; step++) {
+		struct dnp_event ev[8];
+		pump(1);
+		unsigned n = dnp_engine_poll_events(nodes[0].e, 0, ev, 8);
+		for (unsigned j = 0; j < n; j++) {
+			assert_true(ev[j].cookie < issued);
+			assert_int_equal(seen[ev[j].cookie]++, 0); /* exactly once */
+			if (ev[j].type == DNP_EV_TX_DONE) {
+				done_ok++;
+				transit_ok += ev[j].cookie % 2;
+			} else {
+				assert_int_equal(ev[j].type, DNP_EV_ERROR);
+				assert_int_equal(ev[j].status, -EOVERFLOW);
+				assert_int_equal(ev[j].cookie % 2, 0); /* only PUTs to node 1 */
+				done_nospc++;
+			}
+		}
+		rx2 += dnp_engine_poll_events(nodes[2].e, 0, ev, 8);
+	}
+	assert_int_equal(done_ok + done_nospc, issued);
+	assert_int_equal(transit_ok, issued / 2);
+	assert_int_equal(rx2, issued / 2);
+	assert_true(done_nospc > 0);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->deliver_timeouts, done_nospc);
+}
+
+/*
+ * The same bound for loopback: port 1 of a single node stops draining; a
+ * loopback PUT to it must not hold up, for ever, the loopback PUT queued
+ * behind it (here to port 0 itself).
+ */
+static void test_engine_slow_app_does_not_block_loopback(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 8;
+	evq_node = 0;
+	setup_nodes(1);
+	uint32_t k0, k1;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
+					     DNP_BUF_PUT_TARGET, 0, &k0), 0);
+	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &k1), 0);
+	/* fill port 1's event queue: 8 RX_PUT nobody reads */
+	for (unsigned i = 0; i < 8; i++) {
+		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		assert_true(next_event(0, 0, &ev, 100));
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	}
+	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE, k1, 5000, 1); /* blocked */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	c = put_cmd(0, 0, BASE, BASE + 0x100000, k0, 100, 2); /* behind it */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EOVERFLOW);
+	assert_int_equal(ev.cookie, 1);
+	assert_true(now - t0 <= 2000 + 10);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 2);
+	pump(3000);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +1020,15 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_get, teardown),
+		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
+		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),
+		cmocka_unit_test_teardown(test_engine_rx_decodes_private_copy, teardown),
+		cmocka_unit_test_teardown(test_engine_replay_on_other_link_dropped, teardown),
+		cmocka_unit_test_teardown(test_engine_port_reuse_aborts_get_responder, teardown),
+		cmocka_unit_test_teardown(test_engine_port_reuse_drops_send_reassembly, teardown),
+		cmocka_unit_test_teardown(test_engine_wrong_key_same_error_any_range, teardown),
 		cmocka_unit_test_teardown(test_engine_loopback_put, teardown),
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),

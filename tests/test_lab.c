@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_lab — the engine on simulated tori: byte-exact all-to-all on 64 nodes,
  * deadlock freedom with dateline VCs (and the deadlock without them), CRC
@@ -257,6 +257,64 @@ static void test_lab_silent_link_broken(void **state)
 	dnp_lab_destroy(lab);
 }
 
+/*
+ * Issue 7, a broken return path: on a 4-ring every node PUTs to the node two
+ * hops away on the + side, and completion reports come back on the + side
+ * too (the + way wins ties), through node 3's X+ link. Node 3 stops sending
+ * on X+ after the data has arrived: the reports crossing it are lost.
+ * Without a command deadline those commands never complete; with one, every
+ * command completes exactly once, the lost ones with -ETIMEDOUT although
+ * their data was written.
+ */
+static void lost_cmpl_conf(struct dnp_lab_conf *c, uint64_t cmd_timeout)
+{
+	fast_conf(c, 4, 1, 1);
+	c->pattern = DNP_LAB_SHIFT;
+	c->shift[0] = 2;
+	assert_int_equal(dnp_lab_parse_sizes("1M", c), 0);
+	c->silence_node = 3;
+	c->silence_dir = DNP_DIR_XP;
+	c->silence_at = 33000;
+	c->allow_errors = true;
+	c->link.credit_timeout = 1500;
+	c->stall_limit = 500000;
+	c->cmd_timeout = cmd_timeout;
+}
+
+static void test_lab_lost_cmpl_deadline(void **state)
+{
+	struct dnp_lab_conf c;
+	struct dnp_lab *lab;
+	unsigned timedout = 0, timedout_written = 0;
+
+	lost_cmpl_conf(&c, 0);
+	lab = run_lab(&c, -EDEADLK); /* no deadline: reports lost, commands hang */
+	assert_true(dnp_lab_result(lab)->completions_ok + dnp_lab_result(lab)->completions_err <
+		    dnp_lab_messages(lab));
+	dnp_lab_destroy(lab);
+
+	lost_cmpl_conf(&c, 200000);
+	lab = run_lab(&c, 0);
+	for (uint32_t i = 0; i < dnp_lab_messages(lab); i++) {
+		struct dnp_lab_msg_info m;
+
+		assert_int_equal(dnp_lab_msg_info(lab, i, &m), 0);
+		assert_int_equal(m.completions, 1);
+		if (m.status == -ETIMEDOUT) {
+			timedout++;
+			timedout_written += m.written == m.size;
+			/* within the bound: the deadline plus a quarter of it */
+			assert_true(m.completed - m.submitted <= c.cmd_timeout + c.cmd_timeout / 4 + 1);
+		} else {
+			assert_true(m.status == 0 || m.status == -ENOLINK);
+		}
+	}
+	assert_true(timedout > 0);
+	assert_true(timedout_written > 0);
+	assert_int_equal(dnp_lab_result(lab)->verify_errors, 0);
+	dnp_lab_destroy(lab);
+}
+
 static void faults_run(double loss)
 {
 	struct dnp_lab_conf c;
@@ -337,7 +395,7 @@ static void test_lab_reproducible(void **state)
 	dnp_lab_destroy(b);
 }
 
-/* Measured link efficiency within 5% of the model E_T (seed 000, lines 243-329). */
+/* Measured link efficiency within 5% of the model E_T (EURETILE report, torus link). */
 static void test_lab_efficiency_model(void **state)
 {
 	static const int rules[] = { DNP_START_VCT, DNP_START_STOP_AT_RED };
@@ -366,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_lab_ring_single_vc_deadlocks),
 		cmocka_unit_test(test_lab_corruption_detected),
 		cmocka_unit_test(test_lab_silent_link_broken),
+		cmocka_unit_test(test_lab_lost_cmpl_deadline),
 		cmocka_unit_test(test_lab_faults_loss_1pct),
 		cmocka_unit_test(test_lab_faults_loss_5pct),
 		cmocka_unit_test(test_lab_efficiency_model),

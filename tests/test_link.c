@@ -100,7 +100,10 @@ static void test_link_create_rejects_bad_conf(void **state)
 	dnp_link_destroy(l);
 }
 
-/* Seed 000: after one 4 KiB packet the space left (506 - 260) is too small for another. */
+/*
+ * EURETILE report, torus link: after one 4 KiB packet the space left
+ * (506 - 260) is too small for another.
+ */
 static void test_link_vct_refuses_full_packet(void **state)
 {
 	struct dnp_link_conf c = base_conf();

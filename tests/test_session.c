@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_session — libdnp against dnpd's session server (dnp-core/dnpd/sess.c)
  * with a fake engine: handshake and ABI checks, ports, the shared heap and
@@ -12,17 +12,22 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +41,7 @@
 struct fake {
 	atomic_int opens, closes, regs, unregs, cmds;
 	atomic_bool pause, stop, events_off;
+	atomic_bool paused; /* the server's answer to pause: it pops nothing until pause clears */
 	int reg_ret;
 	uintptr_t last_priv;
 	uint64_t last_va, last_len;
@@ -114,8 +120,11 @@ static void *srv_main(void *arg)
 	while (!atomic_load(&x->f.stop)) {
 		unsigned k;
 
+		bool paused = atomic_load(&x->f.pause);
+
+		atomic_store(&x->f.paused, paused);
 		dnpd_sess_service(x->srv);
-		for (k = 0; k < x->srv->nports && !atomic_load(&x->f.pause); k++) {
+		for (k = 0; k < x->srv->nports && !paused; k++) {
 			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
 			struct dnp_cmd c;
 
@@ -209,6 +218,35 @@ static void wait_for(atomic_int *v, int want)
 	for (i = 0; i < 2000 && atomic_load(v) != want; i++)
 		usleep(1000);
 	assert_int_equal(atomic_load(v), want);
+}
+
+/* Stops the fake engine and returns once it has acknowledged (a handshake, not a sleep). */
+static void fake_pause(struct fixture *x)
+{
+	atomic_store(&x->f.pause, true);
+	for (int i = 0; i < 2000000 && !atomic_load(&x->f.paused); i++)
+		sched_yield();
+	assert_true(atomic_load(&x->f.paused));
+}
+
+/* True when thread tid of this process is blocked in the kernel ('S'). */
+static bool thread_blocked(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
 }
 
 static void test_session_open_close(void **state)
@@ -428,8 +466,7 @@ static void test_session_queue_full_nonblock(void **state)
 	int r = 0;
 
 	assert_int_equal(dnp_open(x->sock, &d), 0);
-	atomic_store(&x->f.pause, true);
-	usleep(2000);
+	fake_pause(x);
 	for (i = 0; i < DNP_SESS_CMD_SLOTS; i++)
 		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
 	r = dnp_send(d, NULL, 0, dst, 0, 999, DNP_NONBLOCK);
@@ -444,12 +481,27 @@ static void test_session_queue_full_nonblock(void **state)
 	dnp_close(d);
 }
 
-static void *unpause_later(void *arg)
-{
-	struct fixture *x = arg;
+struct unpause {
+	struct fixture *x;
+	struct dnp_sess_ctl *ctl; /* the session of the app that waits */
+	pid_t tid;                /* its thread */
+	bool was_asleep;
+};
 
-	usleep(50000);
-	atomic_store(&x->f.pause, false);
+/*
+ * Releases the fake engine once the app sleeps in the futex: it has
+ * announced itself (ev_waiters) and its thread is blocked in the kernel.
+ */
+static void *unpause_when_asleep(void *arg)
+{
+	struct unpause *u = arg;
+
+	for (int i = 0; i < 2000000 && !u->was_asleep; i++) {
+		u->was_asleep = atomic_load(&u->ctl->ev_waiters) != 0 && thread_blocked(u->tid);
+		if (!u->was_asleep)
+			sched_yield();
+	}
+	atomic_store(&u->x->f.pause, false);
 	return NULL;
 }
 
@@ -476,16 +528,18 @@ static void test_session_doorbells(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	assert_true((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 - t0 >= 55);
 	/* A sleeping app is woken by the event bell. */
-	atomic_store(&x->f.pause, true);
-	usleep(2000);
+	fake_pause(x);
 	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 77, 0), 0);
 	{
+		struct unpause u = { .x = x, .ctl = x->srv->by_port[dnp_port(d)]->ctl,
+				     .tid = (pid_t)syscall(SYS_gettid) };
 		pthread_t th;
 
-		/* Releases the fake engine 50 ms later, while we sleep in the futex. */
-		assert_int_equal(pthread_create(&th, NULL, unpause_later, x), 0);
+		/* Releases the fake engine while we sleep in the futex. */
+		assert_int_equal(pthread_create(&th, NULL, unpause_when_asleep, &u), 0);
 		assert_int_equal(dnp_wait_event(d, &ev, -1), 1);
 		pthread_join(th, NULL);
+		assert_true(u.was_asleep);
 	}
 	assert_int_equal(ev.cookie, 77);
 	dnp_close(d);
@@ -556,7 +610,12 @@ static void test_session_stats_and_protocol(void **state)
 				   .type = DNP_SESS_HELLO };
 	/* Sent in two pieces: the daemon reassembles partial records. */
 	assert_int_equal(send(fd, &m, 10, 0), 10);
-	usleep(5000);
+	/* the second piece only once the daemon has read the first (none left unread) */
+	for (int i = 0, q = 1; i < 2000000 && q; i++) {
+		assert_int_equal(ioctl(fd, SIOCOUTQ, &q), 0);
+		if (q)
+			sched_yield();
+	}
 	assert_int_equal(send(fd, (char *)&m + 10, sizeof(m) - 10, 0), sizeof(m) - 10);
 	assert_int_equal(recv(fd, &m, sizeof(m), MSG_WAITALL), sizeof(m));
 	assert_int_equal(m.status, -EPROTO);

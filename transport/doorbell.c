@@ -2,24 +2,18 @@
 /* doorbell — futex event count in shared memory; see doorbell.h. */
 #include "doorbell.h"
 
+#include "dnp_futex.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define DNP_DOORBELL_FILE_SIZE 4096
-
-static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val, const struct timespec *ts)
-{
-	/* Shared futex (no FUTEX_PRIVATE_FLAG): the word is in a MAP_SHARED file. */
-	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, ts, NULL, 0);
-}
 
 void dnp_doorbell_init(struct dnp_doorbell *db)
 {
@@ -45,7 +39,7 @@ void dnp_doorbell_ring(struct dnp_doorbell *db)
 	 */
 	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst) != 0)
-		futex(&db->seq, FUTEX_WAKE, INT_MAX, NULL);
+		dnp_futex_wake(&db->seq);
 }
 
 int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns)
@@ -64,12 +58,7 @@ int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_n
 	/* Dekker pair with dnp_doorbell_ring (see there). */
 	if (atomic_load_explicit(&db->seq, memory_order_seq_cst) == seen) {
 		/* The kernel re-checks seq == seen atomically with queueing us (EAGAIN otherwise). */
-		if (futex(&db->seq, FUTEX_WAIT, seen, tsp) < 0) {
-			if (errno == ETIMEDOUT)
-				ret = -ETIMEDOUT;
-			else if (errno == EINTR)
-				ret = -EINTR;
-		}
+		ret = dnp_futex_wait(&db->seq, seen, tsp);
 	}
 	atomic_fetch_sub_explicit(&db->sleeping, 1, memory_order_relaxed);
 	/* acquire: whoever rang published its work before bumping seq */

@@ -14,7 +14,7 @@
  * each, one io_uring_submit_and_get_events per tx_burst.
  *
  * Ring set-up tries SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG first, then
- * without TASKRUN_FLAG, then COOP_TASKRUN|TASKRUN_FLAG (machine-facts.md:
+ * without TASKRUN_FLAG, then COOP_TASKRUN|TASKRUN_FLAG (measured on 2 cores:
  * default flags with a spinning peek cost ~105 us per round trip, these
  * 11.5-13 us). With TASKRUN_FLAG an idle rx_burst makes no system call: it
  * enters the kernel (io_uring_get_events) only when the kernel has flagged

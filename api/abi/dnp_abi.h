@@ -6,10 +6,10 @@
  * padding, static_assert on sizes. The session layout (rings, heap, magic and
  * version word) is in dnp_session.h.
  *
- * As in the DNP's TX ring (seed 000, lines 331-393), a command carries the
- * packet Header and Footer material (destination, remote address, key) and
- * CMD0 (local DMA: local address and length) and CMD1 (completion: the
- * cookie returned in the event). Every command ends in exactly one
+ * As in the DNP's TX ring (EURETILE report, TX acceleration), a command
+ * carries the packet Header and Footer material (destination, remote address,
+ * key) and CMD0 (local DMA: local address and length) and CMD1 (completion:
+ * the cookie returned in the event). Every command ends in exactly one
  * completion event (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR).
  */
 #ifndef DNP_ABI_H
@@ -59,6 +59,13 @@ enum dnp_ev_type {
 	DNP_EV_GET_DONE = 4, /* our GET's data is in our buffer */
 	DNP_EV_ERROR = 5,    /* a command failed (status < 0), or an RX-side error report */
 	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when broken */
+	/*
+	 * A message for us failed on arrival (status < 0; it is no completion of
+	 * ours): a SEND whose rest never came (-ETIMEDOUT). va = the SEND-target
+	 * buffer it had taken, back at the head of the port's SEND queue; len =
+	 * the message length; port/peer_* = its sender.
+	 */
+	DNP_EV_RX_ERROR = 7,
 };
 
 struct dnp_event {

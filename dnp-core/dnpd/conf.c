@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * conf — dnpd's command line and topology file into struct dnpd_conf, and
  * the link addresses derived from it (docs/dnpd.md, "Run directory").
@@ -36,6 +36,7 @@ void dnpd_conf_default(struct dnpd_conf *c)
 	c->cpu = -1;
 	c->log_level = DNPD_WARN;
 	c->heap_default = DNP_SESS_HEAP_DEFAULT;
+	c->cmd_timeout_ms = DNPD_CMD_TIMEOUT_MS_DEFAULT;
 }
 
 void dnpd_conf_usage(FILE *f, const char *prog)
@@ -49,6 +50,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --torus XxYxZ            torus dimensions, each 1..256\n"
 		"  --coord X,Y,Z            this node's coordinates\n"
 		"  --run-dir DIR            socket, doorbell, shm link and .up files\n"
+		"  --socket PATH            the application socket instead of\n"
+		"                           DIR/node-<id>.sock (e.g. /run/dnp/dnpd.sock, the\n"
+		"                           default of dnp_open(NULL))\n"
 		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
 		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
 		"                           \"%s\")\n"
@@ -74,10 +78,12 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --impair SPEC            impair the frames this node sends (repeatable):\n"
 		"                           dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,\n"
 		"                           reorder=P%%,delay=Nus,seed=N (docs/dnpd.md)\n"
+		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
+		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
-		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT);
+		prog, dnpd_eal_default, DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT);
 }
 
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -151,6 +157,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->has |= DNPD_HAS_RUNDIR;
 		return 0;
 	}
+	if (!strcmp(key, "socket"))
+		return !*v ? -EINVAL : dnpd_copy(c->socket, sizeof(c->socket), v);
 	if (!strcmp(key, "transport"))
 		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ? -EINVAL :
 			dnpd_copy(c->transport, sizeof(c->transport), v);
@@ -206,6 +214,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		memcpy(c->impair + have, v, add + 1);
 		return 0;
 	}
+	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
+		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 			c->heap_default ? 0 : -EINVAL;
@@ -218,7 +228,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS, OPT_IMPAIR,
+	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT, OPT_IMPAIR,
 };
 
 static const struct option dnpd_opts[] = {
@@ -237,6 +247,8 @@ static const struct option dnpd_opts[] = {
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
 	{ "impair", required_argument, NULL, OPT_IMPAIR },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -284,6 +296,8 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_EAL: key = "eal"; break;
 		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
 		case OPT_IMPAIR: key = "impair"; break;
+		case OPT_SOCKET: key = "socket"; break;
+		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
@@ -323,7 +337,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 int dnpd_path(const struct dnpd_conf *c, const char *suffix, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s/node-%u%s", c->run_dir,
+	int n = !strcmp(suffix, ".sock") && c->socket[0] ?
+		snprintf(out, len, "%s", c->socket) :
+		snprintf(out, len, "%s/node-%u%s", c->run_dir,
 			 dnp_torus_id(&c->torus, c->self), suffix);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;

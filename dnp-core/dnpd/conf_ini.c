@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* conf_ini — the topology file, parsed with inih (built when the inih dependency is found). */
 #include <errno.h>
 #include <ini.h>

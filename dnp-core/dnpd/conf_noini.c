@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* conf_noini — built when inih is missing: --config is refused. */
 #include <errno.h>
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnpd — one DNP node: the engine (dnp-core/engine.h), its virtual links
  * (transport/transport.h), application sessions (sess.c) and the poll loop
@@ -22,7 +22,7 @@
  * the engine runs, and so sends our own credits, only every DNPD_COARSE_NS,
  * until real work shows up (a command, a frame that is not a credit, a
  * socket request). Without this, credits of 8 idle daemons wake each other
- * in a chain at every credit period (2 shared cores, machine-facts.md).
+ * in a chain at every credit period (measured on 2 shared cores; docs/dnpd.md).
  * Links without a wait fd (dpdk) cannot wake the daemon: its sleeps are
  * capped at DNPD_NOWAIT_SLEEP_NS, or DNPD_NOWAIT_QUIET_SLEEP_NS when quiet.
  *
@@ -78,6 +78,10 @@
 #define DNPD_RTO_NS 20000000ull
 #define DNPD_MAX_RETRIES 50u
 #define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
+/* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
+#define DNPD_REASM_TIMEOUT_NS 5000000000ull
+/* A message for a port whose event queue stays full this long fails back (-ENOSPC). */
+#define DNPD_DELIVER_TIMEOUT_NS 1000000000ull
 
 static_assert(offsetof(struct dnp_sess_bell, seq) == offsetof(struct dnp_doorbell, seq) &&
 	      offsetof(struct dnp_sess_bell, sleeping) == offsetof(struct dnp_doorbell, sleeping) &&
@@ -121,6 +125,7 @@ struct dnpd {
 	uint64_t activity; /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t start;
+	struct dnpd_lfm lfm; /* LO|FA|MO DNP Fault Manager */
 };
 
 static atomic_bool dnpd_stop;
@@ -473,8 +478,12 @@ static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 		for (i = 0; i < n; i++) {
 			if (!d->quiet || !dnpd_is_credit(&rx[i]))
 				work++;
-			if (dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now) < 0)
+			int rr = dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now);
+
+			if (rr < 0)
 				l->rx_dropped++;
+			if (rr == -EILSEQ)
+				d->lfm.crc_errors[dir]++; /* the DFM's sick-link ratio */
 		}
 		l->rx_frames += (unsigned)n;
 	}
@@ -639,6 +648,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 		all_up = all_up && st == DNP_LINK_UP;
 	}
 	dnpd_up_file(d, all_up);
+	dnpd_lfm_house(&d->lfm, d->e, now);
 	return work;
 }
 
@@ -972,7 +982,6 @@ static void dnpd_close_links(struct dnpd *d)
 static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 {
 	struct dnp_engine_conf ec;
-	uint32_t seed = 0;
 
 	dnp_engine_conf_default(&ec);
 	ec.torus = d->conf.torus;
@@ -996,14 +1005,20 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;
+	ec.cmd_timeout = d->conf.cmd_timeout_ms * 1000000ull;
+	ec.reasm_timeout = DNPD_REASM_TIMEOUT_NS;
+	ec.deliver_timeout = DNPD_DELIVER_TIMEOUT_NS;
+	/* Keys are the only protection of a buffer: their secret is random. */
+	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
+		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");
+		return -EIO;
+	}
 	/* Links come back (engine.h): a restarted daemon is told apart by its nonce. */
 	ec.link.reset_period = DNPD_RESET_PERIOD_NS;
-	/* Keys are the only protection of a buffer: make them unguessable. */
-	if (getrandom(&seed, sizeof(seed), 0) == (ssize_t)sizeof(seed) && seed)
-		ec.key_seed = seed;
-	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed) || !seed)
-		seed = (uint32_t)getpid() ^ (uint32_t)now ^ (uint32_t)(now >> 32);
-	ec.link.nonce = seed | 1u;
+	if (getrandom(&ec.link.nonce, sizeof(ec.link.nonce), 0) != (ssize_t)sizeof(ec.link.nonce) ||
+	    !ec.link.nonce)
+		ec.link.nonce = (uint32_t)getpid() ^ (uint32_t)now ^ (uint32_t)(now >> 32);
+	ec.link.nonce |= 1u;
 	return dnp_engine_create(&ec, now, &d->e);
 }
 
@@ -1063,6 +1078,10 @@ static int dnpd_run(struct dnpd *d)
 	r = dnpd_open_links(d, ops);
 	if (r)
 		goto out_links;
+	r = dnpd_lfm_start(&d->lfm, &d->conf, d->e, dnpd_now());
+	if (r)
+		dnpd_log(DNPD_WARN, "lofamo: no register block (%s): fault manager off",
+			 strerror(-r));
 
 	sc.sock_path = d->sock_path;
 	sc.bell_path = d->bell_path;
@@ -1098,6 +1117,7 @@ static int dnpd_run(struct dnpd *d)
 	d->sess = NULL;
 	r = 0;
 out_links:
+	dnpd_lfm_stop(&d->lfm);
 	dnpd_close_links(d);
 	if (d->dpdk_eal)
 		dnpd_dpdk_fini();

@@ -37,6 +37,11 @@ enum dnpd_idle {
 
 #define DNPD_ADDR_MAX 256
 #define DNPD_UDP_BASE_DEFAULT 47000u
+/*
+ * Every command completes: a command whose completion report is lost fails
+ * with -ETIMEDOUT this long after its submission (--cmd-timeout-ms).
+ */
+#define DNPD_CMD_TIMEOUT_MS_DEFAULT 30000u
 
 /* Which fields were given (command line or config file). */
 #define DNPD_HAS_TORUS 0x1u
@@ -48,6 +53,7 @@ struct dnpd_conf {
 	struct dnp_torus torus;
 	struct dnp_coord self;
 	char run_dir[PATH_MAX];
+	char socket[PATH_MAX];       /* application socket ("" = RUN_DIR/node-<id>.sock) */
 	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
 	char eal[512];               /* dpdk: EAL arguments ("" = dnpd_eal_default) */
 	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */
@@ -58,6 +64,7 @@ struct dnpd_conf {
 	uint64_t credit_period_us;   /* 0: the engine's default */
 	uint64_t credit_timeout_ms;  /* 0: the engine's default */
 	uint64_t heap_default;       /* session heap when the app asks none */
+	uint64_t cmd_timeout_ms;     /* command deadline; 0 = none */
 	char config[PATH_MAX];       /* --config FILE or "" */
 	char impair[1024];           /* --impair specs joined by ';' (transport/impair.h), or "" */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
@@ -101,6 +108,28 @@ void dnpd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 #define DNPD_WARN 1
 #define DNPD_INFO 2
 #define DNPD_DEBUG 3
+
+/* ---- lfm.c: the LO|FA|MO DNP Fault Manager's driver ---- */
+struct dnp_engine;
+struct dnp_dfm;
+struct dnp_lfm_regs;
+struct dnpd_lfm {
+	char path[PATH_MAX];          /* DIR/node-<id>.lofamo */
+	struct dnp_lfm_regs *regs;
+	struct dnp_dfm *dfm;
+	uint8_t state[DNP_NDIRS];     /* link states last fed */
+	uint64_t crc_errors[DNP_NDIRS]; /* frames dropped for a bad CRC, per link */
+	uint64_t rapl_uj, rapl_t;
+	int32_t power_mw;
+	bool power_ok;
+	uint64_t diag_send_failed;
+};
+/* Maps the register block and creates the DFM. Errors of dnp_lfm_regs_map, dnp_dfm_create. */
+int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
+		   uint64_t now);
+/* Slow-path work: DIAGs in, DFM tick when due (or a link changed), DIAGs out. */
+void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now);
+void dnpd_lfm_stop(struct dnpd_lfm *m);
 
 /* ---- place.c / place_numa.c ---- */
 /* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */

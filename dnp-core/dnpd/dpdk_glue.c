@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dpdk_glue — dnpd's calls into the DPDK backend (built when DPDK is found;
  * nodpdk_glue.c otherwise): the EAL is started once before the first link

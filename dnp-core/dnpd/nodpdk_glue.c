@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* nodpdk_glue — dnpd without DPDK: --transport dpdk is refused (see dpdk_glue.c). */
 #include <errno.h>
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* place — pin to a CPU (built without libnuma: no memory binding). */
 #include <errno.h>
 #include <sched.h>

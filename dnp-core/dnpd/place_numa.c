@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* place_numa — pin to a CPU and prefer the memory of its NUMA node (libnuma). */
 #include <errno.h>
 #include <numa.h>

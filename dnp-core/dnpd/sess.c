@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * sess — dnpd's application sessions over DIR/node-<id>.sock (protocol and
  * shared-memory layout: api/abi/dnp_session.h).
@@ -17,23 +17,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "dnp_futex.h"
 #include "dnpd.h"
-
-static void dnpd_futex_wake(_Atomic uint32_t *w)
-{
-	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
 
 int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out)
 {
@@ -113,7 +107,7 @@ static void dnpd_sess_drop(struct dnpd_sess_srv *s, unsigned i)
 		/* An app still alive (dropped for a protocol error) must not sleep forever. */
 		atomic_store_explicit(&se->ctl->state, DNP_SESS_CLOSED, memory_order_release);
 		atomic_fetch_add_explicit(&se->ctl->ev_seq, 1, memory_order_seq_cst);
-		dnpd_futex_wake(&se->ctl->ev_seq);
+		dnp_futex_wake(&se->ctl->ev_seq);
 		dnpd_log(DNPD_INFO, "port %u closed (pid %d)", se->port, (int)se->pid);
 	}
 	dnpd_sess_unmap(se);
@@ -164,7 +158,7 @@ void dnpd_sess_notify(struct dnpd_session *se)
 	/* Event count (dnp_session.h): bump, then look for a sleeper; seq_cst on both. */
 	atomic_fetch_add_explicit(&se->ctl->ev_seq, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&se->ctl->ev_waiters, memory_order_seq_cst))
-		dnpd_futex_wake(&se->ctl->ev_seq);
+		dnp_futex_wake(&se->ctl->ev_seq);
 }
 
 /* Sends a reply (plus fds, plus a text payload); false if it could not be sent whole. */

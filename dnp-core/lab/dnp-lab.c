@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-lab — runs the DNP engine on a simulated torus in virtual time.
  *
@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities\n"
 		"  --silence NODE:DIR[@T] drop every frame node NODE sends on DIR (0..5) from T\n"
 		"  --rto T --credit-timeout T --max-retries N --window N --max-commands N\n"
+		"  --cmd-timeout T        command deadline: -ETIMEDOUT after T (0 = none)\n"
 		"  --seed S               PRNG seed (1)\n"
 		"  --max-time T           stop (failure) at this virtual time\n"
 		"  --stall T              no progress for T time units = deadlock\n"
@@ -52,7 +53,7 @@ enum {
 	OPT_BW, OPT_FIFO, OPT_TRED, OPT_TYELLOW, OPT_CREDIT_PERIOD, OPT_RULE, OPT_CREDIT_MODEL,
 	OPT_VCS, OPT_LOSS, OPT_CORRUPT, OPT_DUP, OPT_REORDER, OPT_SILENCE, OPT_RTO,
 	OPT_CREDIT_TIMEOUT, OPT_MAX_RETRIES, OPT_WINDOW, OPT_MAX_COMMANDS, OPT_SEED, OPT_MAX_TIME,
-	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP,
+	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT,
 };
 
 static const struct option run_opts[] = {
@@ -87,6 +88,7 @@ static const struct option run_opts[] = {
 	{ "csv", no_argument, NULL, OPT_CSV },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -145,134 +147,172 @@ static int parse_silence(const char *s, struct dnp_lab_conf *c)
 	return 0;
 }
 
-static int cmd_run(int argc, char **argv)
-{
+/* What dnp-lab run collects from its command line before the lab is set up. */
+struct run_args {
 	struct dnp_lab_conf c;
-	struct dnp_lab *lab;
-	bool csv = false, fifo_set = false, red_set = false, yellow_set = false;
-	uint32_t vcs = 2, u32 = 0;
-	uint64_t u64;
-	int opt, ret;
+	bool csv, fifo_set, red_set, yellow_set;
+	uint32_t vcs;
+};
 
-	dnp_lab_conf_default(&c);
+#define NOT_MINE 1 /* an option parser that does not handle this option */
+
+/* Traffic: torus, pattern, sizes, counts. */
+static int opt_traffic(struct run_args *a, int opt, const char *arg)
+{
+	struct dnp_lab_conf *c = &a->c;
+	uint32_t u32 = 0;
+	int ret;
+
+	switch (opt) {
+	case OPT_TORUS:
+		return dnp_torus_parse(arg, &c->torus);
+	case OPT_PATTERN:
+		return dnp_lab_pattern_parse(arg, &c->pattern);
+	case OPT_SIZES:
+		return dnp_lab_parse_sizes(arg, c);
+	case OPT_COUNT:
+		ret = parse_u32(arg, &u32);
+		c->count = u32;
+		return ret;
+	case OPT_HOTSPOT:
+		ret = parse_u32(arg, &u32);
+		c->hotspot = u32;
+		return ret;
+	case OPT_SHIFT:
+		return sscanf(arg, "%d,%d,%d", &c->shift[0], &c->shift[1], &c->shift[2]) == 3 ?
+			       0 : -EINVAL;
+	default:
+		return NOT_MINE;
+	}
+}
+
+/* Keyword options: "a" or "b" -> 0 or 1 into *out. */
+static int parse_choice(const char *arg, const char *a, const char *b, unsigned *out)
+{
+	if (!strcmp(arg, a))
+		*out = 0;
+	else if (!strcmp(arg, b))
+		*out = 1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* The links: timing, FIFO and credits, VCs, reliability. */
+static int opt_link(struct run_args *a, int opt, const char *arg)
+{
+	struct dnp_link_conf *l = &a->c.link;
+	unsigned k = 0;
+	int ret;
+
+	switch (opt) {
+	case OPT_LATENCY:
+		return parse_u64(arg, &a->c.latency);
+	case OPT_BW:
+		return parse_u32(arg, &a->c.bw);
+	case OPT_FIFO:
+		a->fifo_set = true;
+		return parse_u32(arg, &l->fifo_words);
+	case OPT_TRED:
+		a->red_set = true;
+		return parse_u32(arg, &l->t_red);
+	case OPT_TYELLOW:
+		a->yellow_set = true;
+		return parse_u32(arg, &l->t_yellow);
+	case OPT_CREDIT_PERIOD:
+		return parse_u64(arg, &l->credit_period);
+	case OPT_RULE:
+		ret = parse_choice(arg, "vct", "stop-at-red", &k);
+		l->rule = k ? DNP_START_STOP_AT_RED : DNP_START_VCT;
+		return ret;
+	case OPT_CREDIT_MODEL:
+		ret = parse_choice(arg, "hw", "exact", &k);
+		l->credit_model = k ? DNP_CREDIT_EXACT : DNP_CREDIT_HW;
+		return ret;
+	case OPT_VCS:
+		ret = parse_u32(arg, &a->vcs);
+		return !ret && (a->vcs < 1 || a->vcs > DNP_MAX_VC) ? -EINVAL : ret;
+	case OPT_RTO:
+		return parse_u64(arg, &l->rto);
+	case OPT_CREDIT_TIMEOUT:
+		return parse_u64(arg, &l->credit_timeout);
+	case OPT_MAX_RETRIES:
+		return parse_u32(arg, &l->max_retries);
+	case OPT_WINDOW:
+		return parse_u32(arg, &l->window);
+	default:
+		return NOT_MINE;
+	}
+}
+
+/* Faults injected on the links. */
+static int opt_fault(struct run_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_LOSS:
+		return parse_prob(arg, &a->c.loss);
+	case OPT_CORRUPT:
+		return parse_prob(arg, &a->c.corrupt);
+	case OPT_DUP:
+		return parse_prob(arg, &a->c.dup);
+	case OPT_REORDER:
+		return parse_prob(arg, &a->c.reorder);
+	case OPT_SILENCE:
+		return parse_silence(arg, &a->c);
+	default:
+		return NOT_MINE;
+	}
+}
+
+/* The run itself: limits, seed, output. */
+static int opt_run(struct run_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_MAX_COMMANDS:
+		return parse_u32(arg, &a->c.max_commands);
+	case OPT_SEED:
+		return parse_u64(arg, &a->c.seed);
+	case OPT_MAX_TIME:
+		return parse_u64(arg, &a->c.max_time);
+	case OPT_STALL:
+		return parse_u64(arg, &a->c.stall_limit);
+	case OPT_CMD_TIMEOUT:
+		return parse_u64(arg, &a->c.cmd_timeout);
+	case OPT_CSV:
+		a->csv = true;
+		return 0;
+	case OPT_VERBOSE:
+		a->c.verbose = true;
+		return 0;
+	default:
+		return NOT_MINE;
+	}
+}
+
+/*
+ * Parses the options of dnp-lab run into a. Returns 0, or the exit status
+ * to end with: 0 after --help, 2 after a usage error (printed).
+ */
+static int run_parse_args(int argc, char **argv, struct run_args *a, bool *done)
+{
+	static int (*const parsers[])(struct run_args *, int, const char *) = {
+		opt_traffic, opt_link, opt_fault, opt_run,
+	};
+	int opt;
+
+	*done = false;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", run_opts, NULL)) != -1) {
-		ret = 0;
-		switch (opt) {
-		case OPT_TORUS:
-			ret = dnp_torus_parse(optarg, &c.torus);
-			break;
-		case OPT_PATTERN:
-			ret = dnp_lab_pattern_parse(optarg, &c.pattern);
-			break;
-		case OPT_SIZES:
-			ret = dnp_lab_parse_sizes(optarg, &c);
-			break;
-		case OPT_COUNT:
-			ret = parse_u32(optarg, &u32);
-			c.count = u32;
-			break;
-		case OPT_HOTSPOT:
-			ret = parse_u32(optarg, &u32);
-			c.hotspot = u32;
-			break;
-		case OPT_SHIFT:
-			ret = sscanf(optarg, "%d,%d,%d", &c.shift[0], &c.shift[1], &c.shift[2]) == 3 ?
-				      0 :
-				      -EINVAL;
-			break;
-		case OPT_LATENCY:
-			ret = parse_u64(optarg, &c.latency);
-			break;
-		case OPT_BW:
-			ret = parse_u32(optarg, &c.bw);
-			break;
-		case OPT_FIFO:
-			ret = parse_u32(optarg, &c.link.fifo_words);
-			fifo_set = true;
-			break;
-		case OPT_TRED:
-			ret = parse_u32(optarg, &c.link.t_red);
-			red_set = true;
-			break;
-		case OPT_TYELLOW:
-			ret = parse_u32(optarg, &c.link.t_yellow);
-			yellow_set = true;
-			break;
-		case OPT_CREDIT_PERIOD:
-			ret = parse_u64(optarg, &c.link.credit_period);
-			break;
-		case OPT_RULE:
-			if (!strcmp(optarg, "vct"))
-				c.link.rule = DNP_START_VCT;
-			else if (!strcmp(optarg, "stop-at-red"))
-				c.link.rule = DNP_START_STOP_AT_RED;
-			else
-				ret = -EINVAL;
-			break;
-		case OPT_CREDIT_MODEL:
-			if (!strcmp(optarg, "hw"))
-				c.link.credit_model = DNP_CREDIT_HW;
-			else if (!strcmp(optarg, "exact"))
-				c.link.credit_model = DNP_CREDIT_EXACT;
-			else
-				ret = -EINVAL;
-			break;
-		case OPT_VCS:
-			ret = parse_u32(optarg, &vcs);
-			if (!ret && (vcs < 1 || vcs > DNP_MAX_VC))
-				ret = -EINVAL;
-			break;
-		case OPT_LOSS:
-			ret = parse_prob(optarg, &c.loss);
-			break;
-		case OPT_CORRUPT:
-			ret = parse_prob(optarg, &c.corrupt);
-			break;
-		case OPT_DUP:
-			ret = parse_prob(optarg, &c.dup);
-			break;
-		case OPT_REORDER:
-			ret = parse_prob(optarg, &c.reorder);
-			break;
-		case OPT_SILENCE:
-			ret = parse_silence(optarg, &c);
-			break;
-		case OPT_RTO:
-			ret = parse_u64(optarg, &c.link.rto);
-			break;
-		case OPT_CREDIT_TIMEOUT:
-			ret = parse_u64(optarg, &c.link.credit_timeout);
-			break;
-		case OPT_MAX_RETRIES:
-			ret = parse_u32(optarg, &c.link.max_retries);
-			break;
-		case OPT_WINDOW:
-			ret = parse_u32(optarg, &c.link.window);
-			break;
-		case OPT_MAX_COMMANDS:
-			ret = parse_u32(optarg, &c.max_commands);
-			break;
-		case OPT_SEED:
-			ret = parse_u64(optarg, &c.seed);
-			break;
-		case OPT_MAX_TIME:
-			ret = parse_u64(optarg, &c.max_time);
-			break;
-		case OPT_STALL:
-			ret = parse_u64(optarg, &c.stall_limit);
-			break;
-		case OPT_CSV:
-			csv = true;
-			break;
-		case OPT_VERBOSE:
-			c.verbose = true;
-			break;
-		case OPT_HELP:
-		case 'h':
+		int ret = NOT_MINE;
+
+		if (opt == OPT_HELP || opt == 'h') {
 			usage(stdout);
+			*done = true;
 			return 0;
-		default:
+		}
+		for (size_t i = 0; i < sizeof(parsers) / sizeof(parsers[0]) && ret == NOT_MINE; i++)
+			ret = parsers[i](a, opt, optarg);
+		if (ret == NOT_MINE) {
 			usage(stderr);
 			return 2;
 		}
@@ -286,32 +326,52 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "dnp-lab: unexpected argument %s\n", argv[optind]);
 		return 2;
 	}
-	c.link.nvc = (uint8_t)vcs;
-	c.vc_mode = vcs == 1 ? DNP_VC_SINGLE : DNP_VC_DATELINE;
+	return 0;
+}
+
+/* VCs and the credit thresholds that follow from the options given. */
+static void run_derive(struct run_args *a)
+{
+	struct dnp_link_conf *l = &a->c.link;
+	const uint32_t frame = dnp_pkt_frame_words(DNP_MAX_PAYLOAD);
+
+	l->nvc = (uint8_t)a->vcs;
+	a->c.vc_mode = a->vcs == 1 ? DNP_VC_SINGLE : DNP_VC_DATELINE;
 	/* thresholds follow the FIFO as in the hardware (506 of 512) unless given */
-	if (fifo_set && !red_set) {
-		u64 = (uint64_t)c.link.fifo_words * 506 / 512;
-		c.link.t_red = (uint32_t)u64;
-	}
+	if (a->fifo_set && !a->red_set)
+		l->t_red = (uint32_t)((uint64_t)l->fifo_words * 506 / 512);
 	/* the engine needs a full frame of headroom above T_RED under stop-at-red */
-	if (c.link.rule == DNP_START_STOP_AT_RED && !red_set &&
-	    c.link.fifo_words >= dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 2 &&
-	    c.link.t_red + dnp_pkt_frame_words(DNP_MAX_PAYLOAD) > c.link.fifo_words) {
-		c.link.t_red = c.link.fifo_words - dnp_pkt_frame_words(DNP_MAX_PAYLOAD);
-		red_set = true;
+	if (l->rule == DNP_START_STOP_AT_RED && !a->red_set && l->fifo_words >= frame + 2 &&
+	    l->t_red + frame > l->fifo_words) {
+		l->t_red = l->fifo_words - frame;
+		a->red_set = true;
 	}
-	if ((fifo_set || red_set) && !yellow_set)
-		c.link.t_yellow = c.link.t_red / 2;
-	ret = dnp_lab_create(&c, &lab);
+	if ((a->fifo_set || a->red_set) && !a->yellow_set)
+		l->t_yellow = l->t_red / 2;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct run_args a = { .vcs = 2 };
+	struct dnp_lab *lab;
+	bool done;
+	int ret;
+
+	dnp_lab_conf_default(&a.c);
+	ret = run_parse_args(argc, argv, &a, &done);
+	if (ret || done)
+		return ret;
+	run_derive(&a);
+	ret = dnp_lab_create(&a.c, &lab);
 	if (ret) {
 		fprintf(stderr, "dnp-lab: cannot set up the lab: %s\n", strerror(-ret));
-		if (ret == -EINVAL && c.link.rule == DNP_START_STOP_AT_RED)
+		if (ret == -EINVAL && a.c.link.rule == DNP_START_STOP_AT_RED)
 			fprintf(stderr, "dnp-lab: stop-at-red needs T_RED + %u <= FIFO\n",
 				dnp_pkt_frame_words(DNP_MAX_PAYLOAD));
 		return 2;
 	}
 	ret = dnp_lab_run(lab);
-	dnp_lab_report(lab, stdout, csv);
+	dnp_lab_report(lab, stdout, a.csv);
 	dnp_lab_destroy(lab);
 	return ret ? 1 : 0;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lab/efficiency — cycle-by-cycle simulation of one saturated APEnet+ torus
- * link against the seed's efficiency model (seed 000, lines 243-329). The
- * contract is in efficiency.h, the derivation and the figures in
- * docs/efficiency.md.
+ * link against the efficiency model of the EURETILE report (torus link
+ * bandwidth and latency). The contract is in efficiency.h, the derivation
+ * and the figures in docs/efficiency.md.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include "efficiency.h"
 
 #define EFF_WIRE_SLOTS 1024u /* > L_R + L_L: words in flight, indexed by visibility time */
-#define EFF_FRAMING 4u       /* magic, start, header, footer (seed 000: P = 64 bytes) */
+#define EFF_FRAMING 4u       /* magic, start, header, footer (report: P = 64 bytes) */
 #define EFF_TOLERANCE 0.05
 #define EFF_MIN_PERIODS 4u         /* measure at least this many stall-resume periods */
 #define EFF_MAX_EXTRA 1000000u     /* ... but stop this many cycles after 'cycles' anyway */
@@ -45,11 +45,11 @@ void dnp_lab_eff_conf_default(struct dnp_lab_eff_conf *c, int rule, unsigned fif
 	memset(c, 0, sizeof(*c));
 	c->warmup = 20000;
 	c->cycles = 200000;
-	c->credit_period = 35;  /* seed 000: C = 35 maximises E_T */
+	c->credit_period = 35;  /* report: C = 35 maximises E_T */
 	c->remote_latency = 35; /* L_R */
 	c->local_latency = 20;  /* L_L */
 	c->fifo_words = 512u * fifo_x;
-	c->t_red = c->fifo_words - 6u; /* seed 000: T_RED = 506 for 512 words */
+	c->t_red = c->fifo_words - 6u; /* report: T_RED = 506 for 512 words */
 	c->t_yellow = c->fifo_words / 2u;
 	c->payload_words = 256;
 	c->frame_words = 256 + EFF_FRAMING;
@@ -69,10 +69,10 @@ static bool conf_ok(const struct dnp_lab_eff_conf *c)
 }
 
 /*
- * Seed 000: E1 = S/(P+S), E2 = C/(C+2), W = L_T + C with L_T = 2 L_R + 2 L_L,
- * E3 = B/(B+W) where B is what the sender can send between two credit waits:
- * T_RED words under stop-at-red, n packets of S_MAX under VCT (the seed's
- * n = 1 case counts S_MAX = 256 words; we keep that convention).
+ * EURETILE report: E1 = S/(P+S), E2 = C/(C+2), W = L_T + C with L_T = 2 L_R +
+ * 2 L_L, E3 = B/(B+W) where B is what the sender can send between two credit
+ * waits: T_RED words under stop-at-red, n packets of S_MAX under VCT (the
+ * report's n = 1 case counts S_MAX = 256 words; we keep that convention).
  */
 int dnp_lab_eff_model(const struct dnp_lab_eff_conf *c, struct dnp_lab_eff_result *r)
 {
@@ -357,7 +357,7 @@ static void usage(FILE *f)
 		   "                          [--t-red N] [--t-yellow N] [--phase P] [--exact]\n"
 		   "                          [--sweep-phase]\n"
 		   "  One saturated APEnet+ link, cycle by cycle, against E_T = E1 x E2 x E3\n"
-		   "  (seed 000, lines 243-329), for VCT and stop-at-red and FIFOs x1,x2,x4,x8.\n"
+		   "  (EURETILE report, torus link), for VCT and stop-at-red and FIFOs x1,x2,x4,x8.\n"
 		   "  --t-red/--t-yellow set the x1 thresholds; deeper FIFOs keep the same\n"
 		   "  T_RED margin below the depth and scale T_YELLOW. --phase delays the\n"
 		   "  receiver's credit grid; --sweep-phase runs every phase 0..C+1 (x1).\n"
@@ -544,7 +544,7 @@ int dnp_lab_efficiency_main(int argc, char **argv)
 		struct dnp_lab_eff_conf c;
 
 		conf_from_opts(&c, &o, DNP_START_VCT, 1);
-		printf("one saturated link, cycle by cycle (seed 000, lines 243-329)\n"
+		printf("one saturated link, cycle by cycle (EURETILE report, torus link)\n"
 		       "C=%u L_R=%u L_L=%u -> W = L_T + C = %u cycles; packet %u+%u words; "
 		       "credits %s; phase %u\n"
 		       "hw-model: same alternation with W_hw = L_T + (C+2) + 1 + (C+1)/2 = %.1f\n",

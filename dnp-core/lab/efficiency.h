@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lab/efficiency — `dnp-lab efficiency`: reproduces the APEnet+ torus-link
- * efficiency analysis (seed 000, lines 243-329) with a cycle-by-cycle
- * simulation of ONE saturated link, whose flow control is dnp-core/link.
+ * efficiency analysis (EURETILE report, torus link bandwidth and latency)
+ * with a cycle-by-cycle simulation of ONE saturated link, whose flow control
+ * is dnp-core/link.
  *
  * Hardware modelled: one 16-byte word per cycle in each direction; packets
  * of 256 payload words + 4 framing words (magic, start, header, footer);
@@ -15,7 +16,7 @@
  * (credit model HW by default); B's RX FIFO and credit latch are another.
  *
  * Measured efficiency = payload words delivered / cycles, over a whole number
- * of stall-resume periods after a warm-up. The model is the seed's
+ * of stall-resume periods after a warm-up. The model is the report's
  * E_T = E1 x E2 x E3, extended to deeper FIFOs in docs/efficiency.md.
  *
  * Everything is local to one call; no global state; any thread.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * lab — see lab.h. A discrete-event simulation of N DNP engines joined by
  * simulated links, with generated traffic and byte-exact verification.
@@ -393,7 +393,7 @@ void dnp_lab_conf_default(struct dnp_lab_conf *c)
 	dnp_engine_conf_default(&ec);
 	dnp_torus_init(&c->torus, 2, 2, 2);
 	c->link = ec.link;
-	/* The APEnet+ link (seed 000, lines 243-329): 512-word FIFO, T_RED 506,
+	/* The APEnet+ link (EURETILE report, torus link): 512-word FIFO, T_RED 506,
 	 * C 35 cycles, one word per cycle, 35 cycles of flight time. */
 	c->link.fifo_words = 512;
 	c->link.t_red = 506;
@@ -685,7 +685,9 @@ static int build_engines(struct dnp_lab *lab)
 		if (ec.max_sends > 4)
 			ec.max_sends = 4;
 		ec.cmd_timeout = c->cmd_timeout;
-		ec.key_seed = (uint32_t)(c->seed * 2654435761u) + id + 1;
+		/* reproducible keys: the secret follows the lab's seed and the node */
+		ec.key_secret[0] = c->seed * 0x9e3779b97f4a7c15ull + id + 1;
+		ec.key_secret[1] = ~c->seed ^ ((uint64_t)id << 32);
 		ec.mem = &lab_mem_ops;
 		ec.mem_ctx = nd;
 		ret = dnp_engine_create(&ec, 0, &nd->e);
@@ -1186,6 +1188,7 @@ static void finish(struct dnp_lab *lab)
 		r->engine.rx_crc_errors += s->rx_crc_errors;
 		r->engine.rx_malformed += s->rx_malformed;
 		r->engine.rx_misrouted += s->rx_misrouted;
+		r->engine.rx_wrong_link += s->rx_wrong_link;
 		r->engine.deliver_errors += s->deliver_errors;
 		r->engine.events += s->events;
 		r->engine.hops_total += s->hops_total;
@@ -1389,6 +1392,7 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("rx_crc_errors", r->engine.rx_crc_errors);
 	K("rx_malformed", r->engine.rx_malformed);
 	K("rx_misrouted", r->engine.rx_misrouted);
+	K("rx_wrong_link", r->engine.rx_wrong_link);
 	K("deliver_errors", r->engine.deliver_errors);
 	K("inj_lost", r->lost);
 	K("inj_lost_seq", r->lost_seq);

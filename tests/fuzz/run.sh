@@ -42,13 +42,17 @@ unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
+# LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
+mkdir -p "$tmp/lofamo"
+unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
+unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 # Impairment specs (transport/impair.h).
 printf 'dir=xp,loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,delay=50us,seed=7' >"$tmp/impair/full"
 printf 'off' >"$tmp/impair/off"
 printf 'loss=100%%,dir=zm' >"$tmp/impair/loss"
 
 status=0
-for f in pkt cmd impair; do
+for f in pkt cmd lofamo impair; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2

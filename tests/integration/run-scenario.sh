@@ -44,21 +44,22 @@ for p in "$run" "$build/apps/dnp_check"; do
 done
 
 # Each scenario: the program, and a grep -c pattern with the count it must reach
-# in the output (besides every instance exiting 0).
+# in the output (besides every instance exiting 0). The benchmark programs run
+# in test mode (--verify): both sides check every message they receive.
 want_pat=
 want_n=0
 case $sc in
 loopback)
-	set -- dnp_pingpong --loopback --sizes 8,4096,65536 --iters 50
+	set -- dnp_pingpong --verify --loopback --sizes 8,4096,65536 --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
 pingpong)
-	set -- dnp_pingpong --sizes 8,4096,65536,1M --iters 50
+	set -- dnp_pingpong --verify --sizes 8,4096,65536,1M --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=4 ;;
 pingpong-far)
-	set -- dnp_pingpong --peer 1,1,1 --sizes 8,4096,100000 --iters 50
+	set -- dnp_pingpong --verify --peer 1,1,1 --sizes 8,4096,100000 --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
 bw)
-	set -- dnp_bw --sizes 64,4096,1M --iters 200 --window 16
+	set -- dnp_bw --verify --sizes 64,4096,1M --iters 200 --window 16
 	want_pat='^\[0,0,0\] +[0-9]+ +200 '; want_n=3 ;;
 alltoall)
 	set -- dnp_alltoall

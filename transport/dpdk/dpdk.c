@@ -17,7 +17,7 @@
  *       next rx_burst), fragments are copied into a direct-mapped reassembly
  *       slot (frame_id & (reasm - 1)). A slot still holding an older
  *       incomplete frame is simply reused: that frame is dropped and the DNP
- *       link layer retransmits it (seed 000 link-level retransmission).
+ *       link layer retransmits it (docs/protocol.md, link layer).
  * No allocation other than mbufs and no system call per packet; up() reads
  * the kernel carrier at most every link_poll_ms.
  */

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/*
+ * lfm — dnpd's driver of the DNP Fault Manager (lofamo/dfm.h): maps the
+ * register block DIR/node-<id>.lofamo, feeds the DFM the engine's link
+ * states, per-link frame and CRC-error counts, real sensor readings, and the
+ * DIAG packets the engine delivered; sends the DIAG packets the DFM asks for
+ * through the engine and logs its alarms. Called from the poll loop's slow
+ * path (dnpd_house); nothing here runs per packet.
+ *
+ * Real sensors, where the machine has them: the first thermal zone
+ * (/sys/class/thermal/thermal_zone0/temp, m°C) and the RAPL package energy
+ * counter (/sys/class/powercap/intel-rapl:0/energy_uj, turned into mW).
+ * Without them only the simulated sensors (dnpctl sensor) exist.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dfm.h"
+#include "dnpd.h"
+#include "engine.h"
+#include "regs.h"
+
+static const char *const lfm_dir[DNP_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
+static const char *const lfm_sensor[DNP_LFM_NSENSORS] = { "temperature", "voltage", "power" };
+
+static bool read_u64(const char *path, uint64_t *v)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	*v = strtoull(buf, NULL, 10);
+	return true;
+}
+
+static void lfm_sensors(struct dnpd_lfm *m, struct dnp_dfm_input *in, uint64_t now)
+{
+	uint64_t v;
+
+	if (read_u64("/sys/class/thermal/thermal_zone0/temp", &v)) {
+		in->sensor[0] = (int32_t)v;
+		in->sensor_present |= 1u;
+	}
+	if (read_u64("/sys/class/powercap/intel-rapl:0/energy_uj", &v)) {
+		if (m->rapl_t && now > m->rapl_t && v >= m->rapl_uj) {
+			/* uJ per ns * 1e9 = W; in mW: uJ * 1e6 / ns */
+			m->power_mw = (int32_t)((v - m->rapl_uj) * 1000000ull / (now - m->rapl_t));
+			m->power_ok = true;
+		}
+		m->rapl_uj = v;
+		m->rapl_t = now;
+	}
+	if (m->power_ok) {
+		in->sensor[2] = m->power_mw;
+		in->sensor_present |= 4u;
+	}
+}
+
+int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
+		   uint64_t now)
+{
+	struct dnp_dfm_conf dc = { .torus = c->torus, .self = c->self, .unit_per_ms = 1000000ull };
+	unsigned dim[3] = { c->torus.dim[0], c->torus.dim[1], c->torus.dim[2] };
+	uint32_t id = dnp_torus_id(&c->torus, c->self);
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	if (dnpd_path(c, ".lofamo", m->path, sizeof(m->path)))
+		return -ENAMETOOLONG;
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		if (dnp_engine_has_link(e, d))
+			dc.links |= (uint8_t)(1u << d);
+	r = dnp_lfm_regs_map(m->path, true, id, dim, &m->regs);
+	if (r)
+		return r;
+	r = dnp_dfm_create(&dc, m->regs, now, &m->dfm);
+	if (r) {
+		dnp_lfm_regs_unmap(m->regs);
+		m->regs = NULL;
+		return r;
+	}
+	dnpd_log(DNPD_INFO, "lofamo: registers %s (epoch %u)", m->path,
+		 atomic_load(&m->regs->dfm_epoch));
+	return 0;
+}
+
+void dnpd_lfm_stop(struct dnpd_lfm *m)
+{
+	dnp_dfm_destroy(m->dfm);
+	m->dfm = NULL;
+	dnp_lfm_regs_unmap(m->regs);
+	m->regs = NULL;
+}
+
+static void lfm_log(const struct dnpd_lfm *m, const struct dnp_dfm_out *o)
+{
+	for (unsigned i = 0; i < o->nalarm; i++) {
+		const struct dnp_dfm_alarm *a = &o->alarm[i];
+
+		switch (a->kind) {
+		case DNP_DFM_AL_LINK:
+			dnpd_log(DNPD_WARN, "lofamo: link %s %s", lfm_dir[a->subject % 6],
+				 a->level == DNP_LFM_LINK_BROKEN ? "broken" :
+				 a->level == DNP_LFM_LINK_SICK ? "sick" : "ok");
+			break;
+		case DNP_DFM_AL_SENSOR:
+			dnpd_log(DNPD_WARN, "lofamo: sensor %s %s",
+				 lfm_sensor[a->subject % DNP_LFM_NSENSORS],
+				 a->level == DNP_LFM_ALARM ? "alarm" :
+				 a->level == DNP_LFM_WARNING ? "warning" : "normal");
+			break;
+		case DNP_DFM_AL_HOST:
+			dnpd_log(DNPD_WARN, "lofamo: host %s", a->level == DNP_LFM_HOST_OMISSION ?
+				 "omission (watchdog not validated): relaying over the torus" :
+				 a->level == DNP_LFM_HOST_PERIPHERY ? "periphery fault: relaying" :
+				 "ok");
+			break;
+		case DNP_DFM_AL_REMOTE:
+			dnpd_log(DNPD_WARN, "lofamo: neighbour %s (node %u) host %s",
+				 lfm_dir[a->subject % 6], a->node,
+				 a->level == DNP_LFM_RFD_NONE ? "recovered" : "faulty");
+			break;
+		case DNP_DFM_AL_TIMER:
+			dnpd_log(DNPD_WARN, "lofamo: timer register %s",
+				 a->level ? "refused (T_write must be < T_read, 5..60000 ms)" :
+					    "accepted");
+			break;
+		}
+	}
+	(void)m;
+}
+
+void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
+{
+	struct dnp_dfm_input in = { .engine_ok = true };
+	struct dnp_dfm_out o;
+	uint8_t buf[DNP_ENGINE_DIAG_MAX];
+	struct dnp_coord src;
+	bool changed = false;
+	int n;
+
+	if (!m->dfm)
+		return;
+	o.nalarm = 0;
+	o.ndiag = 0;
+	while ((n = dnp_engine_diag_poll(e, &src, buf, sizeof(buf))) > 0) {
+		if (dnp_dfm_on_diag(m->dfm, src, buf, (size_t)n, now, &o) < 0)
+			dnpd_log(DNPD_WARN, "lofamo: bad DIAG from (%u,%u,%u)", src.x, src.y, src.z);
+		changed = true;
+	}
+	if (o.nalarm)
+		lfm_log(m, &o);
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		const struct dnp_link_stats *ls = dnp_engine_link_stats(e, d);
+
+		in.link_state[d] = (uint8_t)dnp_engine_link_state(e, d);
+		if (in.link_state[d] != m->state[d])
+			changed = true;
+		m->state[d] = in.link_state[d];
+		in.rx_frames[d] = ls ? ls->rx_frames : 0;
+		in.crc_errors[d] = m->crc_errors[d];
+	}
+	if (!changed && now < dnp_dfm_next_deadline(m->dfm))
+		return;
+	lfm_sensors(m, &in, now);
+	dnp_dfm_tick(m->dfm, now, &in, &o);
+	lfm_log(m, &o);
+	for (unsigned i = 0; i < o.ndiag; i++)
+		if (dnp_engine_diag_send(e, o.diag[i].dst, o.diag[i].data, DNP_DFM_DIAG_BYTES,
+					 now) < 0)
+			m->diag_send_failed++;
+}

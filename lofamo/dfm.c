@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dfm.h"
+#include "regs.h"
+
+/* The engine's link states, as the DFM needs them (link.h: INIT 0, UP 1, BROKEN 2). */
+#define DFM_LINK_BROKEN 2u
+#define DFM_REMOTE_EXPIRY 3u /* T_read periods without DIAG before a remote entry expires */
+
+struct dfm_remote {
+	uint8_t kind;      /* enum dnp_lfm_rfd_kind */
+	uint8_t hstat;
+	uint32_t node;
+	unsigned count;
+	uint64_t last;     /* time of the last DIAG */
+};
+
+struct dnp_dfm {
+	struct dnp_dfm_conf c;
+	struct dnp_lfm_regs *r;
+	uint32_t self_id;
+	uint32_t tw, tr;          /* accepted periods, ms */
+	bool timer_refused;
+	uint64_t next_write, next_read;
+	/* links */
+	uint64_t win_frames[DNP_LFM_NDIRS], win_crc[DNP_LFM_NDIRS]; /* at window start */
+	bool sick[DNP_LFM_NDIRS];
+	uint8_t link_rep[DNP_LFM_NDIRS];  /* last reported enum dnp_lfm_link */
+	uint8_t sensor_rep[DNP_LFM_NSENSORS];
+	/* host */
+	bool host_seen;           /* the host validated its register at least once */
+	uint8_t host;             /* enum dnp_lfm_host */
+	uint64_t host_status;     /* last Host Watchdog status word */
+	uint64_t next_diag;
+	uint32_t diag_seq;
+	bool diag_recovered;      /* send one "recovered" DIAG at the next tick */
+	/* first neighbours */
+	struct dnp_coord nb[DNP_LFM_NDIRS];
+	struct dfm_remote rem[DNP_LFM_NDIRS];
+	uint64_t last_status;
+	bool dirty;               /* write the register now, not at the next T_write */
+	struct dnp_dfm_stats st;
+};
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
+static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+/*
+ * Layout: 0 magic u16, 2 version u8, 3 kind u8, 4 node u32, 8 host_status
+ * u64, 16 dnp_status u64, 24 seq u32, 28 reserved u32 (zero).
+ */
+int dnp_dfm_diag_encode(const struct dnp_dfm_diag_msg *m, void *buf, size_t cap)
+{
+	uint8_t *p = buf;
+
+	if (cap < DNP_DFM_DIAG_BYTES)
+		return -ENOBUFS;
+	memset(p, 0, DNP_DFM_DIAG_BYTES);
+	put16(p, DNP_DFM_DIAG_MAGIC);
+	p[2] = 1;
+	p[3] = m->kind;
+	put32(p + 4, m->node);
+	put64(p + 8, m->host_status);
+	put64(p + 16, m->dnp_status);
+	put32(p + 24, m->seq);
+	return (int)DNP_DFM_DIAG_BYTES;
+}
+
+int dnp_dfm_diag_decode(const void *buf, size_t len, struct dnp_dfm_diag_msg *m)
+{
+	const uint8_t *p = buf;
+
+	if (len != DNP_DFM_DIAG_BYTES || get16(p) != DNP_DFM_DIAG_MAGIC || p[2] != 1 ||
+	    p[3] > DNP_LFM_RFD_HOST_PERIPHERY || get32(p + 28) != 0)
+		return -EBADMSG;
+	m->kind = p[3];
+	m->node = get32(p + 4);
+	m->host_status = get64(p + 8);
+	m->dnp_status = get64(p + 16);
+	m->seq = get32(p + 24);
+	return 0;
+}
+
+int dnp_dfm_create(const struct dnp_dfm_conf *c, struct dnp_lfm_regs *regs, uint64_t now,
+		   struct dnp_dfm **out)
+{
+	struct dnp_dfm *d;
+
+	if (!c || !regs || !c->unit_per_ms || !dnp_torus_contains(&c->torus, c->self) ||
+	    dnp_lfm_regs_check(regs))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->c = *c;
+	d->r = regs;
+	d->self_id = dnp_torus_id(&c->torus, c->self);
+	d->tw = DNP_LFM_T_WRITE_DEFAULT;
+	d->tr = DNP_LFM_T_READ_DEFAULT;
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++)
+		d->nb[i] = dnp_torus_neighbour(&c->torus, c->self, (enum dnp_dir)i);
+	/* A restarted DNP forgets what it knew of its neighbours. */
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++) {
+		atomic_store_explicit(&regs->rfd[i].desc, 0, memory_order_relaxed);
+		atomic_store_explicit(&regs->rfd[i].timestamp, 0, memory_order_relaxed);
+	}
+	d->next_write = now;
+	d->next_read = now + (uint64_t)d->tr * c->unit_per_ms;
+	d->next_diag = UINT64_MAX;
+	d->dirty = true;
+	*out = d;
+	return 0;
+}
+
+void dnp_dfm_destroy(struct dnp_dfm *d)
+{
+	free(d);
+}
+
+const struct dnp_dfm_stats *dnp_dfm_stats(const struct dnp_dfm *d)
+{
+	return &d->st;
+}
+
+static void alarm(struct dnp_dfm_out *o, unsigned kind, unsigned subject, unsigned level,
+		  uint32_t node)
+{
+	if (o->nalarm < DNP_DFM_MAX_ALARMS)
+		o->alarm[o->nalarm++] = (struct dnp_dfm_alarm){
+			.kind = (uint8_t)kind, .subject = (uint8_t)subject, .level = (uint8_t)level,
+			.node = node,
+		};
+}
+
+/* The timer register is untrusted: a refused pair leaves the periods as they were. */
+static void read_timer(struct dnp_dfm *d, struct dnp_dfm_out *o)
+{
+	uint32_t tr = atomic_load_explicit(&d->r->t_read_ms, memory_order_acquire);
+	uint32_t tw = atomic_load_explicit(&d->r->t_write_ms, memory_order_relaxed);
+	bool bad = dnp_lfm_timer_check(tw, tr) != 0;
+
+	if (bad != d->timer_refused) {
+		d->timer_refused = bad;
+		atomic_store_explicit(&d->r->timer_error, bad ? 1u : 0u, memory_order_relaxed);
+		alarm(o, DNP_DFM_AL_TIMER, 0, bad, d->self_id);
+	}
+	if (!bad) {
+		d->tw = tw;
+		d->tr = tr;
+	}
+}
+
+static unsigned sensor_level(const struct dnp_lfm_regs *r, unsigned s, int32_t v)
+{
+	int32_t warn = atomic_load_explicit(&r->th.warn[s], memory_order_relaxed);
+	int32_t al = atomic_load_explicit(&r->th.alarm[s], memory_order_relaxed);
+
+	if (v >= al)
+		return DNP_LFM_ALARM;
+	if (s == 1) { /* voltage: under-thresholds too */
+		if (v <= atomic_load_explicit(&r->th.volt_alarm_low, memory_order_relaxed))
+			return DNP_LFM_ALARM;
+		if (v <= atomic_load_explicit(&r->th.volt_warn_low, memory_order_relaxed))
+			return DNP_LFM_WARNING;
+	}
+	return v >= warn ? DNP_LFM_WARNING : DNP_LFM_NORMAL;
+}
+
+/* One T_read window of a link's counters: sick when CRC errors per million frames exceed crc_ppm. */
+static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
+{
+	uint32_t ppm = atomic_load_explicit(&d->r->th.crc_ppm, memory_order_relaxed);
+	uint32_t min = atomic_load_explicit(&d->r->th.crc_min_frames, memory_order_relaxed);
+
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++) {
+		uint64_t f = in->rx_frames[i] - d->win_frames[i];
+		uint64_t e = in->crc_errors[i] - d->win_crc[i];
+		uint64_t all = f + e;
+
+		d->win_frames[i] = in->rx_frames[i];
+		d->win_crc[i] = in->crc_errors[i];
+		if (all < (min ? min : 1))
+			continue; /* too few frames to judge: keep the verdict */
+		d->sick[i] = e * 1000000u > (uint64_t)ppm * all;
+	}
+}
+
+static uint64_t local_status(struct dnp_dfm *d, const struct dnp_dfm_input *in,
+			     struct dnp_dfm_out *o)
+{
+	uint32_t mask = atomic_load_explicit(&d->r->mask, memory_order_relaxed);
+	uint64_t w = 0;
+
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++) {
+		unsigned s = DNP_LFM_LINK_NONE;
+
+		if (d->c.links & (1u << i)) {
+			s = DNP_LFM_LINK_OK;
+			if (in->link_state[i] == DFM_LINK_BROKEN && (mask & DNP_LFM_MASK_LINK_BROKEN))
+				s = DNP_LFM_LINK_BROKEN;
+			else if (d->sick[i] && (mask & DNP_LFM_MASK_LINK_SICK))
+				s = DNP_LFM_LINK_SICK;
+		}
+		if (s != d->link_rep[i]) {
+			if (d->link_rep[i] != DNP_LFM_LINK_NONE || s != DNP_LFM_LINK_OK)
+				alarm(o, DNP_DFM_AL_LINK, i, s, d->self_id);
+			d->link_rep[i] = (uint8_t)s;
+			d->dirty = true;
+		}
+		w |= (uint64_t)s << DNP_LFM_DNP_LINK_SHIFT(i);
+	}
+	for (unsigned s = 0; s < DNP_LFM_NSENSORS; s++) {
+		const struct dnp_lfm_sim *sim = &d->r->sim[s];
+		int32_t v = INT32_MIN;
+		unsigned lv = DNP_LFM_NORMAL;
+
+		if (atomic_load_explicit(&sim->on, memory_order_relaxed) == 1)
+			v = atomic_load_explicit(&sim->value, memory_order_relaxed);
+		else if (in->sensor_present & (1u << s))
+			v = in->sensor[s];
+		atomic_store_explicit(&d->r->reading[s], v, memory_order_relaxed);
+		if (v != INT32_MIN && (mask & DNP_LFM_MASK_SENSOR))
+			lv = sensor_level(d->r, s, v);
+		if (lv != d->sensor_rep[s]) {
+			alarm(o, DNP_DFM_AL_SENSOR, s, lv, d->self_id);
+			d->sensor_rep[s] = (uint8_t)lv;
+			d->dirty = true;
+		}
+		w |= (uint64_t)lv << DNP_LFM_DNP_SENSOR_SHIFT(s);
+	}
+	w |= (uint64_t)(in->engine_ok ? 0u : 1u) << DNP_LFM_DNP_ENGINE_SHIFT;
+	w |= (uint64_t)d->host << DNP_LFM_DNP_HOST_SHIFT;
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++)
+		if (d->rem[i].kind != DNP_LFM_RFD_NONE)
+			w |= 1ull << (DNP_LFM_DNP_REMOTE_SHIFT + i);
+	return w;
+}
+
+/* Queues a DIAG about our host to every first neighbour whose link is not broken. */
+static void send_diag(struct dnp_dfm *d, const struct dnp_dfm_input *in, unsigned kind,
+		      struct dnp_dfm_out *o)
+{
+	struct dnp_dfm_diag_msg m = {
+		.kind = (uint8_t)kind,
+		.node = d->self_id,
+		.host_status = d->host_status,
+		.dnp_status = d->last_status,
+		.seq = ++d->diag_seq,
+	};
+
+	for (unsigned i = 0; i < DNP_LFM_NDIRS && o->ndiag < DNP_LFM_NDIRS; i++) {
+		bool dup = false;
+
+		if (!(d->c.links & (1u << i)) || in->link_state[i] == DFM_LINK_BROKEN)
+			continue;
+		/* In a dimension of size 2 both directions reach the same node: once. */
+		for (unsigned j = 0; j < o->ndiag; j++)
+			dup |= dnp_coord_eq(o->diag[j].dst, d->nb[i]);
+		if (dup)
+			continue;
+		struct dnp_dfm_diag *g = &o->diag[o->ndiag++];
+		g->dir = (uint8_t)i;
+		g->dst = d->nb[i];
+		(void)dnp_dfm_diag_encode(&m, g->data, sizeof(g->data));
+		d->st.diag_tx++;
+	}
+	atomic_store_explicit(&d->r->diag_tx, d->st.diag_tx, memory_order_relaxed);
+}
+
+static void read_host(struct dnp_dfm *d, uint64_t now, struct dnp_dfm_out *o)
+{
+	uint32_t mask = atomic_load_explicit(&d->r->mask, memory_order_relaxed);
+	uint64_t w;
+	bool valid = dnp_lfm_wd_take(&d->r->host, &w);
+	unsigned h = d->host;
+
+	d->st.host_reads++;
+	if (valid) {
+		d->host_seen = true;
+		d->host_status = w;
+		h = DNP_LFM_HOST_OK;
+		for (unsigned dev = 0; dev < DNP_LFM_NHDEV; dev++)
+			if (dnp_lfm_host_dev(w, dev) == DNP_LFM_ALARM)
+				h = DNP_LFM_HOST_PERIPHERY;
+	} else if (d->host_seen) {
+		/* Still cleared since our last read: the host missed its T_write. */
+		d->st.host_omissions++;
+		h = DNP_LFM_HOST_OMISSION;
+	}
+	if (!(mask & DNP_LFM_MASK_HOST))
+		h = DNP_LFM_HOST_OK;
+	if (h != d->host) {
+		alarm(o, DNP_DFM_AL_HOST, 0, h, d->self_id);
+		if (h == DNP_LFM_HOST_OK)
+			d->diag_recovered = true;
+		d->next_diag = h == DNP_LFM_HOST_OK ? UINT64_MAX : now; /* relay at once */
+		d->host = (uint8_t)h;
+		d->dirty = true;
+	}
+}
+
+static void expire_remote(struct dnp_dfm *d, uint64_t now, struct dnp_dfm_out *o)
+{
+	uint64_t life = (uint64_t)DFM_REMOTE_EXPIRY * d->tr * d->c.unit_per_ms;
+
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++) {
+		struct dfm_remote *m = &d->rem[i];
+
+		if (m->kind == DNP_LFM_RFD_NONE || now - m->last < life)
+			continue;
+		m->kind = DNP_LFM_RFD_NONE;
+		atomic_store_explicit(&d->r->rfd[i].desc, dnp_lfm_rfd_make(0, 0, m->node, m->count),
+				      memory_order_relaxed);
+		alarm(o, DNP_DFM_AL_REMOTE, i, DNP_LFM_RFD_NONE, m->node);
+		d->dirty = true;
+	}
+}
+
+void dnp_dfm_tick(struct dnp_dfm *d, uint64_t now, const struct dnp_dfm_input *in,
+		  struct dnp_dfm_out *out)
+{
+	uint64_t u = d->c.unit_per_ms;
+	uint64_t status;
+
+	memset(out, 0, sizeof(*out));
+	read_timer(d, out);
+	if (now >= d->next_read) {
+		read_host(d, now, out);
+		judge_crc(d, in);
+		d->next_read = now + (uint64_t)d->tr * u;
+	}
+	expire_remote(d, now, out);
+	status = local_status(d, in, out);
+	d->last_status = status;
+	if (now >= d->next_write || d->dirty) {
+		dnp_lfm_wd_write(&d->r->dnp, status, now);
+		d->st.wd_writes++;
+		d->next_write = now + (uint64_t)d->tw * u;
+		d->dirty = false;
+	}
+	if (d->host != DNP_LFM_HOST_OK && now >= d->next_diag) {
+		send_diag(d, in, d->host, out);
+		d->next_diag = now + (uint64_t)d->tr * u;
+	} else if (d->diag_recovered) {
+		send_diag(d, in, DNP_LFM_RFD_NONE, out);
+		d->diag_recovered = false;
+	}
+}
+
+uint64_t dnp_dfm_next_deadline(const struct dnp_dfm *d)
+{
+	uint64_t t = d->next_write < d->next_read ? d->next_write : d->next_read;
+
+	if (d->host != DNP_LFM_HOST_OK && d->next_diag < t)
+		t = d->next_diag;
+	return d->dirty || d->diag_recovered ? 0 : t;
+}
+
+int dnp_dfm_on_diag(struct dnp_dfm *d, struct dnp_coord src, const void *payload, size_t len,
+		    uint64_t now, struct dnp_dfm_out *out)
+{
+	struct dnp_dfm_diag_msg m;
+	uint32_t mask = atomic_load_explicit(&d->r->mask, memory_order_relaxed);
+	bool found = false;
+
+	if (dnp_dfm_diag_decode(payload, len, &m)) {
+		d->st.diag_bad++;
+		return -EBADMSG;
+	}
+	if (!dnp_torus_contains(&d->c.torus, src) ||
+	    m.node != dnp_torus_id(&d->c.torus, src)) {
+		d->st.diag_bad++;
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < DNP_LFM_NDIRS; i++) {
+		struct dfm_remote *r = &d->rem[i];
+
+		if (!(d->c.links & (1u << i)) || !dnp_coord_eq(d->nb[i], src))
+			continue;
+		found = true;
+		if (!(mask & DNP_LFM_MASK_REMOTE))
+			continue;
+		if (r->kind != m.kind || r->node != m.node) {
+			if (m.kind != DNP_LFM_RFD_NONE || r->kind != DNP_LFM_RFD_NONE)
+				alarm(out, DNP_DFM_AL_REMOTE, i, m.kind, m.node);
+			d->dirty = true;
+		}
+		r->count = r->node == m.node ? r->count + 1 : 1;
+		r->kind = m.kind;
+		r->node = m.node;
+		r->hstat = (uint8_t)m.host_status;
+		r->last = now;
+		atomic_store_explicit(&d->r->rfd[i].timestamp, now, memory_order_relaxed);
+		atomic_store_explicit(&d->r->rfd[i].desc,
+				      dnp_lfm_rfd_make(r->kind, r->hstat, r->node, r->count),
+				      memory_order_release);
+	}
+	if (!found) {
+		d->st.diag_bad++;
+		return -EINVAL;
+	}
+	d->st.diag_rx++;
+	atomic_store_explicit(&d->r->diag_rx, d->st.diag_rx, memory_order_relaxed);
+	return 0;
+}

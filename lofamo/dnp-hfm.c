@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dnp-hfm — the Host Fault Manager of one node (EURETILE report, LO|FA|MO:
+ * HFM). It maps its DNP's register block (lofamo_abi.h, DIR/node-<id>.lofamo),
+ * and:
+ *   - every T_write checks the host (memory, service network, CPU load,
+ *     thermal zones) and writes and validates the Host Watchdog Register;
+ *   - every T_read takes and invalidates the DNP Watchdog Register: found
+ *     not validated, the DNP has an omission fault;
+ *   - raises an alarm for every change of what the DNP reports (links,
+ *     sensors, first-neighbour hosts relayed over the torus) and of its own
+ *     devices, and sends HEALTH datagrams to the Fault Supervisor every
+ *     T_write (at once when an alarm is new), repeating every alarm until the
+ *     supervisor acknowledges it (lofamo/svc.h);
+ *   - sets the timer and mask registers when asked to (--t-write/--t-read,
+ *     --mask), refusing a timer with T_write >= T_read.
+ * The service network is considered cut when no acknowledgement came for
+ * 2 x T_read. SIGUSR1 simulates a cut of this node's service network (every
+ * datagram in or out is dropped) and a second SIGUSR1 mends it.
+ *
+ *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
+ *           [--mask HEX]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "regs.h"
+#include "svc.h"
+
+#define HFM_MAX_PENDING 64u
+
+static atomic_bool hfm_stop;
+static atomic_bool hfm_cut;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	atomic_store(&hfm_stop, true);
+}
+
+static void on_cut(int sig)
+{
+	(void)sig;
+	atomic_store(&hfm_cut, !atomic_load(&hfm_cut));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct hfm {
+	const char *regs_path;
+	uint32_t node;
+	struct dnp_lfm_regs *r;
+	int fd;
+	uint32_t tw, tr;           /* ms */
+	uint32_t seq, next_id;
+	struct dnp_svc_alarm pend[HFM_MAX_PENDING];
+	unsigned npend;
+	bool dnp_seen, dnp_alive;
+	uint64_t last_dnp;         /* DNP status word at the last alarm check */
+	uint64_t last_rfd_kind[DNP_LFM_NDIRS];
+	uint64_t host_status;
+	uint64_t last_ack_ns, start_ns;
+	bool urgent;
+};
+
+static void raise_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned level,
+			uint32_t node)
+{
+	if (h->npend == HFM_MAX_PENDING) { /* the oldest goes: the supervisor is unreachable */
+		memmove(h->pend, h->pend + 1, sizeof(h->pend[0]) * (HFM_MAX_PENDING - 1));
+		h->npend--;
+	}
+	h->pend[h->npend++] = (struct dnp_svc_alarm){
+		.id = ++h->next_id, .kind = (uint8_t)kind, .subject = (uint8_t)subject,
+		.level = (uint8_t)level, .node = node,
+	};
+	h->urgent = true;
+	fprintf(stderr, "dnp-hfm %u: alarm %u kind %u subject %u level %u node %u\n", h->node,
+		h->next_id, kind, subject, level, node);
+}
+
+/* Memory from /proc/meminfo: available under 5 % alarm, under 10 % warning. */
+static unsigned check_memory(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long total = 0, avail = 0, v;
+	char key[64];
+	unsigned lv = DNP_LFM_NORMAL;
+
+	if (!f)
+		return DNP_LFM_NORMAL;
+	while (fscanf(f, "%63s %llu kB\n", key, &v) == 2) {
+		if (!strcmp(key, "MemTotal:"))
+			total = v;
+		else if (!strcmp(key, "MemAvailable:"))
+			avail = v;
+	}
+	fclose(f);
+	if (total && avail * 20 < total)
+		lv = DNP_LFM_ALARM;
+	else if (total && avail * 10 < total)
+		lv = DNP_LFM_WARNING;
+	return lv;
+}
+
+/*
+ * CPU: a 1-minute load over 16 per CPU is a warning (the host is swamped; a
+ * busy shared machine runs at 5-10 per CPU and is not faulty).
+ */
+static unsigned check_cpu(void)
+{
+	double load[1];
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (getloadavg(load, 1) != 1 || n < 1)
+		return DNP_LFM_NORMAL;
+	return load[0] > 16.0 * (double)n ? DNP_LFM_WARNING : DNP_LFM_NORMAL;
+}
+
+/* Thermal zones of the host (none on many VMs): 85 °C warning, 95 °C alarm. */
+static unsigned check_thermal(void)
+{
+	unsigned lv = DNP_LFM_NORMAL;
+
+	for (unsigned z = 0; z < 16; z++) {
+		char p[64];
+		long mc;
+		FILE *f;
+
+		snprintf(p, sizeof(p), "/sys/class/thermal/thermal_zone%u/temp", z);
+		f = fopen(p, "re");
+		if (!f)
+			break;
+		if (fscanf(f, "%ld", &mc) == 1) {
+			if (mc >= 95000)
+				lv = DNP_LFM_ALARM;
+			else if (mc >= 85000 && lv < DNP_LFM_WARNING)
+				lv = DNP_LFM_WARNING;
+		}
+		fclose(f);
+	}
+	return lv;
+}
+
+static uint64_t host_check(struct hfm *h, uint64_t now, bool slow)
+{
+	uint64_t w = h->host_status;
+	unsigned svc = DNP_LFM_NORMAL;
+
+	if (slow) {
+		w &= ~(3ull << (2 * DNP_LFM_HDEV_MEMORY) | 3ull << (2 * DNP_LFM_HDEV_CPU) |
+		       3ull << (2 * DNP_LFM_HDEV_THERMAL));
+		w |= (uint64_t)check_memory() << (2 * DNP_LFM_HDEV_MEMORY);
+		w |= (uint64_t)check_cpu() << (2 * DNP_LFM_HDEV_CPU);
+		w |= (uint64_t)check_thermal() << (2 * DNP_LFM_HDEV_THERMAL);
+	}
+	/* Acknowledgements come every T_write: none for 2 x T_read is a cut. */
+	if (now - h->last_ack_ns > 2ull * h->tr * 1000000ull)
+		svc = DNP_LFM_ALARM;
+	w &= ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
+	w |= (uint64_t)svc << (2 * DNP_LFM_HDEV_SVCNET);
+	for (unsigned d = 0; d < DNP_LFM_NHDEV; d++)
+		if (dnp_lfm_host_dev(w, d) != dnp_lfm_host_dev(h->host_status, d))
+			raise_alarm(h, DNP_SVC_AL_HOST, d, dnp_lfm_host_dev(w, d), h->node);
+	h->host_status = w;
+	return w;
+}
+
+/* Alarms for what changed in the DNP's report since the last look. */
+static void dnp_check(struct hfm *h)
+{
+	uint64_t w = atomic_load_explicit(&h->r->dnp.status, memory_order_acquire);
+
+	if (!h->dnp_alive)
+		return;
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+		if (dnp_lfm_dnp_link(w, d) != dnp_lfm_dnp_link(h->last_dnp, d) &&
+		    dnp_lfm_dnp_link(h->last_dnp, d) != DNP_LFM_LINK_NONE)
+			raise_alarm(h, DNP_SVC_AL_LINK, d, dnp_lfm_dnp_link(w, d), h->node);
+	for (unsigned s = 0; s < DNP_LFM_NSENSORS; s++)
+		if (dnp_lfm_dnp_sensor(w, s) != dnp_lfm_dnp_sensor(h->last_dnp, s))
+			raise_alarm(h, DNP_SVC_AL_SENSOR, s, dnp_lfm_dnp_sensor(w, s), h->node);
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++) {
+		uint64_t rfd = atomic_load_explicit(&h->r->rfd[d].desc, memory_order_acquire);
+		unsigned k = dnp_lfm_rfd_kind(rfd);
+
+		if (k != h->last_rfd_kind[d])
+			raise_alarm(h, DNP_SVC_AL_REMOTE, d, k, dnp_lfm_rfd_node(rfd));
+		h->last_rfd_kind[d] = k;
+	}
+	h->last_dnp = w;
+}
+
+static void send_health(struct hfm *h)
+{
+	struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = h->node, .seq = ++h->seq };
+	uint8_t buf[512];
+	int n;
+
+	m.u.health.host_status = h->host_status;
+	m.u.health.flags = (h->dnp_alive ? DNP_SVC_F_DNP_ALIVE : 0) |
+			   (h->dnp_seen ? DNP_SVC_F_DNP_SEEN : 0);
+	m.u.health.t_write_ms = (uint16_t)h->tw;
+	m.u.health.t_read_ms = (uint16_t)h->tr;
+	if (h->r) {
+		m.u.health.dnp_status = atomic_load_explicit(&h->r->dnp.status, memory_order_acquire);
+		m.u.health.epoch = atomic_load_explicit(&h->r->dfm_epoch, memory_order_relaxed);
+		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+			m.u.health.rfd[d] = atomic_load_explicit(&h->r->rfd[d].desc,
+								 memory_order_acquire);
+	}
+	m.u.health.nalarm = h->npend < DNP_SVC_MAX_ALARMS ? h->npend : DNP_SVC_MAX_ALARMS;
+	memcpy(m.u.health.alarm, h->pend, sizeof(h->pend[0]) * m.u.health.nalarm);
+	n = dnp_svc_encode(&m, buf, sizeof(buf));
+	if (n > 0 && !atomic_load(&hfm_cut))
+		(void)send(h->fd, buf, (size_t)n, MSG_DONTWAIT);
+}
+
+static void recv_acks(struct hfm *h, uint64_t now)
+{
+	uint8_t buf[256];
+	ssize_t n;
+
+	while ((n = recv(h->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+		struct dnp_svc_msg m;
+		unsigned k = 0;
+
+		if (atomic_load(&hfm_cut) || dnp_svc_decode(buf, (size_t)n, &m) ||
+		    m.type != DNP_SVC_ACK || m.node != h->node)
+			continue;
+		h->last_ack_ns = now;
+		while (k < h->npend && h->pend[k].id <= m.u.ack.ack)
+			k++;
+		memmove(h->pend, h->pend + k, sizeof(h->pend[0]) * (h->npend - k));
+		h->npend -= k;
+	}
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	port = strtol(colon + 1, NULL, 10);
+	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return -EINVAL;
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: dnp-hfm --regs PATH --node ID --supervisor HOST:PORT\n"
+		   "               [--t-write MS --t-read MS] [--mask HEX]\n"
+		   "  --regs PATH       the DNP's register block (DIR/node-<id>.lofamo)\n"
+		   "  --t-write/--t-read  set the timer register (T_write < T_read, ms)\n"
+		   "  --mask HEX        set the DFM mask register (fault kinds reported)\n"
+		   "SIGUSR1 toggles a simulated cut of this node's service network.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "regs", required_argument, NULL, 'r' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "supervisor", required_argument, NULL, 's' },
+		{ "t-write", required_argument, NULL, 'w' },
+		{ "t-read", required_argument, NULL, 'R' },
+		{ "mask", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hfm h = { .fd = -1, .tw = DNP_LFM_T_WRITE_DEFAULT, .tr = DNP_LFM_T_READ_DEFAULT };
+	struct sockaddr_in sa = { 0 };
+	struct sigaction act = { 0 };
+	uint32_t set_tw = 0, set_tr = 0;
+	long mask = -1;
+	bool have_node = false, have_sup = false;
+	uint64_t next_write, next_read, next_hb, next_slow;
+	int c, e;
+
+	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r': h.regs_path = optarg; break;
+		case 'n': h.node = (uint32_t)strtoul(optarg, NULL, 10); have_node = true; break;
+		case 's':
+			if (parse_addr(optarg, &sa)) {
+				fprintf(stderr, "dnp-hfm: bad --supervisor '%s' (want IPv4:PORT)\n", optarg);
+				return 2;
+			}
+			have_sup = true;
+			break;
+		case 'w': set_tw = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'R': set_tr = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'm': mask = strtol(optarg, NULL, 16); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!h.regs_path || !have_node || !have_sup || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if ((set_tw || set_tr) && (e = dnp_lfm_timer_check(set_tw, set_tr)) != 0) {
+		fprintf(stderr, "dnp-hfm: timer register T_write %u ms, T_read %u ms refused: %s\n",
+			set_tw, set_tr, dnp_lfm_timer_strerror(e));
+		return 2;
+	}
+	if (mask >= 0 && (mask & ~(long)DNP_LFM_MASK_ALL)) {
+		fprintf(stderr, "dnp-hfm: --mask %lx has bits outside 0x%x\n", mask, DNP_LFM_MASK_ALL);
+		return 2;
+	}
+	h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (h.fd < 0 || connect(h.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("dnp-hfm: service network socket");
+		return 1;
+	}
+	act.sa_handler = on_stop;
+	sigaction(SIGTERM, &act, NULL);
+	sigaction(SIGINT, &act, NULL);
+	act.sa_handler = on_cut;
+	sigaction(SIGUSR1, &act, NULL);
+	if (set_tw) {
+		h.tw = set_tw;
+		h.tr = set_tr;
+	}
+	h.start_ns = h.last_ack_ns = mono_ns();
+	next_write = next_hb = next_slow = h.start_ns;
+	next_read = h.start_ns + (uint64_t)h.tr * 1000000ull;
+	while (!atomic_load(&hfm_stop)) {
+		uint64_t now = mono_ns(), wake;
+		struct pollfd p = { .fd = h.fd, .events = POLLIN };
+
+		if (!h.r) {
+			unsigned dim[3] = { 0, 0, 0 };
+
+			/* The daemon creates the block; until then the DNP is simply not seen. */
+			if (dnp_lfm_regs_map(h.regs_path, false, h.node, dim, &h.r) == 0) {
+				if (set_tw)
+					(void)dnp_lfm_timer_set(h.r, set_tw, set_tr);
+				if (mask >= 0)
+					atomic_store(&h.r->mask, (uint32_t)mask);
+				fprintf(stderr, "dnp-hfm %u: mapped %s\n", h.node, h.regs_path);
+			}
+		}
+		if (h.r) {
+			uint32_t tw = atomic_load(&h.r->t_write_ms), tr = atomic_load(&h.r->t_read_ms);
+
+			if (!dnp_lfm_timer_check(tw, tr)) {
+				h.tw = tw;
+				h.tr = tr;
+			}
+		}
+		recv_acks(&h, now);
+		if (now >= next_write) {
+			bool slow = now >= next_slow;
+
+			host_check(&h, now, slow);
+			if (slow)
+				next_slow = now + (uint64_t)h.tr * 1000000ull;
+			if (h.r)
+				dnp_lfm_wd_write(&h.r->host, h.host_status, now);
+			next_write = now + (uint64_t)h.tw * 1000000ull;
+		}
+		if (h.r && now >= next_read) {
+			uint64_t w;
+			bool valid = dnp_lfm_wd_take(&h.r->dnp, &w);
+
+			if (valid) {
+				if (!h.dnp_alive && h.dnp_seen)
+					raise_alarm(&h, DNP_SVC_AL_DNP, 0, 0, h.node);
+				if (!h.dnp_alive)
+					h.last_dnp = w;
+				h.dnp_seen = h.dnp_alive = true;
+			} else if (h.dnp_alive) {
+				/* Not validated since our last read: omission fault of the DNP. */
+				h.dnp_alive = false;
+				raise_alarm(&h, DNP_SVC_AL_DNP, 0, 1, h.node);
+			}
+			next_read = now + (uint64_t)h.tr * 1000000ull;
+		}
+		if (h.r)
+			dnp_check(&h);
+		if (h.urgent || now >= next_hb) {
+			send_health(&h);
+			h.urgent = false;
+			next_hb = now + (uint64_t)h.tw * 1000000ull;
+		}
+		wake = next_write < next_read ? next_write : next_read;
+		if (next_hb < wake)
+			wake = next_hb;
+		now = mono_ns();
+		/* Look at the DNP's report at least every 20 ms: relays travel on. */
+		int ms = wake > now ? (int)((wake - now) / 1000000ull) : 0;
+		if (ms > 20)
+			ms = 20;
+		(void)poll(&p, 1, ms);
+	}
+	dnp_lfm_regs_unmap(h.r);
+	close(h.fd);
+	return 0;
+}

@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sup.h"
+
+struct dnp_sup {
+	struct dnp_sup_conf c;
+	uint32_t n;
+	struct dnp_sup_node *nodes;
+	struct dnp_sup_event *log;
+	uint64_t nlog;
+	uint64_t msgs, alarms, bad;
+};
+
+static const char *const dir_names[DNP_LFM_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
+static const char *const sensor_names[DNP_LFM_NSENSORS] = { "temp", "volt", "power" };
+static const char *const hdev_names[DNP_LFM_NHDEV] = { "memory", "svcnet", "cpu", "thermal" };
+static const char *const link_names[4] = { "none", "ok", "sick", "broken" };
+static const char *const level_names[4] = { "normal", "warning", "alarm", "?" };
+
+const char *dnp_sup_host_name(unsigned h)
+{
+	static const char *const n[] = { "unknown", "ok", "warning", "faulty", "silent", "dead" };
+	return h < 6 ? n[h] : "?";
+}
+
+const char *dnp_sup_dnp_name(unsigned d)
+{
+	static const char *const n[] = { "unknown", "ok", "faulty", "dead" };
+	return d < 4 ? n[d] : "?";
+}
+
+const char *dnp_sup_path_name(unsigned p)
+{
+	static const char *const n[] = { "none", "service", "relay", "inference", "silence" };
+	return p < 5 ? n[p] : "?";
+}
+
+int dnp_sup_create(const struct dnp_sup_conf *c, uint64_t now_ms, struct dnp_sup **out)
+{
+	struct dnp_sup *s;
+
+	(void)now_ms;
+	if (!c || !c->silence_ms || !dnp_torus_size(&c->torus))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->c = *c;
+	s->n = dnp_torus_size(&c->torus);
+	s->nodes = calloc(s->n, sizeof(*s->nodes));
+	s->log = calloc(DNP_SUP_LOG, sizeof(*s->log));
+	if (!s->nodes || !s->log) {
+		dnp_sup_destroy(s);
+		return -ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+void dnp_sup_destroy(struct dnp_sup *s)
+{
+	if (!s)
+		return;
+	free(s->nodes);
+	free(s->log);
+	free(s);
+}
+
+static void logf_(struct dnp_sup *s, uint64_t t, uint32_t node, unsigned path, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void logf_(struct dnp_sup *s, uint64_t t, uint32_t node, unsigned path, const char *fmt, ...)
+{
+	struct dnp_sup_event *e = &s->log[s->nlog++ % DNP_SUP_LOG];
+	va_list ap;
+
+	e->t_ms = t;
+	e->node = node;
+	e->path = (uint8_t)path;
+	va_start(ap, fmt);
+	vsnprintf(e->what, sizeof(e->what), fmt, ap);
+	va_end(ap);
+}
+
+static bool fresh(const struct dnp_sup *s, const struct dnp_sup_node *nd, uint64_t now)
+{
+	return nd->heard && now - nd->last_ms < s->c.silence_ms;
+}
+
+/* What the fresh neighbours of id say about it: a relayed host fault, and their links to it. */
+static void neighbours_view(const struct dnp_sup *s, uint32_t id, uint64_t now, unsigned *relay,
+			    unsigned *relay_hstat, unsigned *reporting, unsigned *broken,
+			    uint8_t link[DNP_LFM_NDIRS])
+{
+	struct dnp_coord c = dnp_torus_coord(&s->c.torus, id);
+	uint32_t seen[DNP_LFM_NDIRS];
+	unsigned nseen = 0;
+
+	*relay = DNP_LFM_RFD_NONE;
+	*relay_hstat = 0;
+	*reporting = *broken = 0;
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++) {
+		struct dnp_coord mc = dnp_torus_neighbour(&s->c.torus, c, (enum dnp_dir)d);
+		uint32_t m = dnp_torus_id(&s->c.torus, mc);
+		const struct dnp_sup_node *mn = &s->nodes[m];
+		unsigned e = dnp_torus_opposite((enum dnp_dir)d), ls;
+		bool dup = false;
+
+		link[d] = DNP_LFM_LINK_NONE;
+		if (m == id || !fresh(s, mn, now) || !(mn->last.u.health.flags & DNP_SVC_F_DNP_ALIVE))
+			continue;
+		ls = dnp_lfm_dnp_link(mn->last.u.health.dnp_status, e);
+		link[d] = (uint8_t)ls;
+		for (unsigned k = 0; k < nseen; k++)
+			dup |= seen[k] == m;
+		if (!dup) {
+			bool all_broken = true;
+
+			seen[nseen++] = m;
+			(*reporting)++;
+			for (unsigned k = 0; k < DNP_LFM_NDIRS; k++) {
+				uint64_t rfd = mn->last.u.health.rfd[k];
+				struct dnp_coord kc = dnp_torus_neighbour(&s->c.torus, mc,
+									  (enum dnp_dir)k);
+
+				if (!dnp_coord_eq(kc, c))
+					continue;
+				if (dnp_lfm_dnp_link(mn->last.u.health.dnp_status, k) !=
+				    DNP_LFM_LINK_BROKEN)
+					all_broken = false;
+				if (dnp_lfm_rfd_kind(rfd) != DNP_LFM_RFD_NONE &&
+				    dnp_lfm_rfd_node(rfd) == id) {
+					*relay = dnp_lfm_rfd_kind(rfd);
+					*relay_hstat = dnp_lfm_rfd_hstat(rfd);
+				}
+			}
+			if (all_broken)
+				(*broken)++;
+		}
+	}
+}
+
+static void derive(struct dnp_sup *s, uint32_t id, uint64_t now)
+{
+	struct dnp_sup_node *nd = &s->nodes[id], old = *nd;
+	unsigned relay, rh, rep, brk;
+	uint8_t nbl[DNP_LFM_NDIRS];
+	bool links_from_nb = true;
+
+	neighbours_view(s, id, now, &relay, &rh, &rep, &brk, nbl);
+	if (fresh(s, nd, now)) {
+		const struct dnp_svc_msg *m = &nd->last;
+		unsigned worst = 0;
+
+		for (unsigned k = 0; k < DNP_LFM_NHDEV; k++) {
+			nd->hdev[k] = (uint8_t)dnp_lfm_host_dev(m->u.health.host_status, k);
+			if (nd->hdev[k] > worst)
+				worst = nd->hdev[k];
+		}
+		nd->host = worst >= DNP_LFM_ALARM ? SUP_H_FAULTY :
+			   worst == DNP_LFM_WARNING ? SUP_H_WARN : SUP_H_OK;
+		nd->path = SUP_P_SERVICE;
+		if (m->u.health.flags & DNP_SVC_F_DNP_ALIVE) {
+			nd->dnp = SUP_D_OK;
+			links_from_nb = false;
+			for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+				nd->link[d] = (uint8_t)dnp_lfm_dnp_link(m->u.health.dnp_status, d);
+			for (unsigned k = 0; k < DNP_LFM_NSENSORS; k++)
+				nd->sensor[k] =
+					(uint8_t)dnp_lfm_dnp_sensor(m->u.health.dnp_status, k);
+		} else {
+			nd->dnp = m->u.health.flags & DNP_SVC_F_DNP_SEEN ? SUP_D_FAULTY :
+									    SUP_D_UNKNOWN;
+		}
+	}
+	if (relay != DNP_LFM_RFD_NONE) {
+		/*
+		 * The node's DNP reports over the torus that its host fails its
+		 * watchdog or a device: newer than any report the host itself may
+		 * still have sent (a killed HFM stays 'fresh' for silence_ms).
+		 */
+		nd->host = SUP_H_FAULTY;
+		nd->dnp = SUP_D_OK;
+		nd->path = SUP_P_RELAY;
+		for (unsigned k = 0; k < DNP_LFM_NHDEV; k++)
+			nd->hdev[k] = (uint8_t)dnp_lfm_host_dev(rh, k);
+	} else if (fresh(s, nd, now)) {
+		/* as reported above */
+	} else if (rep > 0 && brk == rep) {
+		nd->host = SUP_H_DEAD;
+		nd->dnp = SUP_D_DEAD;
+		nd->path = SUP_P_INFERENCE;
+	} else if (nd->heard) {
+		nd->host = SUP_H_SILENT;
+		nd->dnp = SUP_D_UNKNOWN;
+		nd->path = SUP_P_SILENCE;
+	}
+	if (links_from_nb)
+		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+			if (nbl[d] != DNP_LFM_LINK_NONE || nd->link[d] != DNP_LFM_LINK_NONE)
+				nd->link[d] = nbl[d] ? nbl[d] : nd->link[d];
+
+	if (nd->host != old.host)
+		logf_(s, now, id, nd->path, "host %s", dnp_sup_host_name(nd->host));
+	if (nd->dnp != old.dnp)
+		logf_(s, now, id, nd->path, "dnp %s", dnp_sup_dnp_name(nd->dnp));
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+		if (nd->link[d] != old.link[d] && !(old.link[d] == 0 && nd->link[d] == 1))
+			logf_(s, now, id, links_from_nb ? SUP_P_RELAY : SUP_P_SERVICE, "link %s %s",
+			      dir_names[d], link_names[nd->link[d] & 3]);
+	for (unsigned k = 0; k < DNP_LFM_NSENSORS; k++)
+		if (nd->sensor[k] != old.sensor[k])
+			logf_(s, now, id, nd->path, "sensor %s %s", sensor_names[k],
+			      level_names[nd->sensor[k] & 3]);
+	for (unsigned k = 0; k < DNP_LFM_NHDEV; k++)
+		if (nd->hdev[k] != old.hdev[k])
+			logf_(s, now, id, nd->path, "hostdev %s %s", hdev_names[k],
+			      level_names[nd->hdev[k] & 3]);
+}
+
+static void derive_around(struct dnp_sup *s, uint32_t id, uint64_t now)
+{
+	struct dnp_coord c = dnp_torus_coord(&s->c.torus, id);
+
+	derive(s, id, now);
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++) {
+		uint32_t m = dnp_torus_id(&s->c.torus,
+					  dnp_torus_neighbour(&s->c.torus, c, (enum dnp_dir)d));
+		if (m != id)
+			derive(s, m, now);
+	}
+}
+
+static void log_alarm(struct dnp_sup *s, uint64_t now, uint32_t id, const struct dnp_svc_alarm *a)
+{
+	switch (a->kind) {
+	case DNP_SVC_AL_DNP:
+		logf_(s, now, id, SUP_P_SERVICE, "alarm dnp %s", a->level ? "omission" : "back");
+		break;
+	case DNP_SVC_AL_LINK:
+		logf_(s, now, id, SUP_P_SERVICE, "alarm link %s %s", dir_names[a->subject % 6],
+		      link_names[a->level & 3]);
+		break;
+	case DNP_SVC_AL_SENSOR:
+		logf_(s, now, id, SUP_P_SERVICE, "alarm sensor %s %s",
+		      sensor_names[a->subject % DNP_LFM_NSENSORS], level_names[a->level & 3]);
+		break;
+	case DNP_SVC_AL_REMOTE:
+		logf_(s, now, a->node < s->n ? a->node : id, SUP_P_RELAY,
+		      "alarm relay from %u: host %s", id,
+		      a->level == DNP_LFM_RFD_HOST_OMISSION ? "omission" :
+		      a->level == DNP_LFM_RFD_HOST_PERIPHERY ? "periphery" : "recovered");
+		break;
+	case DNP_SVC_AL_HOST:
+		logf_(s, now, id, SUP_P_SERVICE, "alarm hostdev %s %s",
+		      hdev_names[a->subject % DNP_LFM_NHDEV], level_names[a->level & 3]);
+		break;
+	}
+}
+
+int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms,
+		   void *reply, size_t cap)
+{
+	struct dnp_svc_msg m, ack = { .type = DNP_SVC_ACK };
+	struct dnp_sup_node *nd;
+
+	if (dnp_svc_decode(buf, len, &m)) {
+		s->bad++;
+		return -EBADMSG;
+	}
+	if (m.type != DNP_SVC_HEALTH) {
+		s->bad++;
+		return -EPROTO;
+	}
+	if (m.node >= s->n) {
+		s->bad++;
+		return -ERANGE;
+	}
+	nd = &s->nodes[m.node];
+	s->msgs++;
+	nd->msgs++;
+	/* An HFM that restarted counts its alarms from 1 again. */
+	if (m.u.health.nalarm && m.u.health.alarm[m.u.health.nalarm - 1].id + 1 < nd->next_alarm &&
+	    m.seq < nd->last.seq)
+		nd->next_alarm = 0;
+	for (unsigned i = 0; i < m.u.health.nalarm; i++) {
+		const struct dnp_svc_alarm *a = &m.u.health.alarm[i];
+
+		if (a->id < nd->next_alarm)
+			continue; /* a repeat: already logged, the ACK was lost */
+		log_alarm(s, now_ms, m.node, a);
+		s->alarms++;
+		nd->next_alarm = a->id + 1;
+	}
+	nd->heard = true;
+	nd->last_ms = now_ms;
+	nd->last = m;
+	derive_around(s, m.node, now_ms);
+	ack.node = m.node;
+	ack.seq = m.seq;
+	ack.u.ack.ack = nd->next_alarm ? nd->next_alarm - 1 : 0;
+	return dnp_svc_encode(&ack, reply, cap);
+}
+
+void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		derive(s, i, now_ms);
+}
+
+const struct dnp_sup_node *dnp_sup_node(const struct dnp_sup *s, uint32_t id)
+{
+	return id < s->n ? &s->nodes[id] : NULL;
+}
+
+uint64_t dnp_sup_nevents(const struct dnp_sup *s)
+{
+	return s->nlog;
+}
+
+const struct dnp_sup_event *dnp_sup_event(const struct dnp_sup *s, uint64_t i)
+{
+	if (i >= s->nlog || s->nlog - i > DNP_SUP_LOG)
+		return NULL;
+	return &s->log[i % DNP_SUP_LOG];
+}
+
+void dnp_sup_counts(const struct dnp_sup *s, uint64_t *msgs, uint64_t *alarms, uint64_t *bad)
+{
+	*msgs = s->msgs;
+	*alarms = s->alarms;
+	*bad = s->bad;
+}
+
+/* ------------------------------------------------------------- rendering */
+
+struct out {
+	char *b;
+	size_t cap, len;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->len + 1 >= o->cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
+}
+
+static bool node_healthy(const struct dnp_sup_node *nd)
+{
+	bool ok = nd->host == SUP_H_OK && nd->dnp == SUP_D_OK;
+
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+		ok &= nd->link[d] <= DNP_LFM_LINK_OK;
+	for (unsigned k = 0; k < DNP_LFM_NSENSORS; k++)
+		ok &= nd->sensor[k] == DNP_LFM_NORMAL;
+	return ok;
+}
+
+static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
+{
+	uint64_t first = s->nlog > 200 ? s->nlog - 200 : 0;
+	unsigned healthy = 0;
+
+	put(o, "{\"t_ms\":%" PRIu64 ",\"torus\":[%u,%u,%u],\"silence_ms\":%" PRIu64
+	    ",\"nodes\":[", now, s->c.torus.dim[0], s->c.torus.dim[1], s->c.torus.dim[2],
+	    s->c.silence_ms);
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct dnp_sup_node *nd = &s->nodes[i];
+		struct dnp_coord c = dnp_torus_coord(&s->c.torus, i);
+
+		healthy += node_healthy(nd);
+		put(o, "%s{\"id\":%u,\"coord\":[%u,%u,%u],\"host\":\"%s\",\"dnp\":\"%s\","
+		    "\"path\":\"%s\",\"links\":{", i ? "," : "", i, c.x, c.y, c.z,
+		    dnp_sup_host_name(nd->host), dnp_sup_dnp_name(nd->dnp),
+		    dnp_sup_path_name(nd->path));
+		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+			put(o, "%s\"%s\":\"%s\"", d ? "," : "", dir_names[d],
+			    link_names[nd->link[d] & 3]);
+		put(o, "},\"sensors\":{");
+		for (unsigned k = 0; k < DNP_LFM_NSENSORS; k++)
+			put(o, "%s\"%s\":\"%s\"", k ? "," : "", sensor_names[k],
+			    level_names[nd->sensor[k] & 3]);
+		put(o, "},\"hostdev\":{");
+		for (unsigned k = 0; k < DNP_LFM_NHDEV; k++)
+			put(o, "%s\"%s\":\"%s\"", k ? "," : "", hdev_names[k],
+			    level_names[nd->hdev[k] & 3]);
+		put(o, "},\"msgs\":%" PRIu64 "}", nd->msgs);
+	}
+	put(o, "],\"healthy\":%u,\"events_total\":%" PRIu64 ",\"events\":[", healthy, s->nlog);
+	for (uint64_t i = first; i < s->nlog; i++) {
+		const struct dnp_sup_event *e = dnp_sup_event(s, i);
+
+		if (e)
+			put(o, "%s{\"t_ms\":%" PRIu64 ",\"node\":%u,\"what\":\"%s\",\"path\":\"%s\"}",
+			    i > first ? "," : "", e->t_ms, e->node, e->what,
+			    dnp_sup_path_name(e->path));
+	}
+	put(o, "]}\n");
+}
+
+static const char *colour_of(unsigned severity, bool colour)
+{
+	static const char *const c[] = { "\033[32m", "\033[33m", "\033[31m", "\033[90m" };
+	return colour ? c[severity & 3] : "";
+}
+
+static unsigned host_sev(unsigned h)
+{
+	return h == SUP_H_OK ? 0 : h == SUP_H_WARN || h == SUP_H_SILENT ? 1 :
+	       h == SUP_H_UNKNOWN ? 3 : 2;
+}
+
+static unsigned dnp_sev(unsigned d)
+{
+	return d == SUP_D_OK ? 0 : d == SUP_D_UNKNOWN ? 3 : 2;
+}
+
+static unsigned link_sev(unsigned l)
+{
+	return l == DNP_LFM_LINK_OK ? 0 : l == DNP_LFM_LINK_SICK ? 1 :
+	       l == DNP_LFM_LINK_BROKEN ? 2 : 3;
+}
+
+static char host_ch(unsigned h) { return "?oWFsX"[h < 6 ? h : 0]; }
+static char dnp_ch(unsigned d) { return "?oFX"[d < 4 ? d : 0]; }
+static char link_ch(unsigned l, bool vertical)
+{
+	return l == DNP_LFM_LINK_OK ? (vertical ? '|' : '-') : l == DNP_LFM_LINK_SICK ? '~' :
+	       l == DNP_LFM_LINK_BROKEN ? 'x' : ' ';
+}
+
+/*
+ * One block per Z plane: each node is "[hd]" (host, DNP), X links between
+ * cells (the wrap-around link at the row's end), Y links on the line below,
+ * Z links as a digit list after the plane.
+ */
+static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
+{
+	const char *rst = colour ? "\033[0m" : "";
+	unsigned X = s->c.torus.dim[0], Y = s->c.torus.dim[1], Z = s->c.torus.dim[2];
+	unsigned healthy = 0;
+
+	for (uint32_t i = 0; i < s->n; i++)
+		healthy += node_healthy(&s->nodes[i]);
+	put(o, "LO|FA|MO picture: %u of %u nodes healthy  (cell [host dnp]: o ok, W warning, "
+	    "F faulty, s silent, X dead, ? unknown; links - | ok, ~ sick, x broken)\n",
+	    healthy, s->n);
+	for (unsigned z = 0; z < Z; z++) {
+		put(o, "plane z=%u\n", z);
+		for (unsigned y = 0; y < Y; y++) {
+			put(o, "  ");
+			for (unsigned x = 0; x < X; x++) {
+				struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
+				const struct dnp_sup_node *nd = &s->nodes[dnp_torus_id(&s->c.torus, c)];
+
+				put(o, "[%s%c%s%s%c%s]", colour_of(host_sev(nd->host), colour),
+				    host_ch(nd->host), rst, colour_of(dnp_sev(nd->dnp), colour),
+				    dnp_ch(nd->dnp), rst);
+				if (X > 1)
+					put(o, "%s%c%s", colour_of(link_sev(nd->link[DNP_DIR_XP]), colour),
+					    link_ch(nd->link[DNP_DIR_XP], false), rst);
+			}
+			put(o, "\n  ");
+			for (unsigned x = 0; Y > 1 && x < X; x++) {
+				struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
+				const struct dnp_sup_node *nd = &s->nodes[dnp_torus_id(&s->c.torus, c)];
+
+				put(o, " %s%c%s   ", colour_of(link_sev(nd->link[DNP_DIR_YP]), colour),
+				    link_ch(nd->link[DNP_DIR_YP], true), rst);
+			}
+			put(o, "\n");
+		}
+		if (Z > 1) {
+			put(o, "  Z+ links:");
+			for (unsigned y = 0; y < Y; y++)
+				for (unsigned x = 0; x < X; x++) {
+					struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
+					const struct dnp_sup_node *nd =
+						&s->nodes[dnp_torus_id(&s->c.torus, c)];
+					put(o, " %s%c%s", colour_of(link_sev(nd->link[DNP_DIR_ZP]), colour),
+					    link_ch(nd->link[DNP_DIR_ZP], true), rst);
+				}
+			put(o, "\n");
+		}
+	}
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct dnp_sup_node *nd = &s->nodes[i];
+
+		if (node_healthy(nd))
+			continue;
+		put(o, "node %u: host %s, dnp %s (%s)", i, dnp_sup_host_name(nd->host),
+		    dnp_sup_dnp_name(nd->dnp), dnp_sup_path_name(nd->path));
+		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+			if (nd->link[d] > DNP_LFM_LINK_OK)
+				put(o, ", link %s %s", dir_names[d], link_names[nd->link[d]]);
+		for (unsigned k = 0; k < DNP_LFM_NSENSORS; k++)
+			if (nd->sensor[k])
+				put(o, ", %s %s", sensor_names[k], level_names[nd->sensor[k] & 3]);
+		put(o, "\n");
+	}
+}
+
+size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char *buf,
+		      size_t cap)
+{
+	struct out o = { buf, cap, 0 };
+
+	if (!cap)
+		return 0;
+	buf[0] = 0;
+	if (flags & DNP_SVC_Q_JSON) {
+		render_json(s, now_ms, &o);
+	} else if (flags & DNP_SVC_Q_LOG) {
+		uint64_t first = s->nlog > 500 ? s->nlog - 500 : 0;
+
+		for (uint64_t i = first; i < s->nlog; i++) {
+			const struct dnp_sup_event *e = dnp_sup_event(s, i);
+			if (e)
+				put(&o, "%" PRIu64 ".%03u node %u %s (%s)\n", e->t_ms / 1000,
+				    (unsigned)(e->t_ms % 1000), e->node, e->what,
+				    dnp_sup_path_name(e->path));
+		}
+	} else {
+		render_map(s, flags & DNP_SVC_Q_COLOUR, &o);
+	}
+	return o.len;
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sup — the Fault Supervisor's state (EURETILE report, LO|FA|MO: Fault
+ * Supervisor), sans-I/O: dnp-supervisor feeds it the datagrams of the
+ * service network and the time; it acknowledges alarms, builds the systemic
+ * picture and keeps a time-stamped event log, and renders them (torus map,
+ * JSON, log). The lab can drive the very same code.
+ *
+ * The picture, per node: its host, its DNP, each of its links and sensors,
+ * and how the supervisor knows (the report path):
+ *   service    the node's own HFM said so over the service network;
+ *   relay      the node's HFM is silent, but a neighbour's DNP received DIAG
+ *              packets from the node's DNP (torus relay) and its HFM
+ *              reported them;
+ *   inference  host and DNP silent, no relay, and every neighbour that
+ *              reports sees its links to the node BROKEN: the node is dead;
+ *   silence    the node's HFM stopped reporting, nothing else is known yet.
+ * A report is fresh for 'silence_ms' after it arrived.
+ *
+ * Memory: allocated by dnp_sup_create; the event log is a ring of
+ * DNP_SUP_LOG entries. One thread.
+ */
+#ifndef DNP_SUP_H
+#define DNP_SUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "svc.h"
+#include "torus.h"
+
+enum dnp_sup_host { SUP_H_UNKNOWN, SUP_H_OK, SUP_H_WARN, SUP_H_FAULTY, SUP_H_SILENT, SUP_H_DEAD };
+enum dnp_sup_dnp { SUP_D_UNKNOWN, SUP_D_OK, SUP_D_FAULTY, SUP_D_DEAD };
+enum dnp_sup_path { SUP_P_NONE, SUP_P_SERVICE, SUP_P_RELAY, SUP_P_INFERENCE, SUP_P_SILENCE };
+
+struct dnp_sup_node {
+	uint8_t host, dnp, path;              /* enum dnp_sup_host / _dnp / _path */
+	uint8_t link[DNP_LFM_NDIRS];          /* enum dnp_lfm_link, as best known */
+	uint8_t sensor[DNP_LFM_NSENSORS];     /* enum dnp_lfm_level */
+	uint8_t hdev[DNP_LFM_NHDEV];          /* host devices, enum dnp_lfm_level */
+	/* last report */
+	bool heard;
+	uint64_t last_ms;
+	struct dnp_svc_msg last;
+	uint32_t next_alarm;                  /* alarms below this id were logged and acked */
+	uint64_t msgs;
+};
+
+#define DNP_SUP_LOG 4096u
+struct dnp_sup_event {
+	uint64_t t_ms;
+	uint32_t node;
+	uint8_t path;
+	char what[48];
+};
+
+struct dnp_sup_conf {
+	struct dnp_torus torus;
+	uint64_t silence_ms; /* > 0 */
+};
+
+struct dnp_sup;
+
+/* Errors: -EINVAL, -ENOMEM. */
+int dnp_sup_create(const struct dnp_sup_conf *c, uint64_t now_ms, struct dnp_sup **out);
+void dnp_sup_destroy(struct dnp_sup *s);
+/*
+ * A datagram from the service network. For a HEALTH, writes the ACK to send
+ * back into reply and returns its length; 0 when nothing is to be answered.
+ * Errors: -EBADMSG (does not decode), -ERANGE (node outside the torus),
+ * -EPROTO (a type the supervisor does not take).
+ */
+int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms,
+		   void *reply, size_t cap);
+/* Re-derives the picture at now_ms (silence, relay, inference), logging changes. */
+void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms);
+
+const struct dnp_sup_node *dnp_sup_node(const struct dnp_sup *s, uint32_t id);
+/* Events logged so far (monotonic count) and the i-th (NULL once overwritten). */
+uint64_t dnp_sup_nevents(const struct dnp_sup *s);
+const struct dnp_sup_event *dnp_sup_event(const struct dnp_sup *s, uint64_t i);
+/* Counters: HEALTH datagrams taken, alarms acknowledged, bad datagrams. */
+void dnp_sup_counts(const struct dnp_sup *s, uint64_t *msgs, uint64_t *alarms, uint64_t *bad);
+
+/* Renders into buf (NUL-terminated, truncated to cap); returns the length.
+ * flags: DNP_SVC_Q_JSON, DNP_SVC_Q_COLOUR (map), DNP_SVC_Q_LOG. */
+size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char *buf,
+		      size_t cap);
+
+const char *dnp_sup_host_name(unsigned h);
+const char *dnp_sup_dnp_name(unsigned d);
+const char *dnp_sup_path_name(unsigned p);
+
+#endif

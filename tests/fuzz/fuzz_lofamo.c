@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for the LO|FA|MO parsers of outside bytes: the DIAG
+ * payload (dnp_dfm_diag_decode, torus frames) and the service-network
+ * datagram (dnp_svc_decode, then the supervisor taking it). What decodes
+ * must re-encode to the very same bytes (both formats are canonical);
+ * nothing may crash. The first input byte picks the parser.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dfm.h"
+#include "sup.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct dnp_sup *sup;
+	static uint8_t out[DNP_SVC_MAX_DGRAM];
+
+	if (size < 1)
+		return 0;
+	if (!sup) {
+		struct dnp_sup_conf c = { .silence_ms = 600 };
+
+		dnp_torus_init(&c.torus, 4, 4, 4);
+		if (dnp_sup_create(&c, 0, &sup))
+			abort();
+	}
+	if (data[0] & 1) {
+		struct dnp_dfm_diag_msg m;
+
+		if (dnp_dfm_diag_decode(data + 1, size - 1, &m) == 0 &&
+		    (dnp_dfm_diag_encode(&m, out, sizeof(out)) != (int)(size - 1) ||
+		     memcmp(out, data + 1, size - 1)))
+			abort();
+		return 0;
+	}
+	{
+		struct dnp_svc_msg m;
+		int n;
+
+		if (dnp_svc_decode(data + 1, size - 1, &m) == 0) {
+			n = dnp_svc_encode(&m, out, sizeof(out));
+			if (n != (int)(size - 1) || memcmp(out, data + 1, size - 1))
+				abort();
+		}
+		(void)dnp_sup_on_msg(sup, data + 1, size - 1, 1000, out, sizeof(out));
+		dnp_sup_tick(sup, 1000);
+	}
+	return 0;
+}

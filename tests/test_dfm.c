@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+/* The LO|FA|MO registers and the DNP Fault Manager (lofamo/regs.h, lofamo/dfm.h). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dfm.h"
+#include "engine.h"
+#include "regs.h"
+
+#define MS 1000000ull /* time unit: ns */
+
+struct fx {
+	struct dnp_lfm_regs r;
+	struct dnp_dfm *d;
+	struct dnp_dfm_input in;
+	struct dnp_dfm_out o;
+	struct dnp_torus t;
+};
+
+static void fx_init(struct fx *f, unsigned x, unsigned y, unsigned z, struct dnp_coord self)
+{
+	unsigned dim[3] = { x, y, z };
+	struct dnp_dfm_conf c = { .self = self, .unit_per_ms = MS };
+
+	memset(f, 0, sizeof(*f));
+	dnp_torus_init(&f->t, x, y, z);
+	c.torus = f->t;
+	for (unsigned i = 0; i < 6; i++)
+		if (dim[i / 2] > 1)
+			c.links |= (uint8_t)(1u << i);
+	dnp_lfm_regs_init(&f->r, dnp_torus_id(&f->t, self), dim);
+	for (unsigned i = 0; i < 6; i++)
+		f->in.link_state[i] = 1; /* UP */
+	f->in.engine_ok = true;
+	assert_int_equal(dnp_dfm_create(&c, &f->r, 0, &f->d), 0);
+}
+
+/* Runs the DFM from t0 to t1 in 1 ms steps; the host validates its register every hw ms (0: never). */
+static unsigned run(struct fx *f, uint64_t t0, uint64_t t1, unsigned hw, unsigned *diags,
+		    unsigned *alarm_kind_count, unsigned kind)
+{
+	unsigned n = 0;
+
+	for (uint64_t t = t0; t < t1; t++) {
+		if (hw && t % hw == 0)
+			dnp_lfm_wd_write(&f->r.host, 0, t * MS);
+		dnp_dfm_tick(f->d, t * MS, &f->in, &f->o);
+		if (diags)
+			*diags += f->o.ndiag;
+		for (unsigned i = 0; i < f->o.nalarm; i++)
+			if (f->o.alarm[i].kind == kind)
+				n++;
+	}
+	if (alarm_kind_count)
+		*alarm_kind_count = n;
+	return n;
+}
+
+static void test_dfm_timer_rule(void **state)
+{
+	struct fx f;
+
+	(void)state;
+	assert_int_equal(dnp_lfm_timer_check(100, 250), 0);
+	assert_int_equal(dnp_lfm_timer_check(250, 250), -EINVAL);
+	assert_int_equal(dnp_lfm_timer_check(300, 250), -EINVAL);
+	assert_int_equal(dnp_lfm_timer_check(1, 250), -ERANGE);
+	assert_int_equal(dnp_lfm_timer_check(100, 70000), -ERANGE);
+	assert_non_null(strstr(dnp_lfm_timer_strerror(-EINVAL), "shorter"));
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	assert_int_equal(dnp_lfm_timer_set(&f.r, 300, 200), -EINVAL);
+	assert_int_equal(atomic_load(&f.r.t_write_ms), DNP_LFM_T_WRITE_DEFAULT);
+	assert_int_equal(dnp_lfm_timer_set(&f.r, 20, 50), 0);
+	assert_int_equal(atomic_load(&f.r.t_read_ms), 50);
+	/* A bad pair written behind the setter's back is refused by the DFM. */
+	atomic_store(&f.r.t_write_ms, 80);
+	dnp_dfm_tick(f.d, 1 * MS, &f.in, &f.o);
+	assert_int_equal(atomic_load(&f.r.timer_error), 1);
+	assert_int_equal(f.o.nalarm >= 1, 1);
+	assert_int_equal(f.o.alarm[0].kind, DNP_DFM_AL_TIMER);
+	dnp_dfm_destroy(f.d);
+}
+
+/* The DFM validates the DNP Watchdog Register every T_write; the reader finds it valid every T_read. */
+static void test_dfm_writes_every_t_write(void **state)
+{
+	struct fx f;
+	uint64_t w;
+
+	(void)state;
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 1, 0, 0 });
+	for (uint64_t t = 0; t < 2000; t++) {
+		dnp_lfm_wd_write(&f.r.host, 0, t * MS);
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+		if (t && t % DNP_LFM_T_READ_DEFAULT == 0)
+			assert_true(dnp_lfm_wd_take(&f.r.dnp, &w));
+	}
+	assert_true(atomic_load(&f.r.dnp.seq) >= 2000 / DNP_LFM_T_WRITE_DEFAULT);
+	assert_int_equal(dnp_lfm_dnp_link(w, DNP_DIR_XP), DNP_LFM_LINK_OK);
+	assert_int_equal(dnp_lfm_dnp_host(w), DNP_LFM_HOST_OK);
+	/* A DNP that stopped writing: the reader's second take finds valid cleared. */
+	(void)dnp_lfm_wd_take(&f.r.dnp, &w);
+	assert_false(dnp_lfm_wd_take(&f.r.dnp, &w));
+	dnp_dfm_destroy(f.d);
+}
+
+/* Host stops validating: omission fault, DIAGs to each distinct first neighbour every T_read. */
+static void test_dfm_host_omission_relays(void **state)
+{
+	struct fx f;
+	unsigned diags = 0, host_alarms = 0;
+	uint64_t w;
+
+	(void)state;
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 1000, 100, &diags, &host_alarms, DNP_DFM_AL_HOST);
+	assert_int_equal(diags, 0);
+	assert_int_equal(host_alarms, 0);
+	/* the host dies at 1000 ms: detected at the second read after it, <= 2 x T_read */
+	diags = 0;
+	run(&f, 1000, 1000 + 2 * DNP_LFM_T_READ_DEFAULT + 1, 0, &diags, &host_alarms,
+	    DNP_DFM_AL_HOST);
+	assert_int_equal(host_alarms, 1);
+	assert_true(diags >= 3); /* 2x2x2: three distinct neighbours */
+	w = atomic_load(&f.r.dnp.status);
+	assert_int_equal(dnp_lfm_dnp_host(w), DNP_LFM_HOST_OMISSION);
+	/* it keeps relaying every T_read while the fault lasts */
+	diags = 0;
+	run(&f, 1501, 2501, 0, &diags, NULL, 0);
+	assert_int_equal(diags, 3 * 4);
+	/* the host is back: one HOST ok alarm and a 'recovered' DIAG round */
+	diags = 0;
+	run(&f, 2501, 3100, 50, &diags, &host_alarms, DNP_DFM_AL_HOST);
+	assert_int_equal(host_alarms, 1);
+	assert_int_equal(diags, 3);
+	assert_int_equal(dnp_lfm_dnp_host(atomic_load(&f.r.dnp.status)), DNP_LFM_HOST_OK);
+	dnp_dfm_destroy(f.d);
+}
+
+/* A host that never showed up is not declared dead (the HFM may start later). */
+static void test_dfm_host_never_seen(void **state)
+{
+	struct fx f;
+	unsigned diags = 0, n;
+
+	(void)state;
+	fx_init(&f, 4, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 2000, 0, &diags, &n, DNP_DFM_AL_HOST);
+	assert_int_equal(n, 0);
+	assert_int_equal(diags, 0);
+	dnp_dfm_destroy(f.d);
+}
+
+static void test_dfm_diag_recorded_and_expires(void **state)
+{
+	struct fx f, g;
+	unsigned n;
+	uint64_t rfd;
+
+	(void)state;
+	/* node (1,0,0) of a 4x1x1 ring: its host dies, its DFM relays */
+	fx_init(&g, 4, 1, 1, (struct dnp_coord){ 1, 0, 0 });
+	fx_init(&f, 4, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&g, 0, 300, 100, NULL, NULL, 0);
+	run(&g, 300, 900, 0, NULL, NULL, 0);
+	dnp_dfm_tick(g.d, 900 * MS, &g.in, &g.o);
+	/* take a DIAG g would send towards (0,0,0) */
+	g.o.ndiag = 0;
+	{
+		struct dnp_dfm_diag_msg m = { .kind = DNP_LFM_RFD_HOST_OMISSION, .node = 1 };
+		uint8_t buf[DNP_DFM_DIAG_BYTES];
+
+		assert_int_equal(dnp_dfm_diag_encode(&m, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
+		f.o.nalarm = 0;
+		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 1, 0, 0 }, buf,
+						 sizeof(buf), 1000 * MS, &f.o), 0);
+		assert_int_equal(f.o.nalarm, 1);
+		assert_int_equal(f.o.alarm[0].kind, DNP_DFM_AL_REMOTE);
+		assert_int_equal(f.o.alarm[0].subject, DNP_DIR_XP);
+		/* not a neighbour of (0,0,0), or a payload naming another node */
+		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 2, 0, 0 }, buf,
+						 sizeof(buf), 1000 * MS, &f.o), -EINVAL);
+		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 3, 0, 0 }, buf,
+						 sizeof(buf), 1000 * MS, &f.o), -EINVAL);
+		buf[5] ^= 1;
+		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 1, 0, 0 }, buf, 31,
+						 1000 * MS, &f.o), -EBADMSG);
+	}
+	dnp_dfm_tick(f.d, 1001 * MS, &f.in, &f.o);
+	rfd = atomic_load(&f.r.rfd[DNP_DIR_XP].desc);
+	assert_int_equal(dnp_lfm_rfd_kind(rfd), DNP_LFM_RFD_HOST_OMISSION);
+	assert_int_equal(dnp_lfm_rfd_node(rfd), 1);
+	assert_int_equal(dnp_lfm_dnp_remote(atomic_load(&f.r.dnp.status)), 1u << DNP_DIR_XP);
+	/* no more DIAG: the entry expires after 3 x T_read */
+	run(&f, 1002, 1000 + 3 * DNP_LFM_T_READ_DEFAULT + 2, 0, NULL, &n, DNP_DFM_AL_REMOTE);
+	assert_int_equal(n, 1);
+	assert_int_equal(dnp_lfm_dnp_remote(atomic_load(&f.r.dnp.status)), 0);
+	dnp_dfm_destroy(f.d);
+	dnp_dfm_destroy(g.d);
+}
+
+static void test_dfm_link_broken_and_sick(void **state)
+{
+	struct fx f;
+	unsigned n;
+
+	(void)state;
+	fx_init(&f, 4, 4, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 10, 0, NULL, NULL, 0);
+	f.in.link_state[DNP_DIR_YM] = 2; /* BROKEN */
+	run(&f, 10, 20, 0, NULL, &n, DNP_DFM_AL_LINK);
+	assert_int_equal(n, 1);
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_YM),
+			 DNP_LFM_LINK_BROKEN);
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_ZP),
+			 DNP_LFM_LINK_NONE);
+	/* X+: 10000 frames with 5 CRC errors per window (500 ppm > 100): sick */
+	for (uint64_t t = 20; t < 1000; t++) {
+		f.in.rx_frames[DNP_DIR_XP] += 10;
+		if (t % 2 == 0)
+			f.in.crc_errors[DNP_DIR_XP] += (t % 4 == 0);
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_SICK);
+	/* clean windows: healthy again */
+	run(&f, 1000, 1000 + 2 * DNP_LFM_T_READ_DEFAULT + 1, 0, NULL, NULL, 0);
+	for (uint64_t t = 1600; t < 2200; t++) {
+		f.in.rx_frames[DNP_DIR_XP] += 10;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_OK);
+	/* masked: the sick link is not reported */
+	atomic_store(&f.r.mask, DNP_LFM_MASK_ALL & ~DNP_LFM_MASK_LINK_BROKEN);
+	run(&f, 2200, 2300, 0, NULL, NULL, 0);
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_YM),
+			 DNP_LFM_LINK_OK);
+	dnp_dfm_destroy(f.d);
+}
+
+static void test_dfm_sensor_thresholds(void **state)
+{
+	struct fx f;
+	unsigned n;
+
+	(void)state;
+	fx_init(&f, 2, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	f.in.sensor[0] = 50000;
+	f.in.sensor_present = 1;
+	run(&f, 0, 200, 0, NULL, &n, DNP_DFM_AL_SENSOR);
+	assert_int_equal(n, 0);
+	assert_int_equal(atomic_load(&f.r.reading[0]), 50000);
+	/* the simulated sensor overrides the real one */
+	atomic_store(&f.r.sim[0].value, 99000);
+	atomic_store(&f.r.sim[0].on, 1);
+	run(&f, 200, 400, 0, NULL, &n, DNP_DFM_AL_SENSOR);
+	assert_int_equal(n, 1);
+	assert_int_equal(dnp_lfm_dnp_sensor(atomic_load(&f.r.dnp.status), 0), DNP_LFM_ALARM);
+	atomic_store(&f.r.sim[0].value, 85000);
+	run(&f, 400, 600, 0, NULL, NULL, 0);
+	assert_int_equal(dnp_lfm_dnp_sensor(atomic_load(&f.r.dnp.status), 0), DNP_LFM_WARNING);
+	/* voltage under its low alarm threshold */
+	atomic_store(&f.r.sim[1].value, 700);
+	atomic_store(&f.r.sim[1].on, 1);
+	run(&f, 600, 800, 0, NULL, NULL, 0);
+	assert_int_equal(dnp_lfm_dnp_sensor(atomic_load(&f.r.dnp.status), 1), DNP_LFM_ALARM);
+	dnp_dfm_destroy(f.d);
+}
+
+static void test_dfm_diag_codec(void **state)
+{
+	struct dnp_dfm_diag_msg m = { .kind = 2, .node = 77, .host_status = 0x123,
+				      .dnp_status = 0xfeed, .seq = 9 }, back;
+	uint8_t buf[DNP_DFM_DIAG_BYTES];
+
+	(void)state;
+	assert_int_equal(dnp_dfm_diag_encode(&m, buf, 8), -ENOBUFS);
+	assert_int_equal(dnp_dfm_diag_encode(&m, buf, sizeof(buf)), 32);
+	assert_int_equal(buf[0], 0x44);
+	assert_int_equal(buf[1], 0x47);
+	assert_int_equal(dnp_dfm_diag_decode(buf, sizeof(buf), &back), 0);
+	assert_int_equal(back.node, 77);
+	assert_int_equal(back.dnp_status, 0xfeed);
+	buf[3] = 9; /* unknown kind */
+	assert_int_equal(dnp_dfm_diag_decode(buf, sizeof(buf), &back), -EBADMSG);
+	buf[3] = 1;
+	buf[30] = 1; /* reserved */
+	assert_int_equal(dnp_dfm_diag_decode(buf, sizeof(buf), &back), -EBADMSG);
+}
+
+/* ---- the engine's DIAG path, between real engines on a 3x1x1 ring ---- */
+
+static int mem_rd(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
+		  size_t len)
+{
+	(void)ctx, (void)port, (void)buf, (void)va, (void)dst, (void)len;
+	return -EFAULT;
+}
+
+static int mem_wr(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
+		  const void *src, size_t len)
+{
+	(void)ctx, (void)port, (void)buf, (void)va, (void)src, (void)len;
+	return -EFAULT;
+}
+
+static const struct dnp_mem_ops no_mem = { .read = mem_rd, .write = mem_wr };
+
+static void ring_pump(struct dnp_engine **e, unsigned n, uint64_t *now, unsigned steps,
+		      int dead)
+{
+	struct dnp_frame f[16];
+
+	for (unsigned s = 0; s < steps; s++, (*now)++) {
+		for (unsigned i = 0; i < n; i++)
+			if ((int)i != dead)
+				dnp_engine_run(e[i], *now);
+		for (unsigned i = 0; i < n; i++) {
+			if ((int)i == dead)
+				continue;
+			for (unsigned d = 0; d < 2; d++) {
+				unsigned k, m = dnp_engine_tx_burst(e[i], d, f, 16, *now);
+				unsigned peer = d == DNP_DIR_XP ? (i + 1) % n : (i + n - 1) % n;
+
+				for (k = 0; k < m; k++) {
+					uint8_t copy[DNP_MAX_FRAME];
+
+					if ((int)peer == dead)
+						continue;
+					memcpy(copy, f[k].data, f[k].len);
+					(void)dnp_engine_rx(e[peer], dnp_torus_opposite(d), copy,
+							    f[k].len, *now);
+				}
+			}
+		}
+	}
+}
+
+static void test_dfm_engine_diag_path(void **state)
+{
+	struct dnp_engine *e[3];
+	struct dnp_coord src;
+	uint8_t buf[64], payload[DNP_DFM_DIAG_BYTES] = { 1, 2, 3 };
+	uint64_t now = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		struct dnp_engine_conf c;
+
+		dnp_engine_conf_default(&c);
+		dnp_torus_init(&c.torus, 3, 1, 1);
+		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+		c.mem = &no_mem;
+		assert_int_equal(dnp_engine_create(&c, 0, &e[i]), 0);
+	}
+	ring_pump(e, 3, &now, 200, -1);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 0, 0, 0 }, payload,
+					      sizeof(payload), now), -EINVAL);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+					      DNP_ENGINE_DIAG_MAX + 1, now), -EINVAL);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+					      sizeof(payload), now), 0);
+	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 2, 0, 0 }, payload,
+					      sizeof(payload), now), 0);
+	ring_pump(e, 3, &now, 200, -1);
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, 4), -ENOBUFS);
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
+	assert_int_equal(src.x, 0);
+	assert_memory_equal(buf, payload, sizeof(payload));
+	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, sizeof(buf)), 0);
+	assert_int_equal(dnp_engine_diag_poll(e[2], &src, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
+	assert_int_equal(dnp_engine_stats(e[0])->diag_tx, 2);
+	/* a full queue drops (and counts) the rest; nothing waits for the fault manager */
+	for (unsigned k = 0; k < DNP_ENGINE_DIAG_QUEUE + 5; k++)
+		assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
+						      sizeof(payload), now), 0);
+	ring_pump(e, 3, &now, 500, -1);
+	assert_int_equal(dnp_engine_stats(e[1])->diag_dropped, 5);
+	/* DIAGs are never answered: nothing stays pending at the sender */
+	assert_int_equal(dnp_engine_pending(e[0]), 0);
+	for (unsigned i = 0; i < 3; i++)
+		dnp_engine_destroy(e[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dfm_timer_rule),
+		cmocka_unit_test(test_dfm_writes_every_t_write),
+		cmocka_unit_test(test_dfm_host_omission_relays),
+		cmocka_unit_test(test_dfm_host_never_seen),
+		cmocka_unit_test(test_dfm_diag_recorded_and_expires),
+		cmocka_unit_test(test_dfm_link_broken_and_sick),
+		cmocka_unit_test(test_dfm_sensor_thresholds),
+		cmocka_unit_test(test_dfm_diag_codec),
+		cmocka_unit_test(test_dfm_engine_diag_path),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
