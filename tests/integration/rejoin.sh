@@ -14,7 +14,8 @@
 # With BENCH_OUT=FILE it appends "transport restart_to_up_ms first_put_ms"
 # (time from the restart to the relay's links all UP, and to the end of the
 # first 8-byte round trip through it) for bench/rejoin.sh.
-# usage: rejoin.sh BUILD_DIR shm|udp
+# usage: rejoin.sh BUILD_DIR shm|udp|memif   (memif: DPDK memif ports between
+# the daemons of this host)
 # Exit: 0 pass, 1 fail, 77 skip (daemon or apps not built).
 set -u
 build=$1
@@ -46,10 +47,19 @@ trap 'exit 1' INT TERM
 
 now_ms() { date +%s%3N; }
 
+if [ "$tr" = memif ]; then
+	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
+		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
+		exit 77
+	fi
+	set -- --transport dpdk --dpdk-links memif
+else
+	set -- --transport "$tr"
+fi
 start_node() { # ID
-	"$dnpd" --torus 4x1x1 --coord "$1,0,0" --run-dir "$dir" --transport "$tr" \
-		--udp-base-port "$base" >>"$dir/dnpd-$1.log" 2>&1 &
-	eval "pid$1=$!"
+	id=$1; shift; "$dnpd" --torus 4x1x1 --coord "$id,0,0" --run-dir "$dir" "$@" \
+		--udp-base-port "$base" >>"$dir/dnpd-$id.log" 2>&1 &
+	eval "pid$id=$!"
 	pids="$pids $!"
 }
 
@@ -89,7 +99,7 @@ fail() {
 
 DNP_APP_TIMEOUT=20
 export DNP_APP_TIMEOUT
-for id in 0 1 2 3; do start_node $id; done
+for id in 0 1 2 3; do start_node $id "$@"; done
 for id in 0 1 2 3; do wait_up $id 20 || fail "node $id links never came UP"; done
 pingpong 50 8,4096 || fail "first ping-pong 0 <-> 2"
 f1=$(stat_of 1 pkts_forwarded)
@@ -113,7 +123,7 @@ wait "$victim" 2>/dev/null
 sleep 0.2
 rm -f "$dir/node-$relay.up" # left by the killed daemon (the new one would remove it too)
 t0=$(now_ms)
-start_node $relay
+start_node $relay "$@"
 wait_up $relay 30 || fail "restarted node $relay never had all links UP"
 t_up=$(now_ms)
 for id in 0 2; do wait_up $id 30 || fail "node $id links never came back UP"; done
