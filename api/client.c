@@ -10,6 +10,13 @@
  * out of the event ring (we are its only consumer), which is why a struct
  * dnp is used by one thread at a time.
  *
+ * A blocking command that finds the command ring full moves the events it
+ * finds into a private queue (the stash) while it waits: the daemon can
+ * only take more commands once their completions have somewhere to go, and
+ * an application that submits without polling would otherwise wait for
+ * ever. dnp_poll_events and dnp_wait_event return stashed events first, so
+ * the order is kept and every event is returned once.
+ *
  * The heap allocator is client-side and keeps its bookkeeping out of band
  * (two sorted extent arrays in malloc'd memory), so a stray remote PUT into
  * the heap cannot corrupt it.
@@ -39,6 +46,7 @@
 #define DNP_REPLY_TIMEOUT_MS 10000
 #define DNP_YIELD_NS 1000000u   /* then sched_yield() this long before sleeping on the futex */
 #define DNP_SLEEP_SLICE_MS 100 /* a sleeper re-checks that the daemon lives this often */
+#define DNP_STASH_MAX (1u << 20) /* events held for an app that does not poll: 32 MiB */
 
 struct dnp_ext {
 	uint64_t off, len;
@@ -60,8 +68,11 @@ struct dnp {
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
 	struct dnp_sess_bell *bell;
-	struct dnp_ring *cmd;
-	struct dnp_ring *ev;
+	struct dnp_ring cmd; /* private handles of the shared rings (ring.h) */
+	struct dnp_ring ev;
+	/* Events taken off the ring by a blocked submit: a FIFO, oldest at head. */
+	struct dnp_event *stash;
+	uint32_t stash_head, stash_n, stash_cap; /* cap: a power of two */
 	struct dnp_heap heap;
 	struct dnp_coords self, dims;
 	unsigned port;
@@ -448,6 +459,9 @@ static void dnp_unmap(struct dnp *d)
 		munmap(d->bell, sizeof(struct dnp_sess_bell));
 	if (d->ctl)
 		munmap(d->ctl, d->map_size);
+	free(d->stash);
+	d->stash = NULL;
+	d->stash_n = d->stash_cap = 0;
 	d->heap.base = NULL;
 	d->bell = NULL;
 	d->ctl = NULL;
@@ -673,18 +687,76 @@ static bool dnp_coords_ok(const struct dnp *d, struct dnp_coords c)
 	return c.x < d->dims.x && c.y < d->dims.y && c.z < d->dims.z;
 }
 
-/* Queues one command: waits (spin, then yield) while the ring is full unless DNP_NONBLOCK. */
+/* Moves what the event ring holds to the stash. -EOVERFLOW: the stash is at DNP_STASH_MAX. */
+static int dnp_stash_events(struct dnp *d)
+{
+	for (;;) {
+		uint32_t tail, first, n;
+
+		if (d->stash_n == d->stash_cap) {
+			uint32_t cap = d->stash_cap ? d->stash_cap * 2 : 4096;
+			struct dnp_event *ns;
+
+			if (d->stash_cap >= DNP_STASH_MAX)
+				return -EOVERFLOW;
+			ns = malloc(sizeof(*ns) * cap);
+			if (!ns)
+				return -ENOMEM;
+			/* Unwrap the FIFO into the new array. */
+			for (n = 0; n < d->stash_n; n++)
+				ns[n] = d->stash[(d->stash_head + n) & (d->stash_cap - 1)];
+			free(d->stash);
+			d->stash = ns;
+			d->stash_cap = cap;
+			d->stash_head = 0;
+		}
+		tail = (d->stash_head + d->stash_n) & (d->stash_cap - 1);
+		first = d->stash_cap - tail; /* contiguous room from tail */
+		if (first > d->stash_cap - d->stash_n)
+			first = d->stash_cap - d->stash_n;
+		n = dnp_ring_pop_burst(&d->ev, d->stash + tail, first);
+		d->stash_n += n;
+		if (n < first)
+			return 0; /* the ring is empty */
+	}
+}
+
+/* Up to max events: the stash first (older), then the ring. */
+static unsigned dnp_take_events(struct dnp *d, struct dnp_event *ev, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && d->stash_n) {
+		ev[n++] = d->stash[d->stash_head];
+		d->stash_head = (d->stash_head + 1) & (d->stash_cap - 1);
+		d->stash_n--;
+	}
+	if (n < max)
+		n += dnp_ring_pop_burst(&d->ev, ev + n, max - n);
+	return n;
+}
+
+/*
+ * Queues one command: waits (yielding) while the ring is full unless
+ * DNP_NONBLOCK. While it waits it stashes the events the daemon delivers,
+ * so that the daemon, whose commands wait for room for their completions,
+ * can go on: a full ring never deadlocks an application that does not poll.
+ */
 static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
 {
 	unsigned spins = 0;
+	int r;
 
 	if (d->dead)
 		return -EIO;
-	while (dnp_ring_push(d->cmd, c) == -EAGAIN) {
+	while (dnp_ring_push(&d->cmd, c) == -EAGAIN) {
+		r = dnp_stash_events(d);
 		/* The daemon may be asleep with our ring full: make sure it drains. */
 		dnp_bell_ring(d);
 		if (flags & DNP_NONBLOCK)
 			return -EAGAIN;
+		if (r)
+			return r;
 		if ((++spins & 255u) == 0 && dnp_check_dead(d))
 			return -EIO;
 		sched_yield();
@@ -764,7 +836,7 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 {
 	if (!d || (!ev && max))
 		return -EINVAL;
-	return (int)dnp_ring_pop_burst(d->ev, ev, max > INT_MAX ? INT_MAX : max);
+	return (int)dnp_take_events(d, ev, max > INT_MAX ? INT_MAX : max);
 }
 
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
@@ -774,7 +846,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 
 	if (!d || !ev)
 		return -EINVAL;
-	if (dnp_ring_pop_burst(d->ev, ev, 1))
+	if (dnp_take_events(d, ev, 1))
 		return 1;
 	if (timeout_ms == 0)
 		return dnp_check_dead(d) ? -EIO : 0;
@@ -790,7 +862,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 	for (i = 0;; i++) {
 		uint64_t idle;
 
-		if (dnp_ring_pop_burst(d->ev, ev, 1))
+		if (dnp_take_events(d, ev, 1))
 			return 1;
 		if ((i & 63u) != 0) {
 			dnp_cpu_relax();
@@ -822,17 +894,17 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		 * and sleep only if ev_seq has not moved since we looked.
 		 */
 		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
-		if (dnp_ring_pop_burst(d->ev, ev, 1))
+		if (dnp_take_events(d, ev, 1))
 			return 1;
 		if (dnp_check_dead(d))
-			return dnp_ring_pop_burst(d->ev, ev, 1) ? 1 : -EIO;
+			return dnp_take_events(d, ev, 1) ? 1 : -EIO;
 		ts.tv_sec = (time_t)(slice / 1000000000ull);
 		ts.tv_nsec = (long)(slice % 1000000000ull);
 		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
 			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
 		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
-		if (dnp_ring_pop_burst(d->ev, ev, 1))
+		if (dnp_take_events(d, ev, 1))
 			return 1;
 	}
 }
@@ -851,7 +923,9 @@ const char *dnp_strerror(int err)
 	case -ENOENT: return "no such buffer (or no daemon socket)";
 	case -ERANGE: return "access runs past the end of the buffer";
 	case -EACCES: return "no buffer at that address opens with this key";
-	case -EPERM: return "buffer not registered for this kind of access";
+	case -EPERM: return "not permitted: the buffer is not registered for this kind of access, "
+			    "or (dnp_register) the daemon has no ptrace access to memory outside "
+			    "the shared heap";
 	case -ECONNREFUSED: return "destination port not open (or no daemon)";
 	case -EMSGSIZE: return "SEND larger than the receive buffer";
 	case -ENOBUFS: return "no SEND buffer posted at the destination";
@@ -859,13 +933,16 @@ const char *dnp_strerror(int err)
 	case -ENOLINK: return "a link on the path broke";
 	case -ETIMEDOUT: return "command timed out";
 	case -ECONNRESET: return "the port closed while the command was pending";
-	case -EOVERFLOW: return "the destination did not drain its events in time";
+	case -EOVERFLOW: return "events not read: an application (the destination, or ours) "
+				"does not drain its events";
 	case -EPROTO: return "session ABI mismatch with the daemon";
 	case -EBUSY: return "no free port (or port in use)";
 	case -EEXIST: return "overlaps a registered buffer";
 	case -ENOSPC: return "buffer table full";
 	case -EFAULT: return "bad application address";
 	case -ENOMEM: return "out of memory";
+	case -EDQUOT: return "per-port quota reached (registered buffers)";
+	case -ESRCH: return "the application process that opened the session is gone";
 	default: break;
 	}
 	s = err < 0 ? strerrordesc_np(-err) : NULL;

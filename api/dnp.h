@@ -59,12 +59,19 @@ void dnp_free(struct dnp *d, void *p);
 /*
  * Registers [addr, addr+len) with flags DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET |
  * DNP_BUF_GET_SOURCE. Any memory of the process may be registered; memory
- * outside the shared heap is accessed by the daemon with process_vm_readv/writev.
+ * outside the shared heap is accessed by the daemon with process_vm_readv/writev,
+ * which needs ptrace access to this process (same user and, under Yama
+ * ptrace_scope 1, prctl(PR_SET_PTRACER, daemon pid); docs/security.md,
+ * "Memory outside the shared heap").
  * *key receives the key a remote PUT/GET must present (unguessable from
  * other keys; never 0). Errors: -EINVAL (bad argument or flags), -EEXIST
  * (overlaps a buffer of ours), -ENOSPC (the node's buffer table, or its
- * SEND queue, is full), -EPROTO (session in a bad state), -EIO (daemon gone).
- * Memory the daemon then cannot reach shows up as -EFAULT in the events of
+ * SEND queue, is full), -EDQUOT (this port already holds the daemon's
+ * per-port quota of buffers, 1024), -EPERM (outside the shared heap and the
+ * daemon has no ptrace access to this process), -EFAULT (outside the heap
+ * and not mapped), -ESRCH (the process that opened the session is gone),
+ * -EPROTO (session in a bad state), -EIO (daemon gone).
+ * Memory the daemon later cannot reach shows up as -EFAULT in the events of
  * the commands that use it.
  */
 int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key);
@@ -79,7 +86,13 @@ int dnp_unregister(struct dnp *d, void *addr);
  * Commands. dnp_put, dnp_send and dnp_get return 0 once the command is
  * queued, or, with nothing queued: -EINVAL (bad argument: length, port,
  * coordinates outside the torus, flags), -EAGAIN (command queue full and
- * DNP_NONBLOCK), -EIO (daemon gone).
+ * DNP_NONBLOCK), -EIO (daemon gone), -EOVERFLOW or -ENOMEM (below).
+ *
+ * Without DNP_NONBLOCK a full queue is waited for, never for ever: while
+ * waiting the call moves delivered events to a private queue that
+ * dnp_poll_events/dnp_wait_event return first (in order, each once), so an
+ * application that does not poll still progresses; -EOVERFLOW once that
+ * queue holds 2^20 unread events, -ENOMEM if it cannot grow.
  *
  * A queued command ends in exactly one event carrying its cookie: TX_DONE
  * (PUT, SEND: the target wrote every byte), GET_DONE, or ERROR with status:
@@ -131,6 +144,9 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
  *                     taken, back at the head of our SEND queue
  *   LINK              a link changed state: len = direction, status
  *                     -ENOLINK when it broke
+ *   OVERFLOW          the daemon had events for us and no room for them:
+ *                     len = how many were lost, status -EOVERFLOW (comes
+ *                     before any newer event; docs/security.md)
  *
  * Waits up to timeout_ms (-1: forever, 0: poll) for one event. Spins briefly,
  * then sleeps. Returns 1 with *ev filled, 0 on timeout, or -EINVAL (d or ev

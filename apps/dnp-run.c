@@ -201,6 +201,192 @@ static int parse_torus(const char *s, unsigned dim[3])
 	return 0;
 }
 
+/* A decimal number 0..max; -EINVAL (and a message naming the option) otherwise. */
+static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-') {
+		msg("bad --%s '%s' (want 0..%lu)", opt, s, max);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* What the command line says nothing about. */
+static void run_defaults(struct run *r)
+{
+	r->transport = "shm";
+	r->timeout_s = 300;
+	r->up_timeout_s = 20;
+	r->udp_base = -1;
+}
+
+/* Options that name the daemons' set-up (--testbed etc.). 1 handled, 0 not ours, -EINVAL. */
+static int parse_netns_opt(struct run *r, int c, const char *arg)
+{
+	switch (c) {
+	case 'N':
+		r->netns = true;
+		return 1;
+	case 'B':
+		r->testbed = arg;
+		r->netns = true;
+		return 1;
+	case 'D':
+		r->testbed_dir = arg;
+		return 1;
+	case 'S':
+		snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", arg);
+		return 1;
+	case 'E':
+		r->eal = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Options about LO|FA|MO (docs/lofamo.md). 1 handled, 0 not ours, -EINVAL. */
+static int parse_lofamo_opt(struct run *r, int c, const char *arg)
+{
+	switch (c) {
+	case 'L':
+		r->no_lofamo = true;
+		return 1;
+	case 'A':
+		if (r->nlfm_args == 8) {
+			msg("at most 8 --lofamo-arg");
+			return -EINVAL;
+		}
+		r->lfm_args[r->nlfm_args++] = arg;
+		return 1;
+	case 'R':
+		r->drill = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
+static int parse_daemon_opt(struct run *r, int c, const char *arg)
+{
+	unsigned v;
+
+	switch (c) {
+	case 'T':
+		r->transport = arg;
+		return 1;
+	case 'd':
+		r->dnpd = arg;
+		return 1;
+	case 'p':
+		if (parse_uint("udp-base-port", arg, 65535, &v) < 0)
+			return -EINVAL;
+		r->udp_base = (int)v;
+		return 1;
+	case 'i':
+		r->idle = arg;
+		return 1;
+	case 'a':
+		if (r->nextra == MAX_EXTRA) {
+			msg("at most %u --dnpd-arg", MAX_EXTRA);
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case 'P':
+		r->pin = true;
+		return 1;
+	default:
+		v = (unsigned)parse_netns_opt(r, c, arg);
+		return v ? 1 : parse_lofamo_opt(r, c, arg);
+	}
+}
+
+/* Options about the run itself. 1 handled, 0 not ours, -EINVAL. */
+static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus, bool *have_up)
+{
+	switch (c) {
+	case 't':
+		if (parse_torus(arg, r->dim) < 0) {
+			msg("bad --torus '%s' (want XxYxZ, each 1..256)", arg);
+			return -EINVAL;
+		}
+		*have_torus = true;
+		return 1;
+	case 'o':
+		return parse_uint("timeout", arg, 1000000, &r->timeout_s) < 0 ? -EINVAL : 1;
+	case 'u':
+		*have_up = true;
+		return parse_uint("up-timeout", arg, 1000000, &r->up_timeout_s) < 0 ? -EINVAL : 1;
+	case 'k':
+		r->keep_going = true;
+		return 1;
+	case 'X':
+		if (!strcmp(arg, "fail"))
+			r->daemon_death = DEATH_FAIL;
+		else if (!strcmp(arg, "continue"))
+			r->daemon_death = DEATH_CONTINUE;
+		else if (!strcmp(arg, "restart"))
+			r->daemon_death = DEATH_RESTART;
+		else {
+			msg("bad --daemon-death '%s' (fail, continue or restart)", arg);
+			return -EINVAL;
+		}
+		return 1;
+	case 'J': /* dnpd checks the spec */
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--impair";
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case 'K':
+		r->keep_dir = true;
+		return 1;
+	case 'v':
+		r->verbose = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* After the options: PROGRAM, and the combinations that cannot work. */
+static int check_args(struct run *r, bool have_torus, bool have_up)
+{
+	if (!have_torus) {
+		msg("--torus is required");
+		return -EINVAL;
+	}
+	r->n = r->dim[0] * r->dim[1] * r->dim[2];
+	if (!strcmp(r->transport, "dpdk"))
+		r->netns = true;
+	if (r->netns && strcmp(r->transport, "dpdk") && strcmp(r->transport, "udp")) {
+		msg("--netns/--testbed work with --transport dpdk or udp, not '%s'", r->transport);
+		return -EINVAL;
+	}
+	if (r->testbed && (!*r->testbed || strlen(r->testbed) >= sizeof(r->ns_prefix))) {
+		msg("bad --testbed '%s'", r->testbed);
+		return -EINVAL;
+	}
+	/* Eight EAL start-ups (0.2-0.35 s of CPU each) share two cores. */
+	if (r->netns && !have_up)
+		r->up_timeout_s = 60;
+	if (r->n > MAX_NODES) {
+		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct run *r)
 {
 	static const struct option lo[] = {
@@ -230,137 +416,26 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_torus = false, have_up = false;
-	int c;
+	int c, ret;
 
-	r->transport = "shm";
-	r->timeout_s = 300;
-	r->up_timeout_s = 20;
-	r->udp_base = -1;
+	run_defaults(r);
 	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (parse_torus(optarg, r->dim) < 0) {
-				msg("bad --torus '%s' (want XxYxZ, each 1..256)", optarg);
-				return -EINVAL;
-			}
-			have_torus = true;
-			break;
-		case 'T':
-			r->transport = optarg;
-			break;
-		case 'd':
-			r->dnpd = optarg;
-			break;
-		case 'o':
-			r->timeout_s = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'u':
-			r->up_timeout_s = (unsigned)strtoul(optarg, NULL, 10);
-			have_up = true;
-			break;
-		case 'N':
-			r->netns = true;
-			break;
-		case 'B':
-			r->testbed = optarg;
-			r->netns = true;
-			break;
-		case 'D':
-			r->testbed_dir = optarg;
-			break;
-		case 'S':
-			snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", optarg);
-			break;
-		case 'E':
-			r->eal = optarg;
-			break;
-		case 'P':
-			r->pin = true;
-			break;
-		case 'k':
-			r->keep_going = true;
-			break;
-		case 'J': /* dnpd checks the spec */
-			if (r->nextra + 2 > MAX_EXTRA)
-				return -EINVAL;
-			r->extra[r->nextra++] = "--impair";
-			r->extra[r->nextra++] = optarg;
-			break;
-		case 'X':
-			if (!strcmp(optarg, "fail"))
-				r->daemon_death = DEATH_FAIL;
-			else if (!strcmp(optarg, "continue"))
-				r->daemon_death = DEATH_CONTINUE;
-			else if (!strcmp(optarg, "restart"))
-				r->daemon_death = DEATH_RESTART;
-			else {
-				msg("bad --daemon-death '%s' (fail, continue or restart)", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-			r->udp_base = atoi(optarg);
-			break;
-		case 'i':
-			r->idle = optarg;
-			break;
-		case 'a':
-			if (r->nextra == MAX_EXTRA)
-				return -EINVAL;
-			r->extra[r->nextra++] = optarg;
-			break;
-		case 'K':
-			r->keep_dir = true;
-			break;
-		case 'L':
-			r->no_lofamo = true;
-			break;
-		case 'A':
-			if (r->nlfm_args == 8)
-				return -EINVAL;
-			r->lfm_args[r->nlfm_args++] = optarg;
-			break;
-		case 'R':
-			r->drill = true;
-			break;
-		case 'v':
-			r->verbose = true;
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
-			return -EINVAL;
 		}
-	}
-	if (!have_torus) {
-		msg("--torus is required");
-		return -EINVAL;
+		ret = parse_run_opt(r, c, optarg, &have_torus, &have_up);
+		if (ret == 0)
+			ret = parse_daemon_opt(r, c, optarg);
+		if (ret <= 0)
+			return -EINVAL; /* a bad value (said why), or an unknown option (getopt said) */
 	}
 	if (optind >= argc) {
 		msg("no PROGRAM given (put it after --)");
 		return -EINVAL;
 	}
 	r->argv = &argv[optind];
-	r->n = r->dim[0] * r->dim[1] * r->dim[2];
-	if (!strcmp(r->transport, "dpdk"))
-		r->netns = true;
-	if (r->netns && strcmp(r->transport, "dpdk") && strcmp(r->transport, "udp")) {
-		msg("--netns/--testbed work with --transport dpdk or udp, not '%s'", r->transport);
-		return -EINVAL;
-	}
-	if (r->testbed && (!*r->testbed || strlen(r->testbed) >= sizeof(r->ns_prefix))) {
-		msg("bad --testbed '%s'", r->testbed);
-		return -EINVAL;
-	}
-	/* Eight EAL start-ups (0.2-0.35 s of CPU each) share two cores. */
-	if (r->netns && !have_up)
-		r->up_timeout_s = 60;
-	if (r->n > MAX_NODES) {
-		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
-		return -EINVAL;
-	}
-	return 0;
+	return check_args(r, have_torus, have_up);
 }
 
 /* out = a "/" b; false when it does not fit. */
@@ -1349,7 +1424,7 @@ static void summary(const struct run *r)
 
 /* ------------------------------------------------------------ LO|FA|MO */
 
-static pid_t lfm_spawn(const char *const *argv, const char *log)
+static pid_t lfm_spawn(const char *const *argv, const char *log, int pass_fd)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -1361,6 +1436,8 @@ static pid_t lfm_spawn(const char *const *argv, const char *log)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (pass_fd >= 0) /* dup2 clears FD_CLOEXEC on the copy */
+		posix_spawn_file_actions_adddup2(&fa, pass_fd, 3);
 	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
@@ -1372,8 +1449,9 @@ static pid_t lfm_spawn(const char *const *argv, const char *log)
 }
 
 /*
- * The Fault Supervisor on a free loopback UDP port (the service network
- * here), then one dnp-hfm per node beside its daemon. Their PIDs go to
+ * The Fault Supervisor on a loopback UDP port the kernel picks (the service
+ * network here; dnp-run binds it and hands the socket over, so it cannot
+ * collide with the daemons' ports), then one dnp-hfm per node beside its daemon. Their PIDs go to
  * DIR/lofamo.pids ("supervisor PID", "hfm ID PID", "dnpd ID PID") for drills.
  */
 static int lofamo_start(struct run *r)
@@ -1381,13 +1459,22 @@ static int lofamo_start(struct run *r)
 	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
 	char node[16], sup_log[PATH_MAX + 32];
 	const char *argv[24];
-	int port = pick_udp_base(1);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
 	unsigned id, k;
+	int sfd;
 	FILE *f;
 
-	if (port < 0)
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0) {
+		msg("service network socket: %s", strerror(errno));
+		if (sfd >= 0)
+			close(sfd);
 		return -EADDRINUSE;
-	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%d", port);
+	}
+	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
 	snprintf(listen_at, sizeof(listen_at), "%s", r->sup_addr);
 	snprintf(path, sizeof(path), "%s/dnp-supervisor", r->selfdir);
@@ -1401,6 +1488,8 @@ static int lofamo_start(struct run *r)
 	argv[k++] = torus;
 	argv[k++] = "--listen";
 	argv[k++] = listen_at;
+	argv[k++] = "--listen-fd";
+	argv[k++] = "3";
 	argv[k++] = "--log";
 	argv[k++] = sup_log;
 	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
@@ -1409,7 +1498,8 @@ static int lofamo_start(struct run *r)
 			argv[k++] = r->lfm_args[i + 1];
 		}
 	argv[k] = NULL;
-	r->sup_pid = lfm_spawn(argv, log);
+	r->sup_pid = lfm_spawn(argv, log, sfd);
+	close(sfd);
 	if (!r->sup_pid)
 		return -ENOENT;
 	setenv("DNP_SUPERVISOR", r->sup_addr, 1);
@@ -1439,7 +1529,7 @@ static int lofamo_start(struct run *r)
 		for (unsigned i = 0; i < r->nlfm_args; i++)
 			argv[k++] = r->lfm_args[i];
 		argv[k] = NULL;
-		r->hfm_pid[id] = lfm_spawn(argv, log);
+		r->hfm_pid[id] = lfm_spawn(argv, log, -1);
 		fprintf(f, "hfm %u %d\n", id, (int)r->hfm_pid[id]);
 		fprintf(f, "dnpd %u %d\n", id, (int)r->nodes[id].dpid);
 	}

@@ -4,9 +4,11 @@
  *
  * head and tail run freely over 32 bits and are masked only to address a
  * slot, so tail - head is the fill level even across the 2^32 wrap and a
- * full ring is told from an empty one without a spare slot. Each side reads
- * its own index relaxed (only it writes it) and the other side's with
- * acquire; it publishes its own with release after touching the slots.
+ * full ring is told from an empty one without a spare slot. Each side keeps
+ * its own index privately (it is the only writer) and loads the other
+ * side's with acquire, once per operation; it publishes its own with
+ * release after touching the slots. All geometry comes from the private
+ * handle: a scribbled header cannot move a copy outside the slots.
  */
 #include <assert.h>
 #include <errno.h>
@@ -15,10 +17,10 @@
 
 #include "ring.h"
 
-static_assert(offsetof(struct dnp_ring, head) == 64, "head on its own line");
-static_assert(offsetof(struct dnp_ring, tail) == 128, "tail on its own line");
-static_assert(offsetof(struct dnp_ring, data) == 192, "slots start on line 3");
-static_assert(sizeof(struct dnp_ring) == 192, "ring header is three lines");
+static_assert(offsetof(struct dnp_ring_shm, head) == 64, "head on its own line");
+static_assert(offsetof(struct dnp_ring_shm, tail) == 128, "tail on its own line");
+static_assert(offsetof(struct dnp_ring_shm, data) == 192, "slots start on line 3");
+static_assert(sizeof(struct dnp_ring_shm) == 192, "ring header is three lines");
 
 static bool geometry_ok(uint32_t slots, uint32_t slot_size)
 {
@@ -30,27 +32,40 @@ size_t dnp_ring_memsize(uint32_t slots, uint32_t slot_size)
 {
 	if (!geometry_ok(slots, slot_size))
 		return 0;
-	return sizeof(struct dnp_ring) + (size_t)slots * slot_size;
+	return sizeof(struct dnp_ring_shm) + (size_t)slots * slot_size;
 }
 
-int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring **out)
+static void handle_fill(struct dnp_ring *r, struct dnp_ring_shm *shm, uint32_t slots,
+			uint32_t slot_size, uint32_t head, uint32_t tail)
 {
-	struct dnp_ring *r = mem;
-
-	if (!mem || ((uintptr_t)mem & 63u) || !geometry_ok(slots, slot_size))
-		return -EINVAL;
 	memset(r, 0, sizeof(*r));
+	r->shm = shm;
+	r->data = shm->data;
 	r->slots = slots;
-	r->slot_size = slot_size;
 	r->mask = slots - 1;
-	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
-	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
+	r->slot_size = slot_size;
+	r->head = head;
+	r->tail = tail;
+}
+
+int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring *out)
+{
+	struct dnp_ring_shm *s = mem;
+
+	if (!mem || !out || ((uintptr_t)mem & 63u) || !geometry_ok(slots, slot_size))
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	s->slots = slots;
+	s->slot_size = slot_size;
+	s->mask = slots - 1;
+	atomic_store_explicit(&s->head, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->tail, 0, memory_order_relaxed);
 	/*
 	 * Plain store: the memory reaches the other side only through a later
 	 * synchronising step (fork, passing the memfd, thread creation).
 	 */
-	r->magic = DNP_RING_MAGIC;
-	*out = r;
+	s->magic = DNP_RING_MAGIC;
+	handle_fill(out, s, slots, slot_size, 0, 0);
 	return 0;
 }
 
@@ -58,46 +73,76 @@ int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring
  * -EINVAL: the caller's side does not fit (NULL, misaligned, mem_len too
  * small for the ring, slot_size differs from what the caller expects).
  * -EPROTO: the memory is not a ring (magic) or its header is inconsistent
- * (geometry, mask, or more items queued than slots).
+ * (geometry, mask, or more items queued than slots). Every header field is
+ * read once, into locals, and the handle is built from those.
  */
-int dnp_ring_attach(void *mem, size_t mem_len, uint32_t slot_size, struct dnp_ring **out)
+int dnp_ring_attach(void *mem, size_t mem_len, uint32_t slot_size, struct dnp_ring *out)
 {
-	struct dnp_ring *r = mem;
-	uint32_t head, tail;
+	struct dnp_ring_shm *s = mem;
+	uint32_t magic, slots, ssize, mask, head, tail;
 
-	if (!mem || ((uintptr_t)mem & 63u) || mem_len < sizeof(*r))
+	if (!mem || !out || ((uintptr_t)mem & 63u) || mem_len < sizeof(*s))
 		return -EINVAL;
-	if (r->magic != DNP_RING_MAGIC)
+	magic = s->magic;
+	slots = s->slots;
+	ssize = s->slot_size;
+	mask = s->mask;
+	if (magic != DNP_RING_MAGIC)
 		return -EPROTO;
-	if (!geometry_ok(r->slots, r->slot_size) || r->mask != r->slots - 1)
+	if (!geometry_ok(slots, ssize) || mask != slots - 1)
 		return -EPROTO;
-	if (r->slot_size != slot_size || dnp_ring_memsize(r->slots, r->slot_size) > mem_len)
+	if (ssize != slot_size || dnp_ring_memsize(slots, ssize) > mem_len)
 		return -EINVAL;
-	head = atomic_load_explicit(&r->head, memory_order_acquire);
-	tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	if (tail - head > r->slots)
+	head = atomic_load_explicit(&s->head, memory_order_acquire);
+	tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+	if (tail - head > slots)
 		return -EPROTO;
-	*out = r;
+	handle_fill(out, s, slots, ssize, head, tail);
 	return 0;
 }
 
-static uint8_t *slot_ptr(struct dnp_ring *r, uint32_t idx)
+static uint8_t *slot_ptr(const struct dnp_ring *r, uint32_t idx)
 {
 	return r->data + (size_t)(idx & r->mask) * r->slot_size;
 }
 
-int dnp_ring_push(struct dnp_ring *r, const void *slot)
+/*
+ * Producer: refreshes the view of head with one load. A valid head lies
+ * between the one seen last and our tail (the consumer only moves forward
+ * and never past what we produced); anything else is ignored and counted.
+ */
+static uint32_t producer_room(struct dnp_ring *r)
 {
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	/* Pairs with the consumer's release store of head in dnp_ring_pop_burst. */
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	uint32_t h = atomic_load_explicit(&r->shm->head, memory_order_acquire);
 
-	if (tail - head >= r->slots)
-		return -EAGAIN;
-	memcpy(slot_ptr(r, tail), slot, r->slot_size);
-	/* Pairs with the consumer's acquire load of tail in dnp_ring_pop_burst. */
-	atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
-	return 0;
+	if (h != r->head) {
+		if (r->tail - h <= r->tail - r->head)
+			r->head = h;
+		else
+			r->faults++;
+	}
+	return r->slots - (r->tail - r->head);
+}
+
+/* Consumer: the same for tail, which may run at most 'slots' ahead of our head. */
+static uint32_t consumer_avail(struct dnp_ring *r)
+{
+	/* Pairs with the producer's release store of tail in dnp_ring_push{,_burst}. */
+	uint32_t t = atomic_load_explicit(&r->shm->tail, memory_order_acquire);
+
+	if (t != r->tail) {
+		if (t - r->head <= r->slots && t - r->head >= r->tail - r->head)
+			r->tail = t;
+		else
+			r->faults++;
+	}
+	return r->tail - r->head;
+}
+
+uint32_t dnp_ring_room(struct dnp_ring *r)
+{
+	return producer_room(r);
 }
 
 /* Copies n slots between the ring (from index idx) and a flat buffer, in up to two parts. */
@@ -113,7 +158,7 @@ static void copy_in(struct dnp_ring *r, uint32_t idx, const uint8_t *src, uint32
 		       (size_t)(n - first) * r->slot_size);
 }
 
-static void copy_out(struct dnp_ring *r, uint32_t idx, uint8_t *dst, uint32_t n)
+static void copy_out(const struct dnp_ring *r, uint32_t idx, uint8_t *dst, uint32_t n)
 {
 	uint32_t first = r->slots - (idx & r->mask);
 
@@ -125,40 +170,41 @@ static void copy_out(struct dnp_ring *r, uint32_t idx, uint8_t *dst, uint32_t n)
 		       (size_t)(n - first) * r->slot_size);
 }
 
+int dnp_ring_push(struct dnp_ring *r, const void *slot)
+{
+	return dnp_ring_push_burst(r, slot, 1) == 1 ? 0 : -EAGAIN;
+}
+
 unsigned dnp_ring_push_burst(struct dnp_ring *r, const void *slots, unsigned n)
 {
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-	/* Pairs with the consumer's release store of head in dnp_ring_pop_burst. */
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-	uint32_t room = r->slots - (tail - head);
+	uint32_t room = producer_room(r);
 
 	if (n > room)
 		n = room;
 	if (n == 0)
 		return 0;
-	copy_in(r, tail, slots, n);
+	copy_in(r, r->tail, slots, n);
+	r->tail += n;
 	/* Pairs with the consumer's acquire load of tail in dnp_ring_pop_burst. */
-	atomic_store_explicit(&r->tail, tail + n, memory_order_release);
+	atomic_store_explicit(&r->shm->tail, r->tail, memory_order_release);
 	return n;
 }
 
 unsigned dnp_ring_pop_burst(struct dnp_ring *r, void *slots, unsigned n)
 {
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-	/* Pairs with the producer's release store of tail in dnp_ring_push{,_burst}. */
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-	uint32_t avail = tail - head;
+	uint32_t avail = consumer_avail(r);
 
 	if (n > avail)
 		n = avail;
 	if (n == 0)
 		return 0;
-	copy_out(r, head, slots, n);
+	copy_out(r, r->head, slots, n);
+	r->head += n;
 	/*
 	 * Pairs with the producer's acquire load of head in
 	 * dnp_ring_push{,_burst}: the slots are read before they are reused.
 	 */
-	atomic_store_explicit(&r->head, head + n, memory_order_release);
+	atomic_store_explicit(&r->shm->head, r->head, memory_order_release);
 	return n;
 }
 
@@ -169,8 +215,8 @@ uint32_t dnp_ring_count(const struct dnp_ring *r)
 	 * makes the difference negative. Both acquire, pairing with the
 	 * owners' release stores, for callers that act on the result.
 	 */
-	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	uint32_t head = atomic_load_explicit(&r->shm->head, memory_order_acquire);
+	uint32_t tail = atomic_load_explicit(&r->shm->tail, memory_order_acquire);
 	uint32_t n = tail - head;
 
 	return n > r->slots ? r->slots : n;

@@ -8,12 +8,29 @@
  * access; producer and consumer indices on separate 64-byte lines. Push and
  * pop never block: a full ring returns -EAGAIN, an empty one 0 items.
  *
+ * The other side is not trusted. The shared memory holds a header (struct
+ * dnp_ring_shm) that either process can scribble on; each side works through
+ * its own struct dnp_ring handle in private memory, which keeps:
+ *   - the geometry (slot pointer, slot count, mask, slot size), copied once
+ *     at init/attach: the header's geometry fields are never read again;
+ *   - its own index (the producer's tail, the consumer's head): only stored
+ *     to shared memory, never read back from it;
+ *   - a view of the other side's index that only moves forward and never
+ *     past what is possible (the consumer's tail at most 'slots' ahead of
+ *     its head, the producer's head never ahead of its tail): each push/pop
+ *     loads that one shared index once, and a value outside the range is
+ *     ignored (the view stays where it was) and counted in 'faults'.
+ * So whatever the other side writes, a push or pop touches only the slots of
+ * the ring, never more than 'slots' of them, and a room the producer saw
+ * (dnp_ring_room) is still there at its next push.
+ *
  * Ordering: the producer writes the slot, then stores tail with release; the
  * consumer loads tail with acquire before reading slots, then stores head
  * with release; the producer loads head with acquire before reusing a slot.
  *
- * Exactly one producer thread and one consumer thread (they may be in
- * different processes). dnp_ring_attach validates a ring set up elsewhere.
+ * Exactly one producer thread and one consumer thread, each with its own
+ * handle (they may be in different processes); one thread may use a single
+ * handle for both roles. dnp_ring_attach validates a ring set up elsewhere.
  */
 #ifndef DNP_RING_H
 #define DNP_RING_H
@@ -25,8 +42,9 @@
 
 #define DNP_RING_MAGIC 0x444e5052u /* "DNPR" */
 
-struct dnp_ring {
-	/* line 0: constant after init */
+/* The shared header (an ABI: sizes and offsets are static_asserted in ring.c). */
+struct dnp_ring_shm {
+	/* line 0: written at init; informative afterwards (each side keeps a copy) */
 	uint32_t magic;
 	uint32_t slots;     /* power of two */
 	uint32_t slot_size; /* multiple of 8 */
@@ -42,12 +60,23 @@ struct dnp_ring {
 	alignas(64) uint8_t data[];
 };
 
+/* One side's private handle (never in shared memory). */
+struct dnp_ring {
+	struct dnp_ring_shm *shm;
+	uint8_t *data;      /* shm->data, fixed at init/attach */
+	uint32_t slots, mask, slot_size;
+	uint32_t head;      /* consumer: own index; producer: last valid head seen */
+	uint32_t tail;      /* producer: own index; consumer: last valid tail seen */
+	uint32_t pad;
+	uint64_t faults;    /* other side's index out of range (ignored) */
+};
+
 /* Bytes needed for the ring; 0 if slots is not a power of two >= 2 or slot_size is not a multiple of 8. */
 size_t dnp_ring_memsize(uint32_t slots, uint32_t slot_size);
-/* Initialises mem (at least memsize bytes, 64-byte aligned). Errors: -EINVAL. */
-int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring **out);
-/* Checks magic and geometry of a ring in mem of mem_len bytes. Errors: -EPROTO, -EINVAL. */
-int dnp_ring_attach(void *mem, size_t mem_len, uint32_t slot_size, struct dnp_ring **out);
+/* Initialises mem (at least memsize bytes, 64-byte aligned) and *out. Errors: -EINVAL. */
+int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring *out);
+/* Checks magic and geometry of a ring in mem of mem_len bytes, fills *out. Errors: -EPROTO, -EINVAL. */
+int dnp_ring_attach(void *mem, size_t mem_len, uint32_t slot_size, struct dnp_ring *out);
 
 /* Copies one slot in. -EAGAIN if full. Producer only. */
 int dnp_ring_push(struct dnp_ring *r, const void *slot);
@@ -55,7 +84,12 @@ int dnp_ring_push(struct dnp_ring *r, const void *slot);
 unsigned dnp_ring_push_burst(struct dnp_ring *r, const void *slots, unsigned n);
 /* Copies up to n slots out; returns how many. Consumer only. */
 unsigned dnp_ring_pop_burst(struct dnp_ring *r, void *slots, unsigned n);
-/* Items currently queued (approximate when called from a third party). */
+/*
+ * Producer only: free slots now. The next push or push_burst from this
+ * handle accepts at least this many, whatever the consumer writes meanwhile.
+ */
+uint32_t dnp_ring_room(struct dnp_ring *r);
+/* Items currently queued, from both shared indices (approximate; for reports). */
 uint32_t dnp_ring_count(const struct dnp_ring *r);
 uint32_t dnp_ring_free(const struct dnp_ring *r);
 

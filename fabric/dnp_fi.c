@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The libfabric provider "dnp": see dnp_fi.h for the protocol and
  * docs/mpi.md for its use. All entry points take one provider-wide lock
@@ -65,6 +65,7 @@ struct dfi_cq {
 	enum fi_cq_format format;
 	struct dfi_cq_ent *ent;
 	size_t cap, head, n;
+	unsigned idle;        /* empty reads in a row */
 };
 
 struct dfi_av {
@@ -181,6 +182,7 @@ struct dfi_ep {
 	struct dfi_cq *tx_cq, *rx_cq;
 	uint64_t tx_flags, rx_flags; /* bind flags: FI_SELECTIVE_COMPLETION */
 	uint64_t tx_op_flags, rx_op_flags; /* defaults of calls without flags */
+	bool directed;        /* FI_DIRECTED_RECV: receives honour src_addr */
 	bool enabled;
 	uint8_t *ring;
 	uint32_t ring_key;
@@ -312,7 +314,14 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 	}
 	if (i)
 		return (ssize_t)i;
-	return cq->n ? -FI_EAVAIL : -FI_EAGAIN;
+	if (cq->n)
+		return -FI_EAVAIL;
+	if (++cq->idle >= 32) {
+		/* An application spinning on the CQ must leave the core to the daemon. */
+		cq->idle = 0;
+		sched_yield();
+	}
+	return -FI_EAGAIN;
 }
 
 static ssize_t dfi_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
@@ -863,6 +872,12 @@ static uint64_t dfi_cookie(unsigned kind, uint32_t a, uint32_t b)
 
 /* ------------------------------------------------------------ peers */
 
+/* Bytes of an endpoint's credit arrays (credit_in, credit_out), page aligned. */
+static size_t dfi_cred_len(const struct dfi_domain *dom)
+{
+	return ((size_t)dom->nidx * 2 * sizeof(uint64_t) + 4095) / 4096 * 4096;
+}
+
 static struct dfi_peer *dfi_peer(struct dfi_ep *ep, unsigned idx)
 {
 	struct dfi_domain *dom = ep->dom;
@@ -1243,6 +1258,17 @@ static void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 	pe->credit_va = h.credit_va;
 	pe->credit_key = h.credit_key;
 	pe->have_credit = true;
+	if (!pe->have_ring) {
+		/*
+		 * Not in our AV (yet): the sender's credit arrays and rings are one
+		 * registered area, so its header tells where our ring is.
+		 */
+		uint64_t area = h.credit_va - (uint64_t)dom->my_idx * sizeof(uint64_t);
+
+		pe->ring_va = area + dfi_cred_len(dom) + (uint64_t)dom->my_idx * DFI_K * DFI_SLOT;
+		pe->ring_key = h.credit_key;
+		pe->have_ring = true;
+	}
 	pe->consumed++;
 	if (h.seq == pe->expect_seq) {
 		pe->expect_seq++;
@@ -1441,6 +1467,8 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 		return -FI_EOPBADSTATE;
 	if (ep->fatal)
 		return -FI_EIO;
+	if (!ep->directed)
+		src = FI_ADDR_UNSPEC;
 	if (src != FI_ADDR_UNSPEC && (!ep->av || src >= ep->av->n))
 		return -FI_EINVAL;
 	dfi_progress(ep);
@@ -1767,6 +1795,8 @@ static int dfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_AV:
 		ep->av = (struct dfi_av *)bfid;
 		return 0;
+	case FI_CLASS_EQ:
+		return 0;
 	case FI_CLASS_CQ:
 		if (flags & FI_TRANSMIT) {
 			ep->tx_cq = (struct dfi_cq *)bfid;
@@ -1935,6 +1965,8 @@ static int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	struct dfi_domain *dom = (struct dfi_domain *)fdom;
 	struct dfi_ep *ep;
 	size_t ring_len = (size_t)dom->nidx * DFI_K * DFI_SLOT;
+	size_t cred_len = dfi_cred_len(dom);
+	uint8_t *area;
 	int r;
 
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
@@ -1952,22 +1984,20 @@ static int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	ep->dom = dom;
 	ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->directed = !info || (info->caps & FI_DIRECTED_RECV);
 	ep->peers = calloc(dom->nidx, sizeof(*ep->peers));
-	ep->ring = dnp_alloc(dom->d, ring_len);
-	ep->credit_in = dnp_alloc(dom->d, (size_t)dom->nidx * sizeof(uint64_t) * 2);
-	if (!ep->peers || !ep->ring || !ep->credit_in)
+	/* One PUT target: the credit arrays, then the rings (see dfi_ring_of). */
+	area = dnp_alloc(dom->d, cred_len + ring_len);
+	if (!ep->peers || !area)
 		goto err;
-	memset(ep->credit_in, 0, (size_t)dom->nidx * sizeof(uint64_t) * 2);
+	memset(area, 0, cred_len);
+	ep->credit_in = (uint64_t *)area;
 	ep->credit_out = ep->credit_in + dom->nidx;
-	r = dnp_register(dom->d, ep->ring, ring_len, DNP_BUF_PUT_TARGET, &ep->ring_key);
+	ep->ring = area + cred_len;
+	r = dnp_register(dom->d, area, cred_len + ring_len, DNP_BUF_PUT_TARGET, &ep->ring_key);
 	if (r < 0)
 		goto err;
-	r = dnp_register(dom->d, ep->credit_in, (size_t)dom->nidx * sizeof(uint64_t),
-			 DNP_BUF_PUT_TARGET, &ep->credit_key);
-	if (r < 0) {
-		dnp_unregister(dom->d, ep->ring);
-		goto err;
-	}
+	ep->credit_key = ep->ring_key;
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
 	ep->ep.fid.ops = &dfi_ep_fi_ops;
@@ -2087,6 +2117,71 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	return 0;
 }
 
+/*
+ * Event queue: RDM endpoints have no connection events, so it stays empty;
+ * it exists because applications open and bind one anyway.
+ */
+static ssize_t dfi_eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
+			   uint64_t flags)
+{
+	return -FI_EAGAIN;
+}
+
+static ssize_t dfi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	return -FI_EAGAIN;
+}
+
+static ssize_t dfi_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
+			    int timeout, uint64_t flags)
+{
+	return -FI_EAGAIN;
+}
+
+static const char *dfi_eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
+				   char *buf, size_t len)
+{
+	return dfi_cq_strerror(NULL, prov_errno, err_data, buf, len);
+}
+
+static int dfi_eq_close(struct fid *fid)
+{
+	free(fid);
+	return 0;
+}
+
+static struct fi_ops dfi_eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = dfi_eq_close,
+	.bind = NOSYS(bind),
+	.control = NOSYS(control),
+	.ops_open = NOSYS(ops_open),
+};
+
+static struct fi_ops_eq dfi_eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = dfi_eq_read,
+	.readerr = dfi_eq_readerr,
+	.write = NOSYS(write),
+	.sread = dfi_eq_sread,
+	.strerror = dfi_eq_strerror,
+};
+
+static int dfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **out,
+		       void *context)
+{
+	struct fid_eq *eq = calloc(1, sizeof(*eq));
+
+	if (!eq)
+		return -FI_ENOMEM;
+	eq->fid.fclass = FI_CLASS_EQ;
+	eq->fid.context = context;
+	eq->fid.ops = &dfi_eq_fi_ops;
+	eq->ops = &dfi_eq_ops;
+	*out = eq;
+	return 0;
+}
+
 static int dfi_fabric_close(struct fid *fid)
 {
 	free(fid);
@@ -2105,7 +2200,7 @@ static struct fi_ops_fabric dfi_fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
 	.domain = dfi_domain,
 	.passive_ep = NOSYS(passive_ep),
-	.eq_open = NOSYS(eq_open),
+	.eq_open = dfi_eq_open,
 	.wait_open = NOSYS(wait_open),
 	.trywait = NOSYS(trywait),
 };
@@ -2175,6 +2270,11 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->tx_attr->size = 1024;
 	fi->tx_attr->iov_limit = 1;
 	fi->tx_attr->rma_iov_limit = 1;
+	/* op_flags (FI_COMPLETION with selective completion) as the application asks */
+	if (hints && hints->tx_attr)
+		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
+	if (hints && hints->rx_attr)
+		fi->rx_attr->op_flags = hints->rx_attr->op_flags;
 	fi->rx_attr->caps = caps;
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->size = 1024;
@@ -2184,6 +2284,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->ep_attr->max_msg_size = DNP_MAX_MSG;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
+	fi->ep_attr->mem_tag_format = ~0ull; /* all 64 tag bits are matched */
 	fi->domain_attr->name = strdup(DFI_NAME);
 	fi->domain_attr->threading = FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;

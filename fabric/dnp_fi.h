@@ -11,15 +11,18 @@
  * DNP_FI_RUN_DIR/node-<id>.sock.
  *
  * Protocol. One domain = one DNP session (port); one endpoint per domain.
- * Every endpoint registers, once, an eager ring: DFI_K slots of DFI_SLOT
- * bytes for each possible sender, sender (node n, port p) owning ring
- * n * DFI_LOCAL + p % DFI_LOCAL (so at most DFI_LOCAL endpoints per node take
- * part in one job). Its address (struct dfi_addr, from fi_getname) carries the
- * ring's address and key, so a sender needs no handshake: message seq of a
- * pair is a PUT of a 64-byte header (+ payload up to DFI_EAGER bytes) into
- * slot seq % DFI_K of its ring. The receiver hands credits back by PUTting
- * its count of consumed messages into the sender's credit array, whose
- * address every header carries. A longer message is a rendez-vous: the
+ * Every endpoint registers, once, one PUT-target area: its credit arrays
+ * (credit_in, credit_out: 2 x nidx x 8 bytes, page aligned), then an eager
+ * ring of DFI_K slots of DFI_SLOT bytes for each possible sender, sender
+ * (node n, port p) owning index n * DFI_LOCAL + p % DFI_LOCAL (so at most
+ * DFI_LOCAL endpoints per node take part in one job). Its address (struct
+ * dfi_addr, from fi_getname) says where the area is, so a sender needs no
+ * handshake: message seq of a pair is a PUT of a 64-byte header (+ payload up
+ * to DFI_EAGER bytes) into slot seq % DFI_K of its ring. The receiver hands
+ * credits back by PUTting its count of consumed messages into the sender's
+ * credit array; every header carries that address and key, from which a
+ * receiver that has not inserted the sender in its AV also finds the
+ * sender's ring to answer (FIN). A longer message is a rendez-vous: the
  * header announces the sender's registered buffer, the receiver GETs it into
  * the matched receive buffer and answers FIN.
  *

@@ -1,1 +1,381 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: MIT */
+/*
+ * fi_dnp_check — checks of the libfabric provider "dnp" through the
+ * libfabric API (FI_PROVIDER_PATH must name the directory of libdnp-fi.so).
+ * One process opens two endpoints: A on node 0 ($DNP_RUN_DIR/node-0.sock)
+ * and B on the last node of the torus, and checks, between them:
+ *   matching    tagged receives with ignore bits, directed vs FI_ADDR_UNSPEC,
+ *               FI_MSG and FI_TAGGED kept apart, order of equal tags,
+ *               unexpected messages, eager and rendez-vous sizes, byte-exact
+ *   truncation  a short receive ends in a CQ error entry FI_ETRUNC with olen
+ *   cancel      fi_cancel of a posted receive gives FI_ECANCELED; a second
+ *               cancel -FI_ENOENT; the canceled receive never matches
+ *   cq errors   fi_cq_read returns -FI_EAVAIL while an error entry is queued
+ *   rma         fi_write / fi_read through registered memory (FI_MR_PROV_KEY)
+ *               land byte-exact; a wrong key ends in a CQ error entry
+ * Prints "PASS fi_dnp_check" and exits 0 if all is right.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+static int fails;
+
+#define CHECK(c, ...)                                                    \
+	do {                                                             \
+		if (!(c)) {                                              \
+			fprintf(stderr, "check failed (%s:%d): %s: ", __FILE__, \
+				__LINE__, #c);                           \
+			fprintf(stderr, __VA_ARGS__);                    \
+			fputc('\n', stderr);                             \
+			fails++;                                         \
+		}                                                        \
+	} while (0)
+
+struct side {
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_ep *ep;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	fi_addr_t peer;
+};
+
+static struct fi_info *info;
+
+static int open_side(struct side *s, const char *sock, enum fi_av_type avt)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 256 };
+	struct fi_av_attr ava = { .type = avt };
+	int r;
+
+	setenv("DNP_SOCKET", sock, 1);
+	r = fi_fabric(info->fabric_attr, &s->fab, NULL);
+	if (!r)
+		r = fi_domain(s->fab, info, &s->dom, NULL);
+	if (!r)
+		r = fi_av_open(s->dom, &ava, &s->av, NULL);
+	if (!r)
+		r = fi_cq_open(s->dom, &cqa, &s->cq, NULL);
+	if (!r)
+		r = fi_endpoint(s->dom, info, &s->ep, NULL);
+	if (!r)
+		r = fi_ep_bind(s->ep, &s->av->fid, 0);
+	if (!r)
+		r = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!r)
+		r = fi_enable(s->ep);
+	if (r)
+		fprintf(stderr, "fi_dnp_check: opening an endpoint on %s: %s\n", sock,
+			fi_strerror(-r));
+	return r;
+}
+
+static void close_side(struct side *s)
+{
+	fi_close(&s->ep->fid);
+	fi_close(&s->cq->fid);
+	fi_close(&s->av->fid);
+	fi_close(&s->dom->fid);
+	fi_close(&s->fab->fid);
+}
+
+static struct side A, B;
+
+/* Polls both CQs (each progresses its own endpoint) until s's CQ yields one entry. */
+static ssize_t next(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
+{
+	struct fi_cq_tagged_entry junk;
+	struct side *o = s == &A ? &B : &A;
+	time_t t0 = time(NULL);
+	ssize_t r;
+
+	for (;;) {
+		r = fi_cq_read(s->cq, e, 1);
+		if (r == 1)
+			return 1;
+		if (r == -FI_EAVAIL) {
+			memset(err, 0, sizeof(*err));
+			return fi_cq_readerr(s->cq, err, 0) == 1 ? -FI_EAVAIL : -FI_EIO;
+		}
+		r = fi_cq_read(o->cq, &junk, 0); /* progress the other side only */
+		if (time(NULL) - t0 > 20)
+			return -FI_ETIMEDOUT;
+	}
+}
+
+static void fill(uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+static bool same(const uint8_t *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (uint8_t)(seed * 131 + i * 7 + (i >> 8)))
+			return false;
+	return true;
+}
+
+/* Starts a tagged send from A to B. */
+static void post_send(const void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	ssize_t r;
+
+	do
+		r = fi_tsend(A.ep, buf, len, NULL, A.peer, tag, ctx);
+	while (r == -FI_EAGAIN);
+	CHECK(r == 0, "tsend %zd", r);
+}
+
+/* Waits for the completion of A's send ctx (B is progressed meanwhile). */
+static void wait_send(void *ctx)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	ssize_t r = next(&A, &e, &ee);
+
+	CHECK(r == 1 && e.op_context == ctx && (e.flags & FI_SEND), "send completion %zd", r);
+}
+
+/* Eager sizes complete at once; a rendez-vous needs its receive posted first. */
+static void send_tagged(const void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	post_send(buf, len, tag, ctx);
+	wait_send(ctx);
+}
+
+static void matching(void)
+{
+	static uint8_t sb[300000], rb[4][300000];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	size_t sizes[] = { 0, 8, 4000, 4032, 4033, 100000, 300000 };
+	int ctx[8];
+	unsigned k;
+	ssize_t r;
+
+	/* pre-posted and unexpected, every size */
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		fill(sb, sizes[k], k);
+		memset(rb[0], 0, sizes[k]);
+		if (k % 2)
+			CHECK(fi_trecv(B.ep, rb[0], sizeof(rb[0]), NULL, B.peer, 0x1000 + k, 0,
+				       &ctx[0]) == 0, "trecv");
+		post_send(sb, sizes[k], 0x1000 + k, &ctx[1]);
+		if (!(k % 2))
+			CHECK(fi_trecv(B.ep, rb[0], sizeof(rb[0]), NULL, B.peer, 0x1000 + k, 0,
+				       &ctx[0]) == 0, "trecv");
+		r = next(&B, &e, &ee);
+		CHECK(r == 1 && e.op_context == &ctx[0] && e.len == sizes[k] &&
+			      e.tag == 0x1000 + k && (e.flags & FI_TAGGED) && (e.flags & FI_RECV),
+		      "size %zu: r %zd len %zu tag %lx", sizes[k], r, e.len, (unsigned long)e.tag);
+		CHECK(same(rb[0], sizes[k], k), "size %zu: bytes", sizes[k]);
+		wait_send(&ctx[1]);
+	}
+	/* ignore bits, any source, MSG vs TAGGED, equal tags in order */
+	CHECK(fi_recv(B.ep, rb[3], 100, NULL, FI_ADDR_UNSPEC, &ctx[3]) == 0, "recv");
+	CHECK(fi_trecv(B.ep, rb[0], 100, NULL, FI_ADDR_UNSPEC, 0xab00, 0xff, &ctx[0]) == 0, "t0");
+	CHECK(fi_trecv(B.ep, rb[1], 100, NULL, B.peer, 0xab00, 0xff, &ctx[1]) == 0, "t1");
+	CHECK(fi_trecv(B.ep, rb[2], 100, NULL, B.peer, 0x77, 0, &ctx[2]) == 0, "t2");
+	sb[0] = 1;
+	send_tagged(sb, 1, 0x77, &ctx[4]);   /* -> t2 only */
+	sb[0] = 2;
+	send_tagged(sb, 1, 0xab12, &ctx[4]); /* -> t0 (first posted of the two) */
+	sb[0] = 3;
+	send_tagged(sb, 1, 0xab34, &ctx[4]); /* -> t1 */
+	sb[0] = 4;
+	do
+		r = fi_send(A.ep, sb, 1, NULL, A.peer, &ctx[5]);
+	while (r == -FI_EAGAIN);
+	CHECK(next(&A, &e, &ee) == 1, "msg send");
+	for (k = 0; k < 4; k++) {
+		r = next(&B, &e, &ee);
+		CHECK(r == 1, "completion %u: %zd", k, r);
+		if (e.op_context == &ctx[2])
+			CHECK(rb[2][0] == 1 && e.tag == 0x77, "tag 0x77");
+		else if (e.op_context == &ctx[0])
+			CHECK(rb[0][0] == 2 && e.tag == 0xab12, "ignore bits, first posted");
+		else if (e.op_context == &ctx[1])
+			CHECK(rb[1][0] == 3 && e.tag == 0xab34, "ignore bits, second");
+		else if (e.op_context == &ctx[3])
+			CHECK(rb[3][0] == 4 && (e.flags & FI_MSG) && !(e.flags & FI_TAGGED),
+			      "FI_MSG receive");
+		else
+			CHECK(0, "unknown context");
+	}
+	/* 200 messages with one tag arrive in order (unexpected, then posted) */
+	for (k = 0; k < 200; k++) {
+		uint32_t v = k;
+
+		do
+			r = fi_tinject(A.ep, &v, sizeof(v), A.peer, 0x5);
+		while (r == -FI_EAGAIN);
+		CHECK(r == 0, "tinject %zd", r);
+	}
+	for (k = 0; k < 200; k++) {
+		uint32_t v = ~0u;
+
+		CHECK(fi_trecv(B.ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 0x5, 0, &ctx[6]) == 0,
+		      "trecv");
+		r = next(&B, &e, &ee);
+		CHECK(r == 1 && v == k, "in order: got %u want %u (r %zd)", v, k, r);
+		if (v != k)
+			break;
+	}
+	printf("ok: matching (sizes 0..300000, ignore bits, directed and any source, "
+	       "FI_MSG/FI_TAGGED, 200 in order)\n");
+}
+
+static void truncation_cancel(void)
+{
+	static uint8_t sb[100000], rb[100000];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	size_t lens[] = { 1000, 100000 };
+	int ctx[3];
+	unsigned k;
+	ssize_t r;
+
+	for (k = 0; k < 2; k++) {
+		fill(sb, lens[k], 40 + k);
+		memset(rb, 0xee, sizeof(rb));
+		CHECK(fi_trecv(B.ep, rb, lens[k] / 2, NULL, B.peer, 9, 0, &ctx[0]) == 0, "trecv");
+		post_send(sb, lens[k], 9, &ctx[1]);
+		r = next(&B, &e, &ee);
+		wait_send(&ctx[1]);
+		CHECK(r == -FI_EAVAIL && ee.err == FI_ETRUNC && ee.op_context == &ctx[0] &&
+			      ee.olen == lens[k] - lens[k] / 2 && ee.len == lens[k] / 2,
+		      "truncation of %zu: r %zd err %d olen %zu len %zu", lens[k], r, ee.err,
+		      ee.olen, ee.len);
+		CHECK(same(rb, lens[k] / 2, 40 + k) && rb[lens[k] / 2] == 0xee, "truncated bytes");
+	}
+	/* cancel */
+	CHECK(fi_trecv(B.ep, rb, 10, NULL, FI_ADDR_UNSPEC, 0x99, 0, &ctx[2]) == 0, "trecv");
+	CHECK(fi_cancel(&B.ep->fid, &ctx[2]) == 0, "cancel");
+	CHECK(fi_cancel(&B.ep->fid, &ctx[2]) == -FI_ENOENT, "second cancel");
+	r = fi_cq_read(B.cq, &e, 1);
+	CHECK(r == -FI_EAVAIL, "cq_read with an error queued: %zd", r);
+	memset(&ee, 0, sizeof(ee));
+	CHECK(fi_cq_readerr(B.cq, &ee, 0) == 1 && ee.err == FI_ECANCELED &&
+		      ee.op_context == &ctx[2], "FI_ECANCELED entry (err %d)", ee.err);
+	CHECK(fi_cq_readerr(B.cq, &ee, 0) == -FI_EAGAIN, "no more errors");
+	/* the canceled receive must not take this message */
+	sb[0] = 42;
+	send_tagged(sb, 1, 0x99, &ctx[1]);
+	rb[0] = 0;
+	CHECK(fi_trecv(B.ep, rb, 10, NULL, FI_ADDR_UNSPEC, 0x99, 0, &ctx[0]) == 0, "trecv");
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx[0] && rb[0] == 42, "after cancel: %zd", r);
+	printf("ok: truncation (FI_ETRUNC, olen), cancel (FI_ECANCELED, -FI_ENOENT), CQ error "
+	       "path (-FI_EAVAIL, fi_cq_readerr)\n");
+}
+
+static void rma(void)
+{
+	static uint8_t win[200000], lb[200000];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	struct fid_mr *mr, *lmr;
+	int ctx;
+	ssize_t r;
+
+	CHECK(fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr,
+			NULL) == 0, "mr_reg");
+	CHECK(fi_mr_reg(A.dom, lb, sizeof(lb), FI_READ | FI_WRITE, 0, 0, 0, &lmr, NULL) == 0,
+	      "local mr_reg");
+	fill(lb, sizeof(lb), 77);
+	r = fi_write(A.ep, lb, 150000, fi_mr_desc(lmr), A.peer, (uintptr_t)win + 1000,
+		     fi_mr_key(mr), &ctx);
+	CHECK(r == 0, "write %zd", r);
+	r = next(&A, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx && (e.flags & FI_WRITE), "write completion %zd", r);
+	CHECK(same(win + 1000, 150000, 77), "written bytes");
+	fill(win, sizeof(win), 78);
+	memset(lb, 0, sizeof(lb));
+	r = fi_read(A.ep, lb, 120000, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr),
+		    &ctx);
+	CHECK(r == 0, "read %zd", r);
+	r = next(&A, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx && (e.flags & FI_READ), "read completion %zd", r);
+	CHECK(same(lb, 120000, 78), "read bytes");
+	r = fi_write(A.ep, lb, 100, fi_mr_desc(lmr), A.peer, (uintptr_t)win,
+		     fi_mr_key(mr) ^ 0x5a5a, &ctx);
+	CHECK(r == 0, "write with a wrong key is accepted, then fails: %zd", r);
+	r = next(&A, &e, &ee);
+	CHECK(r == -FI_EAVAIL && ee.op_context == &ctx && ee.err != 0, "wrong key: %zd err %d", r,
+	      ee.err);
+	CHECK(same(win, 100, 78), "nothing written with a wrong key");
+	fi_close(&mr->fid);
+	fi_close(&lmr->fid);
+	printf("ok: RMA fi_write 150000 B, fi_read 120000 B, wrong key -> CQ error (%s)\n",
+	       fi_strerror(ee.err));
+}
+
+int main(int argc, char **argv)
+{
+	struct fi_info *hints;
+	const char *dir = getenv("DNP_RUN_DIR"), *nn = getenv("DNP_NNODES");
+	char sa[4096], sb[4096];
+	size_t len;
+	uint8_t addr[64];
+	int r;
+
+	if (!dir || !nn) {
+		fprintf(stderr, "fi_dnp_check: run it under dnp-run (DNP_RUN_DIR, DNP_NNODES)\n");
+		return 2;
+	}
+	if (getenv("DNP_NODE_ID") && strcmp(getenv("DNP_NODE_ID"), "0"))
+		return 0; /* one instance does everything */
+	hints = fi_allocinfo();
+	if (!hints)
+		return 1;
+	hints->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_DIRECTED_RECV;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("dnp");
+	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+	if (r) {
+		fprintf(stderr, "fi_dnp_check: fi_getinfo (provider dnp, FI_PROVIDER_PATH=%s): %s\n",
+			getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "", fi_strerror(-r));
+		return 1;
+	}
+	snprintf(sa, sizeof(sa), "%s/node-0.sock", dir);
+	snprintf(sb, sizeof(sb), "%s/node-%d.sock", dir, atoi(nn) - 1);
+	if (open_side(&A, sa, FI_AV_TABLE) || open_side(&B, sb, FI_AV_MAP))
+		return 1;
+	len = sizeof(addr);
+	CHECK(fi_getname(&B.ep->fid, addr, &len) == 0 && len == 32, "getname");
+	CHECK(fi_av_insert(A.av, addr, 1, &A.peer, 0, NULL) == 1, "av_insert");
+	len = sizeof(addr);
+	CHECK(fi_getname(&A.ep->fid, addr, &len) == 0, "getname");
+	CHECK(fi_av_insert(B.av, addr, 1, &B.peer, 0, NULL) == 1, "av_insert");
+	memset(addr, 0, 32);
+	{
+		fi_addr_t bad;
+
+		CHECK(fi_av_insert(A.av, addr, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL,
+		      "a bad address is refused");
+	}
+	matching();
+	truncation_cancel();
+	rma();
+	close_side(&A);
+	close_side(&B);
+	fi_freeinfo(info);
+	fi_freeinfo(hints);
+	printf("%s fi_dnp_check\n", fails ? "FAIL" : "PASS");
+	return fails ? 1 : 0;
+}

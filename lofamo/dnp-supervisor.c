@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-supervisor — the Fault Supervisor (EURETILE report, LO|FA|MO: Fault
  * Supervisor): one process on a master node. It listens on the service
@@ -7,14 +7,18 @@
  * appends every change to a time-stamped event log, and answers STATUS
  * queries (dnpctl status) with the torus map, JSON or the log.
  *
- *   dnp-supervisor --torus XxYxZ --listen HOST:PORT [--silence-ms MS]
+ *   dnp-supervisor --torus XxYxZ --listen HOST:PORT [--listen-fd N] [--silence-ms MS]
  *                  [--t-write MS --t-read MS] [--log FILE]
+ *
+ * --listen-fd: the UDP socket is already bound (by dnp-run) and open as
+ * descriptor N; HOST:PORT is then only what the log says.
  *
  * Times in the picture and the log are CLOCK_REALTIME milliseconds (so that
  * drills can compare them with the moment they injected a fault).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -63,6 +67,7 @@ int main(int argc, char **argv)
 		{ "t-write", required_argument, NULL, 'w' },
 		{ "t-read", required_argument, NULL, 'R' },
 		{ "log", required_argument, NULL, 'L' },
+		{ "listen-fd", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -77,9 +82,9 @@ int main(int argc, char **argv)
 	bool have_torus = false;
 	uint64_t logged = 0, next_tick;
 	FILE *log = stdout;
-	int c, fd, e;
+	int c, fd = -1, e;
 
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &sc.torus)) {
@@ -93,6 +98,7 @@ int main(int argc, char **argv)
 		case 'w': tw = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'R': tr = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'L': log_path = optarg; break;
+		case 'F': fd = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -128,10 +134,18 @@ int main(int argc, char **argv)
 		perror(log_path);
 		return 1;
 	}
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "dnp-supervisor: bind %s: %s\n", listen_at, strerror(errno));
-		return 1;
+	if (fd >= 0) {
+		/* Handed over by dnp-run, already bound: keep it out of any child. */
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+			fprintf(stderr, "dnp-supervisor: --listen-fd %d: %s\n", fd, strerror(errno));
+			return 1;
+		}
+	} else {
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			fprintf(stderr, "dnp-supervisor: bind %s: %s\n", listen_at, strerror(errno));
+			return 1;
+		}
 	}
 	if (dnp_sup_create(&sc, real_ms(), &s)) {
 		fprintf(stderr, "dnp-supervisor: out of memory\n");

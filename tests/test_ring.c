@@ -43,24 +43,23 @@ static bool item_ok(const struct item *it, uint64_t seq)
 	return it->seq == want.seq && it->check == want.check;
 }
 
-/* A 64-byte aligned heap ring of 'slots' x 16-byte items. */
-static struct dnp_ring *mkring(uint32_t slots, void **mem)
+/* A 64-byte aligned heap ring of 'slots' x 16-byte items; *h is its handle. */
+static struct dnp_ring *mkring(uint32_t slots, void **mem, struct dnp_ring *h)
 {
 	size_t sz = dnp_ring_memsize(slots, sizeof(struct item));
-	struct dnp_ring *r = NULL;
 
 	assert_true(sz > 0);
 	assert_int_equal(posix_memalign(mem, 64, sz), 0);
 	memset(*mem, 0xee, sz);
-	assert_int_equal(dnp_ring_init(*mem, slots, sizeof(struct item), &r), 0);
-	assert_ptr_equal(r, *mem);
-	return r;
+	assert_int_equal(dnp_ring_init(*mem, slots, sizeof(struct item), h), 0);
+	assert_ptr_equal(h->shm, *mem);
+	return h;
 }
 
 static void test_ring_memsize_and_init_errors(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = NULL;
+	struct dnp_ring rr = { 0 }, *r = &rr;
 
 	assert_int_equal(dnp_ring_memsize(0, 16), 0);
 	assert_int_equal(dnp_ring_memsize(1, 16), 0);
@@ -74,13 +73,16 @@ static void test_ring_memsize_and_init_errors(void **state)
 	assert_int_equal(dnp_ring_memsize(1u << 31, 64), 192 + ((size_t)64 << 31));
 
 	assert_int_equal(posix_memalign(&mem, 64, 4096), 0);
-	assert_int_equal(dnp_ring_init(mem, 3, 16, &r), -EINVAL);
-	assert_int_equal(dnp_ring_init(mem, 8, 20, &r), -EINVAL);
-	assert_int_equal(dnp_ring_init((uint8_t *)mem + 8, 8, 16, &r), -EINVAL);
-	assert_int_equal(dnp_ring_init(NULL, 8, 16, &r), -EINVAL);
-	assert_null(r);
-	assert_int_equal(dnp_ring_init(mem, 8, 16, &r), 0);
-	assert_int_equal(r->magic, DNP_RING_MAGIC);
+	assert_int_equal(dnp_ring_init(mem, 3, 16, r), -EINVAL);
+	assert_int_equal(dnp_ring_init(mem, 8, 20, r), -EINVAL);
+	assert_int_equal(dnp_ring_init((uint8_t *)mem + 8, 8, 16, r), -EINVAL);
+	assert_int_equal(dnp_ring_init(NULL, 8, 16, r), -EINVAL);
+	assert_int_equal(dnp_ring_init(mem, 8, 16, NULL), -EINVAL);
+	assert_null(r->shm);
+	assert_int_equal(dnp_ring_init(mem, 8, 16, r), 0);
+	assert_int_equal(r->shm->magic, DNP_RING_MAGIC);
+	assert_int_equal(r->shm->slots, 8);
+	assert_int_equal(r->shm->mask, 7);
 	assert_int_equal(r->slots, 8);
 	assert_int_equal(r->mask, 7);
 	assert_int_equal(r->slot_size, 16);
@@ -93,7 +95,7 @@ static void test_ring_memsize_and_init_errors(void **state)
 static void test_ring_fill_empty_eagain(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = mkring(8, &mem);
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr);
 	struct item it, out[8];
 
 	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 0);
@@ -128,17 +130,20 @@ static void test_ring_fill_empty_eagain(void **state)
 static void test_ring_index_wraparound(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = mkring(8, &mem);
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr);
 	struct item in[8], out[8];
 	uint64_t next_in = 0, next_out = 0;
 
-	atomic_store(&r->head, UINT32_MAX - 3);
-	atomic_store(&r->tail, UINT32_MAX - 3);
+	/* The indices are taken from shared memory at attach only. */
+	atomic_store(&r->shm->head, UINT32_MAX - 3);
+	atomic_store(&r->shm->tail, UINT32_MAX - 3);
+	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
+					 sizeof(struct item), r), 0);
 	assert_int_equal(dnp_ring_count(r), 0);
 	for (unsigned i = 0; i < 8; i++)
 		in[i] = mkitem(next_in++);
 	assert_int_equal(dnp_ring_push_burst(r, in, 8), 8);
-	assert_int_equal(atomic_load(&r->tail), 4); /* wrapped */
+	assert_int_equal(atomic_load(&r->shm->tail), 4); /* wrapped */
 	assert_int_equal(dnp_ring_count(r), 8);
 	assert_int_equal(dnp_ring_free(r), 0);
 	{
@@ -162,15 +167,15 @@ static void test_ring_index_wraparound(void **state)
 	for (unsigned i = 0; i < 8; i++)
 		assert_true(item_ok(&out[i], next_out++));
 	assert_int_equal(next_out, next_in);
-	assert_int_equal(atomic_load(&r->head), atomic_load(&r->tail));
-	assert_int_equal(atomic_load(&r->tail), (uint32_t)(UINT32_MAX - 3 + next_in));
+	assert_int_equal(atomic_load(&r->shm->head), atomic_load(&r->shm->tail));
+	assert_int_equal(atomic_load(&r->shm->tail), (uint32_t)(UINT32_MAX - 3 + next_in));
 	free(mem);
 }
 
 static void test_ring_burst_partial(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = mkring(8, &mem);
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr);
 	struct item in[20], out[20];
 
 	for (unsigned i = 0; i < 20; i++)
@@ -197,46 +202,47 @@ static void test_ring_burst_partial(void **state)
 static void test_ring_attach_validation(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = mkring(8, &mem), *a = NULL;
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr), aa = { 0 }, *a = &aa;
+	struct dnp_ring_shm *h = r->shm;
 	size_t sz = dnp_ring_memsize(8, sizeof(struct item));
 	struct item it = mkitem(5), out;
 
 	assert_int_equal(dnp_ring_push(r, &it), 0);
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
-	assert_ptr_equal(a, r);
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), 0);
+	assert_ptr_equal(a->shm, h);
 	assert_int_equal(dnp_ring_pop_burst(a, &out, 1), 1);
 	assert_true(item_ok(&out, 5));
 
-	a = NULL;
+	memset(a, 0, sizeof(*a));
 	/* Caller-side mismatches: -EINVAL. */
-	assert_int_equal(dnp_ring_attach(mem, sz - 1, sizeof(struct item), &a), -EINVAL);
-	assert_int_equal(dnp_ring_attach(mem, 100, sizeof(struct item), &a), -EINVAL);
-	assert_int_equal(dnp_ring_attach(mem, sz, 32, &a), -EINVAL);
-	assert_int_equal(dnp_ring_attach(NULL, sz, sizeof(struct item), &a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(mem, sz - 1, sizeof(struct item), a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(mem, 100, sizeof(struct item), a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(mem, sz, 32, a), -EINVAL);
+	assert_int_equal(dnp_ring_attach(NULL, sz, sizeof(struct item), a), -EINVAL);
 	/* Not a ring, or a corrupt header: -EPROTO. */
-	r->magic = 0x12345678;
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
-	r->magic = DNP_RING_MAGIC;
-	r->slots = 6;
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
-	r->slots = 8;
-	r->mask = 15;
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
-	r->mask = 7;
-	r->slot_size = 12;
-	assert_int_equal(dnp_ring_attach(mem, sz, 12, &a), -EPROTO);
-	r->slot_size = sizeof(struct item);
-	atomic_store(&r->tail, atomic_load(&r->head) + 9); /* more queued than slots */
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EPROTO);
-	atomic_store(&r->tail, atomic_load(&r->head));
-	assert_null(a);
+	h->magic = 0x12345678;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), -EPROTO);
+	h->magic = DNP_RING_MAGIC;
+	h->slots = 6;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), -EPROTO);
+	h->slots = 8;
+	h->mask = 15;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), -EPROTO);
+	h->mask = 7;
+	h->slot_size = 12;
+	assert_int_equal(dnp_ring_attach(mem, sz, 12, a), -EPROTO);
+	h->slot_size = sizeof(struct item);
+	atomic_store(&h->tail, atomic_load(&h->head) + 9); /* more queued than slots */
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), -EPROTO);
+	atomic_store(&h->tail, atomic_load(&h->head));
+	assert_null(a->shm);
 	/* A ring of 16 slots does not fit in the memory of 8. */
-	r->slots = 16;
-	r->mask = 15;
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), -EINVAL);
-	r->slots = 8;
-	r->mask = 7;
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
+	h->slots = 16;
+	h->mask = 15;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), -EINVAL);
+	h->slots = 8;
+	h->mask = 7;
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), 0);
 	free(mem);
 }
 
@@ -311,15 +317,19 @@ static uint64_t consume(struct dnp_ring *r, uint64_t n, bool (*alive)(void *), v
 static void test_ring_two_thread_stress(void **state)
 {
 	void *mem = NULL;
-	struct dnp_ring *r = mkring(256, &mem);
+	struct dnp_ring rr, *r = mkring(256, &mem, &rr), cons;
 	struct stress s = { r, STRESS_ITEMS };
 	pthread_t th;
 
+	/* Each thread has its own handle (ring.h). */
+	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(256, sizeof(struct item)),
+					 sizeof(struct item), &cons), 0);
 	assert_int_equal(pthread_create(&th, NULL, producer_thread, &s), 0);
-	assert_int_equal(consume(r, STRESS_ITEMS, NULL, NULL), STRESS_ITEMS);
+	assert_int_equal(consume(&cons, STRESS_ITEMS, NULL, NULL), STRESS_ITEMS);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(dnp_ring_count(r), 0);
-	assert_int_equal(atomic_load(&r->tail), STRESS_ITEMS);
+	assert_int_equal(atomic_load(&r->shm->tail), STRESS_ITEMS);
+	assert_int_equal(r->faults + cons.faults, 0);
 	free(mem);
 }
 
@@ -344,7 +354,7 @@ static bool child_alive(void *arg)
 static void test_ring_two_process_memfd(void **state)
 {
 	size_t sz = dnp_ring_memsize(128, sizeof(struct item));
-	struct dnp_ring *r = NULL, *a = NULL;
+	struct dnp_ring rr, aa, *r = &rr, *a = &aa;
 	int fd = memfd_create("dnp-ring-test", MFD_CLOEXEC);
 	void *mem = NULL;
 	struct child ch = { .status = -1 };
@@ -356,21 +366,21 @@ static void test_ring_two_process_memfd(void **state)
 	assert_int_equal(ftruncate(fd, (off_t)sz), 0);
 	mem = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(mem != MAP_FAILED);
-	assert_int_equal(dnp_ring_init(mem, 128, sizeof(struct item), &r), 0);
+	assert_int_equal(dnp_ring_init(mem, 128, sizeof(struct item), r), 0);
 
 	ch.pid = fork();
 	assert_true(ch.pid >= 0);
 	if (ch.pid == 0) {
 		/* Child: its own mapping of the same memfd, validated by attach. */
 		void *cm = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		struct dnp_ring *cr;
+		struct dnp_ring cr;
 
 		if (cm == MAP_FAILED || dnp_ring_attach(cm, sz, sizeof(struct item), &cr) != 0)
 			_exit(2);
-		produce(cr, PROC_ITEMS);
+		produce(&cr, PROC_ITEMS);
 		_exit(0);
 	}
-	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), &a), 0);
+	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), 0);
 	assert_int_equal(consume(a, PROC_ITEMS, child_alive, &ch), PROC_ITEMS);
 	if (!ch.reaped)
 		assert_int_equal(waitpid(ch.pid, &ch.status, 0), ch.pid);
@@ -379,6 +389,97 @@ static void test_ring_two_process_memfd(void **state)
 	assert_int_equal(dnp_ring_count(a), 0);
 	munmap(mem, sz);
 	close(fd);
+}
+
+/*
+ * The other side scribbles on the shared header (geometry and both
+ * indices) between operations: every push and pop must stay inside the
+ * slots, move at most 'slots' items, and count what it ignored. The ring
+ * ends right before a PROT_NONE page, so a copy past it faults even
+ * without ASan.
+ */
+static void test_ring_hostile_header(void **state)
+{
+	const uint32_t slots = 8, isz = sizeof(struct item);
+	size_t sz = dnp_ring_memsize(slots, isz);
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct dnp_ring prod, cons;
+	struct dnp_ring_shm *h;
+	struct item in[64], out[64];
+	uint64_t seed = 0x243f6a8885a308d3ull;
+	unsigned round;
+
+	(void)state;
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + pg, (size_t)pg, PROT_NONE), 0);
+	h = (struct dnp_ring_shm *)(map + pg - sz); /* sz is a multiple of 64 here */
+	assert_int_equal(dnp_ring_init(h, slots, isz, &prod), 0);
+	assert_int_equal(dnp_ring_attach(h, sz, isz, &cons), 0);
+	for (unsigned i = 0; i < 64; i++)
+		in[i] = mkitem(i);
+
+	for (round = 0; round < 2000; round++) {
+		unsigned n;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		/* The hostile side rewrites the geometry and one or both indices. */
+		h->magic = (uint32_t)seed;
+		h->slots = 1u << (seed >> 59);
+		h->slot_size = (uint32_t)(seed >> 20) & ~7u;
+		h->mask = (uint32_t)(seed >> 32);
+		if (seed & 1)
+			atomic_store(&h->head, (uint32_t)(seed >> 8));
+		if (seed & 2)
+			atomic_store(&h->tail, (uint32_t)(seed >> 16));
+		n = dnp_ring_push_burst(&prod, in, 1 + (unsigned)(seed % 63));
+		assert_true(n <= slots);
+		n = dnp_ring_pop_burst(&cons, out, 64);
+		assert_true(n <= slots);
+		assert_true(dnp_ring_room(&prod) <= slots);
+		assert_true(dnp_ring_count(&cons) <= slots);
+		/* The private geometry never changes. */
+		assert_int_equal(prod.slots, slots);
+		assert_int_equal(cons.mask, slots - 1);
+		assert_int_equal(cons.slot_size, isz);
+	}
+	assert_true(prod.faults + cons.faults > 0);
+	munmap(map, (size_t)pg * 2);
+}
+
+/*
+ * A room the producer saw stays there even if the consumer moves head
+ * backwards (or anywhere) meanwhile: the daemon takes events from its
+ * engine only as many as the room it saw, and must not lose any.
+ */
+static void test_ring_room_is_kept(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr), cons;
+	struct item in[8], out[8];
+
+	(void)state;
+	for (unsigned i = 0; i < 8; i++)
+		in[i] = mkitem(i);
+	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
+					 sizeof(struct item), &cons), 0);
+	assert_int_equal(dnp_ring_push_burst(r, in, 6), 6);
+	assert_int_equal(dnp_ring_pop_burst(&cons, out, 4), 4);
+	assert_int_equal(dnp_ring_room(r), 6);
+	atomic_store(&r->shm->head, 0); /* backwards */
+	assert_int_equal(dnp_ring_push_burst(r, in, 8), 6);
+	atomic_store(&r->shm->head, 12345); /* ahead of tail */
+	assert_int_equal(dnp_ring_room(r), 0);
+	assert_true(r->faults >= 2);
+	/* The consumer still sees exactly the 8 items pushed and not popped. */
+	assert_int_equal(dnp_ring_pop_burst(&cons, out, 8), 8);
+	assert_true(item_ok(&out[0], 4));
+	assert_true(item_ok(&out[1], 5));
+	assert_true(item_ok(&out[2], 0));
+	free(mem);
 }
 
 int main(void)
@@ -391,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_ring_attach_validation),
 		cmocka_unit_test(test_ring_two_thread_stress),
 		cmocka_unit_test(test_ring_two_process_memfd),
+		cmocka_unit_test(test_ring_hostile_header),
+		cmocka_unit_test(test_ring_room_is_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

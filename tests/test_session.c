@@ -23,12 +23,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +47,8 @@ struct fake {
 	atomic_int opens, closes, regs, unregs, cmds;
 	atomic_bool pause, stop, events_off;
 	atomic_bool paused; /* the server's answer to pause: it pops nothing until pause clears */
+	pthread_mutex_t mu; /* with cv: a port closed (wait_closes) */
+	pthread_cond_t cv;
 	int reg_ret;
 	uintptr_t last_priv;
 	uint64_t last_va, last_len;
@@ -74,7 +81,10 @@ static void fake_close(void *ctx, unsigned port)
 {
 	struct fake *f = ctx;
 
+	pthread_mutex_lock(&f->mu);
 	atomic_fetch_add(&f->closes, 1);
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 }
 
 static int fake_reg(void *ctx, unsigned port, uint64_t va, uint64_t len, unsigned flags,
@@ -166,6 +176,8 @@ static int setup(void **state)
 	int fd;
 
 	assert_non_null(x);
+	pthread_mutex_init(&x->f.mu, NULL);
+	pthread_cond_init(&x->f.cv, NULL);
 	strcpy(x->dir, "/tmp/dnp-test-session-XXXXXX");
 	assert_non_null(mkdtemp(x->dir));
 	snprintf(x->sock, sizeof(x->sock), "%s/node-5.sock", x->dir);
@@ -206,18 +218,30 @@ static int teardown(void **state)
 	munmap(x->bellmap, 4096);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", x->dir);
 	assert_int_equal(system(cmd), 0);
+	pthread_cond_destroy(&x->f.cv);
+	pthread_mutex_destroy(&x->f.mu);
 	free(x);
 	fx = NULL;
 	return 0;
 }
 
-static void wait_for(atomic_int *v, int want)
+/*
+ * Waits until the daemon has closed 'want' ports in all: fake_close signals
+ * every close (a handshake; the 30 s bound only keeps a broken daemon from
+ * hanging the test).
+ */
+static void wait_closes(struct fixture *x, int want)
 {
-	int i;
+	struct timespec dl;
+	int r = 0;
 
-	for (i = 0; i < 2000 && atomic_load(v) != want; i++)
-		usleep(1000);
-	assert_int_equal(atomic_load(v), want);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	pthread_mutex_lock(&x->f.mu);
+	while (atomic_load(&x->f.closes) != want && r == 0)
+		r = pthread_cond_timedwait(&x->f.cv, &x->f.mu, &dl);
+	pthread_mutex_unlock(&x->f.mu);
+	assert_int_equal(atomic_load(&x->f.closes), want);
 }
 
 /* Stops the fake engine and returns once it has acknowledged (a handshake, not a sleep). */
@@ -267,7 +291,7 @@ static void test_session_open_close(void **state)
 	assert_int_equal(atomic_load(&x->f.opens), 1);
 	dnp_close(d);
 	/* The daemon notices the closed socket and closes the port. */
-	wait_for(&x->f.closes, 1);
+	wait_closes(x, 1);
 	assert_null(x->srv->by_port[0]);
 }
 
@@ -300,14 +324,14 @@ static void test_session_ports(void **state)
 	assert_int_equal(dnp_open(x->sock, &e), -EINVAL); /* max_ports is 8 */
 	unsetenv("DNP_PORT");
 	dnp_close(a);
-	wait_for(&x->f.closes, 1);
+	wait_closes(x, 1);
 	/* The freed port is handed out again; other sessions are untouched. */
 	assert_int_equal(dnp_open(x->sock, &a), 0);
 	assert_int_equal(dnp_port(a), 0);
 	dnp_close(a);
 	dnp_close(b);
 	dnp_close(c);
-	wait_for(&x->f.closes, 4);
+	wait_closes(x, 4);
 }
 
 static void test_session_heap_allocator(void **state)
@@ -449,7 +473,7 @@ static void test_session_invalid_arguments(void **state)
 	/* A zero-length SEND needs no buffer. */
 	assert_int_equal(dnp_send(d, NULL, 0, ok, 0, 1, 0), 0);
 	assert_int_equal(atomic_load(&x->f.cmds) <= 1, 1);
-	assert_string_equal(dnp_strerror(-EACCES), "bad buffer key");
+	assert_string_equal(dnp_strerror(-EACCES), "no buffer at that address opens with this key");
 	assert_string_equal(dnp_strerror(-ENOENT), "no such buffer (or no daemon socket)");
 	assert_string_equal(dnp_strerror(-ERANGE), "access runs past the end of the buffer");
 	assert_non_null(dnp_strerror(-12345));
@@ -699,6 +723,534 @@ static void test_session_link_names(void **state)
 	assert_string_equal(rb, "/dev/shm/custom");
 }
 
+/* ------------------------------------------- the application is untrusted */
+
+/*
+ * Restarts the fixture's server with the limits 'tweak' sets, running
+ * 'loop' (srv_main or one of the variants below) in its thread.
+ */
+static void restart_with(struct fixture *x, void (*tweak)(struct dnpd_sess_conf *),
+			 void *(*loop)(void *))
+{
+	struct dnpd_sess_conf c = { 0 };
+
+	srv_stop(x);
+	atomic_store(&x->f.stop, false);
+	dnp_torus_init(&c.torus, 2, 3, 4);
+	c.self = (struct dnp_coord){ 1, 2, 0 };
+	c.sock_path = x->sock;
+	c.bell_path = x->bell;
+	c.max_ports = 8;
+	c.heap_default = 1 << 20;
+	c.heap_max = 16 << 20;
+	c.ops = &fake_ops;
+	c.ctx = &x->f;
+	if (tweak)
+		tweak(&c);
+	assert_int_equal(dnpd_sess_create(&c, &x->srv), 0);
+	assert_int_equal(pthread_create(&x->th, NULL, loop, x), 0);
+	x->running = true;
+}
+
+/*
+ * A fake engine with the real one's back-pressure: it takes a command only
+ * when the event ring has room for its completion (dnpd_sess_ev_room), and
+ * completes it through dnpd_sess_ev_push.
+ */
+static void *srv_main_backpressure(void *arg)
+{
+	struct fixture *x = arg;
+
+	while (!atomic_load(&x->f.stop)) {
+		unsigned k;
+
+		dnpd_sess_service(x->srv);
+		for (k = 0; k < x->srv->nports; k++) {
+			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
+			struct dnp_cmd c;
+
+			while (dnpd_sess_ev_room(se) > 0 && dnpd_sess_cmd_pop(se, &c, 1)) {
+				struct dnp_event ev = {
+					.type = DNP_EV_TX_DONE, .op = c.op, .port = c.dst_port,
+					.len = (uint32_t)c.len, .va = c.local_va,
+					.cookie = c.cookie,
+				};
+
+				atomic_fetch_add(&x->f.cmds, 1);
+				assert_int_equal(dnpd_sess_ev_push(se, &ev, 1), 1);
+			}
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * The app scribbles on both rings' shared headers (geometry, head and tail)
+ * while the daemon serves it: the daemon must neither crash nor touch
+ * memory outside the rings (run under ASan), and go on serving other
+ * sessions. Raw offsets: the header is the ABI, whatever the C types.
+ */
+static void test_session_hostile_rings(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 0, 0, 0 };
+	struct dnp_event ev;
+	struct dnpd_session *se;
+	struct dnp *d, *ok;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	uint8_t *rings[2];
+	int i, got;
+
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	se = x->srv->by_port[dnp_port(d)];
+	assert_non_null(se);
+	rings[0] = (uint8_t *)se->ctl + se->ctl->cmd_off;
+	rings[1] = (uint8_t *)se->ctl + se->ctl->ev_off;
+	for (i = 0; i < 3000; i++) {
+		uint8_t *h = rings[i & 1];
+		uint32_t v;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		v = (uint32_t)(seed >> 16);
+		/* slots, slot_size, mask at 4/8/12; head at 64; tail at 128. */
+		memcpy(h + 4 + 4 * (seed % 3), &v, 4);
+		if (seed & 0x100)
+			memcpy(h + 64, &v, 4);
+		if (seed & 0x200)
+			memcpy(h + 128 + 0, (uint8_t *)&seed + 3, 4);
+		/* Interleaved with legal traffic (which may or may not get through). */
+		(void)dnp_send(d, NULL, 0, dst, 0, (uint64_t)i, DNP_NONBLOCK);
+		(void)dnp_poll_events(d, &ev, 1);
+	}
+	/* The daemon lives and serves a new session as before. */
+	assert_int_equal(dnp_open(x->sock, &ok), 0);
+	assert_int_equal(dnp_send(ok, NULL, 0, dst, 0, 4242, 0), 0);
+	got = dnp_wait_event(ok, &ev, 5000);
+	assert_int_equal(got, 1);
+	assert_int_equal(ev.cookie, 4242);
+	dnp_close(ok);
+	dnp_close(d);
+	wait_closes(x, 2);
+}
+
+/*
+ * 20,000 blocking puts from an app that never polls (the daemon takes a
+ * command only when its completion has room): every put returns, and then
+ * every completion comes out exactly once, in order. Without the stash in
+ * dnp_submit this deadlocks after about 1024 + 4096 commands (the alarm
+ * turns the hang into a failure).
+ */
+static void test_session_blocking_put_never_polls(void **state)
+{
+	struct fixture *x = *state;
+	enum { N = 20000 };
+	struct dnp_coords dst = { 0, 1, 2 };
+	struct dnp_event ev[64];
+	struct dnp *d;
+	char src[8] = "payload";
+	unsigned next = 0;
+	int i;
+
+	restart_with(x, NULL, srv_main_backpressure);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	alarm(60);
+	for (i = 0; i < N; i++)
+		assert_int_equal(dnp_put(d, src, sizeof(src), dst, 1, 0x1000, 7, (uint64_t)i, 0), 0);
+	while (next < N) {
+		int n = dnp_poll_events(d, ev, 64);
+
+		assert_true(n >= 0);
+		if (n == 0) {
+			n = dnp_wait_event(d, ev, 5000);
+			assert_int_equal(n, 1);
+		}
+		for (int k = 0; k < n; k++, next++) {
+			assert_int_equal(ev[k].type, DNP_EV_TX_DONE);
+			assert_int_equal(ev[k].cookie, next);
+		}
+	}
+	alarm(0);
+	assert_int_equal(dnp_poll_events(d, ev, 64), 0);
+	assert_int_equal(atomic_load(&x->f.cmds), N);
+	dnp_close(d);
+}
+
+/* Events with no room are counted and reported by one DNP_EV_OVERFLOW once room returns. */
+static void test_session_event_overflow_reported(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_event one = { .type = DNP_EV_RX_PUT, .len = 9 }, got;
+	struct dnp_event *fill = calloc(DNP_SESS_EV_SLOTS, sizeof(*fill));
+	struct dnpd_session *se;
+	struct dnp *d;
+	unsigned i;
+
+	assert_non_null(fill);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	/* No commands are sent, so the fake engine never pushes: this thread may. */
+	se = x->srv->by_port[dnp_port(d)];
+	assert_int_equal(dnpd_sess_ev_room(se), DNP_SESS_EV_SLOTS);
+	for (i = 0; i < DNP_SESS_EV_SLOTS; i++)
+		fill[i] = (struct dnp_event){ .type = DNP_EV_RX_SEND, .len = i };
+	assert_int_equal(dnpd_sess_ev_push(se, fill, DNP_SESS_EV_SLOTS), DNP_SESS_EV_SLOTS);
+	assert_int_equal(dnpd_sess_ev_room(se), 0);
+	/* Five more find no room: counted, not silently dropped. */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(dnpd_sess_ev_push(se, &one, 1), 0);
+	assert_int_equal(se->ev_lost, 5);
+	for (i = 0; i < DNP_SESS_EV_SLOTS; i++) {
+		assert_int_equal(dnp_poll_events(d, &got, 1), 1);
+		assert_int_equal(got.len, i);
+	}
+	/* Room again: the report goes first, then the new event. */
+	assert_int_equal(dnpd_sess_ev_room(se), DNP_SESS_EV_SLOTS - 1);
+	assert_int_equal(dnpd_sess_ev_push(se, &one, 1), 2);
+	assert_int_equal(se->ev_lost, 0);
+	assert_int_equal(dnp_wait_event(d, &got, 2000), 1);
+	assert_int_equal(got.type, DNP_EV_OVERFLOW);
+	assert_int_equal(got.status, -EOVERFLOW);
+	assert_int_equal(got.len, 5);
+	assert_int_equal(dnp_wait_event(d, &got, 2000), 1);
+	assert_int_equal(got.type, DNP_EV_RX_PUT);
+	assert_int_equal(got.len, 9);
+	assert_int_equal(dnp_poll_events(d, &got, 1), 0);
+	dnp_close(d);
+	free(fill);
+}
+
+static void tweak_limits(struct dnpd_sess_conf *c)
+{
+	c->max_pending = 2;
+	c->handshake_ms = 300;
+	c->port_buffers = 3;
+}
+
+/* Blocks until the daemon closes fd (recv returns 0); fails after 10 s. */
+static void expect_hangup(int fd)
+{
+	struct timeval tv = { 10, 0 };
+	char b[64];
+	ssize_t n;
+
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	do
+		n = recv(fd, b, sizeof(b), 0);
+	while (n > 0);
+	assert_int_equal(n, 0);
+}
+
+/*
+ * Connections that never finish their handshake: at most max_pending at
+ * once (more are closed at accept), each dropped after handshake_ms. A
+ * session that finished its handshake is not.
+ */
+static void test_session_handshake_limits(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_event ev;
+	struct dnp *d;
+	int a, b, c;
+
+	restart_with(x, tweak_limits, srv_main);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	a = raw_connect(x->sock);
+	b = raw_connect(x->sock);
+	/* Both are accepted (and pending) before the third comes. */
+	for (int i = 0; i < 10000 && x->srv->npending < 2; i++)
+		sched_yield(), usleep(100);
+	assert_int_equal(x->srv->npending, 2);
+	c = raw_connect(x->sock);
+	expect_hangup(c);
+	assert_true(x->srv->refused >= 1);
+	/* The silent ones are dropped once their time is up. */
+	expect_hangup(a);
+	expect_hangup(b);
+	assert_true(x->srv->timed_out >= 2);
+	close(a);
+	close(b);
+	close(c);
+	/* The finished session was kept through all that. */
+	assert_int_equal(dnp_send(d, NULL, 0, (struct dnp_coords){ 0, 0, 0 }, 0, 5, 0), 0);
+	assert_int_equal(dnp_wait_event(d, &ev, 5000), 1);
+	assert_int_equal(ev.cookie, 5);
+	dnp_close(d);
+}
+
+/* A port holds at most port_buffers registered buffers: then -EDQUOT. */
+static void test_session_buffer_quota(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp *d;
+	uint32_t key;
+	char *b;
+
+	restart_with(x, tweak_limits, srv_main);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	b = dnp_alloc(d, 4096);
+	assert_non_null(b);
+	assert_int_equal(dnp_register(d, b, 100, DNP_BUF_ALL, &key), 0);
+	assert_int_equal(dnp_register(d, b + 1000, 100, DNP_BUF_ALL, &key), 0);
+	assert_int_equal(dnp_register(d, b + 2000, 100, DNP_BUF_ALL, &key), 0);
+	assert_int_equal(dnp_register(d, b + 3000, 100, DNP_BUF_ALL, &key), -EDQUOT);
+	assert_int_equal(atomic_load(&x->f.regs), 3); /* refused before the engine */
+	assert_string_equal(dnp_strerror(-EDQUOT), "per-port quota reached (registered buffers)");
+	assert_int_equal(dnp_unregister(d, b + 2000), 0);
+	assert_int_equal(dnp_register(d, b + 3000, 100, DNP_BUF_ALL, &key), 0);
+	dnp_close(d);
+}
+
+/* Drops CAP_SYS_PTRACE from this thread's effective set (capabilities are per thread). */
+static bool drop_ptrace_cap(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct c[2];
+
+	if (syscall(SYS_capget, &h, c))
+		return false;
+	c[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	return syscall(SYS_capset, &h, c) == 0;
+}
+
+static void *srv_main_noptrace(void *arg)
+{
+	if (!drop_ptrace_cap())
+		return NULL;
+	return srv_main(arg);
+}
+
+static char outside_heap[4096];
+
+/*
+ * Memory outside the shared heap needs ptrace access: a daemon without it
+ * (here: no CAP_SYS_PTRACE, and an app that made itself non-dumpable) answers
+ * REGISTER with -EPERM at once, while heap buffers still register.
+ */
+static void test_session_register_needs_ptrace(void **state)
+{
+	struct fixture *x = *state;
+	pid_t pid;
+	int st;
+
+	restart_with(x, NULL, srv_main_noptrace);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dnp *d;
+		uint32_t key;
+		char *b;
+
+		if (dnp_open(x->sock, &d))
+			_exit(10);
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+			_exit(11);
+		b = dnp_alloc(d, 64);
+		if (!b || dnp_register(d, b, 64, DNP_BUF_ALL, &key))
+			_exit(12);
+		if (dnp_register(d, outside_heap, sizeof(outside_heap), DNP_BUF_ALL, &key) !=
+		    -EPERM)
+			_exit(13);
+		dnp_close(d);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(atomic_load(&x->f.regs), 1);
+}
+
+static volatile uint64_t pid_probe = 0xa;
+
+/* Reads pid_probe in process pid (the same address: both are forks of us). */
+static bool process_vm_readv_probe(pid_t pid, uint64_t *out)
+{
+	struct iovec l = { out, sizeof(*out) };
+	struct iovec r = { (void *)&pid_probe, sizeof(*out) };
+
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*out);
+}
+
+/*
+ * The session's process dies while its socket lives on (a child inherited
+ * it) and its pid is given to a new process: the daemon must not read the
+ * new process's memory through the old pid (-ESRCH), which a bare pid
+ * would. Needs a writable ns_last_pid (root) to recycle the pid on purpose.
+ */
+static void test_session_pid_reuse(void **state)
+{
+	struct fixture *x = *state;
+	int hold[2], gate[2];
+	pid_t a, c = -1, b = -1;
+	struct dnpd_session *se;
+	uint64_t got = 0;
+	char ch;
+	int st, fd, tries, r;
+
+	assert_int_equal(pipe(hold), 0);
+	assert_int_equal(pipe(gate), 0);
+	a = fork();
+	assert_true(a >= 0);
+	if (a == 0) {
+		/* A: connects, hands the socket to B, and dies. */
+		int s = raw_connect(x->sock);
+		pid_t bb;
+
+		close(hold[1]);
+		bb = fork();
+
+		if (bb == 0) {
+			(void)s;
+			if (read(hold[0], &ch, 1) < 0)
+				_exit(1);
+			_exit(0);
+		}
+		if (write(gate[1], &bb, sizeof(bb)) != sizeof(bb))
+			_exit(1);
+		_exit(bb > 0 ? 0 : 1);
+	}
+	assert_int_equal(read(gate[0], &b, sizeof(b)), sizeof(b));
+	assert_int_equal(waitpid(a, &st, 0), a);
+	for (tries = 0; tries < 10000 && x->srv->nconn < 1; tries++)
+		usleep(100);
+	assert_int_equal(x->srv->nconn, 1);
+	se = x->srv->conn[0];
+	assert_int_equal(se->pid, a);
+
+	/* C takes A's pid: ns_last_pid = a - 1, then fork. */
+	for (tries = 0; tries < 20 && c != a; tries++) {
+		char v[32];
+
+		if (c > 0) {
+			kill(c, SIGKILL);
+			waitpid(c, &st, 0);
+		}
+		fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+		if (fd < 0)
+			break;
+		snprintf(v, sizeof(v), "%d", (int)a - 1);
+		r = (int)write(fd, v, strlen(v));
+		close(fd);
+		if (r < 0)
+			break;
+		c = fork();
+		assert_true(c >= 0);
+		if (c == 0) {
+			close(hold[1]);
+			pid_probe = 0xc;
+			if (read(hold[0], &ch, 1) < 0)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	if (c == a) {
+		/* The same address in C (forked from us, like A) holds 0xc once C has run. */
+		for (tries = 0; tries < 10000; tries++) {
+			if (process_vm_readv_probe(c, &got) && got == 0xc)
+				break;
+			usleep(100);
+		}
+		assert_int_equal(got, 0xc);
+		got = 0;
+		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
+						 sizeof(got), false), -ESRCH);
+		assert_int_equal(got, 0);
+	} else {
+		print_message("pid %d could not be recycled (ns_last_pid not writable or raced): "
+			      "checking only that a dead session process gives -ESRCH\n", (int)a);
+		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
+						 sizeof(got), false), -ESRCH);
+	}
+	close(hold[1]); /* B and C exit */
+	waitpid(b, &st, 0); /* B is A's child, reparented: may not be ours */
+	if (c > 0)
+		waitpid(c, &st, 0);
+	close(hold[0]);
+	close(gate[0]);
+	close(gate[1]);
+}
+
+static void tweak_cmd_quota(struct dnpd_sess_conf *c)
+{
+	c->port_commands = 100;
+}
+
+/*
+ * A fake engine that takes commands (within the quota) and completes them
+ * only when the test says so: f.pause holds completions, f.cmds counts the
+ * commands taken.
+ */
+static void *srv_main_hold(void *arg)
+{
+	struct fixture *x = arg;
+	static struct dnp_cmd held[4096];
+	unsigned nheld = 0, done = 0;
+
+	while (!atomic_load(&x->f.stop)) {
+		dnpd_sess_service(x->srv);
+		for (unsigned k = 0; k < x->srv->nports; k++) {
+			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
+			unsigned n;
+
+			n = dnpd_sess_cmd_pop(se, held + nheld, 4096 - nheld);
+			nheld += n;
+			atomic_fetch_add(&x->f.cmds, (int)n);
+			while (!atomic_load(&x->f.pause) && done < nheld &&
+			       dnpd_sess_ev_room(se) > 0) {
+				struct dnp_event ev = { .type = DNP_EV_TX_DONE,
+							.cookie = held[done].cookie };
+
+				dnpd_sess_ev_push(se, &ev, 1);
+				done++;
+			}
+			if (done == nheld)
+				done = nheld = 0;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * A port has at most port_commands outstanding: the daemon takes no more
+ * from its ring until completions come (the rest waits in the ring, and a
+ * DNP_NONBLOCK call then sees -EAGAIN); then everything completes once.
+ */
+static void test_session_command_quota(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords dst = { 0, 0, 0 };
+	struct dnp_event ev;
+	struct dnp *d;
+	unsigned i, n = 0;
+
+	atomic_store(&x->f.pause, true);
+	restart_with(x, tweak_cmd_quota, srv_main_hold);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	/* 100 taken by the daemon (the rest of its burst stays), then the ring fills up. */
+	for (i = 0; i < 150; i++)
+		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
+	for (i = 0; i < 1000000 && atomic_load(&x->f.cmds) < 100; i++)
+		sched_yield();
+	assert_int_equal(atomic_load(&x->f.cmds), 100);
+	for (i = 150; i < 100 + DNP_SESS_CMD_SLOTS; i++)
+		assert_int_equal(dnp_send(d, NULL, 0, dst, 0, i, DNP_NONBLOCK), 0);
+	assert_int_equal(x->srv->by_port[dnp_port(d)]->inflight, 100);
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 999999, DNP_NONBLOCK), -EAGAIN);
+	assert_int_equal(atomic_load(&x->f.cmds), 100);
+	/* Completions free the quota: every command completes, once, in order. */
+	atomic_store(&x->f.pause, false);
+	while (n < 100 + DNP_SESS_CMD_SLOTS) {
+		assert_int_equal(dnp_wait_event(d, &ev, 5000), 1);
+		assert_int_equal(ev.cookie, n);
+		n++;
+	}
+	assert_int_equal(dnp_poll_events(d, &ev, 1), 0);
+	assert_int_equal(atomic_load(&x->f.cmds), 100 + DNP_SESS_CMD_SLOTS);
+	dnp_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -716,6 +1268,17 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_doorbells, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_daemon_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_stats_and_protocol, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_hostile_rings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_blocking_put_never_polls, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_session_event_overflow_reported, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_session_handshake_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_buffer_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_command_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_register_needs_ptrace, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_session_pid_reuse, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

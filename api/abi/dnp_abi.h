@@ -67,6 +67,14 @@ enum dnp_ev_type {
 	 * the message length; port/peer_* = its sender.
 	 */
 	DNP_EV_RX_ERROR = 7,
+	/*
+	 * The daemon had events for this port and no room for them in the
+	 * event ring: len = how many were lost since the last report
+	 * (saturating at UINT32_MAX), status = -EOVERFLOW. Sent once room returns,
+	 * before any newer event. dnpd holds its own events rather than lose
+	 * them, so this reports a broken session (docs/security.md).
+	 */
+	DNP_EV_OVERFLOW = 8,
 };
 
 struct dnp_event {

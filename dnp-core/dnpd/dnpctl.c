@@ -3,7 +3,7 @@
  * dnpctl — asks a running dnpd for its state over its application socket
  * (a control connection, api/abi/dnp_session.h: no port, no memory).
  *
- *   dnpctl [--socket DIR/node-<id>.sock] stats
+ *   dnpctl [--socket DIR/node-<id>.sock] stats|topo
  *   dnpctl [--supervisor HOST:PORT] status [--json | --log]
  *   dnpctl [--socket ...] sensor temp|volt|power VALUE|off
  *   dnpctl [--socket ...] timer T_WRITE_MS T_READ_MS
@@ -13,18 +13,23 @@
  * it to DIR/node-<id>.impair (a new file renamed over the old one), which the
  * daemon applies within 50 ms; `dnpctl stats` shows it per link.
  *
- * The socket defaults to $DNP_SOCKET, the supervisor to $DNP_SUPERVISOR.
+ * The socket defaults to $DNP_SOCKET, else /run/dnp/dnpd.sock; the
+ * supervisor to $DNP_SUPERVISOR. topo prints the node line and the "wiring"
+ * lines of stats: each link's expected and discovered neighbour
+ * (docs/cluster.md, "The cabling check").
  * status asks the LO|FA|MO Fault Supervisor for its picture (a torus map per
  * plane, coloured on a terminal; JSON; or the event log). sensor and timer
  * write the node's LO|FA|MO registers (DIR/node-<id>.lofamo, next to the
  * socket): a simulated sensor reading (m°C, mV, mW) or the timer register
  * (T_write < T_read, refused otherwise). Exit status: 0, 1 (daemon or
- * supervisor error or unreachable), 2 (usage or a refused value).
+ * supervisor error or unreachable), 2 (usage or a refused value), 3 (topo: a
+ * link is MISWIRED).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,15 +49,18 @@
 static void dnpctl_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s [--socket PATH] stats\n"
+		"usage: %s [--socket PATH] stats|topo\n"
 		"       %s [--supervisor HOST:PORT] status [--json | --log]\n"
 		"       %s [--socket PATH] sensor temp|volt|power VALUE|off\n"
 		"       %s [--socket PATH] timer T_WRITE_MS T_READ_MS\n"
 		"       dnpctl [--socket PATH] impair SPEC|off\n"
 		"\n"
-		"  --socket PATH   the daemon's socket, DIR/node-<id>.sock (default $DNP_SOCKET)\n"
+		"  --socket PATH   the daemon's socket (default $DNP_SOCKET, else\n"
+		"                  /run/dnp/dnpd.sock)\n"
 		"  stats           engine counters, link states and counters, daemon loop\n"
 		"                  counters and open ports\n"
+		"  topo            each link's expected and discovered neighbour (exit 3\n"
+		"                  when one is MISWIRED)\n"
 		"  status          the LO|FA|MO supervisor's picture: a torus map per plane\n"
 		"                  (colour on a terminal), --json, or --log (event log)\n"
 		"  sensor          simulate a DNP sensor reading (m°C, mV, mW); off: real one\n"
@@ -86,7 +94,27 @@ static int dnpctl_read(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static int dnpctl_stats(const char *path)
+/* Prints the report, or with topo only its node and wiring lines; 3 if one is MISWIRED. */
+static int dnpctl_print(char *text, bool topo)
+{
+	bool miswired = false;
+	char *line, *save = NULL;
+
+	if (!topo) {
+		fputs(text, stdout);
+		return 0;
+	}
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "node ", 5) && strncmp(line, "wiring ", 7))
+			continue;
+		puts(line);
+		if (strstr(line, " MISWIRED"))
+			miswired = true;
+	}
+	return miswired ? 3 : 0;
+}
+
+static int dnpctl_stats(const char *path, bool topo)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dnp_sess_msg m = {
@@ -125,7 +153,7 @@ static int dnpctl_stats(const char *path)
 	r = dnpctl_read(fd, text, m.len);
 	if (r == 0) {
 		text[m.len] = 0;
-		fputs(text, stdout);
+		r = dnpctl_print(text, topo);
 	}
 	free(text);
 out:
@@ -262,7 +290,16 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 		if (!strcmp(argv[2], "off")) {
 			atomic_store(&r->sim[s].on, 0);
 		} else {
-			atomic_store(&r->sim[s].value, (int32_t)strtol(argv[2], NULL, 10));
+			char *end;
+			long v = strtol(argv[2], &end, 10);
+
+			if (*end || end == argv[2] || v < -1000000000L || v > 1000000000L) {
+				dnp_lfm_regs_unmap(r);
+				fprintf(stderr, "dnpctl: sensor value '%s': want an integer "
+					"(m°C, mV or mW) or off\n", argv[2]);
+				return 2;
+			}
+			atomic_store(&r->sim[s].value, (int32_t)v);
 			atomic_store(&r->sim[s].on, 1);
 		}
 		dnp_lfm_regs_unmap(r);
@@ -282,8 +319,11 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = getenv("DNP_SOCKET"), *sup = getenv("DNP_SUPERVISOR");
+	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
+			   "/run/dnp/dnpd.sock";
+	const char *sup = getenv("DNP_SUPERVISOR");
 	unsigned qflags = 0;
+	bool topo;
 	int opt, r;
 
 	while ((opt = getopt_long(argc, argv, "s:S:jlh", opts, NULL)) != -1) {
@@ -337,11 +377,14 @@ int main(int argc, char **argv)
 		}
 		return r;
 	}
-	if (optind != argc - 1 || strcmp(argv[optind], "stats") || !path) {
+	if (optind != argc - 1 || (strcmp(argv[optind], "stats") && strcmp(argv[optind], "topo"))) {
 		dnpctl_usage(stderr, argv[0]);
 		return 2;
 	}
-	r = dnpctl_stats(path);
+	topo = !strcmp(argv[optind], "topo");
+	r = dnpctl_stats(path, topo);
+	if (r == 3)
+		return 3;
 	if (r) {
 		fprintf(stderr, "dnpctl: %s: %s\n", path, strerror(-r));
 		return 1;

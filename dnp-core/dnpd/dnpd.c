@@ -71,6 +71,15 @@
 #define DNPD_NOWAIT_SLEEP_NS 100000ull      /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
 #define DNPD_LINK_DEPTH 256u
+/*
+ * Cabling check: a link is reported miswired after this many link-control
+ * frames in a row from the same wrong end (160 ms of 10 ms keep-alives). A
+ * few stray frames are normal while DPDK af_packet ports start (a packet
+ * socket sees every interface until it is bound to its own).
+ */
+#define DNPD_MISWIRED_FRAMES 16u
+/* Outstanding commands of the node (docs/dnpd.md, "Session limits"). */
+#define DNPD_NODE_COMMANDS 16384u
 
 /* Daemon link timing defaults (nanoseconds). */
 #define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
@@ -104,6 +113,12 @@ struct dnpd_link {
 	uint32_t bl_len[DNPD_BURST];
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
+	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
+	bool miswired;          /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
+	struct dnp_coord seen;
+	uint8_t seen_dir;
+	unsigned seen_n;        /* link-control frames from seen/seen_dir in a row */
+	uint64_t miswired_frames;
 };
 
 struct dnpd {
@@ -114,7 +129,7 @@ struct dnpd {
 	struct dnp_doorbell *bell;
 	bool poll_mode;
 	bool nowait_links;   /* some link has no wait fd: bounded sleeps (dpdk) */
-	bool dpdk_eal;       /* the EAL was started: release it at exit */
+	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
@@ -155,24 +170,17 @@ static void dnpd_on_signal(int sig)
 
 /* ------------------------------------------------------------ memory ops */
 
-static int dnpd_vm_io(struct dnpd *d, pid_t pid, uint64_t va, void *local, size_t len, bool wr)
+/* process_vm_* through the session's pidfd checks (sess.c); counted for dnpctl stats. */
+static int dnpd_vm_io(struct dnpd *d, struct dnpd_session *se, uint64_t va, void *local,
+		      size_t len, bool wr)
 {
-	size_t done = 0;
+	int r;
 
 	d->mem_vm++;
-	while (done < len) {
-		struct iovec l = { (uint8_t *)local + done, len - done };
-		struct iovec r = { (void *)(uintptr_t)(va + done), len - done };
-		ssize_t n = wr ? process_vm_writev(pid, &l, 1, &r, 1, 0) :
-			process_vm_readv(pid, &l, 1, &r, 1, 0);
-
-		if (n <= 0) {
-			d->mem_faults++;
-			return -EFAULT;
-		}
-		done += (size_t)n;
-	}
-	return 0;
+	r = dnpd_sess_vm_io(se, va, local, len, wr);
+	if (r)
+		d->mem_faults++;
+	return r ? -EFAULT : 0; /* the engine's contract (struct dnp_mem_ops) */
 }
 
 /*
@@ -205,7 +213,7 @@ static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, ui
 		d->mem_copies++;
 		return 0;
 	}
-	return dnpd_vm_io(d, se->pid, va, dst, len, false);
+	return dnpd_vm_io(d, se, va, dst, len, false);
 }
 
 static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
@@ -225,7 +233,7 @@ static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, u
 		d->mem_copies++;
 		return 0;
 	}
-	return dnpd_vm_io(d, se->pid, va, (void *)src, len, true);
+	return dnpd_vm_io(d, se, va, (void *)src, len, true);
 }
 
 static const struct dnp_mem_ops dnpd_mem_ops = {
@@ -297,6 +305,73 @@ static void dnpd_out(struct dnpd_out *o, const char *fmt, ...)
 		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
 }
 
+/*
+ * "wiring X+ expected 0,0,0 X- found 0,0,0 X- ok": the neighbour this link
+ * should reach and the one it does (dnpctl topo prints these lines). An UP
+ * link passed the engine's own-link check, so it reaches the expected end;
+ * "found" names another end when its link-control frames were refused as
+ * another link's (the link then never comes up); "-" when nothing was heard.
+ */
+static void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned dir)
+{
+	const struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	bool up = dnp_engine_link_state(d->e, dir) == DNP_LINK_UP;
+
+	dnpd_out(o, "wiring %s expected %u,%u,%u %s ", dnpd_dir_names[dir], p.x, p.y, p.z,
+		 dnpd_dir_names[opp]);
+	if (l->miswired && l->seen_n >= DNPD_MISWIRED_FRAMES && !up)
+		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", l->seen.x,
+			 l->seen.y, l->seen.z, dnpd_dir_names[l->seen_dir], l->miswired_frames);
+	else if (up)
+		dnpd_out(o, "found %u,%u,%u %s ok\n", p.x, p.y, p.z, dnpd_dir_names[opp]);
+	else
+		dnpd_out(o, "found - (nothing heard)\n");
+}
+
+/*
+ * A frame the engine refused as another link's (-EXDEV): if it is link
+ * control, its source names the node at the other end of our cable and the
+ * direction it sends from. Logged once DNPD_MISWIRED_FRAMES in a row came
+ * from the same end while the link is not UP. Only refused frames are
+ * decoded here (a copy: shm peers may still write the original).
+ */
+static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f)
+{
+	static uint8_t copy[DNP_MAX_FRAME];
+	struct dnpd_link *l = &d->link[dir];
+	struct dnp_coord s = d->conf.self;
+	struct dnp_coord p = dnp_torus_neighbour(&d->conf.torus, s, (enum dnp_dir)dir);
+	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
+	const uint8_t *payload;
+	struct dnp_pkt_hdr h;
+
+	if (f->len > sizeof(copy))
+		return;
+	memcpy(copy, f->data, f->len);
+	if (dnp_pkt_decode(copy, f->len, &h, &payload) || h.kind != DNP_PKT_CREDIT ||
+	    h.src_dir >= DNP_NDIRS)
+		return;
+	l->miswired_frames++;
+	if (!l->seen_n || !dnp_coord_eq(l->seen, h.src) || l->seen_dir != h.src_dir) {
+		l->seen = h.src;
+		l->seen_dir = h.src_dir;
+		l->seen_n = 1;
+		return;
+	}
+	if (l->seen_n >= DNPD_MISWIRED_FRAMES || ++l->seen_n < DNPD_MISWIRED_FRAMES)
+		return;
+	if (dnp_engine_link_state(d->e, dir) == DNP_LINK_UP) {
+		l->seen_n = 0; /* stray frames of a link that works */
+		return;
+	}
+	l->miswired = true;
+	dnpd_log(DNPD_ERR, "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
+		 "the link stays down", dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y,
+		 h.src.z, dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);
+}
+
 /* The text of `dnpctl stats`: engine, links (state and counters), daemon, ports. */
 static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 {
@@ -320,6 +395,9 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
+	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
+		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
+		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
 	for (i = 0; i < DNP_NDIRS; i++) {
 		const struct dnpd_link *l = &d->link[i];
 		const struct dnp_link_stats *ls;
@@ -329,6 +407,7 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			continue;
 		}
 		ls = dnp_engine_link_stats(d->e, i);
+		dnpd_wiring_line(d, &o, i);
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
 		if (ls)
@@ -385,9 +464,12 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 	for (i = 0; i < d->sess->nports; i++) {
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 
-		dnpd_out(&o, "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64 "\n",
+		dnpd_out(&o, "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64
+			 " buffers %u outstanding %u ring_faults %" PRIu64 " ev_lost %" PRIu64
+			 " vm_denied %" PRIu64 "\n",
 			 se->port, (int)se->pid, dnp_ring_count(se->cmd), dnp_ring_count(se->ev),
-			 se->heap_size);
+			 se->heap_size, se->nbufs, se->inflight, se->cmd->faults + se->ev->faults,
+			 se->ev_lost, se->vm_denied);
 	}
 	return o.len;
 }
@@ -402,7 +484,10 @@ static const struct dnpd_sess_ops dnpd_sess_ops = {
 
 /* ------------------------------------------------------------- the loop */
 
-/* A command the engine refused outright still owes the app its one completion event. */
+/*
+ * A command the engine refused outright still owes the app its one
+ * completion event. The caller made sure the event ring has room for it.
+ */
 static void dnpd_reject(struct dnpd *d, struct dnpd_session *se, const struct dnp_cmd *c, int r)
 {
 	struct dnp_event ev = {
@@ -417,8 +502,7 @@ static void dnpd_reject(struct dnpd *d, struct dnpd_session *se, const struct dn
 	};
 
 	d->cmd_rejects++;
-	if (dnp_ring_push(se->ev, &ev) == 0)
-		dnpd_sess_notify(se);
+	dnpd_sess_ev_push(se, &ev, 1);
 }
 
 static unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
@@ -430,16 +514,22 @@ static unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
 
 		if (se->pend_i == se->pend_n) {
 			se->pend_i = 0;
-			se->pend_n = dnp_ring_pop_burst(se->cmd, se->pend, DNPD_CMD_BURST);
+			se->pend_n = dnpd_sess_cmd_pop(se, se->pend, DNPD_CMD_BURST);
 		}
 		while (se->pend_i < se->pend_n) {
 			struct dnp_cmd *c = &se->pend[se->pend_i];
 			int r;
 
-			c->src_port = (uint8_t)se->port; /* never trust the app's */
+			/* -EAGAIN: the node's command table is full: keep it, retry next pass. */
 			r = dnp_engine_submit(d->e, se->port, c, now);
 			if (r == -EAGAIN)
-				break; /* engine full: keep it, retry next iteration */
+				break;
+			/*
+			 * Refused without being accepted (no side effect): it
+			 * waits for event room rather than lose its event.
+			 */
+			if (r && dnpd_sess_ev_room(se) == 0)
+				break;
 			if (r)
 				dnpd_reject(d, se, c, r);
 			se->pend_i++;
@@ -484,6 +574,8 @@ static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 				l->rx_dropped++;
 			if (rr == -EILSEQ)
 				d->lfm.crc_errors[dir]++; /* the DFM's sick-link ratio */
+			if (rr == -EXDEV)
+				dnpd_wiring_seen(d, dir, &rx[i]);
 		}
 		l->rx_frames += (unsigned)n;
 	}
@@ -568,17 +660,17 @@ static unsigned dnpd_push_events(struct dnpd *d)
 
 	for (k = 0; k < d->sess->nports; k++) {
 		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
-		uint32_t room = dnp_ring_free(se->ev);
+		/* A room dnpd_sess_ev_push honours whatever the app writes (ring.h). */
+		uint32_t room = dnpd_sess_ev_room(se);
 		unsigned n;
 
 		if (room == 0)
 			continue; /* the engine keeps them: back-pressure reaches the senders */
 		n = dnp_engine_poll_events(d->e, se->port, ev,
 					   room < DNPD_EV_BURST ? room : DNPD_EV_BURST);
-		if (n == 0)
+		if (n == 0 && !se->ev_lost)
 			continue;
-		dnp_ring_push_burst(se->ev, ev, n);
-		dnpd_sess_notify(se);
+		dnpd_sess_ev_push(se, ev, n);
 		work += n;
 	}
 	return work;
@@ -987,7 +1079,12 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.torus = d->conf.torus;
 	ec.self = d->conf.self;
 	ec.max_ports = 256;
-	ec.max_commands = 8192; /* outstanding commands of all ports together */
+	/*
+	 * Outstanding commands of the node; each port may hold at most
+	 * DNPD_PORT_COMMANDS_DEFAULT of them (sess.c), so one application
+	 * never takes the whole table.
+	 */
+	ec.max_commands = DNPD_NODE_COMMANDS;
 	ec.mem = &dnpd_mem_ops;
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;
@@ -1068,12 +1165,15 @@ static int dnpd_run(struct dnpd *d)
 		dnpd_log(DNPD_ERR, "engine: %s", strerror(-r));
 		goto out_bell;
 	}
-	if (!strcmp(d->conf.transport, "dpdk")) {
-		/* Once per process, before the first port opens (docs/dpdk.md, "EAL"). */
-		r = dnpd_dpdk_init(d->conf.eal);
-		if (r)
+	if (ops->init) {
+		/* Once per process, before the first link opens (dpdk: the EAL, docs/dpdk.md). */
+		r = ops->init(d->conf.eal);
+		if (r) {
+			dnpd_log(DNPD_ERR, "transport %s start-up (%s): %s", ops->name,
+				 *d->conf.eal ? d->conf.eal : "defaults", strerror(-r));
 			goto out_links;
-		d->dpdk_eal = true;
+		}
+		d->tp_started = ops;
 	}
 	r = dnpd_open_links(d, ops);
 	if (r)
@@ -1119,9 +1219,9 @@ static int dnpd_run(struct dnpd *d)
 out_links:
 	dnpd_lfm_stop(&d->lfm);
 	dnpd_close_links(d);
-	if (d->dpdk_eal)
-		dnpd_dpdk_fini();
-	d->dpdk_eal = false;
+	if (d->tp_started && d->tp_started->fini)
+		d->tp_started->fini();
+	d->tp_started = NULL;
 	if (d->up_file)
 		unlink(d->up_path);
 	dnp_engine_destroy(d->e);

@@ -55,7 +55,7 @@ struct dnpd_conf {
 	char run_dir[PATH_MAX];
 	char socket[PATH_MAX];       /* application socket ("" = RUN_DIR/node-<id>.sock) */
 	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
-	char eal[512];               /* dpdk: EAL arguments ("" = dnpd_eal_default) */
+	char eal[512];               /* dpdk: EAL arguments ("" = the backend's init_default) */
 	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
@@ -92,14 +92,6 @@ int dnpd_path(const struct dnpd_conf *c, const char *fmt_suffix, char *out, size
  */
 int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
 			size_t len, unsigned *side, char *peer_bell, size_t bell_len);
-
-/* ---- dpdk_glue.c / nodpdk_glue.c ---- */
-/* The EAL arguments used when --eal is not given ("" without DPDK). */
-extern const char dnpd_eal_default[];
-/* Starts the DPDK EAL once (eal_args NULL or "": the default). -ENOTSUP without DPDK. */
-int dnpd_dpdk_init(const char *eal_args);
-/* After every dpdk link is closed: releases the EAL (no-op if never started). */
-void dnpd_dpdk_fini(void);
 
 /* ---- log ---- */
 extern int dnpd_log_level;
@@ -146,6 +138,12 @@ struct dnpd_sess_ops {
 	size_t (*stats)(void *ctx, char *buf, size_t cap);
 };
 
+/* Session limits (docs/security.md, "A hostile application"); 0 in the conf means these. */
+#define DNPD_MAX_PENDING_DEFAULT 16u      /* connections still in their handshake */
+#define DNPD_HANDSHAKE_MS_DEFAULT 5000u   /* to finish HELLO + ATTACH (or a first STATS) */
+#define DNPD_PORT_BUFFERS_DEFAULT 1024u   /* registered buffers per port */
+#define DNPD_PORT_COMMANDS_DEFAULT 2048u  /* commands taken from a port's ring, not yet completed */
+
 struct dnpd_sess_conf {
 	const char *sock_path;  /* created (an old socket file is replaced) */
 	const char *bell_path;  /* the daemon's doorbell file, passed to apps */
@@ -155,6 +153,10 @@ struct dnpd_sess_conf {
 	uint64_t heap_default;  /* bytes */
 	uint64_t heap_max;
 	bool poll_mode;         /* the daemon sleeps in poll(): apps write the eventfd */
+	uint32_t max_pending;   /* connections not past their handshake; more are refused */
+	uint32_t handshake_ms;  /* a connection still in its handshake after this is dropped */
+	uint32_t port_buffers;  /* REGISTER beyond this many live buffers: -EDQUOT */
+	uint32_t port_commands; /* a port's outstanding commands; more wait in its ring */
 	const struct dnpd_sess_ops *ops;
 	void *ctx;
 };
@@ -165,11 +167,21 @@ struct dnpd_sess_conf {
 struct dnpd_session {
 	int fd;
 	bool is_app;
-	pid_t pid;
+	bool ready;             /* handshake done: ATTACH (app) or a first STATS (dnpctl) */
+	pid_t pid;              /* for process_vm_*; only trusted while pidfd says it lives */
+	int pidfd;              /* the peer process at connect time, or -1 */
+	uint64_t t_accept;      /* CLOCK_MONOTONIC ns */
 	unsigned port;
+	unsigned nbufs;         /* live registered buffers */
+	uint32_t inflight;      /* commands popped, completion event not yet pushed */
+	uint32_t quota_cmds;    /* conf.port_commands, copied at HELLO */
+	uint64_t ev_lost;       /* error events that found no room (reported as DNP_EV_OVERFLOW) */
+	uint64_t vm_denied;     /* process_vm_* refused (-EPERM) */
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
-	struct dnp_ring *cmd;
+	/* Private handles of the shared rings (ring.h): geometry never re-read. */
+	struct dnp_ring cmd_ring, ev_ring;
+	struct dnp_ring *cmd;   /* &cmd_ring once the session has memory, else NULL */
 	struct dnp_ring *ev;
 	uint8_t *heap;          /* daemon's mapping */
 	uint64_t heap_size;
@@ -191,6 +203,8 @@ struct dnpd_sess_srv {
 	int wake_fd;            /* eventfd, sent to apps, polled in poll mode */
 	struct dnp_sess_bell *bell;
 	unsigned nconn;
+	unsigned npending;      /* connections not ready yet */
+	uint64_t refused, timed_out;
 	struct dnpd_session *conn[DNPD_MAX_CONN];
 	struct dnpd_session *by_port[256];
 	/* Ports with a session, compact, for the poll loop. */
@@ -207,9 +221,49 @@ void dnpd_sess_destroy(struct dnpd_sess_srv *s);
 unsigned dnpd_sess_service(struct dnpd_sess_srv *s);
 /* Descriptors to watch while sleeping (listen + connections); returns the count. */
 unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, unsigned max);
+/*
+ * What HELLO does, without the socket: gives se a port (want, or
+ * DNP_SESS_PORT_ANY), session memory with both rings, and a heap of 'heap'
+ * bytes (0: the default); returns the port and the two memfds (the caller
+ * closes them). Also used by tests/fuzz/fuzz_app.c. Errors: -EPROTO (se has
+ * memory already), -EBUSY, -EINVAL (port or heap size), -errno of
+ * memfd_create/ftruncate/mmap, the port_open op's errors.
+ */
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
+		    uint64_t heap, int *fd_map, int *fd_heap);
 /* Daemon address of [va, va+len) of the session's heap, or NULL outside it. */
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
 /* After pushing events: wakes the app if it sleeps (event bell). */
 void dnpd_sess_notify(struct dnpd_session *se);
+/*
+ * Up to max commands from the session's command ring (ring.h: bounded,
+ * whatever the app wrote), and never more than the port's quota of
+ * outstanding commands (conf.port_commands): each popped command counts
+ * until dnpd_sess_ev_push passes its completion event (TX_DONE, GET_DONE or
+ * ERROR), so the caller owes every popped command exactly one such event.
+ * src_port is overwritten with the session's port.
+ */
+unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max);
+/*
+ * Room for events now (a count the next dnpd_sess_ev_push honours, whatever
+ * the app writes meanwhile), minus one slot kept for a pending
+ * DNP_EV_OVERFLOW report.
+ */
+uint32_t dnpd_sess_ev_room(struct dnpd_session *se);
+/*
+ * Pushes n events (n <= dnpd_sess_ev_room) and wakes the app. Before them
+ * it reports earlier losses (se->ev_lost) with one DNP_EV_OVERFLOW event
+ * when there is room. Events that do not fit are counted in se->ev_lost,
+ * never dropped silently. Returns the events pushed.
+ */
+unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, unsigned n);
+/*
+ * Reads or writes [va, va+len) of the session's process with
+ * process_vm_readv/writev, trusting the pid only while the pidfd taken at
+ * connect time says that process lives (checked before and after the call).
+ * Errors: -ESRCH (the process is gone), -EPERM (no ptrace access to it:
+ * docs/security.md, "Memory outside the shared heap"), -EFAULT (not mapped).
+ */
+int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr);
 
 #endif

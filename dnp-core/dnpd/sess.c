@@ -13,21 +13,44 @@
  * Memory: sessions are allocated at accept and freed at close (control path
  * only); the session memfd and heap memfd are mapped here and unmapped when
  * the session closes.
+ *
+ * The application is untrusted (docs/security.md): the rings are used
+ * through private handles (ring.h), nothing of the control block is read
+ * back, a connection gets DNPD_HANDSHAKE_MS to finish its handshake and only
+ * max_pending connections may be in it at once, a port holds at most
+ * port_buffers registered buffers, and the peer process is named by a pidfd
+ * taken at connect time, not by a pid that may be recycled.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dnp_futex.h"
 #include "dnpd.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; older kernels answer ENOPROTOOPT */
+#endif
+
+static uint64_t dnpd_sess_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out)
 {
@@ -44,6 +67,14 @@ int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out)
 	if (!s)
 		return -ENOMEM;
 	s->conf = *c;
+	if (!s->conf.max_pending)
+		s->conf.max_pending = DNPD_MAX_PENDING_DEFAULT;
+	if (!s->conf.handshake_ms)
+		s->conf.handshake_ms = DNPD_HANDSHAKE_MS_DEFAULT;
+	if (!s->conf.port_buffers)
+		s->conf.port_buffers = DNPD_PORT_BUFFERS_DEFAULT;
+	if (!s->conf.port_commands)
+		s->conf.port_commands = DNPD_PORT_COMMANDS_DEFAULT;
 	s->listen_fd = s->bell_fd = s->wake_fd = -1;
 	strcpy(s->sock_path, c->sock_path);
 	s->conf.sock_path = s->sock_path;
@@ -87,6 +118,7 @@ static void dnpd_sess_unmap(struct dnpd_session *se)
 		munmap(se->ctl, se->map_size);
 	se->heap = NULL;
 	se->ctl = NULL;
+	se->cmd = se->ev = NULL;
 }
 
 /* Drops connection i: closes its port (the engine forgets its buffers and commands). */
@@ -110,7 +142,11 @@ static void dnpd_sess_drop(struct dnpd_sess_srv *s, unsigned i)
 		dnp_futex_wake(&se->ctl->ev_seq);
 		dnpd_log(DNPD_INFO, "port %u closed (pid %d)", se->port, (int)se->pid);
 	}
+	if (!se->ready)
+		s->npending--;
 	dnpd_sess_unmap(se);
+	if (se->pidfd >= 0)
+		close(se->pidfd);
 	close(se->fd);
 	free(se);
 	s->conn[i] = s->conn[--s->nconn];
@@ -159,6 +195,130 @@ void dnpd_sess_notify(struct dnpd_session *se)
 	atomic_fetch_add_explicit(&se->ctl->ev_seq, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&se->ctl->ev_waiters, memory_order_seq_cst))
 		dnp_futex_wake(&se->ctl->ev_seq);
+}
+
+unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max)
+{
+	unsigned i, n;
+
+	if (!se->cmd)
+		return 0;
+	/* The quota: what is over it waits in the app's ring (back-pressure). */
+	if (se->inflight >= se->quota_cmds)
+		return 0;
+	if (max > se->quota_cmds - se->inflight)
+		max = se->quota_cmds - se->inflight;
+	n = dnp_ring_pop_burst(se->cmd, c, max);
+	for (i = 0; i < n; i++)
+		c[i].src_port = (uint8_t)se->port; /* never trust the app's */
+	se->inflight += n;
+	return n;
+}
+
+static bool dnpd_is_completion(const struct dnp_event *ev)
+{
+	return ev->type == DNP_EV_TX_DONE || ev->type == DNP_EV_GET_DONE ||
+	       ev->type == DNP_EV_ERROR;
+}
+
+/* Completions leave the port's count of outstanding commands. */
+static void dnpd_sess_completed(struct dnpd_session *se, const struct dnp_event *ev, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (dnpd_is_completion(&ev[i]) && se->inflight)
+			se->inflight--;
+}
+
+uint32_t dnpd_sess_ev_room(struct dnpd_session *se)
+{
+	uint32_t room;
+
+	if (!se->ev)
+		return 0;
+	room = dnp_ring_room(se->ev);
+	if (se->ev_lost && room)
+		room--; /* the DNP_EV_OVERFLOW report goes first */
+	return room;
+}
+
+unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, unsigned n)
+{
+	unsigned done = 0;
+
+	dnpd_sess_completed(se, ev, n); /* delivered or counted lost: either way they ended */
+	if (!se->ev) {
+		se->ev_lost += n;
+		return 0;
+	}
+	if (se->ev_lost && dnp_ring_room(se->ev)) {
+		struct dnp_event ov = {
+			.type = DNP_EV_OVERFLOW,
+			.status = -EOVERFLOW,
+			.len = se->ev_lost > UINT32_MAX ? UINT32_MAX : (uint32_t)se->ev_lost,
+		};
+
+		if (dnp_ring_push(se->ev, &ov) == 0) {
+			dnpd_log(DNPD_WARN, "port %u: reported %llu lost events", se->port,
+				 (unsigned long long)se->ev_lost);
+			se->ev_lost = 0;
+			done = 1;
+		}
+	}
+	if (n) {
+		unsigned k = dnp_ring_push_burst(se->ev, ev, n);
+
+		se->ev_lost += n - k;
+		done += k;
+	}
+	if (done)
+		dnpd_sess_notify(se);
+	return done;
+}
+
+/* The process behind the pidfd has not exited (a pidfd polls readable once it has). */
+static bool dnpd_sess_alive(const struct dnpd_session *se)
+{
+	struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
+
+	if (se->pidfd < 0)
+		return false;
+	return poll(&p, 1, 0) == 0;
+}
+
+/*
+ * Linux has no process_vm_* that takes a pidfd, so the pid is used only
+ * between two checks that its process (the pidfd's) lives: alive after the
+ * call means the pid named that process for the whole call, so a read is
+ * good; a process that died meanwhile fails the operation with -ESRCH. The
+ * check before narrows a write's window to the kernel's own pid lookup
+ * (docs/security.md).
+ */
+int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct iovec l = { (uint8_t *)local + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(va + done), len - done };
+		ssize_t n;
+
+		if (!dnpd_sess_alive(se))
+			return -ESRCH;
+		n = wr ? process_vm_writev(se->pid, &l, 1, &r, 1, 0) :
+			process_vm_readv(se->pid, &l, 1, &r, 1, 0);
+		if (!dnpd_sess_alive(se))
+			return -ESRCH;
+		if (n < 0 && (errno == EPERM || errno == EACCES)) {
+			se->vm_denied++;
+			return -EPERM;
+		}
+		if (n < 0 && errno == ESRCH)
+			return -ESRCH;
+		if (n <= 0)
+			return -EFAULT;
+		done += (size_t)n;
+	}
+	return 0;
 }
 
 /* Sends a reply (plus fds, plus a text payload); false if it could not be sent whole. */
@@ -235,42 +395,33 @@ err:
 	}
 }
 
-/* HELLO: a port, the session memory and the heap; replies with the descriptors. */
-static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
-			    struct dnp_sess_msg *m)
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
+		    uint64_t heap, int *fd_map, int *fd_heap)
 {
-	struct dnp_sess_msg rep = { .type = DNP_SESS_HELLO };
-	uint64_t heap = m->va ? m->va : s->conf.heap_default;
 	size_t cmd_sz = dnp_ring_memsize(DNP_SESS_CMD_SLOTS, sizeof(struct dnp_cmd));
 	size_t ev_sz = dnp_ring_memsize(DNP_SESS_EV_SLOTS, sizeof(struct dnp_event));
 	uint64_t cmd_off = DNP_SESS_ALIGN_UP(sizeof(struct dnp_sess_ctl));
 	uint64_t ev_off = DNP_SESS_ALIGN_UP(cmd_off + cmd_sz);
 	uint64_t map_size = DNP_SESS_ALIGN_UP(ev_off + ev_sz);
-	int fds[DNP_SESS_NFDS] = { -1, -1, s->bell_fd, s->wake_fd };
 	struct dnp_sess_ctl *ctl;
 	void *map = NULL, *hmap = NULL;
+	int fds[2] = { -1, -1 };
 	int port, r;
-	bool ok;
 
-	if (se->is_app || se->ctl) {
-		rep.status = -EPROTO;
-		dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
-		return false;
-	}
-	port = dnpd_sess_pick_port(s, m->arg32);
-	if (port < 0) {
-		r = port;
-		goto fail;
-	}
-	if (heap > s->conf.heap_max) {
-		r = -EINVAL;
-		goto fail;
-	}
+	if (se->is_app || se->ctl)
+		return -EPROTO;
+	if (!heap)
+		heap = s->conf.heap_default;
+	port = dnpd_sess_pick_port(s, want);
+	if (port < 0)
+		return port;
+	if (heap > s->conf.heap_max)
+		return -EINVAL;
 	heap = DNP_SESS_ALIGN_UP(heap);
 
 	r = dnpd_memfd("dnp-session", map_size, &map);
 	if (r < 0)
-		goto fail;
+		return r;
 	fds[0] = r;
 	r = dnpd_memfd("dnp-heap", heap, &hmap);
 	if (r < 0)
@@ -281,12 +432,15 @@ static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	se->heap = hmap;
 	se->heap_size = heap;
 	if (dnp_ring_init((uint8_t *)map + cmd_off, DNP_SESS_CMD_SLOTS, sizeof(struct dnp_cmd),
-			  &se->cmd) ||
+			  &se->cmd_ring) ||
 	    dnp_ring_init((uint8_t *)map + ev_off, DNP_SESS_EV_SLOTS, sizeof(struct dnp_event),
-			  &se->ev)) {
+			  &se->ev_ring)) {
 		r = -EINVAL;
 		goto fail_unmap;
 	}
+	se->cmd = &se->cmd_ring;
+	se->ev = &se->ev_ring;
+	se->quota_cmds = s->conf.port_commands;
 	ctl->magic = DNP_SESS_MAGIC;
 	ctl->version = DNP_SESS_VERSION;
 	ctl->port = (uint32_t)port;
@@ -313,29 +467,88 @@ static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	se->port = (unsigned)port;
 	s->by_port[port] = se;
 	s->ports[s->nports++] = (uint16_t)port;
+	*fd_map = fds[0];
+	*fd_heap = fds[1];
+	return port;
 
+fail_unmap:
+	dnpd_sess_unmap(se);
+	close(fds[1]);
+	close(fds[0]);
+	return r;
+fail_map:
+	munmap(map, map_size);
+	close(fds[0]);
+	return r;
+}
+
+/* HELLO: a port, the session memory and the heap; replies with the descriptors. */
+static bool dnpd_sess_hello(struct dnpd_sess_srv *s, struct dnpd_session *se,
+			    struct dnp_sess_msg *m)
+{
+	struct dnp_sess_msg rep = { .type = DNP_SESS_HELLO };
+	int fds[DNP_SESS_NFDS] = { -1, -1, s->bell_fd, s->wake_fd };
+	int port;
+	bool ok;
+
+	port = dnpd_sess_setup(s, se, m->arg32, m->va, &fds[0], &fds[1]);
+	if (port < 0) {
+		rep.status = port;
+		dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
+		return false;
+	}
 	rep.arg32 = (uint32_t)port;
 	ok = dnpd_sess_reply(se, &rep, fds, DNP_SESS_NFDS, NULL, 0);
 	/* The mappings keep the memory; the app holds its own descriptors now. */
 	close(fds[0]);
 	close(fds[1]);
 	dnpd_log(DNPD_INFO, "port %u opened by pid %d (heap %llu bytes)", se->port, (int)se->pid,
-		 (unsigned long long)heap);
+		 (unsigned long long)se->heap_size);
 	return ok;
+}
 
-fail_unmap:
-	dnpd_sess_unmap(se);
-	se->cmd = se->ev = NULL;
-	close(fds[1]);
-	close(fds[0]);
-	goto fail;
-fail_map:
-	munmap(map, map_size);
-	close(fds[0]);
-fail:
-	rep.status = r;
-	dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
-	return false;
+/* The handshake is over: the connection no longer counts against max_pending. */
+static void dnpd_sess_set_ready(struct dnpd_sess_srv *s, struct dnpd_session *se)
+{
+	if (se->ready)
+		return;
+	se->ready = true;
+	s->npending--;
+}
+
+/*
+ * REGISTER: the port's quota, then, for memory outside the shared heap, a
+ * one-byte read through process_vm_readv so that a daemon without ptrace
+ * access to the app says so now (-EPERM), not at the first remote access.
+ */
+static int dnpd_sess_register(struct dnpd_sess_srv *s, struct dnpd_session *se,
+			      const struct dnp_sess_msg *m, uint32_t *key)
+{
+	uintptr_t priv;
+	int r;
+
+	if (!se->is_app || !se->ready)
+		return -EPROTO;
+	if (se->nbufs >= s->conf.port_buffers)
+		return -EDQUOT;
+	/* priv: our mapping of the buffer when it lies in the heap (a memcpy away). */
+	priv = (uintptr_t)dnpd_sess_heap_addr(se, m->va, m->len);
+	if (!priv && m->len) {
+		uint8_t probe;
+
+		r = dnpd_sess_vm_io(se, m->va, &probe, 1, false);
+		if (r) {
+			if (r == -EPERM)
+				dnpd_log(DNPD_WARN, "port %u: no ptrace access to pid %d for a buffer "
+					 "outside the shared heap (docs/security.md)", se->port,
+					 (int)se->pid);
+			return r;
+		}
+	}
+	r = s->conf.ops->reg(s->conf.ctx, se->port, m->va, m->len, m->arg32, priv, key);
+	if (r == 0)
+		se->nbufs++;
+	return r;
 }
 
 static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se)
@@ -345,6 +558,8 @@ static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se)
 	size_t n = 0;
 	bool ok;
 
+	if (!se->is_app)
+		dnpd_sess_set_ready(s, se); /* a dnpctl connection */
 	if (buf && s->conf.ops->stats)
 		n = s->conf.ops->stats(s->conf.ctx, buf, DNP_SESS_STATS_MAX);
 	if (!buf)
@@ -360,7 +575,6 @@ static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 			     struct dnp_sess_msg *m)
 {
 	struct dnp_sess_msg rep = { .type = m->type };
-	uintptr_t priv;
 
 	if (m->magic != DNP_SESS_MAGIC || m->version != DNP_SESS_VERSION) {
 		rep.status = -EPROTO;
@@ -373,30 +587,45 @@ static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	case DNP_SESS_STATS:
 		return dnpd_sess_stats(s, se);
 	case DNP_SESS_ATTACH:
-		if (!se->is_app || se->app_heap || m->len != se->heap_size || !m->va)
+		if (!se->is_app || se->app_heap || m->len != se->heap_size || !m->va ||
+		    m->va + m->len < m->va) {
 			rep.status = -EINVAL;
-		else
+		} else {
 			se->app_heap = m->va;
+			dnpd_sess_set_ready(s, se);
+		}
 		break;
 	case DNP_SESS_REGISTER:
-		if (!se->is_app) {
-			rep.status = -EPROTO;
-			break;
-		}
-		/* priv: our mapping of the buffer when it lies in the heap (a memcpy away). */
-		priv = (uintptr_t)dnpd_sess_heap_addr(se, m->va, m->len);
-		rep.status = s->conf.ops->reg(s->conf.ctx, se->port, m->va, m->len, m->arg32,
-					      priv, &rep.arg32);
+		rep.status = dnpd_sess_register(s, se, m, &rep.arg32);
 		break;
 	case DNP_SESS_UNREGISTER:
-		rep.status = se->is_app ? s->conf.ops->unreg(s->conf.ctx, se->port, m->va) :
-			-EPROTO;
+		rep.status = se->is_app && se->ready ?
+			s->conf.ops->unreg(s->conf.ctx, se->port, m->va) : -EPROTO;
+		if (rep.status == 0 && se->nbufs)
+			se->nbufs--;
 		break;
 	default:
 		rep.status = -EINVAL;
 		break;
 	}
 	return dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
+}
+
+/* A pidfd for the process at the other end of fd (SO_PEERPIDFD, else pidfd_open). */
+static int dnpd_sess_pidfd(int fd, pid_t pid)
+{
+	socklen_t len = sizeof(int);
+	int pfd = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pfd, &len) == 0 && pfd >= 0)
+		return pfd;
+	/*
+	 * Older kernels: the pid is the one the peer had at connect(); if it
+	 * died since and the pid was reused, the app's requests fail (-ESRCH)
+	 * once it is found dead, as ours do: the socket lives with its owner.
+	 */
+	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pfd;
 }
 
 static void dnpd_sess_accept(struct dnpd_sess_srv *s)
@@ -417,13 +646,25 @@ static void dnpd_sess_accept(struct dnpd_sess_srv *s)
 			close(fd);
 			continue;
 		}
+		/* Handshakes that never finish must not keep out real applications. */
+		if (s->npending >= s->conf.max_pending) {
+			s->refused++;
+			dnpd_log(DNPD_WARN, "refused a connection: %u still in their handshake",
+				 s->npending);
+			close(fd);
+			continue;
+		}
 		se = s->nconn < DNPD_MAX_CONN ? calloc(1, sizeof(*se)) : NULL;
 		if (!se) {
+			s->refused++;
 			close(fd);
 			continue;
 		}
 		se->fd = fd;
 		se->pid = cred.pid;
+		se->pidfd = dnpd_sess_pidfd(fd, cred.pid);
+		se->t_accept = dnpd_sess_now();
+		s->npending++;
 		s->conn[s->nconn++] = se;
 	}
 }
@@ -452,10 +693,30 @@ static bool dnpd_sess_read(struct dnpd_sess_srv *s, struct dnpd_session *se, uns
 	}
 }
 
+/* Drops the connections whose handshake has lasted longer than handshake_ms. */
+static void dnpd_sess_expire(struct dnpd_sess_srv *s)
+{
+	uint64_t now = dnpd_sess_now(), limit = (uint64_t)s->conf.handshake_ms * 1000000ull;
+	unsigned i;
+
+	for (i = s->nconn; i-- > 0;) {
+		struct dnpd_session *se = s->conn[i];
+
+		if (se->ready || now - se->t_accept < limit)
+			continue;
+		s->timed_out++;
+		dnpd_log(DNPD_WARN, "dropped a connection (pid %d): no handshake within %u ms",
+			 (int)se->pid, s->conf.handshake_ms);
+		dnpd_sess_drop(s, i);
+	}
+}
+
 unsigned dnpd_sess_service(struct dnpd_sess_srv *s)
 {
 	unsigned n, i, handled = 0;
 
+	if (s->npending)
+		dnpd_sess_expire(s);
 	n = dnpd_sess_pollfds(s, s->pfd, DNPD_MAX_CONN + 1);
 	if (poll(s->pfd, n, 0) <= 0)
 		return 0;

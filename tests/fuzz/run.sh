@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs each libFuzzer harness for SECONDS on a seed corpus made from the golden
-# vectors of tests/test_pkt.c, and fails if any harness finds a crash.
+# vectors of tests/test_pkt.c (and, for fuzz_app, a short program of legal
+# traffic), and fails if any harness finds a crash.
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 # (BUILD_DIR configured with: CC=clang meson setup BUILD_DIR -Dfuzz=true)
 set -euo pipefail
@@ -36,12 +37,26 @@ cmd_send+=00000000007e00000000000000000000efbefecacefaedfe000000000000000004
 cmd_get=0300010001010100341200000000000000000000007f00000000010000000000
 cmd_get+=00000000007e00009900000000000000efbefecacefaedfe000000000000000004
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/impair" "$tmp/artifacts"
+# fuzz_app programs (see fuzz_app.c, run_program): register a buffer, queue
+# legal commands, let the daemon run, drain events; then the same with a
+# scribbled command-ring header in the middle.
+app_legal=0500001000200705000000000010000003000000000001020304050607080900ff0708
+app_legal+=0300100010001005000000000000000000000000000000000000000000000000000009ff0f0710
+app_hostile=0500001000200702000000000010000001000000000001020304050607080900ff
+app_hostile+=00000004ffff0000001000000000000000090100070f
+app_hostile+=0110000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff
+app_hostile+=09ff0f0710
+
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/app" "$tmp/impair" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
+unhex "$app_legal" "$tmp/app/legal"
+unhex "$app_hostile" "$tmp/app/hostile"
+# The engine harness builds its frames from the bytes: the golden ones are seeds too.
+cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/engine/"
 # LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
 mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
@@ -51,8 +66,12 @@ printf 'dir=xp,loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,delay=50us,seed=7
 printf 'off' >"$tmp/impair/off"
 printf 'loss=100%%,dir=zm' >"$tmp/impair/loss"
 
+# Presto (fuzz_presto.c): one 40-byte event record, an RX_PUT into the eager ring.
+mkdir -p "$tmp/presto"
+unhex 02010000010000000000000040000000000000000000000000000000000000000100004000000000 "$tmp/presto/rxput"
+
 status=0
-for f in pkt cmd lofamo impair; do
+for f in pkt cmd engine app lofamo presto impair; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2

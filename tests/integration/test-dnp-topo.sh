@@ -12,7 +12,8 @@
 #  5. the files drive a real torus: eight dnpd on 127.77.0.1-8 (udp), each
 #     with its own run directory, and dnp_alltoall on every node finds its
 #     daemon through DNP_SOCKET=DIR/%N/dnpd.sock (libdnp's Slurm patterns,
-#     SLURMD_NODENAME set per node) and verifies every byte.
+#     SLURMD_NODENAME set per node) and verifies every byte; a pattern it
+#     does not know (%q), or %n without SLURM_NODEID, is refused.
 set -u
 build=$1
 topo=$2
@@ -151,6 +152,15 @@ while [ $i -lt 8 ]; do
 	i=$((i + 1))
 done
 [ $fail -eq 0 ] && echo "ok: 8 daemons from dnp topo files, all-to-all verified on every node"
+# A pattern libdnp does not know, or a Slurm variable that is not set, is refused.
+if DNP_SOCKET="$run/%q/dnpd.sock" "$a2a" >"$tmp/pat" 2>&1; then
+	bad "DNP_SOCKET with %q accepted"
+elif ! grep -q 'invalid argument' "$tmp/pat"; then
+	bad "DNP_SOCKET with %q:"; cat "$tmp/pat"
+fi
+if env -u SLURM_NODEID DNP_SOCKET="$run/n%n/dnpd.sock" "$a2a" >"$tmp/pat" 2>&1; then
+	bad "DNP_SOCKET with %n and no SLURM_NODEID accepted"
+fi
 for p in $pids; do kill "$p" 2>/dev/null; done
 for p in $pids; do wait "$p" || bad "a dnpd exited with an error"; done
 pids=

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# LO|FA|MO awareness figures (docs/lofamo.md): every drill of
+# tests/integration/drill.sh RUNS times over shm and udp, then the median and
+# worst awareness time per scenario beside 3 x T_read. Each round (ten
+# drills, about a minute) takes the shared heavy-run lock for itself only.
+#   bench/lofamo.sh BUILD [RUNS] [SOAK_SECONDS]
+# Writes bench/results/lofamo-DATE.csv (every drill) and lofamo-DATE.md.
+# With SOAK_SECONDS > 0 it also runs the soak (drill.sh soak): no fault, full
+# traffic, false alarms counted.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+runs=${2:-10}
+soak=${3:-0}
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+day=$(date -u +%Y-%m-%d)
+csv=$top/bench/results/lofamo-$day.csv
+md=$top/bench/results/lofamo-$day.md
+drill=$top/tests/integration/drill.sh
+scens="kill-dnpd kill-hfm both sensor svcnet-cut"
+
+echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_failed,cmds_unfinished,false_alarms" >"$csv"
+round() {
+	for tr in shm udp; do
+		for s in $scens; do
+			bash "$drill" "$build" "$s" --transport "$tr" --csv --no-header 2>/dev/null |
+				grep -E "^$s," >>"$csv" || echo "$s,$tr,,,,FAILED,,,," >>"$csv"
+		done
+	done
+}
+export -f round
+export drill build csv scens
+for i in $(seq "$runs"); do
+	flock /tmp/softdnp-heavy.lock bash -c round
+	echo "lofamo bench: round $i of $runs done"
+done
+if [ "$soak" -gt 0 ]; then
+	for tr in shm; do
+		flock /tmp/softdnp-heavy.lock bash "$drill" "$build" soak --transport "$tr" --csv \
+			--no-header --soak "$soak" 2>/dev/null | grep -E "^soak," >>"$csv" || true
+	done
+fi
+
+python3 - "$csv" "$runs" >"$md" <<'PY'
+import csv, statistics, sys, platform
+rows = list(csv.DictReader(open(sys.argv[1])))
+print("# LO|FA|MO awareness drills\n")
+print(f"Machine: {platform.node()}, {open('/proc/cpuinfo').read().count('processor')} CPUs, "
+      f"load at the end {open('/proc/loadavg').read().split()[0]} (8 agents share it).")
+print(f"Each scenario {sys.argv[2]} times per transport on a 2x2x2 torus, T_write 100 ms, "
+      "T_read 250 ms, link credit timeout 400 ms; the fault is on the last node.\n")
+print("| scenario | transport | runs ok | path | awareness median ms | worst ms | 3 x T_read ms | cmds ok | cmds failed | unfinished | false alarms |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+keys = []
+for r in rows:
+    k = (r["scenario"], r["transport"])
+    if k not in keys:
+        keys.append(k)
+for k in keys:
+    rs = [r for r in rows if (r["scenario"], r["transport"]) == k]
+    ok = [r for r in rs if r["path"] != "FAILED" and r["awareness_ms"]]
+    aw = [int(r["awareness_ms"]) for r in ok]
+    paths = sorted(set(r["path"] for r in ok))
+    def tot(c):
+        v = [int(r[c]) for r in ok if r[c] != ""]
+        return str(sum(v)) if v else "-"
+    tr3 = 3 * int(ok[0]["t_read_ms"]) if ok else "-"
+    print(f"| {k[0]} | {k[1]} | {len(ok)}/{len(rs)} | {','.join(paths)} | "
+          f"{statistics.median(aw) if aw else '-'} | {max(aw) if aw else '-'} | {tr3} | "
+          f"{tot('cmds_ok')} | {tot('cmds_failed')} | {tot('cmds_unfinished')} | {tot('false_alarms')} |")
+PY
+cat "$md"

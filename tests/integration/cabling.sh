@@ -1,0 +1,112 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# cabling.sh BUILD SRC — dnpd's cabling check on a deliberately miswired torus
+# (suite 'integration-dpdk'; root and DPDK, else skipped).
+#
+# netns.sh builds a 2x2x2 torus of namespaces and veth pairs; dnp topo writes
+# the daemons' files from that plan (each port and its MAC). Then two cables
+# are swapped at host 1 (1,0,0): its interfaces d1-xp and d1-yp exchange
+# names, so the port its file calls X+ now leads to 1,1,0's Y- port, and its
+# "Y+" to 0,0,0's X- port. Eight dnpd start on the plan. Asserted:
+#  - node 1 logs "X+ of 1,0,0 reaches 1,1,0 Y-: expected 0,0,0 X-" and
+#    "Y+ of 1,0,0 reaches 0,0,0 X-: expected 1,1,0 Y-", and never has all
+#    links up (no node-1.up);
+#  - dnpctl topo on node 1 exits 3 and shows both links MISWIRED against
+#    their expected ends, the others ok;
+#  - node 6 (0,1,1), none of whose cables was touched, comes up, and dnpctl
+#    topo there exits 0 with six links ok.
+set -u
+build=$1
+src=$2
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth, packet sockets)"
+[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
+command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
+dnpd=$build/dnp-core/dnpd/dnpd
+dnpctl=$build/dnp-core/dnpd/dnpctl
+[ -x "$dnpd" ] && [ -x "$dnpctl" ] || skip "dnpd or dnpctl not built"
+
+prefix=cab$(($$ % 100000))
+dir=$(mktemp -d /tmp/cluster-cabling.XXXXXX)
+run=/dev/shm/$prefix
+netns_sh=$src/tests/testbed/netns.sh
+pids=
+fail=0
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	sh "$netns_sh" down "$prefix" "$dir" >/dev/null 2>&1
+	rm -rf "$dir" "$run"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+sh "$netns_sh" up 2x2x2 "$prefix" "$dir" >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+i=0
+while [ $i -lt 8 ]; do
+	awk -v id=$i '!/^#/ && $1 == id { printf " %s=af_packet:%s@%s", $2, $5, $6 }
+		END { print "" }' "$dir/$prefix.topo" | sed "s/^/n$i/"
+	i=$((i + 1))
+done >"$dir/hosts"
+python3 "$src/apps/dnp-topo" --torus 2x2x2 --hosts "$dir/hosts" --transport dpdk \
+	--out "$dir/topo" --run-dir "$run/%h" >/dev/null || { echo "FAIL: dnp topo"; exit 1; }
+
+# The swap: two cables exchanged at host 1.
+ns=$prefix-1
+ip -n "$ns" link set d1-xp down && ip -n "$ns" link set d1-yp down &&
+	ip -n "$ns" link set d1-xp name swp && ip -n "$ns" link set d1-yp name d1-xp &&
+	ip -n "$ns" link set swp name d1-yp && ip -n "$ns" link set d1-xp up &&
+	ip -n "$ns" link set d1-yp up || { echo "FAIL: swapping the veths"; exit 1; }
+echo "swapped d1-xp and d1-yp in $ns"
+
+mkdir -p "$run"
+i=0
+while [ $i -lt 8 ]; do
+	ip netns exec "$prefix-$i" "$dnpd" --config "$dir/topo/n$i.ini" 2>"$dir/dnpd-$i.log" &
+	pids="$pids $!"
+	i=$((i + 1))
+done
+
+# Node 6 comes up; node 1 reports both swapped links.
+t=0
+while :; do
+	n1=$(grep -c 'cabling: ' "$dir/dnpd-1.log")
+	[ -e "$run/n6/node-6.up" ] && [ "$n1" -ge 2 ] && break
+	t=$((t + 1))
+	[ $t -lt 300 ] || break
+	sleep 0.1
+done
+echo "--- node 1 log:"
+cat "$dir/dnpd-1.log"
+grep -q 'cabling: X+ of 1,0,0 reaches 1,1,0 Y-: expected 0,0,0 X-' "$dir/dnpd-1.log" ||
+	bad "node 1 did not report its X+ cable"
+grep -q 'cabling: Y+ of 1,0,0 reaches 0,0,0 X-: expected 1,1,0 Y-' "$dir/dnpd-1.log" ||
+	bad "node 1 did not report its Y+ cable"
+[ -e "$run/n6/node-6.up" ] || bad "node 6 (untouched cables) not up"
+[ -e "$run/n1/node-1.up" ] && bad "node 1 has all links up despite the swap"
+
+echo "--- dnpctl topo on node 1:"
+"$dnpctl" --socket "$run/n1/dnpd.sock" topo >"$dir/topo1"
+rc=$?
+cat "$dir/topo1"
+[ $rc -eq 3 ] || bad "dnpctl topo on node 1 exited $rc, not 3"
+grep -q '^wiring X+ expected 0,0,0 X- found 1,1,0 Y- MISWIRED' "$dir/topo1" || bad "X+ line"
+grep -q '^wiring Y+ expected 1,1,0 Y- found 0,0,0 X- MISWIRED' "$dir/topo1" || bad "Y+ line"
+grep -q '^wiring Z+ expected 1,0,1 Z- found 1,0,1 Z- ok' "$dir/topo1" || bad "Z+ line"
+
+echo "--- dnpctl topo on node 6:"
+"$dnpctl" --socket "$run/n6/dnpd.sock" topo >"$dir/topo6"
+rc=$?
+cat "$dir/topo6"
+[ $rc -eq 0 ] || bad "dnpctl topo on node 6 exited $rc"
+[ "$(grep -c ' ok$' "$dir/topo6")" -eq 6 ] || bad "node 6: not six links ok"
+[ $fail -eq 0 ] && echo "PASS: the swapped cables are reported, the rest of the torus is up"
+exit $fail

@@ -1,0 +1,125 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# MPI / libfabric tests over the provider "dnp" (suite 'mpi').
+# usage: mpi.sh BUILD_DIR SOURCE_DIR TEST
+#   fi-info       `fi_info -p dnp` lists the provider (no daemon needed)
+#   fi-check      fabric/fi_dnp_check: matching, truncation, cancel, CQ errors, RMA (2x1x1)
+#   fi-pingpong   Debian's fi_pingpong -e rdm between nodes 0 and 1, data checked (2x1x1)
+#   netpipe       NPopenmpi over `./dnp mpirun --torus 2x1x1` up to 8 KiB
+#   netpipe-dpdk  the same over --transport dpdk (root, DPDK build; namespace testbed)
+#   lammps        LAMMPS melt, 8 ranks on 2x2x2: thermo table identical to 8 ranks
+#                 over Open MPI's own shared memory (pml ob1, btl self,vader)
+#   hpcc          HPCC, 2 ranks on 2x1x1: Success=1, no FAILED, RandomAccess errors 0
+# Exit 77 when a Debian package or the provider is missing (./dnp test installs them).
+set -u
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) t=$3
+fidir=$build/fabric
+run=$build/apps/dnp-run
+skip() { echo "SKIP: $*"; exit 77; }
+need() { command -v "$1" >/dev/null 2>&1 || skip "$1 not installed (Debian package $2)"; }
+[ -f "$fidir/libdnp-fi.so" ] || skip "libdnp-fi.so not built (libfabric-dev missing at configure time)"
+[ -x "$build/dnp-core/dnpd/dnpd" ] || skip "dnpd not built"
+export FI_PROVIDER_PATH=$fidir
+# A sanitized libdnp-fi.so cannot be loaded into Debian's programs (the ASan
+# runtime must come first); only our own fi_dnp_check runs then.
+if [ "${DNP_SANITIZE:-none}" != none ] && [ "$t" != fi-check ]; then
+	skip "sanitized build ($DNP_SANITIZE): Debian's programs cannot load an instrumented provider"
+fi
+tmp=$(mktemp -d /tmp/mpi-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+mpirun_dnp() { DNP_BUILD=$build "$src/dnp" mpirun --timeout 150 "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+case $t in
+fi-info)
+	need fi_info libfabric-bin
+	fi_info -p dnp >out 2>&1
+	cat out
+	grep -q '^provider: dnp' out || fail "fi_info -p dnp does not list the provider"
+	grep -q 'FI_EP_RDM' out || fail "no FI_EP_RDM endpoint"
+	;;
+fi-check)
+	"$run" --torus 2x1x1 --timeout 120 -- "$fidir/fi_dnp_check" >out 2>&1
+	rc=$?
+	cat out
+	[ $rc -eq 0 ] || fail "fi_dnp_check exited $rc"
+	grep -q '^\[0,0,0\] PASS fi_dnp_check' out || fail "no PASS line"
+	;;
+fi-pingpong)
+	need fi_pingpong libfabric-bin
+	port=$((47000 + $$ % 1000))
+	cat >pp.sh <<PP
+#!/bin/sh
+case \$DNP_NODE_ID in
+0) exec fi_pingpong -p dnp -e rdm -B $port -I 10 -c -S all ;;
+1) sleep 0.5; exec fi_pingpong -p dnp -e rdm -P $port -I 10 -c -S all 127.0.0.1 ;;
+esac
+PP
+	chmod +x pp.sh
+	"$run" --torus 2x1x1 --timeout 120 -- "$tmp/pp.sh" >out 2>&1
+	rc=$?
+	cat out
+	[ $rc -eq 0 ] || fail "fi_pingpong exited $rc"
+	n=$(grep -c '^\[0,0,0\] 1m  *10  *=10 ' out)
+	[ "$n" -eq 1 ] || fail "server did not complete the 1 MiB transfers"
+	;;
+netpipe | netpipe-dpdk)
+	need NPopenmpi netpipe-openmpi
+	need mpirun openmpi-bin
+	tr=shm
+	if [ "$t" = netpipe-dpdk ]; then
+		[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
+		[ "$(id -u)" -eq 0 ] || skip "dpdk needs root (network namespaces, veth, packet sockets)"
+		command -v ip >/dev/null 2>&1 || skip "no 'ip' (iproute2) for the namespace testbed"
+		tr=dpdk
+	fi
+	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -p 0 -u 8192 -o np.out >out 2>&1
+	rc=$?
+	tail -5 out
+	[ $rc -eq 0 ] || fail "NPopenmpi exited $rc"
+	# np.out: bytes, Mbps, seconds per transfer; the last size must be there
+	awk '$1 >= 8192 { ok = 1 } END { exit !ok }' np.out || fail "NetPIPE did not reach 8 KiB"
+	;;
+lammps)
+	need lmp lammps
+	need mpirun openmpi-bin
+	in=/usr/share/lammps/examples/melt/in.melt
+	[ -f $in ] || skip "$in missing (Debian package lammps-examples)"
+	root=
+	[ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
+	mpirun $root --oversubscribe --bind-to none -np 8 --mca pml ob1 --mca btl self,vader \
+		lmp -in $in -log ref.log >ref.out 2>&1 || { cat ref.out; fail "reference run failed"; }
+	mpirun_dnp --torus 2x2x2 -- lmp -in $in -log dnp.log >out 2>&1
+	rc=$?
+	tail -3 out
+	[ $rc -eq 0 ] || fail "lmp over SoftDNP exited $rc"
+	table() { sed -n '/^ *Step /,/^Loop time/p' "$1" | grep -v '^Loop time'; }
+	table ref.log >ref.t
+	table dnp.log >dnp.t
+	cat dnp.t
+	[ "$(wc -l <ref.t)" -gt 3 ] || fail "no thermo table in the reference run"
+	diff ref.t dnp.t || fail "thermodynamic output differs from the reference run"
+	echo "thermo table identical to the reference ($(wc -l <dnp.t) lines)"
+	;;
+hpcc)
+	need hpcc hpcc
+	need mpirun openmpi-bin
+	cp /usr/share/doc/hpcc/examples/_hpccinf.txt hpccinf.txt || skip "hpcc example input missing"
+	sed -i '11s/^[0-9]* /1 /; 12s/^[0-9]* /2 /' hpccinf.txt
+	mpirun_dnp --torus 2x1x1 -- hpcc >out 2>&1
+	rc=$?
+	tail -3 out
+	[ $rc -eq 0 ] || fail "hpcc exited $rc"
+	grep -E '^(Success|MPIRandomAccess_Errors|HPL_Tflops)=' hpccoutf.txt
+	grep -q '^Success=1$' hpccoutf.txt || fail "HPCC Success is not 1"
+	grep -q '^MPIRandomAccess_Errors=0$' hpccoutf.txt || fail "RandomAccess errors"
+	! grep -q FAILED hpccoutf.txt || fail "a FAILED verification line"
+	[ "$(grep -c PASSED hpccoutf.txt)" -gt 0 ] || fail "no PASSED verification line"
+	;;
+*)
+	echo "unknown test $t" >&2
+	exit 2
+	;;
+esac
+echo "OK: $t"
