@@ -184,6 +184,172 @@ static int parse_torus(const char *s, unsigned dim[3])
 	return 0;
 }
 
+/* A decimal number 0..max; -EINVAL (and a message naming the option) otherwise. */
+static int parse_uint(const char *opt, const char *s, unsigned long max, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max || s[0] == '-') {
+		msg("bad --%s '%s' (want 0..%lu)", opt, s, max);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* What the command line says nothing about. */
+static void run_defaults(struct run *r)
+{
+	r->transport = "shm";
+	r->timeout_s = 300;
+	r->up_timeout_s = 20;
+	r->udp_base = -1;
+}
+
+/* Options that name the daemons' set-up (--testbed etc.). 1 handled, 0 not ours, -EINVAL. */
+static int parse_netns_opt(struct run *r, int c, const char *arg)
+{
+	switch (c) {
+	case 'N':
+		r->netns = true;
+		return 1;
+	case 'B':
+		r->testbed = arg;
+		r->netns = true;
+		return 1;
+	case 'D':
+		r->testbed_dir = arg;
+		return 1;
+	case 'S':
+		snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", arg);
+		return 1;
+	case 'E':
+		r->eal = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Options about LO|FA|MO (docs/lofamo.md). 1 handled, 0 not ours, -EINVAL. */
+static int parse_lofamo_opt(struct run *r, int c, const char *arg)
+{
+	switch (c) {
+	case 'L':
+		r->no_lofamo = true;
+		return 1;
+	case 'A':
+		if (r->nlfm_args == 8) {
+			msg("at most 8 --lofamo-arg");
+			return -EINVAL;
+		}
+		r->lfm_args[r->nlfm_args++] = arg;
+		return 1;
+	case 'R':
+		r->drill = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
+static int parse_daemon_opt(struct run *r, int c, const char *arg)
+{
+	unsigned v;
+
+	switch (c) {
+	case 'T':
+		r->transport = arg;
+		return 1;
+	case 'd':
+		r->dnpd = arg;
+		return 1;
+	case 'p':
+		if (parse_uint("udp-base-port", arg, 65535, &v) < 0)
+			return -EINVAL;
+		r->udp_base = (int)v;
+		return 1;
+	case 'i':
+		r->idle = arg;
+		return 1;
+	case 'a':
+		if (r->nextra == MAX_EXTRA) {
+			msg("at most %u --dnpd-arg", MAX_EXTRA);
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case 'P':
+		r->pin = true;
+		return 1;
+	default:
+		v = (unsigned)parse_netns_opt(r, c, arg);
+		return v ? 1 : parse_lofamo_opt(r, c, arg);
+	}
+}
+
+/* Options about the run itself. 1 handled, 0 not ours, -EINVAL. */
+static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus, bool *have_up)
+{
+	switch (c) {
+	case 't':
+		if (parse_torus(arg, r->dim) < 0) {
+			msg("bad --torus '%s' (want XxYxZ, each 1..256)", arg);
+			return -EINVAL;
+		}
+		*have_torus = true;
+		return 1;
+	case 'o':
+		return parse_uint("timeout", arg, 1000000, &r->timeout_s) < 0 ? -EINVAL : 1;
+	case 'u':
+		*have_up = true;
+		return parse_uint("up-timeout", arg, 1000000, &r->up_timeout_s) < 0 ? -EINVAL : 1;
+	case 'k':
+		r->keep_going = true;
+		return 1;
+	case 'K':
+		r->keep_dir = true;
+		return 1;
+	case 'v':
+		r->verbose = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* After the options: PROGRAM, and the combinations that cannot work. */
+static int check_args(struct run *r, bool have_torus, bool have_up)
+{
+	if (!have_torus) {
+		msg("--torus is required");
+		return -EINVAL;
+	}
+	r->n = r->dim[0] * r->dim[1] * r->dim[2];
+	if (!strcmp(r->transport, "dpdk"))
+		r->netns = true;
+	if (r->netns && strcmp(r->transport, "dpdk") && strcmp(r->transport, "udp")) {
+		msg("--netns/--testbed work with --transport dpdk or udp, not '%s'", r->transport);
+		return -EINVAL;
+	}
+	if (r->testbed && (!*r->testbed || strlen(r->testbed) >= sizeof(r->ns_prefix))) {
+		msg("bad --testbed '%s'", r->testbed);
+		return -EINVAL;
+	}
+	/* Eight EAL start-ups (0.2-0.35 s of CPU each) share two cores. */
+	if (r->netns && !have_up)
+		r->up_timeout_s = 60;
+	if (r->n > MAX_NODES) {
+		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct run *r)
 {
 	static const struct option lo[] = {
@@ -211,119 +377,26 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_torus = false, have_up = false;
-	int c;
+	int c, ret;
 
-	r->transport = "shm";
-	r->timeout_s = 300;
-	r->up_timeout_s = 20;
-	r->udp_base = -1;
+	run_defaults(r);
 	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:Rh", lo, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (parse_torus(optarg, r->dim) < 0) {
-				msg("bad --torus '%s' (want XxYxZ, each 1..256)", optarg);
-				return -EINVAL;
-			}
-			have_torus = true;
-			break;
-		case 'T':
-			r->transport = optarg;
-			break;
-		case 'd':
-			r->dnpd = optarg;
-			break;
-		case 'o':
-			r->timeout_s = (unsigned)strtoul(optarg, NULL, 10);
-			break;
-		case 'u':
-			r->up_timeout_s = (unsigned)strtoul(optarg, NULL, 10);
-			have_up = true;
-			break;
-		case 'N':
-			r->netns = true;
-			break;
-		case 'B':
-			r->testbed = optarg;
-			r->netns = true;
-			break;
-		case 'D':
-			r->testbed_dir = optarg;
-			break;
-		case 'S':
-			snprintf(r->netns_sh, sizeof(r->netns_sh), "%s", optarg);
-			break;
-		case 'E':
-			r->eal = optarg;
-			break;
-		case 'P':
-			r->pin = true;
-			break;
-		case 'k':
-			r->keep_going = true;
-			break;
-		case 'p':
-			r->udp_base = atoi(optarg);
-			break;
-		case 'i':
-			r->idle = optarg;
-			break;
-		case 'a':
-			if (r->nextra == MAX_EXTRA)
-				return -EINVAL;
-			r->extra[r->nextra++] = optarg;
-			break;
-		case 'K':
-			r->keep_dir = true;
-			break;
-		case 'L':
-			r->no_lofamo = true;
-			break;
-		case 'A':
-			if (r->nlfm_args == 8)
-				return -EINVAL;
-			r->lfm_args[r->nlfm_args++] = optarg;
-			break;
-		case 'R':
-			r->drill = true;
-			break;
-		case 'v':
-			r->verbose = true;
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
-			return -EINVAL;
 		}
-	}
-	if (!have_torus) {
-		msg("--torus is required");
-		return -EINVAL;
+		ret = parse_run_opt(r, c, optarg, &have_torus, &have_up);
+		if (ret == 0)
+			ret = parse_daemon_opt(r, c, optarg);
+		if (ret <= 0)
+			return -EINVAL; /* a bad value (said why), or an unknown option (getopt said) */
 	}
 	if (optind >= argc) {
 		msg("no PROGRAM given (put it after --)");
 		return -EINVAL;
 	}
 	r->argv = &argv[optind];
-	r->n = r->dim[0] * r->dim[1] * r->dim[2];
-	if (!strcmp(r->transport, "dpdk"))
-		r->netns = true;
-	if (r->netns && strcmp(r->transport, "dpdk") && strcmp(r->transport, "udp")) {
-		msg("--netns/--testbed work with --transport dpdk or udp, not '%s'", r->transport);
-		return -EINVAL;
-	}
-	if (r->testbed && (!*r->testbed || strlen(r->testbed) >= sizeof(r->ns_prefix))) {
-		msg("bad --testbed '%s'", r->testbed);
-		return -EINVAL;
-	}
-	/* Eight EAL start-ups (0.2-0.35 s of CPU each) share two cores. */
-	if (r->netns && !have_up)
-		r->up_timeout_s = 60;
-	if (r->n > MAX_NODES) {
-		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
-		return -EINVAL;
-	}
-	return 0;
+	return check_args(r, have_torus, have_up);
 }
 
 /* out = a "/" b; false when it does not fit. */

@@ -38,6 +38,22 @@
  *                     has completed after the first error, then waits for the
  *                     test's FLAG.checked (it read `dnpctl stats` meanwhile)
  *                     and creates FLAG.done, on which B exits.
+ *   slow-drain        B (1,0,0) stops draining its events while A floods it
+ *                     with PUTs and, interleaved, PUTs to D (1,1,0) that cross
+ *                     B on the same link: once B's queues are full, A's PUTs
+ *                     to B fail with -EOVERFLOW (after the daemon's bound,
+ *                     then at once) while every PUT to D completes; every
+ *                     PUT completes exactly once, B gets exactly the RX
+ *                     events of the PUTs that succeeded. B resumes when A
+ *                     creates $DNP_CHECK_FLAG (content: that count).
+ *   kill-mid-send     A starts a second application on its node
+ *                     (kill-send-victim) that SENDs 8 MiB to a second port
+ *                     of B, of which only the first half can be read (the
+ *                     rest is unmapped: the message stops in the middle),
+ *                     and kills it with SIGKILL. B's port gets exactly one
+ *                     DNP_EV_RX_ERROR -ETIMEDOUT for the SEND (after the
+ *                     daemon's reassembly bound), its buffer comes back, and
+ *                     A's next SEND lands in that same buffer.
  *
  * Exit status 0 when every check passed, 1 when one failed, 2 on bad usage.
  */
@@ -49,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +82,9 @@ enum {
 	TAG_CREDIT,
 	TAG_BARRIER,
 	TAG_FAR_DONE,
+	TAG_SLOW,
+	TAG_PORT2,
+	TAG_RXERR,
 };
 
 struct chk {
@@ -1228,12 +1248,361 @@ static int mode_farthest(struct chk *k)
 
 /* ----------------------------------------------------------------------- */
 
+/* ---- kill-mid-send ---------------------------------------------------- */
+
+#define MIDSEND_LEN (8u << 20)
+#define MIDSEND_SMALL 100000u
+
+/* Submits an 8 MiB SEND whose second half is unmapped, then waits to be killed. */
+static int mode_kill_send_victim(void)
+{
+	const char *spec = getenv("DNP_CHECK_VICTIM"), *fds = getenv("DNP_CHECK_READY_FD");
+	unsigned x, y, z, port;
+	struct dnp_coords dst;
+	struct dnp_event ev;
+	struct app a;
+	uint8_t *src;
+	int r, fd;
+
+	if (!spec || !fds || sscanf(spec, "%u,%u,%u,%u", &x, &y, &z, &port) != 4) {
+		fprintf(stderr, PROG ": kill-send-victim is started by kill-mid-send\n");
+		return 2;
+	}
+	fd = atoi(fds);
+	if (app_open(&a, PROG " (victim)") < 0)
+		return 1;
+	dst.x = x;
+	dst.y = y;
+	dst.z = z;
+	src = mmap(NULL, MIDSEND_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED)
+		return 1;
+	memset(src, 0xdd, MIDSEND_LEN / 2);
+	munmap(src + MIDSEND_LEN / 2, MIDSEND_LEN / 2);
+	r = dnp_send(a.d, src, MIDSEND_LEN, dst, port, 1, 0);
+	if (r < 0) {
+		fprintf(stderr, PROG " (victim): send: %s\n", dnp_strerror(r));
+		return 1;
+	}
+	/* Its first half left, then the daemon could read no more: -EFAULT. */
+	r = app_wait_completion(&a, 1, &ev);
+	if (r < 0 || ev.type != DNP_EV_ERROR || ev.status != -EFAULT) {
+		fprintf(stderr, PROG " (victim): the SEND did not stop with -EFAULT\n");
+		return 1;
+	}
+	if (write(fd, "R", 1) != 1)
+		return 1;
+	for (;;)
+		pause();
+}
+
+static int midsend_a(struct chk *k)
+{
+	struct app *a = &k->a;
+	uint8_t *src = xalloc(k, MIDSEND_SMALL);
+	char spec[64], fdbuf[16], self[4096], ch;
+	struct dnp_event ev;
+	struct pollfd pfd;
+	uint64_t port2, v;
+	int pfds[2], status, r;
+	ssize_t n;
+	pid_t pid;
+
+	if (recv_tag(k, k->peer_id, TAG_PORT2, &port2) < 0)
+		return -EIO;
+	snprintf(spec, sizeof(spec), "%u,%u,%u,%u", k->peer.x, k->peer.y, k->peer.z,
+		 (unsigned)port2);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || pipe(pfds) < 0) {
+		fail(k, "cannot start the victim");
+		return -EIO;
+	}
+	self[n] = 0;
+	snprintf(fdbuf, sizeof(fdbuf), "%d", pfds[1]);
+	pid = fork();
+	if (pid == 0) {
+		close(pfds[0]);
+		setenv("DNP_CHECK_VICTIM", spec, 1);
+		setenv("DNP_CHECK_READY_FD", fdbuf, 1);
+		execl(self, self, "kill-send-victim", (char *)NULL);
+		_exit(127);
+	}
+	close(pfds[1]);
+	if (pid < 0) {
+		fail(k, "fork: %s", strerror(errno));
+		return -EIO;
+	}
+	pfd.fd = pfds[0];
+	pfd.events = POLLIN;
+	r = poll(&pfd, 1, a->timeout_ms);
+	if (r != 1 || read(pfds[0], &ch, 1) != 1)
+		fail(k, "the victim's SEND did not stop half-way");
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	close(pfds[0]);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail(k, "victim ended with status %#x instead of SIGKILL", status);
+	else
+		printf("ok: victim killed with SIGKILL, its SEND stopped half-way\n");
+	/* B saw the RX_ERROR: our SEND must land in the buffer that came back. */
+	if (recv_tag(k, k->peer_id, TAG_RXERR, NULL) < 0)
+		return -EIO;
+	app_pattern_fill(src, MIDSEND_SMALL, a->id, k->peer_id, 0, 11);
+	r = dnp_send(a->d, src, MIDSEND_SMALL, k->peer, (unsigned)port2, 77, 0);
+	if (r == 0)
+		r = app_wait_completion(a, 77, &ev);
+	if (r < 0 || ev.type != DNP_EV_TX_DONE) {
+		fail(k, "SEND into the reclaimed buffer: %s",
+		     dnp_strerror(r < 0 ? r : ev.status));
+		return -EIO;
+	}
+	printf("ok: our SEND to B's second port completed\n");
+	if (recv_tag(k, k->peer_id, TAG_VERDICT, &v) == 0 && v)
+		fail(k, "node %u reports %llu failed checks", k->peer_id, (unsigned long long)v);
+	return 0;
+}
+
+/* Next event of the second session (0 on timeout). */
+static int midsend_next(struct dnp *d2, struct dnp_event *ev, int timeout_ms)
+{
+	return dnp_wait_event(d2, ev, timeout_ms);
+}
+
+static int midsend_b(struct chk *k)
+{
+	struct app *a = &k->a;
+	struct dnp *d2;
+	struct dnp_event ev;
+	uint8_t *buf;
+	uint32_t key;
+	int r;
+
+	r = dnp_open(NULL, &d2);
+	if (r < 0) {
+		fail(k, "second session: %s", dnp_strerror(r));
+		return r;
+	}
+	buf = dnp_alloc(d2, MIDSEND_LEN);
+	if (!buf || dnp_register(d2, buf, MIDSEND_LEN, DNP_BUF_SEND_TARGET, &key) < 0) {
+		fail(k, "second session: no SEND buffer");
+		dnp_close(d2);
+		return -EIO;
+	}
+	if (send_tag(k, k->peer_id, TAG_PORT2, dnp_port(d2)) < 0) {
+		dnp_close(d2);
+		return -EIO;
+	}
+	r = midsend_next(d2, &ev, a->timeout_ms);
+	if (r != 1)
+		fail(k, "no event for the interrupted SEND: %s", r ? dnp_strerror(r) : "timed out");
+	else if (ev.type != DNP_EV_RX_ERROR || ev.status != -ETIMEDOUT ||
+		 ev.va != (uintptr_t)buf || ev.len != MIDSEND_LEN)
+		app_print_event(PROG, "unexpected", &ev), k->fails++;
+	else
+		printf("ok: the interrupted SEND ended in one RX_ERROR -ETIMEDOUT for our buffer\n");
+	send_tag(k, k->peer_id, TAG_RXERR, 0);
+	r = midsend_next(d2, &ev, a->timeout_ms);
+	if (r != 1 || ev.type != DNP_EV_RX_SEND || ev.va != (uintptr_t)buf ||
+	    ev.len != MIDSEND_SMALL) {
+		if (r == 1)
+			app_print_event(PROG, "unexpected", &ev);
+		fail(k, "A's SEND did not land in the reclaimed buffer");
+	} else if (app_pattern_check(buf, MIDSEND_SMALL, k->peer_id, a->id, 0, 11) >= 0) {
+		fail(k, "A's SEND arrived with wrong bytes");
+	} else {
+		printf("ok: the next SEND landed in the reclaimed buffer, bytes verified\n");
+	}
+	if (midsend_next(d2, &ev, 300) == 1) {
+		app_print_event(PROG, "one event too many", &ev);
+		k->fails++;
+	}
+	dnp_close(d2);
+	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
+}
+
+/* ---- slow-drain ------------------------------------------------------- */
+
+#define SLOW_TO_B 12000u /* > the 8192 events a port can hold (ring + engine queue) */
+#define SLOW_EVERY 6u    /* every 6th PUT goes to D */
+#define SLOW_N (SLOW_TO_B + SLOW_TO_B / (SLOW_EVERY - 1))
+#define SLOW_LEN 8u
+
+static int slow_a(struct chk *k, unsigned b_id, unsigned d_id, const char *flag)
+{
+	struct app *a = &k->a;
+	struct dnp_coords b = { 1, 0, 0 }, dc = { 1, 1, 0 };
+	uint8_t *src = xalloc(k, (size_t)SLOW_N * SLOW_LEN), *seen = xalloc(k, SLOW_N);
+	unsigned issued = 0, done = 0, ok_b = 0, ok_d = 0, overflow = 0, to_b = 0, i;
+	uint64_t bva, dva, v;
+	uint32_t bkey, dkey;
+	struct app_msg m;
+	struct dnp_event ev;
+	char cnt[32];
+	int r;
+
+	memset(seen, 0, SLOW_N);
+	for (i = 0; i < SLOW_N; i++)
+		app_pattern_fill(src + (size_t)i * SLOW_LEN, SLOW_LEN, a->id, 0, i, 5);
+	if (app_ctrl_recv(a, b_id, TAG_ADDR, &m) < 0)
+		return -EIO;
+	bva = m.c.a;
+	bkey = (uint32_t)m.c.b;
+	if (app_ctrl_recv(a, d_id, TAG_ADDR, &m) < 0)
+		return -EIO;
+	dva = m.c.a;
+	dkey = (uint32_t)m.c.b;
+	while (done < SLOW_N) {
+		if (issued < SLOW_N) {
+			bool d = issued % SLOW_EVERY == SLOW_EVERY - 1;
+			unsigned j = d ? issued / SLOW_EVERY : issued - issued / SLOW_EVERY;
+
+			r = dnp_put(a->d, src + (size_t)issued * SLOW_LEN, SLOW_LEN, d ? dc : b,
+				    a->peer_port, (d ? dva : bva) + (uint64_t)j * SLOW_LEN,
+				    d ? dkey : bkey, 7000 + issued, DNP_NONBLOCK);
+			if (r == 0) {
+				to_b += !d;
+				issued++;
+				continue;
+			}
+			if (r != -EAGAIN) {
+				fail(k, "put %u: %s", issued, dnp_strerror(r));
+				return r;
+			}
+		}
+		r = app_next_event(a, &ev, a->timeout_ms);
+		if (r <= 0) {
+			fail(k, "%u of %u PUTs completed: %s", done, SLOW_N,
+			     r ? dnp_strerror(r) : "timed out");
+			return -EIO;
+		}
+		if (ev.type != DNP_EV_TX_DONE && ev.type != DNP_EV_ERROR)
+			continue;
+		if (ev.cookie < 7000 || ev.cookie >= 7000 + SLOW_N || seen[ev.cookie - 7000]++) {
+			fail(k, "unexpected or duplicate completion cookie %llu",
+			     (unsigned long long)ev.cookie);
+			continue;
+		}
+		done++;
+		bool to_d = (ev.cookie - 7000) % SLOW_EVERY == SLOW_EVERY - 1;
+		if (ev.type == DNP_EV_TX_DONE) {
+			ok_b += !to_d;
+			ok_d += to_d;
+		} else if (!to_d && ev.status == -EOVERFLOW) {
+			overflow++;
+		} else {
+			app_print_event(PROG, "slow-drain", &ev);
+			fail(k, "PUT %llu to %s failed", (unsigned long long)ev.cookie - 7000,
+			     to_d ? "D (transit through B)" : "B");
+		}
+	}
+	printf("ok: %u PUTs completed, each once: to B %u ok + %u -EOVERFLOW of %u, "
+	       "to D (through B) %u ok of %u\n", SLOW_N, ok_b, overflow, to_b, ok_d,
+	       SLOW_N - to_b);
+	if (!overflow)
+		fail(k, "no PUT to B failed with -EOVERFLOW: its queues never filled");
+	if (ok_d != SLOW_N - to_b)
+		fail(k, "transit PUTs to D: %u of %u completed", ok_d, SLOW_N - to_b);
+	snprintf(cnt, sizeof(cnt), "%u\n", ok_b);
+	r = drill_touch(flag, "", cnt); /* B resumes and checks its RX events */
+	if (r < 0)
+		fail(k, "cannot create %s: %s", flag, strerror(-r));
+	send_tag(k, d_id, TAG_SLOW, SLOW_N - to_b);
+	for (i = 0; i < 2; i++) {
+		unsigned from = i ? d_id : b_id;
+		if (recv_tag(k, from, TAG_VERDICT, &v) == 0 && v)
+			fail(k, "node %u reports %llu failed checks", from, (unsigned long long)v);
+	}
+	return 0;
+}
+
+/* B or D: registers a target, tells A, then counts (and checks) its RX_PUTs. */
+static int slow_target(struct chk *k, unsigned a_id, bool is_b, const char *flag)
+{
+	struct app *a = &k->a;
+	size_t len = (size_t)SLOW_N * SLOW_LEN;
+	uint8_t *dst = xalloc(k, len);
+	uint64_t base = (uintptr_t)dst, want;
+	struct dnp_event ev;
+	struct app_ctrl c;
+	unsigned rx = 0;
+	uint32_t key;
+	char buf[32] = "";
+
+	memset(dst, 0, len);
+	if (reg(k, dst, len, DNP_BUF_PUT_TARGET, &key) < 0)
+		return -EIO;
+	memset(&c, 0, sizeof(c));
+	c.tag = TAG_ADDR;
+	c.a = base;
+	c.b = key;
+	if (app_ctrl_send(a, a_id, &c) < 0) {
+		fail(k, "cannot send the key to node %u", a_id);
+		return -EIO;
+	}
+	if (is_b) {
+		/* The slow application: no event is taken until A is done. */
+		FILE *f = NULL;
+		for (unsigned t = 0; t < (unsigned)a->timeout_ms && !f; t++) {
+			f = fopen(flag, "r");
+			if (!f)
+				usleep(1000);
+		}
+		if (!f || !fgets(buf, sizeof(buf), f)) {
+			fail(k, "A never said it was done (%s)", flag);
+			if (f)
+				fclose(f);
+			return -EIO;
+		}
+		fclose(f);
+		want = strtoull(buf, NULL, 10);
+	} else if (recv_tag(k, a_id, TAG_SLOW, &want) < 0) {
+		return -EIO;
+	}
+	while (rx < want && app_next_event(a, &ev, a->timeout_ms) == 1) {
+		if (ev.type != DNP_EV_RX_PUT)
+			continue;
+		if (ev.va < base || ev.va + ev.len > base + len || ev.len != SLOW_LEN) {
+			app_print_event(PROG, "unexpected RX_PUT", &ev);
+			k->fails++;
+			continue;
+		}
+		rx++;
+	}
+	/* exactly once: nothing more is queued (a failed PUT has no RX event) */
+	while (app_next_event(a, &ev, 200) == 1)
+		if (ev.type == DNP_EV_RX_PUT)
+			fail(k, "an RX_PUT beyond the %llu PUTs A saw completed",
+			     (unsigned long long)want);
+	if (rx != want)
+		fail(k, "%u RX_PUT events, expected %llu", rx, (unsigned long long)want);
+	else
+		printf("ok: %s got exactly the %u RX_PUT events of the PUTs that completed\n",
+		       is_b ? "the slow application" : "the transit target", rx);
+	return send_tag(k, a_id, TAG_VERDICT, k->fails);
+}
+
+static int mode_slow_drain(struct chk *k, const char *flag)
+{
+	struct app *a = &k->a;
+	struct dnp_coords o = { 0, 0, 0 }, b = { 1, 0, 0 }, d = { 1, 1, 0 };
+
+	if (a->dims.x < 2 || a->dims.y < 2) {
+		fprintf(stderr, PROG ": slow-drain needs a torus of at least 2x2\n");
+		return -EINVAL;
+	}
+	if (app_coords_eq(a->self, o))
+		return slow_a(k, app_id_of(a, b), app_id_of(a, d), flag);
+	if (app_coords_eq(a->self, b) || app_coords_eq(a->self, d))
+		return slow_target(k, app_id_of(a, o), app_coords_eq(a->self, b), flag);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] MODE\n"
 		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 blocking-20000\n"
-		   "        bad-args\n"
-		   "        kill-survivor farthest link-drill (kill-victim is internal)\n"
+		   "        bad-args kill-survivor farthest link-drill slow-drain kill-mid-send\n"
+		   "        (kill-victim and kill-send-victim are internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
 
@@ -1274,11 +1643,14 @@ int main(int argc, char **argv)
 	mode = argv[optind];
 	if (!strcmp(mode, "kill-victim"))
 		return mode_kill_victim();
+	if (!strcmp(mode, "kill-send-victim"))
+		return mode_kill_send_victim();
 	if (strcmp(mode, "send-order") && strcmp(mode, "get") && strcmp(mode, "bad-key") &&
 	    strcmp(mode, "out-of-bounds") && strcmp(mode, "outstanding-1000") &&
 	    strcmp(mode, "blocking-20000") &&
 	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
-	    strcmp(mode, "link-drill")) {
+	    strcmp(mode, "link-drill") && strcmp(mode, "slow-drain") &&
+	    strcmp(mode, "kill-mid-send")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
 		usage(stderr);
 		return 2;
@@ -1292,6 +1664,15 @@ int main(int argc, char **argv)
 	k.cookie = 1;
 	if (!strcmp(mode, "farthest")) {
 		r = mode_farthest(&k);
+		goto out;
+	}
+	if (!strcmp(mode, "slow-drain")) {
+		if (!getenv("DNP_CHECK_FLAG")) {
+			fprintf(stderr, PROG ": slow-drain needs DNP_CHECK_FLAG (see the header)\n");
+			app_close(&k.a);
+			return 2;
+		}
+		r = mode_slow_drain(&k, getenv("DNP_CHECK_FLAG"));
 		goto out;
 	}
 	if (!have_peer) {
@@ -1328,6 +1709,8 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_reject_a(&k, false) : mode_reject_b(&k, false);
 	else if (!strcmp(mode, "outstanding-1000"))
 		r = k.is_a ? mode_outstanding_a(&k) : mode_outstanding_b(&k);
+	else if (!strcmp(mode, "kill-mid-send"))
+		r = k.is_a ? midsend_a(&k) : midsend_b(&k);
 	else if (!strcmp(mode, "blocking-20000"))
 		r = k.is_a ? mode_blocking_a(&k) : mode_blocking_b(&k);
 	else if (!strcmp(mode, "link-drill"))

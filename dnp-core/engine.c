@@ -76,6 +76,12 @@ struct evq {
 	uint32_t head, tail; /* free-running */
 	uint32_t reserved;   /* slots promised to outstanding commands */
 	bool open;
+	/*
+	 * A message gave up waiting for room (deliver_timeout): until the
+	 * application drains an event, the next ones fail at once instead of
+	 * each waiting again.
+	 */
+	bool overrun;
 	uint32_t send_head, send_tail; /* SEND-target posts, indices into e->posts */
 };
 
@@ -550,6 +556,9 @@ static void post_front(struct dnp_engine *e, uint8_t port, uint64_t va, uint64_t
 	if (!q->open || !b || b->va != va || !(b->flags & DNP_BUF_SEND_TARGET) ||
 	    e->free_post == NO_SLOT)
 		return;
+	for (uint32_t k = q->send_head; k != NO_SLOT; k = e->posts[k].next)
+		if (e->posts[k].va == va)
+			return; /* registered anew meanwhile: already posted */
 	uint32_t i = e->free_post;
 	struct post *po = &e->posts[i];
 	e->free_post = po->next;
@@ -746,6 +755,7 @@ static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 		rc = -EFAULT;
 	if (rc < 0) {
 		send_end(e, a);
+		post_front(e, h->dst_port, a->va, a->len); /* the message failed: its buffer is free */
 		return deliver_fail(e, h, rc, now);
 	}
 	e->st.bytes_delivered += h->len;
@@ -864,7 +874,27 @@ static void deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, u
 		}
 	}
 	e->st.deliver_timeouts++;
+	if (h->dst_port < e->c.max_ports)
+		e->ports[h->dst_port].overrun = true;
 	(void)deliver_fail(e, h, -EOVERFLOW, now);
+}
+
+/*
+ * A message for 'port' waits for room in its event queue (w: the wait of
+ * the queue head it sits at). True when it waited deliver_timeout, or at
+ * once if the port is already overrun.
+ */
+static bool full_wait_over(struct dnp_engine *e, struct inwait *w, uint8_t port, uint64_t now)
+{
+	if (!e->c.deliver_timeout)
+		return false;
+	if (port < e->c.max_ports && e->ports[port].overrun)
+		return true;
+	if (!w->on) {
+		w->on = true;
+		w->since = now;
+	}
+	return now - w->since >= e->c.deliver_timeout;
 }
 
 /* ---------------------------------------------------------------- links */
@@ -957,12 +987,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		if (rc == -EAGAIN)
 			return false;
 		if (rc == DELIVER_FULL) {
-			struct inwait *w = &e->wait[in][vc];
-			if (!w->on) {
-				w->on = true;
-				w->since = now;
-			}
-			if (!e->c.deliver_timeout || now - w->since < e->c.deliver_timeout)
+			if (!full_wait_over(e, &e->wait[in][vc], p->h.dst_port, now))
 				return false;
 			deliver_give_up(e, &p->h, now);
 		}
@@ -1216,11 +1241,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		 * arriving traffic, or it would hold up every other port's
 		 * loopback commands queued behind it.
 		 */
-		if (!e->lo_wait.on) {
-			e->lo_wait.on = true;
-			e->lo_wait.since = now;
-		}
-		if (!e->c.deliver_timeout || now - e->lo_wait.since < e->c.deliver_timeout)
+		if (!full_wait_over(e, &e->lo_wait, h.dst_port, now))
 			return false;
 		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
 		return inj_abort(e, qi, s, -EOVERFLOW);
@@ -1562,8 +1583,10 @@ unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_
 		ev[n++] = q->ev[q->head & (e->c.event_queue - 1)];
 		q->head++;
 	}
-	if (n)
+	if (n) {
 		e->dirty = true; /* room for deliveries that waited */
+		q->overrun = false;
+	}
 	return n;
 }
 
@@ -1622,6 +1645,7 @@ int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
 	if (q->open)
 		return -EBUSY;
 	q->open = true;
+	q->overrun = false;
 	q->head = q->tail = 0;
 	q->reserved = 0;
 	q->send_head = q->send_tail = NO_SLOT;

@@ -97,7 +97,8 @@ struct dnp_engine_conf {
 	 * deliver_timeout: the last fragment of a PUT/SEND that waited this
 	 *   long for room in its port's event queue fails back to its sender
 	 *   with -EOVERFLOW, so that it does not block the FIFO (and the transit
-	 *   traffic behind it) for ever.
+	 *   traffic behind it) for ever; until the port's application polls an
+	 *   event, later messages that find its queue full fail at once.
 	 */
 	uint64_t cmd_timeout;
 	uint64_t reasm_timeout;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * keygen.c — SipHash-2-4 over a counter (see keygen.h). SipHash is
  * Aumasson and Bernstein's short-input PRF; this is a plain implementation

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * The libfabric provider "dnp": see dnp_fi.h for the protocol and
  * docs/mpi.md for its use. All entry points take one provider-wide lock

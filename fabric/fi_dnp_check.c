@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fi_dnp_check — checks of the libfabric provider "dnp" through the
  * libfabric API (FI_PROVIDER_PATH must name the directory of libdnp-fi.so).
@@ -326,7 +326,7 @@ static void rma(void)
 
 int main(int argc, char **argv)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints;
 	const char *dir = getenv("DNP_RUN_DIR"), *nn = getenv("DNP_NNODES");
 	char sa[4096], sb[4096];
 	size_t len;
@@ -339,6 +339,9 @@ int main(int argc, char **argv)
 	}
 	if (getenv("DNP_NODE_ID") && strcmp(getenv("DNP_NODE_ID"), "0"))
 		return 0; /* one instance does everything */
+	hints = fi_allocinfo();
+	if (!hints)
+		return 1;
 	hints->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_DIRECTED_RECV;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->fabric_attr->prov_name = strdup("dnp");

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>

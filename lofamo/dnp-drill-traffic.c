@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-drill-traffic — the traffic of a LO|FA|MO fault drill: run on every
  * node by dnp-run (tests/integration/drill.sh), it PUTs 4 KiB messages to

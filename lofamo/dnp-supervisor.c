@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-supervisor — the Fault Supervisor (EURETILE report, LO|FA|MO: Fault
  * Supervisor): one process on a master node. It listens on the service

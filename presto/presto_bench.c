@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * presto_bench — Presto ping-pong between ranks 0 and 1 (half round trip),
  * each size timed with the eager protocol and with the rendez-vous protocol

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * presto_check — functional checks of Presto, one mode per integration test.
  * Run on every node of a torus by dnp-run; every rank prints "PASS MODE" or

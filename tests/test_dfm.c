@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* The LO|FA|MO registers and the DNP Fault Manager (lofamo/regs.h, lofamo/dfm.h). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_keygen — buffer keys: SipHash-2-4 against its reference vectors, and
  * keys that the old generator's relation (xorshift32: each key is the state

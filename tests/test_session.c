@@ -47,6 +47,8 @@ struct fake {
 	atomic_int opens, closes, regs, unregs, cmds;
 	atomic_bool pause, stop, events_off;
 	atomic_bool paused; /* the server's answer to pause: it pops nothing until pause clears */
+	pthread_mutex_t mu; /* with cv: a port closed (wait_closes) */
+	pthread_cond_t cv;
 	int reg_ret;
 	uintptr_t last_priv;
 	uint64_t last_va, last_len;
@@ -79,7 +81,10 @@ static void fake_close(void *ctx, unsigned port)
 {
 	struct fake *f = ctx;
 
+	pthread_mutex_lock(&f->mu);
 	atomic_fetch_add(&f->closes, 1);
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
 }
 
 static int fake_reg(void *ctx, unsigned port, uint64_t va, uint64_t len, unsigned flags,
@@ -171,6 +176,8 @@ static int setup(void **state)
 	int fd;
 
 	assert_non_null(x);
+	pthread_mutex_init(&x->f.mu, NULL);
+	pthread_cond_init(&x->f.cv, NULL);
 	strcpy(x->dir, "/tmp/dnp-test-session-XXXXXX");
 	assert_non_null(mkdtemp(x->dir));
 	snprintf(x->sock, sizeof(x->sock), "%s/node-5.sock", x->dir);
@@ -211,18 +218,30 @@ static int teardown(void **state)
 	munmap(x->bellmap, 4096);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", x->dir);
 	assert_int_equal(system(cmd), 0);
+	pthread_cond_destroy(&x->f.cv);
+	pthread_mutex_destroy(&x->f.mu);
 	free(x);
 	fx = NULL;
 	return 0;
 }
 
-static void wait_for(atomic_int *v, int want)
+/*
+ * Waits until the daemon has closed 'want' ports in all: fake_close signals
+ * every close (a handshake; the 30 s bound only keeps a broken daemon from
+ * hanging the test).
+ */
+static void wait_closes(struct fixture *x, int want)
 {
-	int i;
+	struct timespec dl;
+	int r = 0;
 
-	for (i = 0; i < 2000 && atomic_load(v) != want; i++)
-		usleep(1000);
-	assert_int_equal(atomic_load(v), want);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 30;
+	pthread_mutex_lock(&x->f.mu);
+	while (atomic_load(&x->f.closes) != want && r == 0)
+		r = pthread_cond_timedwait(&x->f.cv, &x->f.mu, &dl);
+	pthread_mutex_unlock(&x->f.mu);
+	assert_int_equal(atomic_load(&x->f.closes), want);
 }
 
 /* Stops the fake engine and returns once it has acknowledged (a handshake, not a sleep). */
@@ -272,7 +291,7 @@ static void test_session_open_close(void **state)
 	assert_int_equal(atomic_load(&x->f.opens), 1);
 	dnp_close(d);
 	/* The daemon notices the closed socket and closes the port. */
-	wait_for(&x->f.closes, 1);
+	wait_closes(x, 1);
 	assert_null(x->srv->by_port[0]);
 }
 
@@ -305,14 +324,14 @@ static void test_session_ports(void **state)
 	assert_int_equal(dnp_open(x->sock, &e), -EINVAL); /* max_ports is 8 */
 	unsetenv("DNP_PORT");
 	dnp_close(a);
-	wait_for(&x->f.closes, 1);
+	wait_closes(x, 1);
 	/* The freed port is handed out again; other sessions are untouched. */
 	assert_int_equal(dnp_open(x->sock, &a), 0);
 	assert_int_equal(dnp_port(a), 0);
 	dnp_close(a);
 	dnp_close(b);
 	dnp_close(c);
-	wait_for(&x->f.closes, 4);
+	wait_closes(x, 4);
 }
 
 static void test_session_heap_allocator(void **state)
@@ -814,7 +833,7 @@ static void test_session_hostile_rings(void **state)
 	assert_int_equal(ev.cookie, 4242);
 	dnp_close(ok);
 	dnp_close(d);
-	wait_for(&x->f.closes, 2);
+	wait_closes(x, 2);
 }
 
 /*

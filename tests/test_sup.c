@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /* The service-network protocol and the Fault Supervisor's picture (lofamo/svc.h, lofamo/sup.h). */
 #include <errno.h>
 #include <setjmp.h>

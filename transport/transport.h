@@ -105,6 +105,15 @@ struct dnp_transport_ops {
 	int (*wait_fd)(const struct dnp_transport *t);
 	/* False once the backend knows the peer or the carrier is gone. */
 	bool (*up)(const struct dnp_transport *t);
+	/*
+	 * Optional, process-wide (NULL when the backend needs none; dpdk: the
+	 * EAL): init once before the first open, with the backend's start-up
+	 * arguments (dnpd --eal; NULL or "": init_default), fini after the last
+	 * close. Errors of init: -EINVAL, -ENOMEM, -errno of the backend.
+	 */
+	int (*init)(const char *args);
+	void (*fini)(void);
+	const char *init_default; /* the arguments init uses by default, for usage texts */
 };
 
 extern const struct dnp_transport_ops dnp_transport_shm;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport_priv — helpers shared by the backends of transport/ (not installed,
- * not used outside this folder). Open-time only; never on the hot path.
+ * transport_priv — helpers shared by the backends of transport/ and
+ * transport/dpdk/ (not installed, not used outside these folders). Open-time
+ * only; never on the hot path. The option parser is options.c.
  */
 #ifndef DNP_TRANSPORT_PRIV_H
 #define DNP_TRANSPORT_PRIV_H
@@ -26,5 +27,8 @@ extern const struct dnp_transport_ops *const dnp_transport_optional[];
 
 /* Parses an unsigned option; returns def when absent, -EINVAL when malformed. */
 int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out);
+/* The same for a 32-bit value at most max (-EINVAL above it). */
+int dnp_transport_opt_u32(const char *options, const char *key, uint32_t def, uint32_t max,
+			  uint32_t *out);
 
 #endif

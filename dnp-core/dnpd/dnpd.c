@@ -126,7 +126,7 @@ struct dnpd {
 	struct dnp_doorbell *bell;
 	bool poll_mode;
 	bool nowait_links;   /* some link has no wait fd: bounded sleeps (dpdk) */
-	bool dpdk_eal;       /* the EAL was started: release it at exit */
+	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
@@ -390,6 +390,9 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
+	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
+		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
+		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
 	for (i = 0; i < DNP_NDIRS; i++) {
 		const struct dnpd_link *l = &d->link[i];
 		const struct dnp_link_stats *ls;
@@ -1018,12 +1021,15 @@ static int dnpd_run(struct dnpd *d)
 		dnpd_log(DNPD_ERR, "engine: %s", strerror(-r));
 		goto out_bell;
 	}
-	if (!strcmp(d->conf.transport, "dpdk")) {
-		/* Once per process, before the first port opens (docs/dpdk.md, "EAL"). */
-		r = dnpd_dpdk_init(d->conf.eal);
-		if (r)
+	if (ops->init) {
+		/* Once per process, before the first link opens (dpdk: the EAL, docs/dpdk.md). */
+		r = ops->init(d->conf.eal);
+		if (r) {
+			dnpd_log(DNPD_ERR, "transport %s start-up (%s): %s", ops->name,
+				 *d->conf.eal ? d->conf.eal : "defaults", strerror(-r));
 			goto out_links;
-		d->dpdk_eal = true;
+		}
+		d->tp_started = ops;
 	}
 	r = dnpd_open_links(d, ops);
 	if (r)
@@ -1069,9 +1075,9 @@ static int dnpd_run(struct dnpd *d)
 out_links:
 	dnpd_lfm_stop(&d->lfm);
 	dnpd_close_links(d);
-	if (d->dpdk_eal)
-		dnpd_dpdk_fini();
-	d->dpdk_eal = false;
+	if (d->tp_started && d->tp_started->fini)
+		d->tp_started->fini();
+	d->tp_started = NULL;
 	if (d->up_file)
 		unlink(d->up_path);
 	dnp_engine_destroy(d->e);

@@ -55,7 +55,7 @@ struct dnpd_conf {
 	char run_dir[PATH_MAX];
 	char socket[PATH_MAX];       /* application socket ("" = RUN_DIR/node-<id>.sock) */
 	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
-	char eal[512];               /* dpdk: EAL arguments ("" = dnpd_eal_default) */
+	char eal[512];               /* dpdk: EAL arguments ("" = the backend's init_default) */
 	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
@@ -91,14 +91,6 @@ int dnpd_path(const struct dnpd_conf *c, const char *fmt_suffix, char *out, size
  */
 int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
 			size_t len, unsigned *side, char *peer_bell, size_t bell_len);
-
-/* ---- dpdk_glue.c / nodpdk_glue.c ---- */
-/* The EAL arguments used when --eal is not given ("" without DPDK). */
-extern const char dnpd_eal_default[];
-/* Starts the DPDK EAL once (eal_args NULL or "": the default). -ENOTSUP without DPDK. */
-int dnpd_dpdk_init(const char *eal_args);
-/* After every dpdk link is closed: releases the EAL (no-op if never started). */
-void dnpd_dpdk_fini(void);
 
 /* ---- log ---- */
 extern int dnpd_log_level;

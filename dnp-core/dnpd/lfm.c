@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * lfm — dnpd's driver of the DNP Fault Manager (lofamo/dfm.h): maps the
  * register block DIR/node-<id>.lofamo, feeds the DFM the engine's link

@@ -106,6 +106,16 @@ int dnp_lab_eff_model(const struct dnp_lab_eff_conf *c, struct dnp_lab_eff_resul
 	r->w_hw = 2.0 * c->remote_latency + 2.0 * c->local_latency + (c->credit_period + 2.0) +
 		  1.0 + (c->credit_period + 1.0) / 2.0;
 	r->model_hw = r->e1 * b / (b / r->e2 + r->w_hw);
+
+	/*
+	 * EXACT credits count the words in flight, so with a reader at link
+	 * speed the estimate never reaches T_RED: the sender never waits
+	 * (E3 = 1) and the link carries E1 x E2 whatever the rule and depth.
+	 */
+	if (c->credit_model == DNP_CREDIT_EXACT) {
+		r->e3 = 1.0;
+		r->model = r->model_hw = r->e1 * r->e2;
+	}
 	return 0;
 }
 

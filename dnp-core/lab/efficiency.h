@@ -17,7 +17,8 @@
  *
  * Measured efficiency = payload words delivered / cycles, over a whole number
  * of stall-resume periods after a warm-up. The model is the report's
- * E_T = E1 x E2 x E3, extended to deeper FIFOs in docs/efficiency.md.
+ * E_T = E1 x E2 x E3, extended to deeper FIFOs in docs/efficiency.md; with
+ * EXACT credits (--exact) the sender never waits and the model is E1 x E2.
  *
  * Everything is local to one call; no global state; any thread.
  */

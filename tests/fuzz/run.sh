@@ -47,7 +47,7 @@ app_hostile+=00000004ffff0000001000000000000000090100070f
 app_hostile+=0110000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff
 app_hostile+=09ff0f0710
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/app" "$tmp/artifacts"
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/app" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
@@ -55,13 +55,19 @@ unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
 unhex "$app_legal" "$tmp/app/legal"
 unhex "$app_hostile" "$tmp/app/hostile"
+# The engine harness builds its frames from the bytes: the golden ones are seeds too.
+cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/engine/"
 # LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
 mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
 unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 
+# Presto (fuzz_presto.c): one 40-byte event record, an RX_PUT into the eager ring.
+mkdir -p "$tmp/presto"
+unhex 02010000010000000000000040000000000000000000000000000000000000000100004000000000 "$tmp/presto/rxput"
+
 status=0
-for f in pkt cmd app lofamo; do
+for f in pkt cmd engine app lofamo presto; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2

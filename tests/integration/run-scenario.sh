@@ -70,6 +70,11 @@ alltoall-private)
 	export DNP_APP_NOHEAP
 	set -- dnp_alltoall --sizes 1,4095,200000
 	want_pat='all bytes verified'; want_n=8 ;;
+kill-mid-send)
+	# a SEND that stops in the middle (its sender killed): the receiver's
+	# reassembly bound (5 s in dnpd) reclaims the buffer
+	set -- dnp_check kill-mid-send
+	want_pat='^\[[01],0,0\] PASS'; want_n=2 ;;
 kill)
 	set -- dnp_check kill-survivor
 	want_pat='^\[[01],0,0\] PASS'; want_n=2 ;;
@@ -79,6 +84,13 @@ farthest)
 bad-args)
 	set -- dnp_check bad-args
 	want_pat='PASS bad-args'; want_n=1 ;;
+slow-drain)
+	# B (1,0,0) stops draining events while A floods it and sends transit
+	# traffic through it to D (1,1,0); B resumes when A creates the flag.
+	DNP_CHECK_FLAG=$(mktemp -u "${TMPDIR:-/tmp}/dnp-slow-drain.XXXXXX")
+	export DNP_CHECK_FLAG
+	set -- dnp_check slow-drain
+	want_pat='PASS slow-drain'; want_n=8 ;;
 send-order | get | bad-key | out-of-bounds | outstanding-1000 | blocking-20000)
 	set -- dnp_check "$sc"
 	want_pat="^\[[01],0,0\] PASS $sc"; want_n=2 ;;
@@ -88,7 +100,7 @@ send-order | get | bad-key | out-of-bounds | outstanding-1000 | blocking-20000)
 esac
 
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" ${DNP_CHECK_FLAG:+"$DNP_CHECK_FLAG"}' EXIT
 DNP_APP_TIMEOUT=40
 export DNP_APP_TIMEOUT
 echo "+ dnp-run --torus 2x2x2 --transport $tr -- $*"

@@ -22,6 +22,7 @@
  * the kernel carrier at most every link_poll_ms.
  */
 #include "dpdk.h"
+#include "transport_priv.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -148,49 +149,6 @@ static inline const struct dnp_dpdk_link *to_link_c(const struct dnp_transport *
 
 /* ---- options (same "k=v,k=v" syntax as transport_priv.h; kept local so this
  * library does not depend on dnptransport, which lists it) ---- */
-
-static bool opt_get(const char *options, const char *key, char *val, size_t len)
-{
-	size_t klen = strlen(key);
-	const char *p = options;
-
-	while (p && *p) {
-		const char *end = strchr(p, ',');
-		size_t item = end ? (size_t)(end - p) : strlen(p);
-
-		if (item >= klen && strncmp(p, key, klen) == 0 &&
-		    (item == klen || p[klen] == '=')) {
-			const char *v = item == klen ? p + klen : p + klen + 1;
-			size_t vlen = item - (size_t)(v - p);
-
-			if (vlen > len - 1)
-				vlen = len - 1;
-			memcpy(val, v, vlen);
-			val[vlen] = '\0';
-			return true;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return false;
-}
-
-static int opt_u32(const char *options, const char *key, uint32_t def, uint32_t max,
-		   uint32_t *out)
-{
-	char buf[32], *end;
-	unsigned long v;
-
-	if (!opt_get(options, key, buf, sizeof(buf))) {
-		*out = def;
-		return 0;
-	}
-	errno = 0;
-	v = strtoul(buf, &end, 0);
-	if (errno || end == buf || *end != '\0' || v > max)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
 
 static uint32_t pow2_ceil(uint32_t v)
 {
@@ -945,17 +903,19 @@ static int dpdk_open(const struct dnp_transport_conf *c, struct dnp_transport **
 	}
 	r.local = c->local;
 	r.side = c->side;
-	r.shared = opt_get(c->options, "shared", v, sizeof(v)) && strcmp(v, "0") != 0;
+	r.shared = dnp_transport_opt(c->options, "shared", v, sizeof(v)) && strcmp(v, "0") != 0;
 	r.frame_max = c->frame_max;
 	r.depth = c->depth;
-	if (opt_u32(c->options, "chan", 0, 255, &chan) ||
-	    opt_u32(c->options, "peer_chan", 0, 255, &peer_chan) ||
-	    opt_u32(c->options, "mtu", 0, UINT16_MAX, &r.mtu_opt) ||
-	    opt_u32(c->options, "mbuf_size", 0, UINT16_MAX - RTE_PKTMBUF_HEADROOM, &r.mbuf_opt) ||
-	    opt_u32(c->options, "links", DNP_DPDK_DEFAULT_LINKS, DNP_DPDK_PORT_LINKS, &r.links) ||
-	    opt_u32(c->options, "link_poll_ms", 10, 60000, &r.poll_ms) ||
-	    opt_u32(c->options, "wait_ms", 10000, 3600000, &r.wait_ms) ||
-	    opt_u32(c->options, "reasm", DNP_DPDK_DEFAULT_REASM, 4096, &reasm))
+	if (dnp_transport_opt_u32(c->options, "chan", 0, 255, &chan) ||
+	    dnp_transport_opt_u32(c->options, "peer_chan", 0, 255, &peer_chan) ||
+	    dnp_transport_opt_u32(c->options, "mtu", 0, UINT16_MAX, &r.mtu_opt) ||
+	    dnp_transport_opt_u32(c->options, "mbuf_size", 0, UINT16_MAX - RTE_PKTMBUF_HEADROOM,
+				  &r.mbuf_opt) ||
+	    dnp_transport_opt_u32(c->options, "links", DNP_DPDK_DEFAULT_LINKS,
+				  DNP_DPDK_PORT_LINKS, &r.links) ||
+	    dnp_transport_opt_u32(c->options, "link_poll_ms", 10, 60000, &r.poll_ms) ||
+	    dnp_transport_opt_u32(c->options, "wait_ms", 10000, 3600000, &r.wait_ms) ||
+	    dnp_transport_opt_u32(c->options, "reasm", DNP_DPDK_DEFAULT_REASM, 4096, &reasm))
 		return -EINVAL;
 	if (reasm < DNP_DPDK_BURST || (reasm & (reasm - 1)) ||
 	    (r.mtu_opt && r.mtu_opt < DNP_DPDK_MIN_MTU))
@@ -1127,8 +1087,23 @@ void dnp_dpdk_mac(const struct dnp_transport *t, uint8_t mac[6])
 	memcpy(mac, to_link_c(t)->port->mac.addr_bytes, 6);
 }
 
+/* The registry's process-wide hooks: the EAL, once, before the first link (dnpd --eal). */
+static int dpdk_init(const char *args)
+{
+	return dnp_dpdk_eal_init_str("dnpd", args && *args ? args : DNP_DPDK_EAL_DEFAULT);
+}
+
+static void dpdk_fini(void)
+{
+	if (dnp_dpdk_eal_ready())
+		dnp_dpdk_eal_cleanup();
+}
+
 const struct dnp_transport_ops dnp_transport_dpdk = {
 	.name = "dpdk",
+	.init = dpdk_init,
+	.fini = dpdk_fini,
+	.init_default = DNP_DPDK_EAL_DEFAULT,
 	.open = dpdk_open,
 	.close = dpdk_close,
 	.tx_burst = dpdk_tx_burst,

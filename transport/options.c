@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * options — the "k=v,k=v" option strings of every backend (transport_priv.h),
+ * one parser for all of them. Open-time only.
+ */
+#include "transport_priv.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool dnp_transport_opt(const char *options, const char *key, char *val, size_t len)
+{
+	size_t klen = strlen(key);
+	const char *p = options;
+
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t item = end ? (size_t)(end - p) : strlen(p);
+
+		if (item >= klen && strncmp(p, key, klen) == 0 &&
+		    (item == klen || p[klen] == '=')) {
+			const char *v = item == klen ? p + klen : p + klen + 1;
+			size_t vlen = item - (size_t)(v - p);
+
+			if (len) {
+				if (vlen > len - 1)
+					vlen = len - 1;
+				memcpy(val, v, vlen);
+				val[vlen] = '\0';
+			}
+			return true;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out)
+{
+	char buf[32], *end;
+	unsigned long long v;
+
+	if (!dnp_transport_opt(options, key, buf, sizeof(buf))) {
+		*out = def;
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(buf, &end, 0);
+	if (errno || end == buf || *end != '\0')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int dnp_transport_opt_u32(const char *options, const char *key, uint32_t def, uint32_t max,
+			  uint32_t *out)
+{
+	uint64_t v;
+
+	if (dnp_transport_opt_u64(options, key, def, &v) || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
