@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -663,6 +664,7 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 enum { FLIP_OFF, FLIP_ON, FLIP_STOP };
 static _Atomic int flip_phase;
 static _Atomic int flip_idle;
+static _Atomic int flip_busy; /* the flipper is flipping (set after each round) */
 static uint8_t *_Atomic flip_frame;
 
 static void *flipper(void *arg)
@@ -674,7 +676,7 @@ static void *flipper(void *arg)
 			return NULL;
 		if (ph == FLIP_OFF) {
 			atomic_store(&flip_idle, 1);
-			continue;
+			continue; /* spin: it must be on a CPU when the next frame comes */
 		}
 		atomic_store(&flip_idle, 0);
 		volatile uint8_t *pl = atomic_load(&flip_frame) + 3 * DNP_WORD_BYTES;
@@ -682,6 +684,7 @@ static void *flipper(void *arg)
 			pl[1000 + i] = 0xee;
 		for (unsigned i = 0; i < 64; i++)
 			pl[1000 + i] = 0x11;
+		atomic_store(&flip_busy, 1);
 	}
 }
 
@@ -709,10 +712,13 @@ static void test_engine_rx_decodes_private_copy(void **state)
 					 .hops = 1 };
 		atomic_store(&flip_phase, FLIP_OFF);
 		while (!atomic_load(&flip_idle))
-			;
+			sched_yield();
 		int n = dnp_pkt_encode(&h, payload, shared, sizeof(shared));
 		assert_int_equal(n, (int)dnp_pkt_frame_len(4096));
+		atomic_store(&flip_busy, 0);
 		atomic_store(&flip_phase, FLIP_ON);
+		while (!atomic_load(&flip_busy)) /* receive while the peer is at work */
+			sched_yield();
 		int rc = dnp_engine_rx(nodes[1].e, DNP_DIR_XM, shared, (size_t)n, now);
 		atomic_store(&flip_phase, FLIP_OFF);
 		if (rc == 0) {
