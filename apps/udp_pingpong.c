@@ -8,11 +8,19 @@
  *
  * --busy: non-blocking receive in a busy loop (what a polled daemon does)
  * instead of blocking recv.
+ * --tcp: the same over one TCP connection (TCP_NODELAY) instead of UDP.
+ * --cpus A,B: pin the measuring process to CPU A and the echoing one to B
+ * (A = B: both on one CPU). Without it the scheduler places them, and a
+ * blocking receiver's wake-up costs what that placement costs: a context
+ * switch on one CPU, or waking an idle (in a VM: halted) CPU on two. It can
+ * change in the middle of a run, which is why the bench pins them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,7 +39,8 @@
 struct opts {
 	uint64_t sizes[MAX_SIZES];
 	unsigned nsizes, iters, warmup;
-	bool csv, busy;
+	bool csv, busy, tcp;
+	int cpu[2]; /* -1: not pinned */
 };
 
 static uint64_t now_ns(void)
@@ -96,12 +105,14 @@ static int send_msg(int s, const uint8_t *buf, uint64_t len)
 {
 	uint64_t off = 0;
 	size_t n;
+	ssize_t w;
 
 	do {
 		n = len - off < CHUNK ? (size_t)(len - off) : CHUNK;
-		if (send(s, buf + off, n, 0) != (ssize_t)n)
-			return -errno;
-		off += n;
+		w = send(s, buf + off, n, 0);
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (uint64_t)w; /* TCP may take part of it; a UDP datagram goes whole */
 	} while (off < len);
 	return 0;
 }
@@ -112,12 +123,15 @@ static int recv_msg(int s, uint8_t *buf, uint64_t len, bool busy)
 	ssize_t n;
 
 	do {
-		n = recv(s, buf, CHUNK, busy ? MSG_DONTWAIT : 0);
+		n = recv(s, buf + got, len - got < CHUNK ? (size_t)(len - got) : CHUNK,
+			 busy ? MSG_DONTWAIT : 0);
 		if (n < 0) {
 			if (busy && (errno == EAGAIN || errno == EWOULDBLOCK))
 				continue;
 			return -errno;
 		}
+		if (n == 0)
+			return -ECONNRESET;
 		got += (uint64_t)n;
 	} while (got < len);
 	return got == len ? 0 : -EPROTO;
@@ -148,10 +162,59 @@ static int mksock(struct sockaddr_in *addr)
 	return s;
 }
 
+/* A connected TCP pair over loopback: *a and *b. */
+static int tcp_pair(int *a, int *b)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET };
+	socklen_t al = sizeof(addr);
+	int l, one = 1, sz = 16 << 20;
+	struct timeval tv = { 5, 0 };
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l < 0)
+		return -errno;
+	if (bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&addr, &al) < 0)
+		goto fail;
+	*a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*a < 0 || connect(*a, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		goto fail;
+	*b = accept(l, NULL, NULL);
+	if (*b < 0)
+		goto fail;
+	close(l);
+	for (int i = 0; i < 2; i++) {
+		int s = i ? *b : *a;
+
+		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	return 0;
+fail:
+	close(l);
+	return -errno;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		fprintf(stderr, PROG ": cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--csv]\n"
-		   "  UDP ping-pong between two processes over loopback (half round trip).\n");
+	fprintf(f, "usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--tcp]\n"
+		   "                    [--cpus A,B] [--csv]\n"
+		   "  UDP (or TCP) ping-pong between two processes over loopback (half round trip).\n");
 }
 
 int main(int argc, char **argv)
@@ -161,6 +224,8 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "busy", no_argument, NULL, 'b' },
+		{ "tcp", no_argument, NULL, 't' },
+		{ "cpus", required_argument, NULL, 'C' },
 		{ "csv", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -176,10 +241,11 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.warmup = 10;
+	o.cpu[0] = o.cpu[1] = -1;
 	for (s = 8; s <= (2u << 20); s *= 4)
 		o.sizes[o.nsizes++] = s;
 	o.sizes[o.nsizes++] = 4u << 20;
-	while ((c = getopt_long(argc, argv, "s:n:w:bch", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:w:btC:ch", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_sizes(optarg, &o) < 0) {
@@ -195,6 +261,16 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			o.busy = true;
+			break;
+		case 't':
+			o.tcp = true;
+			break;
+		case 'C':
+			if (sscanf(optarg, "%d,%d", &o.cpu[0], &o.cpu[1]) != 2 || o.cpu[0] < 0 ||
+			    o.cpu[1] < 0) {
+				usage(stderr);
+				return 2;
+			}
 			break;
 		case 'c':
 			o.csv = true;
@@ -215,11 +291,16 @@ int main(int argc, char **argv)
 	}
 	buf = malloc(maxs > CHUNK ? maxs : CHUNK);
 	v = calloc(nmax, sizeof(*v));
-	sa = mksock(&aa);
-	sb = mksock(&ab);
+	if (o.tcp) {
+		sa = sb = -1;
+		errno = -tcp_pair(&sa, &sb);
+	} else {
+		sa = mksock(&aa);
+		sb = mksock(&ab);
+	}
 	if (!buf || !v || sa < 0 || sb < 0 ||
-	    connect(sa, (struct sockaddr *)&ab, sizeof(ab)) < 0 ||
-	    connect(sb, (struct sockaddr *)&aa, sizeof(aa)) < 0) {
+	    (!o.tcp && (connect(sa, (struct sockaddr *)&ab, sizeof(ab)) < 0 ||
+			connect(sb, (struct sockaddr *)&aa, sizeof(aa)) < 0))) {
 		fprintf(stderr, PROG ": setup failed: %s\n", strerror(errno));
 		return 1;
 	}
@@ -233,6 +314,7 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		/* B: echo every message back. */
 		close(sa);
+		pin(o.cpu[1]);
 		for (k = 0; k < o.nsizes; k++) {
 			n = iters_for(&o, o.sizes[k]) + o.warmup;
 			for (i = 0; i < n; i++) {
@@ -244,11 +326,13 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	close(sb);
+	pin(o.cpu[0]);
 	if (o.csv)
 		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
 	else
-		printf("# UDP ping-pong over loopback (%s receive): half round trip\n"
-		       "%10s %10s %12s %12s %12s\n", o.busy ? "busy-poll" : "blocking", "bytes",
+		printf("# %s ping-pong over loopback (%s receive): half round trip\n"
+		       "%10s %10s %12s %12s %12s\n", o.tcp ? "TCP" : "UDP",
+		       o.busy ? "busy-poll" : "blocking", "bytes",
 		       "iterations", "t_min[us]", "t_median[us]", "t_p99[us]");
 	for (k = 0; k < o.nsizes && r == 0; k++) {
 		n = iters_for(&o, o.sizes[k]);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # LO|FA|MO awareness figures (docs/lofamo.md): every drill of
 # tests/integration/drill.sh RUNS times over shm and udp, then the median and
-# worst awareness time per scenario beside 3 x T_read. Each drill takes the
-# shared heavy-run lock for itself only.
+# worst awareness time per scenario beside 3 x T_read. Each round (ten
+# drills, about a minute) takes the shared heavy-run lock for itself only.
 #   bench/lofamo.sh BUILD [RUNS] [SOAK_SECONDS]
 # Writes bench/results/lofamo-DATE.csv (every drill) and lofamo-DATE.md.
 # With SOAK_SECONDS > 0 it also runs the soak (drill.sh soak): no fault, full
@@ -20,13 +20,18 @@ drill=$top/tests/integration/drill.sh
 scens="kill-dnpd kill-hfm both sensor svcnet-cut"
 
 echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_failed,cmds_unfinished,false_alarms" >"$csv"
-for i in $(seq "$runs"); do
+round() {
 	for tr in shm udp; do
 		for s in $scens; do
-			flock /tmp/softdnp-heavy.lock bash "$drill" "$build" "$s" --transport "$tr" --csv \
-				--no-header 2>/dev/null | grep -E "^$s," >>"$csv" || echo "$s,$tr,,,,FAILED,,,," >>"$csv"
+			bash "$drill" "$build" "$s" --transport "$tr" --csv --no-header 2>/dev/null |
+				grep -E "^$s," >>"$csv" || echo "$s,$tr,,,,FAILED,,,," >>"$csv"
 		done
 	done
+}
+export -f round
+export drill build csv scens
+for i in $(seq "$runs"); do
+	flock /tmp/softdnp-heavy.lock bash -c round
 	echo "lofamo bench: round $i of $runs done"
 done
 if [ "$soak" -gt 0 ]; then

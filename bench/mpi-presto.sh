@@ -16,10 +16,12 @@ lock() { ${DNP_BENCH_LOCK:-flock /tmp/softdnp-heavy.lock} "$@"; }
 for tr in shm udp; do
 	for how in put send; do
 		PRESTO_EAGER=$how PRESTO_SLOT_SIZE=262208 lock "$run" --torus 2x1x1 --transport $tr \
-			-- "$build/presto/presto_bench" --csv >"$tmp/$tr-$how.txt" 2>&1
+			-- "$build/presto/presto_bench" --csv >"$tmp/$tr-$how.txt" 2>&1 ||
+			{ cat "$tmp/$tr-$how.txt"; exit 1; }
 	done
 	lock "$run" --torus 2x1x1 --transport $tr -- dnp_pingpong --csv \
-		--sizes 8,64,256,1K,4K,16K,64K,256K >"$tmp/$tr-raw.txt" 2>&1
+		--sizes 8,64,256,1K,4K,16K,64K,256K >"$tmp/$tr-raw.txt" 2>&1 ||
+		{ cat "$tmp/$tr-raw.txt"; exit 1; }
 done
 
 # col FILE BYTES N: column N of the CSV row for BYTES in a dnp-run output file
@@ -47,8 +49,8 @@ switch_line() { sed -n 's/^\[0,0,0\] # switch-over: //p' "$1"; }
 				"$(col "$tmp/$tr-send.txt" $b 2) | $(col "$tmp/$tr-put.txt" $b 3) |"
 		done
 		echo
-		echo "- switch-over (ring PUT eager vs rendez-vous): $(switch_line "$tmp/$tr-put.txt")"
-		echo "- switch-over (SEND eager vs rendez-vous): $(switch_line "$tmp/$tr-send.txt")"
+		echo "- ring PUT eager vs rendez-vous: $(switch_line "$tmp/$tr-put.txt")"
+		echo "- SEND eager vs rendez-vous: $(switch_line "$tmp/$tr-send.txt")"
 	done
 	echo
 	echo "(raw dnp_pingpong at 4096 bytes is listed in the 4032 row.)"

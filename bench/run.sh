@@ -1,168 +1,377 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Side-by-side benchmarks of SoftDNP on this machine.
+# The benchmark report: SoftDNP beside the stacks a user would pick instead,
+# measured the same way, on loopback, in one run.
 #
-#   bench/run.sh [BUILD_DIR]        (./dnp bench passes a release build)
+#   bench/run.sh BUILD_DIR [--quick]        (./dnp bench [--quick] passes a release build)
 #
-# Runs, REPS times each (default 5, env REPS), and keeps the median of the
-# per-run medians:
-#   - loopback latency: dnp_pingpong --loopback on a 1x1x1 torus (PUT to self,
-#     time to TX_DONE + RX_PUT, APEnet v5 paper, results);
-#   - 2-node PUT ping-pong and bandwidth over shm, then over udp
-#     (a 2x1x1 torus, env BENCH_TORUS to change; nodes 0,0,0 and 1,0,0);
-#   - the baseline: plain UDP ping-pong between two processes (udp_pingpong),
-#     blocking and busy-polling receive.
-# Writes bench/results/<date>-<host>.md and .csv (raw per-run rows).
+# Every test runs REPS times (default 3; env REPS), interleaved (rep 1
+# of everything, then rep 2, ...), so that a slow minute of the shared machine
+# hits every stack alike; bench/report.py keeps the median over the reps.
+#
+# SoftDNP (peer empty in the CSV), on every transport built and usable here:
+#   shm, shm-busy (dnpd --idle busy, dnp-run --pin), udp, memif and dpdk
+#   (af_packet on a namespace testbed; root and DPDK only):
+#   lat = dnp_pingpong (half round trip of a PUT ping-pong), bw and msgrate =
+#   dnp_bw (one-way PUT stream, window 32), loopback = dnp_pingpong --loopback.
+# Peers, two processes pinned to CPUs 0 and 1 (as dnp-run --pin places
+# SoftDNP's applications and daemons):
+#   kernel: udp_pingpong over UDP and TCP, blocking and busy-polling receive;
+#   libfabric (libfabric-bin): fi_pingpong over tcp, tcp;ofi_rxm, udp;ofi_rxd, shm;
+#   ucx (ucx-utils): ucx_perftest tag_lat / tag_bw over tcp and posix;
+#   perftest (ib_write_lat, ib_write_bw, ib_send_lat) where ibv_get_device_list
+#   finds an RDMA device.
+# Also: cacheline (bench/cacheline), multi-hop latency on 4x4x1 and 2x2x2
+# tori, CPU cost per message and per MiB (getrusage of dnp-run's process tree,
+# daemons included).
+#
+# Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
+# per rep), for the cost breakdown of an 8-byte PUT.
+#
+# Writes bench/results/<date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
+# <date>-<host>-more.csv (CPU cost and engine ceiling, same columns),
+# <date>-<host>-machine.txt, <date>-<host>.md (tables, breakdown, goals) and
+# <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
+# (--quick) writes the same with -quick after the host.
 set -u
-build=${1:-build}
-reps=${REPS:-5}
-torus=${BENCH_TORUS:-2x1x1}
-lat_sizes=${BENCH_LAT_SIZES:-8,64,512,4096,65536,1048576}
-bw_sizes=${BENCH_BW_SIZES:-4096,65536,1048576}
+build=${1:?usage: bench/run.sh BUILD_DIR [--quick]}
+quick=0
+[ "${2:-}" = --quick ] && quick=1
 here=$(cd "$(dirname "$0")" && pwd)
-outdir=$here/results
+build=$(cd "$build" && pwd)
+outdir=${BENCH_OUT:-$here/results}
 stamp=$(date -u +%Y-%m-%d)
 host=$(hostname -s 2>/dev/null || hostname)
-md=$outdir/$stamp-$host.md
-csv=$outdir/$stamp-$host.csv
+base=$outdir/$stamp-$host$([ $quick = 1 ] && echo -quick)
+csv=$base.csv
+cpucsv=$base-more.csv
+machine=$base-machine.txt
 run=$build/apps/dnp-run
+apps=$build/apps
+if [ $quick = 1 ]; then
+	reps=${REPS:-3}
+	sizes=${BENCH_SIZES:-8,4096,1048576}
+else
+	reps=${REPS:-3}
+	sizes=${BENCH_SIZES:-8,64,512,4096,32768,262144,1048576,4194304}
+fi
+T0=$(date +%s)
 
-for p in "$run" "$build/apps/dnp_pingpong" "$build/apps/dnp_bw" "$build/apps/udp_pingpong" \
-	"$build/dnp-core/dnpd/dnpd"; do
+for p in "$run" "$apps/dnp_pingpong" "$apps/dnp_bw" "$apps/udp_pingpong" \
+	"$build/dnp-core/dnpd/dnpd" "$build/bench/cacheline" "$build/bench/engine_bench"; do
 	if [ ! -x "$p" ]; then
 		echo "bench: $p is not built" >&2
 		exit 1
 	fi
 done
 mkdir -p "$outdir"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/perf-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-echo "test,bytes,rep,t_min_us,t_median_us,t_p99_us,MBps,msgps" >"$csv"
+trap 'exit 1' INT TERM
+echo "transport,peer,test,bytes,rep,value,unit" >"$csv"
+echo "transport,peer,test,bytes,rep,value,unit" >"$cpucsv"
 
-# collect TEST REP FILE KIND: append the CSV rows of one run (KIND lat or bw).
-collect() {
-	awk -F, -v t="$1" -v r="$2" -v k="$4" '
-		{ sub(/^\[[0-9]+,[0-9]+,[0-9]+\] /, "") }
-		/^[0-9]+,/ {
-			if (k == "lat") printf "%s,%s,%s,%s,%s,%s,,\n", t, $1, r, $3, $4, $5
-			else printf "%s,%s,%s,,,,%s,%s\n", t, $1, r, $3, $4
-		}' "$3" >>"$csv"
-}
+say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T0)) "$*"; }
+row() { echo "$1,$2,$3,$4,$5,$6,$7" >>"$csv"; } # TRANSPORT PEER TEST BYTES REP VALUE UNIT
 
-# bench TEST KIND REP COMMAND...: one run; its output is kept on failure.
-bench() {
-	t=$1 k=$2 r=$3
-	shift 3
-	if ! "$@" >"$tmp/out" 2>&1; then
-		echo "bench: $t (run $r) failed:" >&2
-		sed 's/^/    /' "$tmp/out" >&2
+# keep LABEL COMMAND...: runs it, output in $tmp/out; on failure says so (the
+# rows are then missing, never invented) and returns 1.
+keep() {
+	local label=$1
+	shift
+	if ! timeout 300 "$@" >"$tmp/out" 2>"$tmp/err"; then
+		echo "bench: $label failed (rows left out):" >&2
+		tail -n 5 "$tmp/err" "$tmp/out" 2>/dev/null | sed 's/^/    /' >&2
 		return 1
 	fi
-	collect "$t" "$r" "$tmp/out" "$k"
 }
 
-dnp() { # TOPOLOGY TRANSPORT [DNP-RUN OPTIONS (--pin, --idle busy)] PROGRAM ARGS...
-	topo=$1 tr=$2
-	shift 2
-	opts=()
-	while [ "${1#--}" != "$1" ]; do
-		opts+=("$1")
-		[ "$1" = --idle ] && { shift; opts+=("$1"); }
-		shift
+# dnp_rows TRANSPORT REP KIND: rows of dnp_pingpong/dnp_bw --csv output in $tmp/out
+# (KIND lat, loopback or bw). dnp-run prefixes each line with the node.
+dnp_rows() {
+	sed -n 's/^\[0,0,0\] //p' "$tmp/out" | awk -F, -v t="$1" -v r="$2" -v k="$3" '
+		/^[0-9]+,/ {
+			if (k == "bw") {
+				printf "%s,,bw,%s,%s,%s,MBps\n", t, $1, r, $3
+				printf "%s,,msgrate,%s,%s,%s,msgps\n", t, $1, r, $4
+			} else
+				printf "%s,,%s,%s,%s,%s,us\n", t, k, $1, r, $4
+		}' >>"$csv"
+}
+
+# ---------------------------------------------------------------- what is here
+transports=(shm shm-busy udp)
+have_dpdk=0
+grep -q 'DNP_HAVE_DPDK 1' "$build/dnp_config.h" 2>/dev/null && have_dpdk=1
+if [ $have_dpdk = 1 ]; then
+	transports+=(memif)
+	[ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && transports+=(dpdk)
+fi
+have_fi=0
+command -v fi_pingpong >/dev/null && have_fi=1
+have_ucx=0
+command -v ucx_perftest >/dev/null && have_ucx=1
+ibdevs=""
+command -v ibv_devices >/dev/null && ibdevs=$(ibv_devices 2>/dev/null | awk 'NR > 2 && NF { print $1 }')
+ib_line="InfiniBand/RDMA: ibv_get_device_list found no device on this machine (ibv_devices); no perftest rows."
+if [ -n "$ibdevs" ]; then
+	ibdev=$(echo "$ibdevs" | head -n 1)
+	if command -v ib_write_lat >/dev/null; then
+		ib_line="InfiniBand/RDMA: device $ibdev, perftest ib_write_lat, ib_write_bw, ib_send_lat over it (loopback through the device)."
+	else
+		ib_line="InfiniBand/RDMA: device $ibdev found but perftest is not installed; no perftest rows."
+		ibdev=""
+	fi
+else
+	ibdev=""
+fi
+
+# ---------------------------------------------------------------- machine
+{
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "host: $host"
+	echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+	echo "cpus: $(nproc) (online: $(cat /sys/devices/system/cpu/online 2>/dev/null))"
+	echo "hypervisor: $(grep -q hypervisor /proc/cpuinfo && echo yes || echo no)"
+	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "kernel: $(uname -sr)"
+	echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+	echo "compiler: $(cc --version 2>/dev/null | head -n 1)"
+	echo "build: $(meson introspect "$build" --buildoptions 2>/dev/null | python3 -c \
+		'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "buildtype"))' \
+		2>/dev/null || echo unknown), $build"
+	echo "softdnp: $(git -C "$here/.." describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "libfabric: $(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo absent)"
+	echo "ucx: $(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo absent)"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "mode: $([ $quick = 1 ] && echo quick || echo full), $reps reps, sizes $sizes"
+	echo "transports: ${transports[*]}"
+	echo "$ib_line"
+} >"$machine"
+say "$([ $quick = 1 ] && echo quick || echo full) run: $reps reps, sizes $sizes; SoftDNP on ${transports[*]}"
+say "peers: kernel udp/tcp$([ $have_fi = 1 ] && echo ", libfabric")$([ $have_ucx = 1 ] && echo ", ucx")"
+say "$ib_line"
+
+port() { echo $((20000 + RANDOM % 20000)); }
+# wait_listen PORT: until a server listens on TCP PORT (at most 10 s)
+wait_listen() {
+	local i
+	for i in $(seq 100); do
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
 	done
-	"$run" --torus "$topo" --transport "$tr" "${opts[@]}" --timeout 300 -- "$@"
+	return 1
 }
 
-echo "bench: $reps runs of each test; torus $torus for the 2-node tests"
+# ---------------------------------------------------------------- one test each
+softdnp() { # REP
+	local r=$1 t opts
+	for t in "${transports[@]}"; do
+		case $t in
+		shm-busy) opts=(--transport shm --pin --idle busy) ;;
+		udp) opts=(--transport udp) ;;
+		*) opts=(--transport "$t") ;;
+		esac
+		say "rep $r: SoftDNP $t ping-pong"
+		keep "dnp $t lat" "$run" --torus 2x1x1 "${opts[@]}" --timeout 240 -- dnp_pingpong \
+			--sizes "$sizes" --csv && dnp_rows "$t" "$r" lat
+		say "rep $r: SoftDNP $t PUT stream"
+		keep "dnp $t bw" "$run" --torus 2x1x1 "${opts[@]}" --timeout 240 -- dnp_bw \
+			--sizes "$sizes" --csv && dnp_rows "$t" "$r" bw
+	done
+	say "rep $r: SoftDNP loopback PUT"
+	keep "dnp loopback" "$run" --torus 1x1x1 --transport shm --pin --timeout 120 -- \
+		dnp_pingpong --loopback --sizes "$sizes" --csv && dnp_rows shm "$r" loopback
+}
+
+kernel() { # REP
+	local r=$1 name args
+	say "rep $r: kernel UDP and TCP ping-pong"
+	for name in udp udp-busy tcp tcp-busy udp-1cpu udp-unpinned; do
+		case $name in
+		udp) args=(--cpus 0,1) ;;
+		udp-busy) args=(--busy --cpus 0,1) ;;
+		tcp) args=(--tcp --cpus 0,1) ;;
+		tcp-busy) args=(--tcp --busy --cpus 0,1) ;;
+		udp-1cpu) args=(--cpus 0,0) ;;
+		udp-unpinned) args=() ;;
+		esac
+		keep "kernel $name" "$apps/udp_pingpong" "${args[@]}" --sizes "$sizes" --csv || continue
+		awk -F, -v t="$name" -v r="$r" '/^[0-9]+,/ { printf "%s,kernel,lat,%s,%s,%s,us\n", t, $1, r, $4 }' \
+			"$tmp/out" >>"$csv"
+	done
+}
+
+fi_iters() { # SIZE
+	if [ "$1" -ge 1048576 ]; then echo 200; elif [ "$1" -ge 65536 ]; then echo 1000
+	else echo $([ $quick = 1 ] && echo 3000 || echo 10000); fi
+}
+
+libfabric() { # REP
+	local r=$1 prov ep b p n out
+	for prov in tcp "tcp;ofi_rxm" "udp;ofi_rxd" shm; do
+		case $prov in tcp) ep=msg ;; *) ep=rdm ;; esac
+		say "rep $r: libfabric fi_pingpong $prov"
+		for b in ${sizes//,/ }; do
+			p=$(port)
+			n=$(fi_iters "$b")
+			taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$p" -S "$b" -I "$n" \
+				>"$tmp/fis" 2>&1 &
+			wait_listen "$p"
+			if taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -P "$p" -S "$b" -I "$n" \
+				127.0.0.1 >"$tmp/fic" 2>&1; then
+				# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+				# (sizes printed as 4k, 1m: take the line after the header)
+				awk -v t="$prov" -v r="$r" -v b="$b" 'h && NF >= 8 { h = 0
+					printf "%s,libfabric,lat,%s,%s,%s,us\n", t, b, r, $7
+					printf "%s,libfabric,bw,%s,%s,%s,MBps\n", t, b, r, $6
+				} $1 == "bytes" { h = 1 }' "$tmp/fic" >>"$csv"
+			else
+				echo "bench: fi_pingpong $prov $b bytes failed (rows left out): $(tail -n 1 "$tmp/fic")" >&2
+			fi
+			wait
+		done
+	done
+}
+
+ucx() { # REP
+	local r=$1 tls test b p n
+	for tls in tcp posix; do
+		say "rep $r: UCX ucx_perftest $tls"
+		for test in tag_lat tag_bw; do
+			for b in ${sizes//,/ }; do
+				p=$(port)
+				n=$(fi_iters "$b")
+				UCX_TLS=$tls,self taskset -c 1 timeout 120 ucx_perftest -p "$p" >"$tmp/us" 2>&1 &
+				wait_listen "$p"
+				if UCX_TLS=$tls,self taskset -c 0 timeout 120 ucx_perftest 127.0.0.1 -p "$p" \
+					-t "$test" -s "$b" -n "$n" -w $((n / 10 + 1)) -f -v >"$tmp/uc" 2>&1; then
+					# iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
+					# (bandwidth in 2^20 bytes/s)
+					awk -F, -v t="$tls" -v r="$r" -v b="$b" -v k="$test" '
+						/^ *[0-9]+,/ { l = $0 }
+						END { if (l == "") exit; split(l, f, ",")
+							if (k == "tag_lat") printf "%s,ucx,lat,%s,%s,%s,us\n", t, b, r, f[2]
+							else { printf "%s,ucx,bw,%s,%s,%.2f,MBps\n", t, b, r, f[6] * 1.048576
+								printf "%s,ucx,msgrate,%s,%s,%s,msgps\n", t, b, r, f[8] } }' \
+						"$tmp/uc" >>"$csv"
+				else
+					echo "bench: ucx_perftest $tls $test $b bytes failed (rows left out): $(tail -n 1 "$tmp/uc")" >&2
+				fi
+				wait
+			done
+		done
+	done
+}
+
+perftest() { # REP: only with an RDMA device
+	local r=$1 tool p
+	for tool in ib_write_lat ib_send_lat ib_write_bw; do
+		say "rep $r: perftest $tool on $ibdev"
+		p=$(port)
+		taskset -c 1 timeout 120 "$tool" -d "$ibdev" -p "$p" -a >/dev/null 2>&1 &
+		wait_listen "$p"
+		if taskset -c 0 timeout 120 "$tool" -d "$ibdev" -p "$p" -a 127.0.0.1 >"$tmp/ib" 2>&1; then
+			# lat: #bytes #iterations t_min t_max t_typical ...; bw: #bytes #iter BW_peak BW_avg MsgRate
+			awk -v t="ib:$ibdev" -v r="$r" -v k="$tool" -v s=",$sizes," '
+				$1 ~ /^[0-9]+$/ && index(s, "," $1 ",") {
+					if (k == "ib_write_bw") {
+						printf "%s,perftest,bw,%s,%s,%.2f,MBps\n", t, $1, r, $4 * 1.048576
+						printf "%s,perftest,msgrate,%s,%s,%.0f,msgps\n", t, $1, r, $5 * 1e6
+					} else
+						printf "%s-%s,perftest,lat,%s,%s,%s,us\n", t, k == "ib_send_lat" ? "send" : "write", $1, r, $5
+				}' "$tmp/ib" >>"$csv"
+		else
+			echo "bench: $tool failed (rows left out)" >&2
+		fi
+		wait
+	done
+}
+
+engine() { # REP: the engine alone, one core (CPU 0)
+	say "rep $1: engine ceiling (two engines back to back, no I/O)"
+	keep engine taskset -c 0 "$build/bench/engine_bench" --sizes 8,4096 --reps 1 --seconds 0.3 --csv &&
+		awk -F, -v r="$1" 'NR > 1 { $5 = r; print }' OFS=, "$tmp/out" >>"$cpucsv"
+}
+
+cacheline() { # REP
+	say "rep $1: cache-line round trip between CPUs 0 and 1"
+	keep cacheline "$build/bench/cacheline" --cpus 0,1 &&
+		row cpu "" cacheline 64 "$1" "$(cat "$tmp/out")" ns
+}
+
+hops() { # REP: multi-hop PUT ping-pong latency on 4x4x1 and 2x2x2 (shm, 8 B)
+	local r=$1 topo peer h
+	for topo in 4x4x1 2x2x2; do
+		say "rep $r: multi-hop latency on $topo"
+		if [ $topo = 4x4x1 ]; then set -- 1,0,0:1 2,0,0:2 2,1,0:3 2,2,0:4
+		else set -- 1,0,0:1 1,1,0:2 1,1,1:3; fi
+		for peer in "$@"; do
+			h=${peer#*:}
+			keep "hops $topo $h" "$run" --torus $topo --transport shm --timeout 120 -- \
+				dnp_pingpong --peer "${peer%:*}" --sizes 8 --iters 2000 --csv &&
+				dnp_rows "shm/$topo/${h}hops" "$r" lat
+		done
+	done
+}
+
+# cpu_cost REP: CPU time (user + system) of all the processes of a run (the
+# two daemons and the two programs, as getrusage(RUSAGE_CHILDREN) sees them
+# through dnp-run), divided by the messages or the MiB it moved.
+children_cpu() { # seconds of user + system of every reaped child so far (not in a subshell)
+	times >"$tmp/times"
+	cpu_now=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.4f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$tmp/times")
+}
+cpu_cost() {
+	local r=$1 t opts a b n
+	for t in shm shm-busy udp; do
+		case $t in
+		shm-busy) opts=(--transport shm --pin --idle busy) ;;
+		*) opts=(--transport "$t") ;;
+		esac
+		say "rep $r: CPU cost, $t"
+		n=$([ $quick = 1 ] && echo 30000 || echo 200000)
+		children_cpu; a=$cpu_now
+		keep "cpu $t 8" "$run" --torus 2x1x1 "${opts[@]}" -- dnp_bw --sizes 8 --iters $n --csv || continue
+		children_cpu; b=$cpu_now
+		awk -v t="$t" -v r="$r" -v a="$a" -v b="$b" -v n=$n \
+			'BEGIN { printf "%s,,cpu_per_msg,8,%s,%.0f,ns\n", t, r, (b - a) * 1e9 / n }' >>"$cpucsv"
+		n=$([ $quick = 1 ] && echo 300 || echo 2000)
+		children_cpu; a=$cpu_now
+		keep "cpu $t 1M" "$run" --torus 2x1x1 "${opts[@]}" -- dnp_bw --sizes 1M --iters $n --csv || continue
+		children_cpu; b=$cpu_now
+		awk -v t="$t" -v r="$r" -v a="$a" -v b="$b" -v n=$n \
+			'BEGIN { printf "%s,,cpu_per_mib,1048576,%s,%.1f,us\n", t, r, (b - a) * 1e6 / n }' >>"$cpucsv"
+	done
+	say "rep $r: CPU cost, kernel UDP and TCP (blocking)"
+	for t in udp tcp; do
+		children_cpu; a=$cpu_now
+		keep "cpu kernel $t" "$apps/udp_pingpong" --cpus 0,1 $([ $t = tcp ] && echo --tcp) \
+			--sizes 8 --iters 20000 --csv || continue
+		children_cpu; b=$cpu_now
+		# a ping-pong moves two messages per iteration
+		awk -v t="$t" -v r="$r" -v a="$a" -v b="$b" \
+			'BEGIN { printf "%s,kernel,cpu_per_msg,8,%s,%.0f,ns\n", t, r, (b - a) * 1e9 / 40020 }' >>"$cpucsv"
+	done
+}
+
 r=1
 while [ "$r" -le "$reps" ]; do
-	echo "bench: run $r of $reps"
-	bench loopback lat "$r" dnp 1x1x1 shm --pin dnp_pingpong --loopback --sizes "$lat_sizes" --csv
-	bench shm-pingpong lat "$r" dnp "$torus" shm dnp_pingpong --sizes "$lat_sizes" --csv
-	bench shm-bw bw "$r" dnp "$torus" shm dnp_bw --sizes "$bw_sizes" --csv
-	# dedicated polling: daemons never yield, each program on the other CPU
-	bench shm-busy-pingpong lat "$r" dnp "$torus" shm --pin --idle busy dnp_pingpong \
-		--sizes "$lat_sizes" --csv
-	bench shm-busy-bw bw "$r" dnp "$torus" shm --pin --idle busy dnp_bw --sizes "$bw_sizes" --csv
-	bench udp-pingpong lat "$r" dnp "$torus" udp dnp_pingpong --sizes "$lat_sizes" --csv
-	bench udp-bw bw "$r" dnp "$torus" udp dnp_bw --sizes "$bw_sizes" --csv
-	bench kernel-udp-blocking lat "$r" "$build/apps/udp_pingpong" --sizes "$lat_sizes" --csv
-	bench kernel-udp-busy lat "$r" "$build/apps/udp_pingpong" --busy --sizes "$lat_sizes" --csv
+	cacheline "$r"
+	engine "$r"
+	softdnp "$r"
+	kernel "$r"
+	[ $have_fi = 1 ] && libfabric "$r"
+	[ $have_ucx = 1 ] && ucx "$r"
+	[ -n "$ibdev" ] && perftest "$r"
+	# the slow, many-daemon tests: every rep in a full run, the first only in a quick one
+	if [ $quick = 0 ] || [ "$r" = 1 ]; then
+		hops "$r"
+		cpu_cost "$r"
+	fi
 	r=$((r + 1))
 done
-
-# med, ratio, machine_info
-. "$(dirname "$0")/lib.sh"
-machine_info
-{
-	echo "# SoftDNP benchmarks, $stamp, host $host"
-	echo
-	echo "| machine | |"
-	echo "| --- | --- |"
-	echo "| CPUs (nproc) | $(nproc) |"
-	echo "| CPU model | ${cpu:-unknown} |"
-	echo "| kernel | $(uname -sr) |"
-	echo "| build | buildtype $btype |"
-	echo "| runs per test | $reps (tables show the median of the per-run values) |"
-	echo "| 2-node torus | $torus, nodes 0,0,0 and 1,0,0 |"
-	echo "| placement | loopback and \"busy\": dnp-run --pin (node i's daemon on CPU i mod 2, its program on the other); others: the scheduler's |"
-	echo "| idle policy | adaptive (dnpd default: yield, then sleep); \"shm busy\": dnpd --idle busy |"
-	echo
-	echo "Method: dnp_pingpong = PUT ping-pong, half round trip (EURETILE report, test suite);"
-	echo "loopback = PUT to self, time until TX_DONE and RX_PUT (APEnet v5 paper); dnp_bw = PUT stream"
-	echo "with a window of 32, timed to the receiver's acknowledgement. Baseline: udp_pingpong,"
-	echo "two processes exchanging UDP datagrams over loopback (no daemon in the path)."
-	echo "Every figure is the median over runs of a per-run statistic; the machine is shared"
-	echo "and noisy (2 cores for daemons and applications)."
-	echo
-	echo "## Latency (us, half round trip; loopback: full PUT completion)"
-	echo
-	echo "| bytes | loopback | shm | shm busy | udp | kernel UDP blocking | kernel UDP busy | shm p99 | udp p99 | shm / kernel UDP blocking | udp / kernel UDP blocking |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-	for b in $(echo "$lat_sizes" | tr ',' ' '); do
-		lo=$(med loopback "$b" 5)
-		s=$(med shm-pingpong "$b" 5)
-		sb=$(med shm-busy-pingpong "$b" 5)
-		u=$(med udp-pingpong "$b" 5)
-		kb=$(med kernel-udp-blocking "$b" 5)
-		kp=$(med kernel-udp-busy "$b" 5)
-		sp=$(med shm-pingpong "$b" 6)
-		up=$(med udp-pingpong "$b" 6)
-		echo "| $b | ${lo:--} | ${s:--} | ${sb:--} | ${u:--} | ${kb:--} | ${kp:--} | ${sp:--} | ${up:--} | $(ratio "$s" "$kb") | $(ratio "$u" "$kb") |"
-	done
-	echo
-	echo "## Bandwidth (one-way PUT stream, MB/s = 10^6 bytes/s)"
-	echo
-	echo "| bytes | shm MB/s | shm msg/s | shm busy MB/s | udp MB/s | udp msg/s | shm / udp |"
-	echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-	for b in $(echo "$bw_sizes" | tr ',' ' '); do
-		s=$(med shm-bw "$b" 7)
-		sm=$(med shm-bw "$b" 8)
-		sbb=$(med shm-busy-bw "$b" 7)
-		u=$(med udp-bw "$b" 7)
-		um=$(med udp-bw "$b" 8)
-		echo "| $b | ${s:--} | ${sm:--} | ${sbb:--} | ${u:--} | ${um:--} | $(ratio "$s" "$u") |"
-	done
-	echo
-	echo "## Ratios"
-	echo
-	s8=$(med shm-pingpong 8 5)
-	u8=$(med udp-pingpong 8 5)
-	kb8=$(med kernel-udp-blocking 8 5)
-	kp8=$(med kernel-udp-busy 8 5)
-	lo8=$(med loopback 8 5)
-	sbw=$(med shm-bw 1048576 7)
-	ubw=$(med udp-bw 1048576 7)
-	echo "- 8 B half round trip: DNP over shm ${s8:--} us = $(ratio "$s8" "$kb8") x kernel UDP"
-	echo "  blocking (${kb8:--} us), $(ratio "$s8" "$kp8") x kernel UDP busy-poll (${kp8:--} us);"
-	echo "  DNP over udp ${u8:--} us = $(ratio "$u8" "$kb8") x kernel UDP blocking."
-	sb8=$(med shm-busy-pingpong 8 5)
-	sbbw=$(med shm-busy-bw 1048576 7)
-	echo "- busy-polling daemons, pinned: shm 8 B half round trip ${sb8:--} us, 1 MiB PUT ${sbbw:--} MB/s."
-	echo "- 8 B loopback PUT completion ${lo8:--} us; 2-node shm ping-pong / loopback = $(ratio "$s8" "$lo8")."
-	echo "- 1 MiB PUT bandwidth: shm ${sbw:--} MB/s, udp ${ubw:--} MB/s (shm / udp = $(ratio "$sbw" "$ubw"))."
-	echo
-	echo "Raw rows (one per run and size): $(basename "$csv")."
-} >"$md"
-cat "$md"
-echo "bench: wrote $md and $csv"
+say "measured; writing the report"
+python3 "$here/report.py" --csv "$csv" --cpu "$cpucsv" --machine "$machine" --out "$base" \
+	$([ $quick = 1 ] && echo --quick)
+say "done in $(($(date +%s) - T0)) s: $base.md, .csv, -more.csv, -machine.txt, -*.png"

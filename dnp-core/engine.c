@@ -412,7 +412,8 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		.msg_id = msg_id,
 		.timestamp = (uint32_t)now,
 	};
-	int n = dnp_pkt_encode(&h, NULL, p->frame, DNP_MAX_FRAME);
+	/* sealed (CRC) by dnp_pkt_restamp when it leaves on a link */
+	int n = dnp_pkt_encode_unsealed(&h, NULL, p->frame, DNP_MAX_FRAME);
 	if (n < 0) {
 		pkt_put(e, p);
 		return n;
@@ -981,7 +982,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		return true;
 	}
 	if (hop.dir == DNP_DIR_LOCAL) {
-		const uint8_t *payload = p->frame + 3 * DNP_WORD_BYTES;
+		const uint8_t *payload = p->frame + DNP_PAYLOAD_OFF;
 		int rc = deliver(e, &p->h, payload, p, now);
 		if (rc == -EAGAIN)
 			return false;
@@ -1090,14 +1091,30 @@ static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t
 		h->flags |= DNP_PKT_F_LAST;
 }
 
-/* Copies len bytes of port's memory at va into e->scratch. */
-static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len)
+/*
+ * Copies len bytes of port's memory at va into dst: e->scratch for a
+ * loopback delivery, else straight into the payload of the packet buffer
+ * that will carry it (a private copy either way, taken once).
+ */
+static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len,
+		      uint8_t *dst)
 {
 	if (!len)
 		return 0;
 	/* a registered source is passed on so the reader can use its mapping */
 	const struct dnp_buf *b = dnp_buftab_find(e->bt, (uint8_t)port, va, len);
-	return e->c.mem->read(e->c.mem_ctx, port, b, va, e->scratch, len) ? -EFAULT : 0;
+	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len) ? -EFAULT : 0;
+}
+
+/* Where the payload of the next packet towards output qi goes (see read_local). */
+static uint8_t *payload_buf(struct dnp_engine *e, unsigned qi, uint32_t len, struct pkt **p)
+{
+	if (qi == DNP_DIR_LOCAL) {
+		*p = NULL;
+		return e->scratch;
+	}
+	*p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len)); /* out_ready saw one free */
+	return (*p)->frame + DNP_PAYLOAD_OFF;
 }
 
 /*
@@ -1125,12 +1142,13 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 }
 
 /*
- * Sends h with its payload in e->scratch: onto link qi, or delivered here
- * for loopback. Returns 0, -EAGAIN or DELIVER_FULL (loopback delivery must
- * wait), or the encoder's error.
+ * Sends h with its payload (from payload_buf): onto link qi in packet p, or
+ * delivered here for loopback (p NULL, payload in e->scratch). Returns 0,
+ * -EAGAIN or DELIVER_FULL (loopback delivery must wait), or the encoder's
+ * error; p is consumed unless the delivery must wait.
  */
 static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
-		    uint64_t now)
+		    struct pkt *p, uint64_t now)
 {
 	if (qi == DNP_DIR_LOCAL) {
 		int rc = deliver(e, h, e->scratch, NULL, now);
@@ -1141,10 +1159,10 @@ static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, ui
 		e->st.pkts_delivered++;
 		return 0;
 	}
-	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(h->len));
 	h->vc = vc;
 	h->hops = 1;
-	int n = dnp_pkt_encode(h, e->scratch, p->frame, DNP_MAX_FRAME);
+	/* the payload is in place; the CRC is computed once, by the restamp at send time */
+	int n = dnp_pkt_encode_unsealed(h, p->frame + DNP_PAYLOAD_OFF, p->frame, DNP_MAX_FRAME);
 	if (n < 0) {
 		pkt_put(e, p);
 		return n;
@@ -1167,19 +1185,20 @@ static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err
 	return true;
 }
 
-/* Puts the next packet's payload of command s in e->scratch. */
-static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len)
+/* Puts the next packet's payload of command s in dst. */
+static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len,
+			    uint8_t *dst)
 {
 	if (s->c.op == DNP_OP_GET) {
 		uint64_t va = htole64(s->c.local_va);
 		uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
 
-		memcpy(e->scratch, &va, 8);
-		memcpy(e->scratch + 8, &k, 4);
-		memcpy(e->scratch + 12, &l, 4);
+		memcpy(dst, &va, 8);
+		memcpy(dst + 8, &k, 4);
+		memcpy(dst + 12, &l, 4);
 		return 0;
 	}
-	return read_local(e, s->port, s->c.local_va + s->offset, len);
+	return read_local(e, s->port, s->c.local_va + s->offset, len, dst);
 }
 
 /* One packet of the command at the head of injection queue qi. */
@@ -1203,12 +1222,19 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct dnp_pkt_hdr h;
 	uint8_t vc;
 
+	struct pkt *p;
+	uint8_t *buf;
+
 	if (!out_ready(e, qi, s->dst, len, &vc))
 		return false;
-	if (load_cmd_payload(e, s, len) < 0)
+	buf = payload_buf(e, qi, len, &p);
+	if (load_cmd_payload(e, s, len, buf) < 0) {
+		if (p)
+			pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);
+	}
 	build_cmd_hdr(e, s, len, &h, now);
-	int rc = out_send(e, qi, &h, vc, now);
+	int rc = out_send(e, qi, &h, vc, p, now);
 	if (rc == DELIVER_FULL) {
 		/*
 		 * Loopback to a port whose event queue stays full: bounded like
@@ -1257,12 +1283,19 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct dnp_pkt_hdr h;
 	uint8_t vc;
 
+	struct pkt *p;
+	uint8_t *buf;
+
 	if (!out_ready(e, qi, job->h.src, len, &vc))
 		return false;
-	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len) < 0)
+	buf = payload_buf(e, qi, len, &p);
+	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf) < 0) {
+		if (p)
+			pkt_put(e, p);
 		return resp_abort(e, qi, -EFAULT, now);
+	}
 	build_resp_hdr(e, job, len, &h, now);
-	int rc = out_send(e, qi, &h, vc, now);
+	int rc = out_send(e, qi, &h, vc, p, now);
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0)

@@ -66,6 +66,7 @@
 #define KVF_FIRST 0x40u
 #define KVF_LAST 0x80u
 
+static_assert(DNP_PAYLOAD_OFF == PAYLOAD_OFF, "pkt.h names the payload offset");
 static_assert(DNP_FRAME_OVERHEAD == PAYLOAD_OFF + DNP_WORD_BYTES,
 	      "three words before the payload, one after");
 static_assert(DNP_MAX_FRAME <= UINT16_MAX, "frame length fits the u16 length field");
@@ -182,19 +183,46 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 	return 0;
 }
 
-/* CRC of frame[0..flen) with the footer's CRC field taken as zero. */
-static uint32_t frame_crc(const uint8_t *p, size_t flen)
-{
-	uint8_t ft[DNP_WORD_BYTES];
-	uint32_t crc;
+/*
+ * The CRC of a frame is taken with its CRC field zero, and the field sits at
+ * a fixed distance from the end. CRC-32 is affine, so for frames of equal
+ * length CRC(F with the field zeroed) = CRC(F) ^ L(c), where c is the
+ * field's value and L the CRC register contribution (no preset, no final
+ * XOR) of c followed by the footer's remaining bytes as zeros; L is linear,
+ * so it is four table lookups, one per byte of c. This lets the receiver
+ * check every byte of a frame with one pass over the buffer as received.
+ */
+#define FT_AFTER_CRC (DNP_WORD_BYTES - FT_CRC - 4u) /* bytes after the CRC field */
+static uint32_t crc_field_tab[4][256];
 
-	memcpy(ft, p + flen - DNP_WORD_BYTES, sizeof(ft));
-	memset(ft + FT_CRC, 0, 4);
-	crc = dnp_crc32(0, p, flen - DNP_WORD_BYTES);
-	return dnp_crc32(crc, ft, sizeof(ft));
+__attribute__((constructor)) static void crc_field_tab_init(void)
+{
+	for (unsigned i = 0; i < 4; i++) {
+		for (unsigned v = 0; v < 256; v++) {
+			uint32_t r = 0;
+
+			/* byte i of the field holds v, the other three zero, then the zeros after it */
+			for (unsigned k = 0; k < 4 + FT_AFTER_CRC; k++) {
+				r ^= k == i ? v : 0;
+				for (unsigned b = 0; b < 8; b++)
+					r = (r >> 1) ^ (0xedb88320u & (0u - (r & 1u)));
+			}
+			crc_field_tab[i][v] = r;
+		}
+	}
 }
 
-int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap)
+/* CRC of frame[0..flen) with the footer's CRC field taken as zero (one pass). */
+static uint32_t frame_crc(const uint8_t *p, size_t flen)
+{
+	const uint8_t *c = p + flen - DNP_WORD_BYTES + FT_CRC;
+
+	return dnp_crc32(0, p, flen) ^ crc_field_tab[0][c[0]] ^ crc_field_tab[1][c[1]] ^
+	       crc_field_tab[2][c[2]] ^ crc_field_tab[3][c[3]];
+}
+
+static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap,
+		  bool seal)
 {
 	uint8_t *p = frame;
 	uint8_t *ft;
@@ -213,7 +241,7 @@ int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len)
+	if (h->len && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -259,8 +287,20 @@ int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame
 	put16(ft, FT_RSVD, 0);
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, h->msg_len);
-	put32(ft, FT_CRC, dnp_crc32(0, p, flen));
+	if (seal)
+		put32(ft, FT_CRC, dnp_crc32(0, p, flen));
 	return (int)flen;
+}
+
+int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap)
+{
+	return encode(h, payload, frame, cap, true);
+}
+
+int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
+			    size_t cap)
+{
+	return encode(h, payload, frame, cap, false);
 }
 
 /* True if the zero padding after len payload bytes really is zero. */

@@ -33,6 +33,7 @@
 #define DNP_WORD_BYTES 16u
 #define DNP_MAX_PAYLOAD 4096u
 #define DNP_FRAME_OVERHEAD 64u
+#define DNP_PAYLOAD_OFF 48u /* the payload starts after three header words */
 #define DNP_MAX_FRAME (DNP_MAX_PAYLOAD + DNP_FRAME_OVERHEAD)
 #define DNP_MAX_VC 2u
 #define DNP_PKT_MAGIC 0x4e44u /* "DN" on the wire */
@@ -117,6 +118,15 @@ static inline uint32_t dnp_pkt_frame_words(size_t len)
  * -ENOBUFS (cap too small).
  */
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
+
+/*
+ * The same, but the CRC field is left zero: for a frame that will be sealed
+ * by dnp_pkt_restamp (which computes the CRC) before it leaves the node, so
+ * that its CRC is computed once, not twice. Such a frame does not decode.
+ * payload may already sit in place (frame + 48): it is then not copied.
+ */
+int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
+			    size_t cap);
 
 /*
  * Validates frame[0..len) and decodes it. On success *payload points into

@@ -97,9 +97,11 @@ int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to)
 
 	if (n == 0)
 		return 0;
-	from %= n;
-	to %= n;
-	fwd = (to + n - from) % n;
+	if (from >= n || to >= n) { /* coordinates are normally in range: no division then */
+		from %= n;
+		to %= n;
+	}
+	fwd = to >= from ? to - from : to + n - from;
 	/* 2*fwd == n is the tie: the + way wins, so the rule is deterministic. */
 	if (2 * fwd <= n)
 		return (int)fwd;

@@ -15,7 +15,7 @@
  *   - sets the timer and mask registers when asked to (--t-write/--t-read,
  *     --mask), refusing a timer with T_write >= T_read.
  * The service network is considered cut when no acknowledgement came for
- * 2 x T_read. SIGUSR1 simulates a cut of this node's service network (every
+ * T_read + T_write. SIGUSR1 simulates a cut of this node's service network (every
  * datagram in or out is dropped) and a second SIGUSR1 mends it.
  *
  *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
@@ -171,8 +171,13 @@ static uint64_t host_check(struct hfm *h, uint64_t now, bool slow)
 		w |= (uint64_t)check_cpu() << (2 * DNP_LFM_HDEV_CPU);
 		w |= (uint64_t)check_thermal() << (2 * DNP_LFM_HDEV_THERMAL);
 	}
-	/* Acknowledgements come every T_write: none for 2 x T_read is a cut. */
-	if (now - h->last_ack_ns > 2ull * h->tr * 1000000ull)
+	/*
+	 * Acknowledgements come every T_write: none for T_read + T_write (three
+	 * and a half missed in a row with the defaults) is a cut. Any longer and
+	 * the relay that follows (the DFM reads our register every T_read)
+	 * would miss the 3 x T_read awareness budget.
+	 */
+	if (now - h->last_ack_ns > ((uint64_t)h->tr + h->tw) * 1000000ull)
 		svc = DNP_LFM_ALARM;
 	w &= ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
 	w |= (uint64_t)svc << (2 * DNP_LFM_HDEV_SVCNET);

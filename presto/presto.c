@@ -27,8 +27,9 @@
 #define P_DEFAULT_SLOT 4096u
 #define P_DEFAULT_CREDITS 16u
 /*
- * Default eager limit: the switch-over measured by presto_bench (eager and
- * rendez-vous ping-pong side by side, docs/presto.md); bounded by the slot.
+ * Default eager limit: the slot payload. presto_bench measured eager faster
+ * than rendez-vous up to 256 KiB (docs/mpi.md), so the limit is set by the
+ * memory the slots take, not by the switch-over.
  */
 #define P_DEFAULT_EAGER 4032u
 #define P_CTX_USER 0

@@ -21,8 +21,10 @@
  * side). A longer one is a rendez-vous: the sender registers its buffer as a
  * GET source and SENDs a request; when a receive matches, the receiver
  * registers its buffer and GETs the data straight into it, then SENDs a
- * FIN that completes the send. The eager limit defaults to the switch-over
- * measured by presto_bench (docs/presto.md); PRESTO_EAGER_MAX sets it.
+ * FIN that completes the send. The eager limit defaults to the slot payload
+ * (the switch-over presto_bench measured lies above it, docs/mpi.md);
+ * PRESTO_EAGER_MAX sets it. Eager messages go by PUT into a ring per sender
+ * (default) or, with PRESTO_EAGER=send, by DNP SEND into posted slots.
  *
  * Flow control. Each sender holds PRESTO_CREDITS credits per receiver; each
  * SEND uses one, and the receiver hands them back by PUTting its count of

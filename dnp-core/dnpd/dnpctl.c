@@ -243,7 +243,16 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 		if (!strcmp(argv[2], "off")) {
 			atomic_store(&r->sim[s].on, 0);
 		} else {
-			atomic_store(&r->sim[s].value, (int32_t)strtol(argv[2], NULL, 10));
+			char *end;
+			long v = strtol(argv[2], &end, 10);
+
+			if (*end || end == argv[2] || v < -1000000000L || v > 1000000000L) {
+				dnp_lfm_regs_unmap(r);
+				fprintf(stderr, "dnpctl: sensor value '%s': want an integer "
+					"(m°C, mV or mW) or off\n", argv[2]);
+				return 2;
+			}
+			atomic_store(&r->sim[s].value, (int32_t)v);
 			atomic_store(&r->sim[s].on, 1);
 		}
 		dnp_lfm_regs_unmap(r);

@@ -8,7 +8,8 @@
 #   drill.sh BUILD SCENARIO [--torus XxYxZ] [--transport shm|udp] [--csv]
 #            [--t-write MS] [--t-read MS] [--no-header]
 #
-# SCENARIO: kill-dnpd, kill-hfm, both, sensor, svcnet-cut, all; or soak (no
+# SCENARIO: kill-dnpd, kill-hfm, both, sensor, svcnet-cut, restart-hfm (the
+# killed HFM is started again and the picture must heal), all; or soak (no
 # fault for --soak SECONDS, default 60: false alarms are counted).
 # Every node runs dnp-drill-traffic (PUTs to every other node); the drill
 # also fails when a surviving node's command got no completion, or two.
@@ -47,7 +48,7 @@ if [ "${1:-}" = "--inner" ]; then
 	case $scen in
 	soak) sleep "$soak"; want= ; path= ;;
 	kill-dnpd) kill -9 "$dpid"; want='dnp faulty'; path=service ;;
-	kill-hfm) kill -9 "$hpid"; want='host faulty'; path=relay ;;
+	kill-hfm|restart-hfm) kill -9 "$hpid"; want='host faulty'; path=relay ;;
 	both) kill -9 "$dpid" "$hpid"; want='host dead'; path=inference ;;
 	sensor) "$dnpctl" --socket "$dir/node-$v.sock" sensor temp 99000; want='sensor temp alarm'; path=service ;;
 	svcnet-cut) kill -USR1 "$hpid"; want='hostdev svcnet alarm'; path=relay ;;
@@ -75,6 +76,28 @@ for e in d["events"]:
 	fi
 	set -- $res
 	aw=$1 got=$2
+	heal=
+	if [ "$scen" = restart-hfm ]; then
+		# A new host fault manager for the node: the picture must heal.
+		sleep 0.3
+		t1=$(date +%s%3N)
+		"$DRILL_HFM" --regs "$dir/node-$v.lofamo" --node "$v" --supervisor "$DNP_SUPERVISOR" \
+			--t-write "$tw" --t-read "$tr" 2>"$dir/hfm-$v.restart.log" &
+		newh=$!
+		for _ in $(seq 200); do
+			heal=$(json | python3 -c '
+import json, sys
+d = json.load(sys.stdin); v = int(sys.argv[1]); t1 = int(sys.argv[2])
+n = d["nodes"][v]
+if n["host"] == "ok" and n["dnp"] == "ok":
+    ev = [e for e in d["events"] if e["node"] == v and e["what"] == "host ok" and e["t_ms"] >= t1]
+    print(ev[0]["t_ms"] - t1 if ev else "")' "$v" "$t1" 2>/dev/null || true)
+			[ -n "$heal" ] && break
+			sleep 0.05
+		done
+		kill "$newh" 2>/dev/null || true
+		wait "$newh" 2>/dev/null || true
+	fi
 	# false alarms: fault events about nodes other than the victim and its links
 	fa=$(json | python3 -c '
 import json, sys
@@ -110,10 +133,11 @@ print(len(bad))' "$v" "$t0")
 	[ "$scen" = soak ] || [ "$got" = "$path" ] || verdict="FAIL (path $got, want $path)"
 	[ "$aw" -le $((bound * 3)) ] || verdict="FAIL (awareness $aw ms over the generous bound $((bound * 3)) ms)"
 	[ "$fa" = 0 ] || verdict="FAIL ($fa false alarms)"
+	[ "$scen" != restart-hfm ] || [ -n "$heal" ] || verdict="FAIL (the picture did not heal after the HFM restart)"
 	if [ "$csv" = 1 ]; then
 		echo "$scen,$transport,$tw,$tr,$aw,$got,$tok,$tfail,$tunf,$fa"
 	else
-		echo "drill $scen over $transport: awareness $aw ms (3 x T_read = $((3 * tr)) ms), path $got, PUTs ok $tok failed $tfail unfinished $tunf, false alarms $fa: $verdict"
+		echo "drill $scen over $transport: awareness $aw ms (3 x T_read = $((3 * tr)) ms), path $got,${heal:+ healed $heal ms after the restart,} PUTs ok $tok failed $tfail unfinished $tunf, false alarms $fa: $verdict"
 	fi
 	[ "$verdict" = PASS ]
 	exit
@@ -136,11 +160,12 @@ while [ $# -gt 0 ]; do
 	shift
 done
 scens=$scen
-[ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut"
+[ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut restart-hfm"
 [ "$csv" = 1 ] && [ $header = 1 ] &&
 	echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_failed,cmds_unfinished,false_alarms"
 export DNPCTL=$build/dnp-core/dnpd/dnpctl
 export DRILL_TRAFFIC=$build/lofamo/dnp-drill-traffic
+export DRILL_HFM=$build/lofamo/dnp-hfm
 export DRILL_LINK_TIMEOUT_MS=400
 # A command whose completion died with the victim fails after this (-ETIMEDOUT);
 # dnp-drill-traffic waits that long plus 2 s for the last completions.

@@ -6,6 +6,7 @@
 #   fi-check      fabric/fi_dnp_check: matching, truncation, cancel, CQ errors, RMA (2x1x1)
 #   fi-pingpong   Debian's fi_pingpong -e rdm between nodes 0 and 1, data checked (2x1x1)
 #   netpipe       NPopenmpi over `./dnp mpirun --torus 2x1x1` up to 8 KiB
+#   netpipe-dpdk  the same over --transport dpdk (root, DPDK build; namespace testbed)
 #   lammps        LAMMPS melt, 8 ranks on 2x2x2: thermo table identical to 8 ranks
 #                 over Open MPI's own shared memory (pml ob1, btl self,vader)
 #   hpcc          HPCC, 2 ranks on 2x1x1: Success=1, no FAILED, RandomAccess errors 0
@@ -63,10 +64,17 @@ PP
 	n=$(grep -c '^\[0,0,0\] 1m  *10  *=10 ' out)
 	[ "$n" -eq 1 ] || fail "server did not complete the 1 MiB transfers"
 	;;
-netpipe)
+netpipe | netpipe-dpdk)
 	need NPopenmpi netpipe-openmpi
 	need mpirun openmpi-bin
-	mpirun_dnp --torus 2x1x1 -- NPopenmpi -p 0 -u 8192 -o np.out >out 2>&1
+	tr=shm
+	if [ "$t" = netpipe-dpdk ]; then
+		[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
+		[ "$(id -u)" -eq 0 ] || skip "dpdk needs root (network namespaces, veth, packet sockets)"
+		command -v ip >/dev/null 2>&1 || skip "no 'ip' (iproute2) for the namespace testbed"
+		tr=dpdk
+	fi
+	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -p 0 -u 8192 -o np.out >out 2>&1
 	rc=$?
 	tail -5 out
 	[ $rc -eq 0 ] || fail "NPopenmpi exited $rc"
