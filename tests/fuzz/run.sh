@@ -65,10 +65,17 @@ unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
 # Presto (fuzz_presto.c): one 40-byte event record, an RX_PUT into the eager ring.
 mkdir -p "$tmp/presto"
 unhex 02010000010000000000000040000000000000000000000000000000000000000100004000000000 "$tmp/presto/rxput"
+# The libfabric provider (fuzz_fi.c, built when libfabric-dev is installed): the same record.
+mkdir -p "$tmp/fi"
+cp "$tmp/presto/rxput" "$tmp/fi/rxput"
 
 status=0
-for f in pkt cmd engine app lofamo presto; do
+for f in pkt cmd engine app lofamo presto fi; do
 	bin=$build/tests/fuzz/fuzz_$f
+	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
+		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"
+		continue
+	fi
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
 		exit 1
