@@ -47,7 +47,7 @@ app_hostile+=00000004ffff0000001000000000000000090100070f
 app_hostile+=0110000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000ff
 app_hostile+=09ff0f0710
 
-mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/app" "$tmp/artifacts"
+mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/app" "$tmp/impair" "$tmp/artifacts"
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$cmd_put" "$tmp/cmd/put"
@@ -61,6 +61,10 @@ cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/engine/"
 mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
 unhex 004c465356010200000300000007000000050000000000000000 "$tmp/lofamo/ack"
+# Impairment specs (transport/impair.h).
+printf 'dir=xp,loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,delay=50us,seed=7' >"$tmp/impair/full"
+printf 'off' >"$tmp/impair/off"
+printf 'loss=100%%,dir=zm' >"$tmp/impair/loss"
 
 # Presto (fuzz_presto.c): one 40-byte event record, an RX_PUT into the eager ring.
 mkdir -p "$tmp/presto"
@@ -81,7 +85,7 @@ mkdir -p "$tmp/sess"
 unhex 000300010100000005050603010101050603020200001000000100050603040101000000050506 "$tmp/sess/handshake"
 
 status=0
-for f in pkt cmd engine app lofamo presto fi conf sess; do
+for f in pkt cmd engine app lofamo presto fi impair conf sess; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
 		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"
