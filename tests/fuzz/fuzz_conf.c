@@ -19,6 +19,10 @@
  * directory given, the node inside the torus, a known transport, udp ports
  * that fit, and every derived path and link address either formed
  * (NUL-terminated, within its buffer) or refused with -ENAMETOOLONG.
+ *
+ * The file's bytes are also a backend's "k=v,k=v" option string
+ * (transport/options.c, the one parser of every backend's options): a value
+ * found is NUL-terminated within its buffer, a number within its bound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +34,7 @@
 
 #include "dnpd.h"
 #include "transport.h"
+#include "transport_priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -142,7 +147,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (r == 0)
 		check_values(&c);
 
-	/* 2. A command line naming the file; its options override the file's keys. */
+	/* 2. The same bytes as a backend's option string. */
+	if (flen < sizeof(argbuf)) {
+		static const char *const keys[] = { "shared", "chan", "mtu", "links", "" };
+		char val[16];
+		uint32_t u32;
+		uint64_t u64;
+
+		memcpy(argbuf, data, flen);
+		argbuf[flen] = 0;
+		for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			memset(val, 0x55, sizeof(val));
+			if (dnp_transport_opt(argbuf, keys[k], val, sizeof(val)))
+				CHECK(memchr(val, 0, sizeof(val)) != NULL);
+			r = dnp_transport_opt_u32(argbuf, keys[k], 7, 4096, &u32);
+			CHECK(r == -EINVAL || (r == 0 && u32 <= 4096));
+			r = dnp_transport_opt_u64(argbuf, keys[k], 7, &u64);
+			CHECK(r == 0 || r == -EINVAL);
+		}
+	}
+
+	/* 3. A command line naming the file; its options override the file's keys. */
 	argv[argc++] = "dnpd";
 	argv[argc++] = "--config";
 	argv[argc++] = memfd_path;

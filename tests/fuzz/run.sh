@@ -79,6 +79,7 @@ printf '[node]\ntorus = 2x2x1\ncoord = 1,0,0\nrun_dir = /tmp/x\ntransport = udp\
 	>"$tmp/conf/file"
 printf 'torus=4x1x1\nrun_dir=/r\n\0--coord\0003,0,0\0--heap-size\0002M\0--idle\0busy' \
 	>"$tmp/conf/argv"
+printf 'shared=1,chan=3,mtu=1500,links' >"$tmp/conf/options"
 # Socket requests (fuzz_sess.c, run_program): connect, HELLO, service, ATTACH,
 # service, REGISTER in the heap, service, read, STATS, service, read.
 mkdir -p "$tmp/sess"
