@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # SoftDNP demo: a 2x2x2 torus of dnpd daemons over shared memory, driven by
 # dnp-run: ping-pong between neighbours and between the farthest nodes, a
-# bandwidth run, and an all-to-all exchange verified byte by byte.
+# bandwidth run, an all-to-all exchange verified byte by byte, and a daemon
+# killed with kill -9 under traffic that rejoins the torus (rejoin.sh).
 # usage: dnp-demo.sh [BUILD_DIR]     (./dnp demo passes the build directory)
 set -u
 build=${1:-build}
@@ -42,6 +43,22 @@ step far dnp_pingpong --peer 1,1,1 --sizes 8,4096,65536 --iters 100
 step bw dnp_bw --sizes 4096,65536,1M --iters 300
 step alltoall dnp_alltoall
 
+# A relay daemon killed under traffic and started again with the same arguments.
+rejoin=$(dirname "$0")/../tests/integration/rejoin.sh
+echo
+echo "=== rejoin: kill -9 a daemon of a 4x1x1 ring under traffic, start it again"
+if [ -x "$rejoin" ]; then
+	if "$rejoin" "$build" shm >"$tmp/rejoin" 2>&1; then
+		echo "ok" >"$tmp/rejoin.rc"
+	else
+		echo "FAILED" >"$tmp/rejoin.rc"
+		status=1
+	fi
+	grep -Ev '^ +[0-9]|^#|bytes +iterations' "$tmp/rejoin" | sed 's/^/    /'
+else
+	echo "skipped (no source tree next to the demo)" >"$tmp/rejoin.rc"
+fi
+
 echo
 echo "=== Summary"
 printf '  %-42s %s\n' "ping-pong 0,0,0 <-> 1,0,0 (1 hop), 8 B" "$(lat near 8) us half round trip ($(cat "$tmp/near.rc"))"
@@ -50,6 +67,8 @@ printf '  %-42s %s\n' "ping-pong 1 hop, 1 MiB" "$(lat near 1048576) us"
 printf '  %-42s %s\n' "PUT bandwidth 1 hop, 1 MiB messages" "$(bw bw 1048576) MB/s ($(cat "$tmp/bw.rc"))"
 printf '  %-42s %s\n' "all-to-all (8 nodes x 7 peers x 3 sizes)" \
 	"$(grep -c 'all bytes verified' "$tmp/alltoall") of 8 nodes verified every byte ($(cat "$tmp/alltoall.rc"))"
+printf '  %-42s %s\n' "daemon killed and rejoined (shm)" \
+	"$(sed -n 's/^restart -> //p' "$tmp/rejoin" 2>/dev/null) ($(cat "$tmp/rejoin.rc"))"
 if [ $status -eq 0 ]; then
 	echo "  demo OK"
 else

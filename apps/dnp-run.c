@@ -13,7 +13,14 @@
  * expires, or dnp-run gets SIGINT/SIGTERM) it stops every process it started
  * (SIGTERM, then SIGKILL after a grace period, always by PID) and removes the
  * run directory. Exit status: 0 if every program exited 0 and every daemon
- * lived until the end; 1 otherwise; 2 on bad usage.
+ * lived until the end (or, with --daemon-death continue|restart, whatever
+ * the daemons did); 1 otherwise; 2 on bad usage.
+ *
+ * Daemons that die (fault drills): DIR/node-<id>.pid holds each daemon's PID.
+ * --daemon-death fail (default) stops the run; continue lets it go on
+ * without that daemon; restart starts it again at once with the same
+ * arguments (its log is appended to), and it rejoins the running torus
+ * (docs/dnpd.md, "Rejoin"). So `kill -9 $(cat DIR/node-3.pid)` restarts node 3.
  *
  * Network namespaces (--transport dpdk, or --netns with udp; root only): the
  * torus is built with tests/testbed/netns.sh (one namespace PREFIX-<id> per
@@ -56,6 +63,9 @@
 #define DRAIN_MS 2000
 #define MAX_NODES 4096u
 #define MAX_EXTRA 32
+#define MAX_RESTARTS 1000u
+
+enum { DEATH_FAIL = 0, DEATH_CONTINUE, DEATH_RESTART };
 
 extern char **environ;
 
@@ -72,6 +82,7 @@ struct node {
 	pid_t dpid;      /* its dnpd, 0 once reaped */
 	int dstatus;
 	bool dexpected;  /* we asked it to stop */
+	unsigned restarts; /* --daemon-death restart: times it was started again */
 	pid_t apid;      /* the program, 0 once reaped (or never started) */
 	pid_t apgid;     /* its process group (= its first PID), kept after reaping */
 	int astatus;
@@ -94,6 +105,7 @@ struct run {
 	int udp_base;
 	unsigned timeout_s, up_timeout_s;
 	bool keep_going, keep_dir, verbose, pin;
+	int daemon_death;    /* DEATH_* */
 	cpu_set_t cpus;      /* dnp-run's own affinity (--pin hands these out) */
 	char dir[PATH_MAX];
 	char selfdir[PATH_MAX];
@@ -160,6 +172,11 @@ static void usage(FILE *f)
 		"  --timeout SEC         fail if the programs run longer (default 300, 0 = none)\n"
 		"  --up-timeout SEC      how long daemons may take to bring links up (default 20)\n"
 		"  --keep-going          let the other programs finish when one fails\n"
+		"  --impair SPEC         link impairment for every dnpd (dnpd --impair, e.g.\n"
+		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
+		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
+		"                        (default), go on without it, or start it again\n"
+		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
 		"  --udp-base-port P     first UDP port of the daemons (default: a free range)\n"
 		"  --idle adaptive|busy  daemon idle policy (passed to dnpd)\n"
 		"  --dnpd-arg ARG        extra argument for every dnpd (repeatable)\n"
@@ -311,6 +328,26 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 	case 'k':
 		r->keep_going = true;
 		return 1;
+	case 'X':
+		if (!strcmp(arg, "fail"))
+			r->daemon_death = DEATH_FAIL;
+		else if (!strcmp(arg, "continue"))
+			r->daemon_death = DEATH_CONTINUE;
+		else if (!strcmp(arg, "restart"))
+			r->daemon_death = DEATH_RESTART;
+		else {
+			msg("bad --daemon-death '%s' (fail, continue or restart)", arg);
+			return -EINVAL;
+		}
+		return 1;
+	case 'J': /* dnpd checks the spec */
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--impair";
+		r->extra[r->nextra++] = arg;
+		return 1;
 	case 'K':
 		r->keep_dir = true;
 		return 1;
@@ -359,6 +396,8 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "timeout", required_argument, NULL, 'o' },
 		{ "up-timeout", required_argument, NULL, 'u' },
 		{ "keep-going", no_argument, NULL, 'k' },
+		{ "daemon-death", required_argument, NULL, 'X' },
+		{ "impair", required_argument, NULL, 'J' },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },
@@ -380,7 +419,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 	int c, ret;
 
 	run_defaults(r);
-	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:Rh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:h", lo, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			exit(0);
@@ -760,20 +799,33 @@ static unsigned netns_prefix(const struct run *r, unsigned id, const char **argv
 	return 4;
 }
 
-static int start_daemons(struct run *r)
+/* DIR/node-<id>.pid: for fault drills (kill -9 $(cat ...)). */
+static void write_pid_file(const struct run *r, unsigned id, pid_t pid)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/node-%u.pid", r->dir, id);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "%d\n", (int)pid);
+	fclose(f);
+}
+
+/* Starts node id's daemon (again, if restart: its log is appended to). */
+static int spawn_daemon(struct run *r, unsigned id, bool restart)
 {
 	char torus[64], coord[48], port[16], log[PATH_MAX + 32], ns[96], ini[PATH_MAX + 32];
 	const char *argv[32 + MAX_EXTRA];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	unsigned id, k, i;
+	unsigned k, i;
 	int e;
 
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
-	if (!strcmp(r->transport, "udp") && r->udp_base < 0 && !r->netns)
-		r->udp_base = pick_udp_base(r->n * 8 > 64 ? r->n * 8 : 64);
 	spawn_attr(&at);
-	for (id = 0; id < r->n; id++) {
+	{
 		struct node *nd = &r->nodes[id];
 
 		snprintf(coord, sizeof(coord), "%u,%u,%u", nd->x, nd->y, nd->z);
@@ -819,7 +871,9 @@ static int start_daemons(struct run *r)
 		argv[k] = NULL;
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		posix_spawn_file_actions_addopen(&fa, 1, log,
+						 O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC),
+						 0644);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		pin_for(r, id);
 		e = posix_spawn(&nd->dpid, argv[0], &fa, &at, (char *const *)argv, environ);
@@ -831,8 +885,24 @@ static int start_daemons(struct run *r)
 			posix_spawnattr_destroy(&at);
 			return -e;
 		}
+		write_pid_file(r, id, nd->dpid);
 	}
 	posix_spawnattr_destroy(&at);
+	return 0;
+}
+
+static int start_daemons(struct run *r)
+{
+	unsigned id;
+	int e;
+
+	if (!strcmp(r->transport, "udp") && r->udp_base < 0 && !r->netns)
+		r->udp_base = pick_udp_base(r->n * 8 > 64 ? r->n * 8 : 64);
+	for (id = 0; id < r->n; id++) {
+		e = spawn_daemon(r, id, false);
+		if (e)
+			return e;
+	}
 	return 0;
 }
 
@@ -886,6 +956,17 @@ static void reap(struct run *r)
 					break;
 				}
 				msg("dnpd of node %u,%u,%u died early (%s)", nd->x, nd->y, nd->z, how);
+				if (r->daemon_death == DEATH_CONTINUE && !r->aborting)
+					break;
+				if (r->daemon_death == DEATH_RESTART && !r->aborting &&
+				    nd->restarts < MAX_RESTARTS) {
+					nd->restarts++;
+					if (spawn_daemon(r, id, true) == 0) {
+						msg("dnpd of node %u,%u,%u restarted (pid %d)", nd->x,
+						    nd->y, nd->z, (int)nd->dpid);
+						break;
+					}
+				}
 				r->failed = true;
 				abort_apps(r, NULL);
 				break;

@@ -23,8 +23,12 @@ echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_fai
 round() {
 	for tr in shm udp; do
 		for s in $scens; do
-			bash "$drill" "$build" "$s" --transport "$tr" --csv --no-header 2>/dev/null |
-				grep -E "^$s," >>"$csv" || echo "$s,$tr,,,,FAILED,,,," >>"$csv"
+			bash "$drill" "$build" "$s" --transport "$tr" --csv --no-header \
+				2>"/tmp/lofamo-bench-$s-$tr.err" | grep -E "^$s," >>"$csv" || {
+				echo "$s,$tr,,,,FAILED,,,," >>"$csv"
+				echo "lofamo bench: $s over $tr failed; its log:" >&2
+				grep -v '^\[' "/tmp/lofamo-bench-$s-$tr.err" | tail -20 >&2
+			}
 		done
 	done
 }
@@ -65,6 +69,8 @@ for k in keys:
         v = [int(r[c]) for r in ok if r[c] != ""]
         return str(sum(v)) if v else "-"
     tr3 = 3 * int(ok[0]["t_read_ms"]) if ok else "-"
+    if k[0] == "soak":
+        aw = []
     print(f"| {k[0]} | {k[1]} | {len(ok)}/{len(rs)} | {','.join(paths)} | "
           f"{statistics.median(aw) if aw else '-'} | {max(aw) if aw else '-'} | {tr3} | "
           f"{tot('cmds_ok')} | {tot('cmds_failed')} | {tot('cmds_unfinished')} | {tot('false_alarms')} |")

@@ -52,7 +52,9 @@ struct xlink {
 	bool ack_dirty;   /* ack or FIFO occupancy changed since the last credit we sent */
 	uint32_t next_tx; /* unacked[next_tx] is the next to (re)send */
 	uint32_t sent_hw; /* unacked[0..sent_hw) were sent at least once */
+	bool was_up;      /* UP at least once: later UPs are reported as LINK events */
 	uint8_t cframe[DNP_FRAME_OVERHEAD];
+	uint8_t rframe[DNP_FRAME_OVERHEAD]; /* RESET frame (may go out beside a credit) */
 };
 
 enum slot_state { SLOT_FREE = 0, SLOT_ACTIVE };
@@ -928,6 +930,51 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	pkt_put(e, p);
 }
 
+/*
+ * A LINK event to every open port (len = direction, status 0 = UP again,
+ * -ENOLINK = broken). Informational: dropped when a queue has no room that
+ * is not promised to a command's completion.
+ */
+static void link_event(struct dnp_engine *e, unsigned dir, int status)
+{
+	struct dnp_event ev = {
+		.type = DNP_EV_LINK,
+		.peer_x = e->c.self.x, .peer_y = e->c.self.y, .peer_z = e->c.self.z,
+		.status = (int8_t)status,
+		.len = dir,
+	};
+
+	for (unsigned p = 0; p < e->c.max_ports; p++) {
+		struct evq *q = &e->ports[p];
+		if (!q->open)
+			continue;
+		if (evq_room(e, q))
+			evq_push(e, q, &ev);
+		else
+			e->st.link_events_dropped++;
+	}
+}
+
+static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now);
+
+/* The link module reported DNP_LINK_RST_* bits: drain on DOWN, restart on UP. */
+static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+
+	if (bits & DNP_LINK_RST_DOWN)
+		link_broken(e, dir, now);
+	if (bits & DNP_LINK_RST_UP) {
+		x->next_tx = x->sent_hw = 0;
+		x->credit_pending = true;
+		x->ack_dirty = false;
+		if (x->was_up)
+			link_event(e, dir, 0);
+		x->was_up = true;
+	}
+	e->dirty = true;
+}
+
 static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 {
 	struct xlink *x = &e->links[dir];
@@ -939,6 +986,8 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 			drop_unroutable(e, out[i], -ENOLINK, now);
 	x->next_tx = x->sent_hw = 0;
 	x->credit_pending = false;
+	x->ack_dirty = false;
+	link_event(e, dir, -ENOLINK);
 	/* Commands and GET responses waiting to be injected on this link fail. */
 	while (e->qhead[dir] != NO_SLOT) {
 		struct slot *s = &e->slots[e->qhead[dir]];
@@ -1007,7 +1056,9 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		return true;
 	}
 	struct xlink *x = &e->links[hop.dir];
-	if (dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, p->words))
+	/* Nothing is queued on a link before it is UP: going UP restarts its counters. */
+	if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
+	    !dnp_link_can_start(x->l, hop.vc, p->words))
 		return false;
 	q_pop(q);
 	if (in < DNP_NDIRS)
@@ -1134,7 +1185,8 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 
 	if (dnp_route_next(&e->router, dst, DNP_DIR_LOCAL, 0, &hop) < 0 || hop.dir != qi)
 		hop.vc = 0; /* overrides changed since it was queued: keep the queue's link */
-	if (!pool_has(e, flen) || dnp_link_window_full(x->l) ||
+	if (!pool_has(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
+	    dnp_link_window_full(x->l) ||
 	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
 		return false;
 	*vc = hop.vc;
@@ -1360,7 +1412,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	if (dir >= DNP_NDIRS || !e->links[dir].l)
 		return -ENODEV;
 	struct xlink *x = &e->links[dir];
-	if (dnp_link_state(x->l) == DNP_LINK_BROKEN)
+	if (dnp_link_state(x->l) == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
 		return -ENOLINK;
 	if (len > DNP_MAX_FRAME) {
 		e->st.rx_malformed++;
@@ -1390,6 +1442,17 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
 	dnp_link_stats_rx(x->l, words);
 	e->dirty = true;
+
+	/* Epochs (link.h): a RESET frame drives the handshake, others must match. */
+	if (h.lflags & DNP_LINK_F_RESET) {
+		link_transition(e, dir, dnp_link_on_reset(x->l, h.epoch, h.credit, now), now);
+		return rx_drop(e, p, 0);
+	}
+	rc = dnp_link_rx_epoch(x->l, h.epoch, now);
+	if (rc < 0)
+		return rx_drop(e, p, rc);
+	if (rc)
+		link_transition(e, dir, (unsigned)rc, now);
 
 	/* The peer's cumulative ack frees our unacked packets. */
 	while ((n = dnp_link_on_ack(x->l, h.ack, freed, 64, now)) > 0) {
@@ -1531,13 +1594,40 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	if (dir >= DNP_NDIRS || !e->links[dir].l || !max)
 		return 0;
 	struct xlink *x = &e->links[dir];
-	if (dnp_link_state(x->l) == DNP_LINK_BROKEN)
+	enum dnp_link_state st = dnp_link_state(x->l);
+	if (st == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
 		return 0;
 	uint32_t ack = dnp_link_ack_value(x->l);
+	bool up = st == DNP_LINK_UP;
 
-	if (x->credit_pending || (e->c.prompt_credits && x->ack_dirty)) {
+	if (dnp_link_sends_reset(x->l) && (x->credit_pending || dnp_link_reset_due(x->l))) {
+		/* Not UP: a probe instead of a credit. UP: an announce (link.h). */
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
+			.lflags = DNP_LINK_F_RESET,
+			.ack = ack,
+			.src_dir = (uint8_t)dir,
+			.dst = e->c.self,
+			.src = e->c.self,
+			.timestamp = (uint32_t)now,
+		};
+		h.epoch = dnp_link_take_reset(x->l, now, h.credit);
+		int len = dnp_pkt_encode(&h, NULL, x->rframe, sizeof(x->rframe));
+		if (len > 0) {
+			out[n++] = (struct dnp_frame){ x->rframe, (uint32_t)len };
+			dnp_link_stats_tx(x->l, (uint32_t)len / DNP_WORD_BYTES, false);
+		}
+		if (!up) {
+			x->credit_pending = false;
+			return n;
+		}
+	}
+	if (!up)
+		return 0;
+	if (n < max && (x->credit_pending || (e->c.prompt_credits && x->ack_dirty))) {
+		struct dnp_pkt_hdr h = {
+			.kind = DNP_PKT_CREDIT,
+			.epoch = dnp_link_epoch(x->l),
 			.ack = ack,
 			.src_dir = (uint8_t)dir,
 			.dst = e->c.self,
@@ -1559,6 +1649,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 		struct pkt *p = dnp_link_unacked_at(x->l, x->next_tx, &seq);
 		bool retx = x->next_tx < x->sent_hw;
 
+		dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
 		dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
 				retx ? DNP_FT_RETX : 0, p->hops_tx);
 		out[n++] = (struct dnp_frame){ p->frame, p->flen };
@@ -1596,9 +1687,15 @@ bool dnp_engine_has_work(const struct dnp_engine *e)
 		return true;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		const struct xlink *x = &e->links[d];
-		if (x->l && dnp_link_state(x->l) != DNP_LINK_BROKEN &&
-		    (x->credit_pending || (e->c.prompt_credits && x->ack_dirty) ||
-		     x->next_tx < dnp_link_unacked(x->l)))
+		if (!x->l)
+			continue;
+		enum dnp_link_state st = dnp_link_state(x->l);
+		if (st == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
+			continue;
+		if (dnp_link_reset_due(x->l) || x->credit_pending)
+			return true;
+		if (st == DNP_LINK_UP && ((e->c.prompt_credits && x->ack_dirty) ||
+					  x->next_tx < dnp_link_unacked(x->l)))
 			return true;
 	}
 	return false;
@@ -1609,7 +1706,7 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 	uint64_t t = UINT64_MAX;
 
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
-		if (!e->links[d].l || dnp_link_state(e->links[d].l) == DNP_LINK_BROKEN)
+		if (!e->links[d].l)
 			continue;
 		uint64_t ld = dnp_link_next_deadline(e->links[d].l);
 		if (ld < t)
@@ -1822,10 +1919,14 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	rc = -ENOMEM;
 	e->self_id = dnp_torus_id(&c->torus, c->self);
 	unsigned nlinks = 0;
+	struct dnp_link_conf lc = c->link;
+	if (!lc.nonce) /* deterministic for the lab: the caller sets a random one (dnpd) */
+		lc.nonce = ((uint32_t)c->key_secret[0] ^ (uint32_t)(c->key_secret[1] >> 7) ^
+			    (e->self_id * 0x9e3779b9u)) | 1u;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		if (c->torus.dim[d / 2] < 2)
 			continue;
-		int lrc = dnp_link_create(&c->link, now, &e->links[d].l);
+		int lrc = dnp_link_create(&lc, now, &e->links[d].l);
 		if (lrc < 0) {
 			rc = lrc;
 			goto fail;

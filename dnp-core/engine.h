@@ -42,6 +42,13 @@
  * (-ETIMEDOUT, reasm_timeout). Bounds and what holds where: docs/protocol.md,
  * "Completion under faults".
  *
+ * Links come back (link.h, "Epochs"): with link.reset_period set, a BROKEN
+ * link keeps probing its peer; when they agree on a new epoch it is UP again
+ * with fresh sequence numbers and credits. Packets of the old epoch are never
+ * delivered; what failed while it was down stays failed. Every open port gets
+ * a DNP_EV_LINK event (len = direction) when a link breaks (status -ENOLINK)
+ * and when it is UP again (status 0); the first UP is not reported.
+ *
  * Memory: everything is allocated by dnp_engine_create; the per-packet path
  * allocates nothing. Frames returned by dnp_engine_tx_burst point into the
  * engine and stay valid until the next call into the engine.
@@ -146,6 +153,7 @@ struct dnp_engine_stats {
 	uint64_t events;         /* events queued to applications */
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
 	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
+	uint64_t link_events_dropped; /* DNP_EV_LINK events a full event queue could not take */
 };
 
 struct dnp_engine;

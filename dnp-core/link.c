@@ -57,6 +57,13 @@ struct dnp_link {
 	bool retx_pending;      /* RETX reported, waiting for dnp_link_retx_done */
 	uint32_t retries;       /* RETX rounds since the last ack progress */
 
+	/* epochs: the agreed one while UP, the proposal otherwise (0: none yet) */
+	uint8_t epoch;
+	bool announce;       /* an announce is owed (we just came UP, or a probe asked) */
+	bool probe_now;      /* send a probe at once (the peer proposed something older) */
+	uint32_t peer_nonce; /* the peer we agreed the epoch with (0: none yet) */
+	uint64_t next_probe; /* BROKEN: when the next probe goes out */
+
 	struct dnp_link_stats st;
 };
 
@@ -94,6 +101,8 @@ int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link
 		return -ENOMEM;
 	}
 	l->c = *c;
+	if (!l->c.nonce)
+		l->c.nonce = 1;
 	l->mask = c->window - 1u;
 	l->state = DNP_LINK_INIT;
 	l->created = now;
@@ -420,9 +429,35 @@ unsigned dnp_link_drain(struct dnp_link *l, void **out, unsigned max)
 
 /* ---- time ---- */
 
-static unsigned go_broken(struct dnp_link *l)
+static uint8_t epoch_next(uint8_t e)
 {
+	return e == UINT8_MAX ? 1 : (uint8_t)(e + 1u);
+}
+
+/* Is a newer than b (serial arithmetic mod 256; 0 is older than everything)? */
+static bool epoch_newer(uint8_t a, uint8_t b)
+{
+	if (a == 0)
+		return false;
+	if (b == 0)
+		return true;
+	return (int8_t)(uint8_t)(a - b) > 0;
+}
+
+static void enter_broken(struct dnp_link *l, uint64_t now)
+{
+	if (l->state == DNP_LINK_UP)
+		l->epoch = epoch_next(l->epoch);
 	l->state = DNP_LINK_BROKEN;
+	l->announce = false;
+	l->probe_now = l->c.reset_period != 0;
+	l->next_probe = now;
+	l->st.breaks++;
+}
+
+static unsigned go_broken(struct dnp_link *l, uint64_t now)
+{
+	enter_broken(l, now);
 	return DNP_LINK_EV_BROKEN;
 }
 
@@ -436,18 +471,21 @@ unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
 {
 	unsigned ev = 0;
 
-	if (l->state == DNP_LINK_BROKEN)
+	if (l->state == DNP_LINK_BROKEN) {
+		if (l->c.reset_period && now >= l->next_probe)
+			return DNP_LINK_EV_CREDIT_DUE; /* a probe */
 		return 0;
+	}
 	if (l->state == DNP_LINK_INIT && l->c.init_timeout != 0 &&
 	    now - l->created >= l->c.init_timeout)
-		return go_broken(l);
+		return go_broken(l, now);
 	if (l->state == DNP_LINK_UP && l->c.credit_timeout != 0 &&
 	    now - l->last_credit >= l->c.credit_timeout)
-		return go_broken(l);
+		return go_broken(l, now);
 
 	if (unacked_count(l) > 0 && !l->retx_pending && now >= l->retx_deadline) {
 		if (l->retries >= l->c.max_retries)
-			return go_broken(l);
+			return go_broken(l, now);
 		l->retries++;
 		l->retx_pending = true;
 		l->st.retx_rounds++;
@@ -468,7 +506,7 @@ uint64_t dnp_link_next_deadline(const struct dnp_link *l)
 	uint64_t d;
 
 	if (l->state == DNP_LINK_BROKEN)
-		return UINT64_MAX;
+		return l->c.reset_period ? l->next_probe : UINT64_MAX;
 	d = l->next_credit;
 	if (l->state == DNP_LINK_INIT && l->c.init_timeout != 0)
 		d = min_u64(d, l->created + l->c.init_timeout);
@@ -484,8 +522,159 @@ bool dnp_link_set_broken(struct dnp_link *l)
 {
 	if (l->state == DNP_LINK_BROKEN)
 		return false;
-	l->state = DNP_LINK_BROKEN;
+	/* No clock here: the first probe goes out at the next tick. */
+	enter_broken(l, 0);
 	return true;
+}
+
+/* ---- epochs and the reset handshake ---- */
+
+uint8_t dnp_link_epoch(const struct dnp_link *l)
+{
+	return l->epoch;
+}
+
+bool dnp_link_sends_reset(const struct dnp_link *l)
+{
+	return l->state != DNP_LINK_UP || l->announce;
+}
+
+bool dnp_link_reset_due(const struct dnp_link *l)
+{
+	if (l->state == DNP_LINK_BROKEN && !l->c.reset_period)
+		return false;
+	return l->announce || l->probe_now;
+}
+
+bool dnp_link_recovers(const struct dnp_link *l)
+{
+	return l->c.reset_period != 0;
+}
+
+uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit)
+{
+	unsigned i;
+
+	for (i = 0; i < DNP_MAX_VC; i++) {
+		credit[i].occupancy = i < l->c.nvc ? l->vc[i].occ : 0;
+		credit[i].received = 0;
+	}
+	credit[0].received = l->c.nonce;
+	credit[1].received = l->state == DNP_LINK_UP ? DNP_RESET_ANNOUNCE : 0;
+	l->st.tx_resets++;
+	l->announce = false;
+	l->probe_now = false;
+	if (l->state == DNP_LINK_BROKEN)
+		l->next_probe = now + l->c.reset_period;
+	else if (l->state == DNP_LINK_INIT)
+		l->next_credit = now + l->c.credit_period;
+	return l->epoch;
+}
+
+/*
+ * Now UP in epoch e with the peer 'nonce': a fresh sequence space and fresh
+ * credit counters on both ends. Packets still queued were never sent (a link
+ * that is not UP sends no data, and a break drains what was sent): they are
+ * renumbered from 0. 'occ' is the peer's FIFO occupancy per VC, if known.
+ */
+static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dnp_credit_vc *occ,
+		  uint64_t now)
+{
+	unsigned i;
+	uint32_t seq = 0;
+
+	l->state = DNP_LINK_UP;
+	l->epoch = e;
+	if (nonce)
+		l->peer_nonce = nonce;
+	l->probe_now = false;
+	for (i = 0; i < l->c.nvc && i < DNP_MAX_VC; i++) {
+		struct dnp_link_vc *v = &l->vc[i];
+
+		v->sent = 0;
+		v->received = 0;
+		v->est = occ ? occ[i].occupancy : 0;
+		if (v->est > l->c.fifo_words)
+			v->est = l->c.fifo_words;
+		v->stopped = l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_yellow;
+		v->stalling = false;
+		v->latched = (struct dnp_credit_vc){ .occupancy = v->occ, .received = 0 };
+	}
+	for (uint32_t k = l->head; k != l->tail; k++)
+		l->ring[k & l->mask].seq = seq++;
+	l->next_seq = seq;
+	l->rx_expected = 0;
+	l->retries = 0;
+	l->retx_pending = false;
+	if (l->head != l->tail)
+		l->retx_deadline = now + l->c.rto;
+	l->last_credit = now;
+	l->next_credit = now; /* a credit (with the new epoch) goes out at once */
+	l->st.ups++;
+}
+
+unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_credit_vc *credit,
+			   uint64_t now)
+{
+	uint32_t nonce = credit[0].received;
+	bool announce = (credit[1].received & DNP_RESET_ANNOUNCE) != 0;
+	unsigned ret = 0;
+
+	l->st.rx_resets++;
+	if (l->state == DNP_LINK_BROKEN && !l->c.reset_period)
+		return 0; /* BROKEN is final */
+	if (l->state == DNP_LINK_UP) {
+		if (nonce == l->peer_nonce && !epoch_newer(epoch, l->epoch)) {
+			l->last_credit = now;
+			/*
+			 * A probe from the peer we agreed with (its own proposal,
+			 * or 0 while it is still fresh): it has not heard that we
+			 * are UP, or it is a late copy; an announce is harmless
+			 * either way. Announces are never answered.
+			 */
+			if (!announce)
+				l->announce = true;
+			return 0;
+		}
+		/* The peer restarted, or saw the link break: so does ours. */
+		enter_broken(l, now);
+		ret |= DNP_LINK_RST_DOWN;
+	}
+	/* INIT or BROKEN: probing with proposal l->epoch. */
+	if (epoch_newer(epoch, l->epoch)) {
+		go_up(l, epoch, nonce, credit, now);
+		l->announce = true;
+		return ret | DNP_LINK_RST_UP;
+	}
+	if (epoch == l->epoch && epoch != 0) {
+		go_up(l, epoch, nonce, credit, now);
+		l->announce = !announce; /* answer a probe; never an announce */
+		return ret | DNP_LINK_RST_UP;
+	}
+	if (epoch == 0 && l->epoch == 0) {
+		/* Two fresh ends: both take epoch 1. */
+		go_up(l, 1, nonce, credit, now);
+		l->announce = true;
+		return ret | DNP_LINK_RST_UP;
+	}
+	/* Older than our proposal: say it again, the peer adopts it. */
+	l->probe_now = true;
+	return ret;
+}
+
+int dnp_link_rx_epoch(struct dnp_link *l, uint8_t epoch, uint64_t now)
+{
+	if (l->state == DNP_LINK_UP) {
+		if (epoch == l->epoch)
+			return 0;
+	} else if (epoch != 0 && epoch == l->epoch &&
+		   (l->state == DNP_LINK_INIT || l->c.reset_period)) {
+		/* The peer adopted our proposal and is UP: so are we. */
+		go_up(l, epoch, 0, NULL, now);
+		return DNP_LINK_RST_UP;
+	}
+	l->st.rx_stale++;
+	return -ESTALE;
 }
 
 void dnp_link_stats_rx(struct dnp_link *l, uint32_t words)

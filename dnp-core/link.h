@@ -38,6 +38,30 @@
  * without progress, or no credit from the peer for credit_timeout (init_timeout
  * before the first one), make the link BROKEN; that is reported once.
  *
+ * Epochs and the reset handshake (docs/protocol.md, "Link epochs"). Every
+ * frame carries the sender's link epoch (u8, 0 = none yet). A link that is not
+ * UP sends RESET frames (CREDIT frames with DNP_LINK_F_RESET) instead of
+ * credits and no data: a "probe" proposes an epoch, an "announce" says "I am
+ * UP in this epoch". Each end has a nonce (its incarnation) in every RESET
+ * frame, so a restarted peer is told apart from a late copy of a handshake.
+ *   - INIT (fresh, proposal 0) and BROKEN (proposal = old epoch + 1) probe
+ *     every credit_period (INIT) or reset_period (BROKEN; 0 = BROKEN is final:
+ *     no probes and every frame dropped, the hardware's behaviour).
+ *   - A probe or announce with the same non-zero proposal, or a newer epoch,
+ *     brings a probing link UP (adopting the newer one); two fresh ends
+ *     (both 0) agree on epoch 1. Going UP restarts the sequence numbers (at 0)
+ *     and the credit counters; the remote FIFO estimate starts at the
+ *     occupancy the peer's RESET frame reported. Unsent queued packets are
+ *     renumbered; sent ones never survive a break (the caller drains them).
+ *   - An UP link that hears a probe from a new nonce (the peer restarted) or
+ *     a newer epoch (the peer saw the link break) breaks at once: it adopts a
+ *     newer epoch, or proposes epoch + 1. Any other probe from the known
+ *     nonce (the peer missed our announce, or a late copy) is answered with
+ *     an announce; announces are never answered.
+ *   - A frame that is not a RESET frame is accepted only by an UP link of the
+ *     same epoch (or brings a probing link with that non-zero proposal UP:
+ *     the peer adopted it); anything else is dropped and counted (rx_stale).
+ *
  * Sequence and word counters wrap modulo 2^32. Owned by one thread.
  */
 #ifndef DNP_LINK_H
@@ -74,6 +98,8 @@ struct dnp_link_conf {
 	uint64_t rto;            /* retransmit timeout, > 0 */
 	uint32_t max_retries;    /* retransmit rounds without progress before BROKEN */
 	uint32_t window;         /* max unacked packets, power of two, 1..65536 */
+	uint64_t reset_period;   /* BROKEN: probe the peer this often to come back (0: never) */
+	uint32_t nonce;          /* this end's incarnation, in RESET frames (0: taken as 1) */
 	uint8_t nvc;             /* 1..DNP_MAX_VC */
 	uint8_t rule;            /* enum dnp_start_rule */
 	uint8_t credit_model;    /* enum dnp_credit_model */
@@ -84,6 +110,9 @@ struct dnp_link_stats {
 	uint64_t tx_frames, tx_words, tx_retx_frames, retx_rounds, tx_credits;
 	uint64_t rx_frames, rx_words, rx_credits, rx_dup, rx_out_of_order, rx_overflow;
 	uint64_t credit_stalls; /* times a VC became blocked on credit (not polls) */
+	uint64_t rx_stale;      /* frames of another epoch (or while not UP) dropped */
+	uint64_t tx_resets, rx_resets; /* RESET frames sent and received */
+	uint64_t breaks, ups;   /* transitions to BROKEN, and to UP (the first included) */
 	/* The same per virtual channel (new packets only; retransmissions are per link). */
 	struct {
 		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
@@ -153,12 +182,41 @@ void dnp_link_retx_done(struct dnp_link *l, uint64_t now);
 /* Removes every unacked packet (link broken): fills out[] up to max, returns count. */
 unsigned dnp_link_drain(struct dnp_link *l, void **out, unsigned max);
 
+/* ---- epochs and the reset handshake ---- */
+/* Epoch to stamp on frames sent now (the proposal while not UP). */
+uint8_t dnp_link_epoch(const struct dnp_link *l);
+/* Must a RESET frame go out now (an announce, or a prompt probe), before any credit? */
+bool dnp_link_reset_due(const struct dnp_link *l);
+/* Should control frames be RESET frames (not UP, or an announce is owed)? */
+bool dnp_link_sends_reset(const struct dnp_link *l);
+/* Does a BROKEN link come back (reset_period != 0)? */
+bool dnp_link_recovers(const struct dnp_link *l);
+/*
+ * Fills the fields of a RESET frame to send now: returns its epoch; credit[]
+ * gets the occupancies, our nonce and the DNP_RESET_* flags (pkt.h). Schedules
+ * the next probe.
+ */
+uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit);
+/* Bits returned by dnp_link_on_reset and dnp_link_rx_epoch. */
+#define DNP_LINK_RST_DOWN 0x1u /* the link was UP and broke: drain and fail its packets */
+#define DNP_LINK_RST_UP 0x2u   /* the link is UP in a new epoch (after DOWN, if both) */
+/* A RESET frame arrived (epoch and credit[] as decoded). Returns DNP_LINK_RST_* bits. */
+unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_credit_vc *credit,
+			   uint64_t now);
+/*
+ * Any other valid frame arrived with 'epoch'. Returns -ESTALE (drop it:
+ * another epoch, or the link is not UP), or DNP_LINK_RST_UP when it brought a
+ * probing link UP (then process it), or 0.
+ */
+int dnp_link_rx_epoch(struct dnp_link *l, uint8_t epoch, uint64_t now);
+
 /* ---- time ---- */
 /* Returns DNP_LINK_EV_* bits due at 'now'. */
 unsigned dnp_link_tick(struct dnp_link *l, uint64_t now);
 /* Earliest time at which dnp_link_tick may return something new. */
 uint64_t dnp_link_next_deadline(const struct dnp_link *l);
-/* Force BROKEN (e.g. the transport lost carrier). Returns true if it was not BROKEN. */
+/* Force BROKEN (e.g. the transport lost carrier; it proposes a new epoch if it recovers).
+ * Returns true if it was not BROKEN. */
 bool dnp_link_set_broken(struct dnp_link *l);
 /* Called for every valid frame from the peer (any kind): liveness for INIT->UP is credit-only. */
 void dnp_link_stats_rx(struct dnp_link *l, uint32_t words);

@@ -31,7 +31,7 @@
 #define LW_ACK 8u     /* u32 */
 #define LW_FLEN 12u   /* u16: whole frame in bytes */
 #define LW_SRCDIR 14u /* u8 */
-#define LW_RSVD 15u   /* u8, zero */
+#define LW_EPOCH 15u  /* u8: link epoch */
 
 /* word 1: H0 */
 #define H0_DST 16u    /* x, y, z */
@@ -153,7 +153,7 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 {
 	uint64_t end;
 
-	if ((h->lflags & ~DNP_LINK_F_SEQ) || h->src_dir > DNP_DIR_LOCAL ||
+	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || h->src_dir > DNP_DIR_LOCAL ||
 	    (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || (h->fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 
@@ -164,6 +164,8 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 			return -EINVAL;
 		return 0;
 	}
+	if (h->lflags & DNP_LINK_F_RESET)
+		return -EINVAL; /* only link control resets a link */
 	if (kind_is_data(h->kind) && !(h->lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
 	if (h->kind == DNP_PKT_GET_REQ && h->len != DNP_GET_DESC_BYTES)
@@ -252,7 +254,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put32(p, LW_ACK, h->ack);
 	put16(p, LW_FLEN, (uint16_t)flen);
 	put8(p, LW_SRCDIR, h->src_dir);
-	put8(p, LW_RSVD, 0);
+	put8(p, LW_EPOCH, h->epoch);
 
 	put8(p, H0_DST + 0, h->dst.x);
 	put8(p, H0_DST + 1, h->dst.y);
@@ -358,6 +360,7 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->seq = get32(p, LW_SEQ);
 	h->ack = get32(p, LW_ACK);
 	h->src_dir = p[LW_SRCDIR];
+	h->epoch = p[LW_EPOCH];
 
 	h->dst.x = p[H0_DST + 0];
 	h->dst.y = p[H0_DST + 1];
@@ -393,7 +396,7 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	ret = check_class(h);
 	if (ret)
 		return ret;
-	if (p[LW_RSVD] || get16(ft, FT_RSVD) || !padding_is_zero(p, h->len))
+	if (get16(ft, FT_RSVD) || !padding_is_zero(p, h->len))
 		return -EINVAL;
 	ret = check_rules(h);
 	if (ret)
@@ -415,10 +418,13 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	if (get16(p, LW_MAGIC) != DNP_PKT_MAGIC || p[LW_VERSION] != DNP_PKT_VERSION ||
 	    get16(p, LW_FLEN) != len)
 		return -EINVAL;
-	if ((lflags & ~DNP_LINK_F_SEQ) || src_dir > DNP_DIR_LOCAL || (fstatus & ~DNP_FT_RETX))
+	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || src_dir > DNP_DIR_LOCAL ||
+	    (fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 	/* Keep the sequencing rule of check_rules() so the result still decodes. */
 	kind = p[H0_KVF] & KVF_KIND_MASK;
+	if (kind != DNP_PKT_CREDIT && (lflags & DNP_LINK_F_RESET))
+		return -EINVAL;
 	if (kind == DNP_PKT_CREDIT && (lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
 	if (kind_is_data(kind) && !(lflags & DNP_LINK_F_SEQ))

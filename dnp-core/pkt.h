@@ -55,6 +55,14 @@ enum dnp_pkt_kind {
 
 /* Link word flags */
 #define DNP_LINK_F_SEQ 0x1u /* frame carries a sequenced packet (seq valid) */
+/*
+ * CREDIT frames only: a link reset frame (docs/protocol.md, "Link epochs"):
+ * epoch is the proposed or agreed epoch, credit[0..1].occupancy the sender's
+ * RX FIFO occupancies, credit[0].received its incarnation nonce and
+ * credit[1].received DNP_RESET_* flags.
+ */
+#define DNP_LINK_F_RESET 0x2u
+#define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
 
 /* Footer status bits */
 #define DNP_FT_RETX 0x1u /* this transmission is a retransmission */
@@ -69,6 +77,7 @@ struct dnp_pkt_hdr {
 	/* link word */
 	uint8_t lflags;  /* DNP_LINK_F_* */
 	uint8_t src_dir; /* sender's output direction (diagnostic) */
+	uint8_t epoch;   /* link epoch of the sender (0: none yet) */
 	uint32_t seq;    /* link sequence number, valid if DNP_LINK_F_SEQ */
 	uint32_t ack;    /* cumulative ack: next seq expected from the peer */
 	/* H0 */
@@ -168,5 +177,14 @@ static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
 
 /* Short name of a kind ("PUT", ...) or "?". */
 const char *dnp_pkt_kind_name(unsigned kind);
+
+/*
+ * Sets the link epoch of an encoded frame (link word byte 15) without
+ * touching the CRC: the caller restamps the frame before sending it.
+ */
+static inline void dnp_pkt_set_epoch(uint8_t *frame, uint8_t epoch)
+{
+	frame[15] = epoch;
+}
 
 #endif

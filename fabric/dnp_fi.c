@@ -2328,6 +2328,9 @@ static struct fi_provider dfi_prov = {
 	.cleanup = dfi_cleanup,
 };
 
+/* libfabric's entry point for a DL provider (declared here: no header has it). */
+struct fi_provider *fi_prov_ini(void);
+
 FI_EXT_INI
 {
 	return &dfi_prov;

@@ -707,6 +707,189 @@ static void test_link_next_deadline_is_earliest(void **state)
 	dnp_link_destroy(l);
 }
 
+/* ---- epochs and the reset handshake ---- */
+
+static struct dnp_link *mk_nonce(struct dnp_link_conf c, uint32_t nonce, uint64_t now)
+{
+	c.nonce = nonce;
+	return mk(&c, now);
+}
+
+/* Delivers one RESET frame from 'from' to 'to' (both sides of the API). */
+static unsigned reset_to(struct dnp_link *from, struct dnp_link *to, uint64_t now)
+{
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+	uint8_t e = dnp_link_take_reset(from, now, cr);
+
+	return dnp_link_on_reset(to, e, cr, now);
+}
+
+static void test_link_fresh_ends_agree_on_epoch_1(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a = mk_nonce(c, 11, 0), *b = mk_nonce(c, 22, 0);
+
+	assert_true(dnp_link_sends_reset(a));
+	assert_int_equal(dnp_link_epoch(a), 0);
+	assert_true(dnp_link_tick(a, 0) & DNP_LINK_EV_CREDIT_DUE); /* the first probe */
+	/* A's probe reaches B: B is UP in epoch 1 and owes an announce. */
+	assert_int_equal(reset_to(a, b, 1), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
+	assert_int_equal(dnp_link_epoch(b), 1);
+	assert_true(dnp_link_reset_due(b));
+	/* B's announce brings A UP in the same epoch; nobody answers an announce. */
+	assert_int_equal(reset_to(b, a, 2), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_state(a), DNP_LINK_UP);
+	assert_int_equal(dnp_link_epoch(a), 1);
+	assert_false(dnp_link_reset_due(b));
+	assert_int_equal(dnp_link_on_reset(b, 1, (struct dnp_credit_vc[2]){ { 0, 11 },
+				{ 0, DNP_RESET_ANNOUNCE } }, 3), 0);
+	assert_false(dnp_link_reset_due(b));
+	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
+	/* Frames of the agreed epoch pass, others are dropped and counted. */
+	assert_int_equal(dnp_link_rx_epoch(a, 1, 3), 0);
+	assert_int_equal(dnp_link_rx_epoch(a, 0, 3), -ESTALE);
+	assert_int_equal(dnp_link_rx_epoch(a, 2, 3), -ESTALE);
+	assert_int_equal(dnp_link_stats(a)->rx_stale, 2);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+static void test_link_late_handshake_copies_do_not_break(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a = mk_nonce(c, 11, 0), *b = mk_nonce(c, 22, 0);
+	struct dnp_credit_vc old_probe[DNP_MAX_VC];
+
+	(void)dnp_link_take_reset(a, 0, old_probe); /* a probe of epoch 0 from A */
+	assert_int_equal(dnp_link_on_reset(b, 0, old_probe, 1), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 2), DNP_LINK_RST_UP);
+	/*
+	 * A's first probe again (a late copy, or A missed B's announce and
+	 * probes on): same nonce, older epoch: no break, only an announce.
+	 */
+	struct dnp_credit_vc scratch[DNP_MAX_VC];
+	(void)dnp_link_take_reset(b, 2, scratch); /* B's owed announce goes out */
+	assert_false(dnp_link_reset_due(b));
+	assert_int_equal(dnp_link_on_reset(b, 0, old_probe, 3), 0);
+	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
+	assert_true(dnp_link_reset_due(b));
+	assert_int_equal(dnp_link_stats(b)->breaks, 0);
+	/* A probe of the current epoch from the known peer is answered, not a break. */
+	struct dnp_credit_vc probe1[DNP_MAX_VC] = { { 0, 11 }, { 0, 0 } };
+	(void)dnp_link_take_reset(b, 3, scratch); /* clear b's owed announce */
+	assert_int_equal(dnp_link_on_reset(b, 1, probe1, 4), 0);
+	assert_true(dnp_link_reset_due(b));
+	assert_int_equal(dnp_link_stats(b)->breaks, 0);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/* The peer restarts (new nonce, fresh): the UP end breaks, proposes epoch + 1, both come back. */
+static void test_link_restarted_peer_rejoins(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	c.reset_period = 1000;
+	struct dnp_link *a = mk_nonce(c, 11, 0), *b = mk_nonce(c, 22, 0);
+	void *freed[8];
+	int pkt[3];
+
+	assert_int_equal(reset_to(a, b, 0), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 0), DNP_LINK_RST_UP);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(dnp_link_seq_push(a, &pkt[i], 1), i);
+		dnp_link_commit(a, 0, 4);
+	}
+	assert_int_equal(dnp_link_rx_seq(b, 0), 0);
+	/* B is killed; B2 starts afresh with another nonce. */
+	dnp_link_destroy(b);
+	struct dnp_link *b2 = mk_nonce(c, 33, 10);
+	assert_int_equal(reset_to(b2, a, 10), DNP_LINK_RST_DOWN);
+	assert_int_equal(dnp_link_state(a), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_link_epoch(a), 2);
+	assert_true(dnp_link_reset_due(a)); /* it answers with its proposal at once */
+	/* The caller drains what was sent in epoch 1: it is never resent. */
+	assert_int_equal(dnp_link_drain(a, freed, 8), 3);
+	assert_int_equal(dnp_link_unacked(a), 0);
+	/* A's proposal: B2 adopts epoch 2, announces; A is UP again. */
+	assert_int_equal(reset_to(a, b2, 11), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_epoch(b2), 2);
+	assert_int_equal(reset_to(b2, a, 12), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_state(a), DNP_LINK_UP);
+	assert_int_equal(dnp_link_epoch(a), 2);
+	/* Sequence numbers and credit counters restarted on both ends. */
+	assert_int_equal(dnp_link_seq_push(a, &pkt[0], 13), 0);
+	assert_int_equal(dnp_link_ack_value(a), 0);
+	assert_int_equal(dnp_link_rx_seq(b2, 0), 0);
+	assert_int_equal(dnp_link_estimate(a, 0), 0);
+	assert_int_equal(dnp_link_stats(a)->breaks, 1);
+	assert_int_equal(dnp_link_stats(a)->ups, 2);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b2);
+}
+
+/* A silent link breaks on its timeout, probes every reset_period, and comes back. */
+static void test_link_silent_link_comes_back(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	c.credit_timeout = 500;
+	c.reset_period = 200;
+	struct dnp_link *a = mk_nonce(c, 11, 0), *b = mk_nonce(c, 22, 0);
+
+	assert_int_equal(reset_to(a, b, 0), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 0), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_tick(a, 600) & DNP_LINK_EV_BROKEN, DNP_LINK_EV_BROKEN);
+	assert_int_equal(dnp_link_epoch(a), 2);
+	/* probes: at once, then every reset_period */
+	assert_true(dnp_link_tick(a, 600) & DNP_LINK_EV_CREDIT_DUE);
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+	assert_int_equal(dnp_link_take_reset(a, 600, cr), 2);
+	assert_int_equal(cr[1].received & DNP_RESET_ANNOUNCE, 0);
+	assert_int_equal(dnp_link_tick(a, 700), 0);
+	assert_int_equal(dnp_link_next_deadline(a), 800);
+	assert_true(dnp_link_tick(a, 800) & DNP_LINK_EV_CREDIT_DUE);
+	/* Old-epoch frames from B (still UP in 1) are dropped, never accepted. */
+	assert_int_equal(dnp_link_rx_epoch(a, 1, 810), -ESTALE);
+	/* B hears the probe of epoch 2: it breaks too, adopts it and is UP again. */
+	assert_int_equal(reset_to(a, b, 820), DNP_LINK_RST_DOWN | DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_epoch(b), 2);
+	/* A sees a frame of epoch 2 (B's announce may be lost): UP. */
+	assert_int_equal(dnp_link_rx_epoch(a, 2, 830), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_state(a), DNP_LINK_UP);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/* reset_period 0: BROKEN is final (the hardware): no probes, resets ignored. */
+static void test_link_broken_final_without_reset_period(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a = mk_nonce(c, 11, 0), *b = mk_nonce(c, 22, 0);
+
+	assert_int_equal(reset_to(a, b, 0), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 0), DNP_LINK_RST_UP);
+	assert_true(dnp_link_set_broken(a));
+	assert_false(dnp_link_reset_due(a));
+	assert_int_equal(dnp_link_tick(a, 10000), 0);
+	assert_int_equal(dnp_link_next_deadline(a), UINT64_MAX);
+	assert_int_equal(reset_to(b, a, 10), 0);
+	assert_int_equal(dnp_link_state(a), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_link_rx_epoch(a, 1, 10), -ESTALE);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/* Epochs wrap past 255 to 1 (0 means "none"), and stay ordered across the wrap. */
+static void test_link_epoch_wrap(void **state)
+{
+	assert_int_equal(epoch_next(255), 1);
+	assert_int_equal(epoch_next(1), 2);
+	assert_true(epoch_newer(1, 255));
+	assert_false(epoch_newer(255, 1));
+	assert_true(epoch_newer(1, 0));
+	assert_false(epoch_newer(0, 7));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +914,12 @@ int main(void)
 		cmocka_unit_test(test_link_init_timeout),
 		cmocka_unit_test(test_link_set_broken_and_drain),
 		cmocka_unit_test(test_link_next_deadline_is_earliest),
+		cmocka_unit_test(test_link_fresh_ends_agree_on_epoch_1),
+		cmocka_unit_test(test_link_late_handshake_copies_do_not_break),
+		cmocka_unit_test(test_link_restarted_peer_rejoins),
+		cmocka_unit_test(test_link_silent_link_comes_back),
+		cmocka_unit_test(test_link_broken_final_without_reset_period),
+		cmocka_unit_test(test_link_epoch_wrap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -467,7 +467,7 @@ static void test_pkt_decode_einval(void **state)
 	size_t n;
 
 	n = put_frame(f);
-	f[15] = 1; /* link word reserved byte */
+	f[3] |= DNP_LINK_F_RESET; /* RESET on a frame that is not a CREDIT */
 	assert_int_equal(decode_fixed(f, n), -EINVAL);
 	n = put_frame(f);
 	f[n - 16 + 7] = 0x80; /* footer reserved */

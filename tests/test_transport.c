@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "doorbell.h"
+#include "impair.h"
 #include "transport.h"
 
 #define FRAME_MAX 4160u
@@ -434,6 +435,247 @@ static void test_transport_shm_bad_conf(void **state)
 	dnp_transport_shm.close(t0);
 }
 
+/*
+ * A side whose process was killed (kill -9: no close) is taken over by the
+ * next opener, which then talks to the live peer through the same file.
+ */
+static void test_transport_shm_reattach_after_kill(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	uint8_t msg[64] = "after the restart";
+	struct dnp_tx_frame tx = { msg, sizeof(msg) };
+	char path[256];
+	int status, n;
+	pid_t pid;
+
+	shm_path(path, sizeof(path), "reattach.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct dnp_transport *tc;
+
+		if (ops->open(&c1, &tc) != 0)
+			_exit(3);
+		raise(SIGKILL); /* dies holding side 1 */
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* side 0 is live: a second opener of side 0 is still refused */
+	assert_int_equal(ops->open(&c0, &t1), -EBUSY);
+	/* side 1's process is dead: taken over */
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_true(ops->up(t0));
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	n = ops->rx_burst(t1, rx, 4);
+	assert_int_equal(n, 1);
+	assert_memory_equal(rx[0].data, msg, sizeof(msg));
+	ops->close(t1);
+	ops->close(t0);
+	/* the last close unlinked the file */
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* ---- impairment layer ---- */
+
+static void test_impair_parse(void **state)
+{
+	struct dnp_impair_conf c;
+	char buf[256];
+
+	assert_int_equal(dnp_impair_parse("dir=xp,loss=1%,reorder=0.5%,dup=0.1%,corrupt=0.01%,"
+					  "delay=50us,seed=7", &c), 0);
+	assert_int_equal(c.dirs, 1u << 0);
+	assert_int_equal(c.loss, 10000);
+	assert_int_equal(c.reorder, 5000);
+	assert_int_equal(c.dup, 1000);
+	assert_int_equal(c.corrupt, 100);
+	assert_int_equal(c.delay_ns, 50000);
+	assert_int_equal(c.seed, 7);
+	assert_true(dnp_impair_active(&c));
+	dnp_impair_format(&c, buf, sizeof(buf));
+	struct dnp_impair_conf again;
+	assert_int_equal(dnp_impair_parse(buf, &again), 0);
+	assert_memory_equal(&c, &again, sizeof(c));
+	assert_int_equal(dnp_impair_parse("off", &c), 0);
+	assert_false(dnp_impair_active(&c));
+	assert_int_equal(dnp_impair_parse("", &c), 0);
+	assert_int_equal(dnp_impair_parse("loss=100%", &c), 0);
+	assert_int_equal(c.loss, 1000000);
+	assert_int_equal(c.dirs, 0x3f);
+	assert_int_equal(dnp_impair_parse("dir=zm,delay=2ms", &c), 0);
+	assert_int_equal(c.dirs, 1u << 5);
+	assert_int_equal(c.delay_ns, 2000000);
+	static const char *const bad[] = {
+		"loss=101%", "loss=1.00001%", "loss=", "loss=%", "loss=x", "dir=up", "loss",
+		"loss=1%,", ",loss=1%", "bogus=1", "delay=5", "delay=2s", "delay=1001ms",
+		"seed=-1", "seed=18446744073709551616", "dup=1%%", "loss=1%=2",
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(dnp_impair_parse(bad[i], &c), -EINVAL);
+	assert_int_equal(dnp_impair_parse(NULL, &c), -EINVAL);
+}
+
+/* A backend that records what it is asked to send. */
+#define REC_MAX 4096
+struct rec {
+	struct dnp_transport_base base;
+	unsigned n;
+	uint32_t len[REC_MAX];
+	uint8_t data[REC_MAX][64];
+};
+
+static int rec_tx(struct dnp_transport *t, const struct dnp_tx_frame *f, unsigned n)
+{
+	struct rec *r = (struct rec *)(void *)t;
+	unsigned i;
+
+	for (i = 0; i < n && r->n < REC_MAX; i++, r->n++) {
+		r->len[r->n] = f[i].len;
+		memcpy(r->data[r->n], f[i].data, f[i].len);
+	}
+	return (int)i;
+}
+static int rec_rx(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n) { return 0; }
+static uint32_t rec_mtu(const struct dnp_transport *t) { return 64; }
+static int rec_fd(const struct dnp_transport *t) { return -1; }
+static bool rec_up(const struct dnp_transport *t) { return true; }
+static void rec_close(struct dnp_transport *t) { free(t); }
+static const struct dnp_transport_ops rec_ops = {
+	.name = "rec", .close = rec_close, .tx_burst = rec_tx, .rx_burst = rec_rx,
+	.mtu = rec_mtu, .wait_fd = rec_fd, .up = rec_up,
+};
+
+static struct dnp_transport *impaired(const char *spec, unsigned dir, struct rec **inner)
+{
+	struct dnp_impair_conf c;
+	struct dnp_transport *t;
+	struct rec *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->base.ops = &rec_ops;
+	assert_int_equal(dnp_impair_parse(spec, &c), 0);
+	assert_int_equal(dnp_impair_wrap((struct dnp_transport *)(void *)r, dir, &c, &t), 0);
+	*inner = r;
+	return t;
+}
+
+/* Sends 1000 numbered 64-byte frames one by one. */
+static void send_numbered(struct dnp_transport *t)
+{
+	for (unsigned i = 0; i < 1000; i++) {
+		uint8_t b[64];
+		struct dnp_tx_frame f = { b, sizeof(b) };
+
+		memset(b, 0, sizeof(b));
+		memcpy(b, &i, sizeof(i));
+		assert_int_equal(dnp_transport_impair.tx_burst(t, &f, 1), 1);
+	}
+	while (dnp_impair_flush(t))
+		;
+}
+
+static unsigned bits_differ(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	unsigned d = 0;
+
+	for (size_t i = 0; i < n; i++)
+		d += (unsigned)__builtin_popcount((unsigned)(a[i] ^ b[i]));
+	return d;
+}
+
+static void test_impair_faults_and_counters(void **state)
+{
+	struct rec *r;
+	struct dnp_transport *t;
+	const struct dnp_impair_stats *st;
+
+	/* not our direction: untouched */
+	t = impaired("dir=xm,loss=100%", 0, &r);
+	send_numbered(t);
+	assert_int_equal(r->n, 1000);
+	dnp_transport_impair.close(t);
+
+	t = impaired("loss=10%,seed=3", 0, &r);
+	send_numbered(t);
+	st = dnp_impair_stats(t);
+	assert_int_equal(st->frames, 1000);
+	assert_int_equal(r->n, 1000 - st->dropped);
+	assert_in_range(st->dropped, 50, 150);
+	dnp_transport_impair.close(t);
+
+	t = impaired("corrupt=100%", 0, &r);
+	send_numbered(t);
+	assert_int_equal(r->n, 1000);
+	for (unsigned i = 0; i < 1000; i++) {
+		uint8_t b[64] = { 0 };
+
+		memcpy(b, &i, sizeof(i));
+		assert_int_equal(bits_differ(b, r->data[i], 64), 1); /* one bit flipped */
+	}
+	assert_int_equal(dnp_impair_stats(t)->corrupted, 1000);
+	dnp_transport_impair.close(t);
+
+	t = impaired("dup=100%", 0, &r);
+	send_numbered(t);
+	assert_int_equal(r->n, 2000);
+	assert_memory_equal(r->data[0], r->data[1], 64);
+	assert_int_equal(dnp_impair_stats(t)->duplicated, 1000);
+	dnp_transport_impair.close(t);
+
+	/* reordering: every frame arrives, not all in order */
+	t = impaired("reorder=20%,seed=9", 0, &r);
+	send_numbered(t);
+	assert_int_equal(r->n, 1000);
+	unsigned late = 0, seen[1000] = { 0 };
+	for (unsigned i = 0; i < 1000; i++) {
+		unsigned v;
+
+		memcpy(&v, r->data[i], sizeof(v));
+		assert_true(v < 1000);
+		seen[v]++;
+		if (v != i)
+			late++;
+	}
+	for (unsigned i = 0; i < 1000; i++)
+		assert_int_equal(seen[i], 1);
+	assert_true(late > 0);
+	assert_true(dnp_impair_stats(t)->reordered > 0);
+	dnp_transport_impair.close(t);
+}
+
+/* The same seed gives the same fates; another seed others. */
+static void test_impair_reproducible(void **state)
+{
+	struct rec *a, *b, *c;
+	struct dnp_transport *ta = impaired("loss=5%,dup=5%,corrupt=5%,reorder=5%,seed=7", 2, &a);
+	struct dnp_transport *tb = impaired("loss=5%,dup=5%,corrupt=5%,reorder=5%,seed=7", 2, &b);
+	struct dnp_transport *tc = impaired("loss=5%,dup=5%,corrupt=5%,reorder=5%,seed=8", 2, &c);
+
+	send_numbered(ta);
+	send_numbered(tb);
+	send_numbered(tc);
+	assert_int_equal(a->n, b->n);
+	assert_memory_equal(a->data, b->data, (size_t)a->n * 64);
+	assert_true(a->n != c->n || memcmp(a->data, c->data, (size_t)a->n * 64) != 0);
+	/* run-time change: off passes everything */
+	struct dnp_impair_conf off;
+	assert_int_equal(dnp_impair_parse("off", &off), 0);
+	dnp_impair_set(ta, &off);
+	unsigned before = a->n;
+	send_numbered(ta);
+	assert_int_equal(a->n, before + 1000);
+	dnp_transport_impair.close(ta);
+	dnp_transport_impair.close(tb);
+	dnp_transport_impair.close(tc);
+}
+
 static void udp_exchange(const char *mode, unsigned port)
 {
 	struct dnp_transport_conf c0, c1;
@@ -723,6 +965,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_shm_rings_peer_doorbell),
 		cmocka_unit_test(test_transport_shm_rejects_bad_slot),
 		cmocka_unit_test(test_transport_shm_bad_conf),
+		cmocka_unit_test(test_transport_shm_reattach_after_kill),
+		cmocka_unit_test(test_impair_parse),
+		cmocka_unit_test(test_impair_faults_and_counters),
+		cmocka_unit_test(test_impair_reproducible),
 		cmocka_unit_test(test_transport_udp_exchange_plain),
 		cmocka_unit_test(test_transport_udp_wait_fd_plain),
 		cmocka_unit_test(test_transport_udp_bad_address),

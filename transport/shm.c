@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,6 +59,7 @@ struct dnp_shm_hdr {
 	/* line 1: attach bookkeeping */
 	alignas(64) _Atomic uint32_t state[2]; /* enum dnp_shm_state per side */
 	_Atomic uint32_t refs;                 /* ends attached; last close unlinks */
+	_Atomic int32_t pid[2];                /* process that holds side i (reattach) */
 	/* lines 2-3: receive doorbell of side i */
 	struct dnp_doorbell bell[2];
 	/* lines 4-7: indices of ring i */
@@ -160,6 +162,7 @@ static int shm_create(int fd, const struct dnp_transport_conf *c, struct dnp_shm
 	dnp_doorbell_init(&h->bell[0]);
 	dnp_doorbell_init(&h->bell[1]);
 	atomic_store_explicit(&h->state[c->side], DNP_SHM_OPEN, memory_order_relaxed);
+	atomic_store_explicit(&h->pid[c->side], (int32_t)getpid(), memory_order_relaxed);
 	atomic_store_explicit(&h->refs, 1, memory_order_relaxed);
 	/* release: pairs with the attacher's acquire load of magic */
 	atomic_store_explicit(&h->magic, DNP_SHM_MAGIC, memory_order_release);
@@ -217,14 +220,33 @@ static int shm_attach(const char *path, const struct dnp_transport_conf *c, uint
 		ret = -EPROTO;
 		goto out_unmap;
 	}
-	/* A side already claimed means a live peer with our role or a stale file. */
+	/*
+	 * A side already claimed: by a live process with our role (-EBUSY), or
+	 * by one that died (kill -9) or closed: a restarted daemon takes it
+	 * over and carries on with the rings' indices as they are; what is
+	 * left in them belongs to an old link epoch and is dropped above us.
+	 */
 	if (!atomic_compare_exchange_strong_explicit(&h->state[c->side], &absent, DNP_SHM_OPEN,
 						     memory_order_acq_rel,
 						     memory_order_relaxed)) {
-		ret = -EBUSY;
-		goto out_unmap;
+		uint32_t closed = DNP_SHM_CLOSED;
+		pid_t owner = (pid_t)atomic_load_explicit(&h->pid[c->side], memory_order_acquire);
+
+		if (atomic_compare_exchange_strong_explicit(&h->state[c->side], &closed,
+							    DNP_SHM_OPEN, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+		} else if (owner > 0 && owner != getpid() && kill(owner, 0) < 0 &&
+			   errno == ESRCH) {
+			/* dead owner: its reference is ours now */
+		} else {
+			ret = -EBUSY;
+			goto out_unmap;
+		}
+	} else {
+		atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
 	}
-	atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+	atomic_store_explicit(&h->pid[c->side], (int32_t)getpid(), memory_order_release);
 	munmap(h, DNP_SHM_HDR_SIZE);
 	h = mmap(NULL, file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (h == MAP_FAILED) {

@@ -19,8 +19,10 @@
  *        "wait_ms", default 10000) but never for the peer process: open
  *        returns at once for the creator, frames sent before the peer
  *        attaches wait in the ring. A side already claimed in an existing
- *        file gives -EBUSY: the launcher must remove stale link files (from
- *        a crashed run) before starting daemons. Geometry (frame_max, depth)
+ *        file by a live process gives -EBUSY; a side whose process died
+ *        (kill -9: the file records each side's pid) or closed is taken over,
+ *        so a restarted daemon reattaches to its running neighbours (frames
+ *        left in the rings are of an old link epoch: the engine drops them). Geometry (frame_max, depth)
  *        differing from the creator's gives -EPROTO. up() turns false when
  *        the peer closes or writes a malformed slot (rx_burst: -EPROTO).
  *        The file holds two SPSC rings of slots

@@ -58,7 +58,8 @@ enum dnp_ev_type {
 	DNP_EV_RX_SEND = 3,  /* a SEND message arrived in one of our SEND-target buffers */
 	DNP_EV_GET_DONE = 4, /* our GET's data is in our buffer */
 	DNP_EV_ERROR = 5,    /* a command failed (status < 0), or an RX-side error report */
-	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when broken */
+	DNP_EV_LINK = 6,     /* a link changed state: len = direction, status = -ENOLINK when
+	                      * broken, 0 when UP again (docs/protocol.md, "Link epochs") */
 	/*
 	 * A message for us failed on arrival (status < 0; it is no completion of
 	 * ours): a SEND whose rest never came (-ETIMEDOUT). va = the SEND-target

@@ -90,6 +90,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --credit-timeout-ms N    an UP link without credit this long is BROKEN\n"
 		"                           (default 1000)\n"
 		"  --heap-size BYTES        session heap when the app asks none (default 64M)\n"
+		"  --impair SPEC            impair the frames this node sends (repeatable):\n"
+		"                           dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,\n"
+		"                           reorder=P%%,delay=Nus,seed=N (docs/dnpd.md)\n"
 		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
 		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  -h, --help               this text\n"
@@ -133,17 +136,22 @@ static int dnpd_copy(char *dst, size_t len, const char *src)
 
 static const char *const dnpd_dir_keys[DNP_NDIRS] = { "xp", "xm", "yp", "ym", "zp", "zm" };
 
-/* "LOCAL[,REMOTE]": REMOTE defaults to LOCAL (right for shm, where both ends name one file). */
+/*
+ * "LOCAL[,REMOTE]": REMOTE defaults to LOCAL (right for shm, where both ends
+ * name one file); neither may be empty ("LOCAL," is refused).
+ */
 static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 {
 	const char *comma = strchr(v, ',');
+	const char *remote = comma ? comma + 1 : v;
 	size_t n = comma ? (size_t)(comma - v) : strlen(v);
 
-	if (n == 0 || n >= DNPD_ADDR_MAX)
+	/* Checked whole before either end is written: a refused value leaves the link as it was. */
+	if (n == 0 || n >= DNPD_ADDR_MAX || !*remote || strlen(remote) >= DNPD_ADDR_MAX)
 		return -EINVAL;
 	memcpy(c->addr_local[dir], v, n);
 	c->addr_local[dir][n] = 0;
-	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, comma ? comma + 1 : v);
+	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
 }
 
 int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
@@ -215,6 +223,17 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "credit_timeout_ms") || !strcmp(key, "credit-timeout-ms"))
 		return dnpd_parse_u64(v, 3600000ull, &c->credit_timeout_ms) ? -EINVAL :
 			c->credit_timeout_ms ? 0 : -EINVAL;
+	if (!strcmp(key, "impair")) {
+		size_t have = strlen(c->impair), add = strlen(v);
+
+		/* checked by dnpd at start-up (dnp_impair_parse) */
+		if (!add || strchr(v, ';') || have + add + 2 > sizeof(c->impair))
+			return -EINVAL;
+		if (have)
+			c->impair[have++] = ';';
+		memcpy(c->impair + have, v, add + 1);
+		return 0;
+	}
 	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
 		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
@@ -229,7 +248,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT,
+	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT, OPT_IMPAIR,
 };
 
 static const struct option dnpd_opts[] = {
@@ -247,6 +266,7 @@ static const struct option dnpd_opts[] = {
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
+	{ "impair", required_argument, NULL, OPT_IMPAIR },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
@@ -295,6 +315,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_HEAP: key = "heap_size"; break;
 		case OPT_EAL: key = "eal"; break;
 		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
+		case OPT_IMPAIR: key = "impair"; break;
 		case OPT_SOCKET: key = "socket"; break;
 		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
 		case OPT_CONFIG: continue;

@@ -7,6 +7,11 @@
  *   dnpctl [--supervisor HOST:PORT] status [--json | --log]
  *   dnpctl [--socket ...] sensor temp|volt|power VALUE|off
  *   dnpctl [--socket ...] timer T_WRITE_MS T_READ_MS
+ *   dnpctl [--socket DIR/node-<id>.sock] impair SPEC|off
+ *
+ * impair checks SPEC (transport/impair.h; several joined by ';') and writes
+ * it to DIR/node-<id>.impair (a new file renamed over the old one), which the
+ * daemon applies within 50 ms; `dnpctl stats` shows it per link.
  *
  * The socket defaults to $DNP_SOCKET, else /run/dnp/dnpd.sock; the
  * supervisor to $DNP_SUPERVISOR. topo prints the node line and the "wiring"
@@ -37,6 +42,7 @@
 #include <stdatomic.h>
 
 #include "dnp_session.h"
+#include "impair.h"
 #include "regs.h"
 #include "svc.h"
 
@@ -47,6 +53,7 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"       %s [--supervisor HOST:PORT] status [--json | --log]\n"
 		"       %s [--socket PATH] sensor temp|volt|power VALUE|off\n"
 		"       %s [--socket PATH] timer T_WRITE_MS T_READ_MS\n"
+		"       dnpctl [--socket PATH] impair SPEC|off\n"
 		"\n"
 		"  --socket PATH   the daemon's socket (default $DNP_SOCKET, else\n"
 		"                  /run/dnp/dnpd.sock)\n"
@@ -59,6 +66,9 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"  sensor          simulate a DNP sensor reading (m°C, mV, mW); off: real one\n"
 		"  timer           set the LO|FA|MO timer register (T_write < T_read, ms)\n"
 		"  --supervisor A  the supervisor's address (default $DNP_SUPERVISOR)\n"
+		"  impair SPEC     change the daemon's link impairment at run time:\n"
+		"                  dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,reorder=P%%,\n"
+		"                  delay=Nus,seed=N; several joined by ';'; off clears it\n"
 		"  -h, --help      this text\n",
 		prog, prog, prog, prog);
 }
@@ -149,6 +159,43 @@ static int dnpctl_stats(const char *path, bool topo)
 out:
 	close(fd);
 	return r;
+}
+
+/* Checks the specs and writes them where the daemon of 'sock' looks. */
+static int dnpctl_impair(const char *sock, const char *specs)
+{
+	char path[4096], tmp[4200], buf[1024];
+	char *save = NULL, *sp;
+	size_t n = strlen(sock);
+	FILE *f;
+
+	if (n < 5 || strcmp(sock + n - 5, ".sock") || n + 8 > sizeof(path))
+		return -EINVAL;
+	if (strlen(specs) >= sizeof(buf))
+		return -E2BIG;
+	strcpy(buf, specs);
+	for (sp = strtok_r(buf, ";", &save); sp; sp = strtok_r(NULL, ";", &save)) {
+		struct dnp_impair_conf c;
+
+		if (dnp_impair_parse(sp, &c)) {
+			fprintf(stderr, "dnpctl: bad impairment spec '%s'\n", sp);
+			return -EINVAL;
+		}
+	}
+	memcpy(path, sock, n - 5);
+	strcpy(path + n - 5, ".impair");
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\n", strcmp(specs, "off") ? specs : "");
+	if (fclose(f) || rename(tmp, path)) {
+		int e = -errno;
+
+		unlink(tmp);
+		return e;
+	}
+	return 0;
 }
 
 static int dnpctl_status(const char *addr, unsigned flags)
@@ -300,6 +347,14 @@ int main(int argc, char **argv)
 			dnpctl_usage(stderr, argv[0]);
 			return 2;
 		}
+	}
+	if (path && optind == argc - 2 && !strcmp(argv[optind], "impair")) {
+		r = dnpctl_impair(path, argv[optind + 1]);
+		if (r) {
+			fprintf(stderr, "dnpctl: impair: %s\n", strerror(-r));
+			return r == -EINVAL ? 2 : 1;
+		}
+		return 0;
 	}
 	if (optind == argc - 1 && !strcmp(argv[optind], "status")) {
 		if (isatty(STDOUT_FILENO) && !getenv("NO_COLOR"))

@@ -48,6 +48,7 @@
 #include "doorbell.h"
 #include "dnpd.h"
 #include "engine.h"
+#include "impair.h"
 #include "transport.h"
 
 #define DNPD_BURST 32u
@@ -85,6 +86,7 @@
 #define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
 #define DNPD_RTO_NS 20000000ull
 #define DNPD_MAX_RETRIES 50u
+#define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
 /* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
 #define DNPD_REASM_TIMEOUT_NS 5000000000ull
 /* A message for a port whose event queue stays full this long fails back (-ENOSPC). */
@@ -101,8 +103,9 @@ struct dnpd_link {
 	bool seen_up;       /* up() was true once (a memif server is down until its client comes) */
 	bool down_reported;
 	uint8_t state; /* last seen enum dnp_link_state */
-	const struct dnp_transport_ops *ops;
+	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
+	struct dnp_impair_conf impair;
 	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX];
 	unsigned side;
 	/* frames the transport did not take yet (copied: engine frames die at the next call) */
@@ -131,7 +134,9 @@ struct dnpd {
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
 	uint64_t quiet_next; /* next engine run while quiet */
-	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX];
+	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX], impair_path[PATH_MAX];
+	struct timespec impair_mtime; /* of DIR/node-<id>.impair when last applied */
+	uint64_t impair_next;         /* next look at that file */
 	uint64_t activity; /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t start;
@@ -406,6 +411,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
 		if (ls)
+			dnpd_out(&o, "link %s epoch %u rx_stale %" PRIu64 " tx_resets %" PRIu64
+				 " rx_resets %" PRIu64 " breaks %" PRIu64 " ups %" PRIu64 "\n",
+				 dnpd_dir_names[i], dnp_link_epoch(dnp_engine_link(d->e, i)),
+				 ls->rx_stale, ls->tx_resets, ls->rx_resets, ls->breaks, ls->ups);
+		if (ls)
 			dnpd_out(&o, "link %s tx_frames %" PRIu64 " tx_words %" PRIu64
 				 " tx_retx_frames %" PRIu64 " retx_rounds %" PRIu64
 				 " tx_credits %" PRIu64 " rx_frames %" PRIu64 " rx_words %" PRIu64
@@ -426,6 +436,18 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 				 ls->vc[vc].rx_packets, ls->vc[vc].rx_words, ls->vc[vc].rx_overflow,
 				 ls->vc[vc].credit_stalls, dnp_link_estimate(dl, vc),
 				 dnp_link_rx_occupancy(dl, vc));
+		}
+		{
+			const struct dnp_impair_stats *is = dnp_impair_stats(l->t);
+			char spec[256];
+
+			dnp_impair_format(&l->impair, spec, sizeof(spec));
+			dnpd_out(&o, "link %s impair %s frames %" PRIu64 " dropped %" PRIu64
+				 " corrupted %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64
+				 " delayed %" PRIu64 "\n", dnpd_dir_names[i],
+				 dnp_impair_active(&l->impair) ? spec : "off", is->frames,
+				 is->dropped, is->corrupted, is->duplicated, is->reordered,
+				 is->delayed);
 		}
 		dnpd_out(&o, "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
 			 " tx_backlogged %" PRIu64 " tx_errors %" PRIu64 " rx_errors %" PRIu64
@@ -670,6 +692,8 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 	}
 }
 
+static void dnpd_impair_poll(struct dnpd *d, uint64_t now);
+
 /* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
 static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 {
@@ -677,19 +701,29 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 	bool all_up = true;
 
 	work = dnpd_sess_service(d->sess);
+	dnpd_impair_poll(d, now);
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		enum dnp_link_state st;
 
 		if (!l->exists)
 			continue;
-		/* Broken when up() turns false (carrier lost, port down, peer closed). */
-		if (!l->down_reported) {
+		/*
+		 * Broken when up() turns false (carrier lost, port down, peer
+		 * closed). When it is true again the engine's reset handshake
+		 * brings the link back (engine.h), so we only watch for the
+		 * next time it goes down.
+		 */
+		{
 			bool up = l->ops->up(l->t);
 
 			if (up) {
+				if (l->down_reported)
+					dnpd_log(DNPD_INFO, "link %s: transport %s reports the link up again",
+						 dnpd_dir_names[dir], l->ops->name);
 				l->seen_up = true;
-			} else if (l->seen_up) {
+				l->down_reported = false;
+			} else if (l->seen_up && !l->down_reported) {
 				dnpd_log(DNPD_WARN, "link %s: transport %s reports the link down",
 					 dnpd_dir_names[dir], l->ops->name);
 				dnp_engine_link_down(d->e, dir, now);
@@ -710,14 +744,19 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 	return work;
 }
 
-static bool dnpd_backlogged(const struct dnpd *d)
+/* Frames still to send: the backlog, or frames the impairment holds (delay, reorder). */
+static bool dnpd_backlogged(struct dnpd *d)
 {
 	unsigned dir;
+	bool any = false;
 
-	for (dir = 0; dir < DNP_NDIRS; dir++)
-		if (d->link[dir].bl_n)
-			return true;
-	return false;
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		if (!d->link[dir].exists)
+			continue;
+		if (d->link[dir].bl_n || dnp_impair_flush(d->link[dir].t))
+			any = true;
+	}
+	return any;
 }
 
 /* Sum of counters that move only with real traffic (not with link credits). */
@@ -877,14 +916,96 @@ static void dnpd_loop(struct dnpd *d)
 
 /* ---------------------------------------------------------- set-up */
 
+/*
+ * Impairment of each link from specs joined by ';' (later specs win for the
+ * directions they name). -EINVAL names the bad spec.
+ */
+static int dnpd_impair_confs(const char *specs, struct dnp_impair_conf out[DNP_NDIRS])
+{
+	char buf[sizeof(((struct dnpd_conf *)0)->impair)];
+	char *save = NULL, *sp;
+	unsigned dir;
+
+	for (dir = 0; dir < DNP_NDIRS; dir++)
+		(void)dnp_impair_parse("off", &out[dir]);
+	if (strlen(specs) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, specs);
+	for (sp = strtok_r(buf, ";", &save); sp; sp = strtok_r(NULL, ";", &save)) {
+		struct dnp_impair_conf c;
+
+		if (dnp_impair_parse(sp, &c)) {
+			dnpd_log(DNPD_ERR, "bad impairment spec '%s' (docs/dnpd.md, \"Impairment\")",
+				 sp);
+			return -EINVAL;
+		}
+		for (dir = 0; dir < DNP_NDIRS; dir++)
+			if (c.dirs & (1u << dir))
+				out[dir] = c;
+	}
+	return 0;
+}
+
+/*
+ * dnpctl impair writes DIR/node-<id>.impair (atomically, by rename); we look
+ * at it every DNPD_IMPAIR_CHECK_NS and apply it when it changed. Its content
+ * is untrusted text: at most one line of specs, parsed before use.
+ */
+#define DNPD_IMPAIR_CHECK_NS 50000000ull
+static void dnpd_impair_poll(struct dnpd *d, uint64_t now)
+{
+	struct dnp_impair_conf c[DNP_NDIRS];
+	char text[sizeof(d->conf.impair)];
+	struct stat st;
+	unsigned dir;
+	ssize_t n;
+	int fd;
+
+	if (now < d->impair_next)
+		return;
+	d->impair_next = now + DNPD_IMPAIR_CHECK_NS;
+	if (stat(d->impair_path, &st) < 0)
+		return;
+	if (st.st_mtim.tv_sec == d->impair_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == d->impair_mtime.tv_nsec)
+		return;
+	d->impair_mtime = st.st_mtim;
+	fd = open(d->impair_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return;
+	text[n] = 0;
+	text[strcspn(text, "\n")] = 0;
+	if (dnpd_impair_confs(text, c))
+		return;
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+
+		if (!l->exists)
+			continue;
+		l->impair = c[dir];
+		dnp_impair_set(l->t, &c[dir]);
+	}
+	dnpd_log(DNPD_WARN, "impairment changed: %s", text[0] ? text : "off");
+}
+
 static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 {
+	struct dnp_impair_conf imp[DNP_NDIRS];
 	unsigned dir;
 	int r;
 
+	r = dnpd_impair_confs(d->conf.impair, imp);
+	if (r)
+		return r;
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		char bell[PATH_MAX];
+
+		l->impair = imp[dir];
 		struct dnp_transport_conf tc = { 0 };
 
 		if (!dnp_engine_has_link(d->e, dir))
@@ -909,12 +1030,28 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				 ops->name, l->local, strerror(-r));
 			return r;
 		}
-		l->ops = ops;
+		{
+			struct dnp_transport *w;
+
+			r = dnp_impair_wrap(l->t, dir, &l->impair, &w);
+			if (r) {
+				ops->close(l->t);
+				return r;
+			}
+			l->t = w;
+		}
+		l->ops = &dnp_transport_impair;
 		l->exists = true;
 		if (ops->wait_fd(l->t) < 0)
 			d->nowait_links = true;
 		dnpd_log(DNPD_INFO, "link %s: %s %s -> %s (side %u)", dnpd_dir_names[dir],
 			 ops->name, l->local, l->remote, l->side);
+		if (dnp_impair_active(&l->impair)) {
+			char spec[256];
+
+			dnp_impair_format(&l->impair, spec, sizeof(spec));
+			dnpd_log(DNPD_INFO, "link %s: impaired: %s", dnpd_dir_names[dir], spec);
+		}
 	}
 	return 0;
 }
@@ -973,6 +1110,12 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");
 		return -EIO;
 	}
+	/* Links come back (engine.h): a restarted daemon is told apart by its nonce. */
+	ec.link.reset_period = DNPD_RESET_PERIOD_NS;
+	if (getrandom(&ec.link.nonce, sizeof(ec.link.nonce), 0) != (ssize_t)sizeof(ec.link.nonce) ||
+	    !ec.link.nonce)
+		ec.link.nonce = (uint32_t)getpid() ^ (uint32_t)now ^ (uint32_t)(now >> 32);
+	ec.link.nonce |= 1u;
 	return dnp_engine_create(&ec, now, &d->e);
 }
 
@@ -1002,7 +1145,8 @@ static int dnpd_run(struct dnpd *d)
 	}
 	if (dnpd_path(&d->conf, ".bell", d->bell_path, sizeof(d->bell_path)) ||
 	    dnpd_path(&d->conf, ".sock", d->sock_path, sizeof(d->sock_path)) ||
-	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path))) {
+	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path)) ||
+	    dnpd_path(&d->conf, ".impair", d->impair_path, sizeof(d->impair_path))) {
 		dnpd_log(DNPD_ERR, "run dir path too long");
 		return -ENAMETOOLONG;
 	}

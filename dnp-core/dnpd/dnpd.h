@@ -66,6 +66,7 @@ struct dnpd_conf {
 	uint64_t heap_default;       /* session heap when the app asks none */
 	uint64_t cmd_timeout_ms;     /* command deadline; 0 = none */
 	char config[PATH_MAX];       /* --config FILE or "" */
+	char impair[1024];           /* --impair specs joined by ';' (transport/impair.h), or "" */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];

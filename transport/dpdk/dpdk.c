@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -93,6 +94,8 @@ struct dnp_dpdk_port {
 	uint64_t state_tsc;         /* when state_up was read */
 	uint64_t state_period;      /* TSC cycles between reads */
 	bool state_up;
+	bool memif_client;          /* reconnected by hand when its server comes back */
+	uint64_t redial_tsc;        /* last reconnection attempt */
 	uint64_t unknown;           /* frames no link claimed */
 };
 
@@ -340,6 +343,28 @@ static int port_set_mtu(struct dnp_dpdk_port *p, const struct port_req *r)
  * commas): "af_packet:IFNAME", "memif:PATH" (server on side 0, client on
  * side 1). *jumbo is set for memif, which has no kernel MTU to ask.
  */
+
+/*
+ * A memif server's socket file left by a server that was killed (nobody
+ * accepts on it) is removed, so that the restarted daemon can listen there
+ * again (docs/dnpd.md, "Rejoin"). A live server's socket is left alone.
+ */
+static void memif_drop_stale_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path) || access(path, F_OK) != 0)
+		return;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED)
+		unlink(path);
+	close(fd);
+}
+
 static int port_resolve(const char *local, unsigned side, uint32_t wait_ms, uint16_t *id,
 			bool *hotplugged, bool *jumbo, bool *client)
 {
@@ -379,6 +404,8 @@ static int port_resolve(const char *local, unsigned side, uint32_t wait_ms, uint
 		local = devargs;
 		*jumbo = true;
 		*client = side != 0;
+		if (side == 0)
+			memif_drop_stale_socket(path);
 		/* A memif client fails to probe until the server's socket exists. */
 		for (uint32_t waited = 0; side != 0 && access(path, F_OK) != 0; waited += 10) {
 			if (waited >= wait_ms)
@@ -593,6 +620,7 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	p->state_period = rte_get_tsc_hz() / 1000 * r->poll_ms;
 	p->state_tsc = 0;
 	p->state_up = false;
+	p->memif_client = client;
 	dnp_dpdk_ports[id] = p;
 	*out = p;
 	return 0;
@@ -789,6 +817,21 @@ static int dpdk_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsign
 		l->slots[l->lent[i]].state = DNP_DPDK_SLOT_FREE;
 	l->nlent = 0;
 
+	/*
+	 * A memif client whose server went away (killed and restarted: docs/
+	 * dnpd.md, "Rejoin") is not reconnected by DPDK 22.11: restart the
+	 * port every 250 ms while it is down. Nothing is lent at this point.
+	 */
+	if (l->port->memif_client && l->port->state_tsc && !l->port->state_up) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		if (now - l->port->redial_tsc > rte_get_tsc_hz() / 4) {
+			l->port->redial_tsc = now;
+			rte_eth_dev_stop(l->port->id);
+			(void)rte_eth_dev_start(l->port->id);
+			l->port->state_tsc = 0; /* read the link state again */
+		}
+	}
 	if (n > DNP_DPDK_BURST)
 		n = DNP_DPDK_BURST;
 	while (got < n) {

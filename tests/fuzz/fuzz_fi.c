@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for the receive path of the libfabric provider "dnp":
+ * peers PUT headers and payloads into our eager rings and credit arrays,
+ * and the daemon hands us events, so both are outside bytes. The harness
+ * includes dnp_fi.c and replaces libdnp with a stand-in (a 2x2x1 torus,
+ * every command completing at once). One endpoint with an AV entry, a
+ * tagged, an untagged and a directed receive posted; then each 40-byte
+ * record of the input becomes one event (type, peer, status, length,
+ * cookie, and an address in the rings, the credit arrays or anywhere),
+ * preceded by up to 96 bytes of input written at that address, as the
+ * daemon would. The CQ is drained (entries and errors) after each event.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../fabric/dnp_fi.c"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* ---- libdnp stand-in ---- */
+
+#define FZ_Q 256
+static struct dnp_event fz_q[FZ_Q];
+static unsigned fz_qn;
+static void *fz_mem[64];
+static unsigned fz_nmem;
+static int fz_dummy;
+
+int dnp_open(const char *path, struct dnp **out)
+{
+	*out = (struct dnp *)&fz_dummy;
+	return 0;
+}
+
+void dnp_close(struct dnp *d)
+{
+}
+
+int dnp_self(const struct dnp *d, struct dnp_coords *self, struct dnp_coords *dims)
+{
+	self->x = self->y = self->z = 0;
+	dims->x = 2, dims->y = 2, dims->z = 1;
+	return 0;
+}
+
+unsigned dnp_port(const struct dnp *d)
+{
+	return 0;
+}
+
+void *dnp_alloc(struct dnp *d, size_t len)
+{
+	void *m;
+
+	if (fz_nmem == 64)
+		return NULL;
+	m = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
+	if (m)
+		fz_mem[fz_nmem++] = m;
+	return m;
+}
+
+void dnp_free(struct dnp *d, void *p)
+{
+}
+
+int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key)
+{
+	*key = 0x1234;
+	return 0;
+}
+
+int dnp_unregister(struct dnp *d, void *addr)
+{
+	return 0;
+}
+
+static void fz_push(uint8_t type, uint64_t cookie)
+{
+	struct dnp_event ev = { .type = type, .cookie = cookie };
+
+	if (fz_qn < FZ_Q)
+		fz_q[fz_qn++] = ev;
+}
+
+int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned port,
+	     uint64_t cookie, unsigned flags)
+{
+	fz_push(DNP_EV_TX_DONE, cookie);
+	return 0;
+}
+
+int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned port,
+	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
+{
+	fz_push(DNP_EV_TX_DONE, cookie);
+	return 0;
+}
+
+int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp_coords src,
+	    unsigned port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
+{
+	fz_push(DNP_EV_GET_DONE, cookie);
+	return 0;
+}
+
+int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
+{
+	unsigned n = fz_qn < max ? fz_qn : max;
+
+	memcpy(ev, fz_q, n * sizeof(*ev));
+	memmove(fz_q, fz_q + n, (fz_qn - n) * sizeof(*ev));
+	fz_qn -= n;
+	return (int)n;
+}
+
+const char *dnp_strerror(int err)
+{
+	return "error";
+}
+
+/* ---- harness ---- */
+
+static void fz_drain(struct dfi_cq *cq)
+{
+	struct fi_cq_tagged_entry e[4];
+	struct fi_cq_err_entry ee;
+
+	while (dfi_cq_readfrom_locked(cq, e, 4, NULL) > 0)
+		;
+	while (dfi_cq_readerr(&cq->cq, &ee, 0) == 1)
+		while (dfi_cq_readfrom_locked(cq, e, 4, NULL) > 0)
+			;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t rbuf[3][512];
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	struct dfi_addr peer = { .x = 1, .port = 0, .ring_key = 7, .ring_va = 0x10000,
+				 .credit_va = 0x20000, .credit_key = 7, .magic = DFI_ADDR_MAGIC };
+	struct fid_domain *fdom;
+	struct fid_av *fav;
+	struct fid_cq *fcq;
+	struct fid_ep *fep;
+	struct dfi_ep *ep;
+	fi_addr_t pa;
+	unsigned k;
+
+	fz_qn = fz_nmem = 0;
+	if (dfi_domain(NULL, NULL, &fdom, NULL) || dfi_av_open(fdom, &ava, &fav, NULL) ||
+	    dfi_cq_open(fdom, &cqa, &fcq, NULL) || dfi_endpoint(fdom, NULL, &fep, NULL))
+		abort();
+	fep->fid.ops->bind(&fep->fid, &fav->fid, 0);
+	fep->fid.ops->bind(&fep->fid, &fcq->fid, FI_TRANSMIT | FI_RECV);
+	fep->fid.ops->control(&fep->fid, FI_ENABLE, NULL);
+	ep = (struct dfi_ep *)fep;
+	dfi_av_insert(fav, &peer, 1, &pa, 0, NULL);
+	dfi_recv_common(ep, rbuf[0], sizeof(rbuf[0]), FI_ADDR_UNSPEC, 0, ~0ull, true, NULL, 0,
+			false);
+	dfi_recv_common(ep, rbuf[1], 8, FI_ADDR_UNSPEC, 0, 0, false, NULL, 0, false);
+	dfi_recv_common(ep, rbuf[2], sizeof(rbuf[2]), pa, 5, 0, true, NULL, 0, false);
+	while (size >= 40) {
+		struct dnp_event ev;
+		uint8_t *base;
+		size_t span, off, n;
+
+		memcpy(&ev, data, sizeof(ev));
+		span = (size_t)ep->dom->nidx * DFI_K * DFI_SLOT;
+		switch (data[32] % 3) {
+		case 0:
+			base = ep->ring;
+			break;
+		case 1:
+			base = (uint8_t *)ep->credit_in, span = dfi_cred_len(ep->dom);
+			break;
+		default:
+			base = NULL, span = 0;
+			break;
+		}
+		off = (size_t)(data[33] | data[34] << 8 | (data[35] & 0xf) << 16);
+		n = data[36] % 97;
+		k = data[37];
+		data += 40, size -= 40;
+		if (base) {
+			off = k & 1 ? off % span : off % (span / DFI_SLOT) * DFI_SLOT;
+			ev.va = (uintptr_t)(base + off);
+			if (n > size)
+				n = size;
+			if (n > span - off)
+				n = span - off;
+			memcpy(base + off, data, n);
+			data += n, size -= n;
+		}
+		dfi_event(ep, &ev);
+		dfi_progress(ep);
+		fz_drain((struct dfi_cq *)fcq);
+	}
+	fep->fid.ops->close(&fep->fid);
+	fcq->fid.ops->close(&fcq->fid);
+	fav->fid.ops->close(&fav->fid);
+	fdom->fid.ops->close(&fdom->fid);
+	for (k = 0; k < fz_nmem; k++)
+		free(fz_mem[k]);
+	return 0;
+}

@@ -1,0 +1,127 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Impairment drill: a 2x2x2 torus of real dnpd daemons whose every link loses
+# 5% of the frames, reorders 1%, duplicates 0.5% and corrupts 0.1%
+# (dnpd --impair, transport/impair.h; seeded per node). Then
+#   - dnp_alltoall: every node PUTs every size to every other node, and every
+#     byte is verified (all 8 report "all bytes verified");
+#   - the counters account for the faults: the sum of the receivers' CRC
+#     errors equals the sum of the frames the senders corrupted (each has one
+#     bit flipped, which the CRC always catches); frames were dropped, and the
+#     senders retransmitted; duplicated frames were seen as duplicates, and
+#     reordered ones as out of order, by the receivers;
+#   - `dnpctl impair off` turns it off at run time (before the counters are
+#     read, so that keep-alive credits do not meet new faults meanwhile: the
+#     injection counters stand still afterwards).
+# usage: impair.sh BUILD_DIR shm|udp
+# Exit: 0 pass, 1 fail, 77 skip (daemon or apps not built).
+set -u
+build=$1
+tr=$2
+dnpd=$build/dnp-core/dnpd/dnpd
+ctl=$build/dnp-core/dnpd/dnpctl
+a2a=$build/apps/dnp_alltoall
+spec='loss=5%,reorder=1%,dup=0.5%,corrupt=0.1%'
+
+for p in "$dnpd" "$ctl" "$a2a"; do
+	if [ ! -x "$p" ]; then
+		echo "SKIP: $p is not built"
+		exit 77
+	fi
+done
+
+dir=/dev/shm/selfheal-impair-$$
+mkdir -p "$dir" || exit 1
+base=$((20000 + ($$ % 2000) * 16))
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	for p in $pids; do wait "$p" 2>/dev/null; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+	echo "FAIL: $*"
+	for f in "$dir"/dnpd-*.log "$dir"/a2a-*.out; do
+		[ -e "$f" ] && { echo "--- $f"; tail -n 10 "$f"; }
+	done
+	exit 1
+}
+
+for id in 0 1 2 3 4 5 6 7; do
+	x=$((id % 2)); y=$((id / 2 % 2)); z=$((id / 4))
+	"$dnpd" --torus 2x2x2 --coord "$x,$y,$z" --run-dir "$dir" --transport "$tr" \
+		--udp-base-port "$base" --impair "$spec,seed=$((7 + id))" \
+		>"$dir/dnpd-$id.log" 2>&1 &
+	pids="$pids $!"
+done
+for id in 0 1 2 3 4 5 6 7; do
+	i=0
+	while [ ! -e "$dir/node-$id.up" ]; do
+		i=$((i + 1))
+		[ $i -le 3000 ] || fail "node $id links never came UP"
+		sleep 0.01
+	done
+done
+
+echo "+ dnp_alltoall on 8 daemons, every link: $spec"
+DNP_APP_TIMEOUT=60
+export DNP_APP_TIMEOUT
+apids=""
+for id in 0 1 2 3 4 5 6 7; do
+	DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes 1,4095,65536,300000 \
+		>"$dir/a2a-$id.out" 2>&1 &
+	apids="$apids $!"
+done
+rc=0
+for p in $apids; do wait "$p" || rc=1; done
+[ $rc -eq 0 ] || fail "an all-to-all instance failed"
+n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
+[ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes"
+
+# Impairment off everywhere (run time), let what is in flight land, then count.
+for id in 0 1 2 3 4 5 6 7; do
+	"$ctl" --socket "$dir/node-$id.sock" impair off || fail "dnpctl impair off"
+done
+sleep 0.5
+for id in 0 1 2 3 4 5 6 7; do
+	"$ctl" --socket "$dir/node-$id.sock" stats
+done >"$dir/stats"
+sum() { # LINE_FILTER FIELD
+	awk -v pat="$1" -v f="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) }
+		END { print s + 0 }' "$dir/stats"
+}
+corrupted=$(sum ' impair ' corrupted)
+dropped=$(sum ' impair ' dropped)
+duplicated=$(sum ' impair ' duplicated)
+reordered=$(sum ' impair ' reordered)
+frames=$(sum ' impair ' frames)
+crc=$(sum '^engine ' rx_crc_errors)
+retx=$(sum 'tx_retx_frames' tx_retx_frames)
+rounds=$(sum 'retx_rounds' retx_rounds)
+dups=$(sum 'rx_dup' rx_dup)
+ooo=$(sum 'rx_out_of_order' rx_out_of_order)
+echo "injected: frames $frames dropped $dropped corrupted $corrupted duplicated $duplicated reordered $reordered"
+echo "seen:     crc_errors $crc retx_frames $retx retx_rounds $rounds rx_dup $dups rx_out_of_order $ooo"
+[ "$frames" -gt 1000 ] || fail "too little traffic to judge ($frames frames)"
+[ "$crc" -eq "$corrupted" ] || fail "CRC errors ($crc) != corrupted frames ($corrupted)"
+[ "$dropped" -gt 0 ] && [ "$retx" -gt 0 ] && [ "$rounds" -gt 0 ] ||
+	fail "losses without retransmissions"
+[ "$duplicated" -gt 0 ] && [ "$dups" -gt 0 ] || fail "duplicates not seen as duplicates"
+[ "$reordered" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "reordering not seen"
+grep -q 'state BROKEN' "$dir/stats" && fail "a link broke"
+
+# Run-time change: every link says off, and nothing more was injected.
+n=$(grep -c ' impair off ' "$dir/stats")
+[ "$n" -eq 48 ] || fail "$n of 48 links show 'impair off' after dnpctl impair off"
+sleep 0.3
+for id in 0 1 2 3 4 5 6 7; do
+	"$ctl" --socket "$dir/node-$id.sock" stats
+done >"$dir/stats2"
+f2=$(awk '/ impair / { for (i = 1; i < NF; i++) if ($i == "frames") s += $(i + 1) } END { print s + 0 }' "$dir/stats2")
+[ "$f2" -eq "$frames" ] || fail "frames were still impaired after off ($frames -> $f2)"
+"$ctl" --socket "$dir/node-0.sock" impair 'loss=200%' 2>/dev/null && fail "a bad spec was accepted"
+echo "PASS: $tr-impair"
+exit 0
