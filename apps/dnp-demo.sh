@@ -2,10 +2,50 @@
 # SPDX-License-Identifier: MIT
 # SoftDNP demo: a 2x2x2 torus of dnpd daemons over shared memory, driven by
 # dnp-run: ping-pong between neighbours and between the farthest nodes, a
-# bandwidth run, an all-to-all exchange verified byte by byte, and a daemon
-# killed with kill -9 under traffic that rejoins the torus (rejoin.sh).
+# bandwidth run, an all-to-all exchange verified byte by byte, a daemon
+# killed with kill -9 under traffic that rejoins the torus (rejoin.sh), and a
+# short LO|FA|MO drill: one daemon killed, the fault supervisor's map shown
+# (dnpctl status), the daemon restarted, the map shown healed.
 # usage: dnp-demo.sh [BUILD_DIR]     (./dnp demo passes the build directory)
 set -u
+
+# The LO|FA|MO drill, run by dnp-run on every node (node 0 drives it).
+if [ "${1:-}" = --drill-inner ]; then
+	dir=$(dirname "$DNP_SOCKET")
+	if [ "$DNP_NODE_ID" != 0 ]; then
+		for _ in $(seq 600); do [ -e "$dir/demo.done" ] && break; sleep 0.1; done
+		exit 0
+	fi
+	trap 'touch "$dir/demo.done"' EXIT
+	v=$((DNP_NNODES - 1))
+	healthy() { "$DNPCTL" status 2>/dev/null | grep -q "picture: $DNP_NNODES of $DNP_NNODES nodes healthy"; }
+	wait_for() { # TENTHS COMMAND...: until COMMAND succeeds
+		n=$1; shift
+		for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+		return 1
+	}
+	wait_for 300 healthy || { echo "the picture never became all-healthy"; exit 1; }
+	pid=$(cat "$dir/node-$v.pid")
+	echo "kill -9 $pid (dnpd of node $v)"
+	t0=$(date +%s%3N)
+	kill -9 "$pid"
+	aware() { ! healthy; } # it was all-healthy just before the kill
+	wait_for 100 aware || { echo "the supervisor never saw the fault"; exit 1; }
+	echo "the supervisor's map $(($(date +%s%3N) - t0)) ms later:"
+	"$DNPCTL" status
+	sleep 1 # the neighbours' links to it time out (400 ms) and are reported broken
+	echo "1 s later, its neighbours report their links to it broken:"
+	"$DNPCTL" status
+	rm -f "$dir/node-$v.up"
+	echo "restart: dnpd of node $v started again with the same arguments (dnp-run, SIGUSR1)"
+	t1=$(date +%s%3N)
+	kill -USR1 "$DNP_RUN_PID"
+	up() { [ -e "$dir/node-$v.up" ] && healthy; }
+	wait_for 200 up || { echo "the torus did not heal"; "$DNPCTL" status; exit 1; }
+	echo "healed: links UP and the map all-healthy $(($(date +%s%3N) - t1)) ms after the restart:"
+	"$DNPCTL" status
+	exit 0
+fi
 build=${1:-build}
 run=$build/apps/dnp-run
 for p in "$run" "$build/apps/dnp_pingpong" "$build/dnp-core/dnpd/dnpd"; do
@@ -59,6 +99,23 @@ else
 	echo "skipped (no source tree next to the demo)" >"$tmp/rejoin.rc"
 fi
 
+# LO|FA|MO: kill a daemon, the supervisor's map, restart it, the map healed.
+echo
+echo "=== lofamo: kill -9 a daemon, the fault supervisor's map, restart it, the map healed"
+if [ -x "$build/lofamo/dnp-supervisor" ] && [ -x "$build/lofamo/dnp-hfm" ]; then
+	if DNPCTL=$build/dnp-core/dnpd/dnpctl "$run" --torus 2x2x2 --transport shm --timeout 120 \
+		--drill -- "$0" --drill-inner >"$tmp/lofamo" 2>&1; then
+		echo "ok" >"$tmp/lofamo.rc"
+	else
+		echo "FAILED" >"$tmp/lofamo.rc"
+		status=1
+	fi
+	sed -n 's/^\[0,0,0\] /    /p' "$tmp/lofamo"
+	grep -v '^\[' "$tmp/lofamo" | sed 's/^/    /'
+else
+	echo "skipped (dnp-supervisor or dnp-hfm not built)" >"$tmp/lofamo.rc"
+fi
+
 echo
 echo "=== Summary"
 printf '  %-42s %s\n' "ping-pong 0,0,0 <-> 1,0,0 (1 hop), 8 B" "$(lat near 8) us half round trip ($(cat "$tmp/near.rc"))"
@@ -69,6 +126,9 @@ printf '  %-42s %s\n' "all-to-all (8 nodes x 7 peers x 3 sizes)" \
 	"$(grep -c 'all bytes verified' "$tmp/alltoall") of 8 nodes verified every byte ($(cat "$tmp/alltoall.rc"))"
 printf '  %-42s %s\n' "daemon killed and rejoined (shm)" \
 	"$(sed -n 's/^restart -> //p' "$tmp/rejoin" 2>/dev/null) ($(cat "$tmp/rejoin.rc"))"
+printf '  %-42s %s\n' "LO|FA|MO: daemon killed, seen, restarted" \
+	"$(sed -n 's/^\[0,0,0\] healed: links UP and the map all-healthy \([0-9]*\) ms.*/healed \1 ms after the restart/p' \
+		"$tmp/lofamo" 2>/dev/null) ($(cat "$tmp/lofamo.rc"))"
 if [ $status -eq 0 ]; then
 	echo "  demo OK"
 else

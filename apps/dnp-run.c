@@ -21,6 +21,10 @@
  * without that daemon; restart starts it again at once with the same
  * arguments (its log is appended to), and it rejoins the running torus
  * (docs/dnpd.md, "Rejoin"). So `kill -9 $(cat DIR/node-3.pid)` restarts node 3.
+ * SIGUSR1 to dnp-run (programs find its PID in DNP_RUN_PID) starts again, with
+ * the same arguments, every daemon that died and was not restarted (with
+ * --daemon-death continue, or --drill): a drill restarts a killed daemon
+ * when it chooses, e.g. once the supervisor is aware of the fault.
  *
  * Network namespaces (--transport dpdk, or --netns with udp; root only): the
  * torus is built with tests/testbed/netns.sh (one namespace PREFIX-<id> per
@@ -186,6 +190,7 @@ static void usage(FILE *f)
 		"                        node (started by default; DNP_SUPERVISOR is set for programs)\n"
 		"  --lofamo-arg ARG      extra argument for every dnp-hfm (repeatable)\n"
 		"  --drill               daemons and HFMs may die (fault drills): not a failure\n"
+		"SIGUSR1 to dnp-run (DNP_RUN_PID) restarts every daemon that died.\n"
 		"PROGRAM without a slash is looked up next to dnp-run first, then in $PATH.\n"
 		"Each instance gets DNP_SOCKET, DNP_NODE_ID, DNP_NNODES, DNP_TORUS, DNP_COORD.\n");
 }
@@ -623,6 +628,7 @@ static int spawn_attr(posix_spawnattr_t *at)
 	sigaddset(&def, SIGHUP);
 	sigaddset(&def, SIGCHLD);
 	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGUSR1);
 	posix_spawnattr_setsigdefault(at, &def);
 	sigemptyset(&def);
 	posix_spawnattr_setsigmask(at, &def);
@@ -999,6 +1005,22 @@ static void reap(struct run *r)
 	}
 }
 
+/* SIGUSR1: starts again every daemon that died (not while shutting down). */
+static void restart_dead(struct run *r)
+{
+	for (unsigned id = 0; id < r->n; id++) {
+		struct node *nd = &r->nodes[id];
+
+		if (nd->dpid > 0 || nd->dexpected || r->aborting || r->interrupted)
+			continue;
+		if (spawn_daemon(r, id, true) == 0)
+			msg("dnpd of node %u,%u,%u restarted on request (pid %d)", nd->x, nd->y,
+			    nd->z, (int)nd->dpid);
+		else
+			msg("dnpd of node %u,%u,%u: restart failed", nd->x, nd->y, nd->z);
+	}
+}
+
 /* Handles pending signals (SIGINT/SIGTERM/SIGHUP start the shutdown) and reaps children. */
 static void read_signals(struct run *r)
 {
@@ -1007,6 +1029,11 @@ static void read_signals(struct run *r)
 	while (read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;
+		if (si.ssi_signo == SIGUSR1) {
+			reap(r);
+			restart_dead(r);
+			continue;
+		}
 		if (!r->interrupted)
 			msg("got signal %u, shutting down", si.ssi_signo);
 		r->interrupted = true;
@@ -1590,11 +1617,18 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mask, &r->oldmask);
 	r->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (r->sfd < 0) {
 		msg("signalfd: %s", strerror(errno));
 		return 1;
+	}
+	{
+		char pid[24];
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		setenv("DNP_RUN_PID", pid, 1); /* for the programs: SIGUSR1 restarts dead daemons */
 	}
 	r->nodes = calloc(r->n, sizeof(*r->nodes));
 	if (!r->nodes)

@@ -9,8 +9,13 @@
 #            [--t-write MS] [--t-read MS] [--no-header]
 #
 # SCENARIO: kill-dnpd, kill-hfm, both, sensor, svcnet-cut, restart-hfm (the
-# killed HFM is started again and the picture must heal), all; or soak (no
-# fault for --soak SECONDS, default 60: false alarms are counted).
+# killed HFM is started again and the picture must heal), restart (the killed
+# dnpd is started again by dnp-run, SIGUSR1, once the supervisor knows: its
+# links come back UP, it forwards traffic again and the picture heals),
+# link-down (the neighbour's frames to the victim all lost, `dnpctl impair
+# loss=100%`, then restored), sick-link (1% of them corrupted, over the CRC
+# threshold, then restored), all; or soak (no fault for --soak SECONDS,
+# default 60: false alarms are counted).
 # Every node runs dnp-drill-traffic (PUTs to every other node); the drill
 # also fails when a surviving node's command got no completion, or two.
 # Exit 0 when every drill saw the expected picture and path within the time
@@ -42,6 +47,13 @@ if [ "${1:-}" = "--inner" ]; then
 	done
 	if [ $ok != 1 ]; then echo "drill: the picture never became all-healthy"; "$dnpctl" status || true; exit 1; fi
 	dpid=$(awk -v v=$v '$1=="dnpd" && $2==v {print $3}' "$dir/lofamo.pids")
+	# The victim's X+ neighbour, and its direction back to the victim (X-):
+	# link-down and sick-link impair the frames it sends to the victim, so
+	# the victim's X+ link is the one that breaks or turns sick.
+	IFS=x read -r dx dy dz <<<"$DNP_TORUS"
+	vx=$(((n - 1) % dx)) vy=$(((n - 1) / dx % dy)) vz=$(((n - 1) / (dx * dy)))
+	nb=$((((vx + 1) % dx) + dx * (vy + dy * vz)))
+	nbctl() { "$dnpctl" --socket "$dir/node-$nb.sock" "$@"; }
 	hpid=$(awk -v v=$v '$1=="hfm" && $2==v {print $3}' "$dir/lofamo.pids")
 	t0=$(date +%s%3N)
 	[ "$scen" = soak ] && v=-1
@@ -52,6 +64,9 @@ if [ "${1:-}" = "--inner" ]; then
 	both) kill -9 "$dpid" "$hpid"; want='host dead'; path=inference ;;
 	sensor) "$dnpctl" --socket "$dir/node-$v.sock" sensor temp 99000; want='sensor temp alarm'; path=service ;;
 	svcnet-cut) kill -USR1 "$hpid"; want='hostdev svcnet alarm'; path=relay ;;
+	restart) kill -9 "$dpid"; want='dnp faulty'; path=service ;;
+	link-down) nbctl impair 'dir=xm,loss=100%,seed=9' >/dev/null; want='alarm link X+ broken'; path=service ;;
+	sick-link) nbctl impair 'dir=xm,corrupt=1%,seed=9' >/dev/null; want='alarm link X+ sick'; path=service ;;
 	*) echo "drill: unknown scenario $scen"; exit 2 ;;
 	esac
 	res=
@@ -76,7 +91,72 @@ for e in d["events"]:
 	fi
 	set -- $res
 	aw=$1 got=$2
-	heal=
+	heal= healwhat= t_up= fw=
+	case $scen in
+	restart-hfm) healwhat="the HFM restart" ;;
+	restart) healwhat="the dnpd restart" ;;
+	link-down|sick-link) healwhat="the link was restored" ;;
+	esac
+	healed() { # T1: when the picture is all-healthy again and the victim
+		# changed since T1, prints the ms from T1 to the last state change
+		json | python3 -c '
+import json, sys
+d = json.load(sys.stdin); v = int(sys.argv[1]); t1 = int(sys.argv[2])
+n = d["nodes"][v]
+if d["healthy"] == len(d["nodes"]) and n["host"] == "ok" and n["dnp"] == "ok" and \
+   all(l in ("ok", "none") for l in n["links"].values()):
+    ev = [e["t_ms"] for e in d["events"] if e["t_ms"] >= t1 and not e["what"].startswith("alarm")]
+    if any(e["node"] == v and e["t_ms"] >= t1 for e in d["events"]):
+        print(max(ev) - t1)' "$v" "$1" 2>/dev/null || true
+	}
+	case $scen in
+	restart)
+		# Wait until the neighbours have reported their links to the victim
+		# broken (the torus knows it lost the node), then restart its dnpd
+		# with the same arguments (dnp-run restarts dead daemons on SIGUSR1).
+		for _ in $(seq 100); do
+			json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if "broken" in d["nodes"][int(sys.argv[1])]["links"].values() else 1)' "$v" 2>/dev/null && break
+			sleep 0.05
+		done
+		rm -f "$dir/node-$v.up"
+		t1=$(date +%s%3N)
+		kill -USR1 "$DNP_RUN_PID"
+		t_up=
+		for _ in $(seq 300); do
+			[ -z "$t_up" ] && [ -e "$dir/node-$v.up" ] && t_up=$(date +%s%3N)
+			[ -n "$t_up" ] && heal=$(healed "$t1")
+			[ -n "$heal" ] && break
+			sleep 0.05
+		done
+		# links UP may come after the picture healed: heal is the later of both
+		if [ -n "$t_up" ]; then
+			healwhat="the dnpd restart (its links all UP after $((t_up - t1)) ms)"
+			if [ -n "$heal" ] && [ $((t_up - t1)) -gt "$heal" ]; then heal=$((t_up - t1)); fi
+		fi
+		# Traffic through the restarted daemon (dimension-order routes
+		# through it, e.g. X+ neighbour -> victim -> Y): it forwards again.
+		fw=0
+		for _ in $(seq 60); do
+			fw=$("$dnpctl" --socket "$dir/node-$v.sock" stats 2>/dev/null | awk '
+				$1 == "engine" { for (i = 2; i < NF; i++) if ($i == "pkts_forwarded") { print $(i + 1); exit } }' || true)
+			[ "${fw:-0}" -gt 0 ] && break
+			sleep 0.1
+		done
+		;;
+	link-down|sick-link)
+		sleep 0.3
+		t1=$(date +%s%3N)
+		nbctl impair off >/dev/null
+		for _ in $(seq 300); do
+			heal=$(healed "$t1")
+			[ -n "$heal" ] && break
+			sleep 0.05
+		done
+		;;
+	esac
 	if [ "$scen" = restart-hfm ]; then
 		# A new host fault manager for the node: the picture must heal.
 		sleep 0.3
@@ -118,7 +198,8 @@ print(len(bad))' "$v" "$t0")
 	wait $tp || true
 	tok=0 tfail=0 tunf=0 tdup=0 missing=0
 	for id in $(seq 0 $((n - 1))); do
-		[ "$id" = "$v" ] && case $scen in kill-dnpd|both) continue ;; esac
+		# the victim's own program lost its daemon (and its commands with it)
+		[ "$id" = "$v" ] && case $scen in kill-dnpd|both|restart) continue ;; esac
 		f=$dir/traffic-$id.out
 		for _ in $(seq 100); do [ -e "$f" ] && break; sleep 0.1; done
 		if [ ! -e "$f" ]; then missing=$((missing + 1)); continue; fi
@@ -134,10 +215,18 @@ print(len(bad))' "$v" "$t0")
 	[ "$aw" -le $((bound * 3)) ] || verdict="FAIL (awareness $aw ms over the generous bound $((bound * 3)) ms)"
 	[ "$fa" = 0 ] || verdict="FAIL ($fa false alarms)"
 	[ "$scen" != restart-hfm ] || [ -n "$heal" ] || verdict="FAIL (the picture did not heal after the HFM restart)"
+	case $scen in
+	restart)
+		[ -n "$t_up" ] || verdict="FAIL (the restarted dnpd's links never all came UP)"
+		[ "${fw:-0}" -gt 0 ] || verdict="FAIL (the restarted dnpd forwarded no traffic)"
+		[ -n "$heal" ] || verdict="FAIL (the picture did not heal after the dnpd restart)" ;;
+	link-down|sick-link)
+		[ -n "$heal" ] || verdict="FAIL (the picture did not heal after the link was restored)" ;;
+	esac
 	if [ "$csv" = 1 ]; then
 		echo "$scen,$transport,$tw,$tr,$aw,$got,$tok,$tfail,$tunf,$fa"
 	else
-		echo "drill $scen over $transport: awareness $aw ms (3 x T_read = $((3 * tr)) ms), path $got,${heal:+ healed $heal ms after the restart,} PUTs ok $tok failed $tfail unfinished $tunf, false alarms $fa: $verdict"
+		echo "drill $scen over $transport: awareness $aw ms (3 x T_read = $((3 * tr)) ms), path $got,${heal:+ healed $heal ms after $healwhat,} ${fw:+forwarding again ($fw packets), }PUTs ok $tok failed $tfail unfinished $tunf, false alarms $fa: $verdict"
 	fi
 	[ "$verdict" = PASS ]
 	exit
@@ -160,7 +249,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 scens=$scen
-[ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut restart-hfm"
+[ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut restart-hfm restart link-down sick-link"
 [ "$csv" = 1 ] && [ $header = 1 ] &&
 	echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_failed,cmds_unfinished,false_alarms"
 export DNPCTL=$build/dnp-core/dnpd/dnpctl
