@@ -63,7 +63,12 @@
 
 #define PROG "dnp-run"
 #define LINE_MAX_BUF 65536u
-#define GRACE_MS 3000
+/*
+ * How long a daemon or program may take to stop after SIGTERM before it is
+ * killed. A DPDK daemon releases its ports and the EAL on the way out, which
+ * on a loaded 2-core machine running eight of them has taken more than 3 s.
+ */
+#define GRACE_MS 10000
 #define DRAIN_MS 2000
 #define MAX_NODES 4096u
 #define MAX_EXTRA 32
