@@ -63,7 +63,12 @@
 
 #define PROG "dnp-run"
 #define LINE_MAX_BUF 65536u
-#define GRACE_MS 3000
+/*
+ * How long a daemon or program may take to stop after SIGTERM before it is
+ * killed. A DPDK daemon releases its ports and the EAL on the way out, which
+ * on a loaded 2-core machine running eight of them has taken more than 3 s.
+ */
+#define GRACE_MS 10000
 #define DRAIN_MS 2000
 #define MAX_NODES 4096u
 #define MAX_EXTRA 32
@@ -581,16 +586,24 @@ static void remove_run_dir(struct run *r)
 	nftw(r->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Finds a range of UDP ports on 127.0.0.1 that can all be bound now. */
+/*
+ * Finds a range of UDP ports on 127.0.0.1 that can all be bound now. The
+ * range stays below the kernel's ephemeral ports (32768 and up by default):
+ * the fault managers, the supervisor and any other program on the machine
+ * bind ephemeral ports at any time, and one of them taking a daemon's port
+ * between this check and the daemon's bind would stop the daemon.
+ */
 static int pick_udp_base(unsigned span)
 {
+	enum { LOW = 20000, HIGH = 32768 };
 	struct sockaddr_in sa;
-	unsigned attempt, i;
+	unsigned attempt, i, slots;
 	int base, s;
 	bool ok;
 
+	slots = span < HIGH - LOW ? (HIGH - LOW - span) / 64u + 1u : 1u;
 	for (attempt = 0; attempt < 50; attempt++) {
-		base = 20000 + (int)((getpid() + attempt * 7919u) % 600u) * 64;
+		base = LOW + (int)((getpid() + attempt * 7919u) % slots) * 64;
 		ok = true;
 		for (i = 0; i < span && ok; i++) {
 			s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

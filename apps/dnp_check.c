@@ -722,18 +722,36 @@ static int mode_blocking_b(struct chk *k)
 #define DRILL_MAX 400000u /* PUTs; at 64 B..4 KiB each, minutes of traffic */
 #define DRILL_READY 200u
 
+/*
+ * Creates flag+suffix with its content in one step (written under a
+ * temporary name, then renamed), so that a reader polling for the file never
+ * opens it before its content is there.
+ */
 static int drill_touch(const char *flag, const char *suffix, const char *content)
 {
-	char path[4096];
+	char path[4096], tmp[4200];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s%s", flag, suffix);
-	f = fopen(path, "w");
+	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
 	if (content)
 		fputs(content, f);
-	return fclose(f) ? -errno : 0;
+	if (fclose(f)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	if (rename(tmp, path)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
 }
 
 static bool drill_exists(const char *flag, const char *suffix)

@@ -445,6 +445,8 @@ set key outside right top font ',9'
 set xlabel 'message size (bytes)'
 set ylabel '%s'
 set title 'SoftDNP beside the alternatives: %s (medians, one run)'
+set bmargin 5
+set label 'reference lines: APEnet+ and InfiniBand, EURETILE report; APEnet v5 paper; ExaNeSt prototype paper (see the report)' at screen 0.01, 0.02 font ',8'
 %s
 plot %s
 """ % (out, ylabel, what, labels, ", \\\n     ".join(series))

@@ -153,6 +153,13 @@ say "peers: kernel udp/tcp$([ $have_fi = 1 ] && echo ", libfabric")$([ $have_ucx
 say "$ib_line"
 
 port() { echo $((20000 + RANDOM % 20000)); }
+# stop_server: the peer's server of the last test ($spid) is done (or stuck
+# after its client failed): stop it now rather than at its timeout.
+stop_server() {
+	sleep 0.1
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+}
 # wait_listen PORT: until a server listens on TCP PORT (at most 10 s)
 wait_listen() {
 	local i
@@ -217,6 +224,7 @@ libfabric() { # REP
 			n=$(fi_iters "$b")
 			taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$p" -S "$b" -I "$n" \
 				>"$tmp/fis" 2>&1 &
+			spid=$!
 			wait_listen "$p"
 			if taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -P "$p" -S "$b" -I "$n" \
 				127.0.0.1 >"$tmp/fic" 2>&1; then
@@ -229,7 +237,7 @@ libfabric() { # REP
 			else
 				echo "bench: fi_pingpong $prov $b bytes failed (rows left out): $(tail -n 1 "$tmp/fic")" >&2
 			fi
-			wait
+			stop_server
 		done
 	done
 }
@@ -243,6 +251,7 @@ ucx() { # REP
 				p=$(port)
 				n=$(fi_iters "$b")
 				UCX_TLS=$tls,self taskset -c 1 timeout 120 ucx_perftest -p "$p" >"$tmp/us" 2>&1 &
+				spid=$!
 				wait_listen "$p"
 				if UCX_TLS=$tls,self taskset -c 0 timeout 120 ucx_perftest 127.0.0.1 -p "$p" \
 					-t "$test" -s "$b" -n "$n" -w $((n / 10 + 1)) -f -v >"$tmp/uc" 2>&1; then
@@ -258,7 +267,7 @@ ucx() { # REP
 				else
 					echo "bench: ucx_perftest $tls $test $b bytes failed (rows left out): $(tail -n 1 "$tmp/uc")" >&2
 				fi
-				wait
+				stop_server
 			done
 		done
 	done
@@ -270,6 +279,7 @@ perftest() { # REP: only with an RDMA device
 		say "rep $r: perftest $tool on $ibdev"
 		p=$(port)
 		taskset -c 1 timeout 120 "$tool" -d "$ibdev" -p "$p" -a >/dev/null 2>&1 &
+		spid=$!
 		wait_listen "$p"
 		if taskset -c 0 timeout 120 "$tool" -d "$ibdev" -p "$p" -a 127.0.0.1 >"$tmp/ib" 2>&1; then
 			# lat: #bytes #iterations t_min t_max t_typical ...; bw: #bytes #iter BW_peak BW_avg MsgRate
@@ -284,7 +294,7 @@ perftest() { # REP: only with an RDMA device
 		else
 			echo "bench: $tool failed (rows left out)" >&2
 		fi
-		wait
+		stop_server
 	done
 }
 
@@ -355,19 +365,22 @@ cpu_cost() {
 	done
 }
 
+# want PART: env BENCH_ONLY (a list of parts) limits a run to some parts, for
+# debugging the script; the report then has only those rows.
+want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 r=1
 while [ "$r" -le "$reps" ]; do
-	cacheline "$r"
-	engine "$r"
-	softdnp "$r"
-	kernel "$r"
-	[ $have_fi = 1 ] && libfabric "$r"
-	[ $have_ucx = 1 ] && ucx "$r"
-	[ -n "$ibdev" ] && perftest "$r"
+	want cacheline && cacheline "$r"
+	want engine && engine "$r"
+	want softdnp && softdnp "$r"
+	want kernel && kernel "$r"
+	[ $have_fi = 1 ] && want libfabric && libfabric "$r"
+	[ $have_ucx = 1 ] && want ucx && ucx "$r"
+	[ -n "$ibdev" ] && want perftest && perftest "$r"
 	# the slow, many-daemon tests: every rep in a full run, the first only in a quick one
 	if [ $quick = 0 ] || [ "$r" = 1 ]; then
-		hops "$r"
-		cpu_cost "$r"
+		want hops && hops "$r"
+		want cpu && cpu_cost "$r"
 	fi
 	r=$((r + 1))
 done

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * dnp-lab-lofamo — LO|FA|MO at scale, in virtual time (`./dnp lab lofamo`).
  *

@@ -721,6 +721,17 @@ static void test_session_link_names(void **state)
 	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_YM, lb, rb, sizeof(lb), &sb, bell,
 					     sizeof(bell)), 0);
 	assert_string_equal(rb, "/dev/shm/custom");
+	/*
+	 * Found by fuzz_conf: "LOCAL," (an empty REMOTE) was taken, leaving the
+	 * transport an empty address. Refused now, and a refused value leaves
+	 * the link's derived address in place.
+	 */
+	assert_int_equal(dnpd_conf_set(&b, "zp", "10.0.0.1:5,"), -EINVAL);
+	assert_int_equal(dnpd_conf_set(&b, "zm", ",10.0.0.1:5"), -EINVAL);
+	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_ZP, lb, rb, sizeof(lb), &sb, bell,
+					     sizeof(bell)), 0);
+	assert_string_equal(lb, "127.0.0.1:40012");
+	assert_string_equal(rb, "127.0.0.1:40013");
 }
 
 /* ------------------------------------------- the application is untrusted */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * impair — loss, corruption, duplication, reordering and delay injected on
  * the frames a link sends (contract in impair.h).

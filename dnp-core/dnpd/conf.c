@@ -136,17 +136,22 @@ static int dnpd_copy(char *dst, size_t len, const char *src)
 
 static const char *const dnpd_dir_keys[DNP_NDIRS] = { "xp", "xm", "yp", "ym", "zp", "zm" };
 
-/* "LOCAL[,REMOTE]": REMOTE defaults to LOCAL (right for shm, where both ends name one file). */
+/*
+ * "LOCAL[,REMOTE]": REMOTE defaults to LOCAL (right for shm, where both ends
+ * name one file); neither may be empty ("LOCAL," is refused).
+ */
 static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 {
 	const char *comma = strchr(v, ',');
+	const char *remote = comma ? comma + 1 : v;
 	size_t n = comma ? (size_t)(comma - v) : strlen(v);
 
-	if (n == 0 || n >= DNPD_ADDR_MAX)
+	/* Checked whole before either end is written: a refused value leaves the link as it was. */
+	if (n == 0 || n >= DNPD_ADDR_MAX || !*remote || strlen(remote) >= DNPD_ADDR_MAX)
 		return -EINVAL;
 	memcpy(c->addr_local[dir], v, n);
 	c->addr_local[dir][n] = 0;
-	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, comma ? comma + 1 : v);
+	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
 }
 
 int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)

@@ -73,13 +73,32 @@ unhex 02010000010000000000000040000000000000000000000000000000000000000100004000
 mkdir -p "$tmp/fi"
 cp "$tmp/presto/rxput" "$tmp/fi/rxput"
 
+# dnpd's topology file, then NUL-separated command-line words (fuzz_conf.c).
+mkdir -p "$tmp/conf"
+printf '[node]\ntorus = 2x2x1\ncoord = 1,0,0\nrun_dir = /tmp/x\ntransport = udp\n[links]\nxp = 10.0.0.1:5,10.0.0.2:6\n' \
+	>"$tmp/conf/file"
+printf 'torus=4x1x1\nrun_dir=/r\n\0--coord\0003,0,0\0--heap-size\0002M\0--idle\0busy' \
+	>"$tmp/conf/argv"
+printf 'shared=1,chan=3,mtu=1500,links' >"$tmp/conf/options"
+# Socket requests (fuzz_sess.c, run_program): connect, HELLO, service, ATTACH,
+# service, REGISTER in the heap, service, read, STATS, service, read.
+mkdir -p "$tmp/sess"
+unhex 000300010100000005050603010101050603020200001000000100050603040101000000050506 "$tmp/sess/handshake"
+
 status=0
-for f in pkt cmd engine app lofamo presto fi impair; do
+for f in pkt cmd engine app lofamo presto fi impair conf sess; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
 		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"
 		continue
 	fi
+	if [ "$f" = conf ] && [ ! -x "$bin" ]; then
+		echo "fuzz: fuzz_conf not built (no libinih-dev): skipped"
+		continue
+	fi
+	# The parsers under test print their complaints: keep libFuzzer's own output only.
+	quiet=()
+	case $f in conf | sess) quiet=(-close_fd_mask=3) ;; esac
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
 		exit 1
@@ -87,7 +106,7 @@ for f in pkt cmd engine app lofamo presto fi impair; do
 	echo "fuzz: fuzz_$f for ${secs}s"
 	# Seeds are copied so the corpus directory the fuzzer grows is the temp one.
 	if ! "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
-		-max_len=4224 -print_final_stats=1 \
+		-max_len=4224 -print_final_stats=1 "${quiet[@]}" \
 		-artifact_prefix="$tmp/artifacts/$f-" "$tmp/$f" >"$tmp/$f.log" 2>&1; then
 		echo "fuzz: fuzz_$f FAILED; last lines of its log:" >&2
 		tail -n 40 "$tmp/$f.log" >&2
