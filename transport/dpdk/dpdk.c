@@ -608,7 +608,16 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	ret = rte_eth_tx_queue_setup(id, 0, nb_txd, rte_eth_dev_socket_id(id), NULL);
 	if (ret < 0)
 		goto err_pool;
+	/*
+	 * A memif client connects to its server's socket in dev_start, and
+	 * fails when the socket file exists but the server does not listen on
+	 * it yet (or is restarting): try again until wait_ms has passed.
+	 */
 	ret = rte_eth_dev_start(id);
+	for (uint32_t waited = 0; ret < 0 && client && waited < r->wait_ms; waited += 10) {
+		usleep(10000);
+		ret = rte_eth_dev_start(id);
+	}
 	if (ret < 0)
 		goto err_pool;
 	if (client) {
