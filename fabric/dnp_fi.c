@@ -199,8 +199,13 @@ struct dfi_ep {
 	int fatal;
 };
 
-/* ------------------------------------------------------------ stubs */
+/* ---------------------------------------- operations not offered */
 
+/*
+ * libfabric's answer for an optional operation a provider does not offer
+ * (binding a wait set, ops_open extensions, service-name AV inserts, ...):
+ * -FI_ENOSYS. docs/mpi.md lists what the provider leaves out.
+ */
 static int dfi_enosys_fid(void)
 {
 	return -FI_ENOSYS;
