@@ -74,7 +74,24 @@ struct slot {
 	struct dnp_cmd c;
 	struct dnp_coord dst;
 	uint16_t via;       /* route plan (route.h): 0 direct, else through a via */
+	uint64_t got;       /* GET: response bytes received */
 };
+
+/*
+ * The PUT a source node is sending here, fragment by fragment: a source
+ * sends one message after the other to a node, in order on one path, so a
+ * fragment out of that sequence means some were lost with a link (a path
+ * that broke, and then came back or was rerouted): the message then ends
+ * with an error instead of an RX event (docs/routing.md).
+ */
+struct puttrack {
+	uint32_t src_id;
+	uint32_t msg_id;
+	uint32_t next;   /* offset of the fragment expected next */
+	uint8_t port;    /* source port */
+	uint8_t ok;      /* every fragment so far arrived, in order */
+};
+#define PUTTRACK_MAX 65536u
 
 struct evq {
 	struct dnp_event *ev;
@@ -170,6 +187,8 @@ struct dnp_engine {
 	uint32_t diag_head, diag_tail; /* free-running */
 	struct cable cables[CABLES];
 	uint32_t ncables;
+	struct puttrack *puts; /* by source node id modulo nputs */
+	uint32_t nputs;
 	struct dnp_engine_stats st;
 };
 
@@ -912,6 +931,27 @@ static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	return 0;
 }
 
+/* Follows the fragment sequence of PUTs from h's source; true if h completes one whole. */
+static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
+{
+	uint32_t src = dnp_torus_id(&e->c.torus, h->src);
+	struct puttrack *t = &e->puts[src % e->nputs];
+	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
+
+	if (h->flags & DNP_PKT_F_FIRST) {
+		*t = (struct puttrack){ .src_id = src, .msg_id = h->msg_id, .port = h->src_port,
+					.next = h->offset + h->len, .ok = h->offset == 0 };
+	} else if (same && t->ok && h->offset == t->next) {
+		t->next += h->len;
+	} else {
+		if (same)
+			t->ok = 0;
+		e->st.rx_incomplete++;
+		return false;
+	}
+	return t->ok && t->next == h->msg_len;
+}
+
 static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       struct evq *q, uint64_t now)
 {
@@ -919,8 +959,11 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 
 	if (rc < 0)
 		return deliver_fail(e, h, rc, now);
+	bool whole = put_track(e, h);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
+	if (!whole)
+		return deliver_fail(e, h, -ENOLINK, now); /* fragments lost on the way */
 	return deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
 }
 
@@ -931,12 +974,13 @@ static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 
 	if (rc < 0)
 		return deliver_fail(e, h, rc, now);
-	if (h->flags & DNP_PKT_F_LAST) {
-		struct slot *s = slot_by_msg(e, h->msg_id);
-		if (s) {
-			s->c.rsvd1 = h->hops;
-			complete(e, s, 0);
-		}
+	struct slot *s = slot_by_msg(e, h->msg_id);
+	if (s)
+		s->got += h->len;
+	if ((h->flags & DNP_PKT_F_LAST) && s) {
+		s->c.rsvd1 = h->hops;
+		/* every byte, or some were lost with a link on the way */
+		complete(e, s, s->got == s->c.len ? 0 : -ENOLINK);
 	}
 	return 0;
 }
@@ -1242,17 +1286,59 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	x->ack_dirty = false;
 	link_event(e, dir, -ENOLINK);
 	cable_local(e, dir, true);
-	/* Commands and GET responses waiting to be injected on this link fail. */
+	/*
+	 * Commands and GET responses waiting to be injected on this link: one
+	 * that has not sent a packet yet takes the detour when there is one
+	 * (docs/routing.md); one that has, lost packets with the link, and
+	 * fails. Moved commands keep their order.
+	 */
+	uint32_t moved = NO_SLOT, moved_tail = NO_SLOT;
 	while (e->qhead[dir] != NO_SLOT) {
-		struct slot *s = &e->slots[e->qhead[dir]];
+		uint32_t i = e->qhead[dir];
+		struct slot *s = &e->slots[i];
+		struct dnp_hop hop;
+
 		inj_pop(e, dir);
-		complete(e, s, -ENOLINK);
+		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
+		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		    hop.dir == dir || !link_usable(e, hop.dir)) {
+			complete(e, s, -ENOLINK);
+			continue;
+		}
+		s->queue = hop.dir;
+		s->next = NO_SLOT;
+		if (moved_tail == NO_SLOT)
+			moved = i;
+		else
+			e->slots[moved_tail].next = i;
+		moved_tail = i;
+	}
+	while (moved != NO_SLOT) {
+		struct slot *s = &e->slots[moved];
+
+		moved = s->next;
+		inj_push(e, s->queue, s);
 	}
 	struct pkt *job;
+	struct pktq jobs = { 0 };
 	while ((job = q_pop(&e->resp[dir])) != NULL) {
+		struct dnp_hop hop;
+		uint16_t via;
+
+		if (job->job_off == 0 && dnp_route_plan(&e->router, job->h.src, &via) == 0 &&
+		    dnp_route_step(&e->router, e->c.self, job->h.src, via, DNP_DIR_LOCAL, 0,
+				   &hop) == 0 &&
+		    hop.dir != dir && link_usable(e, hop.dir)) {
+			job->job_q = hop.dir;
+			job->job_via = via;
+			q_push(&jobs, job);
+			continue;
+		}
 		(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, -ENOLINK, now);
 		pkt_put(e, job);
 	}
+	while ((job = q_pop(&jobs)) != NULL)
+		q_push(&e->resp[job->job_q], job);
 	e->dirty = true;
 }
 
@@ -2220,8 +2306,11 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
 	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
 	e->sends = calloc(c->max_sends, sizeof(*e->sends));
+	e->nputs = dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus)
+							     : PUTTRACK_MAX;
+	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
-	    !e->sends)
+	    !e->sends || !e->puts)
 		goto fail;
 	uint8_t *f = e->frames;
 	for (uint32_t i = 0; i < e->npkts; i++) {
@@ -2269,5 +2358,6 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->evmem);
 	free(e->posts);
 	free(e->sends);
+	free(e->puts);
 	free(e);
 }

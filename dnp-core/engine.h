@@ -158,6 +158,7 @@ struct dnp_engine_stats {
 	uint64_t route_tx, route_rx;  /* ROUTE packets */
 	uint64_t route_changes;       /* cable states this node adopted (its own included) */
 	uint64_t route_overflow;      /* cable states not kept: a table was full */
+	uint64_t rx_incomplete;       /* PUT fragments out of sequence (some were lost) */
 };
 
 struct dnp_engine;
