@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"                         mend@T:X,Y,Z:DIR (DIR xp..zm), kill@T:X,Y,Z, revive@T:X,Y,Z\n"
 		"  --random-faults C,K,T  C random cable cuts and K node deaths in [0, T), each\n"
 		"                         repaired later (docs/lab.md, failures and repairs)\n"
+		"  --timeline W           also print bytes delivered per window of W time units\n"
 		"  --rto T --credit-timeout T --max-retries N --window N --max-commands N\n"
 		"  --cmd-timeout T        command deadline: -ETIMEDOUT after T (0 = none)\n"
 		"  --seed S               PRNG seed (1)\n"
@@ -59,6 +60,7 @@ enum {
 	OPT_VCS, OPT_LOSS, OPT_CORRUPT, OPT_DUP, OPT_REORDER, OPT_SILENCE, OPT_RTO,
 	OPT_CREDIT_TIMEOUT, OPT_MAX_RETRIES, OPT_WINDOW, OPT_MAX_COMMANDS, OPT_SEED, OPT_MAX_TIME,
 	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT, OPT_FAULT, OPT_RANDOM_FAULTS,
+	OPT_TIMELINE,
 };
 
 static const struct option run_opts[] = {
@@ -96,6 +98,7 @@ static const struct option run_opts[] = {
 	{ "cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "fault", required_argument, NULL, OPT_FAULT },
 	{ "random-faults", required_argument, NULL, OPT_RANDOM_FAULTS },
+	{ "timeline", required_argument, NULL, OPT_TIMELINE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -297,6 +300,8 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 		return parse_u64(arg, &a->c.stall_limit);
 	case OPT_CMD_TIMEOUT:
 		return parse_u64(arg, &a->c.cmd_timeout);
+	case OPT_TIMELINE:
+		return parse_u64(arg, &a->c.timeline);
 	case OPT_CSV:
 		a->csv = true;
 		return 0;
@@ -409,6 +414,14 @@ static int cmd_run(int argc, char **argv)
 	}
 	ret = dnp_lab_run(lab);
 	dnp_lab_report(lab, stdout, a.csv);
+	if (a.c.timeline) {
+		const uint64_t *tl;
+		unsigned n = dnp_lab_timeline(lab, &tl);
+
+		printf("timeline_start,bytes_delivered\n");
+		for (unsigned i = 0; i < n; i++)
+			printf("%" PRIu64 ",%" PRIu64 "\n", (uint64_t)i * a.c.timeline, tl[i]);
+	}
 	dnp_lab_destroy(lab);
 	return ret ? 1 : 0;
 }

@@ -79,6 +79,7 @@ struct lab_node {
 	uint32_t rx_key;
 	uint64_t next_wake;
 	uint64_t delivered_seen;
+	uint64_t bytes_seen, routes_seen; /* engine counters already accounted for */
 	bool touched;
 	struct lab_link link[DNP_NDIRS];
 };
@@ -106,6 +107,8 @@ struct dnp_lab {
 	unsigned reported;
 	uint64_t writes;
 	unsigned faults_done; /* scheduled failures applied so far */
+	uint64_t *timeline;   /* bytes delivered per conf.timeline window */
+	unsigned ntimeline;   /* windows used */
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	struct dnp_lab_result res;
 };
@@ -881,7 +884,10 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 	lab->touched = calloc(lab->n, sizeof(*lab->touched));
 	lab->heap_cap = 1024;
 	lab->heap = malloc(lab->heap_cap * sizeof(*lab->heap));
-	if (!lab->msgs || !lab->nodes || !lab->touched || !lab->heap)
+	if (conf->timeline)
+		lab->timeline = calloc(DNP_LAB_TIMELINE_MAX, sizeof(*lab->timeline));
+	if (!lab->msgs || !lab->nodes || !lab->touched || !lab->heap ||
+	    (conf->timeline && !lab->timeline))
 		goto fail;
 	plan(lab);
 	ret = build_nodes(lab);
@@ -922,7 +928,14 @@ void dnp_lab_destroy(struct dnp_lab *lab)
 	free(lab->msgs);
 	free(lab->touched);
 	free(lab->heap);
+	free(lab->timeline);
 	free(lab);
+}
+
+unsigned dnp_lab_timeline(const struct dnp_lab *lab, const uint64_t **out)
+{
+	*out = lab->timeline;
+	return lab->ntimeline;
 }
 
 /* ------------------------------------------------------------ running */
@@ -1211,6 +1224,8 @@ static int fault_apply(struct dnp_lab *lab, const struct dnp_lab_fault *f)
 		nd->next_submit = nd->nout; /* its messages were excused */
 		nd->retry_head = nd->retry_tail;
 		nd->delivered_seen = 0;
+		nd->bytes_seen = 0;
+		nd->routes_seen = 0;
 		for (unsigned d = 0; d < DNP_NDIRS; d++)
 			nd->link[d].busy_until = lab->now;
 		touch(lab, f->node);
@@ -1371,6 +1386,20 @@ static int process(struct dnp_lab *lab, struct lab_node *nd)
 	if (st->pkts_delivered != nd->delivered_seen) {
 		nd->delivered_seen = st->pkts_delivered;
 		lab->last_progress = now;
+	}
+	if (st->bytes_delivered != nd->bytes_seen) {
+		uint64_t w = lab->timeline ? now / lab->conf.timeline : 0;
+
+		if (lab->timeline && w < DNP_LAB_TIMELINE_MAX) {
+			lab->timeline[w] += st->bytes_delivered - nd->bytes_seen;
+			if (w + 1 > lab->ntimeline)
+				lab->ntimeline = (unsigned)w + 1;
+		}
+		nd->bytes_seen = st->bytes_delivered;
+	}
+	if (st->route_changes != nd->routes_seen) {
+		nd->routes_seen = st->route_changes;
+		lab->res.last_route_change = now;
 	}
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		struct lab_link *l = &nd->link[d];
@@ -1743,6 +1772,7 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("detoured", r->detoured);
 	K("excused", r->excused);
 	K("route_changes", r->engine.route_changes);
+	K("last_route_change", r->last_route_change);
 #undef K
 	return n;
 }

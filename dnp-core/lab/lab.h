@@ -111,6 +111,8 @@ struct dnp_lab_conf {
 	struct dnp_lab_fault faults[DNP_LAB_MAX_FAULTS];
 	unsigned nfaults;
 	uint64_t retry_delay;
+	/* bytes delivered per window of this many time units (0: not kept) */
+	uint64_t timeline;
 	/* traffic */
 	enum dnp_lab_pattern pattern;
 	uint32_t sizes[DNP_LAB_MAX_SIZES];
@@ -161,6 +163,7 @@ struct dnp_lab_result {
 	 * commands resubmitted, messages that arrived by a longer path, and
 	 * messages excused (an endpoint was killed) */
 	uint64_t faults_applied, cut_frames, retries, detoured, excused;
+	uint64_t last_route_change; /* when a node last adopted a cable state */
 	/* sums of every node's engine and link counters */
 	struct dnp_engine_stats engine;
 	struct dnp_link_stats link;
@@ -190,6 +193,9 @@ int dnp_lab_random_faults(struct dnp_lab_conf *c, unsigned cuts, unsigned kills,
 			  uint64_t seed);
 
 struct dnp_lab;
+#define DNP_LAB_TIMELINE_MAX 65536u
+/* The timeline (conf.timeline): *out points at n windows of delivered bytes. */
+unsigned dnp_lab_timeline(const struct dnp_lab *lab, const uint64_t **out);
 
 /* Errors: -EINVAL (bad conf), -ENOMEM, or an engine error. */
 int dnp_lab_create(const struct dnp_lab_conf *c, struct dnp_lab **out);
