@@ -34,7 +34,12 @@
  * also removes /var/run/dpdk/rte). --testbed PREFIX uses a testbed that
  * already exists (made by "netns.sh up", with NETNS_IPV4=1 for udp) and
  * leaves it in place. The run directory is in /dev/shm, which all
- * namespaces share (sockets, doorbells, logs).
+ * namespaces share (sockets, doorbells, logs). When the testbed has a
+ * service network (netns.sh: namespace PREFIX-svc with a bridge, a "svc"
+ * veth in every node's namespace), the LO|FA|MO supervisor runs in PREFIX-svc
+ * and each node's dnp-hfm in its node's namespace, so cutting a node's "svc"
+ * veth cuts its service network alone; programs get DNP_TESTBED=PREFIX.
+ * Without one, the supervisor and the HFMs stay on this namespace's loopback.
  *
  * Single-threaded: one poll() loop over the output pipes and a signalfd.
  */
@@ -131,6 +136,9 @@ struct run {
 	const char *lfm_args[8];
 	unsigned nlfm_args;
 	char sup_addr[32];
+	char svc_ns[80];     /* the testbed's service network namespace ("" if none) */
+	char svc_ip[16];     /* the supervisor's address there */
+	unsigned svc_port;
 	pid_t sup_pid;
 	pid_t *hfm_pid;
 };
@@ -736,11 +744,23 @@ static int testbed_up(struct run *r)
 		return -ENOENT;
 	}
 	st = -EINVAL;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "# dims %u %u %u", &dx, &dy, &dz) == 3) {
+	r->svc_ns[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char ns[80], ip[16];
+		unsigned port;
+
+		if (sscanf(line, "# dims %u %u %u", &dx, &dy, &dz) == 3)
 			st = dx == r->dim[0] && dy == r->dim[1] && dz == r->dim[2] ? 0 : -EINVAL;
-			break;
+		/* the service network (netns.sh): "# svc NAMESPACE ADDRESS PORT" */
+		if (sscanf(line, "# svc %79s %15s %u", ns, ip, &port) == 3 && port > 0 &&
+		    port < 65536) {
+			snprintf(r->svc_ns, sizeof(r->svc_ns), "%s", ns);
+			snprintf(r->svc_ip, sizeof(r->svc_ip), "%s", ip);
+			r->svc_port = port;
 		}
+		if (line[0] != '#')
+			break;
+	}
 	fclose(f);
 	if (st) {
 		msg("testbed %s is not a %s torus (%s)", r->ns_prefix, torus, topo);
@@ -1497,24 +1517,30 @@ static pid_t lfm_spawn(const char *const *argv, const char *log, int pass_fd)
 static int lofamo_start(struct run *r)
 {
 	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
-	char node[16], sup_log[PATH_MAX + 32];
-	const char *argv[24];
+	char node[16], sup_log[PATH_MAX + 32], ns[96];
+	const char *argv[32];
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	unsigned id, k;
-	int sfd;
+	int sfd = -1;
 	FILE *f;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0) {
-		msg("service network socket: %s", strerror(errno));
-		if (sfd >= 0)
-			close(sfd);
-		return -EADDRINUSE;
+	if (r->svc_ns[0]) {
+		/* The testbed's own service network: a private namespace, a fixed port. */
+		snprintf(r->sup_addr, sizeof(r->sup_addr), "%s:%u", r->svc_ip, r->svc_port);
+		setenv("DNP_TESTBED", r->ns_prefix, 1);
+	} else {
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0) {
+			msg("service network socket: %s", strerror(errno));
+			if (sfd >= 0)
+				close(sfd);
+			return -EADDRINUSE;
+		}
+		snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	}
-	snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%u", ntohs(sa.sin_port));
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
 	snprintf(listen_at, sizeof(listen_at), "%s", r->sup_addr);
 	snprintf(path, sizeof(path), "%s/dnp-supervisor", r->selfdir);
@@ -1523,13 +1549,21 @@ static int lofamo_start(struct run *r)
 	snprintf(log, sizeof(log), "%s/supervisor.out", r->dir);
 	snprintf(sup_log, sizeof(sup_log), "%s/supervisor.log", r->dir);
 	k = 0;
+	if (r->svc_ns[0]) {
+		argv[k++] = r->ip_path;
+		argv[k++] = "netns";
+		argv[k++] = "exec";
+		argv[k++] = r->svc_ns;
+	}
 	argv[k++] = path;
 	argv[k++] = "--torus";
 	argv[k++] = torus;
 	argv[k++] = "--listen";
 	argv[k++] = listen_at;
-	argv[k++] = "--listen-fd";
-	argv[k++] = "3";
+	if (sfd >= 0) {
+		argv[k++] = "--listen-fd";
+		argv[k++] = "3";
+	}
 	argv[k++] = "--log";
 	argv[k++] = sup_log;
 	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
@@ -1539,7 +1573,8 @@ static int lofamo_start(struct run *r)
 		}
 	argv[k] = NULL;
 	r->sup_pid = lfm_spawn(argv, log, sfd);
-	close(sfd);
+	if (sfd >= 0)
+		close(sfd);
 	if (!r->sup_pid)
 		return -ENOENT;
 	setenv("DNP_SUPERVISOR", r->sup_addr, 1);
@@ -1558,7 +1593,8 @@ static int lofamo_start(struct run *r)
 		snprintf(regs, sizeof(regs), "%s/node-%u.lofamo", r->dir, id);
 		snprintf(node, sizeof(node), "%u", id);
 		snprintf(log, sizeof(log), "%s/hfm-%u.log", r->dir, id);
-		k = 0;
+		/* In its node's namespace when the testbed has a service network. */
+		k = r->svc_ns[0] ? netns_prefix(r, id, argv, ns, sizeof(ns)) : 0;
 		argv[k++] = path;
 		argv[k++] = "--regs";
 		argv[k++] = regs;

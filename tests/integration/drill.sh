@@ -5,7 +5,7 @@
 # injects one fault on the last node and measures the time until the
 # supervisor's picture shows it, and the path the report took.
 #
-#   drill.sh BUILD SCENARIO [--torus XxYxZ] [--transport shm|udp] [--csv]
+#   drill.sh BUILD SCENARIO [--torus XxYxZ] [--transport shm|udp|dpdk] [--csv]
 #            [--t-write MS] [--t-read MS] [--no-header]
 #
 # SCENARIO: kill-dnpd, kill-hfm, both, sensor, svcnet-cut, restart-hfm (the
@@ -16,6 +16,14 @@
 # loss=100%`, then restored), sick-link (5% of them corrupted, $DRILL_CORRUPT,
 # far over the CRC threshold of 100 ppm, then restored), all; or soak (no fault for --soak SECONDS,
 # default 60: false alarms are counted).
+# dpdk: dnp-run builds the namespace testbed (tests/testbed/netns.sh: one
+# namespace per node, af_packet on veth pairs, and a service network of its
+# own: the supervisor in PREFIX-svc, each HFM in its node's namespace behind a
+# veth "svc"). There link-down takes the victim's X+ veth down (ip link set
+# dev d<id>-xp down, then up: both ends lose carrier, as when a cable is
+# pulled) instead of impairing the neighbour's frames, and svcnet-cut takes
+# the victim's "svc" veth down instead of signalling its HFM. Needs root and a
+# DPDK build (exit 77 otherwise).
 # Every node runs dnp-drill-traffic (PUTs to every other node); the drill
 # also fails when a surviving node's command got no completion, or two.
 # Exit 0 when every drill saw the expected picture and path within the time
@@ -63,9 +71,22 @@ if [ "${1:-}" = "--inner" ]; then
 	kill-hfm|restart-hfm) kill -9 "$hpid"; want='host faulty'; path=relay ;;
 	both) kill -9 "$dpid" "$hpid"; want='host dead'; path=inference ;;
 	sensor) "$dnpctl" --socket "$dir/node-$v.sock" sensor temp 99000; want='sensor temp alarm'; path=service ;;
-	svcnet-cut) kill -USR1 "$hpid"; want='hostdev svcnet alarm'; path=relay ;;
+	svcnet-cut)
+		# the namespace testbed's service network: cut the victim's veth
+		if [ -n "${DNP_TESTBED:-}" ]; then
+			ip -n "$DNP_TESTBED-$v" link set dev svc down
+		else
+			kill -USR1 "$hpid"
+		fi
+		want='hostdev svcnet alarm'; path=relay ;;
 	restart) kill -9 "$dpid"; want='dnp faulty'; path=service ;;
-	link-down) nbctl impair 'dir=xm,loss=100%,seed=9' >/dev/null; want='alarm link X+ broken'; path=service ;;
+	link-down)
+		if [ "$transport" = dpdk ]; then
+			ip -n "$DNP_TESTBED-$v" link set dev "d$v-xp" down
+		else
+			nbctl impair 'dir=xm,loss=100%,seed=9' >/dev/null
+		fi
+		want='alarm link X+ broken'; path=service ;;
 	sick-link) nbctl impair "dir=xm,corrupt=${DRILL_CORRUPT:-5%},seed=9" >/dev/null; want='alarm link X+ sick'; path=service ;;
 	*) echo "drill: unknown scenario $scen"; exit 2 ;;
 	esac
@@ -155,7 +176,11 @@ sys.exit(0 if "broken" in d["nodes"][int(sys.argv[1])]["links"].values() else 1)
 import json, sys
 print(json.load(sys.stdin)["nodes"][int(sys.argv[1])]["links"]["X+"])' "$v" 2>/dev/null || true)
 		t1=$(date +%s%3N)
-		nbctl impair off >/dev/null
+		if [ "$scen" = link-down ] && [ "$transport" = dpdk ]; then
+			ip -n "$DNP_TESTBED-$v" link set dev "d$v-xp" up
+		else
+			nbctl impair off >/dev/null
+		fi
 		for _ in $(seq 300); do
 			heal=$(healed "$t1")
 			[ -n "$heal" ] && break
@@ -261,6 +286,20 @@ while [ $# -gt 0 ]; do
 	shift
 done
 scens=$scen
+if [ "$transport" = dpdk ]; then
+	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
+		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
+		exit 77
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "SKIP: drills over dpdk need root (network namespaces, veth, packet sockets)"
+		exit 77
+	fi
+	if ! command -v ip >/dev/null 2>&1; then
+		echo "SKIP: no 'ip' (iproute2) for the namespace testbed"
+		exit 77
+	fi
+fi
 [ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut restart-hfm restart link-down sick-link"
 [ "$csv" = 1 ] && [ $header = 1 ] &&
 	echo "scenario,transport,t_write_ms,t_read_ms,awareness_ms,path,cmds_ok,cmds_failed,cmds_unfinished,false_alarms"

@@ -28,15 +28,29 @@
 # d<id>-<dir> (at most 12 characters up to 16M nodes; IFNAMSIZ is 16), MTU 9000,
 # IPv6 disabled in every namespace (no neighbour discovery traffic on the links).
 #
+# The LO|FA|MO service network (docs/lofamo.md), separate from the torus so
+# it can be cut on its own: a namespace PREFIX-svc holding a bridge "svcbr"
+# with 100.64.0.1/10 (the RFC 6598 shared address range: nothing on the
+# machine routes it, and every namespace is private anyway), and in every
+# node's namespace an interface "svc" with 100.64.0.0 + id + 2, its veth peer
+# s<id> enslaved to the bridge. The Fault Supervisor runs in PREFIX-svc and
+# listens on 100.64.0.1:NETNS_SVC_PORT (default 47100); each node's dnp-hfm
+# runs in its node's namespace and reaches it over its "svc" veth, so
+# `ip -n PREFIX-<id> link set dev svc down` cuts that node's service network
+# and nothing else. NETNS_SVC=0 at "up" leaves the service network out.
+#
 # DIR/PREFIX.topo, one line per node and direction that has a link:
 #   <id> <dir> <dir number> <namespace> <ifname> <own MAC> <peer id> <peer ifname> <peer MAC>
-# preceded by "# dims X Y Z" and a column comment. Exit status 0 on success;
+# preceded by "# dims X Y Z", with the service network
+# "# svc <namespace> <supervisor address> <port>", and a column comment. Exit status 0 on success;
 # on any failure during "up" everything created so far is removed.
 set -eu
 
 MTU=${NETNS_MTU:-9000}
 IPV4=${NETNS_IPV4:-0}
 UDP_PORT=${NETNS_UDP_PORT:-47000}
+SVC=${NETNS_SVC:-1}
+SVC_PORT=${NETNS_SVC_PORT:-47100}
 DIRS="xp xm yp ym zp zm"
 
 usage() {
@@ -61,6 +75,10 @@ do_down() {
 	for ns in $(list_ns "$prefix"); do
 		ip netns delete "$ns" 2>/dev/null || true
 	done
+	# the service network's namespace (its veths and bridge go with it)
+	if ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$prefix-svc"; then
+		ip netns delete "$prefix-svc" 2>/dev/null || true
+	fi
 	rm -f "$dir/$prefix.topo" "$dir/$prefix.topo.tmp"
 	# DPDK primaries leave their runtime directory behind.
 	rm -rf /var/run/dpdk/rte
@@ -105,6 +123,11 @@ do_up() {
 	N=$((DX * DY * DZ))
 	[ -d "$dir" ] || die "no directory $dir"
 	[ -z "$(list_ns "$prefix")" ] || die "namespaces $prefix-* exist already (run down first)"
+	if [ "$SVC" = 1 ]; then
+		[ $N -le 4194300 ] || die "too many nodes for the service network (100.64.0.0/10)"
+		! ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$prefix-svc" ||
+			die "namespace $prefix-svc exists already (run down first)"
+	fi
 
 	trap 'do_down "$prefix" "$dir"; exit 1' EXIT INT TERM HUP
 
@@ -171,13 +194,48 @@ do_up() {
 		id=$((id + 1))
 	done
 
+	if [ "$SVC" = 1 ]; then
+		# The service network: one veth per node to a bridge in PREFIX-svc.
+		ip netns add "$prefix-svc"
+		ip netns exec "$prefix-svc" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+			net.ipv6.conf.default.disable_ipv6=1
+		ip -n "$prefix-svc" link set lo up
+		ip -n "$prefix-svc" link add svcbr type bridge
+		ip -n "$prefix-svc" addr add 100.64.0.1/10 dev svcbr
+		ip -n "$prefix-svc" link set svcbr up
+		batch=$(mktemp)
+		id=0
+		while [ $id -lt $N ]; do
+			echo "link add svc netns $prefix-$id type veth peer name s$id netns $prefix-svc" >>"$batch"
+			id=$((id + 1))
+		done
+		ip -batch "$batch" || { rm -f "$batch"; die "creating the service network's veths failed"; }
+		: >"$batch"
+		id=0
+		while [ $id -lt $N ]; do
+			echo "link set dev s$id master svcbr up" >>"$batch"
+			id=$((id + 1))
+		done
+		ip -n "$prefix-svc" -batch "$batch" || { rm -f "$batch"; die "service network bridge failed"; }
+		rm -f "$batch"
+		id=0
+		while [ $id -lt $N ]; do
+			v=$((id + 2))
+			ip -n "$prefix-$id" addr add \
+				"100.$((64 + v / 65536)).$(((v / 256) % 256)).$((v % 256))/10" dev svc
+			ip -n "$prefix-$id" link set dev svc up
+			id=$((id + 1))
+		done
+	fi
+
 	# veth reports carrier about 0.65 s after both ends are up: wait for all.
 	tries=0
 	while :; do
 		down=0
 		id=0
 		while [ $id -lt $N ]; do
-			if ip -n "$prefix-$id" -o link show | grep ': d' | grep -q 'NO-CARRIER\|state DOWN'; then
+			if ip -n "$prefix-$id" -o link show | grep -E ': (d|svc@)' |
+			   grep -q 'NO-CARRIER\|state DOWN'; then
 				down=1
 				break
 			fi
@@ -192,6 +250,7 @@ do_up() {
 	topo=$dir/$prefix.topo.tmp
 	{
 		echo "# dims $DX $DY $DZ"
+		[ "$SVC" = 1 ] && echo "# svc $prefix-svc 100.64.0.1 $SVC_PORT"
 		echo "# id dir dirnum namespace ifname mac peer_id peer_ifname peer_mac [ipv4 peer_ipv4]"
 		id=0
 		while [ $id -lt $N ]; do
