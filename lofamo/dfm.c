@@ -33,6 +33,7 @@ struct dnp_dfm {
 	uint8_t sensor_rep[DNP_LFM_NSENSORS];
 	/* host */
 	bool host_seen;           /* the host validated its register at least once */
+	bool host_grace;          /* the next read is the late reader's second look */
 	uint8_t host;             /* enum dnp_lfm_host */
 	uint64_t host_status;     /* last Host Watchdog status word */
 	uint64_t next_diag;
@@ -275,14 +276,32 @@ static void send_diag(struct dnp_dfm *d, const struct dnp_dfm_input *in, unsigne
 	atomic_store_explicit(&d->r->diag_tx, d->st.diag_tx, memory_order_relaxed);
 }
 
-static void read_host(struct dnp_dfm *d, uint64_t now, struct dnp_dfm_out *o)
+/*
+ * Takes the Host Watchdog Register. late: how long after its due time this
+ * read came. Returns false when it found the register not validated but
+ * gave the host a second look one T_write later instead of a verdict.
+ */
+static bool read_host(struct dnp_dfm *d, uint64_t now, uint64_t late, struct dnp_dfm_out *o)
 {
 	uint32_t mask = atomic_load_explicit(&d->r->mask, memory_order_relaxed);
 	uint64_t w;
 	bool valid = dnp_lfm_wd_take(&d->r->host, &w);
+	bool second = d->host_grace;
 	unsigned h = d->host;
 
 	d->st.host_reads++;
+	d->host_grace = false;
+	if (!valid && d->host_seen && !second && late > dnp_dfm_late_slack(d->tw, d->c.unit_per_ms)) {
+		/*
+		 * We woke late: whatever kept us off the CPU may have kept the host
+		 * off it too, and it has not had a fair T_write since we can see it.
+		 * Look again one T_write from now (the register stays invalidated):
+		 * still not validated then, it is an omission.
+		 */
+		d->host_grace = true;
+		d->st.host_late_reads++;
+		return false;
+	}
 	if (valid) {
 		d->host_seen = true;
 		d->host_status = w;
@@ -305,6 +324,7 @@ static void read_host(struct dnp_dfm *d, uint64_t now, struct dnp_dfm_out *o)
 		d->host = (uint8_t)h;
 		d->dirty = true;
 	}
+	return true;
 }
 
 static void expire_remote(struct dnp_dfm *d, uint64_t now, struct dnp_dfm_out *o)
@@ -333,9 +353,17 @@ void dnp_dfm_tick(struct dnp_dfm *d, uint64_t now, const struct dnp_dfm_input *i
 	memset(out, 0, sizeof(*out));
 	read_timer(d, out);
 	if (now >= d->next_read) {
-		read_host(d, now, out);
-		judge_crc(d, in);
-		d->next_read = now + (uint64_t)d->tr * u;
+		bool second = d->host_grace;
+
+		if (read_host(d, now, now - d->next_read, out)) {
+			/* the CRC window runs from one regular read to the next */
+			if (!second)
+				judge_crc(d, in);
+			d->next_read = now + (uint64_t)d->tr * u;
+		} else {
+			judge_crc(d, in);
+			d->next_read = now + (uint64_t)d->tw * u;
+		}
 	}
 	expire_remote(d, now, out);
 	status = local_status(d, in, out);

@@ -143,6 +143,71 @@ static void test_dfm_host_omission_relays(void **state)
 	dnp_dfm_destroy(f.d);
 }
 
+/* One tick at t ms; returns the number of HOST alarms it raised (level in *level). */
+static unsigned tick_host(struct fx *f, uint64_t t, unsigned *level)
+{
+	unsigned n = 0;
+
+	dnp_dfm_tick(f->d, t * MS, &f->in, &f->o);
+	for (unsigned i = 0; i < f->o.nalarm; i++)
+		if (f->o.alarm[i].kind == DNP_DFM_AL_HOST) {
+			n++;
+			*level = f->o.alarm[i].level;
+		}
+	return n;
+}
+
+/*
+ * The whole machine stalls (load far over the cores): the DFM and the host
+ * are both kept off the CPU for 600 ms, and the DFM runs first when it ends.
+ * Its read is late, the register still cleared: no omission yet, the host
+ * gets one T_write to validate, does, and is not declared dead. A host that
+ * really died during such a stall is still declared, one T_write after the
+ * late read, and an on-time reader keeps the 2 x T_read bound.
+ */
+static void test_dfm_late_reader_no_false_omission(void **state)
+{
+	const uint64_t tw = DNP_LFM_T_WRITE_DEFAULT;
+	struct fx f;
+	unsigned n = 0, lv = 0;
+
+	(void)state;
+	/* 1. a live host, a stall of both, the host resumes right after the reader */
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 1001, 100, NULL, &n, DNP_DFM_AL_HOST); /* last write at 1000, read at 1000 */
+	assert_int_equal(n, 0);
+	n = tick_host(&f, 1600, &lv); /* due at 1250: 350 ms late, register cleared */
+	assert_int_equal(n, 0);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_late_reads, 1);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_omissions, 0);
+	assert_true(dnp_dfm_next_deadline(f.d) <= (1600 + tw) * MS);
+	run(&f, 1601, 3000, 100, NULL, &n, DNP_DFM_AL_HOST); /* writes at 1700, 1800, ... */
+	assert_int_equal(n, 0);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_omissions, 0);
+	assert_int_equal(dnp_lfm_dnp_host(atomic_load(&f.r.dnp.status)), DNP_LFM_HOST_OK);
+	dnp_dfm_destroy(f.d);
+
+	/* 2. the host died at 1000 and the reader was late too: declared at 1600 + T_write */
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 1001, 100, NULL, &n, DNP_DFM_AL_HOST);
+	assert_int_equal(tick_host(&f, 1600, &lv), 0);
+	n = 0;
+	for (uint64_t t = 1601; t <= 1600 + tw && !n; t++)
+		n = tick_host(&f, t, &lv);
+	assert_int_equal(n, 1);
+	assert_int_equal(lv, DNP_LFM_HOST_OMISSION);
+	assert_int_equal(dnp_lfm_dnp_host(atomic_load(&f.r.dnp.status)), DNP_LFM_HOST_OMISSION);
+	dnp_dfm_destroy(f.d);
+
+	/* 3. a slightly late reader (under a tenth of T_write) judges at once, as before */
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 1001, 100, NULL, &n, DNP_DFM_AL_HOST); /* next read due at 1250 */
+	assert_int_equal(tick_host(&f, 1250 + tw / 10, &lv), 1);
+	assert_int_equal(lv, DNP_LFM_HOST_OMISSION);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_late_reads, 0);
+	dnp_dfm_destroy(f.d);
+}
+
 /* A host that never showed up is not declared dead (the HFM may start later). */
 static void test_dfm_host_never_seen(void **state)
 {
@@ -396,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_dfm_writes_every_t_write),
 		cmocka_unit_test(test_dfm_host_omission_relays),
 		cmocka_unit_test(test_dfm_host_never_seen),
+		cmocka_unit_test(test_dfm_late_reader_no_false_omission),
 		cmocka_unit_test(test_dfm_diag_recorded_and_expires),
 		cmocka_unit_test(test_dfm_link_broken_and_sick),
 		cmocka_unit_test(test_dfm_sensor_thresholds),
