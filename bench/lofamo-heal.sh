@@ -8,19 +8,23 @@
 # itself only.
 #   bench/lofamo-heal.sh BUILD [RUNS]
 # Writes bench/results/lofamo-heal-DATE.csv (every drill) and lofamo-heal-DATE.md.
+# LOFAMO_TRANSPORTS, LOFAMO_SCENS and LOFAMO_NAME (the results' name) change
+# what is run; bench/lofamo-dpdk.sh uses them for the DPDK namespace testbed.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 runs=${2:-5}
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 day=$(date -u +%Y-%m-%d)
-csv=$top/bench/results/lofamo-heal-$day.csv
-md=$top/bench/results/lofamo-heal-$day.md
+name=${LOFAMO_NAME:-lofamo-heal}
+csv=$top/bench/results/$name-$day.csv
+md=$top/bench/results/$name-$day.md
 drill=$top/tests/integration/drill.sh
-scens="restart link-down sick-link"
+scens=${LOFAMO_SCENS:-restart link-down sick-link}
+transports=${LOFAMO_TRANSPORTS:-shm udp}
 
 echo "scenario,transport,awareness_ms,path,heal_ms,links_up_ms,cmds_ok,cmds_failed,cmds_unfinished,false_alarms,verdict" >"$csv"
 round() {
-	for tr in shm udp; do
+	for tr in $transports; do
 		for s in $scens; do
 			line=$(bash "$drill" "$build" "$s" --transport "$tr" 2>/dev/null | grep "^drill $s over" || true)
 			python3 - "$s" "$tr" "$line" >>"$csv" <<'PY'
@@ -38,21 +42,23 @@ PY
 	done
 }
 export -f round
-export drill build csv scens
+export drill build csv scens transports
 for i in $(seq "$runs"); do
 	flock /tmp/softdnp-heavy.lock bash -c round
 	echo "lofamo heal bench: round $i of $runs done"
 done
 
-python3 - "$csv" "$runs" >"$md" <<'PY'
+python3 - "$csv" "$runs" "$name" >"$md" <<'PY'
 import csv, statistics, sys, platform
 rows = list(csv.DictReader(open(sys.argv[1])))
-print("# LO|FA|MO drills that heal\n")
+print("# LO|FA|MO drills that heal\n" if sys.argv[3] == "lofamo-heal" else
+      f"# LO|FA|MO drills ({sys.argv[3]})\n")
 print(f"Machine: {platform.node()}, {open('/proc/cpuinfo').read().count('processor')} CPUs, "
       f"load at the end {open('/proc/loadavg').read().split()[0]} (8 agents share it).")
 print(f"Each scenario {sys.argv[2]} times per transport on a 2x2x2 torus, T_write 100 ms, "
       "T_read 250 ms, link credit timeout 400 ms; the fault is on the last node "
-      "(restart: its dnpd; link-down, sick-link: its X+ link).\n")
+      "(restart: its dnpd; link-down, sick-link: its X+ link). Over dpdk: the namespace "
+      "testbed, link-down takes the victim's X+ veth down, svcnet-cut its service veth.\n")
 print("| scenario | transport | runs ok | path | awareness median ms | worst ms | heal median ms | worst ms | links UP median ms | cmds ok | cmds failed | unfinished | false alarms |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 keys = []
