@@ -201,6 +201,7 @@ static void usage(FILE *f)
 		"  --verbose             print the daemon logs at the end even on success\n"
 		"  --no-lofamo           do not start the fault supervisor and the dnp-hfm of each\n"
 		"                        node (started by default; DNP_SUPERVISOR is set for programs)\n"
+		"                        namespace testbed: on its service network (PREFIX-svc)\n"
 		"  --lofamo-arg ARG      extra argument for every dnp-hfm (repeatable)\n"
 		"  --drill               daemons and HFMs may die (fault drills): not a failure\n"
 		"SIGUSR1 to dnp-run (DNP_RUN_PID) restarts every daemon that died.\n"
