@@ -197,7 +197,10 @@ print(json.load(sys.stdin)["nodes"][int(sys.argv[1])]["links"]["X+"])' "$v" 2>/d
 		# A new host fault manager for the node: the picture must heal.
 		sleep 0.3
 		t1=$(date +%s%3N)
-		"$DRILL_HFM" --regs "$dir/node-$v.lofamo" --node "$v" --supervisor "$DNP_SUPERVISOR" \
+		# in the victim's namespace on the namespace testbed
+		inns=
+		[ -n "${DNP_TESTBED:-}" ] && inns="ip netns exec $DNP_TESTBED-$v"
+		$inns "$DRILL_HFM" --regs "$dir/node-$v.lofamo" --node "$v" --supervisor "$DNP_SUPERVISOR" \
 			--t-write "$tw" --t-read "$tr" 2>"$dir/hfm-$v.restart.log" &
 		newh=$!
 		for _ in $(seq 200); do
