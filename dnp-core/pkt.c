@@ -153,8 +153,9 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 {
 	uint64_t end;
 
-	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || h->src_dir > DNP_DIR_LOCAL ||
-	    (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || (h->fstatus & ~DNP_FT_RETX))
+	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
+	    h->src_dir > DNP_DIR_LOCAL || (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) ||
+	    (h->fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 
 	if (h->kind == DNP_PKT_CREDIT) {
@@ -162,8 +163,14 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		if ((h->lflags & DNP_LINK_F_SEQ) || h->len || h->flags || h->vc || h->status ||
 		    h->msg_id || h->msg_len)
 			return -EINVAL;
+		/* A selective ack says something (non-zero) and is no reset. */
+		if ((h->lflags & DNP_LINK_F_SACK) &&
+		    ((h->lflags & DNP_LINK_F_RESET) || h->sack == 0))
+			return -EINVAL;
 		return 0;
 	}
+	if (h->lflags & DNP_LINK_F_SACK)
+		return -EINVAL; /* only link control carries a selective ack */
 	if (h->lflags & DNP_LINK_F_RESET)
 		return -EINVAL; /* only link control resets a link */
 	if (kind_is_data(h->kind) && !(h->lflags & DNP_LINK_F_SEQ))
@@ -229,6 +236,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	uint8_t *p = frame;
 	uint8_t *ft;
 	size_t flen;
+	bool sack;
 	int ret;
 
 	ret = check_class(h);
@@ -270,6 +278,9 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put8(p, H0_STATUS, h->status);
 	put16(p, H0_LEN, h->len);
 	put32(p, H0_MSGID, h->msg_id);
+	sack = h->kind == DNP_PKT_CREDIT && (h->lflags & DNP_LINK_F_SACK);
+	if (sack)
+		put32(p, H0_MSGID, (uint32_t)h->sack);
 
 	if (h->kind == DNP_PKT_CREDIT) {
 		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
@@ -288,7 +299,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put8(ft, FT_HOPS, h->hops);
 	put16(ft, FT_RSVD, 0);
 	put32(ft, FT_TS, h->timestamp);
-	put32(ft, FT_MSGLEN, h->msg_len);
+	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
 	if (seal)
 		put32(ft, FT_CRC, dnp_crc32(0, p, flen));
 	return (int)flen;
@@ -392,6 +403,12 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->hops = ft[FT_HOPS];
 	h->timestamp = get32(ft, FT_TS);
 	h->msg_len = get32(ft, FT_MSGLEN);
+	if (h->kind == DNP_PKT_CREDIT && (h->lflags & DNP_LINK_F_SACK)) {
+		/* The selective ack sits where a credit has no message id/length. */
+		h->sack = (uint64_t)h->msg_len << 32 | h->msg_id;
+		h->msg_id = 0;
+		h->msg_len = 0;
+	}
 
 	ret = check_class(h);
 	if (ret)
@@ -418,8 +435,8 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	if (get16(p, LW_MAGIC) != DNP_PKT_MAGIC || p[LW_VERSION] != DNP_PKT_VERSION ||
 	    get16(p, LW_FLEN) != len)
 		return -EINVAL;
-	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || src_dir > DNP_DIR_LOCAL ||
-	    (fstatus & ~DNP_FT_RETX))
+	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
+	    src_dir > DNP_DIR_LOCAL || (fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 	/* Keep the sequencing rule of check_rules() so the result still decodes. */
 	kind = p[H0_KVF] & KVF_KIND_MASK;
@@ -429,6 +446,14 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 		return -EINVAL;
 	if (kind_is_data(kind) && !(lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
+	/* SACK stays what it was: set exactly when a credit carries a non-zero sack. */
+	if (lflags & DNP_LINK_F_SACK) {
+		if (kind != DNP_PKT_CREDIT || (lflags & DNP_LINK_F_RESET) ||
+		    !(p[LW_LFLAGS] & DNP_LINK_F_SACK))
+			return -EINVAL;
+	} else if (p[LW_LFLAGS] & DNP_LINK_F_SACK) {
+		return -EINVAL;
+	}
 
 	/*
 	 * The CRC is recomputed over the whole frame rather than updated

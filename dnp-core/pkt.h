@@ -63,6 +63,14 @@ enum dnp_pkt_kind {
  */
 #define DNP_LINK_F_RESET 0x2u
 #define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
+/*
+ * CREDIT frames only, never with DNP_LINK_F_RESET: the frame carries a
+ * selective ack (struct dnp_pkt_hdr.sack, non-zero) in the two fields a
+ * CREDIT frame has no use for, H0 msg_id (bits 0-31) and the footer's
+ * msg_len (bits 32-63). Bit i set: the sender holds frame ack + 1 + i,
+ * received beyond the gap at ack (docs/protocol.md, "Selective acks").
+ */
+#define DNP_LINK_F_SACK 0x4u
 
 /* Footer status bits */
 #define DNP_FT_RETX 0x1u /* this transmission is a retransmission */
@@ -80,6 +88,7 @@ struct dnp_pkt_hdr {
 	uint8_t epoch;   /* link epoch of the sender (0: none yet) */
 	uint32_t seq;    /* link sequence number, valid if DNP_LINK_F_SEQ */
 	uint32_t ack;    /* cumulative ack: next seq expected from the peer */
+	uint64_t sack;   /* CREDIT with DNP_LINK_F_SACK: frames held beyond ack (bit i: ack + 1 + i) */
 	/* H0 */
 	struct dnp_coord dst, src;
 	uint8_t dst_port, src_port;
@@ -159,7 +168,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
  * ack, src_dir, footer status, hops) and recomputes the CRC. The frame must
- * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL.
+ * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
+ * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
+ * drop it from one that has one: the sack itself is not restamped).
  */
 int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint32_t ack,
 		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);
