@@ -132,7 +132,7 @@ int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link
 	if (!l->c.max_rto)
 		l->c.max_rto = l->c.rto;
 	if (!l->c.min_rto)
-		l->c.min_rto = l->c.rto / 2 ? l->c.rto / 2 : 1;
+		l->c.min_rto = l->c.rto / 4 ? l->c.rto / 4 : 1;
 	l->rto = l->c.rto;
 	l->mask = c->window - 1u;
 	l->state = DNP_LINK_INIT;

@@ -108,7 +108,7 @@ struct dnp_link_conf {
 	uint64_t credit_timeout; /* UP link with no credit for this long -> BROKEN */
 	uint64_t init_timeout;   /* INIT link with no credit for this long -> BROKEN (0: never) */
 	uint64_t rto;            /* initial retransmit timeout (before an RTT sample), > 0 */
-	uint64_t min_rto;        /* floor of the adaptive timeout (0: rto / 16, at least 1) */
+	uint64_t min_rto;        /* floor of the adaptive timeout (0: rto / 4, at least 1) */
 	uint64_t max_rto;        /* ceiling, also of the backoff (0: rto); min_rto <= rto <= max_rto */
 	uint32_t max_retries;    /* retransmit rounds without progress before BROKEN */
 	uint32_t window;         /* max unacked packets, power of two, 1..65536 */
