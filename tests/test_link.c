@@ -911,6 +911,278 @@ static void test_link_epoch_wrap(void **state)
 	assert_false(epoch_newer(0, 7));
 }
 
+/* ---- selective acks and the adaptive timeout ---- */
+
+/* The receiver side of one data frame: accept it, or hold it beyond a gap; unhold what follows. */
+static void rx_frame(struct dnp_link *b, uint32_t seq, void *pkt, unsigned *delivered)
+{
+	int rc = dnp_link_rx_seq(b, seq);
+	void *q;
+
+	if (rc == -EAGAIN) {
+		assert_int_equal(dnp_link_rx_hold(b, seq, 0, 4, pkt), 0);
+		return;
+	}
+	if (rc != 0)
+		return;
+	(*delivered)++;
+	while ((q = dnp_link_rx_unhold(b)) != NULL) {
+		(void)q;
+		assert_int_equal(dnp_link_rx_seq(b, dnp_link_ack_value(b)), 0);
+		(*delivered)++;
+	}
+}
+
+/*
+ * One frame lost out of a window of 16: the selective ack that comes back
+ * one round trip later marks exactly that frame, long before the timeout;
+ * the resend fills the gap and the held frames are delivered behind it,
+ * each exactly once. Under go-back-N the sender would have waited for the
+ * timeout and then resent all 13 frames from the lost one on.
+ */
+static void test_link_one_loss_one_fast_resend(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a, *b;
+	int pk[16];
+	void *freed[16];
+	unsigned delivered = 0, i;
+	uint64_t rtt = 20;
+
+	(void)state;
+	c.window = 16;
+	c.rto = 1000;
+	a = mk_quiet(&c);
+	b = mk_quiet(&c);
+	for (i = 0; i < 16; i++) {
+		push_sent(a, &pk[i], i);
+		if (i != 3) /* frame 3 is lost */
+			rx_frame(b, i, &pk[i], &delivered);
+	}
+	assert_int_equal(delivered, 3);
+	assert_int_equal(dnp_link_ack_value(b), 3);
+	assert_int_equal(dnp_link_sack(b), 0xfffull); /* seqs 4..15 held */
+	assert_int_equal(dnp_link_stats(b)->rx_held, 12);
+
+	/* The credit comes back one round trip after the last frame left. */
+	uint64_t t = 15 + rtt;
+	assert_int_equal(dnp_link_on_ack(a, dnp_link_ack_value(b), freed, 16, t), 3);
+	assert_int_equal(dnp_link_on_sack(a, dnp_link_ack_value(b), dnp_link_sack(b), t), 1);
+	assert_int_equal(dnp_link_retx_due(a), 1);
+	assert_int_equal(dnp_link_retx_next(a), 0); /* the oldest unacked: seq 3 */
+	uint32_t seq;
+	assert_ptr_equal(dnp_link_unacked_at(a, 0, &seq), &pk[3]);
+	assert_int_equal(seq, 3);
+	assert_true(t < dnp_link_next_deadline(a)); /* no timeout was needed */
+	dnp_link_sent(a, 0, t);
+	assert_int_equal(dnp_link_retx_next(a), -1);
+	/* The same selective ack again (before the resend can have arrived): nothing more. */
+	assert_int_equal(dnp_link_on_sack(a, 3, 0xfffull, t + 1), 0);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+
+	/* The resend arrives: all 13 frames are delivered, in order, once. */
+	rx_frame(b, 3, &pk[3], &delivered);
+	assert_int_equal(delivered, 16);
+	assert_int_equal(dnp_link_ack_value(b), 16);
+	assert_int_equal(dnp_link_sack(b), 0);
+	assert_int_equal(dnp_link_on_ack(a, 16, freed, 16, t + rtt), 13);
+	assert_int_equal(dnp_link_unacked(a), 0);
+	assert_int_equal(dnp_link_stats(a)->fast_retx, 1);
+	assert_int_equal(dnp_link_stats(a)->retx_rounds, 0);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/* A resend that is lost too is marked again once a frame sent after it arrives. */
+static void test_link_lost_resend_marked_again(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[8];
+	void *freed[8];
+
+	(void)state;
+	c.rto = 1000;
+	a = mk_quiet(&c);
+	for (unsigned i = 0; i < 4; i++)
+		push_sent(a, &pk[i], i);
+	/* seq 0 lost, 1..3 held */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 20), 1);
+	dnp_link_sent(a, 0, 20); /* resend of seq 0: lost again */
+	push_sent(a, &pk[4], 21); /* sent after the resend */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 30), 0); /* old news */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0xf, 41), 1); /* seq 4 overtook the resend */
+	assert_int_equal(dnp_link_retx_next(a), 0);
+	assert_int_equal(dnp_link_on_ack(a, 5, freed, 8, 60), 5);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+	/* A selective ack about another oldest seq is ignored. */
+	push_sent(a, &pk[5], 61);
+	push_sent(a, &pk[6], 62);
+	assert_int_equal(dnp_link_on_sack(a, 4, 0x1, 70), 0);
+	dnp_link_destroy(a);
+}
+
+/* A timeout resends only what the peer does not hold; the second in a row resends all. */
+static void test_link_timeout_skips_held(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[4];
+
+	(void)state;
+	c.max_retries = 5;
+	a = mk_quiet(&c);
+	for (unsigned i = 0; i < 4; i++)
+		push_sent(a, &pk[i], 0);
+	/* the peer holds seq 2 only; 0 and 1 are marked, then resent and lost */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x2, 10), 2);
+	dnp_link_sent(a, 0, 10);
+	dnp_link_sent(a, 1, 10);
+	assert_int_equal(dnp_link_tick(a, 110), DNP_LINK_EV_RETX);
+	assert_int_equal(resend_marked(a, 110), 3); /* 0, 1 and 3: not 2 */
+	assert_int_equal(dnp_link_tick(a, 210), DNP_LINK_EV_RETX);
+	assert_int_equal(resend_marked(a, 210), 4); /* the peer may have dropped 2 */
+	dnp_link_destroy(a);
+}
+
+/*
+ * The timeout follows the measured round trip (RFC 6298): the first sample
+ * R gives SRTT = R, RTTVAR = R/2, RTO = 3R; steady samples shrink RTTVAR;
+ * the result stays within [min_rto, max_rto]; an ack that covers a resent
+ * packet gives no sample (Karn); a timeout doubles it up to max_rto.
+ */
+static void test_link_rto_adapts_to_rtt(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk;
+	void *freed[1];
+	uint64_t t = 0;
+
+	(void)state;
+	c.rto = 1000;
+	c.min_rto = 30;
+	c.max_rto = 4000;
+	c.max_retries = 10;
+	a = mk_quiet(&c);
+	assert_int_equal(dnp_link_rto(a), 1000);
+	assert_int_equal(dnp_link_srtt(a), 0);
+	push_sent(a, &pk, t);
+	assert_int_equal(dnp_link_next_deadline(a), 1000);
+	assert_int_equal(dnp_link_on_ack(a, 1, freed, 1, t + 50), 1);
+	assert_int_equal(dnp_link_srtt(a), 50);
+	assert_int_equal(dnp_link_rto(a), 150);
+	for (uint32_t s = 1; s < 40; s++) {
+		t += 100;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 50), 1);
+	}
+	assert_int_equal(dnp_link_srtt(a), 50);
+	assert_true(dnp_link_rto(a) >= 50 && dnp_link_rto(a) < 60);
+	/* the timer uses it */
+	t += 100;
+	push_sent(a, &pk, t);
+	assert_int_equal(dnp_link_next_deadline(a), t + dnp_link_rto(a));
+	uint64_t before = dnp_link_rto(a), samples = dnp_link_stats(a)->rtt_samples;
+	/* timeout: doubled; the resent packet's ack gives no sample */
+	assert_int_equal(dnp_link_tick(a, t + before), DNP_LINK_EV_RETX);
+	assert_int_equal(dnp_link_rto(a), 2 * before);
+	assert_int_equal(resend_marked(a, t + before), 1);
+	assert_int_equal(dnp_link_on_ack(a, 41, freed, 1, t + before + 5), 1);
+	assert_int_equal(dnp_link_stats(a)->rtt_samples, samples);
+	assert_int_equal(dnp_link_rto(a), 2 * before);
+	/* a much slower path: clamped to max_rto; a much faster one: to min_rto */
+	for (uint32_t s = 41; s < 80; s++) {
+		t += 100000;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 20000), 1);
+	}
+	assert_int_equal(dnp_link_rto(a), 4000);
+	for (uint32_t s = 80; s < 200; s++) {
+		t += 100;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 2), 1);
+	}
+	assert_int_equal(dnp_link_rto(a), 30);
+	/* backoff stops at max_rto */
+	push_sent(a, &pk, t);
+	for (unsigned r = 0; r < 9; r++) {
+		uint64_t d = a->retx_deadline; /* credits are due too: they are not taken here */
+		assert_true(dnp_link_tick(a, d) & DNP_LINK_EV_RETX);
+		resend_marked(a, d);
+	}
+	assert_int_equal(dnp_link_rto(a), 4000);
+	dnp_link_destroy(a);
+}
+
+/* The receiver's hold: bounded by the window and by the FIFO; duplicates; drain. */
+static void test_link_rx_hold_bounds(void **state)
+{
+	struct dnp_link_conf c = base_conf(); /* window 8, fifo 512 words */
+	struct dnp_link *b = mk(&c, 0);
+	int pk[8];
+	void *out[8];
+
+	(void)state;
+	assert_int_equal(dnp_link_rx_seq(b, 0), 0);
+	assert_int_equal(dnp_link_rx_hold(b, 1, 0, 4, &pk[0]), -ERANGE); /* that is no gap */
+	assert_int_equal(dnp_link_rx_hold(b, 9, 0, 4, &pk[0]), -ERANGE); /* beyond the window */
+	assert_int_equal(dnp_link_rx_hold(b, 3, 2, 4, &pk[0]), -EINVAL);
+	assert_int_equal(dnp_link_rx_hold(b, 3, 0, 260, &pk[3]), 0);
+	assert_int_equal(dnp_link_rx_seq(b, 3), -EALREADY); /* a copy of a held frame */
+	assert_int_equal(dnp_link_rx_hold(b, 3, 0, 260, &pk[3]), -EALREADY);
+	assert_int_equal(dnp_link_rx_accept(b, 0, 200), 0);
+	/* 200 in the FIFO + 260 held + 60 > 512 */
+	assert_int_equal(dnp_link_rx_hold(b, 5, 0, 60, &pk[5]), -ENOBUFS);
+	assert_int_equal(dnp_link_rx_hold(b, 5, 1, 60, &pk[5]), 0); /* the other VC has room */
+	assert_int_equal(dnp_link_sack(b), 0x2 | 0x8);
+	assert_null(dnp_link_rx_unhold(b)); /* 1 is still missing */
+	assert_int_equal(dnp_link_rx_drain(b, out, 8), 2);
+	assert_int_equal(dnp_link_sack(b), 0);
+	assert_int_equal(dnp_link_rx_hold(b, 5, 0, 60, &pk[5]), 0); /* room again */
+	dnp_link_destroy(b);
+}
+
+/* The selective ack on the wire: CREDIT frames only, non-zero, round trip exact. */
+static void test_link_sack_wire_format(void **state)
+{
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .lflags = DNP_LINK_F_SACK, .ack = 7,
+				 .sack = 0x8000000100000005ull, .src_dir = 1 };
+	struct dnp_pkt_hdr d;
+	uint8_t f[DNP_FRAME_OVERHEAD];
+	int n;
+
+	(void)state;
+	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
+	assert_int_equal(n, 64);
+	assert_int_equal(f[28], 0x05); /* H0 msg_id: bits 0-31 */
+	assert_int_equal(f[31], 0x00);
+	assert_int_equal(f[48 + 12], 0x01); /* footer msg_len: bits 32-63 */
+	assert_int_equal(f[48 + 15], 0x80);
+	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.sack, h.sack);
+	assert_int_equal(d.msg_id, 0);
+	assert_int_equal(d.msg_len, 0);
+	/* restamp keeps it, and refuses to add or drop the flag */
+	assert_int_equal(dnp_pkt_restamp(f, 64, DNP_LINK_F_SACK, 0, 9, 1, 0, 0), 0);
+	assert_int_equal(dnp_pkt_restamp(f, 64, 0, 0, 9, 1, 0, 0), -EINVAL);
+	assert_int_equal(dnp_pkt_decode(f, 64, &d, NULL), 0);
+	assert_int_equal(d.sack, h.sack);
+	assert_int_equal(d.ack, 9);
+	h.sack = 0; /* says nothing: refused */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	h.sack = 1;
+	h.lflags = DNP_LINK_F_SACK | DNP_LINK_F_RESET;
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	h.lflags = 0; /* without the flag, the sack is not carried: msg_id/msg_len stay zero */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), 64);
+	assert_int_equal(dnp_pkt_decode(f, 64, &d, NULL), 0);
+	assert_int_equal(d.sack, 0);
+	struct dnp_pkt_hdr put = { .kind = DNP_PKT_PUT, .lflags = DNP_LINK_F_SEQ | DNP_LINK_F_SACK,
+				   .sack = 1, .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST };
+	assert_int_equal(dnp_pkt_encode(&put, NULL, f, sizeof(f)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -930,6 +1202,12 @@ int main(void)
 		cmocka_unit_test(test_link_ack_wrap_near_uint32_max),
 		cmocka_unit_test(test_link_rx_seq_duplicates_and_gaps),
 		cmocka_unit_test(test_link_retx_timer_and_broken),
+		cmocka_unit_test(test_link_one_loss_one_fast_resend),
+		cmocka_unit_test(test_link_lost_resend_marked_again),
+		cmocka_unit_test(test_link_timeout_skips_held),
+		cmocka_unit_test(test_link_rto_adapts_to_rtt),
+		cmocka_unit_test(test_link_rx_hold_bounds),
+		cmocka_unit_test(test_link_sack_wire_format),
 		cmocka_unit_test(test_link_ack_progress_resets_retries),
 		cmocka_unit_test(test_link_credit_timeout_broken_once),
 		cmocka_unit_test(test_link_init_timeout),
