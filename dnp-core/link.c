@@ -70,6 +70,8 @@ struct dnp_link {
 	uint32_t retries;       /* RETX rounds since the last ack progress */
 	uint64_t tx_order;      /* transmissions so far (orders the slots' sent_order) */
 	uint32_t nretx_due;     /* slots with retx_due */
+	uint32_t nresent;       /* unacked slots sent more than once */
+	uint64_t probe_at;      /* when to look for a lost resend (UINT64_MAX: none) */
 	/* RFC 6298 state, time units */
 	uint64_t srtt, rttvar, rto; /* srtt 0: no sample yet */
 
@@ -134,6 +136,7 @@ int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link
 	if (!l->c.min_rto)
 		l->c.min_rto = l->c.rto / 4 ? l->c.rto / 4 : 1;
 	l->rto = l->c.rto;
+	l->probe_at = UINT64_MAX;
 	l->mask = c->window - 1u;
 	l->state = DNP_LINK_INIT;
 	l->created = now;
@@ -397,6 +400,8 @@ static void *pop_slot(struct dnp_link *l)
 
 	if (s->retx_due)
 		l->nretx_due--;
+	if (s->ntx > 1)
+		l->nresent--;
 	l->head++;
 	return s->pkt;
 }
@@ -620,6 +625,45 @@ void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq)
 	return s->pkt;
 }
 
+/*
+ * How long a resend may go unanswered before it counts as lost too: two
+ * round trips (at least SRTT + 4 RTTVAR), never more than the timeout. This
+ * catches a lost resend when no later frame can reveal it (the sender has
+ * nothing newer to send, or no credit to send it), without a timeout round.
+ */
+static uint64_t probe_interval(const struct dnp_link *l)
+{
+	uint64_t p = 2 * l->srtt, v = l->srtt + 4 * l->rttvar;
+
+	if (v > p)
+		p = v;
+	if (p > l->rto)
+		p = l->rto;
+	return p ? p : 1;
+}
+
+/* Marks every resend that has waited a probe interval without news; reschedules. */
+static void probe_resends(struct dnp_link *l, uint64_t now)
+{
+	uint64_t iv = probe_interval(l), next = UINT64_MAX;
+	uint32_t i;
+
+	for (i = l->head; i != l->tail; i++) {
+		struct dnp_link_slot *s = &l->ring[i & l->mask];
+
+		if (s->ntx < 2 || s->sacked || s->retx_due)
+			continue;
+		if (now >= s->sent_time + iv) {
+			s->retx_due = true;
+			l->nretx_due++;
+			l->st.fast_retx++;
+		} else if (s->sent_time + iv < next) {
+			next = s->sent_time + iv;
+		}
+	}
+	l->probe_at = next;
+}
+
 void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
 {
 	struct dnp_link_slot *s;
@@ -630,6 +674,10 @@ void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
 	s->sent_time = now;
 	s->sent_order = ++l->tx_order;
 	s->ntx++;
+	if (s->ntx == 2)
+		l->nresent++;
+	if (s->ntx > 1 && l->srtt && now + probe_interval(l) < l->probe_at)
+		l->probe_at = now + probe_interval(l);
 	if (s->retx_due) {
 		s->retx_due = false;
 		l->nretx_due--;
@@ -740,6 +788,12 @@ unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
 	if (l->state == DNP_LINK_UP && l->c.credit_timeout != 0 &&
 	    now - l->last_credit >= l->c.credit_timeout)
 		return go_broken(l, now);
+	if (now >= l->probe_at) {
+		if (l->nresent > 0 && l->state == DNP_LINK_UP)
+			probe_resends(l, now);
+		else
+			l->probe_at = UINT64_MAX;
+	}
 
 	if (unacked_count(l) > 0 && !l->retx_pending && now >= l->retx_deadline) {
 		if (l->retries >= l->c.max_retries)
@@ -773,6 +827,8 @@ uint64_t dnp_link_next_deadline(const struct dnp_link *l)
 		d = min_u64(d, l->last_credit + l->c.credit_timeout);
 	if (unacked_count(l) > 0 && !l->retx_pending)
 		d = min_u64(d, l->retx_deadline);
+	if (l->nresent > 0)
+		d = min_u64(d, l->probe_at);
 	return d;
 }
 
@@ -865,6 +921,8 @@ static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dn
 		*s = (struct dnp_link_slot){ .pkt = s->pkt, .seq = seq++, .sent_time = now };
 	}
 	l->nretx_due = 0;
+	l->nresent = 0;
+	l->probe_at = UINT64_MAX;
 	l->next_seq = seq;
 	l->rx_expected = 0;
 	l->retries = 0;

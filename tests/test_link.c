@@ -1183,6 +1183,45 @@ static void test_link_sack_wire_format(void **state)
 	assert_int_equal(dnp_pkt_encode(&put, NULL, f, sizeof(f)), -EINVAL);
 }
 
+/*
+ * A resend that is lost when nothing newer follows it (no selective ack can
+ * reveal it) is marked again after a probe interval, 2 SRTT here, not after
+ * the timeout.
+ */
+static void test_link_lost_resend_probed(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[3];
+	void *freed[3];
+
+	(void)state;
+	c.rto = 1000;
+	c.min_rto = 10;
+	a = mk_quiet(&c);
+	credit1(a, 0, 0, 0); /* UP */
+	push_sent(a, &pk[0], 0);
+	assert_int_equal(dnp_link_on_ack(a, 1, freed, 3, 20), 1); /* srtt 20, rttvar 10 */
+	push_sent(a, &pk[1], 100);
+	push_sent(a, &pk[2], 101);
+	assert_int_equal(dnp_link_on_sack(a, 1, 0x1, 121), 1); /* seq 1 lost, 2 held */
+	dnp_link_sent(a, 0, 121);                               /* its resend is lost too */
+	/* probe interval max(2 * 20, 20 + 4 * 10) = 60: before the timeout (rto 60 too, so raise it) */
+	a->rto = 500;
+	a->retx_deadline = 121 + 500;
+	assert_int_equal(dnp_link_next_deadline(a), 121 + 60);
+	assert_int_equal(dnp_link_tick(a, 180) & DNP_LINK_EV_RETX, 0);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+	assert_int_equal(dnp_link_tick(a, 181) & DNP_LINK_EV_RETX, 0); /* no timeout round */
+	assert_int_equal(dnp_link_retx_due(a), 1);
+	assert_int_equal(dnp_link_retx_next(a), 0);
+	assert_int_equal(dnp_link_stats(a)->retx_rounds, 0);
+	dnp_link_sent(a, 0, 181);
+	assert_int_equal(dnp_link_on_ack(a, 3, freed, 3, 200), 2);
+	assert_int_equal(dnp_link_next_deadline(a), 1000000); /* nothing left to probe */
+	dnp_link_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1205,6 +1244,7 @@ int main(void)
 		cmocka_unit_test(test_link_one_loss_one_fast_resend),
 		cmocka_unit_test(test_link_lost_resend_marked_again),
 		cmocka_unit_test(test_link_timeout_skips_held),
+		cmocka_unit_test(test_link_lost_resend_probed),
 		cmocka_unit_test(test_link_rto_adapts_to_rtt),
 		cmocka_unit_test(test_link_rx_hold_bounds),
 		cmocka_unit_test(test_link_sack_wire_format),
