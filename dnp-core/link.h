@@ -39,7 +39,9 @@
  * unacked packets (opaque pointers owned by the caller). A selective ack
  * marks a packet lost when a packet sent after it (by transmission order)
  * has arrived: it is resent alone, at once, and again only if a packet sent
- * after that resend arrives first (so at most once per round trip). When the
+ * after that resend arrives first (so at most once per round trip), or when
+ * it has waited a probe interval (max(2 SRTT, SRTT + 4 RTTVAR), at most the
+ * timeout) without news: a lost resend with nothing newer behind it. When the
  * oldest has waited the retransmission timeout, every sent packet the peer
  * does not hold is resent (a "round"; after the second round in a row the
  * selective acks are forgotten and everything is resent). The timeout is
