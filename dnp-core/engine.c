@@ -53,7 +53,7 @@ struct xlink {
 	uint32_t next_tx; /* unacked[next_tx] is the next to (re)send */
 	uint32_t sent_hw; /* unacked[0..sent_hw) were sent at least once */
 	bool was_up;      /* UP at least once: later UPs are reported as LINK events */
-	uint8_t cframe[DNP_FRAME_OVERHEAD];
+	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
 	uint8_t rframe[DNP_FRAME_OVERHEAD]; /* RESET frame (may go out beside a credit) */
 };
 
@@ -1467,8 +1467,8 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		dnp_link_on_credit(x->l, h.credit, now);
 		return rx_drop(e, p, 0);
 	}
-	if (h.vc >= e->c.link.nvc) {
-		e->st.rx_misrouted++;
+	if (h.vc >= e->c.link.nvc) { /* a VC this link does not have: never indexes in[][] */
+		e->st.rx_malformed++;
 		return rx_drop(e, p, -ERANGE);
 	}
 	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
@@ -1627,6 +1627,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	if (n < max && (x->credit_pending || (e->c.prompt_credits && x->ack_dirty))) {
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
+			.len = dnp_pkt_credit_len(e->c.link.nvc),
 			.epoch = dnp_link_epoch(x->l),
 			.ack = ack,
 			.src_dir = (uint8_t)dir,

@@ -47,7 +47,11 @@
 #define H1_VA 32u     /* u64 */
 #define H1_KEY 40u    /* u32 */
 #define H1_OFFSET 44u /* u32 */
-/* word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc */
+/*
+ * word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc for vc 0..1; the
+ * payload word of a credit frame continues the same layout for vc 2..3, so
+ * credit[vc] sits at 32 + 8 * vc for every vc.
+ */
 #define H1_CREDIT 32u
 
 #define PAYLOAD_OFF 48u
@@ -70,6 +74,10 @@ static_assert(DNP_PAYLOAD_OFF == PAYLOAD_OFF, "pkt.h names the payload offset");
 static_assert(DNP_FRAME_OVERHEAD == PAYLOAD_OFF + DNP_WORD_BYTES,
 	      "three words before the payload, one after");
 static_assert(DNP_MAX_FRAME <= UINT16_MAX, "frame length fits the u16 length field");
+static_assert(DNP_MAX_VC == KVF_VC_MASK + 1u, "the 2-bit VC field encodes every VC");
+static_assert(H1_CREDIT + 8u * DNP_H1_VCS == PAYLOAD_OFF &&
+		      8u * (DNP_MAX_VC - DNP_H1_VCS) == DNP_CREDIT_EXT_BYTES,
+	      "credit[0..1] fill H1, credit[2..3] one payload word");
 
 static inline void put8(uint8_t *p, unsigned off, uint8_t v)
 {
@@ -158,9 +166,14 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		return -EINVAL;
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		/* Link control: never sequenced (it carries the acks), no message. */
-		if ((h->lflags & DNP_LINK_F_SEQ) || h->len || h->flags || h->vc || h->status ||
+		/*
+		 * Link control: never sequenced (it carries the acks), no message;
+		 * a payload only for the credit state of VCs 2-3, never on a RESET.
+		 */
+		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status ||
 		    h->msg_id || h->msg_len)
+			return -EINVAL;
+		if (h->len != 0 && (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
 			return -EINVAL;
 		return 0;
 	}
@@ -236,14 +249,14 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		return ret;
 	if (ret || check_rules(h))
 		return -EINVAL;
-	if (h->len && !payload)
+	if (h->len && !payload && h->kind != DNP_PKT_CREDIT)
 		return -EINVAL;
 	flen = dnp_pkt_frame_len(h->len);
 	if (cap < flen)
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && payload != p + PAYLOAD_OFF)
+	if (h->len && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -272,7 +285,9 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put32(p, H0_MSGID, h->msg_id);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		unsigned nvc = h->len ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			put32(p, H1_CREDIT + 8 * vc, h->credit[vc].occupancy);
 			put32(p, H1_CREDIT + 8 * vc + 4, h->credit[vc].received);
 		}
@@ -378,7 +393,10 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->msg_id = get32(p, H0_MSGID);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		/* credit[2..3] only from a payload of exactly one word (else left zero) */
+		unsigned nvc = h->len == DNP_CREDIT_EXT_BYTES ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			h->credit[vc].occupancy = get32(p, H1_CREDIT + 8 * vc);
 			h->credit[vc].received = get32(p, H1_CREDIT + 8 * vc + 4);
 		}
