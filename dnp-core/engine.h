@@ -143,7 +143,7 @@ struct dnp_engine_stats {
 	uint64_t pkts_delivered; /* packets for this node handled */
 	uint64_t bytes_delivered;
 	uint64_t rx_crc_errors;  /* frames dropped for a bad CRC */
-	uint64_t rx_malformed;   /* frames dropped for any other decode error */
+	uint64_t rx_malformed;   /* frames dropped for any other decode error, or on a VC >= nvc */
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
 	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
@@ -154,6 +154,11 @@ struct dnp_engine_stats {
 	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
 	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
 	uint64_t link_events_dropped; /* DNP_EV_LINK events a full event queue could not take */
+	/* Detours (docs/routing.md): link states told to and heard from neighbours. */
+	uint64_t route_tx, route_rx;  /* ROUTE packets */
+	uint64_t route_changes;       /* cable states this node adopted (its own included) */
+	uint64_t route_overflow;      /* cable states not kept: a table was full */
+	uint64_t rx_incomplete;       /* PUT fragments out of sequence (some were lost) */
 };
 
 struct dnp_engine;
@@ -192,7 +197,8 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,
  * rx_malformed), -EXDEV a frame of another link (rx_wrong_link: its source
  * direction is not the opposite of dir, or a link-control frame names
- * another node than the neighbour), -ERANGE VC out of range, -EALREADY a
+ * another node than the neighbour), -ERANGE a VC the link does not have
+ * (>= link.nvc; rx_malformed), -EALREADY a
  * duplicate, -EAGAIN a gap in the sequence (dnp_link_rx_seq), -ENOBUFS no
  * room (the peer resends it).
  * The frame may live in memory the peer still writes (shm links): the

@@ -870,8 +870,9 @@ uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_
 {
 	unsigned i;
 
+	/* A RESET frame has room for the occupancies of VCs 0-1 only (pkt.h). */
 	for (i = 0; i < DNP_MAX_VC; i++) {
-		credit[i].occupancy = i < l->c.nvc ? l->vc[i].occ : 0;
+		credit[i].occupancy = i < l->c.nvc && i < DNP_H1_VCS ? l->vc[i].occ : 0;
 		credit[i].received = 0;
 	}
 	credit[0].received = l->c.nonce;
@@ -908,7 +909,17 @@ static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dn
 
 		v->sent = 0;
 		v->received = 0;
-		v->est = occ ? occ[i].occupancy : 0;
+		/*
+		 * A RESET frame does not carry the occupancy of VCs 2-3: until
+		 * the first credit of the new epoch (sent at once) tells it,
+		 * take their remote FIFOs as full rather than empty.
+		 */
+		if (!occ)
+			v->est = 0;
+		else if (i < DNP_H1_VCS)
+			v->est = occ[i].occupancy;
+		else
+			v->est = l->c.fifo_words;
 		if (v->est > l->c.fifo_words)
 			v->est = l->c.fifo_words;
 		v->stopped = l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_yellow;

@@ -24,6 +24,13 @@
  *   - DNP_CREDIT_EXACT (the daemon's default): the credit is latched when it
  *     is submitted and every credit updates est = occupancy + (sent -
  *     received), the exact upper bound of the remote occupancy.
+ * Every VC (up to DNP_MAX_VC = 4) has its own FIFO, counters and estimate;
+ * the credit of VCs 2-3 travels in the payload word of the CREDIT frame
+ * (pkt.h). A RESET frame carries the occupancies of VCs 0-1 only, so a link
+ * that comes UP from one takes the peer's FIFOs of VCs 2-3 as full until the
+ * first credit of the new epoch. Both ends must use the same VC count: a
+ * credit without the payload word leaves VCs 2-3 of a 4-VC receiver without
+ * credit (they stop once est reaches t_red, they never overflow).
  * Start rules: DNP_START_VCT (virtual cut-through): a packet of w words may
  * start only if est + w <= t_red. DNP_START_STOP_AT_RED: words flow while
  * est < t_red; once est reaches t_red the sender stops and resumes only when

@@ -47,7 +47,11 @@
 #define H1_VA 32u     /* u64 */
 #define H1_KEY 40u    /* u32 */
 #define H1_OFFSET 44u /* u32 */
-/* word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc */
+/*
+ * word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc for vc 0..1; the
+ * payload word of a credit frame continues the same layout for vc 2..3, so
+ * credit[vc] sits at 32 + 8 * vc for every vc.
+ */
 #define H1_CREDIT 32u
 
 #define PAYLOAD_OFF 48u
@@ -56,7 +60,7 @@
 #define FT_CRC 0u     /* u32 */
 #define FT_FSTATUS 4u
 #define FT_HOPS 5u
-#define FT_RSVD 6u    /* u16, zero */
+#define FT_VIA 6u     /* u16: via code (route.h), 0 for a direct route */
 #define FT_TS 8u      /* u32 */
 #define FT_MSGLEN 12u /* u32 */
 
@@ -70,6 +74,10 @@ static_assert(DNP_PAYLOAD_OFF == PAYLOAD_OFF, "pkt.h names the payload offset");
 static_assert(DNP_FRAME_OVERHEAD == PAYLOAD_OFF + DNP_WORD_BYTES,
 	      "three words before the payload, one after");
 static_assert(DNP_MAX_FRAME <= UINT16_MAX, "frame length fits the u16 length field");
+static_assert(DNP_MAX_VC == KVF_VC_MASK + 1u, "the 2-bit VC field encodes every VC");
+static_assert(H1_CREDIT + 8u * DNP_H1_VCS == PAYLOAD_OFF &&
+		      8u * (DNP_MAX_VC - DNP_H1_VCS) == DNP_CREDIT_EXT_BYTES,
+	      "credit[0..1] fill H1, credit[2..3] one payload word");
 
 static inline void put8(uint8_t *p, unsigned off, uint8_t v)
 {
@@ -120,7 +128,7 @@ static inline uint64_t get64(const uint8_t *p, unsigned off)
 
 static bool kind_known(unsigned kind)
 {
-	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_DIAG;
+	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_ROUTE;
 }
 
 /* Kinds that move message bytes and so travel sequenced (retransmittable). */
@@ -159,9 +167,14 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		return -EINVAL;
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		/* Link control: never sequenced (it carries the acks), no message. */
-		if ((h->lflags & DNP_LINK_F_SEQ) || h->len || h->flags || h->vc || h->status ||
-		    h->msg_id || h->msg_len)
+		/*
+		 * Link control: never sequenced (it carries the acks), no message;
+		 * a payload only for the credit state of VCs 2-3, never on a RESET.
+		 */
+		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status ||
+		    h->msg_id || h->msg_len || h->via)
+			return -EINVAL;
+		if (h->len != 0 && (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
 			return -EINVAL;
 		/* A selective ack says something (non-zero) and is no reset. */
 		if ((h->lflags & DNP_LINK_F_SACK) &&
@@ -173,6 +186,8 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		return -EINVAL; /* only link control carries a selective ack */
 	if (h->lflags & DNP_LINK_F_RESET)
 		return -EINVAL; /* only link control resets a link */
+	if (h->via & DNP_PKT_VIA_RSVD)
+		return -EINVAL;
 	if (kind_is_data(h->kind) && !(h->lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
 	if (h->kind == DNP_PKT_GET_REQ && h->len != DNP_GET_DESC_BYTES)
@@ -244,14 +259,14 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		return ret;
 	if (ret || check_rules(h))
 		return -EINVAL;
-	if (h->len && !payload)
+	if (h->len && !payload && h->kind != DNP_PKT_CREDIT)
 		return -EINVAL;
 	flen = dnp_pkt_frame_len(h->len);
 	if (cap < flen)
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && payload != p + PAYLOAD_OFF)
+	if (h->len && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -283,7 +298,9 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		put32(p, H0_MSGID, (uint32_t)h->sack);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		unsigned nvc = h->len ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			put32(p, H1_CREDIT + 8 * vc, h->credit[vc].occupancy);
 			put32(p, H1_CREDIT + 8 * vc + 4, h->credit[vc].received);
 		}
@@ -297,7 +314,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put32(ft, FT_CRC, 0);
 	put8(ft, FT_FSTATUS, h->fstatus);
 	put8(ft, FT_HOPS, h->hops);
-	put16(ft, FT_RSVD, 0);
+	put16(ft, FT_VIA, h->via);
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
 	if (seal)
@@ -389,7 +406,10 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->msg_id = get32(p, H0_MSGID);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		/* credit[2..3] only from a payload of exactly one word (else left zero) */
+		unsigned nvc = h->len == DNP_CREDIT_EXT_BYTES ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			h->credit[vc].occupancy = get32(p, H1_CREDIT + 8 * vc);
 			h->credit[vc].received = get32(p, H1_CREDIT + 8 * vc + 4);
 		}
@@ -413,7 +433,8 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	ret = check_class(h);
 	if (ret)
 		return ret;
-	if (get16(ft, FT_RSVD) || !padding_is_zero(p, h->len))
+	h->via = get16(ft, FT_VIA);
+	if (!padding_is_zero(p, h->len))
 		return -EINVAL;
 	ret = check_rules(h);
 	if (ret)
@@ -482,6 +503,7 @@ const char *dnp_pkt_kind_name(unsigned kind)
 		[DNP_PKT_CMPL] = "CMPL",
 		[DNP_PKT_CREDIT] = "CREDIT",
 		[DNP_PKT_DIAG] = "DIAG",
+		[DNP_PKT_ROUTE] = "ROUTE",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

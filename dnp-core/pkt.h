@@ -9,16 +9,19 @@
  *                           payload length, message id
  *   word 2      header H1   RDMA: 64-bit destination VA, key, fragment offset
  *   payload     0..4096 bytes, padded with zeros to a multiple of 16
- *   last word   footer      CRC-32, status bits, hop count, timestamp, message length
+ *   last word   footer      CRC-32, status bits, hop count, via, timestamp, message length
  *
  * The framing overhead is exactly DNP_FRAME_OVERHEAD = 64 bytes per packet,
  * like the APEnet+ link (magic + start + header + footer). The CRC-32 covers
  * the whole frame with the CRC field taken as zero. The exact bit layout is
  * in docs/protocol.md, and golden vectors in tests/test_pkt.c pin it.
  *
- * Link control (credits and acks) travels in frames of kind DNP_PKT_CREDIT
- * with no payload; H1 then carries the per-VC credit state (see
- * struct dnp_pkt_hdr.credit).
+ * Link control (credits and acks) travels in frames of kind DNP_PKT_CREDIT;
+ * H1 then carries the credit state of VCs 0 and 1 (see struct
+ * dnp_pkt_hdr.credit). A link with more than two VCs sends the state of
+ * VCs 2 and 3 in a one-word payload (DNP_CREDIT_EXT_BYTES); a link with one
+ * or two sends no payload, so its credit frames are the 64-byte ones of the
+ * two-VC format.
  *
  * Pure functions on caller buffers; no allocation; any thread.
  */
@@ -35,7 +38,11 @@
 #define DNP_FRAME_OVERHEAD 64u
 #define DNP_PAYLOAD_OFF 48u /* the payload starts after three header words */
 #define DNP_MAX_FRAME (DNP_MAX_PAYLOAD + DNP_FRAME_OVERHEAD)
-#define DNP_MAX_VC 2u
+#define DNP_MAX_VC 4u
+#define DNP_H1_VCS 2u /* VCs whose credit state fits in H1 */
+/* Payload of a CREDIT frame of a link with more than DNP_H1_VCS VCs: credit[2..3]. */
+#define DNP_CREDIT_EXT_BYTES 16u
+#define DNP_CREDIT_MAX_FRAME (DNP_FRAME_OVERHEAD + DNP_CREDIT_EXT_BYTES)
 #define DNP_PKT_MAGIC 0x4e44u /* "DN" on the wire */
 #define DNP_PKT_VERSION 1u
 
@@ -47,7 +54,11 @@ enum dnp_pkt_kind {
 	DNP_PKT_CMPL = 5,     /* end-to-end completion report; status = errno */
 	DNP_PKT_CREDIT = 6,   /* link control: credits + ack, never forwarded */
 	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
+	DNP_PKT_ROUTE = 8,    /* link states a node tells its neighbours (docs/routing.md) */
 };
+
+/* Reserved bits of the footer's via code (route.h: DNP_VIA_RSVD). */
+#define DNP_PKT_VIA_RSVD 0x3000u
 
 /* H0 flags */
 #define DNP_PKT_F_FIRST 0x1u /* first fragment of a message */
@@ -58,8 +69,9 @@ enum dnp_pkt_kind {
 /*
  * CREDIT frames only: a link reset frame (docs/protocol.md, "Link epochs"):
  * epoch is the proposed or agreed epoch, credit[0..1].occupancy the sender's
- * RX FIFO occupancies, credit[0].received its incarnation nonce and
- * credit[1].received DNP_RESET_* flags.
+ * RX FIFO occupancies of VCs 0 and 1, credit[0].received its incarnation
+ * nonce and credit[1].received DNP_RESET_* flags. A RESET frame never has a
+ * payload (credit[2..3] decode as zero whatever the sender's VC count).
  */
 #define DNP_LINK_F_RESET 0x2u
 #define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
@@ -98,7 +110,10 @@ struct dnp_pkt_hdr {
 	uint8_t status; /* CMPL: positive errno of the remote outcome, 0 = success */
 	uint16_t len;   /* payload bytes, 0..4096 */
 	uint32_t msg_id;
-	/* H1 (for CREDIT frames: credit[0..1] instead) */
+	/*
+	 * H1 (for CREDIT frames: credit[0..1] instead; credit[2..3] travel in
+	 * the payload when len == DNP_CREDIT_EXT_BYTES, else they are zero)
+	 */
 	uint64_t va;
 	uint32_t key;
 	uint32_t offset; /* byte offset of this fragment in its message */
@@ -106,6 +121,7 @@ struct dnp_pkt_hdr {
 	/* footer */
 	uint8_t fstatus; /* DNP_FT_* */
 	uint8_t hops;
+	uint16_t via;       /* route through an intermediate node (route.h), 0 if direct */
 	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
 	uint32_t msg_len;   /* total message length in bytes */
 };
@@ -131,7 +147,18 @@ static inline uint32_t dnp_pkt_frame_words(size_t len)
 }
 
 /*
+ * Payload length of a CREDIT frame sent by a link with nvc VCs: 0 for up to
+ * two VCs (the two-VC format), DNP_CREDIT_EXT_BYTES above.
+ */
+static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
+{
+	return nvc > DNP_H1_VCS ? DNP_CREDIT_EXT_BYTES : 0;
+}
+
+/*
  * Encodes h and payload (h->len bytes) into frame, computes the CRC.
+ * A CREDIT frame's payload (len 0 or DNP_CREDIT_EXT_BYTES) is made from
+ * h->credit[2..3]; the payload argument is then ignored and may be NULL.
  * Returns the frame length, or -EINVAL (bad field), -E2BIG (len > 4096),
  * -ENOBUFS (cap too small).
  */
@@ -157,8 +184,12 @@ int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, vo
  *   -EMSGSIZE  length field, payload length and buffer length disagree
  *   -E2BIG     payload length above 4096
  *   -EBADMSG   unknown kind
- *   -ERANGE    VC >= DNP_MAX_VC
+ *   -ERANGE    VC >= DNP_MAX_VC (unreachable while the 2-bit VC field
+ *              encodes exactly DNP_MAX_VC values: the receiving link drops
+ *              a VC beyond its own count)
  *   -EINVAL    reserved bits or padding not zero, flags invalid for the kind
+ *              (a CREDIT frame with a payload other than 0 or 16 bytes, or a
+ *              RESET frame with one)
  *   -EOVERFLOW fragment offset/length inconsistent with the message length
  *   -EILSEQ    CRC mismatch (the footer's CRC over the buffer as given)
  */

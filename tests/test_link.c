@@ -728,6 +728,88 @@ static void test_link_next_deadline_is_earliest(void **state)
 	dnp_link_destroy(l);
 }
 
+/*
+ * Credits travel between b (receiver) and a (sender) through a real CREDIT
+ * frame: encoded with the payload length of a link of 'nvc' VCs, decoded,
+ * and given to a.
+ */
+static void credit_via_frame(struct dnp_link *b, struct dnp_link *a, unsigned nvc, uint64_t now)
+{
+	uint8_t f[DNP_CREDIT_MAX_FRAME];
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .len = dnp_pkt_credit_len(nvc) }, d;
+	int n;
+
+	dnp_link_take_credit(b, now, h.credit);
+	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
+	assert_int_equal(n, nvc > 2 ? 80 : 64);
+	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
+	dnp_link_on_credit(a, d.credit, now);
+}
+
+/*
+ * Four VCs: each has its own FIFO, estimate and credits. VC 0 blocked on
+ * credit does not hold VC 3 back, and the credits of VCs 2-3 come back in
+ * the payload word of the CREDIT frame (a 2-VC frame would not free VC 3).
+ */
+static void test_link_four_vcs_flow_control_independently(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a, *b;
+
+	(void)state;
+	c.nvc = 4;
+	a = mk(&c, 0);
+	b = mk(&c, 0);
+	/* VC 0: two 4 KiB packets can not both start (506 words of room). */
+	assert_true(dnp_link_can_start(a, 0, 260));
+	dnp_link_commit(a, 0, 260);
+	assert_false(dnp_link_can_start(a, 0, 260));
+	/* VC 3 (and VC 2) are not held back by VC 0. */
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	dnp_link_commit(a, 3, 260);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	assert_int_equal(dnp_link_estimate(a, 3), 260);
+	assert_int_equal(dnp_link_estimate(a, 2), 0);
+	assert_int_equal(dnp_link_stats(a)->vc[0].credit_stalls, 1);
+	assert_int_equal(dnp_link_stats(a)->vc[3].credit_stalls, 1);
+	assert_int_equal(dnp_link_stats(a)->vc[2].credit_stalls, 0);
+	assert_int_equal(dnp_link_stats(a)->vc[3].tx_words, 260);
+
+	/* At b both arrive, each in its own FIFO; VC 3's leaves, VC 0's stays. */
+	assert_int_equal(dnp_link_rx_accept(b, 0, 260), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 3, 260), 0);
+	assert_int_equal(dnp_link_rx_occupancy(b, 3), 260);
+	/* VC 3's FIFO holds its own 512 words, whatever VC 0 holds. */
+	assert_int_equal(dnp_link_rx_accept(b, 3, 253), -ENOBUFS);
+	assert_int_equal(dnp_link_stats(b)->vc[3].rx_overflow, 1);
+	assert_int_equal(dnp_link_stats(b)->vc[0].rx_overflow, 0);
+	dnp_link_rx_release(b, 3, 260);
+	assert_int_equal(dnp_link_rx_occupancy(b, 3), 0);
+	assert_int_equal(dnp_link_rx_occupancy(b, 0), 260);
+
+	/* HW model: the first credit was latched at 0, the second carries it all. */
+	credit_via_frame(b, a, 4, 35);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	/* A frame in the 2-VC format says nothing about VC 3: it stays blocked. */
+	credit_via_frame(b, a, 2, 70);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	/* The 4-VC frame: VC 3 fresh and empty, VC 0 still full. */
+	credit_via_frame(b, a, 4, 105);
+	assert_int_equal(dnp_link_estimate(a, 3), 0);
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	assert_false(dnp_link_can_start(a, 0, 260));
+	/* VCs beyond the link's own count do not exist. */
+	assert_false(dnp_link_can_start(a, DNP_MAX_VC, 1));
+	assert_int_equal(dnp_link_rx_accept(b, DNP_MAX_VC, 1), -EINVAL);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
 /* ---- epochs and the reset handshake ---- */
 
 static struct dnp_link *mk_nonce(struct dnp_link_conf c, uint32_t nonce, uint64_t now)
@@ -847,6 +929,46 @@ static void test_link_restarted_peer_rejoins(void **state)
 	assert_int_equal(dnp_link_stats(a)->ups, 2);
 	dnp_link_destroy(a);
 	dnp_link_destroy(b2);
+}
+
+/*
+ * A RESET frame carries the occupancies of VCs 0-1 only: a 4-VC link that
+ * comes UP from one takes the peer's FIFOs of VCs 2-3 as full until the first
+ * credit of the new epoch, which is due at once.
+ */
+static void test_link_four_vcs_reset_then_credit(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a, *b;
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+
+	(void)state;
+	c.nvc = 4;
+	a = mk_nonce(c, 11, 0);
+	b = mk_nonce(c, 22, 0);
+	assert_int_equal(dnp_link_rx_accept(b, 1, 30), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 2, 40), 0);
+	(void)dnp_link_take_reset(b, 0, cr);
+	assert_int_equal(cr[1].occupancy, 30);
+	assert_int_equal(cr[2].occupancy, 0); /* not on the wire */
+	assert_int_equal(cr[3].occupancy, 0);
+	assert_int_equal(dnp_link_on_reset(a, 0, cr, 0), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_estimate(a, 1), 30);
+	assert_int_equal(dnp_link_estimate(a, 2), c.fifo_words);
+	assert_int_equal(dnp_link_estimate(a, 3), c.fifo_words);
+	assert_true(dnp_link_can_start(a, 0, 260));
+	assert_false(dnp_link_can_start(a, 2, 1));
+	assert_false(dnp_link_can_start(a, 3, 1));
+	assert_int_equal(reset_to(a, b, 1), DNP_LINK_RST_UP);
+	/* b's first credit of the epoch (HW: latched when b came UP) frees them. */
+	assert_true(dnp_link_tick(b, 1) & DNP_LINK_EV_CREDIT_DUE);
+	credit_via_frame(b, a, 4, 1);
+	assert_int_equal(dnp_link_estimate(a, 2), 40);
+	assert_int_equal(dnp_link_estimate(a, 3), 0);
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
 }
 
 /* A silent link breaks on its timeout, probes every reset_period, and comes back. */
@@ -1234,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_link_fifo_overflow),
 		cmocka_unit_test(test_link_credit_schedule),
 		cmocka_unit_test(test_link_credit_latch_models),
+		cmocka_unit_test(test_link_four_vcs_flow_control_independently),
 		cmocka_unit_test(test_link_first_credit_brings_up),
 		cmocka_unit_test(test_link_ack_pops_in_order),
 		cmocka_unit_test(test_link_ack_outside_window_ignored),
@@ -1256,6 +1379,7 @@ int main(void)
 		cmocka_unit_test(test_link_fresh_ends_agree_on_epoch_1),
 		cmocka_unit_test(test_link_late_handshake_copies_do_not_break),
 		cmocka_unit_test(test_link_restarted_peer_rejoins),
+		cmocka_unit_test(test_link_four_vcs_reset_then_credit),
 		cmocka_unit_test(test_link_silent_link_comes_back),
 		cmocka_unit_test(test_link_broken_final_without_reset_period),
 		cmocka_unit_test(test_link_epoch_wrap),

@@ -395,6 +395,10 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
+	dnpd_out(&o, "routes broken_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
+		 " route_changes %" PRIu64 " route_overflow %" PRIu64 "\n",
+		 (unsigned)dnp_engine_router(d->e)->n_faults, es->route_tx, es->route_rx,
+		 es->route_changes, es->route_overflow);
 	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
 		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
@@ -426,7 +430,7 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 				 ls->retx_rounds, ls->tx_credits, ls->rx_frames, ls->rx_words,
 				 ls->rx_credits, ls->rx_dup, ls->rx_out_of_order, ls->rx_overflow,
 				 ls->credit_stalls);
-		for (unsigned vc = 0; ls && vc < DNP_MAX_VC; vc++) {
+		for (unsigned vc = 0; ls && vc < d->conf.vcs && vc < DNP_MAX_VC; vc++) {
 			const struct dnp_link *dl = dnp_engine_link(d->e, i);
 
 			dnpd_out(&o, "link %s vc %u tx_packets %" PRIu64 " tx_words %" PRIu64
@@ -1088,6 +1092,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.mem = &dnpd_mem_ops;
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;
+	ec.link.nvc = (uint8_t)d->conf.vcs;
 	/*
 	 * A credit goes out in the next tx_burst after a frame is accepted or
 	 * leaves a FIFO, so the sender's estimate follows the receiver at
