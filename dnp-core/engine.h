@@ -199,8 +199,9 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * direction is not the opposite of dir, or a link-control frame names
  * another node than the neighbour), -ERANGE a VC the link does not have
  * (>= link.nvc; rx_malformed), -EALREADY a
- * duplicate, -EAGAIN a gap in the sequence (dnp_link_rx_seq), -ENOBUFS no
- * room (the peer resends it).
+ * duplicate, -EAGAIN a frame beyond a gap that cannot be held (frames
+ * beyond a gap are normally held until it fills, and return 0;
+ * dnp_link_rx_seq), -ENOBUFS no room (the peer resends it).
  * The frame may live in memory the peer still writes (shm links): the
  * engine copies it before it reads any byte, and uses only the copy.
  */
