@@ -52,10 +52,9 @@ struct xlink {
 	struct dnp_link *l;
 	bool credit_pending;
 	bool ack_dirty;   /* ack or FIFO occupancy changed since the last credit we sent */
-	uint32_t next_tx; /* unacked[next_tx] is the next to (re)send */
-	uint32_t sent_hw; /* unacked[0..sent_hw) were sent at least once */
+	uint32_t next_tx; /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
 	bool was_up;      /* UP at least once: later UPs are reported as LINK events */
-	uint8_t cframe[DNP_FRAME_OVERHEAD];
+	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
 	uint8_t rframe[DNP_FRAME_OVERHEAD]; /* RESET frame (may go out beside a credit) */
 };
 
@@ -1258,7 +1257,7 @@ static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, u
 	if (bits & DNP_LINK_RST_DOWN)
 		link_broken(e, dir, now);
 	if (bits & DNP_LINK_RST_UP) {
-		x->next_tx = x->sent_hw = 0;
+		x->next_tx = 0;
 		x->credit_pending = true;
 		x->ack_dirty = false;
 		if (x->was_up)
@@ -1281,7 +1280,11 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	while ((n = dnp_link_drain(x->l, out, 64)) > 0)
 		for (unsigned i = 0; i < n; i++)
 			drop_unroutable(e, out[i], -ENOLINK, now);
-	x->next_tx = x->sent_hw = 0;
+	/* Frames held beyond a gap belong to the old epoch: never delivered. */
+	while ((n = dnp_link_rx_drain(x->l, out, 64)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			pkt_put(e, out[i]);
+	x->next_tx = 0;
 	x->credit_pending = false;
 	x->ack_dirty = false;
 	link_event(e, dir, -ENOLINK);
@@ -1745,6 +1748,17 @@ static int rx_drop(struct dnp_engine *e, struct pkt *p, int rc)
 	return rc;
 }
 
+/* Records an accepted (or held) frame's header and origin in its packet. */
+static void rx_fill(struct pkt *p, const struct dnp_pkt_hdr *h, size_t len, uint32_t words,
+		    unsigned dir)
+{
+	p->h = *h;
+	p->flen = (uint32_t)len;
+	p->words = words;
+	p->in_dir = (uint8_t)dir;
+	p->in_vc = h->vc;
+}
+
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
 	struct dnp_pkt_hdr h;
@@ -1802,21 +1816,30 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		for (unsigned i = 0; i < n; i++)
 			pkt_put(e, freed[i]);
 		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
-		x->sent_hw = x->sent_hw > n ? x->sent_hw - n : 0;
 		if (n < 64)
 			break;
 	}
 	if (h.kind == DNP_PKT_CREDIT) {
+		/* What the peer holds beyond a gap: resend only what it lacks. */
+		(void)dnp_link_on_sack(x->l, h.ack, h.sack, now);
 		dnp_link_on_credit(x->l, h.credit, now);
 		return rx_drop(e, p, 0);
 	}
-	if (h.vc >= e->c.link.nvc) {
-		e->st.rx_misrouted++;
+	if (h.vc >= e->c.link.nvc) { /* a VC this link does not have: never indexes in[][] */
+		e->st.rx_malformed++;
 		return rx_drop(e, p, -ERANGE);
 	}
 	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
-	if (h.seq != dnp_link_ack_value(x->l))
-		return rx_drop(e, p, dnp_link_rx_seq(x->l, h.seq)); /* duplicate or gap */
+	if (h.seq != dnp_link_ack_value(x->l)) {
+		rc = dnp_link_rx_seq(x->l, h.seq); /* duplicate or gap */
+		if (rc == -EAGAIN && p) {
+			/* Beyond a gap: held until the gap fills (link.h), or dropped. */
+			rx_fill(p, &h, len, words, dir);
+			if (dnp_link_rx_hold(x->l, h.seq, h.vc, words, p) == 0)
+				return 0;
+		}
+		return rx_drop(e, p, rc);
+	}
 	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
 		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
 		return rx_drop(e, p, -ENOBUFS);
@@ -1825,12 +1848,17 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		return -ENOBUFS;
 	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h.vc, words);
-	p->h = h;
-	p->flen = (uint32_t)len;
-	p->words = words;
-	p->in_dir = (uint8_t)dir;
-	p->in_vc = h.vc;
+	rx_fill(p, &h, len, words, dir);
 	q_push(&e->in[dir][h.vc], p);
+	/* The frames held behind the gap it closed follow, in order. */
+	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
+		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
+			pkt_put(e, p); /* counted as an overflow; the peer resends it */
+			break;
+		}
+		(void)dnp_link_rx_seq(x->l, p->h.seq);
+		q_push(&e->in[dir][p->in_vc], p);
+	}
 	return 0;
 }
 
@@ -1912,10 +1940,8 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 		unsigned ev = dnp_link_tick(x->l, now);
 		if (ev & DNP_LINK_EV_CREDIT_DUE)
 			x->credit_pending = true;
-		if (ev & DNP_LINK_EV_RETX) {
-			x->next_tx = 0; /* go-back-N: resend every unacked packet */
+		if (ev & DNP_LINK_EV_RETX) /* the link marked what to resend */
 			dnp_link_retx_done(x->l, now);
-		}
 		if (ev & DNP_LINK_EV_BROKEN)
 			link_broken(e, d, now);
 	}
@@ -1932,6 +1958,22 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 }
 
 /* ---------------------------------------------------------------- outputs */
+
+/* Puts unacked packet i of link x on the wire (into *out); returns 1. */
+static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uint32_t ack,
+		       struct dnp_frame *out, uint64_t now)
+{
+	uint32_t seq;
+	struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
+
+	dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
+	dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+			retx ? DNP_FT_RETX : 0, p->hops_tx);
+	*out = (struct dnp_frame){ p->frame, p->flen };
+	dnp_link_stats_tx(x->l, p->words, retx);
+	dnp_link_sent(x->l, i, now);
+	return 1;
+}
 
 unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
 			     unsigned max, uint64_t now)
@@ -1974,6 +2016,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	if (n < max && (x->credit_pending || (e->c.prompt_credits && x->ack_dirty))) {
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
+			.len = dnp_pkt_credit_len(e->c.link.nvc),
 			.epoch = dnp_link_epoch(x->l),
 			.ack = ack,
 			.src_dir = (uint8_t)dir,
@@ -1982,6 +2025,9 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 			.timestamp = (uint32_t)now,
 		};
 		dnp_link_take_credit(x->l, now, h.credit);
+		h.sack = dnp_link_sack(x->l);
+		if (h.sack)
+			h.lflags |= DNP_LINK_F_SACK;
 		int len = dnp_pkt_encode(&h, NULL, x->cframe, sizeof(x->cframe));
 		if (len > 0) {
 			out[n++] = (struct dnp_frame){ x->cframe, (uint32_t)len };
@@ -1990,21 +2036,14 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 		x->credit_pending = false;
 		x->ack_dirty = false;
 	}
+	/* Resends first (what the link marked lost), then packets never sent. */
+	int ri;
+	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
+		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
 	unsigned unacked = dnp_link_unacked(x->l);
 	while (n < max && x->next_tx < unacked) {
-		uint32_t seq;
-		struct pkt *p = dnp_link_unacked_at(x->l, x->next_tx, &seq);
-		bool retx = x->next_tx < x->sent_hw;
-
-		dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
-		dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
-				retx ? DNP_FT_RETX : 0, p->hops_tx);
-		out[n++] = (struct dnp_frame){ p->frame, p->flen };
-		dnp_link_stats_tx(x->l, p->words, retx);
-		dnp_link_sent(x->l, x->next_tx, now);
+		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
 		x->next_tx++;
-		if (x->next_tx > x->sent_hw)
-			x->sent_hw = x->next_tx;
 	}
 	return n;
 }
@@ -2042,7 +2081,8 @@ bool dnp_engine_has_work(const struct dnp_engine *e)
 		if (dnp_link_reset_due(x->l) || x->credit_pending)
 			return true;
 		if (st == DNP_LINK_UP && ((e->c.prompt_credits && x->ack_dirty) ||
-					  x->next_tx < dnp_link_unacked(x->l)))
+					  x->next_tx < dnp_link_unacked(x->l) ||
+					  dnp_link_retx_due(x->l)))
 			return true;
 	}
 	return false;

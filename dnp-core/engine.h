@@ -143,7 +143,7 @@ struct dnp_engine_stats {
 	uint64_t pkts_delivered; /* packets for this node handled */
 	uint64_t bytes_delivered;
 	uint64_t rx_crc_errors;  /* frames dropped for a bad CRC */
-	uint64_t rx_malformed;   /* frames dropped for any other decode error */
+	uint64_t rx_malformed;   /* frames dropped for any other decode error, or on a VC >= nvc */
 	uint64_t rx_misrouted;   /* frames whose destination/route made no sense here */
 	uint64_t rx_wrong_link;  /* frames of another link (source direction/node) */
 	uint64_t deliver_errors; /* packets refused at delivery (bad key, bounds, ...) */
@@ -197,9 +197,11 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,
  * rx_malformed), -EXDEV a frame of another link (rx_wrong_link: its source
  * direction is not the opposite of dir, or a link-control frame names
- * another node than the neighbour), -ERANGE VC out of range, -EALREADY a
- * duplicate, -EAGAIN a gap in the sequence (dnp_link_rx_seq), -ENOBUFS no
- * room (the peer resends it).
+ * another node than the neighbour), -ERANGE a VC the link does not have
+ * (>= link.nvc; rx_malformed), -EALREADY a
+ * duplicate, -EAGAIN a frame beyond a gap that cannot be held (frames
+ * beyond a gap are normally held until it fills, and return 0;
+ * dnp_link_rx_seq), -ENOBUFS no room (the peer resends it).
  * The frame may live in memory the peer still writes (shm links): the
  * engine copies it before it reads any byte, and uses only the copy.
  */

@@ -22,7 +22,19 @@
 struct dnp_link_slot {
 	void *pkt;
 	uint32_t seq;
+	uint32_t ntx;        /* transmissions so far (dnp_link_sent) */
 	uint64_t sent_time;
+	uint64_t sent_order; /* the link's transmission count at its last one (0: never sent) */
+	bool sacked;         /* the peer holds it (last selective ack) */
+	bool retx_due;       /* marked lost: resend it */
+};
+
+/* One frame held by the receiver beyond a gap. */
+struct dnp_link_held {
+	void *pkt; /* NULL: empty */
+	uint32_t seq;
+	uint32_t words;
+	uint8_t vc;
 };
 
 struct dnp_link_vc {
@@ -56,6 +68,17 @@ struct dnp_link {
 	uint64_t retx_deadline; /* valid when something is unacked and !retx_pending */
 	bool retx_pending;      /* RETX reported, waiting for dnp_link_retx_done */
 	uint32_t retries;       /* RETX rounds since the last ack progress */
+	uint64_t tx_order;      /* transmissions so far (orders the slots' sent_order) */
+	uint32_t nretx_due;     /* slots with retx_due */
+	uint32_t nresent;       /* unacked slots sent more than once */
+	uint64_t probe_at;      /* when to look for a lost resend (UINT64_MAX: none) */
+	/* RFC 6298 state, time units */
+	uint64_t srtt, rttvar, rto; /* srtt 0: no sample yet */
+
+	/* receiver: frames held beyond a gap, at held[seq & mask] */
+	struct dnp_link_held *held;
+	uint32_t nheld;
+	uint32_t held_words[DNP_MAX_VC];
 
 	/* epochs: the agreed one while UP, the proposal otherwise (0: none yet) */
 	uint8_t epoch;
@@ -74,6 +97,8 @@ static bool conf_ok(const struct dnp_link_conf *c)
 	if (c->fifo_words == 0 || c->t_red > c->fifo_words || c->t_yellow >= c->t_red)
 		return false;
 	if (c->credit_period == 0 || c->rto == 0)
+		return false;
+	if ((c->min_rto && c->min_rto > c->rto) || (c->max_rto && c->max_rto < c->rto))
 		return false;
 	if (c->window == 0 || c->window > 65536u || (c->window & (c->window - 1u)) != 0)
 		return false;
@@ -96,13 +121,22 @@ int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link
 	if (!l)
 		return -ENOMEM;
 	l->ring = calloc(c->window, sizeof(*l->ring));
-	if (!l->ring) {
+	l->held = calloc(c->window, sizeof(*l->held));
+	if (!l->ring || !l->held) {
+		free(l->ring);
+		free(l->held);
 		free(l);
 		return -ENOMEM;
 	}
 	l->c = *c;
 	if (!l->c.nonce)
 		l->c.nonce = 1;
+	if (!l->c.max_rto)
+		l->c.max_rto = l->c.rto;
+	if (!l->c.min_rto)
+		l->c.min_rto = l->c.rto / 4 ? l->c.rto / 4 : 1;
+	l->rto = l->c.rto;
+	l->probe_at = UINT64_MAX;
 	l->mask = c->window - 1u;
 	l->state = DNP_LINK_INIT;
 	l->created = now;
@@ -118,6 +152,7 @@ void dnp_link_destroy(struct dnp_link *l)
 	if (!l)
 		return;
 	free(l->ring);
+	free(l->held);
 	free(l);
 }
 
@@ -319,15 +354,56 @@ uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now)
 	if (unacked_count(l) == 0) {
 		/* A round the caller never closed has nothing left to resend. */
 		l->retx_pending = false;
-		l->retx_deadline = now + l->c.rto;
+		l->retx_deadline = now + l->rto;
 	}
 	s = &l->ring[l->tail & l->mask];
-	s->pkt = pkt;
-	s->seq = seq;
-	s->sent_time = now;
+	*s = (struct dnp_link_slot){ .pkt = pkt, .seq = seq, .sent_time = now };
 	l->tail++;
 	l->next_seq++;
 	return seq;
+}
+
+static uint64_t clamp_rto(const struct dnp_link *l, uint64_t rto)
+{
+	if (rto < l->c.min_rto)
+		return l->c.min_rto;
+	return rto > l->c.max_rto ? l->c.max_rto : rto;
+}
+
+/* RFC 6298, section 2: one round-trip sample r (>= 1 time unit). */
+static void rtt_sample(struct dnp_link *l, uint64_t r)
+{
+	uint64_t var4;
+
+	if (r == 0)
+		r = 1;
+	if (l->srtt == 0) {
+		l->srtt = r;
+		l->rttvar = r / 2;
+	} else {
+		uint64_t d = l->srtt > r ? l->srtt - r : r - l->srtt;
+
+		l->rttvar = (3 * l->rttvar + d) / 4;
+		l->srtt = (7 * l->srtt + r) / 8;
+		if (l->srtt == 0)
+			l->srtt = 1;
+	}
+	var4 = l->rttvar ? 4 * l->rttvar : 1; /* max(G, 4 RTTVAR), G = 1 unit */
+	l->rto = clamp_rto(l, l->srtt + var4);
+	l->st.rtt_samples++;
+}
+
+/* Takes the oldest unacked slot off the ring. */
+static void *pop_slot(struct dnp_link *l)
+{
+	struct dnp_link_slot *s = &l->ring[l->head & l->mask];
+
+	if (s->retx_due)
+		l->nretx_due--;
+	if (s->ntx > 1)
+		l->nresent--;
+	l->head++;
+	return s->pkt;
 }
 
 unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max, uint64_t now)
@@ -336,23 +412,111 @@ unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigne
 	uint32_t oldest = l->next_seq - n;
 	uint32_t progress = ack - oldest; /* modulo 2^32 */
 	unsigned popped = 0;
+	bool karn = true;      /* every packet this ack covers was sent exactly once */
+	uint64_t newest = 0;   /* the latest send time among them */
 
 	/* Valid acks lie in [oldest, next_seq]: anything else is stale or bogus. */
 	if (n == 0 || progress == 0 || progress > n)
 		return 0;
 	while (popped < max && popped < progress) {
-		freed[popped] = l->ring[l->head & l->mask].pkt;
-		l->head++;
+		const struct dnp_link_slot *s = &l->ring[l->head & l->mask];
+
+		if (s->ntx != 1)
+			karn = false;
+		else if (s->sent_time > newest)
+			newest = s->sent_time;
+		freed[popped] = pop_slot(l);
 		popped++;
 	}
 	if (popped > 0) {
+		/*
+		 * Karn's rule: an ack covering a resent packet is ambiguous (which
+		 * copy does it answer?), so it gives no sample at all.
+		 */
+		if (karn && now >= newest)
+			rtt_sample(l, now - newest);
 		l->retries = 0;
 		if (unacked_count(l) > 0)
-			l->retx_deadline = l->ring[l->head & l->mask].sent_time + l->c.rto;
+			l->retx_deadline = l->ring[l->head & l->mask].sent_time + l->rto;
 		else
 			l->retx_pending = false;
 	}
 	return popped;
+}
+
+unsigned dnp_link_on_sack(struct dnp_link *l, uint32_t ack, uint64_t sack, uint64_t now)
+{
+	unsigned n = unacked_count(l), i, last = 0, marked = 0;
+	uint64_t order = 0; /* latest transmission among the packets the peer holds */
+
+	(void)now;
+	if (n == 0 || ack != l->next_seq - n)
+		return 0; /* stale, or not about what we hold */
+	for (i = 1; i < n; i++) {
+		struct dnp_link_slot *s = &l->ring[(l->head + i) & l->mask];
+
+		s->sacked = i <= 64 && (sack >> (i - 1) & 1u);
+		if (s->sacked) {
+			last = i;
+			if (s->sent_order > order)
+				order = s->sent_order;
+			if (s->retx_due) { /* it arrived after all */
+				s->retx_due = false;
+				l->nretx_due--;
+			}
+		}
+	}
+	/*
+	 * A packet the peer does not hold, sent before one it holds, was lost
+	 * (or overtaken): resend it. A resend is newer than everything the peer
+	 * held at that time, so it is marked again only when a packet sent after
+	 * it arrives first: at most once per round trip.
+	 */
+	for (i = 0; i < last; i++) {
+		struct dnp_link_slot *s = &l->ring[(l->head + i) & l->mask];
+
+		if (!s->sacked && !s->retx_due && s->ntx > 0 && s->sent_order < order) {
+			s->retx_due = true;
+			l->nretx_due++;
+			marked++;
+		}
+	}
+	l->st.fast_retx += marked;
+	return marked;
+}
+
+int dnp_link_retx_next(const struct dnp_link *l)
+{
+	uint32_t i;
+
+	if (l->nretx_due == 0)
+		return -1;
+	for (i = l->head; i != l->tail; i++)
+		if (l->ring[i & l->mask].retx_due)
+			return (int)(i - l->head);
+	return -1;
+}
+
+unsigned dnp_link_retx_due(const struct dnp_link *l)
+{
+	return l->nretx_due;
+}
+
+uint64_t dnp_link_rto(const struct dnp_link *l)
+{
+	return l->rto;
+}
+
+uint64_t dnp_link_srtt(const struct dnp_link *l)
+{
+	return l->srtt;
+}
+
+static bool is_held(const struct dnp_link *l, uint32_t seq)
+{
+	const struct dnp_link_held *h = &l->held[seq & l->mask];
+
+	return h->pkt && h->seq == seq;
 }
 
 int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq)
@@ -363,12 +527,80 @@ int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq)
 		l->rx_expected++;
 		return 0;
 	}
-	if (d < 0) {
+	if (d < 0 || is_held(l, seq)) {
 		l->st.rx_dup++;
 		return -EALREADY;
 	}
 	l->st.rx_out_of_order++;
 	return -EAGAIN;
+}
+
+int dnp_link_rx_hold(struct dnp_link *l, uint32_t seq, unsigned vc, uint32_t words, void *pkt)
+{
+	uint32_t d = seq - l->rx_expected;
+	struct dnp_link_held *h;
+
+	if (!vc_ok(l, vc) || !pkt)
+		return -EINVAL;
+	if (d == 0 || d >= l->c.window)
+		return -ERANGE;
+	if (is_held(l, seq))
+		return -EALREADY;
+	h = &l->held[seq & l->mask];
+	if (h->pkt)
+		return -ERANGE; /* a leftover the caller has not drained (cannot happen while UP) */
+	/* What is held counts against the FIFO it will enter. */
+	if ((uint64_t)l->vc[vc].occ + l->held_words[vc] + words > l->c.fifo_words)
+		return -ENOBUFS;
+	*h = (struct dnp_link_held){ .pkt = pkt, .seq = seq, .words = words, .vc = (uint8_t)vc };
+	l->nheld++;
+	l->held_words[vc] += words;
+	l->st.rx_held++;
+	return 0;
+}
+
+static void *take_held(struct dnp_link *l, struct dnp_link_held *h)
+{
+	void *pkt = h->pkt;
+
+	l->held_words[h->vc] -= h->words;
+	l->nheld--;
+	h->pkt = NULL;
+	return pkt;
+}
+
+void *dnp_link_rx_unhold(struct dnp_link *l)
+{
+	struct dnp_link_held *h = &l->held[l->rx_expected & l->mask];
+
+	if (l->nheld == 0 || !h->pkt || h->seq != l->rx_expected)
+		return NULL;
+	return take_held(l, h);
+}
+
+uint64_t dnp_link_sack(const struct dnp_link *l)
+{
+	uint64_t sack = 0;
+	uint32_t i, span;
+
+	if (l->nheld == 0)
+		return 0;
+	span = l->c.window - 1u < 64u ? l->c.window - 1u : 64u;
+	for (i = 0; i < span; i++)
+		if (is_held(l, l->rx_expected + 1u + i))
+			sack |= 1ull << i;
+	return sack;
+}
+
+unsigned dnp_link_rx_drain(struct dnp_link *l, void **out, unsigned max)
+{
+	unsigned n = 0;
+	uint32_t i;
+
+	for (i = 0; i < l->c.window && n < max && l->nheld; i++)
+		if (l->held[i].pkt)
+			out[n++] = take_held(l, &l->held[i]);
+	return n;
 }
 
 uint32_t dnp_link_ack_value(const struct dnp_link *l)
@@ -393,35 +625,109 @@ void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq)
 	return s->pkt;
 }
 
-void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
+/*
+ * How long a resend may go unanswered before it counts as lost too: two
+ * round trips (at least SRTT + 4 RTTVAR), never more than the timeout. This
+ * catches a lost resend when no later frame can reveal it (the sender has
+ * nothing newer to send, or no credit to send it), without a timeout round.
+ */
+static uint64_t probe_interval(const struct dnp_link *l)
 {
-	if (i >= unacked_count(l))
-		return;
-	l->ring[(l->head + i) & l->mask].sent_time = now;
-	/* The timer runs from when the oldest packet actually left, not from when it was queued. */
-	if (i == 0 && !l->retx_pending)
-		l->retx_deadline = now + l->c.rto;
+	uint64_t p = 2 * l->srtt, v = l->srtt + 4 * l->rttvar;
+
+	if (v > p)
+		p = v;
+	if (p > l->rto)
+		p = l->rto;
+	return p ? p : 1;
 }
 
-/* Every unacked packet was just resent: they all start waiting again. */
+/* Marks every resend that has waited a probe interval without news; reschedules. */
+static void probe_resends(struct dnp_link *l, uint64_t now)
+{
+	uint64_t iv = probe_interval(l), next = UINT64_MAX;
+	uint32_t i;
+
+	for (i = l->head; i != l->tail; i++) {
+		struct dnp_link_slot *s = &l->ring[i & l->mask];
+
+		if (s->ntx < 2 || s->sacked || s->retx_due)
+			continue;
+		if (now >= s->sent_time + iv) {
+			s->retx_due = true;
+			l->nretx_due++;
+			l->st.fast_retx++;
+		} else if (s->sent_time + iv < next) {
+			next = s->sent_time + iv;
+		}
+	}
+	l->probe_at = next;
+}
+
+void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
+{
+	struct dnp_link_slot *s;
+
+	if (i >= unacked_count(l))
+		return;
+	s = &l->ring[(l->head + i) & l->mask];
+	s->sent_time = now;
+	s->sent_order = ++l->tx_order;
+	s->ntx++;
+	if (s->ntx == 2)
+		l->nresent++;
+	if (s->ntx > 1 && l->srtt && now + probe_interval(l) < l->probe_at)
+		l->probe_at = now + probe_interval(l);
+	if (s->retx_due) {
+		s->retx_due = false;
+		l->nretx_due--;
+	}
+	/* The timer runs from when the oldest packet actually left, not from when it was queued. */
+	if (i == 0 && !l->retx_pending)
+		l->retx_deadline = now + l->rto;
+}
+
+/* The marked packets are being resent now: they start waiting again. */
 void dnp_link_retx_done(struct dnp_link *l, uint64_t now)
 {
 	uint32_t i;
 
 	for (i = l->head; i != l->tail; i++)
-		l->ring[i & l->mask].sent_time = now;
+		if (l->ring[i & l->mask].retx_due)
+			l->ring[i & l->mask].sent_time = now;
 	l->retx_pending = false;
-	l->retx_deadline = now + l->c.rto;
+	l->retx_deadline = now + l->rto;
+}
+
+/*
+ * A timeout round: every sent packet the peer does not hold is resent. From
+ * the second round in a row on, what the peer said it held is forgotten too
+ * (RFC 2018: a receiver may discard what it selectively acked).
+ */
+static void mark_round(struct dnp_link *l)
+{
+	uint32_t i;
+
+	for (i = l->head; i != l->tail; i++) {
+		struct dnp_link_slot *s = &l->ring[i & l->mask];
+
+		if (l->retries >= 2)
+			s->sacked = false;
+		if (s->ntx > 0 && !s->sacked && !s->retx_due) {
+			s->retx_due = true;
+			l->nretx_due++;
+		}
+	}
+	/* RFC 6298 (5.5): back off; a new sample recomputes it. */
+	l->rto = l->rto > l->c.max_rto / 2 ? l->c.max_rto : 2 * l->rto;
 }
 
 unsigned dnp_link_drain(struct dnp_link *l, void **out, unsigned max)
 {
 	unsigned n = 0;
 
-	while (n < max && l->head != l->tail) {
-		out[n++] = l->ring[l->head & l->mask].pkt;
-		l->head++;
-	}
+	while (n < max && l->head != l->tail)
+		out[n++] = pop_slot(l);
 	if (l->head == l->tail)
 		l->retx_pending = false;
 	return n;
@@ -482,6 +788,12 @@ unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
 	if (l->state == DNP_LINK_UP && l->c.credit_timeout != 0 &&
 	    now - l->last_credit >= l->c.credit_timeout)
 		return go_broken(l, now);
+	if (now >= l->probe_at) {
+		if (l->nresent > 0 && l->state == DNP_LINK_UP)
+			probe_resends(l, now);
+		else
+			l->probe_at = UINT64_MAX;
+	}
 
 	if (unacked_count(l) > 0 && !l->retx_pending && now >= l->retx_deadline) {
 		if (l->retries >= l->c.max_retries)
@@ -489,6 +801,7 @@ unsigned dnp_link_tick(struct dnp_link *l, uint64_t now)
 		l->retries++;
 		l->retx_pending = true;
 		l->st.retx_rounds++;
+		mark_round(l);
 		ev |= DNP_LINK_EV_RETX;
 	}
 	if (now >= l->next_credit)
@@ -514,6 +827,8 @@ uint64_t dnp_link_next_deadline(const struct dnp_link *l)
 		d = min_u64(d, l->last_credit + l->c.credit_timeout);
 	if (unacked_count(l) > 0 && !l->retx_pending)
 		d = min_u64(d, l->retx_deadline);
+	if (l->nresent > 0)
+		d = min_u64(d, l->probe_at);
 	return d;
 }
 
@@ -555,8 +870,9 @@ uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_
 {
 	unsigned i;
 
+	/* A RESET frame has room for the occupancies of VCs 0-1 only (pkt.h). */
 	for (i = 0; i < DNP_MAX_VC; i++) {
-		credit[i].occupancy = i < l->c.nvc ? l->vc[i].occ : 0;
+		credit[i].occupancy = i < l->c.nvc && i < DNP_H1_VCS ? l->vc[i].occ : 0;
 		credit[i].received = 0;
 	}
 	credit[0].received = l->c.nonce;
@@ -593,21 +909,40 @@ static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dn
 
 		v->sent = 0;
 		v->received = 0;
-		v->est = occ ? occ[i].occupancy : 0;
+		/*
+		 * A RESET frame does not carry the occupancy of VCs 2-3: until
+		 * the first credit of the new epoch (sent at once) tells it,
+		 * take their remote FIFOs as full rather than empty.
+		 */
+		if (!occ)
+			v->est = 0;
+		else if (i < DNP_H1_VCS)
+			v->est = occ[i].occupancy;
+		else
+			v->est = l->c.fifo_words;
 		if (v->est > l->c.fifo_words)
 			v->est = l->c.fifo_words;
 		v->stopped = l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_yellow;
 		v->stalling = false;
 		v->latched = (struct dnp_credit_vc){ .occupancy = v->occ, .received = 0 };
 	}
-	for (uint32_t k = l->head; k != l->tail; k++)
-		l->ring[k & l->mask].seq = seq++;
+	for (uint32_t k = l->head; k != l->tail; k++) {
+		struct dnp_link_slot *s = &l->ring[k & l->mask];
+
+		*s = (struct dnp_link_slot){ .pkt = s->pkt, .seq = seq++, .sent_time = now };
+	}
+	l->nretx_due = 0;
+	l->nresent = 0;
+	l->probe_at = UINT64_MAX;
 	l->next_seq = seq;
 	l->rx_expected = 0;
 	l->retries = 0;
 	l->retx_pending = false;
+	/* A new epoch may be a new peer: measure its round trip afresh. */
+	l->srtt = l->rttvar = 0;
+	l->rto = l->c.rto;
 	if (l->head != l->tail)
-		l->retx_deadline = now + l->c.rto;
+		l->retx_deadline = now + l->rto;
 	l->last_credit = now;
 	l->next_credit = now; /* a credit (with the new epoch) goes out at once */
 	l->st.ups++;

@@ -24,19 +24,40 @@
  *   - DNP_CREDIT_EXACT (the daemon's default): the credit is latched when it
  *     is submitted and every credit updates est = occupancy + (sent -
  *     received), the exact upper bound of the remote occupancy.
+ * Every VC (up to DNP_MAX_VC = 4) has its own FIFO, counters and estimate;
+ * the credit of VCs 2-3 travels in the payload word of the CREDIT frame
+ * (pkt.h). A RESET frame carries the occupancies of VCs 0-1 only, so a link
+ * that comes UP from one takes the peer's FIFOs of VCs 2-3 as full until the
+ * first credit of the new epoch. Both ends must use the same VC count: a
+ * credit without the payload word leaves VCs 2-3 of a 4-VC receiver without
+ * credit (they stop once est reaches t_red, they never overflow).
  * Start rules: DNP_START_VCT (virtual cut-through): a packet of w words may
  * start only if est + w <= t_red. DNP_START_STOP_AT_RED: words flow while
  * est < t_red; once est reaches t_red the sender stops and resumes only when
  * a credit (fresh, under HW) shows est < t_yellow.
  *
  * Reliability. Every data frame gets a 32-bit sequence number; the receiver
- * accepts only the next expected one (duplicates and frames after a gap are
- * dropped and counted) and acks cumulatively (the ack is "next expected",
- * piggybacked on every frame). The sender keeps up to 'window' unacked
- * packets (opaque pointers owned by the caller) and, when the oldest has
- * waited rto, resends all of them (go-back-N). max_retries rounds in a row
- * without progress, or no credit from the peer for credit_timeout (init_timeout
- * before the first one), make the link BROKEN; that is reported once.
+ * accepts the next expected one, drops and counts duplicates, and holds a
+ * frame that arrives beyond a gap (dnp_link_rx_hold: up to 'window' frames,
+ * and no more words per VC than its FIFO has left) until the gap fills; it
+ * acks cumulatively (the ack is "next expected", piggybacked on every frame)
+ * and every CREDIT frame also carries a selective ack (dnp_link_sack): which
+ * of the 64 frames after the ack it holds. The sender keeps up to 'window'
+ * unacked packets (opaque pointers owned by the caller). A selective ack
+ * marks a packet lost when a packet sent after it (by transmission order)
+ * has arrived: it is resent alone, at once, and again only if a packet sent
+ * after that resend arrives first (so at most once per round trip), or when
+ * it has waited a probe interval (max(2 SRTT, SRTT + 4 RTTVAR), at most the
+ * timeout) without news: a lost resend with nothing newer behind it. When the
+ * oldest has waited the retransmission timeout, every sent packet the peer
+ * does not hold is resent (a "round"; after the second round in a row the
+ * selective acks are forgotten and everything is resent). The timeout is
+ * RFC 6298's: SRTT + 4 RTTVAR from round trips measured on acks of packets
+ * sent once (Karn's rule), clamped to [min_rto, max_rto], doubled by each
+ * round up to max_rto; rto is its value before the first sample.
+ * max_retries rounds in a row without progress, or no credit from the peer
+ * for credit_timeout (init_timeout before the first one), make the link
+ * BROKEN; that is reported once.
  *
  * Epochs and the reset handshake (docs/protocol.md, "Link epochs"). Every
  * frame carries the sender's link epoch (u8, 0 = none yet). A link that is not
@@ -95,7 +116,9 @@ struct dnp_link_conf {
 	uint64_t credit_period;  /* C, time units, > 0 */
 	uint64_t credit_timeout; /* UP link with no credit for this long -> BROKEN */
 	uint64_t init_timeout;   /* INIT link with no credit for this long -> BROKEN (0: never) */
-	uint64_t rto;            /* retransmit timeout, > 0 */
+	uint64_t rto;            /* initial retransmit timeout (before an RTT sample), > 0 */
+	uint64_t min_rto;        /* floor of the adaptive timeout (0: rto / 4, at least 1) */
+	uint64_t max_rto;        /* ceiling, also of the backoff (0: rto); min_rto <= rto <= max_rto */
 	uint32_t max_retries;    /* retransmit rounds without progress before BROKEN */
 	uint32_t window;         /* max unacked packets, power of two, 1..65536 */
 	uint64_t reset_period;   /* BROKEN: probe the peer this often to come back (0: never) */
@@ -113,6 +136,9 @@ struct dnp_link_stats {
 	uint64_t rx_stale;      /* frames of another epoch (or while not UP) dropped */
 	uint64_t tx_resets, rx_resets; /* RESET frames sent and received */
 	uint64_t breaks, ups;   /* transitions to BROKEN, and to UP (the first included) */
+	uint64_t fast_retx;     /* frames marked for resend by a selective ack (no timeout) */
+	uint64_t rx_held;       /* frames received beyond a gap and held until it filled */
+	uint64_t rtt_samples;   /* round-trip samples taken (Karn: never from a resent frame) */
 	/* The same per virtual channel (new packets only; retransmissions are per link). */
 	struct {
 		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
@@ -121,7 +147,7 @@ struct dnp_link_stats {
 
 /* Bits returned by dnp_link_tick. */
 #define DNP_LINK_EV_CREDIT_DUE 0x1u /* call dnp_link_take_credit and send a CREDIT frame */
-#define DNP_LINK_EV_RETX 0x2u       /* resend every unacked packet (dnp_link_retx_*) */
+#define DNP_LINK_EV_RETX 0x2u       /* timeout: packets were marked for resend (dnp_link_retx_*) */
 #define DNP_LINK_EV_BROKEN 0x4u     /* the link just became BROKEN */
 
 struct dnp_link;
@@ -161,22 +187,58 @@ uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now);
  * number popped. Acks outside the window are ignored.
  */
 unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max, uint64_t now);
-/* Receiver: classify an arriving seq. 0 = accept (expected advances), -EALREADY duplicate, -EAGAIN gap. */
+/*
+ * Receiver: classify an arriving seq. 0 = accept (expected advances),
+ * -EALREADY duplicate (older than expected, or already held), -EAGAIN
+ * beyond a gap (the caller may dnp_link_rx_hold it).
+ */
 int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq);
+/*
+ * Receiver: hold pkt (seq beyond a gap, words on vc) until the gap fills.
+ * Errors: -ERANGE seq not within the window after the expected one,
+ * -ENOBUFS its words do not fit beside the VC's FIFO occupancy and what is
+ * held already, -EINVAL bad vc, -EALREADY held already.
+ */
+int dnp_link_rx_hold(struct dnp_link *l, uint32_t seq, unsigned vc, uint32_t words, void *pkt);
+/*
+ * Receiver: the held packet whose seq is the expected one, taken out of the
+ * hold (the caller then accepts it like a fresh arrival), or NULL.
+ */
+void *dnp_link_rx_unhold(struct dnp_link *l);
+/* Receiver: the selective ack: bit i set = frame ack + 1 + i is held. */
+uint64_t dnp_link_sack(const struct dnp_link *l);
+/* Receiver: takes every held packet out (link broken): fills out[] up to max, returns count. */
+unsigned dnp_link_rx_drain(struct dnp_link *l, void **out, unsigned max);
+/*
+ * Sender: a selective ack arrived with cumulative 'ack' (after
+ * dnp_link_on_ack with the same ack). Marks packets lost (see above) for
+ * resending; returns how many were newly marked. Ignored unless ack is the
+ * oldest unacked seq.
+ */
+unsigned dnp_link_on_sack(struct dnp_link *l, uint32_t ack, uint64_t sack, uint64_t now);
+/* Sender: index (0 = oldest unacked) of the oldest packet marked for resend, or -1. */
+int dnp_link_retx_next(const struct dnp_link *l);
+/* Sender: number of packets marked for resend. */
+unsigned dnp_link_retx_due(const struct dnp_link *l);
+/* The current retransmission timeout and smoothed round trip (0 before a sample). */
+uint64_t dnp_link_rto(const struct dnp_link *l);
+uint64_t dnp_link_srtt(const struct dnp_link *l);
 /* Receiver: the ack to piggyback on the next frame sent to the peer. */
 uint32_t dnp_link_ack_value(const struct dnp_link *l);
 /* Number of unacked packets, and the i-th oldest (0 = oldest) with its seq. */
 unsigned dnp_link_unacked(const struct dnp_link *l);
 void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq);
 /*
- * The i-th oldest unacked packet (0 = oldest) was just put on the wire. The
- * retransmission timer runs from the oldest packet's last transmission, so a
- * packet that waited in the send queue is not resent early.
+ * The i-th oldest unacked packet (0 = oldest) was just put on the wire (first
+ * time or resend; this clears its resend mark). The retransmission timer runs
+ * from the oldest packet's last transmission, so a packet that waited in the
+ * send queue is not resent early.
  */
 void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now);
 /*
- * Go-back-N: after DNP_LINK_EV_RETX the caller resends dnp_link_unacked_at(0..n)
- * and then calls dnp_link_retx_done(now) to restart the timer.
+ * After DNP_LINK_EV_RETX the caller calls dnp_link_retx_done(now) to restart
+ * the timer and resends the marked packets (dnp_link_retx_next, then
+ * dnp_link_sent for each), as it does after dnp_link_on_sack.
  */
 void dnp_link_retx_done(struct dnp_link *l, uint64_t now);
 /* Removes every unacked packet (link broken): fills out[] up to max, returns count. */

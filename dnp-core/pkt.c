@@ -47,7 +47,11 @@
 #define H1_VA 32u     /* u64 */
 #define H1_KEY 40u    /* u32 */
 #define H1_OFFSET 44u /* u32 */
-/* word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc */
+/*
+ * word 2 of a CREDIT frame: credit[vc] at 32 + 8 * vc for vc 0..1; the
+ * payload word of a credit frame continues the same layout for vc 2..3, so
+ * credit[vc] sits at 32 + 8 * vc for every vc.
+ */
 #define H1_CREDIT 32u
 
 #define PAYLOAD_OFF 48u
@@ -70,6 +74,10 @@ static_assert(DNP_PAYLOAD_OFF == PAYLOAD_OFF, "pkt.h names the payload offset");
 static_assert(DNP_FRAME_OVERHEAD == PAYLOAD_OFF + DNP_WORD_BYTES,
 	      "three words before the payload, one after");
 static_assert(DNP_MAX_FRAME <= UINT16_MAX, "frame length fits the u16 length field");
+static_assert(DNP_MAX_VC == KVF_VC_MASK + 1u, "the 2-bit VC field encodes every VC");
+static_assert(H1_CREDIT + 8u * DNP_H1_VCS == PAYLOAD_OFF &&
+		      8u * (DNP_MAX_VC - DNP_H1_VCS) == DNP_CREDIT_EXT_BYTES,
+	      "credit[0..1] fill H1, credit[2..3] one payload word");
 
 static inline void put8(uint8_t *p, unsigned off, uint8_t v)
 {
@@ -153,17 +161,29 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 {
 	uint64_t end;
 
-	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || h->src_dir > DNP_DIR_LOCAL ||
-	    (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) || (h->fstatus & ~DNP_FT_RETX))
+	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
+	    h->src_dir > DNP_DIR_LOCAL || (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) ||
+	    (h->fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		/* Link control: never sequenced (it carries the acks), no message. */
-		if ((h->lflags & DNP_LINK_F_SEQ) || h->len || h->flags || h->vc || h->status ||
+		/*
+		 * Link control: never sequenced (it carries the acks), no message;
+		 * a payload only for the credit state of VCs 2-3, never on a RESET.
+		 */
+		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status ||
 		    h->msg_id || h->msg_len || h->via)
+			return -EINVAL;
+		if (h->len != 0 && (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
+			return -EINVAL;
+		/* A selective ack says something (non-zero) and is no reset. */
+		if ((h->lflags & DNP_LINK_F_SACK) &&
+		    ((h->lflags & DNP_LINK_F_RESET) || h->sack == 0))
 			return -EINVAL;
 		return 0;
 	}
+	if (h->lflags & DNP_LINK_F_SACK)
+		return -EINVAL; /* only link control carries a selective ack */
 	if (h->lflags & DNP_LINK_F_RESET)
 		return -EINVAL; /* only link control resets a link */
 	if (h->via & DNP_PKT_VIA_RSVD)
@@ -231,6 +251,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	uint8_t *p = frame;
 	uint8_t *ft;
 	size_t flen;
+	bool sack;
 	int ret;
 
 	ret = check_class(h);
@@ -238,14 +259,14 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		return ret;
 	if (ret || check_rules(h))
 		return -EINVAL;
-	if (h->len && !payload)
+	if (h->len && !payload && h->kind != DNP_PKT_CREDIT)
 		return -EINVAL;
 	flen = dnp_pkt_frame_len(h->len);
 	if (cap < flen)
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && payload != p + PAYLOAD_OFF)
+	if (h->len && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -272,9 +293,14 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put8(p, H0_STATUS, h->status);
 	put16(p, H0_LEN, h->len);
 	put32(p, H0_MSGID, h->msg_id);
+	sack = h->kind == DNP_PKT_CREDIT && (h->lflags & DNP_LINK_F_SACK);
+	if (sack)
+		put32(p, H0_MSGID, (uint32_t)h->sack);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		unsigned nvc = h->len ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			put32(p, H1_CREDIT + 8 * vc, h->credit[vc].occupancy);
 			put32(p, H1_CREDIT + 8 * vc + 4, h->credit[vc].received);
 		}
@@ -290,7 +316,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put8(ft, FT_HOPS, h->hops);
 	put16(ft, FT_VIA, h->via);
 	put32(ft, FT_TS, h->timestamp);
-	put32(ft, FT_MSGLEN, h->msg_len);
+	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
 	if (seal)
 		put32(ft, FT_CRC, dnp_crc32(0, p, flen));
 	return (int)flen;
@@ -380,7 +406,10 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->msg_id = get32(p, H0_MSGID);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		/* credit[2..3] only from a payload of exactly one word (else left zero) */
+		unsigned nvc = h->len == DNP_CREDIT_EXT_BYTES ? DNP_MAX_VC : DNP_H1_VCS;
+
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			h->credit[vc].occupancy = get32(p, H1_CREDIT + 8 * vc);
 			h->credit[vc].received = get32(p, H1_CREDIT + 8 * vc + 4);
 		}
@@ -394,6 +423,12 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	h->hops = ft[FT_HOPS];
 	h->timestamp = get32(ft, FT_TS);
 	h->msg_len = get32(ft, FT_MSGLEN);
+	if (h->kind == DNP_PKT_CREDIT && (h->lflags & DNP_LINK_F_SACK)) {
+		/* The selective ack sits where a credit has no message id/length. */
+		h->sack = (uint64_t)h->msg_len << 32 | h->msg_id;
+		h->msg_id = 0;
+		h->msg_len = 0;
+	}
 
 	ret = check_class(h);
 	if (ret)
@@ -421,8 +456,8 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	if (get16(p, LW_MAGIC) != DNP_PKT_MAGIC || p[LW_VERSION] != DNP_PKT_VERSION ||
 	    get16(p, LW_FLEN) != len)
 		return -EINVAL;
-	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET)) || src_dir > DNP_DIR_LOCAL ||
-	    (fstatus & ~DNP_FT_RETX))
+	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
+	    src_dir > DNP_DIR_LOCAL || (fstatus & ~DNP_FT_RETX))
 		return -EINVAL;
 	/* Keep the sequencing rule of check_rules() so the result still decodes. */
 	kind = p[H0_KVF] & KVF_KIND_MASK;
@@ -432,6 +467,14 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 		return -EINVAL;
 	if (kind_is_data(kind) && !(lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
+	/* SACK stays what it was: set exactly when a credit carries a non-zero sack. */
+	if (lflags & DNP_LINK_F_SACK) {
+		if (kind != DNP_PKT_CREDIT || (lflags & DNP_LINK_F_RESET) ||
+		    !(p[LW_LFLAGS] & DNP_LINK_F_SACK))
+			return -EINVAL;
+	} else if (p[LW_LFLAGS] & DNP_LINK_F_SACK) {
+		return -EINVAL;
+	}
 
 	/*
 	 * The CRC is recomputed over the whole frame rather than updated

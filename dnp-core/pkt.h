@@ -16,9 +16,12 @@
  * the whole frame with the CRC field taken as zero. The exact bit layout is
  * in docs/protocol.md, and golden vectors in tests/test_pkt.c pin it.
  *
- * Link control (credits and acks) travels in frames of kind DNP_PKT_CREDIT
- * with no payload; H1 then carries the per-VC credit state (see
- * struct dnp_pkt_hdr.credit).
+ * Link control (credits and acks) travels in frames of kind DNP_PKT_CREDIT;
+ * H1 then carries the credit state of VCs 0 and 1 (see struct
+ * dnp_pkt_hdr.credit). A link with more than two VCs sends the state of
+ * VCs 2 and 3 in a one-word payload (DNP_CREDIT_EXT_BYTES); a link with one
+ * or two sends no payload, so its credit frames are the 64-byte ones of the
+ * two-VC format.
  *
  * Pure functions on caller buffers; no allocation; any thread.
  */
@@ -35,7 +38,11 @@
 #define DNP_FRAME_OVERHEAD 64u
 #define DNP_PAYLOAD_OFF 48u /* the payload starts after three header words */
 #define DNP_MAX_FRAME (DNP_MAX_PAYLOAD + DNP_FRAME_OVERHEAD)
-#define DNP_MAX_VC 2u
+#define DNP_MAX_VC 4u
+#define DNP_H1_VCS 2u /* VCs whose credit state fits in H1 */
+/* Payload of a CREDIT frame of a link with more than DNP_H1_VCS VCs: credit[2..3]. */
+#define DNP_CREDIT_EXT_BYTES 16u
+#define DNP_CREDIT_MAX_FRAME (DNP_FRAME_OVERHEAD + DNP_CREDIT_EXT_BYTES)
 #define DNP_PKT_MAGIC 0x4e44u /* "DN" on the wire */
 #define DNP_PKT_VERSION 1u
 
@@ -62,11 +69,20 @@ enum dnp_pkt_kind {
 /*
  * CREDIT frames only: a link reset frame (docs/protocol.md, "Link epochs"):
  * epoch is the proposed or agreed epoch, credit[0..1].occupancy the sender's
- * RX FIFO occupancies, credit[0].received its incarnation nonce and
- * credit[1].received DNP_RESET_* flags.
+ * RX FIFO occupancies of VCs 0 and 1, credit[0].received its incarnation
+ * nonce and credit[1].received DNP_RESET_* flags. A RESET frame never has a
+ * payload (credit[2..3] decode as zero whatever the sender's VC count).
  */
 #define DNP_LINK_F_RESET 0x2u
 #define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
+/*
+ * CREDIT frames only, never with DNP_LINK_F_RESET: the frame carries a
+ * selective ack (struct dnp_pkt_hdr.sack, non-zero) in the two fields a
+ * CREDIT frame has no use for, H0 msg_id (bits 0-31) and the footer's
+ * msg_len (bits 32-63). Bit i set: the sender holds frame ack + 1 + i,
+ * received beyond the gap at ack (docs/protocol.md, "Selective acks").
+ */
+#define DNP_LINK_F_SACK 0x4u
 
 /* Footer status bits */
 #define DNP_FT_RETX 0x1u /* this transmission is a retransmission */
@@ -84,6 +100,7 @@ struct dnp_pkt_hdr {
 	uint8_t epoch;   /* link epoch of the sender (0: none yet) */
 	uint32_t seq;    /* link sequence number, valid if DNP_LINK_F_SEQ */
 	uint32_t ack;    /* cumulative ack: next seq expected from the peer */
+	uint64_t sack;   /* CREDIT with DNP_LINK_F_SACK: frames held beyond ack (bit i: ack + 1 + i) */
 	/* H0 */
 	struct dnp_coord dst, src;
 	uint8_t dst_port, src_port;
@@ -93,7 +110,10 @@ struct dnp_pkt_hdr {
 	uint8_t status; /* CMPL: positive errno of the remote outcome, 0 = success */
 	uint16_t len;   /* payload bytes, 0..4096 */
 	uint32_t msg_id;
-	/* H1 (for CREDIT frames: credit[0..1] instead) */
+	/*
+	 * H1 (for CREDIT frames: credit[0..1] instead; credit[2..3] travel in
+	 * the payload when len == DNP_CREDIT_EXT_BYTES, else they are zero)
+	 */
 	uint64_t va;
 	uint32_t key;
 	uint32_t offset; /* byte offset of this fragment in its message */
@@ -127,7 +147,18 @@ static inline uint32_t dnp_pkt_frame_words(size_t len)
 }
 
 /*
+ * Payload length of a CREDIT frame sent by a link with nvc VCs: 0 for up to
+ * two VCs (the two-VC format), DNP_CREDIT_EXT_BYTES above.
+ */
+static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
+{
+	return nvc > DNP_H1_VCS ? DNP_CREDIT_EXT_BYTES : 0;
+}
+
+/*
  * Encodes h and payload (h->len bytes) into frame, computes the CRC.
+ * A CREDIT frame's payload (len 0 or DNP_CREDIT_EXT_BYTES) is made from
+ * h->credit[2..3]; the payload argument is then ignored and may be NULL.
  * Returns the frame length, or -EINVAL (bad field), -E2BIG (len > 4096),
  * -ENOBUFS (cap too small).
  */
@@ -153,8 +184,12 @@ int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, vo
  *   -EMSGSIZE  length field, payload length and buffer length disagree
  *   -E2BIG     payload length above 4096
  *   -EBADMSG   unknown kind
- *   -ERANGE    VC >= DNP_MAX_VC
+ *   -ERANGE    VC >= DNP_MAX_VC (unreachable while the 2-bit VC field
+ *              encodes exactly DNP_MAX_VC values: the receiving link drops
+ *              a VC beyond its own count)
  *   -EINVAL    reserved bits or padding not zero, flags invalid for the kind
+ *              (a CREDIT frame with a payload other than 0 or 16 bytes, or a
+ *              RESET frame with one)
  *   -EOVERFLOW fragment offset/length inconsistent with the message length
  *   -EILSEQ    CRC mismatch (the footer's CRC over the buffer as given)
  */
@@ -164,7 +199,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
  * ack, src_dir, footer status, hops) and recomputes the CRC. The frame must
- * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL.
+ * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
+ * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
+ * drop it from one that has one: the sack itself is not restamped).
  */
 int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint32_t ack,
 		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);

@@ -56,6 +56,7 @@ static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) *
 static uint32_t evq_slots;                  /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
 static int drop_node = -1, drop_kind = -1;  /* pump drops these frames */
+static int64_t drop_seq = -1;               /* pump drops node 0's first frame with this seq */
 static unsigned nnodes;
 static uint64_t now;
 static bool exact_prompt; /* dnpd's link settings instead of the hardware's */
@@ -117,6 +118,7 @@ static int teardown(void **state)
 	evq_slots = 0;
 	evq_node = 1;
 	drop_node = drop_kind = -1;
+	drop_seq = -1;
 	return 0;
 }
 
@@ -147,6 +149,12 @@ static void pump(unsigned steps)
 					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
 					    (int)h.kind == drop_kind)
 						continue; /* lost on the wire */
+					if (i == 0 && drop_seq >= 0 && (copy[3] & DNP_LINK_F_SEQ) &&
+					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
+					    h.seq == (uint32_t)drop_seq) {
+						drop_seq = -1; /* once */
+						continue;
+					}
 					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d), copy,
 							    f[k].len, now);
 				}
@@ -459,6 +467,47 @@ static void test_engine_prompt_credits_stream(void **state)
 	assert_int_equal(ev.type, DNP_EV_TX_DONE);
 	assert_true(now < 1000000000);
 	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+}
+
+/*
+ * One data frame of a 16-frame PUT is lost: the receiver holds the 12 frames
+ * behind the gap, its selective ack gets exactly that frame resent within a
+ * round trip (long before the retransmission timeout), and the message is
+ * written once, byte for byte, with one completion.
+ */
+static void test_engine_one_loss_one_resend(void **state)
+{
+	exact_prompt = true;
+	setup_nodes(2);
+	uint32_t key;
+	const size_t len = 16 * DNP_MAX_PAYLOAD;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	fill(nodes[0].mem[0], len, 5);
+	drop_seq = 3;
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 9);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	struct dnp_event ev;
+	assert_true(next_event(1, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_int_equal(ev.len, len);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(drop_seq, -1); /* the frame was dropped */
+	assert_true(now < 2000);        /* the engine's default rto: no timeout was waited for */
+	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
+	const struct dnp_link_stats *rx = dnp_engine_link_stats(nodes[1].e, DNP_DIR_XM);
+	assert_int_equal(tx->tx_retx_frames, 1);
+	assert_int_equal(tx->fast_retx, 1);
+	assert_int_equal(tx->retx_rounds, 0);
+	assert_true(rx->rx_held > 0);
+	assert_int_equal(rx->vc[0].rx_packets, 16);
+	pump(500);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0); /* one completion */
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
 }
 
 /*
@@ -1090,6 +1139,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_loopback_put, teardown),
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
+		cmocka_unit_test_teardown(test_engine_one_loss_one_resend, teardown),
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
 		cmocka_unit_test_teardown(test_engine_detour_around_broken_cable, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),

@@ -514,6 +514,27 @@ static struct dnp_link *mk_quiet(const struct dnp_link_conf *c)
 	return l;
 }
 
+/* Queues pkt and puts it on the wire at once, as the engine does on an idle link. */
+static void push_sent(struct dnp_link *l, void *pkt, uint64_t now)
+{
+	dnp_link_seq_push(l, pkt, now);
+	dnp_link_sent(l, dnp_link_unacked(l) - 1, now);
+}
+
+/* After a timeout: restarts the timer and resends what the link marked; returns how many. */
+static unsigned resend_marked(struct dnp_link *l, uint64_t now)
+{
+	unsigned n = 0;
+	int i;
+
+	dnp_link_retx_done(l, now);
+	while ((i = dnp_link_retx_next(l)) >= 0) {
+		dnp_link_sent(l, (unsigned)i, now);
+		n++;
+	}
+	return n;
+}
+
 static void test_link_retx_timer_and_broken(void **state)
 {
 	struct dnp_link_conf c = quiet_conf();
@@ -555,20 +576,20 @@ static void test_link_ack_progress_resets_retries(void **state)
 	void *freed[3];
 
 	(void)state;
-	dnp_link_seq_push(l, &pk[0], 0);
-	dnp_link_seq_push(l, &pk[1], 50);
-	dnp_link_seq_push(l, &pk[2], 80);
+	push_sent(l, &pk[0], 0);
+	push_sent(l, &pk[1], 50);
+	push_sent(l, &pk[2], 80);
 	assert_int_equal(dnp_link_tick(l, 100), DNP_LINK_EV_RETX);
-	dnp_link_retx_done(l, 100);
+	assert_int_equal(resend_marked(l, 100), 3); /* nothing is held by the peer: all */
 	assert_int_equal(dnp_link_tick(l, 200), DNP_LINK_EV_RETX);
-	dnp_link_retx_done(l, 200);
+	assert_int_equal(resend_marked(l, 200), 3);
 	/* Progress: the retry count restarts and the timer follows the new oldest. */
 	assert_int_equal(dnp_link_on_ack(l, 1, freed, 3, 230), 1);
 	assert_int_equal(dnp_link_next_deadline(l), 300);
 	assert_int_equal(dnp_link_tick(l, 300), DNP_LINK_EV_RETX);
-	dnp_link_retx_done(l, 300);
+	assert_int_equal(resend_marked(l, 300), 2);
 	assert_int_equal(dnp_link_tick(l, 400), DNP_LINK_EV_RETX);
-	dnp_link_retx_done(l, 400);
+	assert_int_equal(resend_marked(l, 400), 2);
 	assert_int_equal(dnp_link_tick(l, 500), DNP_LINK_EV_BROKEN);
 	assert_int_equal(dnp_link_stats(l)->retx_rounds, 4);
 	dnp_link_destroy(l);
@@ -707,6 +728,88 @@ static void test_link_next_deadline_is_earliest(void **state)
 	dnp_link_destroy(l);
 }
 
+/*
+ * Credits travel between b (receiver) and a (sender) through a real CREDIT
+ * frame: encoded with the payload length of a link of 'nvc' VCs, decoded,
+ * and given to a.
+ */
+static void credit_via_frame(struct dnp_link *b, struct dnp_link *a, unsigned nvc, uint64_t now)
+{
+	uint8_t f[DNP_CREDIT_MAX_FRAME];
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .len = dnp_pkt_credit_len(nvc) }, d;
+	int n;
+
+	dnp_link_take_credit(b, now, h.credit);
+	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
+	assert_int_equal(n, nvc > 2 ? 80 : 64);
+	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
+	dnp_link_on_credit(a, d.credit, now);
+}
+
+/*
+ * Four VCs: each has its own FIFO, estimate and credits. VC 0 blocked on
+ * credit does not hold VC 3 back, and the credits of VCs 2-3 come back in
+ * the payload word of the CREDIT frame (a 2-VC frame would not free VC 3).
+ */
+static void test_link_four_vcs_flow_control_independently(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a, *b;
+
+	(void)state;
+	c.nvc = 4;
+	a = mk(&c, 0);
+	b = mk(&c, 0);
+	/* VC 0: two 4 KiB packets can not both start (506 words of room). */
+	assert_true(dnp_link_can_start(a, 0, 260));
+	dnp_link_commit(a, 0, 260);
+	assert_false(dnp_link_can_start(a, 0, 260));
+	/* VC 3 (and VC 2) are not held back by VC 0. */
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	dnp_link_commit(a, 3, 260);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	assert_int_equal(dnp_link_estimate(a, 3), 260);
+	assert_int_equal(dnp_link_estimate(a, 2), 0);
+	assert_int_equal(dnp_link_stats(a)->vc[0].credit_stalls, 1);
+	assert_int_equal(dnp_link_stats(a)->vc[3].credit_stalls, 1);
+	assert_int_equal(dnp_link_stats(a)->vc[2].credit_stalls, 0);
+	assert_int_equal(dnp_link_stats(a)->vc[3].tx_words, 260);
+
+	/* At b both arrive, each in its own FIFO; VC 3's leaves, VC 0's stays. */
+	assert_int_equal(dnp_link_rx_accept(b, 0, 260), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 3, 260), 0);
+	assert_int_equal(dnp_link_rx_occupancy(b, 3), 260);
+	/* VC 3's FIFO holds its own 512 words, whatever VC 0 holds. */
+	assert_int_equal(dnp_link_rx_accept(b, 3, 253), -ENOBUFS);
+	assert_int_equal(dnp_link_stats(b)->vc[3].rx_overflow, 1);
+	assert_int_equal(dnp_link_stats(b)->vc[0].rx_overflow, 0);
+	dnp_link_rx_release(b, 3, 260);
+	assert_int_equal(dnp_link_rx_occupancy(b, 3), 0);
+	assert_int_equal(dnp_link_rx_occupancy(b, 0), 260);
+
+	/* HW model: the first credit was latched at 0, the second carries it all. */
+	credit_via_frame(b, a, 4, 35);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	/* A frame in the 2-VC format says nothing about VC 3: it stays blocked. */
+	credit_via_frame(b, a, 2, 70);
+	assert_false(dnp_link_can_start(a, 3, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	/* The 4-VC frame: VC 3 fresh and empty, VC 0 still full. */
+	credit_via_frame(b, a, 4, 105);
+	assert_int_equal(dnp_link_estimate(a, 3), 0);
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_int_equal(dnp_link_estimate(a, 0), 260);
+	assert_false(dnp_link_can_start(a, 0, 260));
+	/* VCs beyond the link's own count do not exist. */
+	assert_false(dnp_link_can_start(a, DNP_MAX_VC, 1));
+	assert_int_equal(dnp_link_rx_accept(b, DNP_MAX_VC, 1), -EINVAL);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
 /* ---- epochs and the reset handshake ---- */
 
 static struct dnp_link *mk_nonce(struct dnp_link_conf c, uint32_t nonce, uint64_t now)
@@ -828,6 +931,46 @@ static void test_link_restarted_peer_rejoins(void **state)
 	dnp_link_destroy(b2);
 }
 
+/*
+ * A RESET frame carries the occupancies of VCs 0-1 only: a 4-VC link that
+ * comes UP from one takes the peer's FIFOs of VCs 2-3 as full until the first
+ * credit of the new epoch, which is due at once.
+ */
+static void test_link_four_vcs_reset_then_credit(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_link *a, *b;
+	struct dnp_credit_vc cr[DNP_MAX_VC];
+
+	(void)state;
+	c.nvc = 4;
+	a = mk_nonce(c, 11, 0);
+	b = mk_nonce(c, 22, 0);
+	assert_int_equal(dnp_link_rx_accept(b, 1, 30), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 2, 40), 0);
+	(void)dnp_link_take_reset(b, 0, cr);
+	assert_int_equal(cr[1].occupancy, 30);
+	assert_int_equal(cr[2].occupancy, 0); /* not on the wire */
+	assert_int_equal(cr[3].occupancy, 0);
+	assert_int_equal(dnp_link_on_reset(a, 0, cr, 0), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_estimate(a, 1), 30);
+	assert_int_equal(dnp_link_estimate(a, 2), c.fifo_words);
+	assert_int_equal(dnp_link_estimate(a, 3), c.fifo_words);
+	assert_true(dnp_link_can_start(a, 0, 260));
+	assert_false(dnp_link_can_start(a, 2, 1));
+	assert_false(dnp_link_can_start(a, 3, 1));
+	assert_int_equal(reset_to(a, b, 1), DNP_LINK_RST_UP);
+	/* b's first credit of the epoch (HW: latched when b came UP) frees them. */
+	assert_true(dnp_link_tick(b, 1) & DNP_LINK_EV_CREDIT_DUE);
+	credit_via_frame(b, a, 4, 1);
+	assert_int_equal(dnp_link_estimate(a, 2), 40);
+	assert_int_equal(dnp_link_estimate(a, 3), 0);
+	assert_true(dnp_link_can_start(a, 3, 260));
+	assert_true(dnp_link_can_start(a, 2, 260));
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
 /* A silent link breaks on its timeout, probes every reset_period, and comes back. */
 static void test_link_silent_link_comes_back(void **state)
 {
@@ -890,6 +1033,317 @@ static void test_link_epoch_wrap(void **state)
 	assert_false(epoch_newer(0, 7));
 }
 
+/* ---- selective acks and the adaptive timeout ---- */
+
+/* The receiver side of one data frame: accept it, or hold it beyond a gap; unhold what follows. */
+static void rx_frame(struct dnp_link *b, uint32_t seq, void *pkt, unsigned *delivered)
+{
+	int rc = dnp_link_rx_seq(b, seq);
+	void *q;
+
+	if (rc == -EAGAIN) {
+		assert_int_equal(dnp_link_rx_hold(b, seq, 0, 4, pkt), 0);
+		return;
+	}
+	if (rc != 0)
+		return;
+	(*delivered)++;
+	while ((q = dnp_link_rx_unhold(b)) != NULL) {
+		(void)q;
+		assert_int_equal(dnp_link_rx_seq(b, dnp_link_ack_value(b)), 0);
+		(*delivered)++;
+	}
+}
+
+/*
+ * One frame lost out of a window of 16: the selective ack that comes back
+ * one round trip later marks exactly that frame, long before the timeout;
+ * the resend fills the gap and the held frames are delivered behind it,
+ * each exactly once. Under go-back-N the sender would have waited for the
+ * timeout and then resent all 13 frames from the lost one on.
+ */
+static void test_link_one_loss_one_fast_resend(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a, *b;
+	int pk[16];
+	void *freed[16];
+	unsigned delivered = 0, i;
+	uint64_t rtt = 20;
+
+	(void)state;
+	c.window = 16;
+	c.rto = 1000;
+	a = mk_quiet(&c);
+	b = mk_quiet(&c);
+	for (i = 0; i < 16; i++) {
+		push_sent(a, &pk[i], i);
+		if (i != 3) /* frame 3 is lost */
+			rx_frame(b, i, &pk[i], &delivered);
+	}
+	assert_int_equal(delivered, 3);
+	assert_int_equal(dnp_link_ack_value(b), 3);
+	assert_int_equal(dnp_link_sack(b), 0xfffull); /* seqs 4..15 held */
+	assert_int_equal(dnp_link_stats(b)->rx_held, 12);
+
+	/* The credit comes back one round trip after the last frame left. */
+	uint64_t t = 15 + rtt;
+	assert_int_equal(dnp_link_on_ack(a, dnp_link_ack_value(b), freed, 16, t), 3);
+	assert_int_equal(dnp_link_on_sack(a, dnp_link_ack_value(b), dnp_link_sack(b), t), 1);
+	assert_int_equal(dnp_link_retx_due(a), 1);
+	assert_int_equal(dnp_link_retx_next(a), 0); /* the oldest unacked: seq 3 */
+	uint32_t seq;
+	assert_ptr_equal(dnp_link_unacked_at(a, 0, &seq), &pk[3]);
+	assert_int_equal(seq, 3);
+	assert_true(t < dnp_link_next_deadline(a)); /* no timeout was needed */
+	dnp_link_sent(a, 0, t);
+	assert_int_equal(dnp_link_retx_next(a), -1);
+	/* The same selective ack again (before the resend can have arrived): nothing more. */
+	assert_int_equal(dnp_link_on_sack(a, 3, 0xfffull, t + 1), 0);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+
+	/* The resend arrives: all 13 frames are delivered, in order, once. */
+	rx_frame(b, 3, &pk[3], &delivered);
+	assert_int_equal(delivered, 16);
+	assert_int_equal(dnp_link_ack_value(b), 16);
+	assert_int_equal(dnp_link_sack(b), 0);
+	assert_int_equal(dnp_link_on_ack(a, 16, freed, 16, t + rtt), 13);
+	assert_int_equal(dnp_link_unacked(a), 0);
+	assert_int_equal(dnp_link_stats(a)->fast_retx, 1);
+	assert_int_equal(dnp_link_stats(a)->retx_rounds, 0);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/* A resend that is lost too is marked again once a frame sent after it arrives. */
+static void test_link_lost_resend_marked_again(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[8];
+	void *freed[8];
+
+	(void)state;
+	c.rto = 1000;
+	a = mk_quiet(&c);
+	for (unsigned i = 0; i < 4; i++)
+		push_sent(a, &pk[i], i);
+	/* seq 0 lost, 1..3 held */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 20), 1);
+	dnp_link_sent(a, 0, 20); /* resend of seq 0: lost again */
+	push_sent(a, &pk[4], 21); /* sent after the resend */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 30), 0); /* old news */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0xf, 41), 1); /* seq 4 overtook the resend */
+	assert_int_equal(dnp_link_retx_next(a), 0);
+	assert_int_equal(dnp_link_on_ack(a, 5, freed, 8, 60), 5);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+	/* A selective ack about another oldest seq is ignored. */
+	push_sent(a, &pk[5], 61);
+	push_sent(a, &pk[6], 62);
+	assert_int_equal(dnp_link_on_sack(a, 4, 0x1, 70), 0);
+	dnp_link_destroy(a);
+}
+
+/* A timeout resends only what the peer does not hold; the second in a row resends all. */
+static void test_link_timeout_skips_held(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[4];
+
+	(void)state;
+	c.max_retries = 5;
+	a = mk_quiet(&c);
+	for (unsigned i = 0; i < 4; i++)
+		push_sent(a, &pk[i], 0);
+	/* the peer holds seq 2 only; 0 and 1 are marked, then resent and lost */
+	assert_int_equal(dnp_link_on_sack(a, 0, 0x2, 10), 2);
+	dnp_link_sent(a, 0, 10);
+	dnp_link_sent(a, 1, 10);
+	assert_int_equal(dnp_link_tick(a, 110), DNP_LINK_EV_RETX);
+	assert_int_equal(resend_marked(a, 110), 3); /* 0, 1 and 3: not 2 */
+	assert_int_equal(dnp_link_tick(a, 210), DNP_LINK_EV_RETX);
+	assert_int_equal(resend_marked(a, 210), 4); /* the peer may have dropped 2 */
+	dnp_link_destroy(a);
+}
+
+/*
+ * The timeout follows the measured round trip (RFC 6298): the first sample
+ * R gives SRTT = R, RTTVAR = R/2, RTO = 3R; steady samples shrink RTTVAR;
+ * the result stays within [min_rto, max_rto]; an ack that covers a resent
+ * packet gives no sample (Karn); a timeout doubles it up to max_rto.
+ */
+static void test_link_rto_adapts_to_rtt(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk;
+	void *freed[1];
+	uint64_t t = 0;
+
+	(void)state;
+	c.rto = 1000;
+	c.min_rto = 30;
+	c.max_rto = 4000;
+	c.max_retries = 10;
+	a = mk_quiet(&c);
+	assert_int_equal(dnp_link_rto(a), 1000);
+	assert_int_equal(dnp_link_srtt(a), 0);
+	push_sent(a, &pk, t);
+	assert_int_equal(dnp_link_next_deadline(a), 1000);
+	assert_int_equal(dnp_link_on_ack(a, 1, freed, 1, t + 50), 1);
+	assert_int_equal(dnp_link_srtt(a), 50);
+	assert_int_equal(dnp_link_rto(a), 150);
+	for (uint32_t s = 1; s < 40; s++) {
+		t += 100;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 50), 1);
+	}
+	assert_int_equal(dnp_link_srtt(a), 50);
+	assert_true(dnp_link_rto(a) >= 50 && dnp_link_rto(a) < 60);
+	/* the timer uses it */
+	t += 100;
+	push_sent(a, &pk, t);
+	assert_int_equal(dnp_link_next_deadline(a), t + dnp_link_rto(a));
+	uint64_t before = dnp_link_rto(a), samples = dnp_link_stats(a)->rtt_samples;
+	/* timeout: doubled; the resent packet's ack gives no sample */
+	assert_int_equal(dnp_link_tick(a, t + before), DNP_LINK_EV_RETX);
+	assert_int_equal(dnp_link_rto(a), 2 * before);
+	assert_int_equal(resend_marked(a, t + before), 1);
+	assert_int_equal(dnp_link_on_ack(a, 41, freed, 1, t + before + 5), 1);
+	assert_int_equal(dnp_link_stats(a)->rtt_samples, samples);
+	assert_int_equal(dnp_link_rto(a), 2 * before);
+	/* a much slower path: clamped to max_rto; a much faster one: to min_rto */
+	for (uint32_t s = 41; s < 80; s++) {
+		t += 100000;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 20000), 1);
+	}
+	assert_int_equal(dnp_link_rto(a), 4000);
+	for (uint32_t s = 80; s < 200; s++) {
+		t += 100;
+		push_sent(a, &pk, t);
+		assert_int_equal(dnp_link_on_ack(a, s + 1, freed, 1, t + 2), 1);
+	}
+	assert_int_equal(dnp_link_rto(a), 30);
+	/* backoff stops at max_rto */
+	push_sent(a, &pk, t);
+	for (unsigned r = 0; r < 9; r++) {
+		uint64_t d = a->retx_deadline; /* credits are due too: they are not taken here */
+		assert_true(dnp_link_tick(a, d) & DNP_LINK_EV_RETX);
+		resend_marked(a, d);
+	}
+	assert_int_equal(dnp_link_rto(a), 4000);
+	dnp_link_destroy(a);
+}
+
+/* The receiver's hold: bounded by the window and by the FIFO; duplicates; drain. */
+static void test_link_rx_hold_bounds(void **state)
+{
+	struct dnp_link_conf c = base_conf(); /* window 8, fifo 512 words */
+	struct dnp_link *b = mk(&c, 0);
+	int pk[8];
+	void *out[8];
+
+	(void)state;
+	assert_int_equal(dnp_link_rx_seq(b, 0), 0);
+	assert_int_equal(dnp_link_rx_hold(b, 1, 0, 4, &pk[0]), -ERANGE); /* that is no gap */
+	assert_int_equal(dnp_link_rx_hold(b, 9, 0, 4, &pk[0]), -ERANGE); /* beyond the window */
+	assert_int_equal(dnp_link_rx_hold(b, 3, 2, 4, &pk[0]), -EINVAL);
+	assert_int_equal(dnp_link_rx_hold(b, 3, 0, 260, &pk[3]), 0);
+	assert_int_equal(dnp_link_rx_seq(b, 3), -EALREADY); /* a copy of a held frame */
+	assert_int_equal(dnp_link_rx_hold(b, 3, 0, 260, &pk[3]), -EALREADY);
+	assert_int_equal(dnp_link_rx_accept(b, 0, 200), 0);
+	/* 200 in the FIFO + 260 held + 60 > 512 */
+	assert_int_equal(dnp_link_rx_hold(b, 5, 0, 60, &pk[5]), -ENOBUFS);
+	assert_int_equal(dnp_link_rx_hold(b, 5, 1, 60, &pk[5]), 0); /* the other VC has room */
+	assert_int_equal(dnp_link_sack(b), 0x2 | 0x8);
+	assert_null(dnp_link_rx_unhold(b)); /* 1 is still missing */
+	assert_int_equal(dnp_link_rx_drain(b, out, 8), 2);
+	assert_int_equal(dnp_link_sack(b), 0);
+	assert_int_equal(dnp_link_rx_hold(b, 5, 0, 60, &pk[5]), 0); /* room again */
+	dnp_link_destroy(b);
+}
+
+/* The selective ack on the wire: CREDIT frames only, non-zero, round trip exact. */
+static void test_link_sack_wire_format(void **state)
+{
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .lflags = DNP_LINK_F_SACK, .ack = 7,
+				 .sack = 0x8000000100000005ull, .src_dir = 1 };
+	struct dnp_pkt_hdr d;
+	uint8_t f[DNP_FRAME_OVERHEAD];
+	int n;
+
+	(void)state;
+	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
+	assert_int_equal(n, 64);
+	assert_int_equal(f[28], 0x05); /* H0 msg_id: bits 0-31 */
+	assert_int_equal(f[31], 0x00);
+	assert_int_equal(f[48 + 12], 0x01); /* footer msg_len: bits 32-63 */
+	assert_int_equal(f[48 + 15], 0x80);
+	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.sack, h.sack);
+	assert_int_equal(d.msg_id, 0);
+	assert_int_equal(d.msg_len, 0);
+	/* restamp keeps it, and refuses to add or drop the flag */
+	assert_int_equal(dnp_pkt_restamp(f, 64, DNP_LINK_F_SACK, 0, 9, 1, 0, 0), 0);
+	assert_int_equal(dnp_pkt_restamp(f, 64, 0, 0, 9, 1, 0, 0), -EINVAL);
+	assert_int_equal(dnp_pkt_decode(f, 64, &d, NULL), 0);
+	assert_int_equal(d.sack, h.sack);
+	assert_int_equal(d.ack, 9);
+	h.sack = 0; /* says nothing: refused */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	h.sack = 1;
+	h.lflags = DNP_LINK_F_SACK | DNP_LINK_F_RESET;
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	h.lflags = 0; /* without the flag, the sack is not carried: msg_id/msg_len stay zero */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), 64);
+	assert_int_equal(dnp_pkt_decode(f, 64, &d, NULL), 0);
+	assert_int_equal(d.sack, 0);
+	struct dnp_pkt_hdr put = { .kind = DNP_PKT_PUT, .lflags = DNP_LINK_F_SEQ | DNP_LINK_F_SACK,
+				   .sack = 1, .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST };
+	assert_int_equal(dnp_pkt_encode(&put, NULL, f, sizeof(f)), -EINVAL);
+}
+
+/*
+ * A resend that is lost when nothing newer follows it (no selective ack can
+ * reveal it) is marked again after a probe interval, 2 SRTT here, not after
+ * the timeout.
+ */
+static void test_link_lost_resend_probed(void **state)
+{
+	struct dnp_link_conf c = quiet_conf();
+	struct dnp_link *a;
+	int pk[3];
+	void *freed[3];
+
+	(void)state;
+	c.rto = 1000;
+	c.min_rto = 10;
+	a = mk_quiet(&c);
+	credit1(a, 0, 0, 0); /* UP */
+	push_sent(a, &pk[0], 0);
+	assert_int_equal(dnp_link_on_ack(a, 1, freed, 3, 20), 1); /* srtt 20, rttvar 10 */
+	push_sent(a, &pk[1], 100);
+	push_sent(a, &pk[2], 101);
+	assert_int_equal(dnp_link_on_sack(a, 1, 0x1, 121), 1); /* seq 1 lost, 2 held */
+	dnp_link_sent(a, 0, 121);                               /* its resend is lost too */
+	/* probe interval max(2 * 20, 20 + 4 * 10) = 60: before the timeout (rto 60 too, so raise it) */
+	a->rto = 500;
+	a->retx_deadline = 121 + 500;
+	assert_int_equal(dnp_link_next_deadline(a), 121 + 60);
+	assert_int_equal(dnp_link_tick(a, 180) & DNP_LINK_EV_RETX, 0);
+	assert_int_equal(dnp_link_retx_due(a), 0);
+	assert_int_equal(dnp_link_tick(a, 181) & DNP_LINK_EV_RETX, 0); /* no timeout round */
+	assert_int_equal(dnp_link_retx_due(a), 1);
+	assert_int_equal(dnp_link_retx_next(a), 0);
+	assert_int_equal(dnp_link_stats(a)->retx_rounds, 0);
+	dnp_link_sent(a, 0, 181);
+	assert_int_equal(dnp_link_on_ack(a, 3, freed, 3, 200), 2);
+	assert_int_equal(dnp_link_next_deadline(a), 1000000); /* nothing left to probe */
+	dnp_link_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -902,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_link_fifo_overflow),
 		cmocka_unit_test(test_link_credit_schedule),
 		cmocka_unit_test(test_link_credit_latch_models),
+		cmocka_unit_test(test_link_four_vcs_flow_control_independently),
 		cmocka_unit_test(test_link_first_credit_brings_up),
 		cmocka_unit_test(test_link_ack_pops_in_order),
 		cmocka_unit_test(test_link_ack_outside_window_ignored),
@@ -909,6 +1364,13 @@ int main(void)
 		cmocka_unit_test(test_link_ack_wrap_near_uint32_max),
 		cmocka_unit_test(test_link_rx_seq_duplicates_and_gaps),
 		cmocka_unit_test(test_link_retx_timer_and_broken),
+		cmocka_unit_test(test_link_one_loss_one_fast_resend),
+		cmocka_unit_test(test_link_lost_resend_marked_again),
+		cmocka_unit_test(test_link_timeout_skips_held),
+		cmocka_unit_test(test_link_lost_resend_probed),
+		cmocka_unit_test(test_link_rto_adapts_to_rtt),
+		cmocka_unit_test(test_link_rx_hold_bounds),
+		cmocka_unit_test(test_link_sack_wire_format),
 		cmocka_unit_test(test_link_ack_progress_resets_retries),
 		cmocka_unit_test(test_link_credit_timeout_broken_once),
 		cmocka_unit_test(test_link_init_timeout),
@@ -917,6 +1379,7 @@ int main(void)
 		cmocka_unit_test(test_link_fresh_ends_agree_on_epoch_1),
 		cmocka_unit_test(test_link_late_handshake_copies_do_not_break),
 		cmocka_unit_test(test_link_restarted_peer_rejoins),
+		cmocka_unit_test(test_link_four_vcs_reset_then_credit),
 		cmocka_unit_test(test_link_silent_link_comes_back),
 		cmocka_unit_test(test_link_broken_final_without_reset_period),
 		cmocka_unit_test(test_link_epoch_wrap),

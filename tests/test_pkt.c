@@ -52,6 +52,27 @@ static const char golden_credit_hex[] =
 	 * msg_len 0 */
 	"9d9caf49" "00" "00" "0000" "f0debc9a" "00000000";
 
+/*
+ * Golden CREDIT frame of a link with 4 VCs: credit[0..1] in H1 as above,
+ * credit[2..3] in a one-word payload (built the same independent way).
+ */
+static const char golden_credit4_hex[] =
+	/* link word: magic, ver 1, lflags 0, seq 0, ack 0x2a, length 80, src_dir 2 (Y+),
+	 * epoch 5 */
+	"444e0100" "00000000" "2a000000" "5000" "02" "05"
+	/* H0: dst 0,1,0; src 0,0,0; ports 0; kvf 06 = CREDIT, vc 0; status 0; len 16;
+	 * msg_id 0 */
+	"000100" "000000" "00" "00" "06" "00" "1000" "00000000"
+	/* H1: credit[0] = {occupancy 0x10, received 0x11111111},
+	 *     credit[1] = {occupancy 0, received 0x22} */
+	"10000000" "11111111" "00000000" "22000000"
+	/* payload: credit[2] = {occupancy 0x1f0, received 0x33333333},
+	 *          credit[3] = {occupancy 7, received 0xfffffffe} */
+	"f0010000" "33333333" "07000000" "feffffff"
+	/* footer: crc 01b99ccc, fstatus 0, hops 0, reserved 0, timestamp 01020304,
+	 * msg_len 0 */
+	"cc9cb901" "00" "00" "0000" "04030201" "00000000";
+
 static const char golden_put_payload[] = "hello, DNP!";
 
 static size_t unhex(const char *s, uint8_t *out, size_t cap)
@@ -110,10 +131,30 @@ static struct dnp_pkt_hdr golden_credit_hdr(void)
 	return h;
 }
 
+static struct dnp_pkt_hdr golden_credit4_hdr(void)
+{
+	struct dnp_pkt_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	h.ack = 0x2a;
+	h.src_dir = DNP_DIR_YP;
+	h.epoch = 5;
+	h.dst = (struct dnp_coord){ 0, 1, 0 };
+	h.kind = DNP_PKT_CREDIT;
+	h.len = dnp_pkt_credit_len(4);
+	h.credit[0] = (struct dnp_credit_vc){ 0x10, 0x11111111 };
+	h.credit[1] = (struct dnp_credit_vc){ 0, 0x22 };
+	h.credit[2] = (struct dnp_credit_vc){ 0x1f0, 0x33333333 };
+	h.credit[3] = (struct dnp_credit_vc){ 7, 0xfffffffe };
+	h.timestamp = 0x01020304;
+	return h;
+}
+
 static void assert_hdr_equal(const struct dnp_pkt_hdr *a, const struct dnp_pkt_hdr *b)
 {
 	assert_int_equal(a->lflags, b->lflags);
 	assert_int_equal(a->src_dir, b->src_dir);
+	assert_int_equal(a->epoch, b->epoch);
 	assert_int_equal(a->seq, b->seq);
 	assert_int_equal(a->ack, b->ack);
 	assert_memory_equal(&a->dst, &b->dst, sizeof(a->dst));
@@ -193,6 +234,87 @@ static void test_pkt_golden_credit(void **state)
 	assert_memory_equal(got, want, 64);
 }
 
+static void test_pkt_golden_credit_4vc(void **state)
+{
+	uint8_t want[DNP_MAX_FRAME], got[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr h = golden_credit4_hdr(), d;
+	const uint8_t *pl = NULL;
+	size_t n = unhex(golden_credit4_hex, want, sizeof(want));
+
+	assert_int_equal(n, 80);
+	assert_int_equal(DNP_CREDIT_MAX_FRAME, 80);
+	assert_int_equal(dnp_pkt_credit_len(1), 0);
+	assert_int_equal(dnp_pkt_credit_len(2), 0);
+	assert_int_equal(dnp_pkt_credit_len(3), DNP_CREDIT_EXT_BYTES);
+	assert_int_equal(dnp_pkt_credit_len(4), DNP_CREDIT_EXT_BYTES);
+	memset(got, 0xa5, sizeof(got));
+	assert_int_equal(dnp_pkt_encode(&h, NULL, got, sizeof(got)), 80);
+	assert_memory_equal(got, want, 80);
+	assert_int_equal(got[80], 0xa5);
+	assert_int_equal(dnp_pkt_encode(&h, NULL, got, 79), -ENOBUFS);
+	assert_int_equal(dnp_pkt_decode(want, n, &d, &pl), 0);
+	assert_hdr_equal(&d, &h);
+	assert_ptr_equal(pl, want + 48);
+
+	/* The payload argument is not used for a CREDIT frame: h->credit[2..3] is. */
+	assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, got, sizeof(got)), 80);
+	assert_memory_equal(got, want, 80);
+
+	/* The 2-VC format is unchanged, and says nothing about VCs 2-3. */
+	n = unhex(golden_credit_hex, want, sizeof(want));
+	h = golden_credit_hdr();
+	h.credit[2] = (struct dnp_credit_vc){ 1, 2 };
+	h.credit[3] = (struct dnp_credit_vc){ 3, 4 };
+	assert_int_equal(dnp_pkt_encode(&h, NULL, got, sizeof(got)), 64);
+	assert_memory_equal(got, want, 64);
+	assert_int_equal(dnp_pkt_decode(want, n, &d, NULL), 0);
+	for (unsigned vc = 2; vc < DNP_MAX_VC; vc++) {
+		assert_int_equal(d.credit[vc].occupancy, 0);
+		assert_int_equal(d.credit[vc].received, 0);
+	}
+}
+
+/* CREDIT payloads: one word or none, and never on a RESET frame. */
+static void test_pkt_credit_payload_rules(void **state)
+{
+	uint8_t f[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr h = golden_credit4_hdr(), d;
+	const uint8_t *pl;
+	size_t n;
+
+	for (unsigned bad = 1; bad <= 64; bad++) {
+		if (bad == DNP_CREDIT_EXT_BYTES)
+			continue;
+		h.len = (uint16_t)bad;
+		assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	}
+	h = golden_credit4_hdr();
+	h.lflags = DNP_LINK_F_RESET;
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	h.len = 0;
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), 64);
+
+	/* On the wire: a RESET flag on the 4-VC credit, and a two-word credit payload. */
+	n = unhex(golden_credit4_hex, f, sizeof(f));
+	f[3] = DNP_LINK_F_RESET;
+	fix_crc(f, n);
+	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), -EINVAL);
+
+	n = unhex(golden_credit4_hex, f, sizeof(f));
+	memmove(f + 80, f + 64, 16); /* footer one word later */
+	memset(f + 64, 0, 16);
+	f[12] = 96; /* frame length */
+	f[26] = 32; /* payload length */
+	fix_crc(f, 96);
+	assert_int_equal(dnp_pkt_decode(f, 96, &d, &pl), -EINVAL);
+	f[12] = 80; /* and the one-word frame it was is valid */
+	f[26] = 16;
+	memmove(f + 64, f + 80, 16);
+	fix_crc(f, 80);
+	assert_int_equal(dnp_pkt_decode(f, 80, &d, &pl), 0);
+	assert_int_equal(d.credit[3].received, 0xfffffffe);
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
@@ -223,7 +345,13 @@ static void random_hdr(struct dnp_pkt_hdr *h)
 	h->timestamp = (uint32_t)rnd();
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		/* A 2-VC credit (no payload) or a 4-VC one; RESET frames have none. */
+		unsigned nvc = rnd() & 1 ? DNP_MAX_VC : 2;
+
+		h->len = dnp_pkt_credit_len(nvc);
+		if (!h->len)
+			h->lflags = (uint8_t)(rnd() & DNP_LINK_F_RESET);
+		for (unsigned vc = 0; vc < nvc; vc++) {
 			h->credit[vc].occupancy = (uint32_t)rnd();
 			h->credit[vc].received = (uint32_t)rnd();
 		}
@@ -291,7 +419,8 @@ static void test_pkt_roundtrip_random(void **state)
 		assert_int_equal(dnp_pkt_decode(frame, (size_t)n, &d, &pl), 0);
 		assert_hdr_equal(&d, &h);
 		assert_ptr_equal(pl, frame + 48);
-		assert_memory_equal(pl, payload + (iter % 7), h.len);
+		if (h.kind != DNP_PKT_CREDIT) /* a credit's payload is credit[2..3] */
+			assert_memory_equal(pl, payload + (iter % 7), h.len);
 		/* The encoding is canonical: re-encoding the decoded header is byte-exact. */
 		assert_int_equal(dnp_pkt_encode(&d, pl, again, sizeof(again)), n);
 		assert_memory_equal(again, frame, (size_t)n);
@@ -452,13 +581,29 @@ static void test_pkt_decode_ebadmsg(void **state)
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
 }
 
-static void test_pkt_decode_erange(void **state)
+/*
+ * The 2-bit VC field encodes exactly DNP_MAX_VC values, so every VC on the
+ * wire decodes (a link drops the VCs it does not have); encode refuses
+ * vc >= DNP_MAX_VC.
+ */
+static void test_pkt_vc_range(void **state)
 {
 	uint8_t f[DNP_MAX_FRAME];
-	size_t n = put_frame(f);
+	struct dnp_pkt_hdr h = golden_put_hdr(), d;
+	size_t n;
 
-	f[24] = (uint8_t)((f[24] & 0xcf) | 2 << 4);
-	assert_int_equal(decode_fixed(f, n), -ERANGE);
+	assert_int_equal(DNP_MAX_VC, 4);
+	for (unsigned vc = 0; vc < DNP_MAX_VC; vc++) {
+		n = put_frame(f);
+		f[24] = (uint8_t)((f[24] & 0xcf) | vc << 4);
+		fix_crc(f, n);
+		assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), 0);
+		assert_int_equal(d.vc, vc);
+		h.vc = (uint8_t)vc;
+		assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, f, sizeof(f)), (int)n);
+	}
+	h.vc = DNP_MAX_VC;
+	assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, f, sizeof(f)), -EINVAL);
 }
 
 static void test_pkt_decode_einval(void **state)
@@ -664,6 +809,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pkt_golden_put),
 		cmocka_unit_test(test_pkt_golden_credit),
+		cmocka_unit_test(test_pkt_golden_credit_4vc),
+		cmocka_unit_test(test_pkt_credit_payload_rules),
 		cmocka_unit_test(test_pkt_roundtrip_random),
 		cmocka_unit_test(test_pkt_max_frame),
 		cmocka_unit_test(test_pkt_encode_in_place),
@@ -674,7 +821,7 @@ int main(void)
 		cmocka_unit_test(test_pkt_decode_emsgsize),
 		cmocka_unit_test(test_pkt_decode_e2big),
 		cmocka_unit_test(test_pkt_decode_ebadmsg),
-		cmocka_unit_test(test_pkt_decode_erange),
+		cmocka_unit_test(test_pkt_vc_range),
 		cmocka_unit_test(test_pkt_decode_einval),
 		cmocka_unit_test(test_pkt_decode_eoverflow),
 		cmocka_unit_test(test_pkt_decode_eilseq),

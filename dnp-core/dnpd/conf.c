@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "dnpd.h"
+#include "pkt.h"
 #include "transport.h"
 
 int dnpd_log_level = DNPD_WARN;
@@ -38,6 +39,7 @@ void dnpd_conf_default(struct dnpd_conf *c)
 	c->log_level = DNPD_WARN;
 	c->heap_default = DNP_SESS_HEAP_DEFAULT;
 	c->cmd_timeout_ms = DNPD_CMD_TIMEOUT_MS_DEFAULT;
+	c->vcs = DNP_MAX_VC; /* VCs 2-3 are what detours around failures route on */
 }
 
 /* The EAL arguments the dpdk backend starts with by default (from the registry). */
@@ -95,10 +97,13 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           reorder=P%%,delay=Nus,seed=N (docs/dnpd.md)\n"
 		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
 		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
+		"  --vcs N                  virtual channels per link, 2..%u (default %u);\n"
+		"                           neighbours must use the same N\n"
 		"  -h, --help               this text\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
-		prog, dnpd_eal_default(), DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT);
+		prog, dnpd_eal_default(), DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT,
+		DNP_MAX_VC, DNP_MAX_VC);
 }
 
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -236,6 +241,13 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	}
 	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
 		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
+	if (!strcmp(key, "vcs")) {
+		/* At least the two dateline VCs: with one, a torus ring can deadlock. */
+		if (dnpd_parse_u64(v, DNP_MAX_VC, &u) || u < 2)
+			return -EINVAL;
+		c->vcs = (unsigned)u;
+		return 0;
+	}
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 			c->heap_default ? 0 : -EINVAL;
@@ -248,7 +260,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 enum {
 	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
 	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT, OPT_IMPAIR,
+	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT, OPT_IMPAIR, OPT_VCS,
 };
 
 static const struct option dnpd_opts[] = {
@@ -266,9 +278,10 @@ static const struct option dnpd_opts[] = {
 	{ "heap-size", required_argument, NULL, OPT_HEAP },
 	{ "eal", required_argument, NULL, OPT_EAL },
 	{ "dpdk-links", required_argument, NULL, OPT_DPDK_LINKS },
-	{ "impair", required_argument, NULL, OPT_IMPAIR },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
+	{ "impair", required_argument, NULL, OPT_IMPAIR }, /* indexed by OPT_* - 256 */
+	{ "vcs", required_argument, NULL, OPT_VCS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -318,6 +331,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_IMPAIR: key = "impair"; break;
 		case OPT_SOCKET: key = "socket"; break;
 		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
+		case OPT_VCS: key = "vcs"; break;
 		case OPT_CONFIG: continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);

@@ -425,12 +425,14 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 				 " tx_credits %" PRIu64 " rx_frames %" PRIu64 " rx_words %" PRIu64
 				 " rx_credits %" PRIu64 " rx_dup %" PRIu64
 				 " rx_out_of_order %" PRIu64 " rx_overflow %" PRIu64
-				 " credit_stalls %" PRIu64 "\n",
+				 " credit_stalls %" PRIu64 " fast_retx %" PRIu64 " rx_held %" PRIu64
+				 " rtt_samples %" PRIu64 " rto %" PRIu64 "\n",
 				 dnpd_dir_names[i], ls->tx_frames, ls->tx_words, ls->tx_retx_frames,
 				 ls->retx_rounds, ls->tx_credits, ls->rx_frames, ls->rx_words,
 				 ls->rx_credits, ls->rx_dup, ls->rx_out_of_order, ls->rx_overflow,
-				 ls->credit_stalls);
-		for (unsigned vc = 0; ls && vc < DNP_MAX_VC; vc++) {
+				 ls->credit_stalls, ls->fast_retx, ls->rx_held, ls->rtt_samples,
+				 dnp_link_rto(dnp_engine_link(d->e, i)));
+		for (unsigned vc = 0; ls && vc < d->conf.vcs && vc < DNP_MAX_VC; vc++) {
 			const struct dnp_link *dl = dnp_engine_link(d->e, i);
 
 			dnpd_out(&o, "link %s vc %u tx_packets %" PRIu64 " tx_words %" PRIu64
@@ -1092,6 +1094,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.mem = &dnpd_mem_ops;
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;
+	ec.link.nvc = (uint8_t)d->conf.vcs;
 	/*
 	 * A credit goes out in the next tx_burst after a frame is accepted or
 	 * leaves a FIFO, so the sender's estimate follows the receiver at

@@ -65,6 +65,7 @@ struct dnpd_conf {
 	uint64_t credit_timeout_ms;  /* 0: the engine's default */
 	uint64_t heap_default;       /* session heap when the app asks none */
 	uint64_t cmd_timeout_ms;     /* command deadline; 0 = none */
+	unsigned vcs;                /* virtual channels per link, 2..DNP_MAX_VC */
 	char config[PATH_MAX];       /* --config FILE or "" */
 	char impair[1024];           /* --impair specs joined by ';' (transport/impair.h), or "" */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 		"  --credit-period C      time units between credits (35)\n"
 		"  --rule vct|stop-at-red packet start rule (vct)\n"
 		"  --credit-model hw|exact\n"
-		"  --vcs 1..4             virtual channels; 1 = no dateline (can deadlock);\n"
+		"  --vcs 1..4             virtual channels (2); 1 = no dateline (can deadlock);\n"
 		"                         4 lets detours go through an intermediate node\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities\n"
 		"  --silence NODE:DIR[@T] drop every frame node NODE sends on DIR (0..5) from T\n"
