@@ -11,6 +11,10 @@
  * (/sys/class/thermal/thermal_zone0/temp, m°C) and the RAPL package energy
  * counter (/sys/class/powercap/intel-rapl:0/energy_uj, turned into mW).
  * Without them only the simulated sensors (dnpctl sensor) exist.
+ *
+ * The engine has one DIAG queue: the daemon's wiring queries and answers
+ * (dnpctl topo --all, dnpd.c) travel as DIAG packets too and are handed to
+ * dnpd_wire_diag here, also when the DFM is off.
  */
 #include <errno.h>
 #include <fcntl.h>
