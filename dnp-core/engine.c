@@ -8,6 +8,7 @@
  * (per link and VC, plus the local control FIFO), a link's unacked list
  * (sent or waiting for its first transmission), or the free list.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <endian.h>
@@ -39,6 +40,7 @@ struct pkt {
 	uint32_t job_dst_key;
 	uint32_t job_len;
 	uint8_t job_q;       /* responder queue (first-hop direction towards the requester) */
+	uint16_t job_via;    /* route plan towards the requester */
 };
 
 struct pktq {
@@ -71,7 +73,25 @@ struct slot {
 	uint64_t t_submit;
 	struct dnp_cmd c;
 	struct dnp_coord dst;
+	uint16_t via;       /* route plan (route.h): 0 direct, else through a via */
+	uint64_t got;       /* GET: response bytes received */
 };
+
+/*
+ * The PUT a source node is sending here, fragment by fragment: a source
+ * sends one message after the other to a node, in order on one path, so a
+ * fragment out of that sequence means some were lost with a link (a path
+ * that broke, and then came back or was rerouted): the message then ends
+ * with an error instead of an RX event (docs/routing.md).
+ */
+struct puttrack {
+	uint32_t src_id;
+	uint32_t msg_id;
+	uint32_t next;   /* offset of the fragment expected next */
+	uint8_t port;    /* source port */
+	uint8_t ok;      /* every fragment so far arrived, in order */
+};
+#define PUTTRACK_MAX 65536u
 
 struct evq {
 	struct dnp_event *ev;
@@ -102,6 +122,23 @@ struct sendasm {
 	uint32_t msg_len;
 	uint64_t t_last; /* when its latest fragment arrived (reasm_timeout) */
 };
+
+/*
+ * What this node knows of a cable's state (docs/routing.md): the cable is
+ * the + link of 'node' in dimension 'dim'; 'ver' orders reports (newer
+ * wins, compared as serial numbers); 'pend' has a bit per own link on which
+ * the state must still be told.
+ */
+struct cable {
+	uint32_t node;
+	uint8_t dim;
+	uint8_t down;
+	uint8_t pend;
+	uint16_t ver;
+};
+#define CABLES 256
+#define ROUTE_ENTRY 8u /* node u32, dim u8, down u8, ver u16 */
+#define ROUTE_MAX_ENTRIES 32u
 
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
@@ -148,6 +185,10 @@ struct dnp_engine {
 		uint8_t data[DNP_ENGINE_DIAG_MAX];
 	} diag[DNP_ENGINE_DIAG_QUEUE];
 	uint32_t diag_head, diag_tail; /* free-running */
+	struct cable cables[CABLES];
+	uint32_t ncables;
+	struct puttrack *puts; /* by source node id modulo nputs */
+	uint32_t nputs;
 	struct dnp_engine_stats st;
 };
 
@@ -395,6 +436,224 @@ static void handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status)
  * -EAGAIN when no buffer is free (the caller retries later).
  */
 static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
+		     int status, uint64_t now);
+
+/*
+ * The route plan for a packet of this node's to dst: 0 (direct) when none
+ * avoids the known faults, so that its link refuses it as before.
+ */
+static uint16_t via_for(struct dnp_engine *e, struct dnp_coord dst)
+{
+	uint16_t via;
+
+	return dnp_route_plan(&e->router, dst, &via) < 0 ? 0 : via;
+}
+
+/* ---------------------------------------------------------------- cables */
+
+static_assert(DNP_VIA_RSVD == DNP_PKT_VIA_RSVD, "route.h and pkt.h agree on the via code");
+
+static bool link_usable(const struct dnp_engine *e, unsigned dir);
+
+/* Bits of the links this node has. */
+static uint8_t links_mask(const struct dnp_engine *e)
+{
+	uint8_t m = 0;
+
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		if (e->links[d].l)
+			m |= (uint8_t)(1u << d);
+	return m;
+}
+
+static struct cable *cable_find(struct dnp_engine *e, uint32_t node, unsigned dim)
+{
+	for (uint32_t i = 0; i < e->ncables; i++)
+		if (e->cables[i].node == node && e->cables[i].dim == dim)
+			return &e->cables[i];
+	return NULL;
+}
+
+/* A new entry (state up, version 0), or NULL when the table is full. */
+static struct cable *cable_new(struct dnp_engine *e, uint32_t node, unsigned dim)
+{
+	if (e->ncables == CABLES) {
+		e->st.route_overflow++;
+		return NULL;
+	}
+	struct cable *c = &e->cables[e->ncables++];
+	*c = (struct cable){ .node = node, .dim = (uint8_t)dim };
+	return c;
+}
+
+/* Adopts a state: the router learns it, and every link is to be told. */
+static void cable_set(struct dnp_engine *e, struct cable *c, bool down, uint16_t ver)
+{
+	c->down = down;
+	c->ver = ver;
+	c->pend = links_mask(e);
+	if (dnp_route_set_cable(&e->router, dnp_torus_coord(&e->c.torus, c->node), 2u * c->dim,
+				down) < 0)
+		e->st.route_overflow++;
+	e->st.route_changes++;
+	e->dirty = true;
+}
+
+/* The cable behind own link dir: the + link of self, or of the - neighbour. */
+static uint32_t cable_node(const struct dnp_engine *e, unsigned dir)
+{
+	if (!(dir & 1u))
+		return e->self_id;
+	return dnp_torus_id(&e->c.torus,
+			    dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir));
+}
+
+/* Own link dir went BROKEN (down) or UP: a new version of its cable's state. */
+static void cable_local(struct dnp_engine *e, unsigned dir, bool down)
+{
+	uint32_t node = cable_node(e, dir);
+	struct cable *c = cable_find(e, node, dir / 2);
+
+	if (!c && !down)
+		return; /* never known broken: nothing to tell */
+	if (!c && !(c = cable_new(e, node, dir / 2)))
+		return;
+	if (c->down != down || !c->ver)
+		cable_set(e, c, down, (uint16_t)(c->ver + 1));
+}
+
+/* Whether the cable (node, dim) is own link dir, for some dir (set in *dir). */
+static bool cable_is_own(const struct dnp_engine *e, uint32_t node, unsigned dim, unsigned *dir)
+{
+	for (unsigned d = 2 * dim; d < 2 * dim + 2; d++)
+		if (e->links[d].l && cable_node(e, d) == node) {
+			*dir = d;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A neighbour's ROUTE packet: entries of node u32, dim u8, down u8, ver u16.
+ * A newer state is adopted (and passed on); a report on one of this node's
+ * own cables that contradicts its link is answered with a newer version of
+ * the truth, so stale reports die out.
+ */
+static void route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	uint32_t size = dnp_torus_size(&e->c.torus);
+
+	if (h->len % ROUTE_ENTRY || h->len > ROUTE_ENTRY * ROUTE_MAX_ENTRIES) {
+		e->st.rx_malformed++;
+		return;
+	}
+	e->st.route_rx++;
+	for (unsigned i = 0; i < h->len / ROUTE_ENTRY; i++) {
+		const uint8_t *b = payload + i * ROUTE_ENTRY;
+		uint32_t node = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				(uint32_t)b[3] << 24;
+		unsigned dim = b[4], down = b[5], own_dir;
+		uint16_t ver = (uint16_t)(b[6] | b[7] << 8);
+
+		if (node >= size || dim > 2 || down > 1) {
+			e->st.rx_malformed++;
+			return;
+		}
+		struct cable *c = cable_find(e, node, dim);
+		bool newer = !c || (int16_t)(ver - c->ver) > 0;
+
+		if (cable_is_own(e, node, dim, &own_dir)) {
+			bool truth = !link_usable(e, own_dir);
+
+			if (!c && !(c = cable_new(e, node, dim)))
+				continue;
+			if (down != truth && (newer || ver == c->ver))
+				cable_set(e, c, truth,
+					  (uint16_t)((newer ? ver : c->ver) + 1));
+			else if (newer)
+				cable_set(e, c, down, ver);
+			continue;
+		}
+		if (!newer)
+			continue;
+		if (!c && !down)
+			continue; /* an unknown cable that is fine: nothing to learn */
+		if (!c && !(c = cable_new(e, node, dim)))
+			continue;
+		cable_set(e, c, down, ver);
+	}
+}
+
+/* Tells each UP link the cable states it has not heard yet, in ROUTE packets. */
+static void route_announce(struct dnp_engine *e, uint64_t now)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		struct xlink *x = &e->links[d];
+		uint8_t bit = (uint8_t)(1u << d);
+		uint8_t buf[ROUTE_ENTRY * ROUTE_MAX_ENTRIES];
+
+		if (!x->l || dnp_link_state(x->l) != DNP_LINK_UP)
+			continue;
+		for (;;) {
+			unsigned n = 0;
+
+			for (uint32_t i = 0; i < e->ncables && n < ROUTE_MAX_ENTRIES; i++) {
+				const struct cable *c = &e->cables[i];
+
+				if (!(c->pend & bit))
+					continue;
+				uint8_t *b = buf + n++ * ROUTE_ENTRY;
+				b[0] = (uint8_t)c->node;
+				b[1] = (uint8_t)(c->node >> 8);
+				b[2] = (uint8_t)(c->node >> 16);
+				b[3] = (uint8_t)(c->node >> 24);
+				b[4] = c->dim;
+				b[5] = c->down;
+				b[6] = (uint8_t)c->ver;
+				b[7] = (uint8_t)(c->ver >> 8);
+			}
+			if (!n)
+				break;
+			struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(n * ROUTE_ENTRY));
+			if (!p)
+				return; /* no buffer: told later */
+			struct dnp_coord nb = dnp_torus_neighbour(&e->c.torus, e->c.self,
+								  (enum dnp_dir)d);
+			struct dnp_pkt_hdr h = {
+				.lflags = DNP_LINK_F_SEQ,
+				.dst = nb,
+				.src = e->c.self,
+				.kind = DNP_PKT_ROUTE,
+				.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+				.len = (uint16_t)(n * ROUTE_ENTRY),
+				.msg_len = n * ROUTE_ENTRY,
+				.timestamp = (uint32_t)now,
+			};
+			int len = dnp_pkt_encode(&h, buf, p->frame, DNP_MAX_FRAME);
+			if (len < 0) {
+				pkt_put(e, p);
+				return;
+			}
+			p->h = h;
+			p->flen = (uint32_t)len;
+			p->words = (uint32_t)len / DNP_WORD_BYTES;
+			p->in_dir = DNP_DIR_LOCAL;
+			p->in_vc = 0;
+			p->hops_tx = 0;
+			q_push(&e->in[DNP_DIR_LOCAL][0], p);
+			e->st.route_tx++;
+			e->dirty = true;
+			/* those entries are on their way */
+			for (uint32_t i = 0, k = 0; i < e->ncables && k < n; i++)
+				if (e->cables[i].pend & bit) {
+					e->cables[i].pend &= (uint8_t)~bit;
+					k++;
+				}
+		}
+	}
+}
+
+static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
 		     int status, uint64_t now)
 {
 	if (coord_self(e, to)) {
@@ -410,6 +669,7 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		.src = e->c.self,
 		.dst_port = to_port,
 		.kind = DNP_PKT_CMPL,
+		.via = via_for(e, to),
 		.status = (uint8_t)(status < 0 ? -status : status),
 		.msg_id = msg_id,
 		.timestamp = (uint32_t)now,
@@ -500,6 +760,7 @@ int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void 
 		.dst = dst,
 		.src = e->c.self,
 		.kind = DNP_PKT_DIAG,
+		.via = via_for(e, dst),
 		.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
 		.len = (uint16_t)len,
 		.msg_len = (uint32_t)len,
@@ -670,6 +931,27 @@ static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	return 0;
 }
 
+/* Follows the fragment sequence of PUTs from h's source; true if h completes one whole. */
+static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
+{
+	uint32_t src = dnp_torus_id(&e->c.torus, h->src);
+	struct puttrack *t = &e->puts[src % e->nputs];
+	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
+
+	if (h->flags & DNP_PKT_F_FIRST) {
+		*t = (struct puttrack){ .src_id = src, .msg_id = h->msg_id, .port = h->src_port,
+					.next = h->offset + h->len, .ok = h->offset == 0 };
+	} else if (same && t->ok && h->offset == t->next) {
+		t->next += h->len;
+	} else {
+		if (same)
+			t->ok = 0;
+		e->st.rx_incomplete++;
+		return false;
+	}
+	return t->ok && t->next == h->msg_len;
+}
+
 static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       struct evq *q, uint64_t now)
 {
@@ -677,8 +959,11 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 
 	if (rc < 0)
 		return deliver_fail(e, h, rc, now);
+	bool whole = put_track(e, h);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
+	if (!whole)
+		return deliver_fail(e, h, -ENOLINK, now); /* fragments lost on the way */
 	return deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
 }
 
@@ -689,12 +974,13 @@ static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 
 	if (rc < 0)
 		return deliver_fail(e, h, rc, now);
-	if (h->flags & DNP_PKT_F_LAST) {
-		struct slot *s = slot_by_msg(e, h->msg_id);
-		if (s) {
-			s->c.rsvd1 = h->hops;
-			complete(e, s, 0);
-		}
+	struct slot *s = slot_by_msg(e, h->msg_id);
+	if (s)
+		s->got += h->len;
+	if ((h->flags & DNP_PKT_F_LAST) && s) {
+		s->c.rsvd1 = h->hops;
+		/* every byte, or some were lost with a link on the way */
+		complete(e, s, s->got == s->c.len ? 0 : -ENOLINK);
 	}
 	return 0;
 }
@@ -791,7 +1077,9 @@ static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 				   DNP_BUF_GET_SOURCE, &b);
 	if (rc < 0)
 		return deliver_fail(e, h, rc, now);
-	if (dnp_route_next(&e->router, h->src, DNP_DIR_LOCAL, 0, &hop) < 0)
+	uint16_t via;
+	if (dnp_route_plan(&e->router, h->src, &via) < 0 ||
+	    dnp_route_step(&e->router, e->c.self, h->src, via, DNP_DIR_LOCAL, 0, &hop) < 0)
 		return deliver_fail(e, h, -EHOSTUNREACH, now);
 	struct pkt *job = p ? p : pkt_get(e, DNP_FRAME_OVERHEAD);
 	if (!job)
@@ -802,6 +1090,7 @@ static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 	job->job_dst_key = d.dst_key;
 	job->job_len = d.len;
 	job->job_q = hop.dir;
+	job->job_via = via;
 	e->dirty = true;
 	if (p)
 		return DELIVER_KEPT; /* still at the head of its FIFO: the caller moves it */
@@ -828,6 +1117,9 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		return 0;
 	case DNP_PKT_DIAG:
 		diag_take(e, h, payload);
+		return 0;
+	case DNP_PKT_ROUTE:
+		route_take(e, h, payload);
 		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
@@ -925,7 +1217,8 @@ static void drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	uint8_t oport;
 	struct dnp_coord owner = pkt_owner(&p->h, &oport);
 
-	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG)
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG &&
+	    p->h.kind != DNP_PKT_ROUTE)
 		(void)send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	pkt_put(e, p);
 }
@@ -971,6 +1264,10 @@ static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, u
 		if (x->was_up)
 			link_event(e, dir, 0);
 		x->was_up = true;
+		/* the neighbour (maybe just restarted) hears every state we know */
+		cable_local(e, dir, false);
+		for (uint32_t i = 0; i < e->ncables; i++)
+			e->cables[i].pend |= (uint8_t)(1u << dir);
 	}
 	e->dirty = true;
 }
@@ -988,17 +1285,60 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	x->credit_pending = false;
 	x->ack_dirty = false;
 	link_event(e, dir, -ENOLINK);
-	/* Commands and GET responses waiting to be injected on this link fail. */
+	cable_local(e, dir, true);
+	/*
+	 * Commands and GET responses waiting to be injected on this link: one
+	 * that has not sent a packet yet takes the detour when there is one
+	 * (docs/routing.md); one that has, lost packets with the link, and
+	 * fails. Moved commands keep their order.
+	 */
+	uint32_t moved = NO_SLOT, moved_tail = NO_SLOT;
 	while (e->qhead[dir] != NO_SLOT) {
-		struct slot *s = &e->slots[e->qhead[dir]];
+		uint32_t i = e->qhead[dir];
+		struct slot *s = &e->slots[i];
+		struct dnp_hop hop;
+
 		inj_pop(e, dir);
-		complete(e, s, -ENOLINK);
+		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
+		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		    hop.dir == dir || !link_usable(e, hop.dir)) {
+			complete(e, s, -ENOLINK);
+			continue;
+		}
+		s->queue = hop.dir;
+		s->next = NO_SLOT;
+		if (moved_tail == NO_SLOT)
+			moved = i;
+		else
+			e->slots[moved_tail].next = i;
+		moved_tail = i;
+	}
+	while (moved != NO_SLOT) {
+		struct slot *s = &e->slots[moved];
+
+		moved = s->next;
+		inj_push(e, s->queue, s);
 	}
 	struct pkt *job;
+	struct pktq jobs = { 0 };
 	while ((job = q_pop(&e->resp[dir])) != NULL) {
+		struct dnp_hop hop;
+		uint16_t via;
+
+		if (job->job_off == 0 && dnp_route_plan(&e->router, job->h.src, &via) == 0 &&
+		    dnp_route_step(&e->router, e->c.self, job->h.src, via, DNP_DIR_LOCAL, 0,
+				   &hop) == 0 &&
+		    hop.dir != dir && link_usable(e, hop.dir)) {
+			job->job_q = hop.dir;
+			job->job_via = via;
+			q_push(&jobs, job);
+			continue;
+		}
 		(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, -ENOLINK, now);
 		pkt_put(e, job);
 	}
+	while ((job = q_pop(&jobs)) != NULL)
+		q_push(&e->resp[job->job_q], job);
 	e->dirty = true;
 }
 
@@ -1023,7 +1363,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 
 	if (!p)
 		return false;
-	if (dnp_route_next(&e->router, p->h.dst, in, vc, &hop) < 0) {
+	if (dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop) < 0) {
 		q_pop(q);
 		in_release(e, in, vc, p->words);
 		e->st.rx_misrouted++;
@@ -1092,6 +1432,7 @@ static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t l
 	memset(h, 0, sizeof(*h));
 	h->lflags = DNP_LINK_F_SEQ;
 	h->dst = s->dst;
+	h->via = s->via;
 	h->src = e->c.self;
 	h->dst_port = s->c.dst_port;
 	h->src_port = s->port;
@@ -1126,6 +1467,7 @@ static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t
 	h->lflags = DNP_LINK_F_SEQ;
 	h->kind = DNP_PKT_GET_RESP;
 	h->dst = job->h.src;
+	h->via = job->job_via;
 	h->src = e->c.self;
 	h->dst_port = job->h.src_port;
 	h->src_port = job->h.dst_port;
@@ -1173,8 +1515,8 @@ static uint8_t *payload_buf(struct dnp_engine *e, unsigned qi, uint32_t len, str
  * Credit, window and a buffer are checked before any memory is read, so
  * memory is read only for a packet that can leave. Loopback always may.
  */
-static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint32_t len,
-		      uint8_t *vc)
+static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint16_t via,
+		      uint32_t len, uint8_t *vc)
 {
 	*vc = 0;
 	if (qi == DNP_DIR_LOCAL)
@@ -1183,8 +1525,9 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 	struct dnp_hop hop;
 	uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
 
-	if (dnp_route_next(&e->router, dst, DNP_DIR_LOCAL, 0, &hop) < 0 || hop.dir != qi)
-		hop.vc = 0; /* overrides changed since it was queued: keep the queue's link */
+	if (dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+	    hop.dir != qi)
+		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!pool_has(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
 	    dnp_link_window_full(x->l) ||
 	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
@@ -1277,7 +1620,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, s->dst, len, &vc))
+	if (!out_ready(e, qi, s->dst, s->via, len, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (load_cmd_payload(e, s, len, buf) < 0) {
@@ -1338,7 +1681,7 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, job->h.src, len, &vc))
+	if (!out_ready(e, qi, job->h.src, job->job_via, len, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf) < 0) {
@@ -1513,7 +1856,9 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
 	struct dnp_hop hop;
 	if (rc == 0)
-		rc = dnp_route_next(&e->router, s->dst, DNP_DIR_LOCAL, 0, &hop);
+		rc = dnp_route_plan(&e->router, s->dst, &s->via);
+	if (rc == 0)
+		rc = dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop);
 	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !link_usable(e, hop.dir))
 		rc = -ENOLINK;
 	if (rc < 0) {
@@ -1575,6 +1920,8 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 			link_broken(e, d, now);
 	}
 	check_timeouts(e, now);
+	if (e->ncables)
+		route_announce(e, now);
 	for (unsigned r = 0; r < MAX_RUN_ROUNDS; r++) {
 		bool progress = route_inputs(e, now);
 		progress |= inject(e, now);
@@ -1911,6 +2258,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 		return -ENOMEM;
 	e->c = *c;
 	int rc = dnp_route_init(&e->router, &c->torus, c->self, c->vc_mode);
+	if (rc == 0)
+		rc = dnp_route_set_vcs(&e->router, c->link.nvc);
 	if (rc < 0)
 		goto fail;
 	rc = dnp_buftab_create(c->max_buffers, &e->bt);
@@ -1957,8 +2306,11 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
 	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
 	e->sends = calloc(c->max_sends, sizeof(*e->sends));
+	e->nputs = dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus)
+							     : PUTTRACK_MAX;
+	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
-	    !e->sends)
+	    !e->sends || !e->puts)
 		goto fail;
 	uint8_t *f = e->frames;
 	for (uint32_t i = 0; i < e->npkts; i++) {
@@ -2006,5 +2358,6 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->evmem);
 	free(e->posts);
 	free(e->sends);
+	free(e->puts);
 	free(e);
 }

@@ -56,7 +56,7 @@
 #define FT_CRC 0u     /* u32 */
 #define FT_FSTATUS 4u
 #define FT_HOPS 5u
-#define FT_RSVD 6u    /* u16, zero */
+#define FT_VIA 6u     /* u16: via code (route.h), 0 for a direct route */
 #define FT_TS 8u      /* u32 */
 #define FT_MSGLEN 12u /* u32 */
 
@@ -120,7 +120,7 @@ static inline uint64_t get64(const uint8_t *p, unsigned off)
 
 static bool kind_known(unsigned kind)
 {
-	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_DIAG;
+	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_ROUTE;
 }
 
 /* Kinds that move message bytes and so travel sequenced (retransmittable). */
@@ -160,12 +160,14 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 	if (h->kind == DNP_PKT_CREDIT) {
 		/* Link control: never sequenced (it carries the acks), no message. */
 		if ((h->lflags & DNP_LINK_F_SEQ) || h->len || h->flags || h->vc || h->status ||
-		    h->msg_id || h->msg_len)
+		    h->msg_id || h->msg_len || h->via)
 			return -EINVAL;
 		return 0;
 	}
 	if (h->lflags & DNP_LINK_F_RESET)
 		return -EINVAL; /* only link control resets a link */
+	if (h->via & DNP_PKT_VIA_RSVD)
+		return -EINVAL;
 	if (kind_is_data(h->kind) && !(h->lflags & DNP_LINK_F_SEQ))
 		return -EINVAL;
 	if (h->kind == DNP_PKT_GET_REQ && h->len != DNP_GET_DESC_BYTES)
@@ -286,7 +288,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put32(ft, FT_CRC, 0);
 	put8(ft, FT_FSTATUS, h->fstatus);
 	put8(ft, FT_HOPS, h->hops);
-	put16(ft, FT_RSVD, 0);
+	put16(ft, FT_VIA, h->via);
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, h->msg_len);
 	if (seal)
@@ -396,7 +398,8 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
 	ret = check_class(h);
 	if (ret)
 		return ret;
-	if (get16(ft, FT_RSVD) || !padding_is_zero(p, h->len))
+	h->via = get16(ft, FT_VIA);
+	if (!padding_is_zero(p, h->len))
 		return -EINVAL;
 	ret = check_rules(h);
 	if (ret)
@@ -457,6 +460,7 @@ const char *dnp_pkt_kind_name(unsigned kind)
 		[DNP_PKT_CMPL] = "CMPL",
 		[DNP_PKT_CREDIT] = "CREDIT",
 		[DNP_PKT_DIAG] = "DIAG",
+		[DNP_PKT_ROUTE] = "ROUTE",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

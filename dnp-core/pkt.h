@@ -9,7 +9,7 @@
  *                           payload length, message id
  *   word 2      header H1   RDMA: 64-bit destination VA, key, fragment offset
  *   payload     0..4096 bytes, padded with zeros to a multiple of 16
- *   last word   footer      CRC-32, status bits, hop count, timestamp, message length
+ *   last word   footer      CRC-32, status bits, hop count, via, timestamp, message length
  *
  * The framing overhead is exactly DNP_FRAME_OVERHEAD = 64 bytes per packet,
  * like the APEnet+ link (magic + start + header + footer). The CRC-32 covers
@@ -47,7 +47,11 @@ enum dnp_pkt_kind {
 	DNP_PKT_CMPL = 5,     /* end-to-end completion report; status = errno */
 	DNP_PKT_CREDIT = 6,   /* link control: credits + ack, never forwarded */
 	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
+	DNP_PKT_ROUTE = 8,    /* link states a node tells its neighbours (docs/routing.md) */
 };
+
+/* Reserved bits of the footer's via code (route.h: DNP_VIA_RSVD). */
+#define DNP_PKT_VIA_RSVD 0x3000u
 
 /* H0 flags */
 #define DNP_PKT_F_FIRST 0x1u /* first fragment of a message */
@@ -97,6 +101,7 @@ struct dnp_pkt_hdr {
 	/* footer */
 	uint8_t fstatus; /* DNP_FT_* */
 	uint8_t hops;
+	uint16_t via;       /* route through an intermediate node (route.h), 0 if direct */
 	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
 	uint32_t msg_len;   /* total message length in bytes */
 };

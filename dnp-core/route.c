@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "route.h"
@@ -31,6 +32,8 @@ int dnp_route_init(struct dnp_router *r, const struct dnp_torus *t, struct dnp_c
 	r->vc_mode = vc_mode;
 	for (unsigned d = 0; d < DNP_NDIRS; d++)
 		r->dir_remap[d] = (uint8_t)d;
+	r->nvc = 2;
+	r->gen = 1;
 	return 0;
 }
 
@@ -60,73 +63,360 @@ static const struct dnp_route_override *override_find(const struct dnp_router *r
 	return NULL;
 }
 
-/* Dimension-order direction: X first, then Y, then Z; ring_delta picks the way. */
-static unsigned dor_dir(const struct dnp_router *r, struct dnp_coord dst)
+static unsigned coord_k(struct dnp_coord c, unsigned k)
 {
-	const uint8_t s[3] = { r->self.x, r->self.y, r->self.z };
-	const uint8_t d[3] = { dst.x, dst.y, dst.z };
-
-	for (unsigned dim = 0; dim < 3; dim++) {
-		int delta = dnp_torus_ring_delta(r->torus.dim[dim], s[dim], d[dim]);
-
-		if (delta > 0)
-			return 2 * dim;
-		if (delta < 0)
-			return 2 * dim + 1;
-	}
-	return DNP_DIR_LOCAL;
+	return k == 0 ? c.x : k == 1 ? c.y : c.z;
 }
 
 /*
- * Dateline rule for the hop leaving self on out_dir: VC 1 on the wrap link
- * itself, VC 1 if the packet is already on VC 1 and stays in the dimension it
- * arrived in, VC 0 otherwise (fresh injection or a dimension change).
+ * Whether going from self along dimension k, the + way if plus, up to
+ * coordinate 'to' crosses a known broken cable. A cable is named by the node
+ * its + link leaves: going + from 'from' uses the cables at from .. to-1,
+ * going - uses those at to .. from-1 (all around the ring).
  */
-static uint8_t dateline_vc(const struct dnp_router *r, unsigned out_dir, unsigned in_dir,
-			   unsigned in_vc)
+static bool arc_blocked(const struct dnp_router *r, struct dnp_coord self, unsigned k, bool plus,
+			unsigned to)
 {
-	const uint8_t s[3] = { r->self.x, r->self.y, r->self.z };
-	unsigned dim = out_dir / 2;
-	unsigned n = r->torus.dim[dim];
-	bool plus = (out_dir & 1u) == 0;
+	unsigned n = r->torus.dim[k], from = coord_k(self, k);
+	unsigned len = plus ? (to + n - from) % n : (from + n - to) % n;
 
-	if ((plus && s[dim] == n - 1) || (!plus && s[dim] == 0))
-		return 1;
-	if (in_dir < DNP_NDIRS && in_dir / 2 == dim && in_vc == 1)
-		return 1;
+	for (uint32_t i = 0; i < r->n_faults; i++) {
+		const struct dnp_route_cable *f = &r->faults[i];
+		struct dnp_coord fc;
+		unsigned pos, off;
+		bool same_ring = true;
+
+		if (f->dim != k)
+			continue;
+		fc = dnp_torus_coord(&r->torus, f->node);
+		for (unsigned j = 0; j < 3; j++)
+			if (j != k && coord_k(fc, j) != coord_k(self, j))
+				same_ring = false;
+		if (!same_ring)
+			continue;
+		pos = coord_k(fc, k);
+		off = plus ? (pos + n - from) % n : (from + 2 * n - 1 - pos) % n;
+		if (off < len)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The way round ring k from self to coordinate 'to': the shorter one (ties:
+ * +), unless it crosses a known broken cable and the other way does not.
+ */
+static unsigned choose_dir(const struct dnp_router *r, struct dnp_coord self, unsigned k,
+			   unsigned to)
+{
+	int delta = dnp_torus_ring_delta(r->torus.dim[k], coord_k(self, k), to);
+	bool plus = delta > 0;
+
+	if (r->n_faults && arc_blocked(r, self, k, plus, to) && !arc_blocked(r, self, k, !plus, to))
+		plus = !plus;
+	return plus ? 2 * k : 2 * k + 1;
+}
+
+int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct dnp_coord dst,
+			uint16_t via, struct dnp_coord *out)
+{
+	struct dnp_coord base;
+	uint8_t c[3];
+
+	if (!(via & DNP_VIA_ON)) {
+		*out = dst;
+		return 0;
+	}
+	if (via & DNP_VIA_RSVD)
+		return -EINVAL;
+	base = via & DNP_VIA_REL_DST ? dst : src;
+	for (unsigned k = 0; k < 3; k++) {
+		int d = (int)((via >> (4 * k)) & 0xfu);
+		int n = t->dim[k];
+
+		if (d >= 8)
+			d -= 16;
+		c[k] = (uint8_t)((((int)coord_k(base, k) + d) % n + n) % n);
+	}
+	*out = (struct dnp_coord){ c[0], c[1], c[2] };
+	return 0;
+}
+
+/*
+ * The next hop at node 'self' (route.h, dnp_route_step). 'tables' says
+ * whether self's own override and remap tables apply: they do on the real
+ * node, not when a source simulates a path through other nodes.
+ */
+static int hop_at(const struct dnp_router *r, struct dnp_coord self, bool tables,
+		  struct dnp_coord src, struct dnp_coord dst, uint16_t via, unsigned in_dir,
+		  unsigned in_vc, struct dnp_hop *out)
+{
+	const struct dnp_route_override *ov = NULL;
+	bool arrived = in_dir < DNP_NDIRS;
+	bool phase2 = arrived && in_vc >= 2;
+	bool fresh = !arrived;
+	struct dnp_coord t = dst;
+	unsigned dir, k, base;
+
+	if (!dnp_torus_contains(&r->torus, dst))
+		return -EHOSTUNREACH;
+	if (via & DNP_VIA_RSVD)
+		return -EINVAL;
+	if (phase2 && !(via & DNP_VIA_ON))
+		return -EINVAL;
+	if ((via & DNP_VIA_ON) && !phase2) {
+		struct dnp_coord v;
+
+		if (dnp_route_via_coord(&r->torus, src, dst, via, &v) < 0)
+			return -EINVAL;
+		if (dnp_coord_eq(self, v)) {
+			phase2 = true; /* the via: phase 2 starts here, afresh */
+			fresh = true;
+		} else {
+			t = v;
+		}
+	}
+	if (dnp_coord_eq(t, self)) {
+		out->dir = DNP_DIR_LOCAL;
+		out->vc = 0;
+		return 0;
+	}
+	/* The first dimension still to correct. */
+	for (k = 0; k < 3 && coord_k(self, k) == coord_k(t, k); k++)
+		;
+	/*
+	 * An exact per-destination entry is an explicit choice and is used as
+	 * is. Otherwise a packet already travelling in dimension k keeps its
+	 * way round the ring; one entering k picks it (choose_dir). The result
+	 * goes through the per-direction remap (identity unless a link is
+	 * being avoided by hand).
+	 */
+	if (tables && r->n_overrides && !(via & DNP_VIA_ON))
+		ov = override_find(r, dnp_torus_id(&r->torus, dst));
+	if (ov)
+		dir = ov->dir;
+	else if (!fresh && in_dir / 2 == k)
+		dir = dnp_torus_opposite((enum dnp_dir)in_dir);
+	else
+		dir = choose_dir(r, self, k, coord_k(t, k));
+	if (tables && !ov)
+		dir = r->dir_remap[dir];
+
+	out->dir = (uint8_t)dir;
+	base = phase2 ? 2 : 0;
+	if (r->vc_mode == DNP_VC_SINGLE) {
+		out->vc = (uint8_t)base;
+		return 0;
+	}
+	/*
+	 * Dateline rule within the phase's pair of VCs: the upper one on the
+	 * wrap link itself, and after it while the packet stays in the
+	 * dimension it arrived in; the lower one otherwise (fresh injection,
+	 * start of phase 2, or a dimension change).
+	 */
+	k = dir / 2;
+	unsigned n = r->torus.dim[k];
+	bool plus = (dir & 1u) == 0;
+	if ((plus && coord_k(self, k) == n - 1) || (!plus && coord_k(self, k) == 0))
+		out->vc = (uint8_t)(base + 1);
+	else if (!fresh && in_dir / 2 == k && in_vc == base + 1)
+		out->vc = (uint8_t)(base + 1);
+	else
+		out->vc = (uint8_t)base;
 	return 0;
 }
 
 int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in_dir,
 		   unsigned in_vc, struct dnp_hop *out)
 {
-	const struct dnp_route_override *ov;
-	unsigned dir;
+	return hop_at(r, r->self, true, r->self, dst, 0, in_dir, in_vc, out);
+}
 
+int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
+		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out)
+{
+	return hop_at(r, r->self, true, src, dst, via, in_dir, in_vc, out);
+}
+
+/* ---------------------------------------------------------------- faults */
+
+/* The cable behind node's link in dir, named by the node its + link leaves. */
+static struct dnp_route_cable cable_of(const struct dnp_torus *t, struct dnp_coord node,
+				       unsigned dir)
+{
+	struct dnp_route_cable c = { 0, (uint8_t)(dir / 2) };
+
+	if (dir & 1u)
+		node = dnp_torus_neighbour(t, node, (enum dnp_dir)dir);
+	c.node = dnp_torus_id(t, node);
+	return c;
+}
+
+static int fault_find(const struct dnp_router *r, struct dnp_route_cable c)
+{
+	for (uint32_t i = 0; i < r->n_faults; i++)
+		if (r->faults[i].node == c.node && r->faults[i].dim == c.dim)
+			return (int)i;
+	return -1;
+}
+
+int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, bool broken)
+{
+	struct dnp_route_cable c;
+	int i;
+
+	if (dir >= DNP_NDIRS || !dnp_torus_contains(&r->torus, node))
+		return -EINVAL;
+	c = cable_of(&r->torus, node, dir);
+	i = fault_find(r, c);
+	if (broken == (i >= 0))
+		return 0;
+	if (broken) {
+		if (r->n_faults >= DNP_ROUTE_MAX_FAULTS)
+			return -ENOSPC;
+		r->faults[r->n_faults++] = c;
+	} else {
+		r->faults[i] = r->faults[--r->n_faults];
+	}
+	if (++r->gen == 0)
+		r->gen = 1;
+	return 0;
+}
+
+bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp_coord node, unsigned dir)
+{
+	if (dir >= DNP_NDIRS || !dnp_torus_contains(&r->torus, node))
+		return false;
+	return fault_find(r, cable_of(&r->torus, node, dir)) >= 0;
+}
+
+void dnp_route_clear_faults(struct dnp_router *r)
+{
+	if (!r->n_faults)
+		return;
+	r->n_faults = 0;
+	if (++r->gen == 0)
+		r->gen = 1;
+}
+
+int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
+{
+	if (nvc < 1 || nvc > 4)
+		return -EINVAL;
+	r->nvc = (uint8_t)nvc;
+	if (++r->gen == 0)
+		r->gen = 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- plans */
+
+/*
+ * Follows the route of a packet from r->self to dst through via, as every
+ * node would route it if it knew what r knows. Returns the hop count, or -1
+ * if the path crosses a known broken cable, needs a VC the links lack, or
+ * does not arrive.
+ */
+static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t via)
+{
+	struct dnp_coord cur = r->self;
+	unsigned in_dir = DNP_DIR_LOCAL, in_vc = 0;
+	unsigned limit = 2u * (r->torus.dim[0] + r->torus.dim[1] + r->torus.dim[2]) + 4;
+
+	for (unsigned hops = 0; hops <= limit; hops++) {
+		struct dnp_hop h;
+
+		if (hop_at(r, cur, false, r->self, dst, via, in_dir, in_vc, &h) < 0)
+			return -1;
+		if (h.dir == DNP_DIR_LOCAL)
+			return dnp_coord_eq(cur, dst) ? (int)hops : -1;
+		if (h.vc >= r->nvc || fault_find(r, cable_of(&r->torus, cur, h.dir)) >= 0)
+			return -1;
+		cur = dnp_torus_neighbour(&r->torus, cur, (enum dnp_dir)h.dir);
+		in_dir = dnp_torus_opposite((enum dnp_dir)h.dir);
+		in_vc = h.vc;
+	}
+	return -1;
+}
+
+/* Whether offset d on a ring of n names a distinct node (no aliasing). */
+static bool offset_ok(int d, unsigned n)
+{
+	int m = d < 0 ? -d : d;
+
+	if (n == 1)
+		return d == 0;
+	return 2 * m < (int)n || (2 * m == (int)n && d > 0);
+}
+
+/*
+ * The shortest two-phase route: vias within 3 hops (L1, around the rings)
+ * of the source, then of the destination. One failure is always avoided
+ * this way (tests/test_route.c checks every single failure of 4x4x4).
+ */
+static int plan_via(const struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
+{
+	int best = -1;
+
+	for (unsigned rel = 0; rel < 2; rel++)
+		for (int dx = -3; dx <= 3; dx++)
+			for (int dy = -3; dy <= 3; dy++)
+				for (int dz = -3; dz <= 3; dz++) {
+					int l1 = abs(dx) + abs(dy) + abs(dz);
+					struct dnp_coord v;
+					uint16_t code;
+					int hops;
+
+					if (l1 == 0 || l1 > 3 || !offset_ok(dx, r->torus.dim[0]) ||
+					    !offset_ok(dy, r->torus.dim[1]) ||
+					    !offset_ok(dz, r->torus.dim[2]))
+						continue;
+					code = (uint16_t)(DNP_VIA_ON | (rel ? DNP_VIA_REL_DST : 0) |
+							  ((unsigned)dx & 0xfu) |
+							  ((unsigned)dy & 0xfu) << 4 |
+							  ((unsigned)dz & 0xfu) << 8);
+					dnp_route_via_coord(&r->torus, r->self, dst, code, &v);
+					if (dnp_coord_eq(v, r->self) || dnp_coord_eq(v, dst))
+						continue;
+					hops = simulate(r, dst, code);
+					if (hops >= 0 && (best < 0 || hops < best)) {
+						best = hops;
+						*via = code;
+					}
+				}
+	return best < 0 ? -EHOSTUNREACH : 0;
+}
+
+int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
+{
+	struct dnp_route_plan_entry *pe;
+	uint32_t id;
+	int rc = 0;
+
+	*via = 0;
 	if (!dnp_torus_contains(&r->torus, dst))
 		return -EHOSTUNREACH;
-	if (dnp_coord_eq(dst, r->self)) {
-		out->dir = DNP_DIR_LOCAL;
-		out->vc = 0;
+	if (!r->n_faults || dnp_coord_eq(dst, r->self))
 		return 0;
+	id = dnp_torus_id(&r->torus, dst);
+	pe = &r->plans[id % DNP_ROUTE_PLAN_CACHE];
+	if (pe->gen == r->gen && pe->dst_id == id) {
+		*via = pe->via;
+		return pe->rc;
 	}
-	/*
-	 * An exact per-destination entry is an explicit choice and is used as
-	 * is; otherwise the dimension-order direction goes through the
-	 * per-direction remap (identity unless a link is being avoided).
-	 */
-	ov = r->n_overrides ? override_find(r, dnp_torus_id(&r->torus, dst)) : NULL;
-	if (ov)
-		dir = ov->dir;
-	else
-		dir = r->dir_remap[dor_dir(r, dst)];
-
-	out->dir = (uint8_t)dir;
-	if (r->vc_mode == DNP_VC_SINGLE)
-		out->vc = 0;
-	else
-		out->vc = dateline_vc(r, dir, in_dir, in_vc);
-	return 0;
+	if (simulate(r, dst, 0) < 0) {
+		if (r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4)
+			rc = plan_via(r, dst, via);
+		else
+			rc = -EHOSTUNREACH;
+	}
+	if (rc < 0)
+		*via = 0;
+	pe->gen = r->gen;
+	pe->dst_id = id;
+	pe->via = *via;
+	pe->rc = (int16_t)rc;
+	return rc;
 }
 
 int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir)

@@ -15,10 +15,24 @@
  * steer around a failed link). Overrides change the direction only; the VC
  * is then recomputed with the dateline rule for that hop.
  *
- * The table is owned by the caller (fixed size, no allocation); one thread.
+ * Detours (docs/routing.md). The router also holds the faults this node
+ * knows of: broken cables, a dead node being six of them. With faults known,
+ * a packet still travels X, then Y, then Z, but the node where it enters a
+ * dimension picks the way round that ring that avoids every known broken
+ * cable, and the nodes after it keep going the same way. When no such path
+ * exists (a dead node at a corner of the path), the source sends the packet
+ * through an intermediate node, the "via", carried in the footer: phase 1
+ * goes to the via on VCs 0/1, phase 2 from the via to the destination on VCs
+ * 2/3, each phase with the dateline rule, so the channel dependency graph
+ * stays acyclic (tests/test_route.c checks it for every single failure of
+ * 4x4x4). Two-phase routes need links with four VCs.
+ *
+ * The tables are owned by the caller (fixed size, no allocation); one thread.
  */
 #ifndef DNP_ROUTE_H
 #define DNP_ROUTE_H
+
+#include <stdbool.h>
 
 #include "torus.h"
 
@@ -28,6 +42,31 @@ enum dnp_vc_mode {
 };
 
 #define DNP_ROUTE_MAX_OVERRIDES 64
+#define DNP_ROUTE_MAX_FAULTS 64 /* broken cables a node keeps track of */
+#define DNP_ROUTE_PLAN_CACHE 64 /* planned detours remembered (direct-mapped) */
+
+/*
+ * The via code, 16 bits in the packet footer: 0 for a direct route, else
+ * DNP_VIA_ON, DNP_VIA_REL_DST if the via is given relative to the destination
+ * (else to the source), and three 4-bit two's-complement offsets dx (bits
+ * 0-3), dy (4-7), dz (8-11), each in -8..7, taken around the rings.
+ */
+#define DNP_VIA_ON 0x8000u
+#define DNP_VIA_REL_DST 0x4000u
+#define DNP_VIA_RSVD 0x3000u
+
+/* A cable: the link from 'node' towards + in dimension 'dim' (its neighbour's - link). */
+struct dnp_route_cable {
+	uint32_t node;
+	uint8_t dim;
+};
+
+struct dnp_route_plan_entry {
+	uint32_t gen;    /* fault-set generation it was computed for (0: empty) */
+	uint32_t dst_id;
+	uint16_t via;
+	int16_t rc;      /* 0 or -EHOSTUNREACH */
+};
 
 struct dnp_route_override {
 	uint32_t dst_id;
@@ -41,6 +80,11 @@ struct dnp_router {
 	uint8_t dir_remap[DNP_NDIRS]; /* identity unless remapped */
 	uint32_t n_overrides;         /* sorted by dst_id */
 	struct dnp_route_override overrides[DNP_ROUTE_MAX_OVERRIDES];
+	uint8_t nvc;                  /* VCs the links carry: 4 allows two-phase detours */
+	uint32_t gen;                 /* bumped whenever the fault set changes (never 0) */
+	uint32_t n_faults;            /* known broken cables, unordered */
+	struct dnp_route_cable faults[DNP_ROUTE_MAX_FAULTS];
+	struct dnp_route_plan_entry plans[DNP_ROUTE_PLAN_CACHE];
 };
 
 struct dnp_hop {
@@ -60,6 +104,41 @@ int dnp_route_init(struct dnp_router *r, const struct dnp_torus *t, struct dnp_c
  */
 int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in_dir,
 		   unsigned in_vc, struct dnp_hop *out);
+/*
+ * The same for a packet that may travel through a via (see above): src is
+ * its source (the via may be relative to it), via its via code. A packet on
+ * VC 0/1 with a via is in phase 1 until it reaches the via; on VC 2/3 it is
+ * in phase 2. The hop may lead onto a broken cable when nothing better is
+ * known; the caller checks its link.
+ * Errors: -EHOSTUNREACH dst outside the torus; -EINVAL a malformed via code,
+ * or a packet on VC 2/3 without a via.
+ */
+int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
+		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out);
+/*
+ * Chooses, at the source (r->self), how a new packet for dst travels: *via
+ * = 0 for the direct route, else a via code. With no known fault this is
+ * always direct. Plans are cached until the fault set changes.
+ * Errors: -EHOSTUNREACH dst outside the torus, or no route avoids the known
+ * faults (dst dead or cut off, or a detour would need four VCs).
+ */
+int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via);
+/* Errors: -EINVAL a malformed code. via 0 gives dst. */
+int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct dnp_coord dst,
+			uint16_t via, struct dnp_coord *out);
+/* The VCs the links carry (1..4; default 2). Errors: -EINVAL. */
+int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc);
+/*
+ * Marks the cable leaving node in dir broken or whole again. Bumps r->gen
+ * when the set changes.
+ * Errors: -EINVAL node outside the torus or bad dir; -ENOSPC the table is
+ * full (the cable is then not recorded).
+ */
+int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, bool broken);
+bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp_coord node, unsigned dir);
+/* Forgets every fault. */
+void dnp_route_clear_faults(struct dnp_router *r);
+
 /* Errors: -EINVAL bad dir or dst, -ENOSPC table full. Replaces an existing entry. */
 int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir);
 int dnp_route_clear_override(struct dnp_router *r, uint32_t dst_id); /* -ENOENT */

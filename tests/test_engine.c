@@ -391,7 +391,49 @@ static void test_engine_link_down_fails_commands(void **state)
 	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_BROKEN);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 100, 9);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	expect_error(0, 0, -ENOLINK);
+	/* both cables to node 1 are known broken: no route at all */
+	expect_error(0, 0, -EHOSTUNREACH);
+}
+
+/*
+ * A ring of 4 with the cable 0-1 broken: node 0 sends to 1 the long way
+ * round, and node 3, whose shorter way (3 -> 0 -> 1) crosses the cable,
+ * learns of it from ROUTE packets and goes 3 -> 2 -> 1 (docs/routing.md).
+ */
+static void test_engine_detour_around_broken_cable(void **state)
+{
+	setup_nodes(4);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
+					     &key), 0);
+	pump(100);
+	dnp_engine_link_down(nodes[0].e, DNP_DIR_XP, now);
+	dnp_engine_link_down(nodes[1].e, DNP_DIR_XM, now);
+	pump(200);
+	assert_true(dnp_engine_stats(nodes[3].e)->route_rx > 0);
+	assert_true(dnp_engine_stats(nodes[2].e)->route_changes > 0);
+	for (unsigned src = 0; src < 4; src += 3) {
+		fill(nodes[src].mem[0], 5000, (uint8_t)(src + 1));
+		struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8192 * src, key, 5000, src);
+		assert_int_equal(dnp_engine_submit(nodes[src].e, 0, &c, now), 0);
+		do
+			assert_true(next_event(1, 0, &ev, 5000));
+		while (ev.type == DNP_EV_LINK);
+		assert_int_equal(ev.type, DNP_EV_RX_PUT);
+		assert_int_equal(ev.hops, src == 0 ? 3 : 2);
+		assert_memory_equal(nodes[1].mem[0] + 8192 * src, nodes[src].mem[0], 5000);
+		do
+			assert_true(next_event(src, 0, &ev, 5000));
+		while (ev.type == DNP_EV_LINK);
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+		assert_int_equal(ev.status, 0);
+	}
+	/* both detours went through node 2 (2 packets each); nothing was dropped */
+	assert_true(dnp_engine_stats(nodes[2].e)->pkts_forwarded >= 4);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_failed, 0);
+	assert_int_equal(dnp_engine_stats(nodes[3].e)->cmds_failed, 0);
 }
 
 /* With EXACT credits a stream is paced by prompt credits, not by the credit period. */
@@ -1049,6 +1091,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
+		cmocka_unit_test_teardown(test_engine_detour_around_broken_cable, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),
 		cmocka_unit_test_teardown(test_engine_mutual_get_storm, teardown),
 		cmocka_unit_test_teardown(test_engine_restarted_node_rejoins, teardown),

@@ -448,7 +448,7 @@ static void test_pkt_decode_ebadmsg(void **state)
 
 	f[24] = (uint8_t)((f[24] & 0xf0) | 0);
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
-	f[24] = (uint8_t)((f[24] & 0xf0) | 8);
+	f[24] = (uint8_t)((f[24] & 0xf0) | 9);
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
 }
 
@@ -470,7 +470,7 @@ static void test_pkt_decode_einval(void **state)
 	f[3] |= DNP_LINK_F_RESET; /* RESET on a frame that is not a CREDIT */
 	assert_int_equal(decode_fixed(f, n), -EINVAL);
 	n = put_frame(f);
-	f[n - 16 + 7] = 0x80; /* footer reserved */
+	f[n - 16 + 7] = 0x10; /* reserved bits of the footer's via code */
 	assert_int_equal(decode_fixed(f, n), -EINVAL);
 	n = put_frame(f);
 	f[63] = 1; /* last padding byte */
@@ -654,7 +654,8 @@ static void test_pkt_kind_name(void **state)
 	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_CREDIT), "CREDIT");
 	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_DIAG), "DIAG");
 	assert_string_equal(dnp_pkt_kind_name(0), "?");
-	assert_string_equal(dnp_pkt_kind_name(8), "?");
+	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_ROUTE), "ROUTE");
+	assert_string_equal(dnp_pkt_kind_name(9), "?");
 	assert_string_equal(dnp_pkt_kind_name(~0u), "?");
 }
 

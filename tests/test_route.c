@@ -8,7 +8,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,6 +451,361 @@ static void test_route_remap_dir(void **state)
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_XP, DNP_DIR_LOCAL), -EINVAL);
 }
 
+/* ------------------------------------------------------------ detours */
+
+/*
+ * Detours around failures (route.h, docs/routing.md): every node knows the
+ * same faults (the converged state), each source plans its packets, every
+ * node forwards them with dnp_route_step. For each failure the test walks
+ * every surviving pair, checks the path never crosses a broken cable, and
+ * builds the channel dependency graph of all those paths over 4 VCs; the
+ * graph must be acyclic. Channels are (node, dir, vc); an edge can only go
+ * to a channel of the next node, so each channel's out-edges fit a 24-bit
+ * mask (next dir * 4 + next vc).
+ */
+#define NVC4 4
+
+struct fnet {
+	struct dnp_torus t;
+	uint32_t size;
+	struct dnp_router *r; /* one per node */
+	uint32_t *out;        /* per channel: out-edge mask */
+	uint8_t *color;
+};
+
+static struct fnet *fnet_new(unsigned x, unsigned y, unsigned z, unsigned nvc)
+{
+	struct fnet *n = calloc(1, sizeof(*n));
+
+	assert_non_null(n);
+	assert_int_equal(dnp_torus_init(&n->t, x, y, z), 0);
+	n->size = dnp_torus_size(&n->t);
+	n->r = calloc(n->size, sizeof(*n->r));
+	n->out = calloc((size_t)n->size * DNP_NDIRS * NVC4, sizeof(*n->out));
+	n->color = calloc((size_t)n->size * DNP_NDIRS * NVC4, 1);
+	assert_non_null(n->r);
+	assert_non_null(n->out);
+	assert_non_null(n->color);
+	for (uint32_t id = 0; id < n->size; id++) {
+		assert_int_equal(dnp_route_init(&n->r[id], &n->t, dnp_torus_coord(&n->t, id),
+						DNP_VC_DATELINE), 0);
+		assert_int_equal(dnp_route_set_vcs(&n->r[id], nvc), 0);
+	}
+	return n;
+}
+
+static void fnet_free(struct fnet *n)
+{
+	free(n->r);
+	free(n->out);
+	free(n->color);
+	free(n);
+}
+
+/* Every node learns that the cable leaving node in dir is broken (or whole). */
+static void fnet_cable(struct fnet *n, uint32_t node, unsigned dir, bool broken)
+{
+	for (uint32_t id = 0; id < n->size; id++)
+		assert_int_equal(dnp_route_set_cable(&n->r[id], dnp_torus_coord(&n->t, node), dir,
+						     broken), 0);
+}
+
+static void fnet_node(struct fnet *n, uint32_t node, bool dead)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		fnet_cable(n, node, d, dead);
+}
+
+static unsigned fchan(uint32_t node, unsigned dir, unsigned vc)
+{
+	return (node * DNP_NDIRS + dir) * NVC4 + vc;
+}
+
+/*
+ * Plans and walks src -> dst, adding the path's dependencies. Returns the
+ * hop count, or -1 if the source finds no route.
+ */
+static int fnet_walk(struct fnet *n, uint32_t src, uint32_t dst, uint16_t *via_out)
+{
+	struct dnp_coord s = dnp_torus_coord(&n->t, src), d = dnp_torus_coord(&n->t, dst);
+	uint32_t cur = src;
+	unsigned in_dir = DNP_DIR_LOCAL, in_vc = 0, hops = 0;
+	int prev = -1;
+	uint16_t via;
+
+	if (dnp_route_plan(&n->r[src], d, &via) < 0)
+		return -1;
+	*via_out = via;
+	for (;;) {
+		struct dnp_hop h;
+		struct dnp_coord c = dnp_torus_coord(&n->t, cur);
+
+		assert_int_equal(dnp_route_step(&n->r[cur], s, d, via, in_dir, in_vc, &h), 0);
+		if (h.dir == DNP_DIR_LOCAL) {
+			assert_int_equal(cur, dst);
+			return (int)hops;
+		}
+		assert_true(h.dir < DNP_NDIRS);
+		assert_true(h.vc < NVC4);
+		assert_true(via || h.vc < 2);
+		assert_false(dnp_route_cable_broken(&n->r[cur], c, h.dir));
+		assert_true(hops < 4 * MAX_PATH);
+		unsigned ch = fchan(cur, h.dir, h.vc);
+		if (prev >= 0)
+			n->out[prev] |= 1u << (h.dir * NVC4 + h.vc);
+		prev = (int)ch;
+		hops++;
+		cur = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, c, h.dir));
+		in_dir = dnp_torus_opposite(h.dir);
+		in_vc = h.vc;
+	}
+}
+
+static bool fnet_dfs(struct fnet *n, unsigned v)
+{
+	uint32_t node = v / (DNP_NDIRS * NVC4);
+	unsigned dir = (v / NVC4) % DNP_NDIRS;
+	uint32_t next = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, dnp_torus_coord(&n->t, node),
+							       dir));
+
+	n->color[v] = 1;
+	for (unsigned b = 0; b < DNP_NDIRS * NVC4; b++) {
+		unsigned w;
+
+		if (!(n->out[v] & (1u << b)))
+			continue;
+		w = fchan(next, b / NVC4, b % NVC4);
+		if (n->color[w] == 1)
+			return true;
+		if (n->color[w] == 0 && fnet_dfs(n, w))
+			return true;
+	}
+	n->color[v] = 2;
+	return false;
+}
+
+static bool fnet_cyclic(struct fnet *n)
+{
+	size_t nch = (size_t)n->size * DNP_NDIRS * NVC4;
+
+	memset(n->color, 0, nch);
+	for (unsigned v = 0; v < nch; v++)
+		if (n->color[v] == 0 && fnet_dfs(n, v))
+			return true;
+	return false;
+}
+
+struct fstats {
+	unsigned pairs, detoured, via, unreachable;
+};
+
+/*
+ * All pairs under the current faults, with 'dead' (or UINT32_MAX) a dead
+ * node: every pair of live nodes has a route, pairs with the dead node have
+ * none, and the dependency graph is acyclic.
+ */
+static void fnet_check(struct fnet *n, uint32_t dead, struct fstats *st)
+{
+	memset(n->out, 0, (size_t)n->size * DNP_NDIRS * NVC4 * sizeof(*n->out));
+	for (uint32_t s = 0; s < n->size; s++)
+		for (uint32_t d = 0; d < n->size; d++) {
+			uint16_t via = 0;
+			int hops;
+
+			if (s == dead)
+				continue;
+			hops = fnet_walk(n, s, d, &via);
+			if (d == dead) {
+				assert_int_equal(hops, -1);
+				st->unreachable++;
+				continue;
+			}
+			if (hops < 0)
+				fail_msg("no route %u -> %u", s, d);
+			st->pairs++;
+			st->via += via != 0;
+			st->detoured += (unsigned)hops !=
+					dnp_torus_distance(&n->t, dnp_torus_coord(&n->t, s),
+							   dnp_torus_coord(&n->t, d));
+		}
+	assert_false(fnet_cyclic(n));
+}
+
+/* The checker must see a cycle when there is one: a single VC on a ring. */
+static void test_route_fnet_detector(void **state)
+{
+	struct fnet *n = fnet_new(6, 1, 1, 2);
+	uint16_t via;
+
+	for (uint32_t id = 0; id < n->size; id++)
+		n->r[id].vc_mode = DNP_VC_SINGLE;
+	memset(n->out, 0, (size_t)n->size * DNP_NDIRS * NVC4 * sizeof(*n->out));
+	for (uint32_t s = 0; s < n->size; s++)
+		for (uint32_t d = 0; d < n->size; d++)
+			assert_true(fnet_walk(n, s, d, &via) >= 0);
+	assert_true(fnet_cyclic(n));
+	fnet_free(n);
+}
+
+static void test_route_detour_every_link_4x4x4(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 4);
+	struct fstats st = { 0 };
+
+	for (uint32_t node = 0; node < n->size; node++)
+		for (unsigned dim = 0; dim < 3; dim++) {
+			fnet_cable(n, node, 2 * dim, true);
+			fnet_check(n, UINT32_MAX, &st);
+			fnet_cable(n, node, 2 * dim, false);
+		}
+	/* A broken cable only ever needs the other way round its ring. */
+	assert_int_equal(st.via, 0);
+	assert_true(st.detoured > 0);
+	assert_int_equal(st.pairs, 192u * 64 * 63 + 192u * 64);
+	print_message("4x4x4, 192 single-cable failures: %u routes, %u longer than minimal\n",
+		      st.pairs, st.detoured);
+	fnet_free(n);
+}
+
+static void test_route_detour_every_node_4x4x4(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 4);
+	struct fstats st = { 0 };
+
+	for (uint32_t node = 0; node < n->size; node++) {
+		fnet_node(n, node, true);
+		fnet_check(n, node, &st);
+		fnet_node(n, node, false);
+	}
+	assert_true(st.via > 0); /* a dead corner needs an intermediate node */
+	assert_int_equal(st.unreachable, 64u * 63);
+	print_message("4x4x4, 64 single-node failures: %u routes, %u detoured, %u through a via\n",
+		      st.pairs, st.detoured, st.via);
+	fnet_free(n);
+}
+
+/* Also odd and flat tori, where rings are short or dimensions are missing. */
+static void test_route_detour_other_shapes(void **state)
+{
+	static const unsigned shapes[][3] = { { 3, 3, 3 }, { 5, 3, 2 }, { 4, 4, 1 }, { 8, 1, 1 },
+					      { 2, 2, 2 } };
+
+	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct fnet *n = fnet_new(shapes[i][0], shapes[i][1], shapes[i][2], 4);
+		struct fstats st = { 0 };
+
+		for (uint32_t node = 0; node < n->size; node++) {
+			for (unsigned dim = 0; dim < 3; dim++) {
+				if (n->t.dim[dim] < 2)
+					continue;
+				fnet_cable(n, node, 2 * dim, true);
+				fnet_check(n, UINT32_MAX, &st);
+				fnet_cable(n, node, 2 * dim, false);
+			}
+			/* In a ring, a dead node cuts nothing else off. */
+			fnet_node(n, node, true);
+			fnet_check(n, node, &st);
+			fnet_node(n, node, false);
+		}
+		fnet_free(n);
+	}
+}
+
+/* 8x8x8: a sample of link and node failures (the full set takes minutes). */
+static void test_route_detour_sample_8x8x8(void **state)
+{
+	struct fnet *n = fnet_new(8, 8, 8, 4);
+	struct fstats st = { 0 };
+	uint32_t seed = 12345;
+
+	for (unsigned i = 0; i < 6; i++) {
+		seed = seed * 1103515245u + 12345u;
+		uint32_t node = (seed >> 8) % n->size;
+		unsigned dim = (seed >> 20) % 3;
+
+		if (i < 3) {
+			fnet_cable(n, node, 2 * dim, true);
+			fnet_check(n, UINT32_MAX, &st);
+			fnet_cable(n, node, 2 * dim, false);
+		} else {
+			fnet_node(n, node, true);
+			fnet_check(n, node, &st);
+			fnet_node(n, node, false);
+		}
+	}
+	assert_true(st.via > 0);
+	print_message("8x8x8, 3 cable + 3 node failures: %u routes, %u detoured, %u via\n",
+		      st.pairs, st.detoured, st.via);
+	fnet_free(n);
+}
+
+/*
+ * Two-phase detours need four VCs: with two, a dead corner leaves the pair
+ * without a route (-EHOSTUNREACH) rather than risking a deadlock. Repairs
+ * bring routing back to dimension order.
+ */
+static void test_route_detour_needs_four_vcs_and_heals(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 2);
+	struct dnp_router *r0 = &n->r[0];
+	struct dnp_coord corner = C(2, 0, 0), dst = C(2, 1, 0);
+	struct dnp_hop h;
+	uint16_t via = 7;
+	uint32_t gen = r0->gen;
+
+	/* 0,0,0 -> 2,1,0 turns at 2,0,0. */
+	fnet_node(n, dnp_torus_id(&n->t, corner), true);
+	assert_true(r0->gen != gen);
+	assert_int_equal(dnp_route_plan(r0, dst, &via), -EHOSTUNREACH);
+	assert_int_equal(via, 0);
+	assert_int_equal(dnp_route_set_vcs(r0, 4), 0);
+	assert_int_equal(dnp_route_plan(r0, dst, &via), 0);
+	assert_true(via & DNP_VIA_ON);
+	assert_int_equal(dnp_route_set_vcs(r0, 5), -EINVAL);
+	/* A cached plan is forgotten when the faults change. */
+	fnet_node(n, dnp_torus_id(&n->t, corner), false);
+	assert_int_equal(r0->n_faults, 0);
+	assert_int_equal(dnp_route_plan(r0, dst, &via), 0);
+	assert_int_equal(via, 0);
+	assert_int_equal(dnp_route_step(r0, r0->self, dst, 0, DNP_DIR_LOCAL, 0, &h), 0);
+	assert_int_equal(h.dir, DNP_DIR_XP);
+	assert_int_equal(h.vc, 0);
+	/* Malformed codes and phase mix-ups are refused. */
+	assert_int_equal(dnp_route_step(r0, r0->self, dst, DNP_VIA_ON | 0x1000u, DNP_DIR_LOCAL, 0,
+					&h), -EINVAL);
+	assert_int_equal(dnp_route_step(r0, r0->self, dst, 0, DNP_DIR_XM, 2, &h), -EINVAL);
+	assert_int_equal(dnp_route_set_cable(r0, C(4, 0, 0), DNP_DIR_XP, true), -EINVAL);
+	assert_int_equal(dnp_route_set_cable(r0, C(0, 0, 0), DNP_NDIRS, true), -EINVAL);
+	fnet_free(n);
+}
+
+/* A cable is one fault whichever end names it, and the table is bounded. */
+static void test_route_cable_table(void **state)
+{
+	struct dnp_torus t;
+	struct dnp_router r;
+	unsigned k = 0;
+
+	assert_int_equal(dnp_torus_init(&t, 8, 8, 8), 0);
+	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
+	assert_int_equal(dnp_route_set_cable(&r, C(3, 2, 1), DNP_DIR_YM, true), 0);
+	assert_true(dnp_route_cable_broken(&r, C(3, 1, 1), DNP_DIR_YP));
+	assert_true(dnp_route_cable_broken(&r, C(3, 2, 1), DNP_DIR_YM));
+	assert_false(dnp_route_cable_broken(&r, C(3, 2, 1), DNP_DIR_YP));
+	assert_int_equal(dnp_route_set_cable(&r, C(3, 1, 1), DNP_DIR_YP, true), 0);
+	assert_int_equal(r.n_faults, 1);
+	/* The wrap cable of a ring: 0 going - is 7 going +. */
+	assert_int_equal(dnp_route_set_cable(&r, C(0, 5, 5), DNP_DIR_XM, true), 0);
+	assert_true(dnp_route_cable_broken(&r, C(7, 5, 5), DNP_DIR_XP));
+	dnp_route_clear_faults(&r);
+	assert_int_equal(r.n_faults, 0);
+	for (unsigned x = 0; x < 8 && k < DNP_ROUTE_MAX_FAULTS; x++)
+		for (unsigned y = 0; y < 8 && k < DNP_ROUTE_MAX_FAULTS; y++, k++)
+			assert_int_equal(dnp_route_set_cable(&r, C(x, y, 0), DNP_DIR_ZP, true), 0);
+	assert_int_equal(dnp_route_set_cable(&r, C(0, 0, 3), DNP_DIR_ZP, true), -ENOSPC);
+	assert_int_equal(r.n_faults, DNP_ROUTE_MAX_FAULTS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +819,13 @@ int main(void)
 		cmocka_unit_test(test_route_overrides),
 		cmocka_unit_test(test_route_override_table_sorted_and_full),
 		cmocka_unit_test(test_route_remap_dir),
+		cmocka_unit_test(test_route_fnet_detector),
+		cmocka_unit_test(test_route_cable_table),
+		cmocka_unit_test(test_route_detour_needs_four_vcs_and_heals),
+		cmocka_unit_test(test_route_detour_every_link_4x4x4),
+		cmocka_unit_test(test_route_detour_every_node_4x4x4),
+		cmocka_unit_test(test_route_detour_other_shapes),
+		cmocka_unit_test(test_route_detour_sample_8x8x8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

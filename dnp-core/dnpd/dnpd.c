@@ -602,6 +602,10 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
+	dnpd_out(&o, "routes broken_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
+		 " route_changes %" PRIu64 " route_overflow %" PRIu64 "\n",
+		 (unsigned)dnp_engine_router(d->e)->n_faults, es->route_tx, es->route_rx,
+		 es->route_changes, es->route_overflow);
 	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
 		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);

@@ -36,9 +36,15 @@ static void usage(FILE *f)
 		"  --credit-period C      time units between credits (35)\n"
 		"  --rule vct|stop-at-red packet start rule (vct)\n"
 		"  --credit-model hw|exact\n"
-		"  --vcs 1|2              virtual channels; 1 = no dateline (can deadlock)\n"
+		"  --vcs 1..4             virtual channels; 1 = no dateline (can deadlock);\n"
+		"                         4 lets detours go through an intermediate node\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities\n"
 		"  --silence NODE:DIR[@T] drop every frame node NODE sends on DIR (0..5) from T\n"
+		"  --fault SPEC           a failure at virtual time T (repeatable): cut@T:X,Y,Z:DIR,\n"
+		"                         mend@T:X,Y,Z:DIR (DIR xp..zm), kill@T:X,Y,Z, revive@T:X,Y,Z\n"
+		"  --random-faults C,K,T  C random cable cuts and K node deaths in [0, T), each\n"
+		"                         repaired later (docs/lab.md, failures and repairs)\n"
+		"  --timeline W           also print bytes delivered per window of W time units\n"
 		"  --rto T --credit-timeout T --max-retries N --window N --max-commands N\n"
 		"  --cmd-timeout T        command deadline: -ETIMEDOUT after T (0 = none)\n"
 		"  --seed S               PRNG seed (1)\n"
@@ -53,7 +59,8 @@ enum {
 	OPT_BW, OPT_FIFO, OPT_TRED, OPT_TYELLOW, OPT_CREDIT_PERIOD, OPT_RULE, OPT_CREDIT_MODEL,
 	OPT_VCS, OPT_LOSS, OPT_CORRUPT, OPT_DUP, OPT_REORDER, OPT_SILENCE, OPT_RTO,
 	OPT_CREDIT_TIMEOUT, OPT_MAX_RETRIES, OPT_WINDOW, OPT_MAX_COMMANDS, OPT_SEED, OPT_MAX_TIME,
-	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT,
+	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT, OPT_FAULT, OPT_RANDOM_FAULTS,
+	OPT_TIMELINE,
 };
 
 static const struct option run_opts[] = {
@@ -89,6 +96,9 @@ static const struct option run_opts[] = {
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "cmd-timeout", required_argument, NULL, OPT_CMD_TIMEOUT },
+	{ "fault", required_argument, NULL, OPT_FAULT },
+	{ "random-faults", required_argument, NULL, OPT_RANDOM_FAULTS },
+	{ "timeline", required_argument, NULL, OPT_TIMELINE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -152,6 +162,10 @@ struct run_args {
 	struct dnp_lab_conf c;
 	bool csv, fifo_set, red_set, yellow_set;
 	uint32_t vcs;
+	/* failures are parsed once the torus is known */
+	const char *faults[DNP_LAB_MAX_FAULTS];
+	unsigned nfaults;
+	const char *random_faults;
 };
 
 #define NOT_MINE 1 /* an option parser that does not handle this option */
@@ -259,6 +273,14 @@ static int opt_fault(struct run_args *a, int opt, const char *arg)
 		return parse_prob(arg, &a->c.reorder);
 	case OPT_SILENCE:
 		return parse_silence(arg, &a->c);
+	case OPT_FAULT:
+		if (a->nfaults == DNP_LAB_MAX_FAULTS)
+			return -E2BIG;
+		a->faults[a->nfaults++] = arg;
+		return 0;
+	case OPT_RANDOM_FAULTS:
+		a->random_faults = arg;
+		return 0;
 	default:
 		return NOT_MINE;
 	}
@@ -278,6 +300,8 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 		return parse_u64(arg, &a->c.stall_limit);
 	case OPT_CMD_TIMEOUT:
 		return parse_u64(arg, &a->c.cmd_timeout);
+	case OPT_TIMELINE:
+		return parse_u64(arg, &a->c.timeline);
 	case OPT_CSV:
 		a->csv = true;
 		return 0;
@@ -326,6 +350,24 @@ static int run_parse_args(int argc, char **argv, struct run_args *a, bool *done)
 		fprintf(stderr, "dnp-lab: unexpected argument %s\n", argv[optind]);
 		return 2;
 	}
+	for (unsigned i = 0; i < a->nfaults; i++)
+		if (dnp_lab_fault_parse(a->faults[i], &a->c)) {
+			fprintf(stderr, "dnp-lab: bad value for --fault: %s\n", a->faults[i]);
+			return 2;
+		}
+	if (a->random_faults) {
+		unsigned cuts, kills;
+		unsigned long long t_end;
+		int n = 0;
+
+		if (sscanf(a->random_faults, "%u,%u,%llu%n", &cuts, &kills, &t_end, &n) != 3 ||
+		    a->random_faults[n] ||
+		    dnp_lab_random_faults(&a->c, cuts, kills, t_end, a->c.seed)) {
+			fprintf(stderr, "dnp-lab: bad value for --random-faults: %s\n",
+				a->random_faults);
+			return 2;
+		}
+	}
 	return 0;
 }
 
@@ -372,6 +414,14 @@ static int cmd_run(int argc, char **argv)
 	}
 	ret = dnp_lab_run(lab);
 	dnp_lab_report(lab, stdout, a.csv);
+	if (a.c.timeline) {
+		const uint64_t *tl;
+		unsigned n = dnp_lab_timeline(lab, &tl);
+
+		printf("timeline_start,bytes_delivered\n");
+		for (unsigned i = 0; i < n; i++)
+			printf("%" PRIu64 ",%" PRIu64 "\n", (uint64_t)i * a.c.timeline, tl[i]);
+	}
 	dnp_lab_destroy(lab);
 	return ret ? 1 : 0;
 }

@@ -16,13 +16,13 @@
 #define LAB_PORT 0u
 #define LAB_MAX_FRAME_SER(bw) (((uint64_t)DNP_MAX_FRAME / DNP_WORD_BYTES + (bw) - 1) / (bw))
 
-enum { LAB_EV_ARRIVE = 0, LAB_EV_WAKE = 1 };
+enum { LAB_EV_ARRIVE = 0, LAB_EV_WAKE = 1, LAB_EV_FAULT = 2 };
 
 struct lab_ev {
 	uint64_t t;
 	uint64_t seq; /* insertion order: ties break deterministically */
 	uint32_t node;
-	uint32_t slot; /* frame slot (ARRIVE) */
+	uint32_t slot; /* frame slot (ARRIVE), failure index (FAULT) */
 	uint8_t kind;
 	uint8_t dir; /* arrival direction at node */
 };
@@ -40,6 +40,10 @@ struct lab_rng {
 struct lab_msg {
 	uint32_t src, dst, size;
 	uint8_t ncompl, nrx;
+	uint8_t resolved; /* counted out of open_msgs */
+	uint8_t excused;  /* an endpoint was killed: not verified */
+	uint16_t attempts; /* submissions after the first (failures) */
+	uint64_t retry_at; /* when it may be submitted again */
 	int32_t status; /* 1 until completed */
 	uint32_t mismatches;
 	uint64_t seed; /* pattern of the message's bytes */
@@ -51,6 +55,7 @@ struct lab_msg {
 struct lab_link {
 	bool present;
 	bool silenced;
+	bool cut; /* a scheduled failure: frames both ways are lost */
 	uint32_t peer;
 	uint64_t busy_until;
 	struct lab_rng rng;
@@ -66,10 +71,15 @@ struct lab_node {
 	uint32_t nout, next_submit;
 	uint32_t *in;  /* incoming message indices, rx_va ascending */
 	uint32_t nin;
+	uint32_t *retry; /* failed messages to submit again, a FIFO of nout + 1 */
+	uint32_t retry_head, retry_tail;
+	bool dead;       /* killed: no engine */
+	uint32_t incarnation; /* engines this node has had, minus one */
 	uint64_t tx_size, rx_size;
 	uint32_t rx_key;
 	uint64_t next_wake;
 	uint64_t delivered_seen;
+	uint64_t bytes_seen, routes_seen; /* engine counters already accounted for */
 	bool touched;
 	struct lab_link link[DNP_NDIRS];
 };
@@ -96,6 +106,9 @@ struct dnp_lab {
 	uint32_t ntouched;
 	unsigned reported;
 	uint64_t writes;
+	unsigned faults_done; /* scheduled failures applied so far */
+	uint64_t *timeline;   /* bytes delivered per conf.timeline window */
+	unsigned ntimeline;   /* windows used */
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	struct dnp_lab_result res;
 };
@@ -490,6 +503,105 @@ int dnp_lab_parse_sizes(const char *s, struct dnp_lab_conf *c)
 }
 
 /* Appends a message src->dst of size to the plan (msgs may be NULL: counting pass). */
+static int fault_add(struct dnp_lab_conf *c, uint64_t at, uint32_t node, unsigned dir,
+		     unsigned kind)
+{
+	if (c->nfaults >= DNP_LAB_MAX_FAULTS)
+		return -E2BIG;
+	c->faults[c->nfaults++] = (struct dnp_lab_fault){ .at = at, .node = node,
+							  .dir = (uint8_t)dir,
+							  .kind = (uint8_t)kind };
+	return 0;
+}
+
+int dnp_lab_fault_parse(const char *s, struct dnp_lab_conf *c)
+{
+	static const char *const kinds[] = { "cut", "mend", "kill", "revive" };
+	static const char *const dirs[DNP_NDIRS] = { "xp", "xm", "yp", "ym", "zp", "zm" };
+	char buf[96], *at, *coord, *dir, *end;
+	struct dnp_coord xyz;
+	unsigned kind, d = 0;
+	uint64_t t;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	at = strchr(buf, '@');
+	if (!at)
+		return -EINVAL;
+	*at++ = '\0';
+	for (kind = 0; kind < 4 && strcmp(buf, kinds[kind]); kind++)
+		;
+	if (kind == 4)
+		return -EINVAL;
+	coord = strchr(at, ':');
+	if (!coord)
+		return -EINVAL;
+	*coord++ = '\0';
+	errno = 0;
+	t = strtoull(at, &end, 0);
+	if (end == at || *end || errno || *at == '-')
+		return -EINVAL;
+	dir = strchr(coord, ':');
+	if (dir)
+		*dir++ = '\0';
+	if ((kind <= DNP_LAB_MEND) != (dir != NULL))
+		return -EINVAL;
+	if (dnp_coord_parse(coord, &c->torus, &xyz))
+		return -EINVAL;
+	if (dir) {
+		for (d = 0; d < DNP_NDIRS && strcmp(dir, dirs[d]); d++)
+			;
+		if (d == DNP_NDIRS || c->torus.dim[d / 2] < 2)
+			return -EINVAL;
+	}
+	return fault_add(c, t, dnp_torus_id(&c->torus, xyz), d, kind);
+}
+
+int dnp_lab_random_faults(struct dnp_lab_conf *c, unsigned cuts, unsigned kills, uint64_t t_end,
+			  uint64_t seed)
+{
+	uint32_t n = dnp_torus_size(&c->torus);
+	struct lab_rng r;
+	int ret;
+
+	if (!t_end || (cuts && c->torus.dim[0] < 2 && c->torus.dim[1] < 2 && c->torus.dim[2] < 2))
+		return -EINVAL;
+	if (c->nfaults + 2ull * (cuts + kills) > DNP_LAB_MAX_FAULTS || kills > n)
+		return -E2BIG;
+	rng_seed(&r, seed ^ 0xfa11ed5eedull);
+	for (unsigned i = 0; i < cuts; i++) {
+		uint32_t node = (uint32_t)rng_below(&r, n);
+		unsigned dir;
+		uint64_t at = rng_below(&r, t_end);
+		uint64_t len = 1 + rng_below(&r, t_end / 2 + 1);
+
+		do
+			dir = (unsigned)rng_below(&r, DNP_NDIRS);
+		while (c->torus.dim[dir / 2] < 2);
+		if ((ret = fault_add(c, at, node, dir, DNP_LAB_CUT)) ||
+		    (ret = fault_add(c, at + len, node, dir, DNP_LAB_MEND)))
+			return ret;
+	}
+	/* kills one after the other: slot k of t_end / kills holds one death */
+	for (unsigned k = 0; k < kills; k++) {
+		uint64_t slot = t_end / kills, base = k * slot;
+		uint64_t at = base + rng_below(&r, slot / 2 + 1);
+		uint64_t len = 1 + rng_below(&r, slot / 2 + 1);
+		uint32_t node = (uint32_t)rng_below(&r, n);
+
+		for (unsigned j = 0; j < c->nfaults; j++)
+			if (c->faults[j].kind == DNP_LAB_KILL && c->faults[j].node == node) {
+				node = (node + 1) % n; /* each node dies at most once */
+				j = (unsigned)-1;
+			}
+		if ((ret = fault_add(c, at, node, 0, DNP_LAB_KILL)) ||
+		    (ret = fault_add(c, at + len, node, 0, DNP_LAB_REVIVE)))
+			return ret;
+	}
+	return 0;
+}
+
 static void plan_add(struct dnp_lab *lab, uint32_t src, uint32_t dst, uint32_t size)
 {
 	if (lab->msgs) {
@@ -607,6 +719,20 @@ static void fit_timers(struct dnp_lab_conf *c, uint64_t max_ser)
 		c->stall_limit = 4 * ((uint64_t)(c->link.max_retries + 2) * c->link.rto +
 				      c->link.credit_timeout) +
 				 10000;
+	if (!c->nfaults)
+		return;
+	/*
+	 * Failures: links must be able to come back (probe a BROKEN link), a
+	 * command whose completion report was lost with a cable must end by
+	 * its deadline, and a failed command is resubmitted once the failure
+	 * had time to be detected and told to every node.
+	 */
+	if (!c->link.reset_period)
+		c->link.reset_period = c->link.credit_timeout / 4 + 1;
+	if (!c->cmd_timeout)
+		c->cmd_timeout = c->stall_limit / 2;
+	if (!c->retry_delay)
+		c->retry_delay = c->link.credit_timeout;
 }
 
 static int build_nodes(struct dnp_lab *lab)
@@ -630,7 +756,8 @@ static int build_nodes(struct dnp_lab *lab)
 		nd->c = dnp_torus_coord(&c->torus, id);
 		nd->out = malloc((out_count[id] + 1) * sizeof(uint32_t));
 		nd->in = malloc((in_count[id] + 1) * sizeof(uint32_t));
-		if (!nd->out || !nd->in)
+		nd->retry = malloc((out_count[id] + 1) * sizeof(uint32_t));
+		if (!nd->out || !nd->in || !nd->retry)
 			goto out;
 		nd->next_wake = UINT64_MAX;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
@@ -664,11 +791,11 @@ out:
 	return ret;
 }
 
-static int build_engines(struct dnp_lab *lab)
+/* A new engine for node id (at start, or revived as a restarted daemon). */
+static int build_engine(struct dnp_lab *lab, uint32_t id)
 {
 	const struct dnp_lab_conf *c = &lab->conf;
-
-	for (uint32_t id = 0; id < lab->n; id++) {
+	{
 		struct lab_node *nd = &lab->nodes[id];
 		struct dnp_engine_conf ec;
 		int ret;
@@ -690,7 +817,10 @@ static int build_engines(struct dnp_lab *lab)
 		ec.key_secret[1] = ~c->seed ^ ((uint64_t)id << 32);
 		ec.mem = &lab_mem_ops;
 		ec.mem_ctx = nd;
-		ret = dnp_engine_create(&ec, 0, &nd->e);
+		/* a revived node is a new incarnation: its links say so in RESET frames */
+		ec.link.nonce = nd->incarnation ? (uint32_t)(id * 131u + nd->incarnation * 7919u + 2u)
+						: 0;
+		ret = dnp_engine_create(&ec, lab->now, &nd->e);
 		if (ret)
 			return ret;
 		ret = dnp_engine_port_open(nd->e, LAB_PORT);
@@ -699,6 +829,17 @@ static int build_engines(struct dnp_lab *lab)
 		ret = dnp_engine_register(nd->e, LAB_PORT, LAB_RX_BASE,
 					  nd->rx_size ? nd->rx_size : 16, DNP_BUF_PUT_TARGET, 0,
 					  &nd->rx_key);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int build_engines(struct dnp_lab *lab)
+{
+	for (uint32_t id = 0; id < lab->n; id++) {
+		int ret = build_engine(lab, id);
+
 		if (ret)
 			return ret;
 	}
@@ -719,6 +860,12 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 		if (!conf->torus.dim[i] || conf->torus.dim[i] > DNP_TORUS_MAX_DIM)
 			return -EINVAL;
 	}
+	if (conf->nfaults > DNP_LAB_MAX_FAULTS)
+		return -EINVAL;
+	for (unsigned i = 0; i < conf->nfaults; i++)
+		if (conf->faults[i].node >= dnp_torus_size(&conf->torus) ||
+		    conf->faults[i].dir >= DNP_NDIRS || conf->faults[i].kind > DNP_LAB_REVIVE)
+			return -EINVAL;
 	lab = calloc(1, sizeof(*lab));
 	if (!lab)
 		return -ENOMEM;
@@ -737,7 +884,10 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 	lab->touched = calloc(lab->n, sizeof(*lab->touched));
 	lab->heap_cap = 1024;
 	lab->heap = malloc(lab->heap_cap * sizeof(*lab->heap));
-	if (!lab->msgs || !lab->nodes || !lab->touched || !lab->heap)
+	if (conf->timeline)
+		lab->timeline = calloc(DNP_LAB_TIMELINE_MAX, sizeof(*lab->timeline));
+	if (!lab->msgs || !lab->nodes || !lab->touched || !lab->heap ||
+	    (conf->timeline && !lab->timeline))
 		goto fail;
 	plan(lab);
 	ret = build_nodes(lab);
@@ -767,6 +917,7 @@ void dnp_lab_destroy(struct dnp_lab *lab)
 				dnp_engine_destroy(lab->nodes[i].e);
 			free(lab->nodes[i].out);
 			free(lab->nodes[i].in);
+			free(lab->nodes[i].retry);
 		}
 	}
 	for (uint32_t i = 0; i < lab->nslots; i++)
@@ -777,7 +928,14 @@ void dnp_lab_destroy(struct dnp_lab *lab)
 	free(lab->msgs);
 	free(lab->touched);
 	free(lab->heap);
+	free(lab->timeline);
 	free(lab);
+}
+
+unsigned dnp_lab_timeline(const struct dnp_lab *lab, const uint64_t **out)
+{
+	*out = lab->timeline;
+	return lab->ntimeline;
 }
 
 /* ------------------------------------------------------------ running */
@@ -794,8 +952,31 @@ static void touch(struct dnp_lab *lab, uint32_t id)
 
 static void msg_resolve(struct dnp_lab *lab, struct lab_msg *m)
 {
-	if (m->ncompl == 1 && (m->status != 0 || m->nrx == 1))
+	if (!m->resolved && m->ncompl == 1 && (m->status != 0 || m->nrx >= 1)) {
+		m->resolved = 1;
 		lab->open_msgs--;
+	}
+}
+
+static int schedule_wake(struct dnp_lab *lab, struct lab_node *nd, uint64_t t);
+
+/* Errors a failure in the torus causes, which an application retries. */
+static bool retryable(int status)
+{
+	return status == -ENOLINK || status == -EHOSTUNREACH || status == -ETIMEDOUT ||
+	       status == -ECONNRESET;
+}
+
+/* Queues m (failed, both endpoints alive) for a new submission by nd. */
+static void retry_later(struct dnp_lab *lab, struct lab_node *nd, struct lab_msg *m)
+{
+	m->ncompl = 0;
+	m->status = 1;
+	m->attempts++;
+	m->retry_at = lab->now + lab->conf.retry_delay;
+	nd->retry[nd->retry_tail++ % (nd->nout + 1)] = (uint32_t)(m - lab->msgs);
+	lab->res.retries++;
+	(void)schedule_wake(lab, nd, m->retry_at);
 }
 
 static void on_completion(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_event *ev)
@@ -823,18 +1004,23 @@ static void on_completion(struct dnp_lab *lab, struct lab_node *nd, const struct
 	if (ev->type == DNP_EV_TX_DONE && ev->status == 0) {
 		m->status = 0;
 		lab->res.completions_ok++;
-		/* TX_DONE means the target wrote every byte */
-		if (m->written != m->size)
+		/* TX_DONE means the target wrote every byte (an earlier attempt may
+		 * have written some twice) */
+		if (!m->excused && (m->attempts ? m->written < m->size : m->written != m->size))
 			verify_fail(lab, "TX_DONE before every byte was written", ev->cookie - 1,
 				    m->written);
 	} else {
 		m->status = ev->status ? ev->status : -EIO;
+		if (!m->excused && lab->conf.nfaults && retryable(m->status)) {
+			retry_later(lab, nd, m);
+			return;
+		}
 		lab->res.completions_err++;
 		if (m->status == -ENOLINK)
 			lab->res.err_nolink++;
 		else
 			lab->res.err_other++;
-		if (!lab->conf.allow_errors)
+		if (!lab->conf.allow_errors && !m->excused)
 			verify_fail(lab, "command failed (msg, -status)", ev->cookie - 1,
 				    (uint64_t)-m->status);
 	}
@@ -853,7 +1039,9 @@ static void on_rx(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_eve
 	}
 	src = &lab->nodes[m->src];
 	if (m->nrx++) {
-		verify_fail(lab, "second RX event", (uint64_t)(m - lab->msgs), m->nrx);
+		/* a resubmitted message may arrive twice; otherwise exactly once */
+		if (!m->attempts && !m->excused)
+			verify_fail(lab, "second RX event", (uint64_t)(m - lab->msgs), m->nrx);
 		return;
 	}
 	lab->res.rx_events++;
@@ -861,12 +1049,19 @@ static void on_rx(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_eve
 	if (ev->len != m->size || ev->peer_x != src->c.x || ev->peer_y != src->c.y ||
 	    ev->peer_z != src->c.z || ev->op != DNP_OP_PUT)
 		verify_fail(lab, "RX event fields (msg, len)", (uint64_t)(m - lab->msgs), ev->len);
-	if (ev->hops != dnp_torus_distance(&lab->conf.torus, src->c, nd->c)) {
+	unsigned dist = dnp_torus_distance(&lab->conf.torus, src->c, nd->c);
+	if (lab->conf.nfaults && ev->hops > dist) {
+		lab->res.detoured++;
+	} else if (ev->hops != dist) {
 		lab->res.bad_hops++;
 		verify_fail(lab, "hop count != torus distance (msg, hops)",
 			    (uint64_t)(m - lab->msgs), ev->hops);
 	}
-	if (m->written != m->size || m->mismatches)
+	if (m->excused) {
+		msg_resolve(lab, m);
+		return;
+	}
+	if ((m->attempts ? m->written < m->size : m->written != m->size) || m->mismatches)
 		verify_fail(lab, "RX event with bytes missing or wrong (msg, written)",
 			    (uint64_t)(m - lab->msgs), m->written);
 	msg_resolve(lab, m);
@@ -903,47 +1098,139 @@ static bool poll_events(struct dnp_lab *lab, struct lab_node *nd)
 	return any;
 }
 
+/* Submits message idx from nd: 0, -EAGAIN (try later), or the engine's refusal. */
+static int submit_one(struct dnp_lab *lab, struct lab_node *nd, uint32_t idx)
+{
+	struct lab_msg *m = &lab->msgs[idx];
+	struct lab_node *dst = &lab->nodes[m->dst];
+	struct dnp_cmd cmd;
+	int ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.op = DNP_OP_PUT;
+	cmd.dst_port = LAB_PORT;
+	cmd.src_port = LAB_PORT;
+	cmd.dst_x = dst->c.x;
+	cmd.dst_y = dst->c.y;
+	cmd.dst_z = dst->c.z;
+	cmd.remote_key = dst->rx_key;
+	cmd.remote_va = m->rx_va;
+	cmd.len = m->size;
+	cmd.local_va = m->tx_va;
+	cmd.cookie = (uint64_t)idx + 1;
+	ret = dnp_engine_submit(nd->e, LAB_PORT, &cmd, lab->now);
+	if (ret == -EAGAIN)
+		return ret;
+	if (!m->attempts)
+		m->t_submit = lab->now;
+	if (ret) {
+		/* refused outright: no completion will follow */
+		m->ncompl = 1;
+		m->status = ret;
+		m->t_done = lab->now;
+		lab->res.completions_err++;
+		lab->res.err_other++;
+		verify_fail(lab, "submit refused (msg, -errno)", idx, (uint64_t)-ret);
+		msg_resolve(lab, m);
+	}
+	return 0;
+}
+
 static bool submit(struct dnp_lab *lab, struct lab_node *nd)
 {
 	bool any = false;
 
+	/* failed messages whose time has come, first */
+	while (nd->retry_head != nd->retry_tail) {
+		uint32_t idx = nd->retry[nd->retry_head % (nd->nout + 1)];
+		struct lab_msg *m = &lab->msgs[idx];
+
+		if (!m->excused) {
+			if (m->retry_at > lab->now) {
+				(void)schedule_wake(lab, nd, m->retry_at);
+				break;
+			}
+			if (submit_one(lab, nd, idx) == -EAGAIN)
+				break;
+			any = true;
+		}
+		nd->retry_head++;
+	}
 	while (nd->next_submit < nd->nout) {
 		uint32_t idx = nd->out[nd->next_submit];
-		struct lab_msg *m = &lab->msgs[idx];
-		struct lab_node *dst = &lab->nodes[m->dst];
-		struct dnp_cmd cmd;
-		int ret;
 
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.op = DNP_OP_PUT;
-		cmd.dst_port = LAB_PORT;
-		cmd.src_port = LAB_PORT;
-		cmd.dst_x = dst->c.x;
-		cmd.dst_y = dst->c.y;
-		cmd.dst_z = dst->c.z;
-		cmd.remote_key = dst->rx_key;
-		cmd.remote_va = m->rx_va;
-		cmd.len = m->size;
-		cmd.local_va = m->tx_va;
-		cmd.cookie = (uint64_t)idx + 1;
-		ret = dnp_engine_submit(nd->e, LAB_PORT, &cmd, lab->now);
-		if (ret == -EAGAIN)
+		if (!lab->msgs[idx].excused && submit_one(lab, nd, idx) == -EAGAIN)
 			break;
 		nd->next_submit++;
 		any = true;
-		m->t_submit = lab->now;
-		if (ret) {
-			/* refused outright: no completion will follow */
-			m->ncompl = 1;
-			m->status = ret;
-			m->t_done = lab->now;
-			lab->res.completions_err++;
-			lab->res.err_other++;
-			verify_fail(lab, "submit refused (msg, -errno)", idx, (uint64_t)-ret);
-			msg_resolve(lab, m);
-		}
 	}
 	return any;
+}
+
+/* Whatever was still open to or from a killed node is no longer verified. */
+static void excuse(struct dnp_lab *lab, uint32_t node)
+{
+	for (uint32_t i = 0; i < lab->nmsgs; i++) {
+		struct lab_msg *m = &lab->msgs[i];
+
+		if ((m->src != node && m->dst != node) || m->resolved || m->excused)
+			continue;
+		m->excused = 1;
+		m->resolved = 1;
+		lab->open_msgs--;
+		lab->res.excused++;
+	}
+}
+
+/* Applies scheduled failure i (struct dnp_lab_fault). */
+static int fault_apply(struct dnp_lab *lab, const struct dnp_lab_fault *f)
+{
+	struct lab_node *nd = &lab->nodes[f->node];
+	int ret;
+
+	lab->res.faults_applied++;
+	lab->faults_done++;
+	lab->last_progress = lab->now; /* a failure is not a deadlock of the traffic */
+	switch (f->kind) {
+	case DNP_LAB_CUT:
+	case DNP_LAB_MEND: {
+		struct lab_link *l = &nd->link[f->dir];
+
+		if (!l->present)
+			return 0;
+		l->cut = f->kind == DNP_LAB_CUT;
+		lab->nodes[l->peer].link[dnp_torus_opposite((enum dnp_dir)f->dir)].cut = l->cut;
+		touch(lab, f->node);
+		touch(lab, l->peer);
+		return 0;
+	}
+	case DNP_LAB_KILL:
+		if (nd->dead)
+			return 0;
+		excuse(lab, f->node);
+		dnp_engine_destroy(nd->e);
+		nd->e = NULL;
+		nd->dead = true;
+		nd->next_wake = UINT64_MAX;
+		return 0;
+	default: /* DNP_LAB_REVIVE */
+		if (!nd->dead)
+			return 0;
+		nd->incarnation++;
+		ret = build_engine(lab, f->node);
+		if (ret)
+			return ret;
+		nd->dead = false;
+		nd->next_submit = nd->nout; /* its messages were excused */
+		nd->retry_head = nd->retry_tail;
+		nd->delivered_seen = 0;
+		nd->bytes_seen = 0;
+		nd->routes_seen = 0;
+		for (unsigned d = 0; d < DNP_NDIRS; d++)
+			nd->link[d].busy_until = lab->now;
+		touch(lab, f->node);
+		return 0;
+	}
 }
 
 static bool frame_is_seq(const uint8_t *data, uint32_t len)
@@ -975,6 +1262,10 @@ static int transmit(struct dnp_lab *lab, struct lab_node *nd, unsigned dir,
 	if (l->silenced && lab->now >= c->silence_at) {
 		l->info.silenced++;
 		lab->res.silenced++;
+		return 0;
+	}
+	if (l->cut || lab->nodes[l->peer].dead) {
+		lab->res.cut_frames++;
 		return 0;
 	}
 	if (rng_chance(&l->rng, c->loss)) {
@@ -1065,6 +1356,8 @@ static int process(struct dnp_lab *lab, struct lab_node *nd)
 	bool work;
 	int ret;
 
+	if (nd->dead)
+		return 0;
 	for (int iter = 0; iter < 8; iter++) {
 		bool prog = false;
 
@@ -1093,6 +1386,20 @@ static int process(struct dnp_lab *lab, struct lab_node *nd)
 	if (st->pkts_delivered != nd->delivered_seen) {
 		nd->delivered_seen = st->pkts_delivered;
 		lab->last_progress = now;
+	}
+	if (st->bytes_delivered != nd->bytes_seen) {
+		uint64_t w = lab->timeline ? now / lab->conf.timeline : 0;
+
+		if (lab->timeline && w < DNP_LAB_TIMELINE_MAX) {
+			lab->timeline[w] += st->bytes_delivered - nd->bytes_seen;
+			if (w + 1 > lab->ntimeline)
+				lab->ntimeline = (unsigned)w + 1;
+		}
+		nd->bytes_seen = st->bytes_delivered;
+	}
+	if (st->route_changes != nd->routes_seen) {
+		nd->routes_seen = st->route_changes;
+		lab->res.last_route_change = now;
 	}
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		struct lab_link *l = &nd->link[d];
@@ -1123,12 +1430,37 @@ static int process(struct dnp_lab *lab, struct lab_node *nd)
 	return 0;
 }
 
+/*
+ * After failures: every link that can be UP (its cable whole, both ends
+ * alive) is UP, and no live engine has work left (routes told).
+ */
+static bool settled(const struct dnp_lab *lab)
+{
+	for (uint32_t i = 0; i < lab->n; i++) {
+		const struct lab_node *nd = &lab->nodes[i];
+
+		if (nd->dead)
+			continue;
+		if (dnp_engine_has_work(nd->e))
+			return false;
+		for (unsigned d = 0; d < DNP_NDIRS; d++) {
+			const struct lab_link *l = &nd->link[d];
+
+			if (l->present && !l->cut && !lab->nodes[l->peer].dead &&
+			    dnp_engine_link_state(nd->e, d) != DNP_LINK_UP)
+				return false;
+		}
+	}
+	return true;
+}
+
 static uint64_t pending_total(const struct dnp_lab *lab)
 {
 	uint64_t p = 0;
 
 	for (uint32_t i = 0; i < lab->n; i++)
-		p += dnp_engine_pending(lab->nodes[i].e);
+		if (lab->nodes[i].e)
+			p += dnp_engine_pending(lab->nodes[i].e);
 	return p;
 }
 
@@ -1153,12 +1485,16 @@ static void finish(struct dnp_lab *lab)
 
 		if (m->t_done != UINT64_MAX && m->t_submit != UINT64_MAX && lat)
 			lat[nl++] = m->t_done - m->t_submit;
-		if (r->status)
+		if (r->status || m->excused)
 			continue; /* a deadlock or timeout already says what is missing */
 		if (m->ncompl != 1)
 			verify_fail(lab, "message without completion", i, m->ncompl);
-		else if (m->status == 0 && (m->nrx != 1 || m->written != m->size || m->mismatches))
+		else if (m->status == 0 &&
+			 (m->attempts ? m->nrx < 1 || m->written < m->size
+				      : m->nrx != 1 || m->written != m->size))
 			verify_fail(lab, "completed message not received intact", i, m->written);
+		else if (m->mismatches)
+			verify_fail(lab, "message with wrong bytes", i, m->mismatches);
 	}
 	if (nl) {
 		qsort(lat, nl, sizeof(*lat), cmp_u64);
@@ -1176,6 +1512,8 @@ static void finish(struct dnp_lab *lab)
 	memset(&r->engine, 0, sizeof(r->engine));
 	memset(&r->link, 0, sizeof(r->link));
 	for (uint32_t i = 0; i < lab->n; i++) {
+		if (!lab->nodes[i].e)
+			continue; /* killed, not revived: its counters went with it */
 		const struct dnp_engine_stats *s = dnp_engine_stats(lab->nodes[i].e);
 
 		r->engine.cmds_accepted += s->cmds_accepted;
@@ -1192,6 +1530,9 @@ static void finish(struct dnp_lab *lab)
 		r->engine.deliver_errors += s->deliver_errors;
 		r->engine.events += s->events;
 		r->engine.hops_total += s->hops_total;
+		r->engine.route_tx += s->route_tx;
+		r->engine.route_rx += s->route_rx;
+		r->engine.route_changes += s->route_changes;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
 			const struct dnp_link_stats *ls;
 
@@ -1228,6 +1569,14 @@ int dnp_lab_run(struct dnp_lab *lab)
 	lab->last_progress = 0;
 	for (uint32_t i = 0; i < lab->n; i++)
 		touch(lab, i);
+	for (unsigned i = 0; i < c->nfaults; i++) {
+		struct lab_ev ev = { .t = c->faults[i].at, .kind = LAB_EV_FAULT,
+				     .node = c->faults[i].node, .slot = i };
+
+		ret = heap_push(lab, ev);
+		if (ret)
+			goto out;
+	}
 	for (;;) {
 		for (uint32_t i = 0; i < lab->ntouched; i++) {
 			struct lab_node *nd = &lab->nodes[lab->touched[i]];
@@ -1238,9 +1587,14 @@ int dnp_lab_run(struct dnp_lab *lab)
 				goto out;
 		}
 		lab->ntouched = 0;
-		if (!lab->open_msgs && pending_total(lab) == 0)
+		/* with failures scheduled: also until all are applied and the torus healed */
+		if (!lab->open_msgs && pending_total(lab) == 0 &&
+		    (!c->nfaults || (lab->faults_done == c->nfaults && settled(lab))))
 			break;
 		if (lab->now - lab->last_progress > c->stall_limit) {
+			/* traffic done, the torus not healed: said by the link states */
+			if (!lab->open_msgs && c->nfaults && lab->faults_done == c->nfaults)
+				break;
 			/* Everything resolved but packets stuck (e.g. behind a broken
 			 * link): not a deadlock of the traffic, reported as pending. */
 			if (!lab->open_msgs && c->allow_errors)
@@ -1263,7 +1617,14 @@ int dnp_lab_run(struct dnp_lab *lab)
 			struct lab_node *nd = &lab->nodes[ev.node];
 
 			r->events_processed++;
-			if (ev.kind == LAB_EV_ARRIVE) {
+			if (ev.kind == LAB_EV_FAULT) {
+				ret = fault_apply(lab, &c->faults[ev.slot]);
+				if (ret)
+					goto out;
+			} else if (ev.kind == LAB_EV_ARRIVE && nd->dead) {
+				r->cut_frames++;
+				slot_put(lab, ev.slot);
+			} else if (ev.kind == LAB_EV_ARRIVE) {
 				struct lab_slot *s = &lab->slots[ev.slot];
 				int rx = dnp_engine_rx(nd->e, ev.dir, s->data, s->len, lab->now);
 
@@ -1405,6 +1766,13 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("inj_undelivered_seq", r->undelivered_seq);
 	K("rx_rejected_crc", r->rx_rejected_crc);
 	K("rx_rejected_other", r->rx_rejected_other);
+	K("faults_applied", r->faults_applied);
+	K("fault_lost_frames", r->cut_frames);
+	K("retries", r->retries);
+	K("detoured", r->detoured);
+	K("excused", r->excused);
+	K("route_changes", r->engine.route_changes);
+	K("last_route_change", r->last_route_change);
 #undef K
 	return n;
 }
@@ -1413,7 +1781,7 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv)
 {
 	const struct dnp_lab_conf *c = &lab->conf;
 	const struct dnp_lab_result *r = &lab->res;
-	struct lab_counter k[48];
+	struct lab_counter k[64];
 	unsigned nk = counters(lab, k);
 	uint64_t t = r->time ? r->time : 1;
 	double umin = 1e9, umax = 0, usum = 0;

@@ -48,6 +48,34 @@
 #include "engine.h"
 
 #define DNP_LAB_MAX_SIZES 16u
+#define DNP_LAB_MAX_FAULTS 256u
+
+/*
+ * Scheduled failures (docs/lab.md, "Failures and repairs"): at time 'at',
+ * CUT the cable behind (node, dir) (frames both ways are lost until MEND),
+ * or KILL a node (its engine is gone; frames to it are lost) and REVIVE it
+ * (a fresh engine, as a restarted daemon). Messages whose source or target
+ * is ever killed are excused: whatever happens to them is counted, not
+ * verified. Commands of live endpoints that fail because of a failure
+ * (-ENOLINK, -EHOSTUNREACH, -ETIMEDOUT, -ECONNRESET) are submitted again
+ * after retry_delay, as an application would, so that every message whose
+ * endpoints stayed alive must in the end be delivered byte-exact. With
+ * failures set, a hop count above the torus distance is a detour (counted),
+ * not an error.
+ */
+enum dnp_lab_fault_kind {
+	DNP_LAB_CUT = 0,
+	DNP_LAB_MEND = 1,
+	DNP_LAB_KILL = 2,
+	DNP_LAB_REVIVE = 3,
+};
+
+struct dnp_lab_fault {
+	uint64_t at;
+	uint32_t node;
+	uint8_t dir;  /* CUT, MEND */
+	uint8_t kind; /* enum dnp_lab_fault_kind */
+};
 
 enum dnp_lab_pattern {
 	DNP_LAB_ALL_TO_ALL = 0, /* every node to every other node */
@@ -78,6 +106,13 @@ struct dnp_lab_conf {
 	unsigned silence_dir;
 	uint64_t silence_at;
 	bool allow_errors; /* completions with errors are counted, not failures */
+	/* scheduled failures and repairs (see above), and the resubmission delay
+	 * (0: derived from the link timers when failures are set) */
+	struct dnp_lab_fault faults[DNP_LAB_MAX_FAULTS];
+	unsigned nfaults;
+	uint64_t retry_delay;
+	/* bytes delivered per window of this many time units (0: not kept) */
+	uint64_t timeline;
 	/* traffic */
 	enum dnp_lab_pattern pattern;
 	uint32_t sizes[DNP_LAB_MAX_SIZES];
@@ -124,6 +159,11 @@ struct dnp_lab_result {
 	/* sequenced frames of which no copy arrived intact (each forces a retransmission) */
 	uint64_t undelivered_seq;
 	uint64_t rx_rejected_crc, rx_rejected_other; /* dnp_engine_rx returned -EILSEQ / another error */
+	/* failures: events applied, frames lost to cut cables or dead nodes,
+	 * commands resubmitted, messages that arrived by a longer path, and
+	 * messages excused (an endpoint was killed) */
+	uint64_t faults_applied, cut_frames, retries, detoured, excused;
+	uint64_t last_route_change; /* when a node last adopted a cable state */
 	/* sums of every node's engine and link counters */
 	struct dnp_engine_stats engine;
 	struct dnp_link_stats link;
@@ -136,8 +176,26 @@ int dnp_lab_parse_sizes(const char *s, struct dnp_lab_conf *c);
 const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
 /* -EINVAL if unknown. */
 int dnp_lab_pattern_parse(const char *s, enum dnp_lab_pattern *p);
+/*
+ * Parses one failure, "cut@T:X,Y,Z:DIR", "mend@T:X,Y,Z:DIR", "kill@T:X,Y,Z"
+ * or "revive@T:X,Y,Z" (DIR xp|xm|yp|ym|zp|zm), and appends it to c.
+ * Errors: -EINVAL syntax or outside c->torus; -E2BIG too many.
+ */
+int dnp_lab_fault_parse(const char *s, struct dnp_lab_conf *c);
+/*
+ * Appends 'cuts' random cable cuts and 'kills' random node deaths, each
+ * starting at a random time in [0, t_end) and repaired (MEND, REVIVE) after
+ * a random time up to t_end / 2, from seed. A node is killed at most once,
+ * and never while another kill is unrepaired.
+ * Errors: -E2BIG too many; -EINVAL t_end 0 or a torus without cables.
+ */
+int dnp_lab_random_faults(struct dnp_lab_conf *c, unsigned cuts, unsigned kills, uint64_t t_end,
+			  uint64_t seed);
 
 struct dnp_lab;
+#define DNP_LAB_TIMELINE_MAX 65536u
+/* The timeline (conf.timeline): *out points at n windows of delivered bytes. */
+unsigned dnp_lab_timeline(const struct dnp_lab *lab, const uint64_t **out);
 
 /* Errors: -EINVAL (bad conf), -ENOMEM, or an engine error. */
 int dnp_lab_create(const struct dnp_lab_conf *c, struct dnp_lab **out);

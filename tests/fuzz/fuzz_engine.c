@@ -141,7 +141,7 @@ static void frame_op(struct dnp_engine *e, struct in *in, uint64_t now)
 	h.src = (struct dnp_coord){ (uint8_t)(take(in, 1) % 3), 0, 0 };
 	h.dst_port = (uint8_t)take(in, 1);
 	h.src_port = (uint8_t)take(in, 1);
-	h.kind = (uint8_t)(take(in, 1) % 8);
+	h.kind = (uint8_t)(take(in, 1) % 9); /* DNP_PKT_ROUTE included */
 	h.vc = (uint8_t)(take(in, 1) % DNP_MAX_VC);
 	h.flags = (uint8_t)(take(in, 1) % 4);
 	h.status = (uint8_t)take(in, 1);
@@ -152,6 +152,7 @@ static void frame_op(struct dnp_engine *e, struct in *in, uint64_t now)
 	h.offset = (uint32_t)take(in, 3);
 	h.hops = (uint8_t)take(in, 1);
 	h.msg_len = (uint32_t)take(in, 3);
+	h.via = (uint16_t)(take(in, 2) & ~DNP_PKT_VIA_RSVD); /* route through a via */
 	for (unsigned i = 0; i < h.len; i++)
 		payload[i] = (uint8_t)take(in, 1);
 	int n = dnp_pkt_encode(&h, payload, frame, sizeof(frame));

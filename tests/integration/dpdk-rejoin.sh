@@ -4,7 +4,8 @@
 # 2x2x2 testbed, daemons started by dnp-run --daemon-death restart, and node 0
 # runs the drill (this script again, with --inner):
 #   1. ping-pong 0 <-> 1 (node 0's X+ port, veth d0-xp);
-#   2. veth down: node 0 reports X+ BROKEN; veth up again: X+ is UP again in a
+#   2. veth down: node 0 reports X+ BROKEN, and a ping-pong 0 <-> 1 passes
+#      through the detour (the X- cable); veth up again: X+ is UP again in a
 #      new link epoch, and a new ping-pong 0 <-> 1 passes;
 #   3. kill -9 the dnpd of node 1, the relay of 0 <-> 3 (1,1,0); dnp-run starts
 #      it again with the same arguments; its links come back, a ping-pong
@@ -56,6 +57,11 @@ if [ "${1:-}" = --inner ]; then
 	echo "+ ip -n $P-0 link set d0-xp down"
 	ip -n "$P-0" link set dev d0-xp down
 	wait_for 20 x_state BROKEN || fail "X+ not BROKEN with its veth down"
+	# The detour (docs/routing.md): node 0 knows its X+ cable is broken, and
+	# traffic to node 1 takes the other cable, X- (the X ring has two nodes).
+	stats 0 | grep -Eq '^routes broken_cables [1-9]' || fail "node 0 does not know its broken cable"
+	pingpong 1 1,0,0 50 8,4096 || fail "ping-pong 0 <-> 1 through the detour (X-)"
+	echo "PASS detour while X+ is down"
 	echo "+ ip -n $P-0 link set d0-xp up"
 	ip -n "$P-0" link set dev d0-xp up
 	wait_for 30 x_state UP || fail "X+ not UP again with its veth up"
