@@ -4,26 +4,31 @@
  * (a control connection, api/abi/dnp_session.h: no port, no memory).
  *
  *   dnpctl [--socket DIR/node-<id>.sock] stats|topo
+ *   dnpctl [--socket ...] [--wait-ms MS] topo --all
  *   dnpctl [--supervisor HOST:PORT] status [--json | --log]
  *   dnpctl [--socket ...] sensor temp|volt|power VALUE|off
  *   dnpctl [--socket ...] timer T_WRITE_MS T_READ_MS
  *   dnpctl [--socket DIR/node-<id>.sock] impair SPEC|off
  *
  * impair checks SPEC (transport/impair.h; several joined by ';') and writes
- * it to DIR/node-<id>.impair (a new file renamed over the old one), which the
- * daemon applies within 50 ms; `dnpctl stats` shows it per link.
+ * it to the daemon's impairment file (a new file renamed over the old one),
+ * which the daemon applies within 50 ms; `dnpctl stats` shows it per link.
+ * The daemon names its files in its report ("file impair PATH", "file
+ * lofamo PATH"), whatever its socket is called; a daemon that does not answer
+ * has them next to a socket named DIR/node-<id>.sock.
  *
  * The socket defaults to $DNP_SOCKET, else /run/dnp/dnpd.sock; the
  * supervisor to $DNP_SUPERVISOR. topo prints the node line and the "wiring"
  * lines of stats: each link's expected and discovered neighbour
- * (docs/cluster.md, "The cabling check").
+ * (docs/cluster.md, "The cabling check"); topo --all adds every other node's,
+ * which the daemon asks over the torus (exit 4 when a node did not answer).
  * status asks the LO|FA|MO Fault Supervisor for its picture (a torus map per
  * plane, coloured on a terminal; JSON; or the event log). sensor and timer
- * write the node's LO|FA|MO registers (DIR/node-<id>.lofamo, next to the
- * socket): a simulated sensor reading (m°C, mV, mW) or the timer register
+ * write the node's LO|FA|MO registers (the daemon's register block,
+ * RUN_DIR/node-<id>.lofamo): a simulated sensor reading (m°C, mV, mW) or the timer register
  * (T_write < T_read, refused otherwise). Exit status: 0, 1 (daemon or
  * supervisor error or unreachable), 2 (usage or a refused value), 3 (topo: a
- * link is MISWIRED).
+ * link is MISWIRED), 4 (topo --all: a node did not answer).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -42,6 +48,7 @@
 #include <stdatomic.h>
 
 #include "dnp_session.h"
+#include "dnpd.h"
 #include "impair.h"
 #include "regs.h"
 #include "svc.h"
@@ -50,6 +57,7 @@ static void dnpctl_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"usage: %s [--socket PATH] stats|topo\n"
+		"       dnpctl [--socket PATH] [--wait-ms MS] topo --all\n"
 		"       %s [--supervisor HOST:PORT] status [--json | --log]\n"
 		"       %s [--socket PATH] sensor temp|volt|power VALUE|off\n"
 		"       %s [--socket PATH] timer T_WRITE_MS T_READ_MS\n"
@@ -61,6 +69,9 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"                  counters and open ports\n"
 		"  topo            each link's expected and discovered neighbour (exit 3\n"
 		"                  when one is MISWIRED)\n"
+		"  topo --all      the same for every node of the torus: the daemon asks\n"
+		"                  each node over the torus; nodes silent after --wait-ms\n"
+		"                  (default 2000) are listed (exit 4 if so, 3 if MISWIRED)\n"
 		"  status          the LO|FA|MO supervisor's picture: a torus map per plane\n"
 		"                  (colour on a terminal), --json, or --log (event log)\n"
 		"  sensor          simulate a DNP sensor reading (m°C, mV, mW); off: real one\n"
@@ -94,16 +105,12 @@ static int dnpctl_read(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* Prints the report, or with topo only its node and wiring lines; 3 if one is MISWIRED. */
-static int dnpctl_print(char *text, bool topo)
+/* Prints the node and wiring lines of a report; 3 if one is MISWIRED. */
+static int dnpctl_print_topo(char *text)
 {
 	bool miswired = false;
 	char *line, *save = NULL;
 
-	if (!topo) {
-		fputs(text, stdout);
-		return 0;
-	}
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (strncmp(line, "node ", 5) && strncmp(line, "wiring ", 7))
 			continue;
@@ -114,15 +121,21 @@ static int dnpctl_print(char *text, bool topo)
 	return miswired ? 3 : 0;
 }
 
-static int dnpctl_stats(const char *path, bool topo)
+/*
+ * One STATS request (arg32: dnpd.h DNPD_STATS_*); *text gets the report
+ * (malloc'd, NUL-terminated). Errors: -errno of socket/connect/send,
+ * -ETIMEDOUT, -EIO, -EPROTO, -ENOMEM, -ENAMETOOLONG, the daemon's status.
+ */
+static int dnpctl_ask(const char *path, uint32_t arg, char **text)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dnp_sess_msg m = {
 		.magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION, .type = DNP_SESS_STATS,
+		.arg32 = arg,
 	};
-	char *text;
 	int fd, r;
 
+	*text = NULL;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
@@ -142,23 +155,196 @@ static int dnpctl_stats(const char *path, bool topo)
 		goto out;
 	}
 	if (m.status) {
-		r = m.status;
+		r = m.status < 0 ? m.status : -EPROTO;
 		goto out;
 	}
-	text = malloc(m.len + 1);
-	if (!text) {
+	*text = malloc(m.len + 1);
+	if (!*text) {
 		r = -ENOMEM;
 		goto out;
 	}
-	r = dnpctl_read(fd, text, m.len);
+	r = dnpctl_read(fd, *text, m.len);
 	if (r == 0) {
-		text[m.len] = 0;
-		r = dnpctl_print(text, topo);
+		(*text)[m.len] = 0;
+	} else {
+		free(*text);
+		*text = NULL;
 	}
-	free(text);
 out:
 	close(fd);
 	return r;
+}
+
+/* stats (the whole report) or topo (its node and wiring lines; 3 when MISWIRED). */
+static int dnpctl_stats(const char *path, bool topo)
+{
+	char *text;
+	int r = dnpctl_ask(path, 0, &text);
+
+	if (r)
+		return r;
+	if (topo) {
+		r = dnpctl_print_topo(text);
+	} else {
+		fputs(text, stdout);
+		r = 0;
+	}
+	free(text);
+	return r;
+}
+
+static uint64_t dnpctl_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * True when every "peer" of the report answered within the last max_age_ms
+ * (i.e. since we first asked); counts them.
+ */
+static bool dnpctl_all_fresh(const char *text, uint64_t max_age_ms, unsigned *npeer,
+			     unsigned *nfresh)
+{
+	const char *line = text;
+
+	*npeer = *nfresh = 0;
+	for (; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned id;
+		char tail[32];
+		unsigned long long age;
+
+		if (sscanf(line, "peer %u (%*u,%*u,%*u) %31s", &id, tail) != 2 ||
+		    (strncmp(tail, "age_ms", 6) && strncmp(tail, "no", 2)))
+			continue;
+		(*npeer)++;
+		if (sscanf(line, "peer %u (%*u,%*u,%*u) age_ms %llu", &id, &age) == 2 &&
+		    age <= max_age_ms)
+			(*nfresh)++;
+	}
+	return *npeer == *nfresh;
+}
+
+/*
+ * topo --all: the asked daemon queries every other node over the torus
+ * (dnpd.c, "The torus-wide wiring view"); we ask it again every 50 ms until
+ * every node answered since we began, or wait_ms passed. Prints each node's
+ * line and wiring lines in node-id order, "no answer" for the silent ones.
+ * Returns 3 if a link is MISWIRED, 4 if a node did not answer, else 0.
+ */
+static int dnpctl_topo_all(const char *path, unsigned wait_ms)
+{
+	uint64_t t0 = dnpctl_ms();
+	unsigned npeer = 0, nfresh = 0;
+	bool miswired = false, silent = false;
+	char *text = NULL, *line, *save = NULL;
+	int r;
+
+	for (;;) {
+		free(text);
+		r = dnpctl_ask(path, DNPD_STATS_TORUS, &text);
+		if (r)
+			return r;
+		if (!strstr(text, "\ntorus_query "))
+			return -EOPNOTSUPP; /* a daemon without the torus query */
+		if (dnpctl_all_fresh(text, dnpctl_ms() - t0, &npeer, &nfresh) ||
+		    dnpctl_ms() - t0 >= wait_ms)
+			break;
+		usleep(50000);
+	}
+	printf("torus: %u of %u other nodes answered over the torus\n", nfresh, npeer);
+	{
+		uint64_t elapsed = dnpctl_ms() - t0;
+		unsigned cur = UINT_MAX;
+		bool cur_fresh = false;
+
+		for (line = strtok_r(text, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			unsigned id;
+			unsigned long long age;
+			int off = 0, clen;
+
+			if (!strncmp(line, "node ", 5)) {
+				printf("%s (asked)\n", line);
+			} else if (!strncmp(line, "wiring ", 7)) {
+				puts(line);
+				miswired = miswired || strstr(line, " MISWIRED");
+			} else if (sscanf(line, "peer %u %n", &id, &off) == 1 && off) {
+				const char *c = line + off;
+
+				if (!strncmp(c, "wiring ", 7)) {
+					/* a wiring line of the peer just printed, if it answered */
+					if (id == cur && cur_fresh) {
+						puts(c);
+						miswired = miswired || strstr(c, " MISWIRED");
+					}
+					continue;
+				}
+				clen = (int)strcspn(c, " ");
+				cur = id;
+				cur_fresh = sscanf(c + clen, " age_ms %llu", &age) == 1 &&
+					    age <= elapsed;
+				if (cur_fresh) {
+					printf("node %u %.*s answered\n", id, clen, c);
+				} else {
+					printf("node %u %.*s no answer over the torus within %u ms\n",
+					       id, clen, c, wait_ms);
+					silent = true;
+				}
+			}
+		}
+	}
+	free(text);
+	return miswired ? 3 : silent ? 4 : 0;
+}
+
+/*
+ * The path of one of the daemon's files ("lofamo": its LO|FA|MO register
+ * block, "impair": the impairment file it watches), as its report names it
+ * ("file KIND PATH"). A daemon that cannot be asked: derived from a socket
+ * named DIR/node-<id>.sock (DIR/node-<id>.SUFFIX), the run directory's
+ * default layout. Errors: -ENOENT (the daemon has no such file), -EINVAL
+ * (not asked and the socket name says nothing), -ENAMETOOLONG.
+ */
+static int dnpctl_file(const char *sock, const char *kind, const char *suffix, char *out,
+		       size_t cap)
+{
+	char *text, key[32];
+	size_t n = strlen(sock);
+	int r = dnpctl_ask(sock, 0, &text);
+
+	if (r == 0) {
+		const char *l = text;
+		size_t klen = (size_t)snprintf(key, sizeof(key), "file %s ", kind);
+
+		r = -ENOENT;
+		for (; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+			size_t len = strcspn(l + klen, "\n");
+
+			if (strncmp(l, key, klen))
+				continue;
+			if (len >= cap) {
+				r = -ENAMETOOLONG;
+				break;
+			}
+			memcpy(out, l + klen, len);
+			out[len] = 0;
+			r = 0;
+			break;
+		}
+		free(text);
+		return r;
+	}
+	if (n < 5 || strcmp(sock + n - 5, ".sock") || strncmp(strrchr(sock, '/') ?
+							     strrchr(sock, '/') + 1 : sock, "node-", 5))
+		return -EINVAL;
+	if (n - 5 + strlen(suffix) >= cap)
+		return -ENAMETOOLONG;
+	memcpy(out, sock, n - 5);
+	strcpy(out + n - 5, suffix);
+	return 0;
 }
 
 /* Checks the specs and writes them where the daemon of 'sock' looks. */
@@ -166,11 +352,9 @@ static int dnpctl_impair(const char *sock, const char *specs)
 {
 	char path[4096], tmp[4200], buf[1024];
 	char *save = NULL, *sp;
-	size_t n = strlen(sock);
 	FILE *f;
+	int r;
 
-	if (n < 5 || strcmp(sock + n - 5, ".sock") || n + 8 > sizeof(path))
-		return -EINVAL;
 	if (strlen(specs) >= sizeof(buf))
 		return -E2BIG;
 	strcpy(buf, specs);
@@ -182,8 +366,9 @@ static int dnpctl_impair(const char *sock, const char *specs)
 			return -EINVAL;
 		}
 	}
-	memcpy(path, sock, n - 5);
-	strcpy(path + n - 5, ".impair");
+	r = dnpctl_file(sock, "impair", ".impair", path, sizeof(path));
+	if (r)
+		return r;
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
 	f = fopen(tmp, "w");
 	if (!f)
@@ -245,16 +430,15 @@ out:
 	return n;
 }
 
-/* The register block next to the daemon's socket: DIR/node-<id>.sock -> DIR/node-<id>.lofamo. */
+/* The daemon's register block, as it names it (dnpctl_file), mapped. */
 static int dnpctl_regs(const char *sock, struct dnp_lfm_regs **r)
 {
 	char path[PATH_MAX];
-	size_t n = strlen(sock);
 	unsigned dim[3] = { 0, 0, 0 };
+	int e = dnpctl_file(sock, "lofamo", ".lofamo", path, sizeof(path));
 
-	if (n < 5 || strcmp(sock + n - 5, ".sock") || n + 3 >= sizeof(path))
-		return -EINVAL;
-	snprintf(path, sizeof(path), "%.*s.lofamo", (int)(n - 5), sock);
+	if (e)
+		return e;
 	return dnp_lfm_regs_map(path, false, 0, dim, r);
 }
 
@@ -316,18 +500,34 @@ int main(int argc, char **argv)
 		{ "supervisor", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "log", no_argument, NULL, 'l' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
 			   "/run/dnp/dnpd.sock";
 	const char *sup = getenv("DNP_SUPERVISOR");
-	unsigned qflags = 0;
-	bool topo;
+	unsigned qflags = 0, wait_ms = 2000;
+	bool topo, all = false;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "s:S:jlh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:S:jlaw:h", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'a':
+			all = true;
+			break;
+		case 'w': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v > 600000) {
+				fprintf(stderr, "dnpctl: --wait-ms %s: want 0..600000\n", optarg);
+				return 2;
+			}
+			wait_ms = (unsigned)v;
+			break;
+		}
 		case 's':
 			path = optarg;
 			break;
@@ -382,9 +582,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	topo = !strcmp(argv[optind], "topo");
-	r = dnpctl_stats(path, topo);
-	if (r == 3)
-		return 3;
+	if (all && !topo) {
+		dnpctl_usage(stderr, argv[0]);
+		return 2;
+	}
+	r = all ? dnpctl_topo_all(path, wait_ms) : dnpctl_stats(path, topo);
+	if (r == 3 || r == 4)
+		return r;
 	if (r) {
 		fprintf(stderr, "dnpctl: %s: %s\n", path, strerror(-r));
 		return 1;

@@ -116,6 +116,8 @@ struct dnpd_lfm {
 	int32_t power_mw;
 	bool power_ok;
 	uint64_t diag_send_failed;
+	uint64_t diag_dropped;        /* DIAGs that were neither the DFM's nor wiring ones */
+	void *wire_ctx;               /* struct dnpd: wiring DIAGs go to dnpd_wire_diag */
 };
 /* Maps the register block and creates the DFM. Errors of dnp_lfm_regs_map, dnp_dfm_create. */
 int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
@@ -123,6 +125,15 @@ int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_eng
 /* Slow-path work: DIAGs in, DFM tick when due (or a link changed), DIAGs out. */
 void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now);
 void dnpd_lfm_stop(struct dnpd_lfm *m);
+
+/*
+ * dnpd.c: the torus-wide wiring query (dnpctl topo --all). dnpd_wire_is tells
+ * a wiring DIAG payload from the DFM's; dnpd_wire_diag answers a query or
+ * keeps an answer (malformed ones are counted). ctx is the daemon.
+ */
+bool dnpd_wire_is(const void *payload, size_t len);
+void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len,
+		    uint64_t now);
 
 /* ---- place.c / place_numa.c ---- */
 /* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */
@@ -161,6 +172,12 @@ struct dnpd_sess_conf {
 	const struct dnpd_sess_ops *ops;
 	void *ctx;
 };
+
+/*
+ * STATS request arg32 bits (dnpctl): DNPD_STATS_TORUS also asks every other
+ * node's wiring over the torus and appends the answers so far ("peer" lines).
+ */
+#define DNPD_STATS_TORUS 0x1u
 
 #define DNPD_CMD_BURST 32u
 
@@ -206,6 +223,7 @@ struct dnpd_sess_srv {
 	unsigned nconn;
 	unsigned npending;      /* connections not ready yet */
 	uint64_t refused, timed_out;
+	uint32_t stats_arg;     /* arg32 of the STATS request being answered (DNPD_STATS_*) */
 	struct dnpd_session *conn[DNPD_MAX_CONN];
 	struct dnpd_session *by_port[256];
 	/* Ports with a session, compact, for the poll loop. */

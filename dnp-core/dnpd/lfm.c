@@ -11,6 +11,10 @@
  * (/sys/class/thermal/thermal_zone0/temp, m°C) and the RAPL package energy
  * counter (/sys/class/powercap/intel-rapl:0/energy_uj, turned into mW).
  * Without them only the simulated sensors (dnpctl sensor) exist.
+ *
+ * The engine has one DIAG queue: the daemon's wiring queries and answers
+ * (dnpctl topo --all, dnpd.c) travel as DIAG packets too and are handed to
+ * dnpd_wire_diag here, also when the DFM is off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -151,15 +155,24 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 	bool changed = false;
 	int n;
 
-	if (!m->dfm)
-		return;
 	o.nalarm = 0;
 	o.ndiag = 0;
 	while ((n = dnp_engine_diag_poll(e, &src, buf, sizeof(buf))) > 0) {
+		/* Wiring queries and answers (dnpctl topo --all) share the DIAG queue. */
+		if (dnpd_wire_is(buf, (size_t)n) && m->wire_ctx) {
+			dnpd_wire_diag(m->wire_ctx, src, buf, (size_t)n, now);
+			continue;
+		}
+		if (!m->dfm) {
+			m->diag_dropped++;
+			continue;
+		}
 		if (dnp_dfm_on_diag(m->dfm, src, buf, (size_t)n, now, &o) < 0)
 			dnpd_log(DNPD_WARN, "lofamo: bad DIAG from (%u,%u,%u)", src.x, src.y, src.z);
 		changed = true;
 	}
+	if (!m->dfm)
+		return;
 	if (o.nalarm)
 		lfm_log(m, &o);
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {

@@ -551,7 +551,7 @@ static int dnpd_sess_register(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	return r;
 }
 
-static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se)
+static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t arg)
 {
 	struct dnp_sess_msg rep = { .type = DNP_SESS_STATS };
 	char *buf = malloc(DNP_SESS_STATS_MAX);
@@ -560,8 +560,10 @@ static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se)
 
 	if (!se->is_app)
 		dnpd_sess_set_ready(s, se); /* a dnpctl connection */
+	s->stats_arg = arg;
 	if (buf && s->conf.ops->stats)
 		n = s->conf.ops->stats(s->conf.ctx, buf, DNP_SESS_STATS_MAX);
+	s->stats_arg = 0;
 	if (!buf)
 		rep.status = -ENOMEM;
 	rep.len = n;
@@ -585,7 +587,7 @@ static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	case DNP_SESS_HELLO:
 		return dnpd_sess_hello(s, se, m);
 	case DNP_SESS_STATS:
-		return dnpd_sess_stats(s, se);
+		return dnpd_sess_stats(s, se, m->arg32);
 	case DNP_SESS_ATTACH:
 		if (!se->is_app || se->app_heap || m->len != se->heap_size || !m->va ||
 		    m->va + m->len < m->va) {

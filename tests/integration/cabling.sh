@@ -15,7 +15,13 @@
 #  - dnpctl topo on node 1 exits 3 and shows both links MISWIRED against
 #    their expected ends, the others ok;
 #  - node 6 (0,1,1), none of whose cables was touched, comes up, and dnpctl
-#    topo there exits 0 with six links ok.
+#    topo there exits 0 with six links ok;
+#  - dnpctl topo --all asked at node 6 (whose daemon queries every node over
+#    the torus) exits 3 and shows the swap from the other ends of the two
+#    cables: node 0's X- reaches 1,0,0 Y+ and node 3's Y- reaches 1,0,0 X+,
+#    both MISWIRED; node 7's six links are ok. (Node 1's own answer cannot come
+#    back: dimension-order routing sends it out of its X+ port, one of the
+#    swapped ones; it is printed as answered or as "no answer".)
 set -u
 build=$1
 src=$2
@@ -108,5 +114,21 @@ rc=$?
 cat "$dir/topo6"
 [ $rc -eq 0 ] || bad "dnpctl topo on node 6 exited $rc"
 [ "$(grep -c ' ok$' "$dir/topo6")" -eq 6 ] || bad "node 6: not six links ok"
-[ $fail -eq 0 ] && echo "PASS: the swapped cables are reported, the rest of the torus is up"
+echo "--- dnpctl topo --all on node 6:"
+"$dnpctl" --socket "$run/n6/dnpd.sock" topo --all >"$dir/topoall"
+rc=$?
+cat "$dir/topoall"
+[ $rc -eq 3 ] || bad "dnpctl topo --all on node 6 exited $rc, not 3"
+# "N: wiring ..." for every wiring line of node N.
+awk '/^node / { n = $2 } /^wiring / { print n ": " $0 }' "$dir/topoall" >"$dir/topoall.by-node"
+grep -q '^0: wiring X- expected 1,0,0 X+ found 1,0,0 Y+ MISWIRED' "$dir/topoall.by-node" ||
+	bad "topo --all: node 0's X- not shown reaching 1,0,0 Y+"
+grep -q '^3: wiring Y- expected 1,0,0 Y+ found 1,0,0 X+ MISWIRED' "$dir/topoall.by-node" ||
+	bad "topo --all: node 3's Y- not shown reaching 1,0,0 X+"
+[ "$(grep -c '^7: wiring .* ok$' "$dir/topoall.by-node")" -eq 6 ] ||
+	bad "topo --all: node 7 not shown with six links ok"
+[ "$(grep -c '^6: wiring .* ok$' "$dir/topoall.by-node")" -eq 6 ] ||
+	bad "topo --all: the asked node 6 not shown with six links ok"
+grep -q '^node 1 (1,0,0) \(answered\|no answer\)' "$dir/topoall" || bad "topo --all: no node 1 line"
+[ $fail -eq 0 ] && echo "PASS: the swapped cables are reported, also from node 6 over the torus, the rest of the torus is up"
 exit $fail

@@ -17,7 +17,12 @@
 #     then srun dnp_pingpong --peer 1,1,1 where each rank finds its host's
 #     daemon only through DNP_SOCKET=RUN/%N/dnpd.sock (libdnp expands %N to
 #     SLURMD_NODENAME); the ping-pong across the torus (3 hops) must report
-#     its sizes.
+#     its sizes;
+#  3. (udp only) sbatch dnp-slurm --srun-args --mpi=pmix -- mpi_check: an
+#     Open MPI program (tests/integration/mpi_check.c, built with mpicc) over
+#     the libfabric provider dnp (pml cm, mtl ofi), 8 ranks launched by srun
+#     through PMIx; every rank must pass its ring, alltoall and allreduce
+#     checks, and Open MPI must name the provider dnp.
 # Everything started here is stopped by PID; the namespaces, the bridge and
 # the files are removed. Exit 77 (skipped) when not root, without the Slurm
 # packages (./dnp test as root installs them), or for dpdk without DPDK.
@@ -106,7 +111,41 @@ sed 's/^/  | /' "$dir/job2.out"
 grep -q 'PUT ping-pong 0,0,0 <-> 1,1,1 (3 hops)' "$dir/job2.out" || bad "job 2: no 3-hop ping-pong"
 grep -Eq '^ +65536 +50 ' "$dir/job2.out" || bad "job 2: no 65536-byte row"
 
-# Every dnpd of both jobs is gone (srun forwarded SIGTERM); none was left running.
+# Job 3 (udp run only, to keep the suite short): an Open MPI program started
+# by srun --mpi=pmix (dnp-slurm --srun-args) over the libfabric provider dnp,
+# each rank on its host's daemon through DNP_SOCKET. Skipped, with the
+# reason, when a piece is missing; it fails the test otherwise.
+mpi_skip=
+if [ "$tr" = udp ]; then
+	[ -f "$build/fabric/libdnp-fi.so" ] || mpi_skip="libdnp-fi.so not built (libfabric-dev)"
+	[ "${DNP_SANITIZE:-none}" = none ] ||
+		mpi_skip="sanitized build: Debian's Open MPI cannot load an instrumented provider"
+	[ -z "$mpi_skip" ] && { srun --mpi=list 2>&1 | grep -q pmix; } ||
+		mpi_skip=${mpi_skip:-"this Slurm has no pmix plugin (srun --mpi=list)"}
+	[ -z "$mpi_skip" ] && ! mpicc -O2 -o "$dir/mpi_check" "$src/tests/integration/mpi_check.c" \
+		>"$dir/mpicc.out" 2>&1 && mpi_skip="mpicc failed (Debian libopenmpi-dev): $(head -n 3 "$dir/mpicc.out")"
+	if [ -n "$mpi_skip" ]; then
+		echo "job 3 (MPI) skipped: $mpi_skip"
+	else
+		echo "+ sbatch --wait -N 8 dnp-slurm --srun-args --mpi=pmix -- mpi_check (pml cm, mtl ofi, provider dnp)"
+		OMPI_MCA_pml=cm OMPI_MCA_mtl=ofi OMPI_MCA_mtl_ofi_provider_include=dnp \
+			OMPI_MCA_mtl_ofi_verbose=100 FI_PROVIDER_PATH=$build/fabric FI_PROVIDER=dnp \
+			sbatch --wait -N 8 -o "$dir/job3.out" -e "$dir/job3.out" -J dnp-mpi \
+			"$src/deploy/slurm/dnp-slurm" --topo "$dir/topo" --dnpd "$dnpd" --timeout 30 \
+			--srun-args "--mpi=pmix" -- "$dir/mpi_check" >/dev/null
+		rc=$?
+		grep -v 'mtl_ofi_component' "$dir/job3.out" | sed 's/^/  | /'
+		grep -m 1 'mtl:ofi:prov:' "$dir/job3.out" | sed 's/^/  | /'
+		echo "job 3 done at $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+		[ $rc -eq 0 ] || bad "job 3 (srun --mpi=pmix mpi_check) exited $rc"
+		n=$(grep -c '^mpi_check: rank [0-7] of 8 on [01],[01],[01] ok$' "$dir/job3.out")
+		[ "$n" -eq 8 ] || bad "job 3: $n of 8 MPI ranks passed their checks"
+		n=$(grep -c 'mtl:ofi:prov: dnp' "$dir/job3.out")
+		[ "$n" -ge 1 ] || bad "job 3: Open MPI did not report the provider dnp"
+	fi
+fi
+
+# Every dnpd of all jobs is gone (srun forwarded SIGTERM); none was left running.
 left=$(ls "$run"/n*/dnpd.sock 2>/dev/null | wc -l)
 [ "$left" -eq 0 ] || bad "$left daemon sockets left behind (a dnpd did not stop cleanly)"
 [ $fail -eq 0 ] && echo "PASS: slurm-$tr (total $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s)"
