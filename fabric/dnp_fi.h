@@ -20,9 +20,10 @@
  * handshake: message seq of a pair is a PUT of a 64-byte header (+ payload up
  * to DFI_EAGER bytes) into slot seq % DFI_K of its ring. The receiver hands
  * credits back in the header of every message it sends to that sender
- * (ack: its count of consumed messages), and, when it has nothing to send
- * and owes DFI_CREDIT_BATCH credits or more, by PUTting that count into
- * the sender's credit array; every header carries that address and key, from which a
+ * (ack: its count of consumed messages, so a ping-pong needs no credit
+ * traffic), and, once it owes DFI_CREDIT_BATCH credits not given that way
+ * (a one-way stream), by PUTting that count into the sender's credit
+ * array. Every header carries that array's address and key, from which a
  * receiver that has not inserted the sender in its AV also finds the
  * sender's ring to answer (FIN). A longer message is a rendez-vous: the
  * header announces the sender's registered buffer, the receiver GETs it into
