@@ -94,7 +94,7 @@ static unsigned iters_for(const struct pp_opts *o, uint64_t size)
 static void print_header(const struct pp_opts *o)
 {
 	if (o->b.csv)
-		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
+		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us,t_mean_us\n");
 	else
 		printf("%10s %10s %12s %12s %12s\n", "bytes", "iterations", "t_min[us]",
 		       "t_median[us]", "t_p99[us]");
@@ -106,8 +106,8 @@ static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, do
 
 	app_stats_compute(v, iters, &st);
 	if (o->b.csv)
-		printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)size, iters, st.min,
-		       st.median, st.p99);
+		printf("%llu,%u,%.3f,%.3f,%.3f,%.3f\n", (unsigned long long)size, iters, st.min,
+		       st.median, st.p99, st.mean);
 	else
 		printf("%10llu %10u %12.3f %12.3f %12.3f\n", (unsigned long long)size, iters,
 		       st.min, st.median, st.p99);

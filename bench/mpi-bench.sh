@@ -4,7 +4,11 @@
 # latency and 1 MiB bandwidth over SoftDNP (Open MPI mtl ofi + provider dnp,
 # shm and udp, 2x1x1 torus) and over Open MPI's own shared memory (btl vader)
 # and TCP (btl tcp on loopback); the raw dnp_pingpong on the same transports
-# gives the overhead MPI adds. REPS runs each (default 5), medians.
+# gives the overhead MPI adds. Also NetPIPE 8 B..4 KiB over SoftDNP udp beside
+# Open MPI's mtl ofi over libfabric's own "udp;ofi_rxd". REPS runs each
+# (default 5), medians. BEFORE_FI=DIR (a directory holding another build's
+# libdnp-fi.so, its libdnp in DIR/../api) adds that provider's NetPIPE rows, in
+# the same run, for before/after comparisons.
 # usage: bench/mpi-bench.sh BUILD_DIR   -> bench/results/mpi-<date>.md and .csv
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
@@ -31,11 +35,28 @@ np_point() {
 	awk -v l="$label" -v s="$size" '$1 == s { printf "%s,%s,%.3f,%.1f\n", l, s, $3 * 1e6, $2 / 8 }' \
 		"$tmp/np.out" >>"$csv"
 }
+# raw-TR: dnp_pingpong's median; raw-mean-TR: its mean (NetPIPE reports a mean)
 raw_point() {
 	local tr=$1
 	lock "$build/apps/dnp-run" --torus 2x1x1 --transport "$tr" -- dnp_pingpong --csv \
 		--sizes 8 --iters 2000 >"$tmp/raw" 2>&1
-	sed -n 's/^\[0,0,0\] //p' "$tmp/raw" | awk -F, -v l="raw-$tr" '$1 == 8 { printf "%s,8,%s,\n", l, $4 }' >>"$csv"
+	sed -n 's/^\[0,0,0\] //p' "$tmp/raw" | awk -F, -v l="raw-$tr" \
+		'$1 == 8 { printf "%s,8,%s,\n", l, $4; if ($6 != "") printf "raw-mean-%s,8,%s,\n", substr(l, 5), $6 }' >>"$csv"
+}
+# np_curve LABEL CMD...: NetPIPE 8 B..4 KiB in one run; one csv row per size
+np_curve() {
+	local label=$1
+	shift
+	rm -f "$tmp/np.out"
+	(cd "$tmp" && lock "$@" NPopenmpi -p 0 -l 8 -u 4096 -o "$tmp/np.out" >"$tmp/log" 2>&1) ||
+		{ cat "$tmp/log"; return 1; }
+	awk -v l="$label" '{ printf "%s,%s,%.3f,%.1f\n", l, $1, $3 * 1e6, $2 / 8 }' "$tmp/np.out" >>"$csv"
+}
+# dnp_np TR [FI_DIR]: `./dnp mpirun --torus 2x1x1` without the build step
+dnp_np() {
+	local tr=$1 dir=${2:-$build/fabric}
+	echo env DNP_MPI_NP= DNP_FI_DIR="$dir" "$build/apps/dnp-run" --timeout 0 --torus 2x1x1 \
+		--transport "$tr" -- "$top/fabric/dnp-mpirun.sh"
 }
 
 # REPORT_ONLY=1: rewrite the .md from an existing .csv
@@ -43,8 +64,12 @@ raw_point() {
 for ((i = 0; i < reps && ${REPORT_ONLY:-0} != 1; i++)); do
 	for s in 8 1048576; do
 		for tr in shm udp; do
-			np_point "mpi-dnp-$tr" $s env DNP_BUILD="$build" "$top/dnp" mpirun --torus 2x1x1 \
-				--transport $tr --
+			# shellcheck disable=SC2046
+			np_point "mpi-dnp-$tr" $s $(dnp_np $tr "$build/fabric")
+			if [ -n "${BEFORE_FI:-}" ]; then
+				# shellcheck disable=SC2046
+				np_point "mpi-dnp-$tr-before" $s $(dnp_np $tr "$BEFORE_FI")
+			fi
 		done
 		np_point mpi-vader $s mpirun $root --bind-to none -np 2 --mca pml ob1 --mca btl self,vader
 		np_point mpi-tcp $s mpirun $root --bind-to none -np 2 --mca pml ob1 --mca btl self,tcp \
@@ -52,6 +77,10 @@ for ((i = 0; i < reps && ${REPORT_ONLY:-0} != 1; i++)); do
 	done
 	raw_point shm
 	raw_point udp
+	# shellcheck disable=SC2046
+	np_curve np4k-dnp-udp $(dnp_np udp "$build/fabric")
+	np_curve np4k-rxd mpirun $root --bind-to none -np 2 --mca pml cm --mca mtl ofi \
+		--mca mtl_ofi_provider_include "udp;ofi_rxd" -x FI_PROVIDER="udp;ofi_rxd"
 done
 
 # best: the minimum latency / maximum bandwidth (what the path can do when not preempted)
@@ -74,20 +103,36 @@ med() {
 	echo
 	echo "| path | 8 B latency, median [us] | best [us] | 1 MiB bandwidth, median [MB/s] | best [MB/s] |"
 	echo "| --- | ---: | ---: | ---: | ---: |"
-	for l in mpi-dnp-shm mpi-dnp-udp mpi-vader mpi-tcp; do
+	labels="mpi-dnp-shm mpi-dnp-udp"
+	[ -n "${BEFORE_FI:-}" ] && labels="$labels mpi-dnp-shm-before mpi-dnp-udp-before"
+	for l in $labels mpi-vader mpi-tcp; do
 		echo "| $l | $(med $l 8 3) | $(best $l 8 3) | $(med $l 1048576 4) | $(best $l 1048576 4) |"
 	done
 	for tr in shm udp; do
-		echo "| raw dnp_pingpong $tr (PUT) | $(med raw-$tr 8 3) | $(best raw-$tr 8 3) | | |"
+		echo "| raw dnp_pingpong $tr (PUT), median of 2000 | $(med raw-$tr 8 3) | $(best raw-$tr 8 3) | | |"
+		echo "| raw dnp_pingpong $tr (PUT), mean of 2000 | $(med raw-mean-$tr 8 3) | $(best raw-mean-$tr 8 3) | | |"
 	done
+	echo
+	echo "MPI overhead over the raw dnp_pingpong, 8 B (medians of the runs; goal: at most +1.5 us):"
 	echo
 	for tr in shm udp; do
-		m=$(med mpi-dnp-$tr 8 3) r=$(med raw-$tr 8 3)
-		echo "- MPI overhead over raw dnp_pingpong, $tr, 8 B (medians): $(awk -v a="$m" -v b="$r" 'BEGIN { printf "%+.2f us (%.2fx)", a - b, a / b }')"
+		for l in mpi-dnp-$tr ${BEFORE_FI:+mpi-dnp-$tr-before}; do
+			m=$(med $l 8 3) r=$(med raw-$tr 8 3) a=$(med raw-mean-$tr 8 3)
+			echo "- $l: $(awk -v a="$m" -v b="$r" 'BEGIN { printf "%+.2f us (%.2fx)", a - b, a / b }') over the raw median, $(awk -v a="$m" -v b="$a" 'BEGIN { if (b == "") print "n/a"; else printf "%+.2f us (%.2fx)", a - b, a / b }') over the raw mean"
+		done
 	done
 	echo
-	echo "The goals (MPI within 1.5 us of the raw 8-byte half round trip; NetPIPE over SoftDNP"
-	echo "udp no slower than over libfabric's udp;ofi_rxd) can only be judged on a quiet machine:"
-	echo "in this run the same path varied by 10-1000x between repetitions (see the .csv)."
+	echo "NetPIPE over SoftDNP udp vs Open MPI mtl ofi over libfabric's udp;ofi_rxd, one-way time"
+	echo "(medians of the runs; goal: SoftDNP no slower, ratio <= 1):"
+	echo
+	echo "| bytes | SoftDNP udp [us] | udp;ofi_rxd [us] | ratio |"
+	echo "| ---: | ---: | ---: | ---: |"
+	for b in $(awk -F, '$1 == "np4k-rxd" { print $2 }' "$csv" | sort -nu); do
+		m=$(med np4k-dnp-udp "$b" 3) x=$(med np4k-rxd "$b" 3)
+		echo "| $b | $m | $x | $(awk -v a="$m" -v b="$x" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }') |"
+	done
+	echo
+	echo "All paths shared a loaded 2-core VM with other jobs: read ratios within this file;"
+	echo "the .csv has every run (the same path can vary several-fold between runs)."
 } >"$out"
 cat "$out"

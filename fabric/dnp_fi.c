@@ -156,7 +156,9 @@ struct dfi_peer {
 	uint32_t expect_seq;
 	struct dfi_held *held;
 	uint64_t consumed;
-	bool credit_busy, have_credit;
+	uint64_t acked;        /* the count of consumed the sender was last given */
+	uint64_t ack_in;       /* messages of ours it consumed, from its headers */
+	bool credit_busy, have_credit, credit_force;
 	uint64_t credit_va;
 	uint32_t credit_key;
 	uint64_t credit_retry_at;
@@ -187,7 +189,7 @@ struct dfi_ep {
 	uint8_t *ring;
 	uint32_t ring_key;
 	uint64_t *credit_in;  /* [nidx] messages of ours each receiver consumed */
-	uint64_t *credit_out; /* [nidx] our last credit PUT per sender */
+	uint64_t *credit_out; /* [nidx] our credit PUT in flight per sender */
 	uint32_t credit_key;
 	struct dfi_peer **peers;
 	struct dfi_req *posted[2], *posted_tail[2]; /* [tagged] */
@@ -1006,6 +1008,8 @@ static void dfi_push(struct dfi_ep *ep, unsigned idx)
 		uint64_t back = __atomic_load_n(&ep->credit_in[idx], __ATOMIC_ACQUIRE);
 		uint8_t *m;
 
+		if (back < pe->ack_in)
+			back = pe->ack_in;
 		if (pe->sent - back >= DFI_K)
 			return; /* out of credits: wait for the receiver */
 		for (k = 0; k < DFI_K; k++)
@@ -1014,6 +1018,9 @@ static void dfi_push(struct dfi_ep *ep, unsigned idx)
 		if (k == DFI_K)
 			return;
 		o->h.seq = pe->next_seq++;
+		/* Credits for the peer's messages ride along (no credit PUT needed). */
+		o->h.ack = (uint32_t)pe->consumed;
+		pe->acked = pe->consumed;
 		m = pe->stage_mem + (size_t)k * DFI_SLOT;
 		memcpy(m, &o->h, DFI_HDR);
 		if (o->plen)
@@ -1071,22 +1078,43 @@ static int dfi_enqueue(struct dfi_ep *ep, unsigned idx, struct dfi_hdr *h, const
 	return 0;
 }
 
+/*
+ * Credits go back in the headers of our own messages to that peer (ack);
+ * a credit PUT only once DFI_CREDIT_BATCH or more are owed (a one-way
+ * stream), or again after a credit PUT failed. Never stuck: a sender out
+ * of credits has DFI_K > DFI_CREDIT_BATCH messages that we consume.
+ */
 static void dfi_credit_return(struct dfi_ep *ep, unsigned idx)
 {
 	struct dfi_peer *pe = ep->peers[idx];
+	uint64_t owed;
 	int r;
 
-	if (!pe || pe->credit_busy || !pe->have_credit || ep->credit_out[idx] == pe->consumed)
+	if (!pe || pe->credit_busy || !pe->have_credit)
+		return;
+	owed = pe->consumed - pe->acked;
+	if (owed == 0 || (owed < DFI_CREDIT_BATCH && !pe->credit_force))
 		return;
 	if (pe->credit_retry_at && dfi_now() < pe->credit_retry_at)
 		return;
 	ep->credit_out[idx] = pe->consumed;
 	r = dnp_put(ep->dom->d, &ep->credit_out[idx], sizeof(uint64_t), pe->c, pe->port,
 		    pe->credit_va, pe->credit_key, dfi_cookie(C_CREDIT, idx, 0), DNP_NONBLOCK);
-	if (r == 0)
+	if (r == 0) {
 		pe->credit_busy = true;
-	else if (r != -EAGAIN)
+		pe->acked = pe->consumed;
+	} else if (r != -EAGAIN) {
 		dfi_fail(ep, r, "credit PUT");
+	}
+}
+
+/* Piggybacked credits (32 bits of a count): never more than we sent. */
+static void dfi_ack_in(struct dfi_peer *pe, uint32_t ack)
+{
+	int32_t d = (int32_t)(ack - (uint32_t)pe->ack_in);
+
+	if (d > 0 && pe->ack_in + (uint64_t)d <= pe->sent)
+		pe->ack_in += (uint64_t)d;
 }
 
 /* ------------------------------------------------------------ receiving */
@@ -1263,6 +1291,7 @@ static void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 	pe->credit_va = h.credit_va;
 	pe->credit_key = h.credit_key;
 	pe->have_credit = true;
+	dfi_ack_in(pe, h.ack);
 	if (!pe->have_ring) {
 		/*
 		 * Not in our AV (yet): the sender's credit arrays and rings are one
@@ -1329,8 +1358,11 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 	}
 	if (kind == C_CREDIT && a < ep->dom->nidx && (pe = ep->peers[a])) {
 		pe->credit_busy = false;
-		if (ev->type == DNP_EV_ERROR) {
-			ep->credit_out[a] = 0;
+		pe->credit_force = false;
+		if (ev->type == DNP_EV_ERROR && pe->acked == ep->credit_out[a]) {
+			/* the peer may not have this count, nor a later one: again, later */
+			pe->credit_force = true;
+			pe->acked--;
 			pe->credit_retry_at = dfi_now() + 200000;
 		}
 		dfi_credit_return(ep, a);
@@ -1392,7 +1424,7 @@ static void dfi_progress(struct dfi_ep *ep)
 			continue;
 		if (pe->q_head || pe->pending)
 			dfi_push(ep, i);
-		if (!pe->credit_busy && ep->credit_out[i] != pe->consumed)
+		if (!pe->credit_busy && pe->consumed != pe->acked)
 			dfi_credit_return(ep, i);
 	}
 }

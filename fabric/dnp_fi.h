@@ -19,8 +19,11 @@
  * dfi_addr, from fi_getname) says where the area is, so a sender needs no
  * handshake: message seq of a pair is a PUT of a 64-byte header (+ payload up
  * to DFI_EAGER bytes) into slot seq % DFI_K of its ring. The receiver hands
- * credits back by PUTting its count of consumed messages into the sender's
- * credit array; every header carries that address and key, from which a
+ * credits back in the header of every message it sends to that sender
+ * (ack: its count of consumed messages, so a ping-pong needs no credit
+ * traffic), and, once it owes DFI_CREDIT_BATCH credits not given that way
+ * (a one-way stream), by PUTting that count into the sender's credit
+ * array. Every header carries that array's address and key, from which a
  * receiver that has not inserted the sender in its AV also finds the
  * sender's ring to answer (FIN). A longer message is a rendez-vous: the
  * header announces the sender's registered buffer, the receiver GETs it into
@@ -36,9 +39,10 @@
 #include <stdint.h>
 
 #define DFI_K 16u        /* ring slots (credits) per sender */
-#define DFI_SLOT 4096u   /* bytes per ring slot, header included */
+#define DFI_SLOT (4096u + 64u) /* bytes per ring slot: header + 4 KiB of payload */
 #define DFI_HDR 64u
 #define DFI_EAGER (DFI_SLOT - DFI_HDR)
+#define DFI_CREDIT_BATCH (DFI_K / 2) /* credits owed before a credit PUT */
 #define DFI_LOCAL 8u     /* endpoints per node that can take part */
 #define DFI_MAGIC 0x4446u /* "DF" */
 #define DFI_ADDR_MAGIC 0x44464931u
@@ -69,7 +73,8 @@ struct dfi_hdr {
 	uint32_t key;       /* RTS: key of va */
 	int32_t status;     /* FIN: 0 or -errno of the receiver's GET */
 	uint32_t credit_key;
-	uint32_t rsvd;
+	uint32_t ack;       /* low 32 bits of the sender's count of messages it
+			     * consumed from the receiver (piggybacked credits) */
 };
 static_assert(sizeof(struct dfi_hdr) == DFI_HDR, "header is 64 bytes");
 
