@@ -166,19 +166,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (size >= 40) {
 		struct dnp_event ev;
 		uint8_t *base;
-		size_t span, off, n;
+		size_t span, unit, off, n;
 
 		memcpy(&ev, data, sizeof(ev));
 		span = (size_t)ep->dom->nidx * DFI_K * DFI_SLOT;
 		switch (data[32] % 3) {
 		case 0:
-			base = ep->ring;
+			base = ep->ring, unit = DFI_SLOT;
 			break;
 		case 1:
+			/* the credit array is smaller than one ring slot: its unit is one
+			 * 64-bit credit word */
 			base = (uint8_t *)ep->credit_in, span = dfi_cred_len(ep->dom);
+			unit = sizeof(uint64_t);
 			break;
 		default:
-			base = NULL, span = 0;
+			base = NULL, span = 0, unit = 1;
 			break;
 		}
 		off = (size_t)(data[33] | data[34] << 8 | (data[35] & 0xf) << 16);
@@ -186,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		k = data[37];
 		data += 40, size -= 40;
 		if (base) {
-			off = k & 1 ? off % span : off % (span / DFI_SLOT) * DFI_SLOT;
+			off = k & 1 ? off % span : off % (span / unit) * unit;
 			ev.va = (uintptr_t)(base + off);
 			if (n > size)
 				n = size;
