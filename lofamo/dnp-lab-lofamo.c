@@ -269,7 +269,7 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 		   unsigned link_ms, unsigned step, struct result *res)
 {
 	struct lab L = { .t = *t, .tw = tw, .tr = tr, .link_ms = link_ms, .step = step };
-	struct dnp_sup_conf sc_conf = { .torus = *t, .silence_ms = 2ull * tr + tw };
+	struct dnp_sup_conf sc_conf = { .torus = *t, .silence_ms = 2ull * tr + tw, .stall_ms = tw };
 	unsigned dim[3] = { t->dim[0], t->dim[1], t->dim[2] };
 	const uint64_t warm = 3000, fault_len = 3000;
 	/* off the period grid, so that no fault lands exactly on a write */

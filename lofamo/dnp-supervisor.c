@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	uint32_t tw = DNP_LFM_T_WRITE_DEFAULT, tr = DNP_LFM_T_READ_DEFAULT;
 	const char *listen_at = NULL, *log_path = NULL;
 	bool have_torus = false;
-	uint64_t logged = 0, next_tick;
+	uint64_t logged = 0, next_tick, nstall = 0, stall_ms = 0, seen_stalls = 0;
 	FILE *log = stdout;
 	int c, fd = -1, e;
 
@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 	}
 	if (!sc.silence_ms)
 		sc.silence_ms = 2ull * tr + tw;
+	sc.stall_ms = tw; /* off the CPU for longer than T_write: the late-reader rule */
 	{
 		char host[64];
 		const char *colon = strrchr(listen_at, ':');
@@ -194,6 +195,13 @@ int main(int argc, char **argv)
 		if (now >= next_tick) {
 			dnp_sup_tick(s, now);
 			next_tick = now + 20;
+		}
+		dnp_sup_stalls(s, &nstall, &stall_ms);
+		if (nstall != seen_stalls) {
+			fprintf(log, "%" PRIu64 ".%03u supervisor was off the CPU (%" PRIu64
+				" stalls, %" PRIu64 " ms in all): silence deadlines moved by it\n",
+				now / 1000, (unsigned)(now % 1000), nstall, stall_ms);
+			seen_stalls = nstall;
 		}
 		for (; logged < dnp_sup_nevents(s); logged++) {
 			const struct dnp_sup_event *ev = dnp_sup_event(s, logged);

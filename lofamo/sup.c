@@ -15,6 +15,8 @@ struct dnp_sup {
 	struct dnp_sup_event *log;
 	uint64_t nlog;
 	uint64_t msgs, alarms, bad;
+	uint64_t last_call_ms;      /* time of the previous on_msg or tick */
+	uint64_t stalls, stalled_ms;
 };
 
 static const char *const dir_names[DNP_LFM_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
@@ -45,13 +47,13 @@ int dnp_sup_create(const struct dnp_sup_conf *c, uint64_t now_ms, struct dnp_sup
 {
 	struct dnp_sup *s;
 
-	(void)now_ms;
 	if (!c || !c->silence_ms || !dnp_torus_size(&c->torus))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->c = *c;
+	s->last_call_ms = now_ms;
 	s->n = dnp_torus_size(&c->torus);
 	s->nodes = calloc(s->n, sizeof(*s->nodes));
 	s->log = calloc(DNP_SUP_LOG, sizeof(*s->log));
@@ -85,6 +87,31 @@ static void logf_(struct dnp_sup *s, uint64_t t, uint32_t node, unsigned path, c
 	va_start(ap, fmt);
 	vsnprintf(e->what, sizeof(e->what), fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * Called first by every entry that takes the time. A call more than stall_ms
+ * after the previous one means the supervisor was not running: move every
+ * report's arrival forward by the time it was away (see sup.h).
+ */
+static void catch_up(struct dnp_sup *s, uint64_t now)
+{
+	uint64_t gap;
+
+	if (now <= s->last_call_ms)
+		return;
+	gap = now - s->last_call_ms;
+	s->last_call_ms = now;
+	if (!s->c.stall_ms || gap <= s->c.stall_ms)
+		return;
+	s->stalls++;
+	s->stalled_ms += gap;
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct dnp_sup_node *nd = &s->nodes[i];
+
+		if (nd->heard)
+			nd->last_ms = now - nd->last_ms > gap ? nd->last_ms + gap : now;
+	}
 }
 
 static bool fresh(const struct dnp_sup *s, const struct dnp_sup_node *nd, uint64_t now)
@@ -269,6 +296,7 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 	struct dnp_svc_msg m, ack = { .type = DNP_SVC_ACK };
 	struct dnp_sup_node *nd;
 
+	catch_up(s, now_ms);
 	if (dnp_svc_decode(buf, len, &m)) {
 		s->bad++;
 		return -EBADMSG;
@@ -309,8 +337,15 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 
 void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms)
 {
+	catch_up(s, now_ms);
 	for (uint32_t i = 0; i < s->n; i++)
 		derive(s, i, now_ms);
+}
+
+void dnp_sup_stalls(const struct dnp_sup *s, uint64_t *count, uint64_t *total_ms)
+{
+	*count = s->stalls;
+	*total_ms = s->stalled_ms;
 }
 
 const struct dnp_sup_node *dnp_sup_node(const struct dnp_sup *s, uint32_t id)

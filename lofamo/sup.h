@@ -17,6 +17,14 @@
  *   silence    the node's HFM stopped reporting, nothing else is known yet.
  * A report is fresh for 'silence_ms' after it arrived.
  *
+ * The supervisor's own lateness: when it is called (a datagram or a tick)
+ * more than 'stall_ms' after its previous call, it was off the CPU, and the
+ * reports that arrived meanwhile still wait in its socket. The time it was
+ * away is not held against the nodes: every node's report is taken as that
+ * much younger, so nobody turns silent for the supervisor's own stall, and a
+ * node that really died is declared at most the stall's length later. This
+ * is the late-reader rule of the mutual watchdog, on the service network.
+ *
  * Memory: allocated by dnp_sup_create; the event log is a ring of
  * DNP_SUP_LOG entries. One thread.
  */
@@ -58,6 +66,7 @@ struct dnp_sup_event {
 struct dnp_sup_conf {
 	struct dnp_torus torus;
 	uint64_t silence_ms; /* > 0 */
+	uint64_t stall_ms;   /* 0: no stall rule; dnp-supervisor uses T_write */
 };
 
 struct dnp_sup;
@@ -82,6 +91,8 @@ uint64_t dnp_sup_nevents(const struct dnp_sup *s);
 const struct dnp_sup_event *dnp_sup_event(const struct dnp_sup *s, uint64_t i);
 /* Counters: HEALTH datagrams taken, alarms acknowledged, bad datagrams. */
 void dnp_sup_counts(const struct dnp_sup *s, uint64_t *msgs, uint64_t *alarms, uint64_t *bad);
+/* The supervisor's own stalls (calls more than stall_ms apart) and their total length. */
+void dnp_sup_stalls(const struct dnp_sup *s, uint64_t *count, uint64_t *total_ms);
 
 /* Renders into buf (NUL-terminated, truncated to cap); returns the length.
  * flags: DNP_SVC_Q_JSON, DNP_SVC_Q_COLOUR (map), DNP_SVC_Q_LOG. */

@@ -50,9 +50,9 @@ static int health(struct dnp_sup *s, uint32_t node, uint64_t now, uint64_t dnp, 
 
 static const uint32_t ALIVE = DNP_SVC_F_DNP_ALIVE | DNP_SVC_F_DNP_SEEN;
 
-static struct dnp_sup *all_healthy(uint64_t now)
+static struct dnp_sup *all_healthy_stall(uint64_t now, uint64_t stall_ms)
 {
-	struct dnp_sup_conf c = { .silence_ms = 600 };
+	struct dnp_sup_conf c = { .silence_ms = 600, .stall_ms = stall_ms };
 	struct dnp_sup *s;
 
 	dnp_torus_init(&T, 2, 2, 2);
@@ -65,6 +65,11 @@ static struct dnp_sup *all_healthy(uint64_t now)
 		assert_int_equal(dnp_sup_node(s, i)->dnp, SUP_D_OK);
 	}
 	return s;
+}
+
+static struct dnp_sup *all_healthy(uint64_t now)
+{
+	return all_healthy_stall(now, 0);
 }
 
 static bool logged(const struct dnp_sup *s, uint32_t node, const char *what, unsigned path)
@@ -198,6 +203,50 @@ static void test_sup_inference(void **state)
 	dnp_sup_destroy(s);
 }
 
+/*
+ * The supervisor itself off the CPU for 2 s while every HFM kept reporting
+ * (their datagrams wait in its socket): the first datagram it then takes
+ * must not make the others silent. With the stall rule nobody turns silent;
+ * a node that really stopped (7) is declared one silence period after the
+ * supervisor came back, not before. Without the rule (stall_ms 0) the same
+ * sequence calls node 7's neighbours silent at once.
+ */
+static void test_sup_own_stall(void **state)
+{
+	for (int rule = 0; rule < 2; rule++) {
+		struct dnp_sup *s = all_healthy_stall(1000, rule ? 100 : 0);
+		uint64_t n, ms;
+
+		(void)state;
+		health(s, 0, 3000, dnp_word(1), ALIVE, NULL, 0, NULL);
+		if (!rule) {
+			assert_int_equal(dnp_sup_node(s, 1)->host, SUP_H_SILENT);
+			dnp_sup_destroy(s);
+			continue;
+		}
+		for (uint32_t i = 0; i < 8; i++)
+			assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_OK);
+		dnp_sup_stalls(s, &n, &ms);
+		assert_int_equal(n, 1);
+		assert_int_equal(ms, 2000);
+		/* from now on the supervisor runs every 20 ms; all but 7 report */
+		for (uint64_t t = 3000; t <= 3700; t += 20) {
+			if (t % 100 == 0)
+				for (uint32_t i = 0; i < 7; i++)
+					health(s, i, t, dnp_word(1), ALIVE, NULL, 0, NULL);
+			dnp_sup_tick(s, t);
+			for (uint32_t i = 0; i < 7; i++)
+				assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_OK);
+			if (t < 3600)
+				assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_OK);
+		}
+		assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_SILENT);
+		dnp_sup_stalls(s, &n, &ms);
+		assert_int_equal(n, 1);
+		dnp_sup_destroy(s);
+	}
+}
+
 static void test_sup_render(void **state)
 {
 	struct dnp_sup *s = all_healthy(1000);
@@ -227,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_sup_dnp_faulty_by_service),
 		cmocka_unit_test(test_sup_relay),
 		cmocka_unit_test(test_sup_inference),
+		cmocka_unit_test(test_sup_own_stall),
 		cmocka_unit_test(test_sup_render),
 	};
 
