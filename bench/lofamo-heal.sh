@@ -54,7 +54,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 print("# LO|FA|MO drills that heal\n" if sys.argv[3] == "lofamo-heal" else
       f"# LO|FA|MO drills ({sys.argv[3]})\n")
 print(f"Machine: {platform.node()}, {open('/proc/cpuinfo').read().count('processor')} CPUs, "
-      f"load at the end {open('/proc/loadavg').read().split()[0]} (8 agents share it).")
+      f"load average at the end {open('/proc/loadavg').read().split()[0]}.")
 print(f"Each scenario {sys.argv[2]} times per transport on a 2x2x2 torus, T_write 100 ms, "
       "T_read 250 ms, link credit timeout 400 ms; the fault is on the last node "
       "(restart: its dnpd; link-down, sick-link: its X+ link). Over dpdk: the namespace "

@@ -45,12 +45,13 @@ if [ "$soak" -gt 0 ]; then
 	done
 fi
 
-python3 - "$csv" "$runs" >"$md" <<'PY'
+python3 - "$csv" "$runs" "$soak" >"$md" <<'PY'
 import csv, statistics, sys, platform
 rows = list(csv.DictReader(open(sys.argv[1])))
+soak = int(sys.argv[3])
 print("# LO|FA|MO awareness drills\n")
 print(f"Machine: {platform.node()}, {open('/proc/cpuinfo').read().count('processor')} CPUs, "
-      f"load at the end {open('/proc/loadavg').read().split()[0]} (8 agents share it).")
+      f"load average at the end {open('/proc/loadavg').read().split()[0]}.")
 print(f"Each scenario {sys.argv[2]} times per transport on a 2x2x2 torus, T_write 100 ms, "
       "T_read 250 ms, link credit timeout 400 ms; the fault is on the last node.\n")
 print("| scenario | transport | runs ok | path | awareness median ms | worst ms | 3 x T_read ms | cmds ok | cmds failed | unfinished | false alarms |")
@@ -74,5 +75,8 @@ for k in keys:
     print(f"| {k[0]} | {k[1]} | {len(ok)}/{len(rs)} | {','.join(paths)} | "
           f"{statistics.median(aw) if aw else '-'} | {max(aw) if aw else '-'} | {tr3} | "
           f"{tot('cmds_ok')} | {tot('cmds_failed')} | {tot('cmds_unfinished')} | {tot('false_alarms')} |")
+if soak > 0:
+    print(f"\nThe soak row: {soak} s of traffic between every pair of nodes, no fault "
+          "(drill.sh soak); cmds are PUTs.")
 PY
 cat "$md"
