@@ -10,6 +10,9 @@
 #   lammps        LAMMPS melt, 8 ranks on 2x2x2: thermo table identical to 8 ranks
 #                 over Open MPI's own shared memory (pml ob1, btl self,vader)
 #   hpcc          HPCC, 2 ranks on 2x1x1: Success=1, no FAILED, RandomAccess errors 0
+#   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
+#                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
+#                 DPDK build, on the namespace testbed)
 # Exit 77 when a Debian package or the provider is missing (./dnp test installs them).
 set -u
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd) t=$3
@@ -30,6 +33,18 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 mpirun_dnp() { DNP_BUILD=$build "$src/dnp" mpirun --timeout 150 "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
+# The transport a test name asks for (NAME-udp, NAME-dpdk; shm otherwise),
+# skipping dpdk where it cannot run.
+tr=shm
+case $t in
+*-udp) tr=udp t=${t%-udp} ;;
+*-dpdk)
+	[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
+	[ "$(id -u)" -eq 0 ] || skip "dpdk needs root (network namespaces, veth, packet sockets)"
+	command -v ip >/dev/null 2>&1 || skip "no 'ip' (iproute2) for the namespace testbed"
+	tr=dpdk t=${t%-dpdk}
+	;;
+esac
 
 case $t in
 fi-info)
@@ -64,16 +79,9 @@ PP
 	n=$(grep -c '^\[0,0,0\] 1m  *10  *=10 ' out)
 	[ "$n" -eq 1 ] || fail "server did not complete the 1 MiB transfers"
 	;;
-netpipe | netpipe-dpdk)
+netpipe)
 	need NPopenmpi netpipe-openmpi
 	need mpirun openmpi-bin
-	tr=shm
-	if [ "$t" = netpipe-dpdk ]; then
-		[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
-		[ "$(id -u)" -eq 0 ] || skip "dpdk needs root (network namespaces, veth, packet sockets)"
-		command -v ip >/dev/null 2>&1 || skip "no 'ip' (iproute2) for the namespace testbed"
-		tr=dpdk
-	fi
 	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -p 0 -u 8192 -o np.out >out 2>&1
 	rc=$?
 	tail -5 out
@@ -90,10 +98,10 @@ lammps)
 	[ "$(id -u)" -eq 0 ] && root=--allow-run-as-root
 	mpirun $root --oversubscribe --bind-to none -np 8 --mca pml ob1 --mca btl self,vader \
 		lmp -in $in -log ref.log >ref.out 2>&1 || { cat ref.out; fail "reference run failed"; }
-	mpirun_dnp --torus 2x2x2 -- lmp -in $in -log dnp.log >out 2>&1
+	mpirun_dnp --torus 2x2x2 --transport $tr -- lmp -in $in -log dnp.log >out 2>&1
 	rc=$?
 	tail -3 out
-	[ $rc -eq 0 ] || fail "lmp over SoftDNP exited $rc"
+	[ $rc -eq 0 ] || fail "lmp over SoftDNP ($tr) exited $rc"
 	table() { sed -n '/^ *Step /,/^Loop time/p' "$1" | grep -v '^Loop time'; }
 	table ref.log >ref.t
 	table dnp.log >dnp.t
@@ -107,7 +115,7 @@ hpcc)
 	need mpirun openmpi-bin
 	cp /usr/share/doc/hpcc/examples/_hpccinf.txt hpccinf.txt || skip "hpcc example input missing"
 	sed -i '11s/^[0-9]* /1 /; 12s/^[0-9]* /2 /' hpccinf.txt
-	mpirun_dnp --torus 2x1x1 -- hpcc >out 2>&1
+	mpirun_dnp --torus 2x1x1 --transport $tr -- hpcc >out 2>&1
 	rc=$?
 	tail -3 out
 	[ $rc -eq 0 ] || fail "hpcc exited $rc"
@@ -122,4 +130,4 @@ hpcc)
 	exit 2
 	;;
 esac
-echo "OK: $t"
+echo "OK: $t over $tr"
