@@ -21,6 +21,7 @@
 
 #include "dnp.h"
 #include "presto.h"
+#include "reqtab.h"
 
 #define P_MAGIC 0x5052u  /* "PR" */
 #define P_HDR 64u
@@ -155,10 +156,7 @@ struct presto {
 	uint64_t *credit_in;   /* [size]: messages of ours each peer consumed (PUT by them) */
 	uint32_t credit_key;
 	struct p_peer *peers;
-	struct presto_req **reqtab;
-	uint32_t nreq, reqcap;
-	uint32_t *reqfree;
-	uint32_t nfree;
+	struct dnp_reqtab reqs;  /* requests by (idx, gen): RTS ids, GET cookies */
 	struct presto_req *posted_head, *posted_tail;
 	struct p_unexp *unexp_head, *unexp_tail;
 	struct presto_req *gets;  /* rendez-vous GETs not yet accepted by the queue */
@@ -199,11 +197,6 @@ static long p_env_long(const char *name, long def, long lo, long hi)
 	return v;
 }
 
-static uint64_t p_cookie(enum p_cookie kind, uint32_t a, uint32_t b)
-{
-	return (uint64_t)kind << 56 | (uint64_t)(a & 0xffffffu) << 32 | b;
-}
-
 /*
  * Memory the daemon touches: from the session heap when possible (freed with
  * the session), else private pages, recorded in *priv for p_teardown.
@@ -223,64 +216,26 @@ static void *p_alloc(struct presto *p, size_t len, void **priv)
 }
 
 
-/* ---- request table: ids that cross the wire are checked against it ---- */
+/* ---- requests: ids that cross the wire are checked against the table (reqtab.h) ---- */
 
 static struct presto_req *p_req_new(struct presto *p, enum p_req_kind kind)
 {
 	struct presto_req *r = calloc(1, sizeof(*r));
-	uint32_t idx;
 
 	if (!r)
 		return NULL;
-	if (p->nfree) {
-		idx = p->reqfree[--p->nfree];
-	} else {
-		if (p->nreq == p->reqcap) {
-			uint32_t cap = p->reqcap ? p->reqcap * 2 : 256;
-			struct presto_req **t = realloc(p->reqtab, cap * sizeof(*t));
-			uint32_t *f;
-
-			if (!t) {
-				free(r);
-				return NULL;
-			}
-			p->reqtab = t;
-			f = realloc(p->reqfree, cap * sizeof(*f));
-			if (!f) {
-				free(r);
-				return NULL;
-			}
-			p->reqfree = f;
-			p->reqcap = cap;
-		}
-		idx = p->nreq++;
-		p->reqtab[idx] = NULL;
-	}
 	r->kind = kind;
-	r->idx = idx;
 	r->gen = (uint32_t)(p_now() >> 10) | 1u;
-	p->reqtab[idx] = r;
-	return r;
-}
-
-static struct presto_req *p_req_find(struct presto *p, uint64_t id)
-{
-	uint32_t idx = (uint32_t)(id >> 32), gen = (uint32_t)id;
-
-	if (idx >= p->nreq || !p->reqtab[idx] || p->reqtab[idx]->gen != gen)
+	if (dnp_reqtab_add(&p->reqs, r, r->gen, &r->idx) < 0) {
+		free(r);
 		return NULL;
-	return p->reqtab[idx];
-}
-
-static uint64_t p_req_id(const struct presto_req *r)
-{
-	return (uint64_t)r->idx << 32 | r->gen;
+	}
+	return r;
 }
 
 static void p_req_free(struct presto *p, struct presto_req *r)
 {
-	p->reqtab[r->idx] = NULL;
-	p->reqfree[p->nfree++] = r->idx;
+	dnp_reqtab_remove(&p->reqs, r->idx);
 	free(r);
 }
 
@@ -451,10 +406,12 @@ static void p_stage_issue(struct presto *p, int dst, unsigned k)
 	if (s->put)
 		r = dnp_put(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
 			    p->peer_port, pe->ring_va + (uint64_t)(s->seq % p->credits) * p->slot,
-			    pe->ring_key, p_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+			    pe->ring_key, dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k),
+			    DNP_NONBLOCK);
 	else
 		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
-			     p->peer_port, p_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+			     p->peer_port, dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k),
+			     DNP_NONBLOCK);
 	if (r == 0) {
 		if (s->state == S_PENDING)
 			pe->pending--;
@@ -556,7 +513,7 @@ static void p_credit_return(struct presto *p, int src)
 	/* One credit PUT in flight per peer: counts batch up behind it. */
 	*pe->credit_out = pe->consumed;
 	r = dnp_put(p->d, pe->credit_out, sizeof(uint64_t), pe->c, p->peer_port,
-		    pe->credit_va, pe->credit_key, p_cookie(C_CREDIT, (uint32_t)src, 0),
+		    pe->credit_va, pe->credit_key, dnp_reqtab_cookie(C_CREDIT, (uint32_t)src, 0),
 		    DNP_NONBLOCK);
 	if (r == 0)
 		pe->credit_busy = true;
@@ -625,7 +582,7 @@ static void p_get_issue(struct presto *p, struct presto_req *q)
 	int r;
 
 	r = dnp_get(p->d, dst, q->got, q->reg->key, p->peers[h->src].c, p->peer_port, h->va,
-		    h->key, p_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
+		    h->key, dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
 	if (r == 0) {
 		q->get_pending = false;
 		return;
@@ -715,7 +672,7 @@ static void p_dispatch(struct presto *p, const struct p_hdr *h, const void *data
 		p_incoming(p, h, data);
 		break;
 	case M_FIN:
-		q = p_req_find(p, h->id);
+		q = dnp_reqtab_find_id(&p->reqs, h->id);
 		if (!q || q->kind != R_SEND || q->done) {
 			fprintf(stderr, "presto: rank %d: FIN for unknown request from rank %u\n",
 				p->rank, h->src);
@@ -880,10 +837,12 @@ static bool p_retryable(int st)
 
 static void p_event(struct presto *p, const struct dnp_event *ev)
 {
-	unsigned kind = (unsigned)(ev->cookie >> 56);
-	uint32_t a = (uint32_t)(ev->cookie >> 32) & 0xffffffu, b = (uint32_t)ev->cookie;
 	struct presto_req *q;
 	struct p_peer *pe;
+	unsigned kind;
+	uint32_t a, b;
+
+	dnp_reqtab_cookie_split(ev->cookie, &kind, &a, &b);
 
 	switch (ev->type) {
 	case DNP_EV_RX_SEND:
@@ -932,8 +891,8 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 		return;
 	}
 	if (kind == C_GET) {
-		q = p_req_find(p, (uint64_t)a << 32 | b);
 		/* the cookie holds 24 bits of the index */
+		q = dnp_reqtab_find(&p->reqs, a, b);
 		if (!q || q->kind != R_RECV || q->done)
 			return;
 		if (q->bounce && ev->type == DNP_EV_GET_DONE)
@@ -1030,7 +989,7 @@ static int p_isend(struct presto *p, const void *buf, size_t len, int dst, int t
 		if (r == 0) {
 			h.va = (uintptr_t)(q->bounce ? q->bounce : buf);
 			h.key = q->reg->key;
-			h.id = p_req_id(q);
+			h.id = dnp_reqtab_id(q->idx, q->gen);
 			r = p_enqueue(p, dst, &h, NULL, 0, NULL);
 			if (r < 0)
 				p_unreg_user(p, q);
@@ -1478,10 +1437,7 @@ static void p_teardown(struct presto *p)
 		p->regs = g->next;
 		free(g);
 	}
-	for (uint32_t k = 0; k < p->nreq; k++)
-		free(p->reqtab[k]);
-	free(p->reqtab);
-	free(p->reqfree);
+	dnp_reqtab_fini(&p->reqs, free);
 	free(p->peers);
 	if (p->d)
 		dnp_close(p->d); /* the daemon drops our buffers and the heap with the session */
@@ -1506,6 +1462,8 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	/* No limit below 32 bits of index (a GET's cookie carries only 24 of them). */
+	dnp_reqtab_init(&p->reqs, UINT32_MAX);
 	r = p_conf(p, conf);
 	if (r < 0)
 		goto err;
