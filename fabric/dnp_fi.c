@@ -25,6 +25,7 @@
 
 #include "dnp.h"
 #include "dnp_fi.h"
+#include "reqtab.h"
 
 #define DFI_NAME "dnp"
 #define DFI_FABRIC "dnp-torus"
@@ -195,8 +196,7 @@ struct dfi_ep {
 	struct dfi_req *posted[2], *posted_tail[2]; /* [tagged] */
 	struct dfi_unexp *unexp[2], *unexp_tail[2];
 	struct dfi_req *gets;
-	struct dfi_req **reqtab;
-	uint32_t nreq, reqcap, *reqfree, nfree;
+	struct dnp_reqtab reqs; /* requests by (idx, gen): RTS ids, GET and RMA cookies */
 	uint64_t gen;
 	int fatal;
 };
@@ -817,64 +817,27 @@ static struct fi_ops_mr dfi_mr_ops = {
 
 /* ------------------------------------------------------------ requests */
 
+/* A request's index travels in 24 bits of a cookie: the table stops at DNP_REQTAB_MAX24. */
 static struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind)
 {
 	struct dfi_req *r = calloc(1, sizeof(*r));
-	uint32_t idx;
 
 	if (!r)
 		return NULL;
-	if (ep->nfree) {
-		idx = ep->reqfree[--ep->nfree];
-	} else {
-		if (ep->nreq == ep->reqcap) {
-			uint32_t cap = ep->reqcap ? ep->reqcap * 2 : 256;
-			struct dfi_req **t = realloc(ep->reqtab, cap * sizeof(*t));
-			uint32_t *f;
-
-			if (!t) {
-				free(r);
-				return NULL;
-			}
-			ep->reqtab = t;
-			f = realloc(ep->reqfree, cap * sizeof(*f));
-			if (!f) {
-				free(r);
-				return NULL;
-			}
-			ep->reqfree = f;
-			ep->reqcap = cap;
-		}
-		if (ep->nreq >= 0xffffffu) {
-			free(r);
-			return NULL;
-		}
-		idx = ep->nreq++;
-	}
 	r->kind = kind;
-	r->idx = idx;
-	r->gen = (uint32_t)++ep->gen | 1u;
-	ep->reqtab[idx] = r;
-	return r;
-}
-
-static struct dfi_req *dfi_req_find(struct dfi_ep *ep, uint32_t idx, uint32_t gen)
-{
-	if (idx >= ep->nreq || !ep->reqtab[idx] || ep->reqtab[idx]->gen != gen)
+	r->gen = (uint32_t)(ep->gen + 1) | 1u;
+	if (dnp_reqtab_add(&ep->reqs, r, r->gen, &r->idx) < 0) {
+		free(r);
 		return NULL;
-	return ep->reqtab[idx];
+	}
+	ep->gen++;
+	return r;
 }
 
 static void dfi_req_free(struct dfi_ep *ep, struct dfi_req *r)
 {
-	ep->reqtab[r->idx] = NULL;
-	ep->reqfree[ep->nfree++] = r->idx;
+	dnp_reqtab_remove(&ep->reqs, r->idx);
 	free(r);
-}
-
-static uint64_t dfi_cookie(unsigned kind, uint32_t a, uint32_t b)
-{
-	return (uint64_t)kind << 56 | (uint64_t)(a & 0xffffffu) << 32 | b;
 }
 
 /* ------------------------------------------------------------ peers */
@@ -979,7 +942,7 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 
 	r = dnp_put(ep->dom->d, pe->stage_mem + (size_t)k * DFI_SLOT, s->len, pe->c, pe->port,
 		    pe->ring_va + (uint64_t)(s->seq % DFI_K) * DFI_SLOT, pe->ring_key,
-		    dfi_cookie(C_STAGE, idx, k), DNP_NONBLOCK);
+		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK);
 	if (r == 0) {
 		if (s->state == S_PENDING)
 			pe->pending--;
@@ -1099,7 +1062,8 @@ static void dfi_credit_return(struct dfi_ep *ep, unsigned idx)
 		return;
 	ep->credit_out[idx] = pe->consumed;
 	r = dnp_put(ep->dom->d, &ep->credit_out[idx], sizeof(uint64_t), pe->c, pe->port,
-		    pe->credit_va, pe->credit_key, dfi_cookie(C_CREDIT, idx, 0), DNP_NONBLOCK);
+		    pe->credit_va, pe->credit_key, dnp_reqtab_cookie(C_CREDIT, idx, 0),
+		    DNP_NONBLOCK);
 	if (r == 0) {
 		pe->credit_busy = true;
 		pe->acked = pe->consumed;
@@ -1158,7 +1122,7 @@ static void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q)
 	int r;
 
 	r = dnp_get(ep->dom->d, q->bounce ? q->bounce : q->buf, q->got, q->reg->key, pe->c,
-		    pe->port, q->rts.va, q->rts.key, dfi_cookie(C_GET, q->idx, q->gen),
+		    pe->port, q->rts.va, q->rts.key, dnp_reqtab_cookie(C_GET, q->idx, q->gen),
 		    DNP_NONBLOCK);
 	if (r == 0)
 		return;
@@ -1249,7 +1213,7 @@ static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void 
 		dfi_incoming(ep, h, data, idx);
 		return;
 	}
-	q = dfi_req_find(ep, (uint32_t)(h->id >> 32), (uint32_t)h->id);
+	q = dnp_reqtab_find_id(&ep->reqs, h->id);
 	if (!q || q->kind != R_SEND)
 		return;
 	dfi_unreg_user(ep->dom, q);
@@ -1337,11 +1301,12 @@ static void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 
 static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 {
-	unsigned kind = (unsigned)(ev->cookie >> 56);
-	uint32_t a = (uint32_t)(ev->cookie >> 32) & 0xffffffu, b = (uint32_t)ev->cookie;
 	struct dfi_peer *pe;
 	struct dfi_req *q;
+	unsigned kind;
+	uint32_t a, b;
 
+	dnp_reqtab_cookie_split(ev->cookie, &kind, &a, &b);
 	if (ev->type == DNP_EV_RX_PUT) {
 		dfi_rx(ep, ev);
 		return;
@@ -1368,7 +1333,7 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		dfi_credit_return(ep, a);
 		return;
 	}
-	q = dfi_req_find(ep, a, b);
+	q = dnp_reqtab_find(&ep->reqs, a, b);
 	if (!q)
 		return;
 	if (kind == C_GET && q->kind == R_RECV) {
@@ -1478,7 +1443,7 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 		if (r == 0) {
 			h.va = (uintptr_t)(q->bounce ? q->bounce : buf);
 			h.key = q->reg->key;
-			h.id = (uint64_t)q->idx << 32 | q->gen;
+			h.id = dnp_reqtab_id(q->idx, q->gen);
 			r = dfi_enqueue(ep, idx, &h, NULL, 0, false, NULL);
 			if (r < 0)
 				dfi_unreg_user(ep->dom, q);
@@ -1714,10 +1679,10 @@ static ssize_t dfi_rma(struct dfi_ep *ep, bool read, void *buf, size_t len, void
 			lkey = q->reg->key;
 		}
 		r = dnp_get(ep->dom->d, buf, len, lkey, pe->c, pe->port, addr, (uint32_t)key,
-			    dfi_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
+			    dnp_reqtab_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
 	} else {
 		r = dnp_put(ep->dom->d, buf, len, pe->c, pe->port, addr, (uint32_t)key,
-			    dfi_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
+			    dnp_reqtab_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
 	}
 	if (r < 0) {
 		dfi_unreg_user(ep->dom, q);
@@ -1914,10 +1879,7 @@ static int dfi_ep_close(struct fid *fid)
 			free(u->data);
 			free(u);
 		}
-	for (i = 0; i < ep->nreq; i++)
-		free(ep->reqtab[i]);
-	free(ep->reqtab);
-	free(ep->reqfree);
+	dnp_reqtab_fini(&ep->reqs, free);
 	free(ep->peers);
 	ep->dom->ep = NULL;
 	pthread_mutex_unlock(&dfi_lock);
@@ -2018,6 +1980,7 @@ static int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fi
 	r = -FI_ENOMEM;
 	if (!ep)
 		goto err;
+	dnp_reqtab_init(&ep->reqs, DNP_REQTAB_MAX24);
 	ep->dom = dom;
 	ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
