@@ -16,76 +16,26 @@
 #include <string.h>
 
 #include "../../presto/presto.c"
+#include "fuzz_libdnp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* ---- libdnp stand-in ---- */
+/* ---- libdnp stand-in (fuzz_libdnp.h, and what is this harness's own) ---- */
 
-#define FZ_Q 256
-static struct dnp_event fz_q[FZ_Q];
-static unsigned fz_qn;
-static void *fz_slots[1024];
-static unsigned fz_nslots;
 static bool fz_mirror;
-static int fz_dummy;
-
-int dnp_open(const char *path, struct dnp **out)
-{
-	*out = (struct dnp *)&fz_dummy;
-	return 0;
-}
-
-void dnp_close(struct dnp *d)
-{
-}
-
-int dnp_self(const struct dnp *d, struct dnp_coords *self, struct dnp_coords *dims)
-{
-	self->x = self->y = self->z = 0;
-	dims->x = 2, dims->y = 2, dims->z = 1;
-	return 0;
-}
-
-unsigned dnp_port(const struct dnp *d)
-{
-	return 0;
-}
 
 void *dnp_alloc(struct dnp *d, size_t len)
 {
 	return NULL; /* Presto falls back to private pages */
 }
 
-void dnp_free(struct dnp *d, void *p)
-{
-}
-
-int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key)
-{
-	if ((flags & DNP_BUF_SEND_TARGET) && fz_nslots < 1024)
-		fz_slots[fz_nslots++] = addr;
-	*key = 0x1234;
-	return 0;
-}
-
-int dnp_unregister(struct dnp *d, void *addr)
-{
-	return 0;
-}
-
-static void fz_push(const struct dnp_event *ev)
-{
-	if (fz_qn < FZ_Q)
-		fz_q[fz_qn++] = *ev;
-}
-
 int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned port,
 	     uint64_t cookie, unsigned flags)
 {
-	struct dnp_event ev = { .type = DNP_EV_TX_DONE, .cookie = cookie };
+	struct dnp_event ev;
 	struct p_hdr h;
 
-	fz_push(&ev);
+	fz_done(DNP_EV_TX_DONE, cookie);
 	if (!fz_mirror || len < P_HDR || !fz_nslots)
 		return 0;
 	/* the peer sends us the same message (HELLO) into our next posted slot */
@@ -100,44 +50,6 @@ int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, 
 	memmove(fz_slots, fz_slots + 1, --fz_nslots * sizeof(void *));
 	fz_push(&ev);
 	return 0;
-}
-
-int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned port,
-	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
-{
-	struct dnp_event ev = { .type = DNP_EV_TX_DONE, .cookie = cookie };
-
-	fz_push(&ev);
-	return 0;
-}
-
-int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp_coords src,
-	    unsigned port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
-{
-	struct dnp_event ev = { .type = DNP_EV_GET_DONE, .cookie = cookie };
-
-	fz_push(&ev);
-	return 0;
-}
-
-int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
-{
-	unsigned n = fz_qn < max ? fz_qn : max;
-
-	memcpy(ev, fz_q, n * sizeof(*ev));
-	memmove(fz_q, fz_q + n, (fz_qn - n) * sizeof(*ev));
-	fz_qn -= n;
-	return (int)n;
-}
-
-int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
-{
-	return dnp_poll_events(d, ev, 1);
-}
-
-const char *dnp_strerror(int err)
-{
-	return "error";
 }
 
 /* ---- harness ---- */
@@ -192,13 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (base) {
 			off = data[-4] & 1 || span < p->slot ? off % span :
 							   off % (span / p->slot) * p->slot;
-			ev.va = (uintptr_t)(base + off);
-			if (n > size)
-				n = size;
-			if (n > span - off)
-				n = span - off;
-			memcpy(base + off, data, n);
-			data += n, size -= n;
+			ev.va = fz_land(base, span, off, n, &data, &size);
 		}
 		p_event(p, &ev);
 		p_progress(p);
