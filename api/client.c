@@ -303,14 +303,16 @@ static int dnp_recv_full(int sock, void *buf, size_t len, int *fds, unsigned nfd
 static void dnp_bell_ring(struct dnp *d)
 {
 	/*
-	 * seq_cst increment, then seq_cst load of 'sleeping', against the
-	 * daemon's seq_cst increment of 'sleeping' then load of 'seq': one side
-	 * sees the other, so a wake-up is never lost. The increment also
-	 * releases the ring slots written before it.
+	 * The doorbell protocol (transport/doorbell.h): a seq_cst fence after
+	 * the ring tail store, then a load of 'sleeping', against the daemon's
+	 * seq_cst increment of 'sleeping' and fence before its second look at
+	 * the rings: either the daemon sees our command or we see it armed.
+	 * A daemon that is awake is not disturbed: nothing is written.
 	 */
-	atomic_fetch_add_explicit(&d->bell->seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&d->bell->sleeping, memory_order_seq_cst) == 0)
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&d->bell->sleeping, memory_order_relaxed) == 0)
 		return;
+	atomic_fetch_add_explicit(&d->bell->seq, 1, memory_order_release);
 	if (atomic_load_explicit(&d->bell->poll_mode, memory_order_relaxed)) {
 		uint64_t one = 1;
 

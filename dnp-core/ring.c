@@ -111,8 +111,15 @@ static uint8_t *slot_ptr(const struct dnp_ring *r, uint32_t idx)
  * between the one seen last and our tail (the consumer only moves forward
  * and never past what we produced); anything else is ignored and counted.
  */
-static uint32_t producer_room(struct dnp_ring *r)
+static uint32_t producer_room(struct dnp_ring *r, uint32_t want)
 {
+	/*
+	 * The room already known (from the last head we saw) is still there:
+	 * when it is enough, the consumer's line is not touched at all, so a
+	 * push does not pull it back from the consumer's cache.
+	 */
+	if (r->slots - (r->tail - r->head) >= want)
+		return r->slots - (r->tail - r->head);
 	/* Pairs with the consumer's release store of head in dnp_ring_pop_burst. */
 	uint32_t h = atomic_load_explicit(&r->shm->head, memory_order_acquire);
 
@@ -142,7 +149,12 @@ static uint32_t consumer_avail(struct dnp_ring *r)
 
 uint32_t dnp_ring_room(struct dnp_ring *r)
 {
-	return producer_room(r);
+	return producer_room(r, r->slots);
+}
+
+uint32_t dnp_ring_room_min(struct dnp_ring *r, uint32_t want)
+{
+	return producer_room(r, want);
 }
 
 /* Copies n slots between the ring (from index idx) and a flat buffer, in up to two parts. */
@@ -177,7 +189,7 @@ int dnp_ring_push(struct dnp_ring *r, const void *slot)
 
 unsigned dnp_ring_push_burst(struct dnp_ring *r, const void *slots, unsigned n)
 {
-	uint32_t room = producer_room(r);
+	uint32_t room = producer_room(r, n);
 
 	if (n > room)
 		n = room;

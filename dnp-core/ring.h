@@ -89,6 +89,13 @@ unsigned dnp_ring_pop_burst(struct dnp_ring *r, void *slots, unsigned n);
  * handle accepts at least this many, whatever the consumer writes meanwhile.
  */
 uint32_t dnp_ring_room(struct dnp_ring *r);
+/*
+ * The same, but the consumer's index is loaded only when the room already
+ * known is below want: the result may be smaller than the true room (never
+ * larger), and is at least want whenever the ring has that much. A push of
+ * n slots does the same with want = n.
+ */
+uint32_t dnp_ring_room_min(struct dnp_ring *r, uint32_t want);
 /* Items currently queued, from both shared indices (approximate; for reports). */
 uint32_t dnp_ring_count(const struct dnp_ring *r);
 uint32_t dnp_ring_free(const struct dnp_ring *r);

@@ -540,10 +540,16 @@ static void test_session_doorbells(void **state)
 	struct timespec ts;
 
 	assert_int_equal(dnp_open(x->sock, &d), 0);
-	/* Every command bumps the daemon's bell. */
+	/* A command leaves an awake daemon's bell alone (nothing written)... */
 	seq = atomic_load(&x->bellmap->seq);
 	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 1, 0), 0);
+	assert_true(atomic_load(&x->bellmap->seq) == seq);
+	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
+	/* ...and bumps the bell of one that is armed to sleep (doorbell.h). */
+	atomic_fetch_add(&x->bellmap->sleeping, 1);
+	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 1, 0), 0);
 	assert_true(atomic_load(&x->bellmap->seq) != seq);
+	atomic_fetch_sub(&x->bellmap->sleeping, 1);
 	assert_int_equal(dnp_wait_event(d, &ev, 2000), 1);
 	/* Timeout with nothing to wait for. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -354,11 +354,17 @@ static void test_transport_shm_rings_peer_doorbell(void **state)
 	assert_int_equal(ops->open(&c1, &t1), 0);
 	in_file = dnp_transport_shm_doorbell(t1);
 	assert_non_null(in_file);
-	s = dnp_doorbell_seq(in_file);
 	tx.data = buf;
 	tx.len = sizeof(buf);
+	/* an awake receiver's bell is not written */
+	s = dnp_doorbell_seq(in_file);
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	assert_int_equal(dnp_doorbell_seq(in_file), s);
+	/* an armed one's is */
+	s = dnp_doorbell_arm(in_file);
 	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
 	assert_int_not_equal(dnp_doorbell_seq(in_file), s);
+	dnp_doorbell_disarm(in_file);
 	ops->close(t1);
 	ops->close(t0);
 
@@ -370,9 +376,10 @@ static void test_transport_shm_rings_peer_doorbell(void **state)
 	c0.peer_bell = bell;
 	assert_int_equal(ops->open(&c0, &t0), 0);
 	assert_int_equal(ops->open(&c1, &t1), 0);
-	s = dnp_doorbell_seq(node_bell);
+	s = dnp_doorbell_arm(node_bell);
 	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
 	assert_int_not_equal(dnp_doorbell_seq(node_bell), s);
+	dnp_doorbell_disarm(node_bell);
 	ops->close(t1);
 	ops->close(t0);
 	dnp_doorbell_unmap(node_bell);
@@ -889,9 +896,9 @@ static void test_transport_doorbell_wakes_sleeper(void **state)
 
 		if (dnp_doorbell_map(path, &mine) != 0)
 			_exit(1);
-		seen = dnp_doorbell_seq(mine);
+		seen = dnp_doorbell_arm(mine);
 		start = now_ns();
-		r = dnp_doorbell_wait(mine, seen, 5000000000ull);
+		r = dnp_doorbell_sleep(mine, seen, 5000000000ull);
 		/* woken (0) well before the 5 s timeout, and seq moved */
 		if (r != 0 || now_ns() - start > 4000000000ull || dnp_doorbell_seq(mine) == seen)
 			_exit(2);
@@ -921,18 +928,32 @@ static void test_transport_doorbell_timeout_and_missed_ring(void **state)
 	uint32_t seen;
 	uint64_t t0;
 
+	(void)state;
 	dnp_doorbell_init(&db);
+	/* nobody armed: a ring writes nothing */
 	seen = dnp_doorbell_seq(&db);
+	assert_false(dnp_doorbell_ring(&db));
+	assert_int_equal(dnp_doorbell_seq(&db), seen);
+	/* armed, nobody rings: the sleep times out, and disarms */
+	seen = dnp_doorbell_arm(&db);
+	assert_int_equal(atomic_load(&db.sleeping), 1);
 	t0 = now_ns();
-	assert_int_equal(dnp_doorbell_wait(&db, seen, 20000000ull), -ETIMEDOUT);
+	assert_int_equal(dnp_doorbell_sleep(&db, seen, 20000000ull), -ETIMEDOUT);
 	assert_true(now_ns() - t0 >= 15000000ull);
-	assert_int_equal(dnp_doorbell_wait(&db, seen, 0), -ETIMEDOUT);
-	/* a ring between taking seq and waiting is not lost: no sleep at all */
-	dnp_doorbell_ring(&db);
+	assert_int_equal(atomic_load(&db.sleeping), 0);
+	seen = dnp_doorbell_arm(&db);
+	assert_int_equal(dnp_doorbell_sleep(&db, seen, 0), -ETIMEDOUT);
+	/* a ring between arming and sleeping is not lost: no sleep at all */
+	seen = dnp_doorbell_arm(&db);
+	assert_true(dnp_doorbell_ring(&db));
 	t0 = now_ns();
-	assert_int_equal(dnp_doorbell_wait(&db, seen, 5000000000ull), 0);
+	assert_int_equal(dnp_doorbell_sleep(&db, seen, 5000000000ull), 0);
 	assert_true(now_ns() - t0 < 1000000000ull);
-	assert_int_equal(dnp_doorbell_wait(&db, seen, 0), 0);
+	/* disarm without sleeping: rings write nothing again */
+	seen = dnp_doorbell_arm(&db);
+	dnp_doorbell_disarm(&db);
+	assert_false(dnp_doorbell_ring(&db));
+	assert_int_equal(dnp_doorbell_seq(&db), seen);
 }
 
 static int setup(void **state)

@@ -29,38 +29,55 @@ uint32_t dnp_doorbell_seq(const struct dnp_doorbell *db)
 	return atomic_load_explicit((_Atomic uint32_t *)&db->seq, memory_order_acquire);
 }
 
-void dnp_doorbell_ring(struct dnp_doorbell *db)
+bool dnp_doorbell_ring(struct dnp_doorbell *db)
 {
 	/*
-	 * seq_cst increment then seq_cst load of sleeping, against the waiter's
-	 * seq_cst store of sleeping then load of seq: one of the two sees the
-	 * other's write, so no wake-up is lost. The increment also releases the
-	 * work published before it.
+	 * The seq_cst fence orders the work published before it (the ring tail
+	 * store) before the load of sleeping: the pair of arm()'s increment
+	 * and fence (doorbell.h). The common case ends here, having written
+	 * nothing the owner reads.
 	 */
-	atomic_fetch_add_explicit(&db->seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&db->sleeping, memory_order_seq_cst) != 0)
-		dnp_futex_wake(&db->seq);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&db->sleeping, memory_order_relaxed) == 0)
+		return false;
+	/* release: the work is visible to whoever sees the new seq */
+	atomic_fetch_add_explicit(&db->seq, 1, memory_order_release);
+	dnp_futex_wake(&db->seq);
+	return true;
 }
 
-int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns)
+uint32_t dnp_doorbell_arm(struct dnp_doorbell *db)
+{
+	atomic_fetch_add_explicit(&db->sleeping, 1, memory_order_seq_cst);
+	/* The Dekker pair with ring(): our second look comes after this fence. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return dnp_doorbell_seq(db);
+}
+
+void dnp_doorbell_disarm(struct dnp_doorbell *db)
+{
+	atomic_fetch_sub_explicit(&db->sleeping, 1, memory_order_relaxed);
+}
+
+int dnp_doorbell_sleep(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns)
 {
 	struct timespec ts, *tsp = NULL;
 	int ret = 0;
 
-	if (timeout_ns == 0)
-		return dnp_doorbell_seq(db) != seen ? 0 : -ETIMEDOUT;
-	if (timeout_ns != UINT64_MAX) {
-		ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
-		ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-		tsp = &ts;
-	}
-	atomic_fetch_add_explicit(&db->sleeping, 1, memory_order_seq_cst);
-	/* Dekker pair with dnp_doorbell_ring (see there). */
-	if (atomic_load_explicit(&db->seq, memory_order_seq_cst) == seen) {
+	if (dnp_doorbell_seq(db) != seen) {
+		ret = 0;
+	} else if (timeout_ns == 0) {
+		ret = -ETIMEDOUT;
+	} else {
+		if (timeout_ns != UINT64_MAX) {
+			ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+			ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+			tsp = &ts;
+		}
 		/* The kernel re-checks seq == seen atomically with queueing us (EAGAIN otherwise). */
 		ret = dnp_futex_wait(&db->seq, seen, tsp);
 	}
-	atomic_fetch_sub_explicit(&db->sleeping, 1, memory_order_relaxed);
+	dnp_doorbell_disarm(db);
 	/* acquire: whoever rang published its work before bumping seq */
 	atomic_thread_fence(memory_order_acquire);
 	return ret;

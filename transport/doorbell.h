@@ -11,23 +11,31 @@
  * A zero-filled doorbell is a valid one (seq 0, nobody sleeping), so the file
  * may be created by whichever process comes first: no initialisation race.
  *
- * Protocol (an event count):
- *   daemon:   seen = dnp_doorbell_seq(db);   <- BEFORE looking for work
- *             poll every source (links, command rings, timers);
- *             if nothing: dnp_doorbell_wait(db, seen, timeout_ns);
+ * Protocol (arm, look again, sleep):
+ *   daemon:   poll every source (links, command rings, timers);
+ *             if nothing: seen = dnp_doorbell_arm(db);
+ *                         poll every source once more;
+ *                         if something: dnp_doorbell_disarm(db), handle it;
+ *                         else dnp_doorbell_sleep(db, seen, timeout_ns);
  *   producer: publish the work (ring tail store with release), then
  *             dnp_doorbell_ring(db).
- * ring() always bumps seq but makes the futex system call (~11 us here) only
- * when the owner is marked sleeping. seq and sleeping are accessed seq_cst
- * on both sides (a Dekker pair): either the ringer sees sleeping != 0 and
- * wakes, or the waiter sees the new seq and does not sleep. The futex is on
- * a shared mapping, so FUTEX_WAIT/WAKE without FUTEX_PRIVATE_FLAG.
+ * ring() is a seq_cst fence and a load of 'sleeping' while the owner is
+ * awake: a busy daemon's doorbell line is never written, so a command costs
+ * its producer no atomic read-modify-write on a line the daemon reads on
+ * every pass. Only when the owner is armed does ring() bump seq and make the
+ * futex system call (~11 us here). arm() (seq_cst increment of sleeping, then
+ * a seq_cst fence) and ring() (seq_cst fence, then the load of sleeping) are
+ * a Dekker pair: either the ringer sees the owner armed and bumps seq and
+ * wakes it, or the owner's second look sees the work. A ring between arm()
+ * and sleep() moves seq, and sleep() then returns at once (the kernel
+ * re-checks seq == seen when it queues the waiter). The futex is on a shared
+ * mapping, so FUTEX_WAIT/WAKE without FUTEX_PRIVATE_FLAG.
  *
  * Memory: the doorbell lives in caller-provided shared memory (64 bytes,
  * 64-byte aligned) or in a file mapped by dnp_doorbell_map (owned by the
  * mapper, released by dnp_doorbell_unmap). Threads: ring() from any thread
- * of any process; wait() from the owner only (several waiters work but are
- * all woken together).
+ * of any process (and from a signal handler); arm(), disarm() and sleep()
+ * from the owner only (several owners work but are all woken together).
  */
 #ifndef DNP_DOORBELL_H
 #define DNP_DOORBELL_H
@@ -51,18 +59,31 @@ static_assert(sizeof(struct dnp_doorbell) == 64, "doorbell is one cache line");
 /* Makes mem (64 bytes, 64-byte aligned) an idle doorbell. */
 void dnp_doorbell_init(struct dnp_doorbell *db);
 
-/* Current sequence (acquire); take it before polling for work. */
+/* Current sequence (acquire). */
 uint32_t dnp_doorbell_seq(const struct dnp_doorbell *db);
 
-/* Announces work published before the call; wakes the owner if it sleeps. */
-void dnp_doorbell_ring(struct dnp_doorbell *db);
+/*
+ * Announces work published before the call; wakes the owner if it is armed
+ * or asleep. Returns true when it had to bump seq (the owner was armed).
+ */
+bool dnp_doorbell_ring(struct dnp_doorbell *db);
 
 /*
- * Sleeps until seq differs from seen, or timeout_ns elapses (0 = return at
- * once, UINT64_MAX = no timeout). Returns 0 when seq moved (or a spurious
- * wake-up), -ETIMEDOUT, -EINTR on a signal.
+ * The owner is about to sleep: marks it armed and returns seq. The caller
+ * must look at every source once more after this, then either disarm (work
+ * found) or sleep with the returned value.
  */
-int dnp_doorbell_wait(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns);
+uint32_t dnp_doorbell_arm(struct dnp_doorbell *db);
+
+/* Undoes arm() without sleeping. */
+void dnp_doorbell_disarm(struct dnp_doorbell *db);
+
+/*
+ * Armed owner only: sleeps until seq differs from seen (a ring since arm()),
+ * or timeout_ns elapses (0 = do not sleep), then disarms. Returns 0 when seq
+ * moved (or a spurious wake-up), -ETIMEDOUT, -EINTR on a signal.
+ */
+int dnp_doorbell_sleep(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_ns);
 
 /*
  * Maps the doorbell file at path, creating it (mode 0600) when missing;

@@ -26,12 +26,16 @@
  *   daemon bell (struct dnp_sess_bell, the daemon's file
  *   "<run dir>/node-<id>.bell", also rung by neighbour daemons over shm
  *   links): a producer publishes its work (ring tail store, or a socket
- *   request), increments 'seq' (seq_cst), then loads 'sleeping' (seq_cst);
- *   when it is not 0 it wakes the daemon: FUTEX_WAKE on 'seq', or, when
- *   'poll_mode' is 1 (a udp daemon sleeping in poll()), a write of 1 to the
- *   eventfd. The daemon takes 'seq' before looking for work, and sleeps
- *   only if it is unchanged after it incremented 'sleeping' (seq_cst): one
- *   of the two sides always sees the other's write (Dekker).
+ *   request), then a seq_cst fence and a load of 'sleeping'; only when it
+ *   is not 0 does it increment 'seq' and wake the daemon: FUTEX_WAKE on
+ *   'seq', or, when 'poll_mode' is 1 (a udp daemon sleeping in poll()), a
+ *   write of 1 to the eventfd. An awake daemon's bell is never written. The
+ *   daemon, before it sleeps, increments 'sleeping' (seq_cst, then a fence),
+ *   takes 'seq', looks at every source once more, and sleeps only if it
+ *   found nothing and 'seq' is unchanged: one of the two sides always sees
+ *   the other's write (Dekker). Version 2: version 1 producers always
+ *   bumped 'seq', and version 1 daemons sleep on a 'seq' taken before
+ *   their last look, which a version 2 producer would not wake.
  *   event bell (ev_seq/ev_waiters in struct dnp_sess_ctl): the same event
  *   count with the roles swapped; the daemon bumps ev_seq after pushing
  *   events and wakes the app only when ev_waiters is not 0.
@@ -51,7 +55,7 @@
 #include <stdint.h>
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
-#define DNP_SESS_VERSION 1u
+#define DNP_SESS_VERSION 2u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u  /* command ring slots (64 bytes each) */
