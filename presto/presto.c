@@ -21,6 +21,7 @@
 
 #include "dnp.h"
 #include "presto.h"
+#include "regcache.h"
 #include "reqtab.h"
 
 #define P_MAGIC 0x5052u  /* "PR" */
@@ -36,7 +37,6 @@
 #define P_CTX_USER 0
 #define P_CTX_COLL 1
 #define P_EV_BATCH 32u
-#define P_REG_CACHE 16u
 
 enum p_type { M_EAGER = 1, M_RTS = 2, M_FIN = 3, M_HELLO = 4 };
 enum p_cookie { C_SEND = 1, C_CREDIT = 2, C_GET = 3 };
@@ -60,15 +60,6 @@ struct p_hdr {
 };
 _Static_assert(sizeof(struct p_hdr) == P_HDR, "header is 64 bytes");
 
-struct p_reg {
-	void *addr;
-	size_t len;
-	uint32_t key;
-	unsigned refs;
-	uint64_t stamp; /* last use (LRU) */
-	struct p_reg *next;
-};
-
 enum p_req_kind { R_SEND = 1, R_RECV = 2 };
 
 struct presto_req {
@@ -80,7 +71,7 @@ struct presto_req {
 	size_t cap;
 	size_t got;            /* RECV rendez-vous: bytes being fetched */
 	struct p_hdr rts;      /* RECV rendez-vous: the request being served */
-	struct p_reg *reg;     /* rendez-vous registration */
+	struct dnp_regcache_ent *reg; /* rendez-vous registration */
 	void *bounce;          /* rendez-vous through a private copy */
 	struct presto_status st;
 	struct presto_req *next; /* posted list / pending GETs */
@@ -160,9 +151,7 @@ struct presto {
 	struct presto_req *posted_head, *posted_tail;
 	struct p_unexp *unexp_head, *unexp_tail;
 	struct presto_req *gets;  /* rendez-vous GETs not yet accepted by the queue */
-	struct p_reg *regs;
-	unsigned ncached;      /* regs with refs 0 */
-	uint64_t reg_clock;
+	struct dnp_regcache regs; /* ranges registered for rendez-vous */
 	int fatal;
 	unsigned idle_tests;
 	bool closing;
@@ -239,128 +228,23 @@ static void p_req_free(struct presto *p, struct presto_req *r)
 	free(r);
 }
 
-/* ---- registrations (an exact range may be shared, e.g. bcast's sends) ---- */
-
-static void p_reg_drop(struct presto *p, struct p_reg *g)
-{
-	struct p_reg **pp;
-
-	for (pp = &p->regs; *pp; pp = &(*pp)->next)
-		if (*pp == g) {
-			*pp = g->next;
-			break;
-		}
-	dnp_unregister(p->d, g->addr);
-	free(g);
-	p->ncached--;
-}
-
-/* Unregisters unused cached ranges overlapping [addr, +len); returns how many. */
-static unsigned p_reg_evict(struct presto *p, const uint8_t *addr, size_t len)
-{
-	struct p_reg *g, *nx;
-	unsigned n = 0;
-
-	for (g = p->regs; g; g = nx) {
-		nx = g->next;
-		if (!g->refs && (const uint8_t *)g->addr < addr + len &&
-		    addr < (const uint8_t *)g->addr + g->len) {
-			p_reg_drop(p, g);
-			n++;
-		}
-	}
-	return n;
-}
-
-static int p_reg_get(struct presto *p, void *addr, size_t len, struct p_reg **out)
-{
-	struct p_reg *g;
-	uint32_t key;
-	int r;
-
-	for (g = p->regs; g; g = g->next)
-		if (g->addr == addr && g->len == len) {
-			if (!g->refs++)
-				p->ncached--;
-			g->stamp = ++p->reg_clock;
-			*out = g;
-			return 0;
-		}
-	g = calloc(1, sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	r = dnp_register(p->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
-	if (r == -EEXIST && p_reg_evict(p, addr, len))
-		r = dnp_register(p->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
-	if (r < 0) {
-		free(g);
-		return r;
-	}
-	g->addr = addr;
-	g->len = len;
-	g->key = key;
-	g->refs = 1;
-	g->stamp = ++p->reg_clock;
-	g->next = p->regs;
-	p->regs = g;
-	*out = g;
-	return 0;
-}
-
 /*
- * Registration cache: an unused range stays registered (a request to the
- * daemon costs tens of microseconds), up to P_REG_CACHE ranges, least
- * recently used dropped first. A cached range only lets our own rendez-vous
- * protocol reach that memory.
+ * ---- registrations (regcache.h; an exact range may be shared, e.g. bcast's
+ * sends, and a range overlapping one in use goes through a private copy) ----
  */
-static void p_reg_put(struct presto *p, struct p_reg *g)
-{
-	struct p_reg *old, *x;
 
-	if (!g || --g->refs)
-		return;
-	p->ncached++;
-	while (p->ncached > P_REG_CACHE) {
-		for (old = NULL, x = p->regs; x; x = x->next)
-			if (!x->refs && (!old || x->stamp < old->stamp))
-				old = x;
-		p_reg_drop(p, old);
-	}
-}
-
-/*
- * Registers [buf, +len) for a rendez-vous, or a private copy of it when the
- * range overlaps another registration (-EEXIST), e.g. two sends from
- * overlapping parts of one buffer.
- */
 static int p_reg_user(struct presto *p, struct presto_req *q, void *buf, size_t len, bool copy_in)
 {
-	int r = p_reg_get(p, buf, len, &q->reg);
+	int r = dnp_regcache_get_user(&p->regs, buf, len, copy_in, &q->reg, &q->bounce);
 
-	if (r != -EEXIST)
-		return r;
-	q->bounce = malloc(len);
-	if (!q->bounce)
-		return -ENOMEM;
-	if (copy_in)
-		memcpy(q->bounce, buf, len);
-	p->stats.bounce++;
-	r = p_reg_get(p, q->bounce, len, &q->reg);
-	if (r < 0) {
-		free(q->bounce);
-		q->bounce = NULL;
-	}
+	if (r == 0 && q->bounce)
+		p->stats.bounce++;
 	return r;
 }
 
 static void p_unreg_user(struct presto *p, struct presto_req *q)
 {
-	p_reg_put(p, q->reg);
-	if (q->bounce && q->reg && !q->reg->refs)
-		p_reg_drop(p, q->reg); /* private copies are not cached */
-	q->reg = NULL;
-	free(q->bounce);
-	q->bounce = NULL;
+	dnp_regcache_put_user(&p->regs, &q->reg, &q->bounce);
 }
 
 /* ---- sending ---- */
@@ -1431,12 +1315,7 @@ static void p_teardown(struct presto *p)
 		free(u->data);
 		free(u);
 	}
-	while (p->regs) {
-		struct p_reg *g = p->regs;
-
-		p->regs = g->next;
-		free(g);
-	}
+	dnp_regcache_fini(&p->regs);
 	dnp_reqtab_fini(&p->reqs, free);
 	free(p->peers);
 	if (p->d)
@@ -1470,6 +1349,7 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	r = dnp_open(NULL, &p->d);
 	if (r < 0)
 		goto err;
+	dnp_regcache_init(&p->regs, p->d);
 	r = dnp_self(p->d, &self, &dims);
 	if (r < 0)
 		goto err;

@@ -531,6 +531,56 @@ static void test_credits(void **state)
 		assert_int_equal(presto_wait(p, &s[i], &st), 0);
 }
 
+/*
+ * A rendez-vous from a private copy (the buffer overlaps a send in flight)
+ * whose copy is the oldest unused range when it is released, with 16 other
+ * ranges cached meanwhile: the release must trim the copy's registration
+ * once, and every later transfer still works.
+ */
+static void test_private_copy_released_oldest(void **state)
+{
+	struct presto *p = *state;
+	static uint8_t sb[4096 + 64], rb[2][4096], big[16][4096], got[16][4096];
+	struct presto_stats s0, s1;
+	struct presto_status st;
+	struct presto_req *a, *b;
+	unsigned k;
+
+	assert_int_equal(presto_set_eager_max(p, 1000), 0);
+	fill(sb, sizeof(sb), 9);
+	presto_get_stats(p, &s0);
+	assert_int_equal(presto_isend(p, sb, 4096, 0, 80, &a), 0);
+	/* overlaps the range of the first send, which is still in use */
+	assert_int_equal(presto_isend(p, sb + 64, 4096, 0, 81, &b), 0);
+	presto_get_stats(p, &s1);
+	assert_int_equal(s1.bounce - s0.bounce, 1);
+	/* 8 rendez-vous, 16 ranges (send and receive side) registered and cached */
+	for (k = 0; k < 16; k += 2) {
+		fill(big[k], sizeof(big[k]), k);
+		send_recv(p, big[k], sizeof(big[k]), 90 + (int)k, got[k], sizeof(got[k]),
+			  90 + (int)k, &st);
+		assert_int_equal(st.error, 0);
+		assert_memory_equal(got[k], big[k], sizeof(big[k]));
+	}
+	/* the private copy is released last and is the oldest unused range */
+	assert_int_equal(presto_recv(p, rb[1], sizeof(rb[1]), 0, 81, &st), 0);
+	assert_memory_equal(rb[1], sb + 64, 4096);
+	assert_int_equal(presto_wait(p, &b, &st), 0);
+	assert_int_equal(st.error, 0);
+	assert_int_equal(presto_recv(p, rb[0], sizeof(rb[0]), 0, 80, &st), 0);
+	assert_memory_equal(rb[0], sb, 4096);
+	assert_int_equal(presto_wait(p, &a, &st), 0);
+	assert_int_equal(st.error, 0);
+	/* and the cache still serves new ranges */
+	for (k = 1; k < 16; k += 2) {
+		fill(big[k], sizeof(big[k]), k);
+		send_recv(p, big[k], sizeof(big[k]), 90 + (int)k, got[k], sizeof(got[k]),
+			  90 + (int)k, &st);
+		assert_int_equal(st.error, 0);
+		assert_memory_equal(got[k], big[k], sizeof(big[k]));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -545,6 +595,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eager_rndv_switch, setup_send, teardown),
 		cmocka_unit_test_setup_teardown(test_truncation, setup_send, teardown),
 		cmocka_unit_test_setup_teardown(test_credits, setup_send, teardown),
+		cmocka_unit_test_setup_teardown(test_private_copy_released_oldest, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
