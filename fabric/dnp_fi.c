@@ -25,6 +25,7 @@
 
 #include "dnp.h"
 #include "dnp_fi.h"
+#include "regcache.h"
 #include "reqtab.h"
 
 #define DFI_NAME "dnp"
@@ -34,7 +35,6 @@
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |  \
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
-#define DFI_REG_CACHE 16u
 #define DFI_EV_BATCH 32
 
 enum { C_STAGE = 1, C_CREDIT = 2, C_GET = 3, C_RMA = 4 };
@@ -85,15 +85,6 @@ struct dfi_mr {
 	bool registered;
 };
 
-struct dfi_reg {
-	void *addr;
-	size_t len;
-	uint32_t key;
-	unsigned refs;
-	uint64_t stamp;
-	struct dfi_reg *next;
-};
-
 struct dfi_req {
 	int kind;
 	uint32_t idx, gen;
@@ -107,8 +98,8 @@ struct dfi_req {
 	bool tagged;
 	struct dfi_hdr rts;    /* receive side of a rendez-vous */
 	uint32_t rts_peer;
-	struct dfi_reg *reg;
-	void *bounce;
+	struct dnp_regcache_ent *reg; /* rendez-vous registration */
+	void *bounce;          /* rendez-vous through a private copy */
 	struct dfi_req *next;
 };
 
@@ -173,9 +164,7 @@ struct dfi_domain {
 	struct dnp_coords self, dims;
 	unsigned nnodes, port, nidx, my_idx;
 	struct dfi_ep *ep;
-	struct dfi_reg *regs;
-	unsigned ncached;
-	uint64_t reg_clock;
+	struct dnp_regcache regs; /* ranges registered for rendez-vous */
 };
 
 struct dfi_ep {
@@ -622,110 +611,16 @@ static int dfi_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct 
 
 /* ------------------------------------------------------------ registrations */
 
-static void dfi_reg_drop(struct dfi_domain *dom, struct dfi_reg *g)
-{
-	struct dfi_reg **pp;
-
-	for (pp = &dom->regs; *pp; pp = &(*pp)->next)
-		if (*pp == g) {
-			*pp = g->next;
-			break;
-		}
-	if (!g->refs)
-		dom->ncached--;
-	dnp_unregister(dom->d, g->addr);
-	free(g);
-}
-
-static int dfi_reg_get(struct dfi_domain *dom, void *addr, size_t len, struct dfi_reg **out)
-{
-	struct dfi_reg *g, *nx;
-	uint32_t key;
-	int r;
-
-	for (g = dom->regs; g; g = g->next)
-		if (g->addr == addr && g->len == len) {
-			if (!g->refs++)
-				dom->ncached--;
-			g->stamp = ++dom->reg_clock;
-			*out = g;
-			return 0;
-		}
-	r = dnp_register(dom->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
-	if (r == -EEXIST) {
-		/* unused cached ranges in the way go */
-		for (g = dom->regs; g; g = nx) {
-			nx = g->next;
-			if (!g->refs && (uint8_t *)g->addr < (uint8_t *)addr + len &&
-			    (uint8_t *)addr < (uint8_t *)g->addr + g->len)
-				dfi_reg_drop(dom, g);
-		}
-		r = dnp_register(dom->d, addr, len, DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, &key);
-	}
-	if (r < 0)
-		return r;
-	g = calloc(1, sizeof(*g));
-	if (!g) {
-		dnp_unregister(dom->d, addr);
-		return -ENOMEM;
-	}
-	g->addr = addr;
-	g->len = len;
-	g->key = key;
-	g->refs = 1;
-	g->stamp = ++dom->reg_clock;
-	g->next = dom->regs;
-	dom->regs = g;
-	*out = g;
-	return 0;
-}
-
-static void dfi_reg_put(struct dfi_domain *dom, struct dfi_reg *g)
-{
-	struct dfi_reg *old, *x;
-
-	if (!g || --g->refs)
-		return;
-	dom->ncached++;
-	while (dom->ncached > DFI_REG_CACHE) {
-		for (old = NULL, x = dom->regs; x; x = x->next)
-			if (!x->refs && (!old || x->stamp < old->stamp))
-				old = x;
-		dfi_reg_drop(dom, old);
-	}
-}
-
-/* Registers a user range, or a private copy when it overlaps another registration. */
+/* Registers a user range, or a private copy when it overlaps one in use (regcache.h). */
 static int dfi_reg_user(struct dfi_domain *dom, struct dfi_req *q, void *buf, size_t len,
 			bool copy_in)
 {
-	int r = dfi_reg_get(dom, buf, len, &q->reg);
-
-	if (r != -EEXIST)
-		return r;
-	q->bounce = malloc(len);
-	if (!q->bounce)
-		return -ENOMEM;
-	if (copy_in)
-		memcpy(q->bounce, buf, len);
-	r = dfi_reg_get(dom, q->bounce, len, &q->reg);
-	if (r < 0) {
-		free(q->bounce);
-		q->bounce = NULL;
-	}
-	return r;
+	return dnp_regcache_get_user(&dom->regs, buf, len, copy_in, &q->reg, &q->bounce);
 }
 
 static void dfi_unreg_user(struct dfi_domain *dom, struct dfi_req *q)
 {
-	if (q->reg) {
-		dfi_reg_put(dom, q->reg);
-		if (q->bounce && !q->reg->refs)
-			dfi_reg_drop(dom, q->reg);
-	}
-	q->reg = NULL;
-	free(q->bounce);
-	q->bounce = NULL;
+	dnp_regcache_put_user(&dom->regs, &q->reg, &q->bounce);
 }
 
 /* ------------------------------------------------------------ MR */
@@ -2027,12 +1922,7 @@ static int dfi_domain_close(struct fid *fid)
 
 	if (dom->ep)
 		return -FI_EBUSY;
-	while (dom->regs) {
-		struct dfi_reg *g = dom->regs;
-
-		dom->regs = g->next;
-		free(g);
-	}
+	dnp_regcache_fini(&dom->regs);
 	dnp_close(dom->d); /* the daemon drops the session's buffers and heap */
 	free(dom);
 	return 0;
@@ -2104,6 +1994,7 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 		free(dom);
 		return r == -ENOENT || r == -ECONNREFUSED ? -FI_ENODEV : r;
 	}
+	dnp_regcache_init(&dom->regs, dom->d);
 	dom->nnodes = dom->dims.x * dom->dims.y * dom->dims.z;
 	dom->port = dnp_port(dom->d);
 	dom->nidx = dom->nnodes * DFI_LOCAL;
