@@ -175,7 +175,13 @@ static unsigned sensor_level(const struct dnp_lfm_regs *r, unsigned s, int32_t v
 	return v >= warn ? DNP_LFM_WARNING : DNP_LFM_NORMAL;
 }
 
-/* One T_read window of a link's counters: sick when CRC errors per million frames exceed crc_ppm. */
+/*
+ * One T_read window of a link's counters: sick when CRC errors per million
+ * frames exceed crc_ppm. A window with fewer than crc_min_frames frames is
+ * not judged, and not thrown away either: it grows into the next T_read
+ * until it holds enough frames. A link that carries little besides its
+ * keep-alive credits (a direction no route uses) is judged too, only later.
+ */
 static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 {
 	uint32_t ppm = atomic_load_explicit(&d->r->th.crc_ppm, memory_order_relaxed);
@@ -186,10 +192,10 @@ static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 		uint64_t e = in->crc_errors[i] - d->win_crc[i];
 		uint64_t all = f + e;
 
+		if (all < (min ? min : 1))
+			continue; /* too few frames to judge: keep the verdict and the window */
 		d->win_frames[i] = in->rx_frames[i];
 		d->win_crc[i] = in->crc_errors[i];
-		if (all < (min ? min : 1))
-			continue; /* too few frames to judge: keep the verdict */
 		d->sick[i] = e * 1000000u > (uint64_t)ppm * all;
 	}
 }

@@ -302,9 +302,25 @@ static void test_dfm_link_broken_and_sick(void **state)
 	}
 	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
 			 DNP_LFM_LINK_OK);
+	/*
+	 * Y+: a quiet link, 40 frames per T_read window (the floor is 100),
+	 * 1 in 20 corrupted: the short windows add up, and it turns sick
+	 * within four of them (before, each short window was dropped and the
+	 * link was never judged).
+	 */
+	for (uint64_t t = 2200; t < 2200 + 4 * DNP_LFM_T_READ_DEFAULT + 1; t++) {
+		if (t % 6 == 0) {
+			f.in.rx_frames[DNP_DIR_YP] += 1;
+			if (t % 120 == 0)
+				f.in.crc_errors[DNP_DIR_YP] += 1;
+		}
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_YP),
+			 DNP_LFM_LINK_SICK);
 	/* masked: the sick link is not reported */
 	atomic_store(&f.r.mask, DNP_LFM_MASK_ALL & ~DNP_LFM_MASK_LINK_BROKEN);
-	run(&f, 2200, 2300, 0, NULL, NULL, 0);
+	run(&f, 3300, 3400, 0, NULL, NULL, 0);
 	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_YM),
 			 DNP_LFM_LINK_OK);
 	dnp_dfm_destroy(f.d);
