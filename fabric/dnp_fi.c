@@ -98,6 +98,7 @@ struct dfi_req {
 	bool tagged;
 	struct dfi_hdr rts;    /* receive side of a rendez-vous */
 	uint32_t rts_peer;
+	bool getting;          /* its rendez-vous GET is issued, its completion awaited */
 	struct dnp_regcache_ent *reg; /* rendez-vous registration */
 	void *bounce;          /* rendez-vous through a private copy */
 	struct dfi_req *next;
@@ -1019,8 +1020,10 @@ static void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q)
 	r = dnp_get(ep->dom->d, q->bounce ? q->bounce : q->buf, q->got, q->reg->key, pe->c,
 		    pe->port, q->rts.va, q->rts.key, dnp_reqtab_cookie(C_GET, q->idx, q->gen),
 		    DNP_NONBLOCK);
-	if (r == 0)
+	if (r == 0) {
+		q->getting = true;
 		return;
+	}
 	if (r == -EAGAIN) {
 		q->next = ep->gets;
 		ep->gets = q;
@@ -1235,6 +1238,10 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		struct dfi_peer *sp = ep->peers[q->rts_peer];
 		int st = ev->type == DNP_EV_GET_DONE ? 0 : ev->status ? ev->status : -EIO;
 
+		/* only a receive whose GET we issued: any other is a forged event */
+		if (!q->getting || !sp)
+			return;
+		q->getting = false;
 		if (!st && q->bounce)
 			memcpy(q->buf, q->bounce, q->got);
 		dfi_unreg_user(ep->dom, q);

@@ -65,6 +65,7 @@ enum p_req_kind { R_SEND = 1, R_RECV = 2 };
 struct presto_req {
 	enum p_req_kind kind;
 	bool done, get_pending;
+	bool getting;          /* RECV: its rendez-vous GET is issued, its completion awaited */
 	uint32_t idx, gen;
 	int ctx, src, tag;     /* RECV: what to match */
 	void *buf;             /* RECV: destination */
@@ -469,6 +470,7 @@ static void p_get_issue(struct presto *p, struct presto_req *q)
 		    h->key, dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
 	if (r == 0) {
 		q->get_pending = false;
+		q->getting = true;
 		return;
 	}
 	if (r != -EAGAIN) {
@@ -777,8 +779,10 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 	if (kind == C_GET) {
 		/* the cookie holds 24 bits of the index */
 		q = dnp_reqtab_find(&p->reqs, a, b);
-		if (!q || q->kind != R_RECV || q->done)
+		/* only a receive whose GET we issued: any other is a forged event */
+		if (!q || q->kind != R_RECV || q->done || !q->getting)
 			return;
+		q->getting = false;
 		if (q->bounce && ev->type == DNP_EV_GET_DONE)
 			memcpy(q->buf, q->bounce, q->got);
 		p_unreg_user(p, q);

@@ -76,6 +76,9 @@ unhex 02010000010000000000000040000000000000000000000000000000000000000100004000
 # The libfabric provider (fuzz_fi.c, built when libfabric-dev is installed): the same record.
 mkdir -p "$tmp/fi"
 cp "$tmp/presto/rxput" "$tmp/fi/rxput"
+# Regression: a GET completion naming a posted receive that never issued one
+# (it dereferenced a peer that did not exist).
+unhex 0902900100dc0100000100000000000000000000020100000100000000000000400000000000000000000d00000000000000000001000000000000020100b7080100000000000003030303210000000000000000000000000026000000a900000000000000003d000100000000000040002002010100000000000020ff0400004000004f00 "$tmp/fi/forged-get-done"
 
 # dnpd's topology file, then NUL-separated command-line words (fuzz_conf.c).
 mkdir -p "$tmp/conf"
