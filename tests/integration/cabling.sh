@@ -83,9 +83,16 @@ done
 
 # Node 6 comes up; node 1 reports both swapped links.
 t=0
+# Node 1's good Z cables must have been heard too (DPDK ports can take a
+# few seconds to come up on a loaded machine).
+z_ok() {
+	"$dnpctl" --socket "$run/n1/dnpd.sock" topo 2>/dev/null >"$dir/topo1.wait"
+	grep -q '^wiring Z+ expected 1,0,1 Z- found 1,0,1 Z- ok' "$dir/topo1.wait" &&
+		grep -q '^wiring Z- expected 1,0,1 Z+ found 1,0,1 Z+ ok' "$dir/topo1.wait"
+}
 while :; do
 	n1=$(grep -c 'cabling: ' "$dir/dnpd-1.log")
-	[ -e "$run/n6/node-6.up" ] && [ "$n1" -ge 2 ] && break
+	[ -e "$run/n6/node-6.up" ] && [ "$n1" -ge 2 ] && z_ok && break
 	t=$((t + 1))
 	[ $t -lt 300 ] || break
 	sleep 0.1
