@@ -38,6 +38,7 @@
 #include "dnp.h"
 #include "dnp_futex.h"
 #include "dnp_session.h"
+#include "dnp_yield.h"
 #include "ring.h"
 
 #define DNP_DEFAULT_SOCKET "/run/dnp/dnpd.sock"
@@ -76,6 +77,7 @@ struct dnp {
 	struct dnp_heap heap;
 	struct dnp_coords self, dims;
 	unsigned port;
+	struct dnp_yield yield; /* waits: yield only when somebody else wants the CPU */
 };
 
 static uint64_t dnp_now_ns(void)
@@ -876,7 +878,8 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 			return 0;
 		if (idle >= DNP_YIELD_NS)
 			break;
-		sched_yield(); /* no pure spinning: the daemon may need this core */
+		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
+		dnp_yield_step(&d->yield, now);
 	}
 	for (;;) {
 		struct timespec ts;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Latency of two builds side by side, alternating, in one run: the loopback
 # PUT (1x1x1, --pin, adaptive and busy idle policies) and the 8-byte
-# ping-pong on 2x1x1 over shm (adaptive, busy) and udp. For a change to the
+# ping-pong on 2x1x1 over shm (adaptive pinned and unpinned, busy) and udp. For a change to the
 # daemon or libdnp measured against the code before it (docs/performance.md).
 #   bench/side-by-side.sh BASE_BUILD NEW_BUILD [ROUNDS] [NAME]
 # Writes bench/results/NAME-DATE.csv (build,round,test,median_us: each run's
@@ -33,6 +33,7 @@ for r in $(seq "$rounds"); do
 		row loopback "$(one "$b" 1x1x1 --transport shm --pin -- dnp_pingpong --loopback --sizes 8 --iters 50000 --csv)"
 		row loopback-busy "$(one "$b" 1x1x1 --transport shm --pin --idle busy -- dnp_pingpong --loopback --sizes 8 --iters 50000 --csv)"
 		row shm "$(one "$b" 2x1x1 --transport shm --pin -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
+		row shm-unpinned "$(one "$b" 2x1x1 --transport shm -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 		row shm-busy "$(one "$b" 2x1x1 --transport shm --pin --idle busy -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 		row udp "$(one "$b" 2x1x1 --transport udp -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 	done
