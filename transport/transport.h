@@ -112,9 +112,11 @@ struct dnp_transport_ops {
 	 * EAL): init once before the first open, with the backend's start-up
 	 * arguments (dnpd --eal; NULL or "": init_default), fini after the last
 	 * close. Errors of init: -EINVAL, -ENOMEM, -errno of the backend.
+	 * fini returns true when threads of the backend still run and the
+	 * process must end with _exit() (no destructors under them).
 	 */
 	int (*init)(const char *args);
-	void (*fini)(void);
+	bool (*fini)(void);
 	const char *init_default; /* the arguments init uses by default, for usage texts */
 };
 

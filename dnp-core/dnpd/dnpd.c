@@ -133,6 +133,7 @@ struct dnpd {
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
+	bool quick_exit;     /* the transport's threads still run: leave with _exit() */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;          /* doorbell armed: this pass is the second look before sleeping */
@@ -1473,8 +1474,8 @@ out_links:
 	free(d->wire);
 	d->wire = NULL;
 	dnpd_close_links(d);
-	if (d->tp_started && d->tp_started->fini)
-		d->tp_started->fini();
+	if (d->tp_started && d->tp_started->fini && d->tp_started->fini())
+		d->quick_exit = true;
 	d->tp_started = NULL;
 	if (d->up_file)
 		unlink(d->up_path);
@@ -1496,5 +1497,9 @@ int main(int argc, char **argv)
 	if (r)
 		return r > 0 ? 0 : 2;
 	r = dnpd_run(&d);
+	if (d.quick_exit) { /* transport.h: no destructor may run under its threads */
+		fflush(NULL);
+		_exit(r ? 1 : 0);
+	}
 	return r ? 1 : 0;
 }

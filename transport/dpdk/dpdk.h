@@ -135,8 +135,12 @@ bool dnp_dpdk_eal_ready(void);
 /*
  * At process exit, after every link is closed: releases the EAL (ports from
  * the EAL command line included). The EAL cannot be initialised again.
+ * Returns true when it could not: memif ports were open, whose PMD (DPDK
+ * 22.11) may still run a disconnect handler in the EAL interrupt thread. The
+ * process must then end with _exit(), running no destructor under that
+ * thread (dnpd does).
  */
-void dnp_dpdk_eal_cleanup(void);
+bool dnp_dpdk_eal_cleanup(void);
 
 struct dnp_dpdk_stats {
 	uint64_t tx_frames;      /* DNP frames taken by tx_burst */
