@@ -493,6 +493,16 @@ static int imp_wait_fd(const struct dnp_transport *t)
 	return m->iops->wait_fd(m->inner);
 }
 
+/* Held frames are flushed by rx_burst calls: no gate while there are any. */
+static int imp_rx_gate_fd(const struct dnp_transport *t)
+{
+	const struct impair *m = to_imp_c(t);
+
+	if (m->h_head != m->h_tail || m->ro_len || !m->iops->rx_gate_fd)
+		return -1;
+	return m->iops->rx_gate_fd(m->inner);
+}
+
 static bool imp_up(const struct dnp_transport *t)
 {
 	const struct impair *m = to_imp_c(t);
@@ -516,6 +526,7 @@ const struct dnp_transport_ops dnp_transport_impair = {
 	.mtu = imp_mtu,
 	.wait_fd = imp_wait_fd,
 	.up = imp_up,
+	.rx_gate_fd = imp_rx_gate_fd,
 };
 
 int dnp_impair_wrap(struct dnp_transport *inner, unsigned dir, const struct dnp_impair_conf *c,

@@ -108,6 +108,14 @@ struct dnp_transport_ops {
 	/* False once the backend knows the peer or the carrier is gone. */
 	bool (*up)(const struct dnp_transport *t);
 	/*
+	 * Optional (NULL: never): a file descriptor that is readable whenever
+	 * rx_burst could return a frame or has work to do, so that a caller
+	 * may skip rx_burst while it is not; -1 when the backend cannot promise
+	 * that right now. A daemon with several links then finds the busy ones
+	 * with one poll() instead of one receive call per link (udp).
+	 */
+	int (*rx_gate_fd)(const struct dnp_transport *t);
+	/*
 	 * Optional, process-wide (NULL when the backend needs none; dpdk: the
 	 * EAL): init once before the first open, with the backend's start-up
 	 * arguments (dnpd --eal; NULL or "": init_default), fini after the last

@@ -340,6 +340,14 @@ static int udp_wait_fd(const struct dnp_transport *t)
 	return to_udp_c(t)->wait_fd;
 }
 
+/* The plain path receives only from its socket; io_uring may hold completions. */
+static int udp_rx_gate_fd(const struct dnp_transport *t)
+{
+	const struct dnp_udp *u = to_udp_c(t);
+
+	return u->rx == udp_plain_rx ? u->fd : -1;
+}
+
 static bool udp_up(const struct dnp_transport *t)
 {
 	/* UDP has no carrier: only a fatal socket error takes the link down. */
@@ -355,6 +363,7 @@ const struct dnp_transport_ops dnp_transport_udp = {
 	.mtu = udp_mtu,
 	.wait_fd = udp_wait_fd,
 	.up = udp_up,
+	.rx_gate_fd = udp_rx_gate_fd,
 };
 
 bool dnp_transport_udp_uses_uring(const struct dnp_transport *t)

@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -775,16 +776,44 @@ static bool dnpd_is_credit(const struct dnp_rx_frame *f)
 }
 
 /* Returns the frames received; while quiet, only those that are not link credits. */
+/*
+ * Links whose receive is a system call (udp) and which have nothing: one
+ * poll() for all of them instead of one empty receive call each (1.0 us
+ * each here; poll of 2 or 6 sockets 0.8 or 1.4 us). Returns the bit mask
+ * of directions to skip this pass.
+ */
+static unsigned dnpd_rx_idle(struct dnpd *d)
+{
+	struct pollfd pf[DNP_NDIRS];
+	unsigned dir, n = 0, skip = 0, dirs[DNP_NDIRS];
+
+	for (dir = 0; dir < DNP_NDIRS; dir++) {
+		struct dnpd_link *l = &d->link[dir];
+		int fd;
+
+		if (!l->exists || !l->ops->rx_gate_fd || (fd = l->ops->rx_gate_fd(l->t)) < 0)
+			continue;
+		pf[n] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		dirs[n++] = dir;
+	}
+	if (n < 2 || poll(pf, n, 0) < 0) /* one link: its receive call is the cheaper look */
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!pf[i].revents)
+			skip |= 1u << dirs[i];
+	return skip;
+}
+
 static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 {
 	struct dnp_rx_frame rx[DNPD_BURST];
-	unsigned dir, work = 0;
+	unsigned dir, work = 0, skip = dnpd_rx_idle(d);
 
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		int n, i;
 
-		if (!l->exists)
+		if (!l->exists || (skip & (1u << dir)))
 			continue;
 		n = l->ops->rx_burst(l->t, rx, DNPD_BURST);
 		if (n < 0) {
