@@ -41,7 +41,7 @@ CAPTION_SOURCES = (
 )
 EXANEST_HOPS = [(1, 1.3), (5, 2.55)]
 
-DNP_ORDER = ["shm", "shm-busy", "udp", "memif", "dpdk"]
+DNP_ORDER = ["shm", "shm-busy", "shm-unpinned", "udp", "udp-unpinned", "memif", "dpdk"]
 PEER_ORDER = [
     ("kernel", "udp"), ("kernel", "udp-busy"), ("kernel", "tcp"), ("kernel", "tcp-busy"),
     ("libfabric", "shm"), ("libfabric", "tcp"), ("libfabric", "tcp;ofi_rxm"),
@@ -127,9 +127,10 @@ def main():
     w("Method. SoftDNP: `dnp_pingpong` = PUT ping-pong, half round trip, per-run median of "
       "its iterations (EURETILE report, software test suite); `loopback` = PUT to self, time to "
       "TX_DONE and RX_PUT (APEnet v5 paper); `dnp_bw` = one-way PUT stream, window 32 "
-      "(bw in MB/s = 10^6 B/s, msgrate in messages/s). `shm` = daemons with the default "
-      "(adaptive) idle policy, placed by the scheduler; `shm-busy` = busy-polling daemons, "
-      "`dnp-run --pin`. Peers: two processes pinned to CPUs 0 and 1. kernel: `udp_pingpong` "
+      "(bw in MB/s = 10^6 B/s, msgrate in messages/s). `shm`, `udp` = daemons with the default "
+      "(adaptive) idle policy, `dnp-run --pin` (each daemon and each program on a CPU of its "
+      "own choosing, as the peers are pinned); `shm-busy` = busy-polling daemons, `--pin`; "
+      "`-unpinned` = default policy, placed by the scheduler (dnp-run's default). Peers: two processes pinned to CPUs 0 and 1. kernel: `udp_pingpong` "
       "(`udp`, `tcp`: blocking receive; `-busy`: non-blocking receive in a loop). libfabric: "
       "`fi_pingpong -e msg` (tcp) or `-e rdm`; its lat is `usec/xfer` (half round trip) and "
       "its bw is `MB/sec` of the ping-pong (size / half round trip: Debian's libfabric-bin has "

@@ -10,7 +10,8 @@
 # hits every stack alike; bench/report.py keeps the median over the reps.
 #
 # SoftDNP (peer empty in the CSV), on every transport built and usable here:
-#   shm, shm-busy (dnpd --idle busy, dnp-run --pin), udp, memif and dpdk
+#   shm and udp (default idle policy, dnp-run --pin), shm-busy (dnpd --idle
+#   busy, --pin), shm-unpinned and udp-unpinned (placed by the scheduler), memif and dpdk
 #   (af_packet on a namespace testbed; root and DPDK only):
 #   lat = dnp_pingpong (half round trip of a PUT ping-pong), bw and msgrate =
 #   dnp_bw (one-way PUT stream, window 32), loopback = dnp_pingpong --loopback.
@@ -100,7 +101,7 @@ dnp_rows() {
 }
 
 # ---------------------------------------------------------------- what is here
-transports=(shm shm-busy udp)
+transports=(shm shm-busy shm-unpinned udp udp-unpinned)
 have_dpdk=0
 grep -q 'DNP_HAVE_DPDK 1' "$build/dnp_config.h" 2>/dev/null && have_dpdk=1
 if [ $have_dpdk = 1 ]; then
@@ -175,8 +176,14 @@ softdnp() { # REP
 	local r=$1 t opts
 	for t in "${transports[@]}"; do
 		case $t in
+		# Pinned like the peers (two processes on CPUs 0 and 1) and like
+		# shm-busy, so the goals compare idle policies, not placements;
+		# -unpinned: placed by the scheduler (dnp-run's default).
+		shm) opts=(--transport shm --pin) ;;
 		shm-busy) opts=(--transport shm --pin --idle busy) ;;
-		udp) opts=(--transport udp) ;;
+		shm-unpinned) opts=(--transport shm) ;;
+		udp) opts=(--transport udp --pin) ;;
+		udp-unpinned) opts=(--transport udp) ;;
 		*) opts=(--transport "$t") ;;
 		esac
 		say "rep $r: SoftDNP $t ping-pong"
