@@ -78,6 +78,7 @@ struct dnp {
 	struct dnp_coords self, dims;
 	unsigned port;
 	struct dnp_yield yield; /* waits: yield only when somebody else wants the CPU */
+	int cpu;                /* the CPU last published in ctl->app_cpu */
 };
 
 static uint64_t dnp_now_ns(void)
@@ -446,6 +447,7 @@ static int dnp_map_session(struct dnp *d, const int *fds)
 	d->wake_fd = fds[3];
 
 	d->port = ctl->port;
+	d->cpu = -1; /* as the daemon set app_cpu */
 	d->self = (struct dnp_coords){ ctl->self[0], ctl->self[1], ctl->self[2] };
 	d->dims = (struct dnp_coords){ ctl->dims[0], ctl->dims[1], ctl->dims[2] };
 	if (!d->dims.x || !d->dims.y || !d->dims.z || d->self.x >= d->dims.x ||
@@ -836,11 +838,31 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
 
 /* --------------------------------------------------------------- events */
 
+/*
+ * Tells the daemon which CPU we poll for events on (dnp_session.h, app_cpu),
+ * writing the shared line only when it changes: the daemon then yields after
+ * pushing our events only if we share its CPU.
+ */
+static void dnp_note_cpu(struct dnp *d)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu != d->cpu) {
+		d->cpu = cpu;
+		atomic_store_explicit(&d->ctl->app_cpu, cpu, memory_order_relaxed);
+	}
+}
+
 int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 {
+	unsigned n;
+
 	if (!d || (!ev && max))
 		return -EINVAL;
-	return (int)dnp_take_events(d, ev, max > INT_MAX ? INT_MAX : max);
+	n = dnp_take_events(d, ev, max > INT_MAX ? INT_MAX : max);
+	if (n == 0 && max)
+		dnp_note_cpu(d);
+	return (int)n;
 }
 
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
@@ -882,6 +904,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		if (idle >= DNP_YIELD_NS)
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
+		dnp_note_cpu(d);
 		dnp_yield_step(&d->yield, now);
 	}
 	for (;;) {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Latency of two builds side by side, alternating, in one run: the loopback
 # PUT (1x1x1, --pin, adaptive and busy idle policies) and the 8-byte
-# ping-pong on 2x1x1 over shm (adaptive pinned and unpinned, busy) and udp. For a change to the
+# ping-pong on 2x1x1 over shm (adaptive pinned and unpinned, busy) and udp
+# (unpinned and pinned). For a change to the
 # daemon or libdnp measured against the code before it (docs/performance.md).
 #   bench/side-by-side.sh BASE_BUILD NEW_BUILD [ROUNDS] [NAME]
 # Writes bench/results/NAME-DATE.csv (build,round,test,median_us: each run's
@@ -21,7 +22,8 @@ md=$top/bench/results/$name-$day.md
 one() { # BUILD TORUS ARGS...
 	local b=$1 t=$2
 	shift 2
-	"$b/apps/dnp-run" --torus "$t" --timeout 60 "$@" 2>/dev/null |
+	# one torus at a time on the machine (the shared heavy-run lock)
+	${DNP_BENCH_LOCK:-flock /tmp/softdnp-heavy.lock} "$b/apps/dnp-run" --torus "$t" --timeout 60 "$@" 2>/dev/null |
 		grep '^\[0,0,0\] [0-9]' | tail -1 | cut -d' ' -f2 | cut -d, -f4
 }
 echo "build,round,test,median_us" >"$csv"
@@ -36,6 +38,7 @@ for r in $(seq "$rounds"); do
 		row shm-unpinned "$(one "$b" 2x1x1 --transport shm -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 		row shm-busy "$(one "$b" 2x1x1 --transport shm --pin --idle busy -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 		row udp "$(one "$b" 2x1x1 --transport udp -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
+		row udp-pin "$(one "$b" 2x1x1 --transport udp --pin -- dnp_pingpong --sizes 8 --iters 20000 --csv)"
 	done
 	echo "side-by-side: round $r of $rounds done" >&2
 done

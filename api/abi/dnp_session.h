@@ -55,7 +55,7 @@
 #include <stdint.h>
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
-#define DNP_SESS_VERSION 2u
+#define DNP_SESS_VERSION 3u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u  /* command ring slots (64 bytes each) */
@@ -128,7 +128,12 @@ struct dnp_sess_ctl {
 	alignas(64) _Atomic uint32_t ev_seq; /* futex word: the daemon increments it to wake */
 	_Atomic uint32_t ev_waiters;         /* written by the app: 1 while it sleeps */
 	_Atomic uint32_t state;              /* enum dnp_sess_state; written by the daemon */
-	uint32_t rsvd1;
+	/*
+	 * Written by the app, when it changes: the CPU it last polled for
+	 * events on (-1: not known; the daemon sets -1 at attach). A hint only:
+	 * the daemon yields after pushing events only to an app on its own CPU.
+	 */
+	_Atomic int32_t app_cpu;
 	uint8_t pad1[48];
 };
 static_assert(sizeof(struct dnp_sess_ctl) == 128, "control block is two lines");

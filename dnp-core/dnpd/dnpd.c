@@ -135,6 +135,7 @@ struct dnpd {
 	bool up_file;
 	bool tx_deferred;    /* the last pass skipped its transport send */
 	bool quick_exit;     /* the transport's threads still run: leave with _exit() */
+	bool ev_here;        /* events went to an app on our CPU (dnpd_push_events) */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;          /* doorbell armed: this pass is the second look before sleeping */
@@ -908,10 +909,16 @@ static unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 	return work;
 }
 
+/*
+ * Pushes the engine's events to the apps. Sets d->ev_here when one of the
+ * apps that got events last polled on our CPU (its app_cpu hint): only then
+ * does a yield let it run (dnpd_loop).
+ */
 static unsigned dnpd_push_events(struct dnpd *d)
 {
 	struct dnp_event ev[DNPD_EV_BURST];
 	unsigned k, work = 0;
+	int cpu = -2;
 
 	for (k = 0; k < d->sess->nports; k++) {
 		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
@@ -927,6 +934,13 @@ static unsigned dnpd_push_events(struct dnpd *d)
 			continue;
 		dnpd_sess_ev_push(se, ev, n);
 		work += n;
+		if (n && !d->ev_here) {
+			if (cpu == -2)
+				cpu = sched_getcpu();
+			/* untrusted, read once: a wrong value costs a yield or skips one */
+			d->ev_here = atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed) ==
+				     cpu;
+		}
 	}
 	return work;
 }
@@ -1107,6 +1121,7 @@ static void dnpd_loop(struct dnpd *d)
 			 * transport send of the credit (or forwarded frame) it caused,
 			 * a system call on kernel-backed links (udp, af_packet).
 			 */
+			d->ev_here = false;
 			ev = dnpd_push_events(d);
 			work_app += ev;
 			/*
@@ -1117,10 +1132,15 @@ static void dnpd_loop(struct dnpd *d)
 			 * app answered meanwhile. Never deferred twice in a row.
 			 * Measured on the 2x2x2 namespace testbed: 8-byte
 			 * ping-pong 14.5 -> 12.9 us (dpdk), 21 -> 19.8 us (udp).
-			 * Alone on our CPU (dnp_yield.h) the app runs elsewhere:
-			 * no deferral.
+			 * Alone on our CPU (dnp_yield.h), or with the apps that
+			 * got events polling on other CPUs (their app_cpu hint),
+			 * a yield helps nobody: no deferral. Except when busy:
+			 * this is then the only yield a busy daemon makes, and
+			 * with --pin the other node's app shares our CPU and
+			 * needs it (without it the 2-node busy ping-pong stalls).
 			 */
-			if (ev && !d->tx_deferred && !dnp_yield_alone(&d->yield, now)) {
+			if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) && !d->tx_deferred &&
+			    !dnp_yield_alone(&d->yield, now)) {
 				dnpd_disarm(d);
 				d->tx_deferred = true;
 				dnp_yield_step(&d->yield, now);

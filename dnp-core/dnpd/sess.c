@@ -447,6 +447,7 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 	se->quota_cmds = s->conf.port_commands;
 	ctl->magic = DNP_SESS_MAGIC;
 	ctl->version = DNP_SESS_VERSION;
+	atomic_store_explicit(&ctl->app_cpu, -1, memory_order_relaxed);
 	ctl->port = (uint32_t)port;
 	ctl->node_id = dnp_torus_id(&s->conf.torus, s->conf.self);
 	ctl->self[0] = s->conf.self.x;
