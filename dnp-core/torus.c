@@ -25,21 +25,6 @@ int dnp_torus_init(struct dnp_torus *t, unsigned x, unsigned y, unsigned z)
 	return 0;
 }
 
-uint32_t dnp_torus_size(const struct dnp_torus *t)
-{
-	return (uint32_t)t->dim[0] * t->dim[1] * t->dim[2];
-}
-
-bool dnp_torus_contains(const struct dnp_torus *t, struct dnp_coord c)
-{
-	return c.x < t->dim[0] && c.y < t->dim[1] && c.z < t->dim[2];
-}
-
-uint32_t dnp_torus_id(const struct dnp_torus *t, struct dnp_coord c)
-{
-	return c.x + (uint32_t)t->dim[0] * (c.y + (uint32_t)t->dim[1] * c.z);
-}
-
 struct dnp_coord dnp_torus_coord(const struct dnp_torus *t, uint32_t id)
 {
 	struct dnp_coord c;
@@ -84,13 +69,6 @@ struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord
 	return c;
 }
 
-enum dnp_dir dnp_torus_opposite(enum dnp_dir d)
-{
-	if ((unsigned)d >= DNP_NDIRS)
-		return DNP_DIR_LOCAL;
-	return (enum dnp_dir)((unsigned)d ^ 1u);
-}
-
 int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to)
 {
 	unsigned fwd;
@@ -118,11 +96,6 @@ unsigned dnp_torus_distance(const struct dnp_torus *t, struct dnp_coord a, struc
 	return iabs(dnp_torus_ring_delta(t->dim[0], a.x, b.x)) +
 	       iabs(dnp_torus_ring_delta(t->dim[1], a.y, b.y)) +
 	       iabs(dnp_torus_ring_delta(t->dim[2], a.z, b.z));
-}
-
-bool dnp_coord_eq(struct dnp_coord a, struct dnp_coord b)
-{
-	return a.x == b.x && a.y == b.y && a.z == b.z;
 }
 
 /*

@@ -35,15 +35,35 @@ struct dnp_torus {
 
 /* Errors: -EINVAL if a dimension is 0 or above 256. */
 int dnp_torus_init(struct dnp_torus *t, unsigned x, unsigned y, unsigned z);
-uint32_t dnp_torus_size(const struct dnp_torus *t);
-bool dnp_torus_contains(const struct dnp_torus *t, struct dnp_coord c);
-uint32_t dnp_torus_id(const struct dnp_torus *t, struct dnp_coord c);
+/*
+ * The small queries the per-packet path asks several times per packet are
+ * inline here (no call, and the compiler sees through them).
+ */
+static inline uint32_t dnp_torus_size(const struct dnp_torus *t)
+{
+	return (uint32_t)t->dim[0] * t->dim[1] * t->dim[2];
+}
+
+static inline bool dnp_torus_contains(const struct dnp_torus *t, struct dnp_coord c)
+{
+	return c.x < t->dim[0] && c.y < t->dim[1] && c.z < t->dim[2];
+}
+
+static inline uint32_t dnp_torus_id(const struct dnp_torus *t, struct dnp_coord c)
+{
+	return c.x + (uint32_t)t->dim[0] * (c.y + (uint32_t)t->dim[1] * c.z);
+}
 /* id must be < size. */
 struct dnp_coord dnp_torus_coord(const struct dnp_torus *t, uint32_t id);
 struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord c,
 				     enum dnp_dir d);
 /* The direction a frame arrives from when it was sent towards d (X+ <-> X-). */
-enum dnp_dir dnp_torus_opposite(enum dnp_dir d);
+static inline enum dnp_dir dnp_torus_opposite(enum dnp_dir d)
+{
+	if ((unsigned)d >= DNP_NDIRS)
+		return DNP_DIR_LOCAL;
+	return (enum dnp_dir)((unsigned)d ^ 1u);
+}
 /*
  * Minimal signed offset from 'from' to 'to' on a ring of 'n' nodes; when both
  * ways are equally short (n even, distance n/2) the positive way is chosen.
@@ -51,7 +71,10 @@ enum dnp_dir dnp_torus_opposite(enum dnp_dir d);
 int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to);
 /* Shortest-path hop count between a and b (sum of |ring_delta| per dimension). */
 unsigned dnp_torus_distance(const struct dnp_torus *t, struct dnp_coord a, struct dnp_coord b);
-bool dnp_coord_eq(struct dnp_coord a, struct dnp_coord b);
+static inline bool dnp_coord_eq(struct dnp_coord a, struct dnp_coord b)
+{
+	return a.x == b.x && a.y == b.y && a.z == b.z;
+}
 /* Parses "XxYxZ" (e.g. "2x2x2"); -EINVAL on anything else. */
 int dnp_torus_parse(const char *s, struct dnp_torus *t);
 /* Parses "X,Y,Z"; -EINVAL on syntax, -ERANGE if outside t (t may be NULL). */
