@@ -152,6 +152,7 @@ struct dnp_engine {
 	uint32_t self_id;
 	struct xlink links[DNP_NDIRS];
 	struct pktq in[NIN][DNP_MAX_VC];
+	uint32_t in_mask; /* bit in * DNP_MAX_VC + vc: in[in][vc] may hold packets */
 	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
 	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
 	struct pkt *free_small, *free_big;
@@ -257,6 +258,13 @@ static void q_push(struct pktq *q, struct pkt *p)
 		q->head = p;
 	q->tail = p;
 	q->n++;
+}
+
+/* Queues p on input FIFO (in, vc), which route_inputs then visits. */
+static void in_push(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt *p)
+{
+	q_push(&e->in[in][vc], p);
+	e->in_mask |= 1u << (in * DNP_MAX_VC + vc);
 }
 
 static struct pkt *q_pop(struct pktq *q)
@@ -451,6 +459,7 @@ static uint16_t via_for(struct dnp_engine *e, struct dnp_coord dst)
 /* ---------------------------------------------------------------- cables */
 
 static_assert(DNP_VIA_RSVD == DNP_PKT_VIA_RSVD, "route.h and pkt.h agree on the via code");
+static_assert(NIN * DNP_MAX_VC <= 32, "every input FIFO has a bit in in_mask");
 
 static bool link_usable(const struct dnp_engine *e, unsigned dir);
 
@@ -639,7 +648,7 @@ static void route_announce(struct dnp_engine *e, uint64_t now)
 			p->in_dir = DNP_DIR_LOCAL;
 			p->in_vc = 0;
 			p->hops_tx = 0;
-			q_push(&e->in[DNP_DIR_LOCAL][0], p);
+			in_push(e, DNP_DIR_LOCAL, 0, p);
 			e->st.route_tx++;
 			e->dirty = true;
 			/* those entries are on their way */
@@ -685,7 +694,7 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	p->in_dir = DNP_DIR_LOCAL;
 	p->in_vc = 0;
 	p->hops_tx = 0;
-	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	in_push(e, DNP_DIR_LOCAL, 0, p);
 	e->dirty = true;
 	return 0;
 }
@@ -776,7 +785,7 @@ int dnp_engine_diag_send(struct dnp_engine *e, struct dnp_coord dst, const void 
 	p->in_dir = DNP_DIR_LOCAL;
 	p->in_vc = 0;
 	p->hops_tx = 0;
-	q_push(&e->in[DNP_DIR_LOCAL][0], p);
+	in_push(e, DNP_DIR_LOCAL, 0, p);
 	e->dirty = true;
 	e->st.diag_tx++;
 	return 0;
@@ -934,7 +943,8 @@ static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
 {
 	uint32_t src = dnp_torus_id(&e->c.torus, h->src);
-	struct puttrack *t = &e->puts[src % e->nputs];
+	/* nputs is the torus size unless that is above PUTTRACK_MAX: no division then */
+	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 
 	if (h->flags & DNP_PKT_F_FIRST) {
@@ -1412,17 +1422,29 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	return true;
 }
 
+/*
+ * Visits the inputs round-robin, starting one further each call; only the
+ * FIFOs in in_mask can hold a packet (an empty one is skipped, as
+ * route_one would do nothing with it).
+ */
 static bool route_inputs(struct dnp_engine *e, uint64_t now)
 {
 	bool progress = false;
+	unsigned in = e->rr;
 
-	for (unsigned k = 0; k < NIN; k++) {
-		unsigned in = (e->rr + k) % NIN;
-		for (unsigned vc = 0; vc < e->c.link.nvc; vc++)
+	for (unsigned k = 0; k < NIN && e->in_mask; k++, in = in + 1 == NIN ? 0 : in + 1) {
+		uint32_t bits = (e->in_mask >> (in * DNP_MAX_VC)) & ((1u << DNP_MAX_VC) - 1u);
+
+		for (unsigned vc = 0; bits && vc < e->c.link.nvc; vc++, bits >>= 1) {
+			if (!(bits & 1u))
+				continue;
 			while (route_one(e, in, vc, now))
 				progress = true;
+			if (!e->in[in][vc].head)
+				e->in_mask &= ~(1u << (in * DNP_MAX_VC + vc));
+		}
 	}
-	e->rr = (uint8_t)((e->rr + 1) % NIN);
+	e->rr = (uint8_t)(e->rr + 1 == NIN ? 0 : e->rr + 1);
 	return progress;
 }
 
@@ -1711,6 +1733,8 @@ static bool inject(struct dnp_engine *e, uint64_t now)
 	bool progress = false;
 
 	for (unsigned qi = 0; qi < NIN; qi++) {
+		if (e->qhead[qi] == NO_SLOT && !e->resp[qi].head)
+			continue;
 		/* GET responses first: a requester is waiting on them */
 		for (unsigned k = 0; k < 64 && respond_one(e, qi, now); k++)
 			progress = true;
@@ -1849,7 +1873,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h.vc, words);
 	rx_fill(p, &h, len, words, dir);
-	q_push(&e->in[dir][h.vc], p);
+	in_push(e, dir, h.vc, p);
 	/* The frames held behind the gap it closed follow, in order. */
 	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
 		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
@@ -1857,7 +1881,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 			break;
 		}
 		(void)dnp_link_rx_seq(x->l, p->h.seq);
-		q_push(&e->in[dir][p->in_vc], p);
+		in_push(e, dir, p->in_vc, p);
 	}
 	return 0;
 }
