@@ -671,7 +671,9 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	struct pkt *p = pkt_get(e, DNP_FRAME_OVERHEAD);
 	if (!p)
 		return -EAGAIN;
-	struct dnp_pkt_hdr h = {
+	struct dnp_pkt_hdr *h = &p->h; /* built in place */
+
+	*h = (struct dnp_pkt_hdr){
 		.lflags = DNP_LINK_F_SEQ,
 		.dst = to,
 		.src = e->c.self,
@@ -683,12 +685,11 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		.timestamp = (uint32_t)now,
 	};
 	/* sealed (CRC) by dnp_pkt_restamp when it leaves on a link */
-	int n = dnp_pkt_encode_unsealed(&h, NULL, p->frame, DNP_MAX_FRAME);
+	int n = dnp_pkt_encode_unsealed(h, NULL, p->frame, DNP_MAX_FRAME);
 	if (n < 0) {
 		pkt_put(e, p);
 		return n;
 	}
-	p->h = h;
 	p->flen = (uint32_t)n;
 	p->words = (uint32_t)n / DNP_WORD_BYTES;
 	p->in_dir = DNP_DIR_LOCAL;
@@ -1587,7 +1588,8 @@ static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, ui
 		pkt_put(e, p);
 		return n;
 	}
-	p->h = *h;
+	if (h != &p->h)
+		p->h = *h;
 	p->flen = (uint32_t)n;
 	p->words = (uint32_t)n / DNP_WORD_BYTES;
 	p->in_dir = DNP_DIR_LOCAL;
@@ -1639,7 +1641,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	uint64_t remaining = s->c.len - s->offset;
 	uint32_t len = is_getreq ? DNP_GET_DESC_BYTES
 				 : remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
-	struct dnp_pkt_hdr h;
+	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
 	struct pkt *p;
@@ -1653,17 +1655,18 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 			pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);
 	}
-	build_cmd_hdr(e, s, len, &h, now);
-	int rc = out_send(e, qi, &h, vc, p, now);
+	h = p ? &p->h : &hl; /* built where the packet keeps it (loopback: on the stack) */
+	build_cmd_hdr(e, s, len, h, now);
+	int rc = out_send(e, qi, h, vc, p, now);
 	if (rc == DELIVER_FULL) {
 		/*
 		 * Loopback to a port whose event queue stays full: bounded like
 		 * arriving traffic, or it would hold up every other port's
 		 * loopback commands queued behind it.
 		 */
-		if (!full_wait_over(e, &e->lo_wait, h.dst_port, now))
+		if (!full_wait_over(e, &e->lo_wait, h->dst_port, now))
 			return false;
-		deliver_give_up(e, &h, now); /* reports to ourselves: marks s failed */
+		deliver_give_up(e, h, now); /* reports to ourselves: marks s failed */
 		return inj_abort(e, qi, s, -EOVERFLOW);
 	}
 	if (rc == -EAGAIN)
@@ -1700,7 +1703,7 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 
 	uint64_t remaining = job->job_len - job->job_off;
 	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
-	struct dnp_pkt_hdr h;
+	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
 	struct pkt *p;
@@ -1714,8 +1717,9 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 			pkt_put(e, p);
 		return resp_abort(e, qi, -EFAULT, now);
 	}
-	build_resp_hdr(e, job, len, &h, now);
-	int rc = out_send(e, qi, &h, vc, p, now);
+	h = p ? &p->h : &hl; /* built where the packet keeps it (loopback: on the stack) */
+	build_resp_hdr(e, job, len, h, now);
+	int rc = out_send(e, qi, h, vc, p, now);
 	if (rc == -EAGAIN)
 		return false;
 	if (rc < 0)
@@ -1772,11 +1776,12 @@ static int rx_drop(struct dnp_engine *e, struct pkt *p, int rc)
 	return rc;
 }
 
-/* Records an accepted (or held) frame's header and origin in its packet. */
+/* Records an accepted (or held) frame's header (if not decoded there) and origin in its packet. */
 static void rx_fill(struct pkt *p, const struct dnp_pkt_hdr *h, size_t len, uint32_t words,
 		    unsigned dir)
 {
-	p->h = *h;
+	if (h != &p->h)
+		p->h = *h;
 	p->flen = (uint32_t)len;
 	p->words = words;
 	p->in_dir = (uint8_t)dir;
@@ -1785,7 +1790,7 @@ static void rx_fill(struct pkt *p, const struct dnp_pkt_hdr *h, size_t len, uint
 
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
-	struct dnp_pkt_hdr h;
+	struct dnp_pkt_hdr hbuf, *h;
 	const uint8_t *payload;
 	void *freed[64];
 	unsigned n;
@@ -1808,7 +1813,8 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	struct pkt *p = pool_has(e, (uint32_t)len) ? pkt_get(e, (uint32_t)len) : NULL;
 	uint8_t *copy = p ? p->frame : e->rxcopy;
 	memcpy(copy, frame, len);
-	int rc = dnp_pkt_decode(copy, len, &h, &payload);
+	h = p ? &p->h : &hbuf; /* decoded where the packet keeps it: no second copy */
+	int rc = dnp_pkt_decode(copy, len, h, &payload);
 	if (rc < 0) {
 		if (rc == -EILSEQ)
 			e->st.rx_crc_errors++;
@@ -1816,7 +1822,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 			e->st.rx_malformed++;
 		return rx_drop(e, p, rc);
 	}
-	if (!rx_on_own_link(e, dir, &h)) {
+	if (!rx_on_own_link(e, dir, h)) {
 		e->st.rx_wrong_link++;
 		return rx_drop(e, p, -EXDEV);
 	}
@@ -1825,55 +1831,55 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	e->dirty = true;
 
 	/* Epochs (link.h): a RESET frame drives the handshake, others must match. */
-	if (h.lflags & DNP_LINK_F_RESET) {
-		link_transition(e, dir, dnp_link_on_reset(x->l, h.epoch, h.credit, now), now);
+	if (h->lflags & DNP_LINK_F_RESET) {
+		link_transition(e, dir, dnp_link_on_reset(x->l, h->epoch, h->credit, now), now);
 		return rx_drop(e, p, 0);
 	}
-	rc = dnp_link_rx_epoch(x->l, h.epoch, now);
+	rc = dnp_link_rx_epoch(x->l, h->epoch, now);
 	if (rc < 0)
 		return rx_drop(e, p, rc);
 	if (rc)
 		link_transition(e, dir, (unsigned)rc, now);
 
 	/* The peer's cumulative ack frees our unacked packets. */
-	while ((n = dnp_link_on_ack(x->l, h.ack, freed, 64, now)) > 0) {
+	while ((n = dnp_link_on_ack(x->l, h->ack, freed, 64, now)) > 0) {
 		for (unsigned i = 0; i < n; i++)
 			pkt_put(e, freed[i]);
 		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
 		if (n < 64)
 			break;
 	}
-	if (h.kind == DNP_PKT_CREDIT) {
+	if (h->kind == DNP_PKT_CREDIT) {
 		/* What the peer holds beyond a gap: resend only what it lacks. */
-		(void)dnp_link_on_sack(x->l, h.ack, h.sack, now);
-		dnp_link_on_credit(x->l, h.credit, now);
+		(void)dnp_link_on_sack(x->l, h->ack, h->sack, now);
+		dnp_link_on_credit(x->l, h->credit, now);
 		return rx_drop(e, p, 0);
 	}
-	if (h.vc >= e->c.link.nvc) { /* a VC this link does not have: never indexes in[][] */
+	if (h->vc >= e->c.link.nvc) { /* a VC this link does not have: never indexes in[][] */
 		e->st.rx_malformed++;
 		return rx_drop(e, p, -ERANGE);
 	}
 	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
-	if (h.seq != dnp_link_ack_value(x->l)) {
-		rc = dnp_link_rx_seq(x->l, h.seq); /* duplicate or gap */
+	if (h->seq != dnp_link_ack_value(x->l)) {
+		rc = dnp_link_rx_seq(x->l, h->seq); /* duplicate or gap */
 		if (rc == -EAGAIN && p) {
 			/* Beyond a gap: held until the gap fills (link.h), or dropped. */
-			rx_fill(p, &h, len, words, dir);
-			if (dnp_link_rx_hold(x->l, h.seq, h.vc, words, p) == 0)
+			rx_fill(p, h, len, words, dir);
+			if (dnp_link_rx_hold(x->l, h->seq, h->vc, words, p) == 0)
 				return 0;
 		}
 		return rx_drop(e, p, rc);
 	}
-	if (dnp_link_rx_occupancy(x->l, h.vc) + words > e->c.link.fifo_words) {
-		(void)dnp_link_rx_accept(x->l, h.vc, words); /* counts the overflow */
+	if (dnp_link_rx_occupancy(x->l, h->vc) + words > e->c.link.fifo_words) {
+		(void)dnp_link_rx_accept(x->l, h->vc, words); /* counts the overflow */
 		return rx_drop(e, p, -ENOBUFS);
 	}
 	if (!p)
 		return -ENOBUFS;
-	(void)dnp_link_rx_seq(x->l, h.seq); /* the expected one: accepted */
-	(void)dnp_link_rx_accept(x->l, h.vc, words);
-	rx_fill(p, &h, len, words, dir);
-	in_push(e, dir, h.vc, p);
+	(void)dnp_link_rx_seq(x->l, h->seq); /* the expected one: accepted */
+	(void)dnp_link_rx_accept(x->l, h->vc, words);
+	rx_fill(p, h, len, words, dir);
+	in_push(e, dir, h->vc, p);
 	/* The frames held behind the gap it closed follow, in order. */
 	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
 		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
