@@ -453,6 +453,8 @@ static uint16_t via_for(struct dnp_engine *e, struct dnp_coord dst)
 {
 	uint16_t via;
 
+	if (!e->router.n_faults)
+		return 0; /* no known fault: every plan is direct (dnp_route_plan) */
 	return dnp_route_plan(&e->router, dst, &via) < 0 ? 0 : via;
 }
 

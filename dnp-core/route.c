@@ -235,6 +235,16 @@ int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in
 int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
 		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out)
 {
+	/*
+	 * The common case first: a direct packet for this node (what hop_at
+	 * concludes too: self is in the torus, and no via or phase-2 VC rule
+	 * applies to it).
+	 */
+	if (!via && (in_dir >= DNP_NDIRS || in_vc < 2) && dnp_coord_eq(dst, r->self)) {
+		out->dir = DNP_DIR_LOCAL;
+		out->vc = 0;
+		return 0;
+	}
 	return hop_at(r, r->self, true, src, dst, via, in_dir, in_vc, out);
 }
 

@@ -69,23 +69,6 @@ struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord
 	return c;
 }
 
-int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to)
-{
-	unsigned fwd;
-
-	if (n == 0)
-		return 0;
-	if (from >= n || to >= n) { /* coordinates are normally in range: no division then */
-		from %= n;
-		to %= n;
-	}
-	fwd = to >= from ? to - from : to + n - from;
-	/* 2*fwd == n is the tie: the + way wins, so the rule is deterministic. */
-	if (2 * fwd <= n)
-		return (int)fwd;
-	return (int)fwd - (int)n;
-}
-
 static unsigned iabs(int v)
 {
 	return v < 0 ? (unsigned)-v : (unsigned)v;

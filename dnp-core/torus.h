@@ -68,7 +68,22 @@ static inline enum dnp_dir dnp_torus_opposite(enum dnp_dir d)
  * Minimal signed offset from 'from' to 'to' on a ring of 'n' nodes; when both
  * ways are equally short (n even, distance n/2) the positive way is chosen.
  */
-int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to);
+static inline int dnp_torus_ring_delta(unsigned n, unsigned from, unsigned to)
+{
+	unsigned fwd;
+
+	if (n == 0)
+		return 0;
+	if (from >= n || to >= n) { /* coordinates are normally in range: no division then */
+		from %= n;
+		to %= n;
+	}
+	fwd = to >= from ? to - from : to + n - from;
+	/* 2*fwd == n is the tie: the + way wins, so the rule is deterministic. */
+	if (2 * fwd <= n)
+		return (int)fwd;
+	return (int)fwd - (int)n;
+}
 /* Shortest-path hop count between a and b (sum of |ring_delta| per dimension). */
 unsigned dnp_torus_distance(const struct dnp_torus *t, struct dnp_coord a, struct dnp_coord b);
 static inline bool dnp_coord_eq(struct dnp_coord a, struct dnp_coord b)
