@@ -1995,7 +1995,7 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uint32_t ack,
 		       struct dnp_frame *out, uint64_t now)
 {
-	uint32_t seq;
+	uint32_t seq = 0;
 	struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
 
 	dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));

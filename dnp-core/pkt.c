@@ -266,7 +266,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
+	if (h->len && payload && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
