@@ -73,6 +73,8 @@ struct slot {
 	struct dnp_cmd c;
 	struct dnp_coord dst;
 	uint16_t via;       /* route plan (route.h): 0 direct, else through a via */
+	uint8_t hop_vc;     /* VC of its first hop, as routed while router.ver was rver */
+	uint32_t rver;
 	uint64_t got;       /* GET: response bytes received */
 };
 
@@ -1322,6 +1324,8 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 			continue;
 		}
 		s->queue = hop.dir;
+		s->hop_vc = hop.vc;
+		s->rver = e->router.ver;
 		s->next = NO_SLOT;
 		if (moved_tail == NO_SLOT)
 			moved = i;
@@ -1544,7 +1548,7 @@ static uint8_t *payload_buf(struct dnp_engine *e, unsigned qi, uint32_t len, str
  * memory is read only for a packet that can leave. Loopback always may.
  */
 static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint16_t via,
-		      uint32_t len, uint8_t *vc)
+		      uint32_t len, int known_vc, uint8_t *vc)
 {
 	*vc = 0;
 	if (qi == DNP_DIR_LOCAL)
@@ -1553,8 +1557,10 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 	struct dnp_hop hop;
 	uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
 
-	if (dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
-	    hop.dir != qi)
+	if (known_vc >= 0) /* routed to qi, and the router has not changed since */
+		hop.vc = (uint8_t)known_vc;
+	else if (dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		 hop.dir != qi)
 		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!pool_has(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
 	    dnp_link_window_full(x->l) ||
@@ -1649,7 +1655,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, s->dst, s->via, len, &vc))
+	if (!out_ready(e, qi, s->dst, s->via, len, s->rver == e->router.ver ? s->hop_vc : -1, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (load_cmd_payload(e, s, len, buf) < 0) {
@@ -1711,7 +1717,7 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, job->h.src, job->job_via, len, &vc))
+	if (!out_ready(e, qi, job->h.src, job->job_via, len, -1, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf) < 0) {
@@ -1915,7 +1921,8 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 
 	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
 	struct dnp_hop hop;
-	if (rc == 0)
+	/* dst is in the torus now: with no known fault its plan is direct (via 0) */
+	if (rc == 0 && e->router.n_faults)
 		rc = dnp_route_plan(&e->router, s->dst, &s->via);
 	if (rc == 0)
 		rc = dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop);
@@ -1925,6 +1932,8 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 		complete(e, s, rc);
 		return 0;
 	}
+	s->hop_vc = hop.vc;
+	s->rver = e->router.ver;
 	inj_push(e, hop.dir, s);
 	return 0;
 }

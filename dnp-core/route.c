@@ -34,7 +34,15 @@ int dnp_route_init(struct dnp_router *r, const struct dnp_torus *t, struct dnp_c
 		r->dir_remap[d] = (uint8_t)d;
 	r->nvc = 2;
 	r->gen = 1;
+	r->ver = 1;
 	return 0;
+}
+
+/* Something dnp_route_step depends on changed (struct dnp_router.ver). */
+static void ver_bump(struct dnp_router *r)
+{
+	if (++r->ver == 0)
+		r->ver = 1;
 }
 
 /* Index of the first override whose dst_id is >= dst_id (n_overrides if none). */
@@ -290,6 +298,7 @@ int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned di
 	}
 	if (++r->gen == 0)
 		r->gen = 1;
+	ver_bump(r);
 	return 0;
 }
 
@@ -307,6 +316,7 @@ void dnp_route_clear_faults(struct dnp_router *r)
 	r->n_faults = 0;
 	if (++r->gen == 0)
 		r->gen = 1;
+	ver_bump(r);
 }
 
 int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
@@ -316,6 +326,7 @@ int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
 	r->nvc = (uint8_t)nvc;
 	if (++r->gen == 0)
 		r->gen = 1;
+	ver_bump(r);
 	return 0;
 }
 
@@ -438,6 +449,7 @@ int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir)
 	i = override_lower_bound(r, dst_id);
 	if (i < r->n_overrides && r->overrides[i].dst_id == dst_id) {
 		r->overrides[i].dir = (uint8_t)dir;
+		ver_bump(r);
 		return 0;
 	}
 	if (r->n_overrides >= DNP_ROUTE_MAX_OVERRIDES)
@@ -447,6 +459,7 @@ int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir)
 	r->overrides[i].dst_id = dst_id;
 	r->overrides[i].dir = (uint8_t)dir;
 	r->n_overrides++;
+	ver_bump(r);
 	return 0;
 }
 
@@ -459,6 +472,7 @@ int dnp_route_clear_override(struct dnp_router *r, uint32_t dst_id)
 	memmove(&r->overrides[i], &r->overrides[i + 1],
 		(r->n_overrides - i - 1) * sizeof(r->overrides[0]));
 	r->n_overrides--;
+	ver_bump(r);
 	return 0;
 }
 
@@ -467,5 +481,6 @@ int dnp_route_remap_dir(struct dnp_router *r, unsigned from, unsigned to)
 	if (from >= DNP_NDIRS || to >= DNP_NDIRS)
 		return -EINVAL;
 	r->dir_remap[from] = (uint8_t)to;
+	ver_bump(r);
 	return 0;
 }
