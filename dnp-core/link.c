@@ -71,6 +71,12 @@ struct dnp_link {
 	uint64_t tx_order;      /* transmissions so far (orders the slots' sent_order) */
 	uint32_t nretx_due;     /* slots with retx_due */
 	uint32_t nresent;       /* unacked slots sent more than once */
+	/*
+	 * False only when no unacked slot after the oldest is marked sacked
+	 * (the last selective ack said nothing, and slots are pushed unmarked):
+	 * a selective ack of 0 then changes nothing.
+	 */
+	bool sack_held;
 	uint64_t probe_at;      /* when to look for a lost resend (UINT64_MAX: none) */
 	/* RFC 6298 state, time units */
 	uint64_t srtt, rttvar, rto; /* srtt 0: no sample yet */
@@ -452,6 +458,8 @@ unsigned dnp_link_on_sack(struct dnp_link *l, uint32_t ack, uint64_t sack, uint6
 	(void)now;
 	if (n == 0 || ack != l->next_seq - n)
 		return 0; /* stale, or not about what we hold */
+	if (!sack && !l->sack_held)
+		return 0; /* the loops below would only clear marks that are clear */
 	for (i = 1; i < n; i++) {
 		struct dnp_link_slot *s = &l->ring[(l->head + i) & l->mask];
 
@@ -466,6 +474,7 @@ unsigned dnp_link_on_sack(struct dnp_link *l, uint32_t ack, uint64_t sack, uint6
 			}
 		}
 	}
+	l->sack_held = last > 0;
 	/*
 	 * A packet the peer does not hold, sent before one it holds, was lost
 	 * (or overtaken): resend it. A resend is newer than everything the peer
