@@ -141,6 +141,19 @@ struct cable {
 #define ROUTE_ENTRY 8u /* node u32, dim u8, down u8, ver u16 */
 #define ROUTE_MAX_ENTRIES 32u
 
+/*
+ * First hops of packets that start here, by destination: dnp_route_step
+ * from this node at injection (DNP_DIR_LOCAL, VC 0) depends only on the
+ * router, whose version says when it changed, and on dst and via.
+ */
+struct hopc {
+	uint32_t ver; /* router.ver it was computed under (0: empty) */
+	uint32_t dst_id;
+	uint16_t via;
+	struct dnp_hop hop;
+};
+#define HOPC 64u /* entries, direct-mapped by destination id */
+
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
 	bool on;
@@ -191,6 +204,7 @@ struct dnp_engine {
 	uint32_t ncables;
 	struct puttrack *puts; /* by source node id modulo nputs */
 	uint32_t nputs;
+	struct hopc hopc[HOPC];
 	struct dnp_engine_stats st;
 };
 
@@ -458,6 +472,28 @@ static uint16_t via_for(struct dnp_engine *e, struct dnp_coord dst)
 	if (!e->router.n_faults)
 		return 0; /* no known fault: every plan is direct (dnp_route_plan) */
 	return dnp_route_plan(&e->router, dst, &via) < 0 ? 0 : via;
+}
+
+/*
+ * dnp_route_step(router, self, dst, via, DNP_DIR_LOCAL, 0, hop) for a packet
+ * that starts at this node, remembered while the router is unchanged.
+ */
+static int local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via,
+		     struct dnp_hop *hop)
+{
+	if (!dnp_torus_contains(&e->c.torus, dst))
+		return dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, hop);
+	uint32_t id = dnp_torus_id(&e->c.torus, dst);
+	struct hopc *c = &e->hopc[id & (HOPC - 1)];
+
+	if (c->ver == e->router.ver && c->dst_id == id && c->via == via) {
+		*hop = c->hop;
+		return 0;
+	}
+	int rc = dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, hop);
+	if (rc == 0)
+		*c = (struct hopc){ .ver = e->router.ver, .dst_id = id, .via = via, .hop = *hop };
+	return rc;
 }
 
 /* ---------------------------------------------------------------- cables */
@@ -1383,7 +1419,11 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 
 	if (!p)
 		return false;
-	if (dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop) < 0) {
+	/* a packet made here (a report, DIAG, ROUTE) starts like a command */
+	int rrc = in == DNP_DIR_LOCAL && vc == 0 && coord_self(e, p->h.src)
+			  ? local_hop(e, p->h.dst, p->h.via, &hop)
+			  : dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop);
+	if (rrc < 0) {
 		q_pop(q);
 		in_release(e, in, vc, p->words);
 		e->st.rx_misrouted++;
@@ -1925,7 +1965,7 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	if (rc == 0 && e->router.n_faults)
 		rc = dnp_route_plan(&e->router, s->dst, &s->via);
 	if (rc == 0)
-		rc = dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop);
+		rc = local_hop(e, s->dst, s->via, &hop);
 	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !link_usable(e, hop.dir))
 		rc = -ENOLINK;
 	if (rc < 0) {
