@@ -25,6 +25,7 @@
 
 #include "dnp.h"
 #include "dnp_fi.h"
+#include "dnp_yield.h"
 #include "regcache.h"
 #include "reqtab.h"
 
@@ -36,6 +37,7 @@
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define DFI_EV_BATCH 32
+#define DFI_IDLE_READS 8 /* empty CQ reads between two yields */
 
 enum { C_STAGE = 1, C_CREDIT = 2, C_GET = 3, C_RMA = 4 };
 enum { S_FREE = 0, S_PENDING, S_INFLIGHT };
@@ -66,7 +68,8 @@ struct dfi_cq {
 	enum fi_cq_format format;
 	struct dfi_cq_ent *ent;
 	size_t cap, head, n;
-	unsigned idle;        /* empty reads in a row */
+	unsigned idle;        /* empty reads since the last yield */
+	struct dnp_yield yield; /* yield only when somebody else wants the CPU */
 };
 
 struct dfi_av {
@@ -313,10 +316,18 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 		return (ssize_t)i;
 	if (cq->n)
 		return -FI_EAVAIL;
-	if (++cq->idle >= 32) {
-		/* An application spinning on the CQ must leave the core to the daemon. */
+	/*
+	 * An application spinning on the CQ must leave the core to the daemon
+	 * (four pollers on two cores: the daemon that has our next event often
+	 * waits for this CPU): every DFI_IDLE_READS empty reads. NetPIPE 8 B
+	 * side by side (bench/results/mpi-opt-2026-12-02.md): yielding every
+	 * 32 reads, or at every read, was slower than every 4 to 16.
+	 * A yield that finds nobody else to run is a wasted system call, so
+	 * alone on the CPU we yield only to measure again (dnp_yield.h).
+	 */
+	if (++cq->idle >= DFI_IDLE_READS) {
 		cq->idle = 0;
-		sched_yield();
+		dnp_yield_step(&cq->yield, dnp_yield_now());
 	}
 	return -FI_EAGAIN;
 }
