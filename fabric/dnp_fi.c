@@ -864,6 +864,59 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 		dfi_fail(ep, r, "PUT");
 }
 
+/*
+ * A free staging slot for our next message to peer idx, or DFI_K if there is
+ * none or the peer has DFI_K of our messages not yet consumed (credits).
+ */
+static unsigned dfi_slot_free(struct dfi_ep *ep, unsigned idx)
+{
+	struct dfi_peer *pe = ep->peers[idx];
+	uint64_t back = __atomic_load_n(&ep->credit_in[idx], __ATOMIC_ACQUIRE);
+	unsigned k;
+
+	if (back < pe->ack_in)
+		back = pe->ack_in;
+	if (pe->sent - back >= DFI_K)
+		return DFI_K; /* out of credits: wait for the receiver */
+	for (k = 0; k < DFI_K; k++)
+		if (pe->st[k].state == S_FREE)
+			break;
+	return k;
+}
+
+/* Header fields every message to peer idx carries: where its credits go. */
+static void dfi_hdr_fill(struct dfi_ep *ep, unsigned idx, struct dfi_hdr *h)
+{
+	h->magic = DFI_MAGIC;
+	h->credit_va = (uintptr_t)ep->credit_in + (uint64_t)idx * sizeof(uint64_t);
+	h->credit_key = ep->credit_key;
+}
+
+/*
+ * Message h (its next sequence number and our credits for the peer are set
+ * here) plus plen bytes of payload into free staging slot k, and its PUT.
+ */
+static void dfi_stage_msg(struct dfi_ep *ep, unsigned idx, unsigned k, struct dfi_hdr *h,
+			  const void *payload, size_t plen)
+{
+	struct dfi_peer *pe = ep->peers[idx];
+	uint8_t *m = pe->stage_mem + (size_t)k * DFI_SLOT;
+
+	h->seq = pe->next_seq++;
+	/* Credits for the peer's messages ride along (no credit PUT needed). */
+	h->ack = (uint32_t)pe->consumed;
+	pe->acked = pe->consumed;
+	memcpy(m, h, DFI_HDR);
+	if (plen)
+		memcpy(m + DFI_HDR, payload, plen);
+	pe->st[k].len = (uint32_t)(DFI_HDR + plen);
+	pe->st[k].seq = h->seq;
+	pe->st[k].state = S_PENDING;
+	pe->pending++;
+	pe->sent++;
+	dfi_stage_issue(ep, idx, k);
+}
+
 static void dfi_push(struct dfi_ep *ep, unsigned idx)
 {
 	struct dfi_peer *pe = ep->peers[idx];
@@ -875,34 +928,14 @@ static void dfi_push(struct dfi_ep *ep, unsigned idx)
 				dfi_stage_issue(ep, idx, k);
 	while (pe->q_head) {
 		struct dfi_out *o = pe->q_head;
-		uint64_t back = __atomic_load_n(&ep->credit_in[idx], __ATOMIC_ACQUIRE);
-		uint8_t *m;
 
-		if (back < pe->ack_in)
-			back = pe->ack_in;
-		if (pe->sent - back >= DFI_K)
-			return; /* out of credits: wait for the receiver */
-		for (k = 0; k < DFI_K; k++)
-			if (pe->st[k].state == S_FREE)
-				break;
+		k = dfi_slot_free(ep, idx);
 		if (k == DFI_K)
 			return;
-		o->h.seq = pe->next_seq++;
-		/* Credits for the peer's messages ride along (no credit PUT needed). */
-		o->h.ack = (uint32_t)pe->consumed;
-		pe->acked = pe->consumed;
-		m = pe->stage_mem + (size_t)k * DFI_SLOT;
-		memcpy(m, &o->h, DFI_HDR);
-		if (o->plen)
-			memcpy(m + DFI_HDR, o->copy ? o->copy : o->payload, o->plen);
-		pe->st[k].len = (uint32_t)(DFI_HDR + o->plen);
-		pe->st[k].seq = o->h.seq;
-		pe->st[k].state = S_PENDING;
-		pe->pending++;
-		pe->sent++;
 		pe->q_head = o->next;
 		if (!pe->q_head)
 			pe->q_tail = NULL;
+		dfi_stage_msg(ep, idx, k, &o->h, o->copy ? o->copy : o->payload, o->plen);
 		if (o->req) { /* eager send: the buffer may be reused */
 			struct dfi_req *q = o->req;
 
@@ -913,7 +946,6 @@ static void dfi_push(struct dfi_ep *ep, unsigned idx)
 		}
 		free(o->copy);
 		free(o);
-		dfi_stage_issue(ep, idx, k);
 	}
 }
 
@@ -925,9 +957,7 @@ static int dfi_enqueue(struct dfi_ep *ep, unsigned idx, struct dfi_hdr *h, const
 
 	if (!o)
 		return -FI_ENOMEM;
-	h->magic = DFI_MAGIC;
-	h->credit_va = (uintptr_t)ep->credit_in + (uint64_t)idx * sizeof(uint64_t);
-	h->credit_key = ep->credit_key;
+	dfi_hdr_fill(ep, idx, h);
 	o->h = *h;
 	o->payload = payload;
 	o->plen = plen;
@@ -1324,10 +1354,10 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 			       bool explicit_flags)
 {
 	struct dfi_hdr h = { .tagged = tagged, .tag = tag, .len = len };
-	bool inject = flags & FI_INJECT;
+	bool inject = flags & FI_INJECT, comp;
 	struct dfi_peer *pe;
 	struct dfi_req *q;
-	unsigned idx;
+	unsigned idx, k;
 	int err = 0;
 	ssize_t r;
 
@@ -1340,13 +1370,31 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 	pe = dfi_peer_of(ep, dest, &idx, &err);
 	if (!pe)
 		return err;
+	comp = !inject && dfi_want_comp(ep->tx_flags, explicit_flags ? flags : ep->tx_op_flags);
+	if (len <= DFI_EAGER) {
+		/*
+		 * Nothing queued before it and a slot with credit free: staged
+		 * (copied) at once, so it completes now, with no request, queue
+		 * entry or private copy to allocate.
+		 */
+		if (pe->pending)
+			dfi_push(ep, idx);
+		if (!pe->q_head && (k = dfi_slot_free(ep, idx)) < DFI_K) {
+			h.type = DFI_EAGER_MSG;
+			dfi_hdr_fill(ep, idx, &h);
+			dfi_stage_msg(ep, idx, k, &h, buf, len);
+			if (comp)
+				dfi_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
+					     0, NULL, 0, FI_ADDR_NOTAVAIL);
+			return 0;
+		}
+	}
 	q = dfi_req_new(ep, R_SEND);
 	if (!q)
 		return -FI_ENOMEM;
 	q->context = context;
 	q->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	q->comp = !inject &&
-		  dfi_want_comp(ep->tx_flags, explicit_flags ? flags : ep->tx_op_flags);
+	q->comp = comp;
 	if (len <= DFI_EAGER) {
 		h.type = DFI_EAGER_MSG;
 		r = dfi_enqueue(ep, idx, &h, buf, len, inject, q);
