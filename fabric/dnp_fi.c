@@ -37,7 +37,7 @@
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define DFI_EV_BATCH 32
-#define DFI_IDLE_READS 8 /* empty CQ reads between two yields */
+#define DFI_IDLE_READS 4 /* empty CQ reads between two yields */
 
 enum { C_STAGE = 1, C_CREDIT = 2, C_GET = 3, C_RMA = 4 };
 enum { S_FREE = 0, S_PENDING, S_INFLIGHT };
@@ -321,7 +321,8 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 	 * (four pollers on two cores: the daemon that has our next event often
 	 * waits for this CPU): every DFI_IDLE_READS empty reads. NetPIPE 8 B
 	 * side by side (bench/results/mpi-opt-2026-12-02.md): yielding every
-	 * 32 reads, or at every read, was slower than every 4 to 16.
+	 * 32 reads, or at every read, was slower than every 4 to 16 over shm;
+	 * over udp only every 4 was faster than every 32.
 	 * A yield that finds nobody else to run is a wasted system call, so
 	 * alone on the CPU we yield only to measure again (dnp_yield.h).
 	 */
