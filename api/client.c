@@ -45,8 +45,8 @@
 #define DNP_HEAP_ALIGN 64u
 #define DNP_PORTS_MAX 256u /* dst_port is one byte on the wire */
 #define DNP_REPLY_TIMEOUT_MS 10000
-#define DNP_YIELD_NS 1000000u   /* then sched_yield() this long before sleeping on the futex */
-#define DNP_SLEEP_SLICE_MS 100 /* a sleeper re-checks that the daemon lives this often */
+#define DNP_YIELD_NS 1000000u    /* then sched_yield() this long before sleeping on the futex */
+#define DNP_SLEEP_SLICE_MS 100   /* a sleeper re-checks that the daemon lives this often */
 #define DNP_STASH_MAX (1u << 20) /* events held for an app that does not poll: 32 MiB */
 
 struct dnp_ext {
@@ -57,8 +57,8 @@ struct dnp_ext {
 struct dnp_heap {
 	uint8_t *base;
 	uint64_t size;
-	struct dnp_ext *free; /* sorted by off, coalesced */
-	struct dnp_ext *used; /* sorted by off */
+	struct dnp_ext *free;       /* sorted by off, coalesced */
+	struct dnp_ext *used;       /* sorted by off */
 	uint32_t nfree, nused, cap; /* cap: capacity of used; free has cap + 1 */
 };
 
@@ -388,10 +388,20 @@ static uint64_t dnp_env_u64(const char *name, uint64_t dflt)
 	if (errno)
 		return dflt;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; break;
-	case 'm': case 'M': v <<= 20; break;
-	case 'g': case 'G': v <<= 30; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		break;
+	default:
+		break;
 	}
 	return v;
 }
@@ -494,10 +504,18 @@ static int dnp_socket_expand(const char *pat, char *out, size_t cap)
 			v = one;
 		} else {
 			switch (*++pat) {
-			case '%': v = "%"; break;
-			case 'n': v = getenv("SLURM_NODEID"); break;
-			case 't': v = getenv("SLURM_PROCID"); break;
-			case 'l': v = getenv("SLURM_LOCALID"); break;
+			case '%':
+				v = "%";
+				break;
+			case 'n':
+				v = getenv("SLURM_NODEID");
+				break;
+			case 't':
+				v = getenv("SLURM_PROCID");
+				break;
+			case 'l':
+				v = getenv("SLURM_LOCALID");
+				break;
 			case 'N':
 				v = getenv("SLURMD_NODENAME");
 				if ((!v || !*v) && !gethostname(host, sizeof(host))) {
@@ -505,7 +523,8 @@ static int dnp_socket_expand(const char *pat, char *out, size_t cap)
 					v = host;
 				}
 				break;
-			default: return -EINVAL;
+			default:
+				return -EINVAL;
 			}
 			if (!v || !*v)
 				return -EINVAL;
@@ -806,8 +825,8 @@ int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, u
 	return dnp_submit(d, &c, flags);
 }
 
-int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst,
-	     unsigned dst_port, uint64_t cookie, unsigned flags)
+int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
+	     uint64_t cookie, unsigned flags)
 {
 	struct dnp_cmd c;
 	int r;
@@ -947,34 +966,59 @@ const char *dnp_strerror(int err)
 	const char *s;
 
 	switch (err) {
-	case 0: return "success";
-	case -EINVAL: return "invalid argument or command";
-	case -EAGAIN: return "command queue full";
-	case -EIO: return "daemon gone";
-	case -ENOENT: return "no such buffer (or no daemon socket)";
-	case -ERANGE: return "access runs past the end of the buffer";
-	case -EACCES: return "no buffer at that address opens with this key";
-	case -EPERM: return "not permitted: the buffer is not registered for this kind of access, "
-			    "or (dnp_register) the daemon has no ptrace access to memory outside "
-			    "the shared heap";
-	case -ECONNREFUSED: return "destination port not open (or no daemon)";
-	case -EMSGSIZE: return "SEND larger than the receive buffer";
-	case -ENOBUFS: return "no SEND buffer posted at the destination";
-	case -EHOSTUNREACH: return "destination outside the torus";
-	case -ENOLINK: return "a link on the path broke";
-	case -ETIMEDOUT: return "command timed out";
-	case -ECONNRESET: return "the port closed while the command was pending";
-	case -EOVERFLOW: return "events not read: an application (the destination, or ours) "
-				"does not drain its events";
-	case -EPROTO: return "session ABI mismatch with the daemon";
-	case -EBUSY: return "no free port (or port in use)";
-	case -EEXIST: return "overlaps a registered buffer";
-	case -ENOSPC: return "buffer table full";
-	case -EFAULT: return "bad application address";
-	case -ENOMEM: return "out of memory";
-	case -EDQUOT: return "per-port quota reached (registered buffers)";
-	case -ESRCH: return "the application process that opened the session is gone";
-	default: break;
+	case 0:
+		return "success";
+	case -EINVAL:
+		return "invalid argument or command";
+	case -EAGAIN:
+		return "command queue full";
+	case -EIO:
+		return "daemon gone";
+	case -ENOENT:
+		return "no such buffer (or no daemon socket)";
+	case -ERANGE:
+		return "access runs past the end of the buffer";
+	case -EACCES:
+		return "no buffer at that address opens with this key";
+	case -EPERM:
+		return "not permitted: the buffer is not registered for this kind of access, "
+		       "or (dnp_register) the daemon has no ptrace access to memory outside "
+		       "the shared heap";
+	case -ECONNREFUSED:
+		return "destination port not open (or no daemon)";
+	case -EMSGSIZE:
+		return "SEND larger than the receive buffer";
+	case -ENOBUFS:
+		return "no SEND buffer posted at the destination";
+	case -EHOSTUNREACH:
+		return "destination outside the torus";
+	case -ENOLINK:
+		return "a link on the path broke";
+	case -ETIMEDOUT:
+		return "command timed out";
+	case -ECONNRESET:
+		return "the port closed while the command was pending";
+	case -EOVERFLOW:
+		return "events not read: an application (the destination, or ours) "
+		       "does not drain its events";
+	case -EPROTO:
+		return "session ABI mismatch with the daemon";
+	case -EBUSY:
+		return "no free port (or port in use)";
+	case -EEXIST:
+		return "overlaps a registered buffer";
+	case -ENOSPC:
+		return "buffer table full";
+	case -EFAULT:
+		return "bad application address";
+	case -ENOMEM:
+		return "out of memory";
+	case -EDQUOT:
+		return "per-port quota reached (registered buffers)";
+	case -ESRCH:
+		return "the application process that opened the session is gone";
+	default:
+		break;
 	}
 	s = err < 0 ? strerrordesc_np(-err) : NULL;
 	return s ? s : "unknown error";

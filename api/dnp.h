@@ -128,8 +128,8 @@ int dnp_unregister(struct dnp *d, void *addr);
 int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
 	    uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags);
 /* SEND into the destination port's next SEND-target buffer, in order. */
-int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst,
-	     unsigned dst_port, uint64_t cookie, unsigned flags);
+int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, unsigned dst_port,
+	     uint64_t cookie, unsigned flags);
 /* GET remote [remote_va, +len) (a GET-source buffer) into local dst (a PUT-target buffer of ours, local_key). */
 int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp_coords src,
 	    unsigned src_port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie,

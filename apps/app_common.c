@@ -353,8 +353,7 @@ static bool app_stash_take_cookie(struct app *a, uint64_t cookie, struct dnp_eve
 	return false;
 }
 
-static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev,
-			   uint64_t deadline)
+static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev, uint64_t deadline)
 {
 	int r;
 
@@ -368,9 +367,9 @@ static int app_wait_cookie(struct app *a, uint64_t cookie, struct dnp_event *ev,
 			return r;
 		if (r == 2)
 			continue;
-		if (ev->cookie == cookie && (ev->type == DNP_EV_TX_DONE ||
-					     ev->type == DNP_EV_ERROR ||
-					     ev->type == DNP_EV_GET_DONE))
+		if (ev->cookie == cookie &&
+		    (ev->type == DNP_EV_TX_DONE || ev->type == DNP_EV_ERROR ||
+		     ev->type == DNP_EV_GET_DONE))
 			return 1;
 		app_stash_push(a, ev);
 	}
@@ -533,8 +532,8 @@ void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_
 	}
 }
 
-long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst,
-			    uint64_t size, uint32_t salt)
+long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
+			    uint32_t salt)
 {
 	uint64_t s = app_seed(src, dst, size, salt), w;
 	const uint8_t *p = buf;
@@ -564,15 +563,18 @@ int app_parse_size(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K':
+	case 'k':
+	case 'K':
 		v <<= 10;
 		end++;
 		break;
-	case 'm': case 'M':
+	case 'm':
+	case 'M':
 		v <<= 20;
 		end++;
 		break;
-	case 'g': case 'G':
+	case 'g':
+	case 'G':
 		v <<= 30;
 		end++;
 		break;

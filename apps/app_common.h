@@ -38,11 +38,11 @@
 
 struct app_ctrl {
 	uint32_t magic;
-	uint32_t tag;    /* what the message is (program-defined) */
-	uint32_t src;    /* node id of the sender */
-	uint32_t seq;    /* program-defined */
+	uint32_t tag;        /* what the message is (program-defined) */
+	uint32_t src;        /* node id of the sender */
+	uint32_t seq;        /* program-defined */
 	uint64_t a, b, c, d; /* program-defined (addresses, keys, counts) */
-	uint32_t plen;   /* bytes used in payload */
+	uint32_t plen;       /* bytes used in payload */
 	uint8_t payload[APP_CTRL_PAYLOAD];
 };
 
@@ -121,8 +121,8 @@ int app_barrier(struct app *a, uint32_t tag);
 void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
 		      uint32_t salt);
 /* Offset of the first byte differing from the pattern, or -1 if all match. */
-long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst,
-			    uint64_t size, uint32_t salt);
+long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
+			    uint32_t salt);
 
 /* Sizes: "8,64,4K,1M" (K/M/G suffixes). Returns the count, -EINVAL. */
 int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max);

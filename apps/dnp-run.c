@@ -79,13 +79,17 @@
 #define MAX_EXTRA 32
 #define MAX_RESTARTS 1000u
 
-enum { DEATH_FAIL = 0, DEATH_CONTINUE, DEATH_RESTART };
+enum {
+	DEATH_FAIL = 0,
+	DEATH_CONTINUE,
+	DEATH_RESTART
+};
 
 extern char **environ;
 
 struct stream {
-	int fd;          /* read end of the pipe, -1 once closed */
-	FILE *out;       /* where its lines go */
+	int fd;    /* read end of the pipe, -1 once closed */
+	FILE *out; /* where its lines go */
 	char *buf;
 	size_t len;
 };
@@ -93,12 +97,12 @@ struct stream {
 struct node {
 	unsigned x, y, z;
 	char prefix[48];
-	pid_t dpid;      /* its dnpd, 0 once reaped */
+	pid_t dpid; /* its dnpd, 0 once reaped */
 	int dstatus;
-	bool dexpected;  /* we asked it to stop */
+	bool dexpected;    /* we asked it to stop */
 	unsigned restarts; /* --daemon-death restart: times it was started again */
-	pid_t apid;      /* the program, 0 once reaped (or never started) */
-	pid_t apgid;     /* its process group (= its first PID), kept after reaping */
+	pid_t apid;        /* the program, 0 once reaped (or never started) */
+	pid_t apgid;       /* its process group (= its first PID), kept after reaping */
 	int astatus;
 	bool astarted, aexited;
 	struct stream s[2]; /* stdout, stderr */
@@ -107,8 +111,8 @@ struct node {
 struct run {
 	unsigned dim[3], n;
 	const char *transport, *idle, *dnpd;
-	bool netns;          /* daemons and programs in the testbed's namespaces */
-	bool ns_made;        /* we ran "netns.sh up": run "down" at the end */
+	bool netns;   /* daemons and programs in the testbed's namespaces */
+	bool ns_made; /* we ran "netns.sh up": run "down" at the end */
 	const char *testbed, *testbed_dir, *eal;
 	char ns_prefix[64];
 	char topo_dir[PATH_MAX];
@@ -119,13 +123,13 @@ struct run {
 	int udp_base;
 	unsigned timeout_s, up_timeout_s;
 	bool keep_going, keep_dir, verbose, pin;
-	int daemon_death;    /* DEATH_* */
-	cpu_set_t cpus;      /* dnp-run's own affinity (--pin hands these out) */
+	int daemon_death; /* DEATH_* */
+	cpu_set_t cpus;   /* dnp-run's own affinity (--pin hands these out) */
 	char dir[PATH_MAX];
 	char selfdir[PATH_MAX];
 	char dnpd_path[PATH_MAX + 64];
 	char prog_path[PATH_MAX + 64];
-	char **argv;     /* PROGRAM ARGS... */
+	char **argv; /* PROGRAM ARGS... */
 	struct node *nodes;
 	int sfd;
 	sigset_t oldmask;
@@ -136,8 +140,8 @@ struct run {
 	const char *lfm_args[8];
 	unsigned nlfm_args;
 	char sup_addr[32];
-	char svc_ns[80];     /* the testbed's service network namespace ("" if none) */
-	char svc_ip[16];     /* the supervisor's address there */
+	char svc_ns[80]; /* the testbed's service network namespace ("" if none) */
+	char svc_ip[16]; /* the supervisor's address there */
 	unsigned svc_port;
 	pid_t sup_pid;
 	pid_t *hfm_pid;
@@ -438,7 +442,8 @@ static int parse_args(int argc, char **argv, struct run *r)
 	int c, ret;
 
 	run_defaults(r);
-	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:h", lo, NULL)) !=
+	       -1) {
 		if (c == 'h') {
 			usage(stdout);
 			exit(0);
@@ -508,7 +513,8 @@ static int resolve_paths(struct run *r)
 	else if (getenv("DNPD") && *getenv("DNPD"))
 		snprintf(r->dnpd_path, sizeof(r->dnpd_path), "%s", getenv("DNPD"));
 	else if (!path_join(r->dnpd_path, sizeof(r->dnpd_path), r->selfdir,
-			    "../dnp-core/dnpd/dnpd") || !is_exec(r->dnpd_path))
+			    "../dnp-core/dnpd/dnpd") ||
+		 !is_exec(r->dnpd_path))
 		/* Installed: dnpd sits next to dnp-run (or is found in $PATH below). */
 		path_join(r->dnpd_path, sizeof(r->dnpd_path), r->selfdir, "dnpd");
 	if (!is_exec(r->dnpd_path) && !r->dnpd && !(getenv("DNPD") && *getenv("DNPD")))
@@ -604,7 +610,10 @@ static void remove_run_dir(struct run *r)
  */
 static int pick_udp_base(unsigned span)
 {
-	enum { LOW = 20000, HIGH = 32768 };
+	enum {
+		LOW = 20000,
+		HIGH = 32768
+	};
 	struct sockaddr_in sa;
 	unsigned attempt, i, slots;
 	int base, s;
@@ -653,7 +662,7 @@ static int spawn_attr(posix_spawnattr_t *at)
 	 */
 	posix_spawnattr_setpgroup(at, 0);
 	return posix_spawnattr_setflags(at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK |
-					    POSIX_SPAWN_SETPGROUP);
+						    POSIX_SPAWN_SETPGROUP);
 }
 
 /* Runs argv to completion (stdout to out_path if not NULL); returns its exit status or -errno. */
@@ -911,9 +920,8 @@ static int spawn_daemon(struct run *r, unsigned id, bool restart)
 		argv[k] = NULL;
 		posix_spawn_file_actions_init(&fa);
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-		posix_spawn_file_actions_addopen(&fa, 1, log,
-						 O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC),
-						 0644);
+		posix_spawn_file_actions_addopen(
+			&fa, 1, log, O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC), 0644);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		pin_for(r, id);
 		e = posix_spawn(&nd->dpid, argv[0], &fa, &at, (char *const *)argv, environ);
@@ -995,15 +1003,16 @@ static void reap(struct run *r)
 					    nd->z, how);
 					break;
 				}
-				msg("dnpd of node %u,%u,%u died early (%s)", nd->x, nd->y, nd->z, how);
+				msg("dnpd of node %u,%u,%u died early (%s)", nd->x, nd->y, nd->z,
+				    how);
 				if (r->daemon_death == DEATH_CONTINUE && !r->aborting)
 					break;
 				if (r->daemon_death == DEATH_RESTART && !r->aborting &&
 				    nd->restarts < MAX_RESTARTS) {
 					nd->restarts++;
 					if (spawn_daemon(r, id, true) == 0) {
-						msg("dnpd of node %u,%u,%u restarted (pid %d)", nd->x,
-						    nd->y, nd->z, (int)nd->dpid);
+						msg("dnpd of node %u,%u,%u restarted (pid %d)",
+						    nd->x, nd->y, nd->z, (int)nd->dpid);
 						break;
 					}
 				}
@@ -1019,8 +1028,8 @@ static void reap(struct run *r)
 					break;
 				if (!r->aborting) {
 					describe_status(status, how, sizeof(how));
-					msg("program on node %u,%u,%u failed (%s)", nd->x, nd->y, nd->z,
-					    how);
+					msg("program on node %u,%u,%u failed (%s)", nd->x, nd->y,
+					    nd->z, how);
 				}
 				r->failed = true;
 				if (!r->keep_going)
@@ -1120,7 +1129,8 @@ static int wait_up(struct run *r)
 			return -ECHILD;
 		if (now_ms() >= deadline) {
 			msg("timeout: only %u of %u daemons brought their links up within %u s "
-			    "(transport %s)", up, r->n, r->up_timeout_s, r->transport);
+			    "(transport %s)",
+			    up, r->n, r->up_timeout_s, r->transport);
 			for (id = 0; id < r->n; id++) {
 				snprintf(path, sizeof(path), "%s/node-%u.up", r->dir, id);
 				if (access(path, F_OK))
@@ -1147,7 +1157,7 @@ static char *env_str(const char *name, const char *val)
 static bool env_ours(const char *e)
 {
 	static const char *const ours[] = { "DNP_SOCKET=", "DNP_NODE_ID=", "DNP_NNODES=",
-					    "DNP_TORUS=", "DNP_COORD=", "DNP_RUN_DIR=" };
+					    "DNP_TORUS=",  "DNP_COORD=",   "DNP_RUN_DIR=" };
 	unsigned i;
 
 	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++)

@@ -31,15 +31,15 @@ struct a2a {
 	uint64_t sizes[MAX_SIZES];
 	uint64_t offs[MAX_SIZES]; /* offset of size k inside a per-node region */
 	unsigned nsizes;
-	uint64_t region;          /* bytes per peer */
+	uint64_t region; /* bytes per peer */
 	unsigned window;
 	bool verbose;
-	bool detours;             /* a path may be longer than the torus distance */
-	unsigned detoured;        /* messages that came the long way */
+	bool detours;      /* a path may be longer than the torus distance */
+	unsigned detoured; /* messages that came the long way */
 	uint8_t *rbuf, *sbuf;
 	uint64_t *peer_va;
 	uint32_t *peer_key;
-	uint8_t *rx_seen;         /* [src * nsizes + k] */
+	uint8_t *rx_seen; /* [src * nsizes + k] */
 	unsigned rx_count, errors;
 };
 
@@ -169,7 +169,8 @@ static int put_all(struct a2a *t)
 					if (r == 0)
 						break;
 					if (r != -EAGAIN) {
-						fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
+						fprintf(stderr, PROG ": put: %s\n",
+							dnp_strerror(r));
 						return r;
 					}
 				}
@@ -258,7 +259,8 @@ static void verify(struct a2a *t)
 						id, a->id, t->sizes[k], 3);
 			if (off < 0)
 				continue;
-			fprintf(stderr, PROG ": message of %llu bytes from node %u wrong at byte %lld\n",
+			fprintf(stderr,
+				PROG ": message of %llu bytes from node %u wrong at byte %lld\n",
 				(unsigned long long)t->sizes[k], id, off);
 			t->errors++;
 		}

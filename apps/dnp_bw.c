@@ -40,14 +40,13 @@ struct bw_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: " PROG " [--peer X,Y,Z] [--sizes LIST] [--iters N] [--window W]\n"
-		"              [--warmup N] [--csv] [--verify]\n"
-		"  one-way PUT bandwidth from node (0,0,0) to its +X neighbour (or --peer).\n"
-		"  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
-		"  --verify (test mode): every message has its own bytes and its own slot\n"
-		"  at the receiver, which checks each one and returns credits.\n"
-		"  Run it under dnp-run; instances on other nodes exit 0.\n");
+	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--sizes LIST] [--iters N] [--window W]\n"
+		   "              [--warmup N] [--csv] [--verify]\n"
+		   "  one-way PUT bandwidth from node (0,0,0) to its +X neighbour (or --peer).\n"
+		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
+		   "  --verify (test mode): every message has its own bytes and its own slot\n"
+		   "  at the receiver, which checks each one and returns credits.\n"
+		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct bw_opts *o)
@@ -161,9 +160,10 @@ static int take_credit(const struct app_msg *m, struct bw_tx_verify *v)
 	if (m->c.seq < v->k)
 		return 0; /* the last credit of an earlier size, come after its TX_DONEs */
 	if (m->c.seq != v->k || m->c.a < v->checked || m->c.a > v->next) {
-		fprintf(stderr, PROG ": bad credit (size #%u, %llu checked) at size #%u, "
-			"%u checked, %u sent\n", m->c.seq, (unsigned long long)m->c.a, v->k,
-			v->checked, v->next);
+		fprintf(stderr,
+			PROG ": bad credit (size #%u, %llu checked) at size #%u, "
+			     "%u checked, %u sent\n",
+			m->c.seq, (unsigned long long)m->c.a, v->k, v->checked, v->next);
 		return -EIO;
 	}
 	v->checked = (uint32_t)m->c.a;
@@ -203,8 +203,8 @@ static int take_credits(struct app *a, unsigned peer_id, struct bw_tx_verify *v,
  * j - slots, the last one that used the slot.
  */
 static int put_burst(struct app *a, const struct bw_opts *o, const void *src, uint64_t size,
-		     unsigned n, struct dnp_coords peer, uint64_t rva, uint32_t rkey, uint64_t *cookie,
-		     struct bw_tx_verify *v)
+		     unsigned n, struct dnp_coords peer, uint64_t rva, uint32_t rkey,
+		     uint64_t *cookie, struct bw_tx_verify *v)
 {
 	unsigned issued = 0, done = 0, window = v ? v->slots : o->window;
 	unsigned peer_id = app_id_of(a, peer);
@@ -280,13 +280,14 @@ static int run_tx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 		printf("bytes,iterations,MBps,msgps\n");
 	} else {
 		printf("# PUT bandwidth %u,%u,%u -> %u,%u,%u (%u hops), window %u\n", a->self.x,
-		       a->self.y, a->self.z, peer.x, peer.y, peer.z,
-		       app_distance(a, a->self, peer), o->window);
+		       a->self.y, a->self.z, peer.x, peer.y, peer.z, app_distance(a, a->self, peer),
+		       o->window);
 		printf("%10s %10s %12s %12s\n", "bytes", "iterations", "MB/s", "msg/s");
 	}
 	for (k = 0; k < o->b.nsizes; k++) {
 		n = iters_for(o, o->b.sizes[k]);
-		v = (struct bw_tx_verify){ .k = k, .slots = verify_slots(o, o->b.sizes[k]),
+		v = (struct bw_tx_verify){ .k = k,
+					   .slots = verify_slots(o, o->b.sizes[k]),
 					   .sbuf = sbuf };
 		r = put_burst(a, o, sbuf, o->b.sizes[k], o->b.warmup, peer, rva, rkey, &cookie, vp);
 		if (r < 0)
@@ -352,7 +353,8 @@ static int rx_verify(struct app *a, const struct bw_opts *o, unsigned peer_id, u
 		slot = off / (size ? size : 1);
 		if (ev.va < (uintptr_t)rbuf || ev.len != size || slot >= slots ||
 		    off != slot * size) {
-			fprintf(stderr, PROG ": RX_PUT at %#llx of %u bytes is no slot of size %llu\n",
+			fprintf(stderr,
+				PROG ": RX_PUT at %#llx of %u bytes is no slot of size %llu\n",
 				(unsigned long long)ev.va, ev.len, (unsigned long long)size);
 			r = -EIO;
 			break;

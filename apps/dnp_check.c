@@ -62,8 +62,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,8 +186,8 @@ static void verdict_a(struct chk *k)
 }
 
 /* Issues a PUT and waits for its completion; returns the event status (0 ok). */
-static int put_wait(struct chk *k, const void *src, size_t len, struct dnp_coords dst,
-		    uint64_t va, uint32_t key, struct dnp_event *ev)
+static int put_wait(struct chk *k, const void *src, size_t len, struct dnp_coords dst, uint64_t va,
+		    uint32_t key, struct dnp_event *ev)
 {
 	uint64_t cookie = ++k->cookie;
 	int r;
@@ -316,7 +316,8 @@ static int mode_send_order_b(struct chk *k)
 			     m.c.plen, want_plen);
 			bad++;
 		}
-		if ((i + 1) % SEQ_CREDIT_EVERY == 0 && send_tag(k, k->peer_id, TAG_CREDIT, i + 1) < 0)
+		if ((i + 1) % SEQ_CREDIT_EVERY == 0 &&
+		    send_tag(k, k->peer_id, TAG_CREDIT, i + 1) < 0)
 			return -EIO;
 	}
 	if (!bad)
@@ -362,18 +363,18 @@ static int mode_get_a(struct chk *k)
 			if (r == 0)
 				app_print_event(PROG, "get", &ev);
 			fail(k, "GET of %llu bytes at %llu: %s", (unsigned long long)ranges[i].len,
-			     (unsigned long long)ranges[i].off,
-			     dnp_strerror(r ? r : ev.status));
+			     (unsigned long long)ranges[i].off, dnp_strerror(r ? r : ev.status));
 			continue;
 		}
 		if (memcmp(dst + ranges[i].off, want + ranges[i].off, ranges[i].len) ||
 		    (ranges[i].off && dst[ranges[i].off - 1] != 0xee) ||
 		    (ranges[i].off + ranges[i].len < GET_SRC_LEN &&
 		     dst[ranges[i].off + ranges[i].len] != 0xee))
-			fail(k, "GET of %llu bytes at %llu: wrong bytes", (unsigned long long)ranges[i].len,
-			     (unsigned long long)ranges[i].off);
+			fail(k, "GET of %llu bytes at %llu: wrong bytes",
+			     (unsigned long long)ranges[i].len, (unsigned long long)ranges[i].off);
 		else
-			printf("ok: GET %llu bytes at offset %llu\n", (unsigned long long)ranges[i].len,
+			printf("ok: GET %llu bytes at offset %llu\n",
+			       (unsigned long long)ranges[i].len,
 			       (unsigned long long)ranges[i].off);
 	}
 	/* A wrong remote key and a range past the end of the source fail. */
@@ -381,7 +382,10 @@ static int mode_get_a(struct chk *k)
 	r = dnp_get(a->d, dst, 64, key, k->peer, a->peer_port, rva, rkey ^ 0x5a5a5a5au, cookie, 0);
 	if (r == 0)
 		r = app_wait_completion(a, cookie, &ev);
-	expect_status(k, "GET with a wrong key", r ? r : ev.type == DNP_EV_ERROR ? ev.status : 0,
+	expect_status(k, "GET with a wrong key",
+		      r                       ? r :
+		      ev.type == DNP_EV_ERROR ? ev.status :
+						0,
 		      -EACCES);
 	cookie = ++k->cookie;
 	r = dnp_get(a->d, dst, 4096, key, k->peer, a->peer_port, rva + GET_SRC_LEN - 100, rkey,
@@ -389,7 +393,10 @@ static int mode_get_a(struct chk *k)
 	if (r == 0)
 		r = app_wait_completion(a, cookie, &ev);
 	expect_status(k, "GET past the end of the source",
-		      r ? r : ev.type == DNP_EV_ERROR ? ev.status : 0, -ERANGE);
+		      r                       ? r :
+		      ev.type == DNP_EV_ERROR ? ev.status :
+						0,
+		      -ERANGE);
 	send_tag(k, k->peer_id, TAG_DONE, 0);
 	verdict_a(k);
 	dnp_unregister(a->d, dst);
@@ -532,9 +539,9 @@ static int mode_outstanding_a(struct chk *k)
 	rkey = (uint32_t)m.c.b;
 	while (done < OUT_N) {
 		if (issued < OUT_N) {
-			r = dnp_put(a->d, src + (size_t)issued * OUT_STRIDE, out_len(issued), k->peer,
-				    a->peer_port, rva + (uint64_t)issued * OUT_STRIDE, rkey,
-				    5000 + issued, DNP_NONBLOCK);
+			r = dnp_put(a->d, src + (size_t)issued * OUT_STRIDE, out_len(issued),
+				    k->peer, a->peer_port, rva + (uint64_t)issued * OUT_STRIDE,
+				    rkey, 5000 + issued, DNP_NONBLOCK);
 			if (r == 0) {
 				issued++;
 				if (issued - done > inflight_max)
@@ -616,8 +623,8 @@ static int mode_outstanding_b(struct chk *k)
 	if (rx != OUT_N)
 		fail(k, "%u RX_PUT events, expected %u", rx, OUT_N);
 	for (i = 0; i < OUT_N; i++)
-		if (app_pattern_check(dst + (size_t)i * OUT_STRIDE, out_len(i), k->peer_id, a->id, i,
-				      8) >= 0) {
+		if (app_pattern_check(dst + (size_t)i * OUT_STRIDE, out_len(i), k->peer_id, a->id,
+				      i, 8) >= 0) {
 			fail(k, "PUT %u: wrong bytes", i);
 			break;
 		}
@@ -674,8 +681,7 @@ static int mode_blocking_a(struct chk *k)
 		}
 		done++;
 	}
-	printf("ok: %u blocking PUTs without polling, every completion once and in order\n",
-	       BLK_N);
+	printf("ok: %u blocking PUTs without polling, every completion once and in order\n", BLK_N);
 	send_tag(k, k->peer_id, TAG_DONE, 0);
 	verdict_a(k);
 	return 0;
@@ -818,7 +824,8 @@ static int mode_drill_a(struct chk *k, const char *flag)
 		}
 		r = app_next_event(a, &ev, a->timeout_ms);
 		if (r <= 0) {
-			fail(k, "HANG: %u of %u PUTs completed (%u ok, %u errors), none for %d ms: %s",
+			fail(k,
+			     "HANG: %u of %u PUTs completed (%u ok, %u errors), none for %d ms: %s",
 			     ok + err, issued, ok, err, a->timeout_ms,
 			     r ? dnp_strerror(r) : "timed out");
 			return -EIO;
@@ -844,7 +851,8 @@ static int mode_drill_a(struct chk *k, const char *flag)
 				fail(k, "ERROR event with status %d", ev.status);
 			if (after)
 				fail(k, "PUT %llu, issued after the break was known, failed: %s",
-				     (unsigned long long)(ev.cookie - 100000), dnp_strerror(ev.status));
+				     (unsigned long long)(ev.cookie - 100000),
+				     dnp_strerror(ev.status));
 		}
 		if (!ready && ok >= DRILL_READY) {
 			ready = true;
@@ -948,11 +956,13 @@ static int mode_bad_args(struct chk *k)
 	expect_ret(k, "put to port 256",
 		   dnp_put(a->d, src, 16, a->self, 256, (uintptr_t)buf, key, 1, 0), -EINVAL, 0);
 	expect_ret(k, "put NULL source",
-		   dnp_put(a->d, NULL, 16, a->self, a->port, (uintptr_t)buf, key, 1, 0), -EINVAL, 0);
+		   dnp_put(a->d, NULL, 16, a->self, a->port, (uintptr_t)buf, key, 1, 0), -EINVAL,
+		   0);
 	if (sizeof(size_t) > 4)
 		expect_ret(k, "put longer than DNP_MAX_MSG",
 			   dnp_put(a->d, src, (size_t)DNP_MAX_MSG + 1, a->self, a->port,
-				   (uintptr_t)buf, key, 1, 0), -EINVAL, 0);
+				   (uintptr_t)buf, key, 1, 0),
+			   -EINVAL, 0);
 	expect_ret(k, "put with unknown flags",
 		   dnp_put(a->d, src, 16, a->self, a->port, (uintptr_t)buf, key, 1, 0x80), -EINVAL,
 		   0);
@@ -1009,7 +1019,8 @@ static int mode_kill_victim(void)
 	uint8_t *src;
 	int r, fd;
 
-	if (!spec || !fds || sscanf(spec, "%u,%u,%u,%u,%llx,%x", &x, &y, &z, &port, &va, &key) != 6) {
+	if (!spec || !fds ||
+	    sscanf(spec, "%u,%u,%u,%u,%llx,%x", &x, &y, &z, &port, &va, &key) != 6) {
 		fprintf(stderr, PROG ": kill-victim is started by kill-survivor\n");
 		return 2;
 	}
@@ -1025,8 +1036,8 @@ static int mode_kill_victim(void)
 	memset(src, 0xdd, KILL_MSG);
 	for (;;) {
 		if (issued - done < 16) {
-			r = dnp_put(a.d, src, KILL_MSG, dst, port, va + (issued % 4) * KILL_MSG, key,
-				    issued, DNP_NONBLOCK);
+			r = dnp_put(a.d, src, KILL_MSG, dst, port, va + (issued % 4) * KILL_MSG,
+				    key, issued, DNP_NONBLOCK);
 			if (r == 0) {
 				issued++;
 				continue;
@@ -1254,8 +1265,10 @@ static int mode_farthest(struct chk *k)
 		src_id = app_id_of(a, pc);
 		dist = app_distance(a, pc, a->self);
 		got++;
-		if (ev.hops != dist || ev.len != FAR_LEN || ev.va != base + (uint64_t)src_id * FAR_LEN)
-			fail(k, "RX_PUT from %u,%u,%u: hops %u (distance %u), len %u, va offset %lld",
+		if (ev.hops != dist || ev.len != FAR_LEN ||
+		    ev.va != base + (uint64_t)src_id * FAR_LEN)
+			fail(k,
+			     "RX_PUT from %u,%u,%u: hops %u (distance %u), len %u, va offset %lld",
 			     pc.x, pc.y, pc.z, ev.hops, dist, ev.len, (long long)(ev.va - base));
 		else if (app_pattern_check(rbuf + (size_t)src_id * FAR_LEN, FAR_LEN, src_id, a->id,
 					   FAR_LEN, 10) >= 0)
@@ -1382,8 +1395,7 @@ static int midsend_a(struct chk *k)
 	if (r == 0)
 		r = app_wait_completion(a, 77, &ev);
 	if (r < 0 || ev.type != DNP_EV_TX_DONE) {
-		fail(k, "SEND into the reclaimed buffer: %s",
-		     dnp_strerror(r < 0 ? r : ev.status));
+		fail(k, "SEND into the reclaimed buffer: %s", dnp_strerror(r < 0 ? r : ev.status));
 		return -EIO;
 	}
 	printf("ok: our SEND to B's second port completed\n");
@@ -1425,8 +1437,8 @@ static int midsend_b(struct chk *k)
 	r = midsend_next(d2, &ev, a->timeout_ms);
 	if (r != 1)
 		fail(k, "no event for the interrupted SEND: %s", r ? dnp_strerror(r) : "timed out");
-	else if (ev.type != DNP_EV_RX_ERROR || ev.status != -ETIMEDOUT ||
-		 ev.va != (uintptr_t)buf || ev.len != MIDSEND_LEN)
+	else if (ev.type != DNP_EV_RX_ERROR || ev.status != -ETIMEDOUT || ev.va != (uintptr_t)buf ||
+		 ev.len != MIDSEND_LEN)
 		app_print_event(PROG, "unexpected", &ev), k->fails++;
 	else
 		printf("ok: the interrupted SEND ended in one RX_ERROR -ETIMEDOUT for our buffer\n");
@@ -1526,8 +1538,8 @@ static int slow_a(struct chk *k, unsigned b_id, unsigned d_id, const char *flag)
 		}
 	}
 	printf("ok: %u PUTs completed, each once: to B %u ok + %u -EOVERFLOW of %u, "
-	       "to D (through B) %u ok of %u\n", SLOW_N, ok_b, overflow, to_b, ok_d,
-	       SLOW_N - to_b);
+	       "to D (through B) %u ok of %u\n",
+	       SLOW_N, ok_b, overflow, to_b, ok_d, SLOW_N - to_b);
 	if (!overflow)
 		fail(k, "no PUT to B failed with -EOVERFLOW: its queues never filled");
 	if (ok_d != SLOW_N - to_b)
@@ -1677,8 +1689,8 @@ int main(int argc, char **argv)
 		return mode_kill_send_victim();
 	if (strcmp(mode, "send-order") && strcmp(mode, "get") && strcmp(mode, "bad-key") &&
 	    strcmp(mode, "out-of-bounds") && strcmp(mode, "outstanding-1000") &&
-	    strcmp(mode, "blocking-20000") &&
-	    strcmp(mode, "bad-args") && strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
+	    strcmp(mode, "blocking-20000") && strcmp(mode, "bad-args") &&
+	    strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
 	    strcmp(mode, "link-drill") && strcmp(mode, "slow-drain") &&
 	    strcmp(mode, "kill-mid-send")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
@@ -1698,7 +1710,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "slow-drain")) {
 		if (!getenv("DNP_CHECK_FLAG")) {
-			fprintf(stderr, PROG ": slow-drain needs DNP_CHECK_FLAG (see the header)\n");
+			fprintf(stderr,
+				PROG ": slow-drain needs DNP_CHECK_FLAG (see the header)\n");
 			app_close(&k.a);
 			return 2;
 		}
@@ -1745,7 +1758,7 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_blocking_a(&k) : mode_blocking_b(&k);
 	else if (!strcmp(mode, "link-drill"))
 		r = k.is_a ? mode_drill_a(&k, getenv("DNP_DRILL_FLAG")) :
-			mode_drill_b(&k, getenv("DNP_DRILL_FLAG"));
+			     mode_drill_b(&k, getenv("DNP_DRILL_FLAG"));
 	else
 		r = k.is_a ? mode_kill_survivor_a(&k) : mode_kill_survivor_b(&k);
 out:
@@ -1754,8 +1767,8 @@ out:
 	if (!k.fails)
 		printf("PASS %s on node %u,%u,%u\n", mode, k.a.self.x, k.a.self.y, k.a.self.z);
 	else
-		printf("FAIL %s on node %u,%u,%u: %u failed checks\n", mode, k.a.self.x,
-		       k.a.self.y, k.a.self.z, k.fails);
+		printf("FAIL %s on node %u,%u,%u: %u failed checks\n", mode, k.a.self.x, k.a.self.y,
+		       k.a.self.z, k.fails);
 	app_close(&k.a);
 	return k.fails ? 1 : 0;
 }

@@ -33,15 +33,14 @@ struct pp_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST] [--iters N]\n"
-		"                    [--warmup N] [--csv] [--verify]\n"
-		"  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
-		"  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
-		"  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
-		"  --verify (test mode): every message has its own bytes, and both sides\n"
-		"  check each one they receive (its address, length and every byte).\n"
-		"  Run it under dnp-run; instances on other nodes exit 0.\n");
+	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST] [--iters N]\n"
+		   "                    [--warmup N] [--csv] [--verify]\n"
+		   "  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
+		   "  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
+		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
+		   "  --verify (test mode): every message has its own bytes, and both sides\n"
+		   "  check each one they receive (its address, length and every byte).\n"
+		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
 static int parse_opts(int argc, char **argv, struct pp_opts *o)
@@ -157,8 +156,8 @@ static uint32_t msg_salt(unsigned k, unsigned i)
  * --verify: the RX_PUT event names our buffer and the size, and the buffer
  * holds exactly message (src -> dst, size, salt). Prints what is wrong.
  */
-static int check_rx(const struct dnp_event *ev, const uint8_t *rbuf, uint64_t size,
-		    uint32_t src, uint32_t dst, uint32_t salt)
+static int check_rx(const struct dnp_event *ev, const uint8_t *rbuf, uint64_t size, uint32_t src,
+		    uint32_t dst, uint32_t salt)
 {
 	long long off;
 
@@ -170,8 +169,9 @@ static int check_rx(const struct dnp_event *ev, const uint8_t *rbuf, uint64_t si
 	}
 	off = app_pattern_check(rbuf, size, src, dst, size, salt);
 	if (off >= 0) {
-		fprintf(stderr, PROG ": message %#x of %llu bytes from node %u wrong at byte %lld\n",
-			salt, (unsigned long long)size, src, off);
+		fprintf(stderr,
+			PROG ": message %#x of %llu bytes from node %u wrong at byte %lld\n", salt,
+			(unsigned long long)size, src, off);
 		return -EIO;
 	}
 	return 0;
@@ -224,8 +224,8 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 				app_pattern_fill(sbuf, o->b.sizes[k], a->id, a->id, o->b.sizes[k],
 						 msg_salt(k, i));
 			t0 = app_now_ns();
-			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf, key,
-				    ++issued, 0);
+			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf,
+				    key, ++issued, 0);
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;
@@ -252,7 +252,8 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 			if (i >= o->b.warmup)
 				v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 1000.0;
 			if (o->b.verify) {
-				r = check_rx(&rx, rbuf, o->b.sizes[k], a->id, a->id, msg_salt(k, i));
+				r = check_rx(&rx, rbuf, o->b.sizes[k], a->id, a->id,
+					     msg_salt(k, i));
 				if (r < 0)
 					goto out;
 			}
@@ -332,15 +333,16 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 			if (!is_a) {
 				r = wait_for(a, DNP_EV_RX_PUT, &done, &ev);
 				if (r == 0 && o->b.verify)
-					r = check_rx(&ev, rbuf, size, peer_id, a->id, msg_salt(k, i));
+					r = check_rx(&ev, rbuf, size, peer_id, a->id,
+						     msg_salt(k, i));
 				if (r < 0)
 					goto out;
 				if (o->b.verify)
 					app_pattern_fill(sbuf, size, a->id, peer_id, size,
 							 msg_salt(k, i));
 			}
-			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey, ++issued,
-				    0);
+			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey,
+				    ++issued, 0);
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;
@@ -352,7 +354,8 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 				if (i >= o->b.warmup)
 					v[i - o->b.warmup] = (double)(app_now_ns() - t0) / 2000.0;
 				if (o->b.verify) {
-					r = check_rx(&ev, rbuf, size, peer_id, a->id, msg_salt(k, i));
+					r = check_rx(&ev, rbuf, size, peer_id, a->id,
+						     msg_salt(k, i));
 					if (r < 0)
 						goto out;
 				}
@@ -421,9 +424,10 @@ int main(int argc, char **argv)
 	}
 	if (peer.x >= a.dims.x || peer.y >= a.dims.y || peer.z >= a.dims.z ||
 	    app_coords_eq(peer, origin)) {
-		fprintf(stderr, PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus "
-			"(use --loopback for one node)\n", peer.x, peer.y, peer.z, a.dims.x,
-			a.dims.y, a.dims.z);
+		fprintf(stderr,
+			PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus "
+			     "(use --loopback for one node)\n",
+			peer.x, peer.y, peer.z, a.dims.x, a.dims.y, a.dims.z);
 		app_close(&a);
 		return 2;
 	}

@@ -212,9 +212,10 @@ static void pin(int cpu)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--tcp]\n"
-		   "                    [--cpus A,B] [--csv]\n"
-		   "  UDP (or TCP) ping-pong between two processes over loopback (half round trip).\n");
+	fprintf(f,
+		"usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--tcp]\n"
+		"                    [--cpus A,B] [--csv]\n"
+		"  UDP (or TCP) ping-pong between two processes over loopback (half round trip).\n");
 }
 
 int main(int argc, char **argv)
@@ -331,8 +332,8 @@ int main(int argc, char **argv)
 		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
 	else
 		printf("# %s ping-pong over loopback (%s receive): half round trip\n"
-		       "%10s %10s %12s %12s %12s\n", o.tcp ? "TCP" : "UDP",
-		       o.busy ? "busy-poll" : "blocking", "bytes",
+		       "%10s %10s %12s %12s %12s\n",
+		       o.tcp ? "TCP" : "UDP", o.busy ? "busy-poll" : "blocking", "bytes",
 		       "iterations", "t_min[us]", "t_median[us]", "t_p99[us]");
 	for (k = 0; k < o.nsizes && r == 0; k++) {
 		n = iters_for(&o, o.sizes[k]);
@@ -357,8 +358,8 @@ int main(int argc, char **argv)
 			unsigned p = (unsigned)((99ull * n + 99) / 100);
 
 			if (o.csv)
-				printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)o.sizes[k], n,
-				       v[0], med, v[p - 1]);
+				printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)o.sizes[k],
+				       n, v[0], med, v[p - 1]);
 			else
 				printf("%10llu %10u %12.3f %12.3f %12.3f\n",
 				       (unsigned long long)o.sizes[k], n, v[0], med, v[p - 1]);

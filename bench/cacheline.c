@@ -74,7 +74,8 @@ int main(int argc, char **argv)
 	uint64_t i = 0;
 
 	for (int k = 1; k + 1 < argc; k += 2) {
-		if (!strcmp(argv[k], "--cpus") && sscanf(argv[k + 1], "%d,%d", &cpus[0], &cpus[1]) == 2)
+		if (!strcmp(argv[k], "--cpus") &&
+		    sscanf(argv[k + 1], "%d,%d", &cpus[0], &cpus[1]) == 2)
 			continue;
 		if (!strcmp(argv[k], "--batches")) {
 			batches = (unsigned)strtoul(argv[k + 1], NULL, 0);

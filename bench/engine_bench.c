@@ -160,9 +160,13 @@ static struct result stream(struct node n[2], uint32_t key, uint32_t size, doubl
 			break;
 		while (issued - done < WINDOW) {
 			uint64_t off = (issued % slots) * size;
-			struct dnp_cmd cmd = { .op = DNP_OP_PUT, .dst_x = 1, .remote_key = key,
-					       .remote_va = BASE + off, .len = size,
-					       .local_va = BASE + off, .cookie = issued };
+			struct dnp_cmd cmd = { .op = DNP_OP_PUT,
+					       .dst_x = 1,
+					       .remote_key = key,
+					       .remote_va = BASE + off,
+					       .len = size,
+					       .local_va = BASE + off,
+					       .cookie = issued };
 			int r = dnp_engine_submit(n[0].e, 0, &cmd, now);
 
 			if (r == -EAGAIN)
@@ -238,8 +242,8 @@ static void frames_per_put(struct node n[2])
 			fr += ls->tx_frames;
 			cr += ls->tx_credits;
 		}
-		printf("# node %u sent %.3f frames per PUT packet (%.3f of them credit frames)\n", i,
-		       (double)fr / puts, (double)cr / puts);
+		printf("# node %u sent %.3f frames per PUT packet (%.3f of them credit frames)\n",
+		       i, (double)fr / puts, (double)cr / puts);
 	}
 	printf("# frames refused by the receiving engine (resent later): %llu\n",
 	       (unsigned long long)rx_refused);
@@ -287,7 +291,8 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 's':
 			if (parse_sizes(optarg, sizes, &nsizes) < 0) {
-				fprintf(stderr, PROG ": bad --sizes (1..%u bytes)\n", DNP_MAX_PAYLOAD);
+				fprintf(stderr, PROG ": bad --sizes (1..%u bytes)\n",
+					DNP_MAX_PAYLOAD);
 				return 2;
 			}
 			break;
@@ -322,15 +327,16 @@ int main(int argc, char **argv)
 		printf("transport,peer,test,bytes,rep,value,unit\n");
 	else
 		printf("# two engines back to back, one thread, CRC-32 on every packet\n"
-		       "%8s %4s %14s %12s %14s\n", "bytes", "rep", "packets/s", "MB/s",
-		       "memcpy MB/s");
+		       "%8s %4s %14s %12s %14s\n",
+		       "bytes", "rep", "packets/s", "MB/s", "memcpy MB/s");
 	for (r = 1; r <= reps; r++) {
 		for (k = 0; k < nsizes; k++) {
 			struct result res = stream(n, key, sizes[k], seconds);
 			double mc;
 
 			if (res.err) {
-				fprintf(stderr, PROG ": %u bytes: %s\n", sizes[k], strerror(-res.err));
+				fprintf(stderr, PROG ": %u bytes: %s\n", sizes[k],
+					strerror(-res.err));
 				return 1;
 			}
 			mc = memcpy_mbps(n, sizes[k], seconds / 2);
@@ -338,10 +344,11 @@ int main(int argc, char **argv)
 				printf("engine,,msgrate,%u,%u,%.0f,msgps\n"
 				       "engine,,bw,%u,%u,%.1f,MBps\n"
 				       "memcpy,,bw,%u,%u,%.1f,MBps\n",
-				       sizes[k], r, res.pps, sizes[k], r, res.mbps, sizes[k], r, mc);
-			else
-				printf("%8u %4u %14.0f %12.1f %14.1f\n", sizes[k], r, res.pps, res.mbps,
+				       sizes[k], r, res.pps, sizes[k], r, res.mbps, sizes[k], r,
 				       mc);
+			else
+				printf("%8u %4u %14.0f %12.1f %14.1f\n", sizes[k], r, res.pps,
+				       res.mbps, mc);
 			if (!csv && r == reps && k == nsizes - 1)
 				frames_per_put(n);
 			fflush(stdout);

@@ -31,9 +31,9 @@
 #define DNP_YIELD_H
 
 #include <sched.h>
-#include <sys/resource.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* A yield shorter than this ran nobody else (alone: ~0.54 us; shared: ~3.2 us). */

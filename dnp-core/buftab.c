@@ -86,8 +86,7 @@ static uint32_t lower_bound(const struct dnp_buftab *bt, uint8_t port, uint64_t 
 }
 
 /* The entry of port containing va, or NULL. */
-static const struct dnp_buf *find_containing(const struct dnp_buftab *bt, uint8_t port,
-					     uint64_t va)
+static const struct dnp_buf *find_containing(const struct dnp_buftab *bt, uint8_t port, uint64_t va)
 {
 	uint32_t i = upper_bound(bt, port, va);
 	const struct dnp_buf *e;
@@ -110,8 +109,7 @@ int dnp_buftab_insert(struct dnp_buftab *bt, const struct dnp_buf *b)
 		return -EINVAL;
 	i = upper_bound(bt, b->port, b->va);
 	/* The predecessor of the same port must end at or before b->va... */
-	if (i > 0 && bt->e[i - 1].port == b->port &&
-	    b->va - bt->e[i - 1].va < bt->e[i - 1].len)
+	if (i > 0 && bt->e[i - 1].port == b->port && b->va - bt->e[i - 1].va < bt->e[i - 1].len)
 		return -EEXIST;
 	/* ...and the successor of the same port must start at or after b's end. */
 	if (i < bt->n && bt->e[i].port == b->port && bt->e[i].va - b->va < b->len)

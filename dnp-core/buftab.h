@@ -27,7 +27,7 @@
 
 struct dnp_buf {
 	uint64_t va;
-	uint64_t len;  /* > 0, va + len must not overflow */
+	uint64_t len; /* > 0, va + len must not overflow */
 	uint32_t key;
 	uint16_t flags; /* DNP_BUF_* */
 	uint8_t port;

@@ -63,12 +63,9 @@ int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned m
 const char *dnp_ev_type_name(unsigned type)
 {
 	static const char *const names[] = {
-		[DNP_EV_TX_DONE] = "TX_DONE",
-		[DNP_EV_RX_PUT] = "RX_PUT",
-		[DNP_EV_RX_SEND] = "RX_SEND",
-		[DNP_EV_GET_DONE] = "GET_DONE",
-		[DNP_EV_ERROR] = "ERROR",
-		[DNP_EV_LINK] = "LINK",
+		[DNP_EV_TX_DONE] = "TX_DONE",   [DNP_EV_RX_PUT] = "RX_PUT",
+		[DNP_EV_RX_SEND] = "RX_SEND",   [DNP_EV_GET_DONE] = "GET_DONE",
+		[DNP_EV_ERROR] = "ERROR",       [DNP_EV_LINK] = "LINK",
 		[DNP_EV_RX_ERROR] = "RX_ERROR",
 	};
 

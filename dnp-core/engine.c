@@ -9,16 +9,16 @@
  * (sent or waiting for its first transmission), or the free list.
  */
 #include <assert.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
-#include <endian.h>
 #include <string.h>
 
 #include "engine.h"
 
-#define NIN (DNP_NDIRS + 1)          /* six links and the local input */
-#define SMALL_FRAME 256u             /* frames up to this size use the small pool */
-#define MAX_RUN_ROUNDS 64            /* bound on work done by one dnp_engine_run */
+#define NIN (DNP_NDIRS + 1) /* six links and the local input */
+#define SMALL_FRAME 256u    /* frames up to this size use the small pool */
+#define MAX_RUN_ROUNDS 64   /* bound on work done by one dnp_engine_run */
 #define NO_SLOT UINT32_MAX
 
 struct pkt {
@@ -39,8 +39,8 @@ struct pkt {
 	uint64_t job_dst_va; /* requester's buffer */
 	uint32_t job_dst_key;
 	uint32_t job_len;
-	uint8_t job_q;       /* responder queue (first-hop direction towards the requester) */
-	uint16_t job_via;    /* route plan towards the requester */
+	uint8_t job_q;    /* responder queue (first-hop direction towards the requester) */
+	uint16_t job_via; /* route plan towards the requester */
 };
 
 struct pktq {
@@ -55,27 +55,30 @@ struct xlink {
 	uint32_t next_tx; /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
 	bool was_up;      /* UP at least once: later UPs are reported as LINK events */
 	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
-	uint8_t rframe[DNP_FRAME_OVERHEAD]; /* RESET frame (may go out beside a credit) */
+	uint8_t rframe[DNP_FRAME_OVERHEAD];   /* RESET frame (may go out beside a credit) */
 };
 
-enum slot_state { SLOT_FREE = 0, SLOT_ACTIVE };
+enum slot_state {
+	SLOT_FREE = 0,
+	SLOT_ACTIVE
+};
 
 struct slot {
 	uint8_t state;
-	uint8_t orphan;     /* its port closed: complete silently */
-	uint8_t injecting;  /* still in an injection queue */
+	uint8_t orphan;    /* its port closed: complete silently */
+	uint8_t injecting; /* still in an injection queue */
 	uint8_t port;
-	uint8_t queue;      /* injection queue index (first-hop dir, or LOCAL) */
-	uint32_t next;      /* injection queue link */
-	uint32_t msg_id;    /* on the wire */
-	uint64_t offset;    /* bytes injected so far */
+	uint8_t queue;   /* injection queue index (first-hop dir, or LOCAL) */
+	uint32_t next;   /* injection queue link */
+	uint32_t msg_id; /* on the wire */
+	uint64_t offset; /* bytes injected so far */
 	uint64_t t_submit;
 	struct dnp_cmd c;
 	struct dnp_coord dst;
-	uint16_t via;       /* route plan (route.h): 0 direct, else through a via */
-	uint8_t hop_vc;     /* VC of its first hop, as routed while router.ver was rver */
+	uint16_t via;   /* route plan (route.h): 0 direct, else through a via */
+	uint8_t hop_vc; /* VC of its first hop, as routed while router.ver was rver */
 	uint32_t rver;
-	uint64_t got;       /* GET: response bytes received */
+	uint64_t got; /* GET: response bytes received */
 };
 
 /*
@@ -88,9 +91,9 @@ struct slot {
 struct puttrack {
 	uint32_t src_id;
 	uint32_t msg_id;
-	uint32_t next;   /* offset of the fragment expected next */
-	uint8_t port;    /* source port */
-	uint8_t ok;      /* every fragment so far arrived, in order */
+	uint32_t next; /* offset of the fragment expected next */
+	uint8_t port;  /* source port */
+	uint8_t ok;    /* every fragment so far arrived, in order */
 };
 #define PUTTRACK_MAX 65536u
 
@@ -353,9 +356,9 @@ static void complete(struct dnp_engine *e, struct slot *s, int status)
 			e->st.cmds_failed++;
 		if (!s->orphan && q->open) {
 			struct dnp_event ev = {
-				.type = status ? DNP_EV_ERROR
-					       : (s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE
-									: DNP_EV_TX_DONE),
+				.type = status ? DNP_EV_ERROR :
+						 (s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE :
+									  DNP_EV_TX_DONE),
 				.op = s->c.op,
 				.port = s->c.dst_port,
 				.peer_x = s->dst.x,
@@ -478,8 +481,7 @@ static uint16_t via_for(struct dnp_engine *e, struct dnp_coord dst)
  * dnp_route_step(router, self, dst, via, DNP_DIR_LOCAL, 0, hop) for a packet
  * that starts at this node, remembered while the router is unchanged.
  */
-static int local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via,
-		     struct dnp_hop *hop)
+static int local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via, struct dnp_hop *hop)
 {
 	if (!dnp_torus_contains(&e->c.torus, dst))
 		return dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, hop);
@@ -616,8 +618,7 @@ static void route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 			if (!c && !(c = cable_new(e, node, dim)))
 				continue;
 			if (down != truth && (newer || ver == c->ver))
-				cable_set(e, c, truth,
-					  (uint16_t)((newer ? ver : c->ver) + 1));
+				cable_set(e, c, truth, (uint16_t)((newer ? ver : c->ver) + 1));
 			else if (newer)
 				cable_set(e, c, down, ver);
 			continue;
@@ -665,8 +666,8 @@ static void route_announce(struct dnp_engine *e, uint64_t now)
 			struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(n * ROUTE_ENTRY));
 			if (!p)
 				return; /* no buffer: told later */
-			struct dnp_coord nb = dnp_torus_neighbour(&e->c.torus, e->c.self,
-								  (enum dnp_dir)d);
+			struct dnp_coord nb =
+				dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)d);
 			struct dnp_pkt_hdr h = {
 				.lflags = DNP_LINK_F_SEQ,
 				.dst = nb,
@@ -989,8 +990,11 @@ static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 
 	if (h->flags & DNP_PKT_F_FIRST) {
-		*t = (struct puttrack){ .src_id = src, .msg_id = h->msg_id, .port = h->src_port,
-					.next = h->offset + h->len, .ok = h->offset == 0 };
+		*t = (struct puttrack){ .src_id = src,
+					.msg_id = h->msg_id,
+					.port = h->src_port,
+					.next = h->offset + h->len,
+					.ok = h->offset == 0 };
 	} else if (same && t->ok && h->offset == t->next) {
 		t->next += h->len;
 	} else {
@@ -1067,9 +1071,14 @@ static int send_slot(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct e
 		 */
 		if (!a)
 			return -EBUSY;
-		*a = (struct sendasm){ .active = true, .src = h->src, .src_port = h->src_port,
-				       .dst_port = h->dst_port, .msg_id = h->msg_id,
-				       .va = po->va, .len = po->len, .msg_len = h->msg_len };
+		*a = (struct sendasm){ .active = true,
+				       .src = h->src,
+				       .src_port = h->src_port,
+				       .dst_port = h->dst_port,
+				       .msg_id = h->msg_id,
+				       .va = po->va,
+				       .len = po->len,
+				       .msg_len = h->msg_len };
 		e->nsends++;
 	}
 	post_remove(e, q, po->va);
@@ -1093,7 +1102,8 @@ static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 		rc = -EFAULT;
 	if (rc < 0) {
 		send_end(e, a);
-		post_front(e, h->dst_port, a->va, a->len); /* the message failed: its buffer is free */
+		post_front(e, h->dst_port, a->va,
+			   a->len); /* the message failed: its buffer is free */
 		return deliver_fail(e, h, rc, now);
 	}
 	e->st.bytes_delivered += h->len;
@@ -1282,7 +1292,9 @@ static void link_event(struct dnp_engine *e, unsigned dir, int status)
 {
 	struct dnp_event ev = {
 		.type = DNP_EV_LINK,
-		.peer_x = e->c.self.x, .peer_y = e->c.self.y, .peer_z = e->c.self.z,
+		.peer_x = e->c.self.x,
+		.peer_y = e->c.self.y,
+		.peer_z = e->c.self.z,
 		.status = (int8_t)status,
 		.len = dir,
 	};
@@ -1354,7 +1366,8 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 
 		inj_pop(e, dir);
 		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
-		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
+			    0 ||
 		    hop.dir == dir || !link_usable(e, hop.dir)) {
 			complete(e, s, -ENOLINK);
 			continue;
@@ -1420,9 +1433,9 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	if (!p)
 		return false;
 	/* a packet made here (a report, DIAG, ROUTE) starts like a command */
-	int rrc = in == DNP_DIR_LOCAL && vc == 0 && coord_self(e, p->h.src)
-			  ? local_hop(e, p->h.dst, p->h.via, &hop)
-			  : dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop);
+	int rrc = in == DNP_DIR_LOCAL && vc == 0 && coord_self(e, p->h.src) ?
+			  local_hop(e, p->h.dst, p->h.via, &hop) :
+			  dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop);
 	if (rrc < 0) {
 		q_pop(q);
 		in_release(e, in, vc, p->words);
@@ -1561,8 +1574,7 @@ static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t
  * loopback delivery, else straight into the payload of the packet buffer
  * that will carry it (a private copy either way, taken once).
  */
-static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len,
-		      uint8_t *dst)
+static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len, uint8_t *dst)
 {
 	if (!len)
 		return 0;
@@ -1603,8 +1615,7 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 		 hop.dir != qi)
 		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!pool_has(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
-	    dnp_link_window_full(x->l) ||
-	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+	    dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
 		return false;
 	*vc = hop.vc;
 	return true;
@@ -1656,8 +1667,7 @@ static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err
 }
 
 /* Puts the next packet's payload of command s in dst. */
-static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len,
-			    uint8_t *dst)
+static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len, uint8_t *dst)
 {
 	if (s->c.op == DNP_OP_GET) {
 		uint64_t va = htole64(s->c.local_va);
@@ -1687,8 +1697,9 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 
 	bool is_getreq = s->c.op == DNP_OP_GET;
 	uint64_t remaining = s->c.len - s->offset;
-	uint32_t len = is_getreq ? DNP_GET_DESC_BYTES
-				 : remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	uint32_t len = is_getreq                   ? DNP_GET_DESC_BYTES :
+		       remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD :
+						     (uint32_t)remaining;
 	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
@@ -2161,9 +2172,9 @@ bool dnp_engine_has_work(const struct dnp_engine *e)
 			continue;
 		if (dnp_link_reset_due(x->l) || x->credit_pending)
 			return true;
-		if (st == DNP_LINK_UP && ((e->c.prompt_credits && x->ack_dirty) ||
-					  x->next_tx < dnp_link_unacked(x->l) ||
-					  dnp_link_retx_due(x->l)))
+		if (st == DNP_LINK_UP &&
+		    ((e->c.prompt_credits && x->ack_dirty) || x->next_tx < dnp_link_unacked(x->l) ||
+		     dnp_link_retx_due(x->l)))
 			return true;
 	}
 	return false;
@@ -2234,8 +2245,8 @@ static void resp_abort_port(struct dnp_engine *e, unsigned port, uint64_t now)
 				q_push(&keep, job);
 				continue;
 			}
-			(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id,
-					-ECONNRESET, now);
+			(void)send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, -ECONNRESET,
+					now);
 			pkt_put(e, job);
 		}
 		e->resp[qi] = keep;
@@ -2277,8 +2288,12 @@ int dnp_engine_register(struct dnp_engine *e, unsigned port, uint64_t va, uint64
 		return -ENOENT;
 	if (!flags || (flags & ~DNP_BUF_ALL))
 		return -EINVAL;
-	struct dnp_buf b = { .va = va, .len = len, .key = dnp_keygen_next(&e->keys), .flags = (uint16_t)flags,
-			     .port = (uint8_t)port, .priv = priv };
+	struct dnp_buf b = { .va = va,
+			     .len = len,
+			     .key = dnp_keygen_next(&e->keys),
+			     .flags = (uint16_t)flags,
+			     .port = (uint8_t)port,
+			     .priv = priv };
 	if ((flags & DNP_BUF_SEND_TARGET) && e->free_post == NO_SLOT)
 		return -ENOSPC;
 	int rc = dnp_buftab_insert(e->bt, &b);
@@ -2364,8 +2379,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	if (!c || !out || !c->mem || !c->mem->read || !c->mem->write || !c->max_ports ||
 	    c->max_ports > DNP_MAX_PORTS || !c->max_commands || c->max_commands > 65536 ||
 	    !pow2(c->event_queue) || !c->max_sends || !c->max_buffers ||
-	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc ||
-	    c->link.nvc > DNP_MAX_VC || c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES)
+	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc || c->link.nvc > DNP_MAX_VC ||
+	    c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES)
 		return -EINVAL;
 	/*
 	 * The engine starts whole packets: under stop-at-red a packet may begin
@@ -2392,7 +2407,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	struct dnp_link_conf lc = c->link;
 	if (!lc.nonce) /* deterministic for the lab: the caller sets a random one (dnpd) */
 		lc.nonce = ((uint32_t)c->key_secret[0] ^ (uint32_t)(c->key_secret[1] >> 7) ^
-			    (e->self_id * 0x9e3779b9u)) | 1u;
+			    (e->self_id * 0x9e3779b9u)) |
+			   1u;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		if (c->torus.dim[d / 2] < 2)
 			continue;
@@ -2413,9 +2429,11 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	uint32_t small_per_fifo = c->link.fifo_words / (DNP_FRAME_OVERHEAD / DNP_WORD_BYTES);
 	uint32_t fifos = nlinks * c->link.nvc;
 	uint32_t window = c->link.window;
-	uint32_t nbig = fifos * big_per_fifo + nlinks * (window < 2 * big_per_fifo * c->link.nvc
-							   ? window : 2 * big_per_fifo * c->link.nvc)
-			+ 16;
+	uint32_t nbig = fifos * big_per_fifo +
+			nlinks * (window < 2 * big_per_fifo * c->link.nvc ?
+					  window :
+					  2 * big_per_fifo * c->link.nvc) +
+			16;
 	uint32_t nsmall = fifos * small_per_fifo + nlinks * window + c->max_commands + 64;
 	if (nsmall > 65536)
 		nsmall = 65536;
@@ -2427,8 +2445,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
 	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
 	e->sends = calloc(c->max_sends, sizeof(*e->sends));
-	e->nputs = dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus)
-							     : PUTTRACK_MAX;
+	e->nputs =
+		dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus) : PUTTRACK_MAX;
 	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts)

@@ -150,15 +150,15 @@ struct dnp_engine_stats {
 	uint64_t deliver_timeouts; /* messages failed back after deliver_timeout (-EOVERFLOW) */
 	uint64_t reasm_timeouts;   /* SEND reassemblies dropped after reasm_timeout */
 	uint64_t rx_events_lost;   /* DNP_EV_RX_ERROR not queued: the port's queue was full */
-	uint64_t events;         /* events queued to applications */
-	uint64_t hops_total;     /* sum of hop counts of delivered last fragments */
+	uint64_t events;           /* events queued to applications */
+	uint64_t hops_total;       /* sum of hop counts of delivered last fragments */
 	uint64_t diag_tx, diag_rx, diag_dropped; /* LO|FA|MO DIAG packets */
 	uint64_t link_events_dropped; /* DNP_EV_LINK events a full event queue could not take */
 	/* Detours (docs/routing.md): link states told to and heard from neighbours. */
-	uint64_t route_tx, route_rx;  /* ROUTE packets */
-	uint64_t route_changes;       /* cable states this node adopted (its own included) */
-	uint64_t route_overflow;      /* cable states not kept: a table was full */
-	uint64_t rx_incomplete;       /* PUT fragments out of sequence (some were lost) */
+	uint64_t route_tx, route_rx; /* ROUTE packets */
+	uint64_t route_changes;      /* cable states this node adopted (its own included) */
+	uint64_t route_overflow;     /* cable states not kept: a table was full */
+	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
 };
 
 struct dnp_engine;

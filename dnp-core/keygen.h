@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 struct dnp_keygen {
-	uint64_t k[2];   /* the secret */
-	uint64_t count;  /* keys drawn so far (the PRF input) */
+	uint64_t k[2];  /* the secret */
+	uint64_t count; /* keys drawn so far (the PRF input) */
 };
 
 /* SipHash-2-4 of msg[0..len) under k (the reference algorithm, little-endian). */

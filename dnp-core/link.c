@@ -22,7 +22,7 @@
 struct dnp_link_slot {
 	void *pkt;
 	uint32_t seq;
-	uint32_t ntx;        /* transmissions so far (dnp_link_sent) */
+	uint32_t ntx; /* transmissions so far (dnp_link_sent) */
 	uint64_t sent_time;
 	uint64_t sent_order; /* the link's transmission count at its last one (0: never sent) */
 	bool sacked;         /* the peer holds it (last selective ack) */
@@ -44,8 +44,8 @@ struct dnp_link_vc {
 	bool stopped;  /* STOP_AT_RED: reached t_red, waiting for est < t_yellow */
 	bool stalling; /* the last can_start said no (counts each stall once) */
 	/* receiver side: our own FIFO */
-	uint32_t occ;      /* words in the RX FIFO */
-	uint32_t received; /* cumulative words accepted (wraps) */
+	uint32_t occ;                 /* words in the RX FIFO */
+	uint32_t received;            /* cumulative words accepted (wraps) */
 	struct dnp_credit_vc latched; /* HW: value latched at the start of the period */
 };
 
@@ -77,7 +77,7 @@ struct dnp_link {
 	 * a selective ack of 0 then changes nothing.
 	 */
 	bool sack_held;
-	uint64_t probe_at;      /* when to look for a lost resend (UINT64_MAX: none) */
+	uint64_t probe_at; /* when to look for a lost resend (UINT64_MAX: none) */
 	/* RFC 6298 state, time units */
 	uint64_t srtt, rttvar, rto; /* srtt 0: no sample yet */
 
@@ -418,8 +418,8 @@ unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigne
 	uint32_t oldest = l->next_seq - n;
 	uint32_t progress = ack - oldest; /* modulo 2^32 */
 	unsigned popped = 0;
-	bool karn = true;      /* every packet this ack covers was sent exactly once */
-	uint64_t newest = 0;   /* the latest send time among them */
+	bool karn = true;    /* every packet this ack covers was sent exactly once */
+	uint64_t newest = 0; /* the latest send time among them */
 
 	/* Valid acks lie in [oldest, next_seq]: anything else is stale or bogus. */
 	if (n == 0 || progress == 0 || progress > n)

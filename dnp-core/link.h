@@ -110,35 +110,35 @@ enum dnp_link_state {
 };
 
 struct dnp_link_conf {
-	uint32_t fifo_words; /* RX FIFO depth per VC, words */
-	uint32_t t_red;      /* <= fifo_words */
-	uint32_t t_yellow;   /* < t_red */
+	uint32_t fifo_words;     /* RX FIFO depth per VC, words */
+	uint32_t t_red;          /* <= fifo_words */
+	uint32_t t_yellow;       /* < t_red */
 	uint64_t credit_period;  /* C, time units, > 0 */
 	uint64_t credit_timeout; /* UP link with no credit for this long -> BROKEN */
 	uint64_t init_timeout;   /* INIT link with no credit for this long -> BROKEN (0: never) */
 	uint64_t rto;            /* initial retransmit timeout (before an RTT sample), > 0 */
 	uint64_t min_rto;        /* floor of the adaptive timeout (0: rto / 4, at least 1) */
-	uint64_t max_rto;        /* ceiling, also of the backoff (0: rto); min_rto <= rto <= max_rto */
-	uint32_t max_retries;    /* retransmit rounds without progress before BROKEN */
-	uint32_t window;         /* max unacked packets, power of two, 1..65536 */
-	uint64_t reset_period;   /* BROKEN: probe the peer this often to come back (0: never) */
-	uint32_t nonce;          /* this end's incarnation, in RESET frames (0: taken as 1) */
-	uint8_t nvc;             /* 1..DNP_MAX_VC */
-	uint8_t rule;            /* enum dnp_start_rule */
-	uint8_t credit_model;    /* enum dnp_credit_model */
+	uint64_t max_rto;     /* ceiling, also of the backoff (0: rto); min_rto <= rto <= max_rto */
+	uint32_t max_retries; /* retransmit rounds without progress before BROKEN */
+	uint32_t window;      /* max unacked packets, power of two, 1..65536 */
+	uint64_t reset_period; /* BROKEN: probe the peer this often to come back (0: never) */
+	uint32_t nonce;        /* this end's incarnation, in RESET frames (0: taken as 1) */
+	uint8_t nvc;           /* 1..DNP_MAX_VC */
+	uint8_t rule;          /* enum dnp_start_rule */
+	uint8_t credit_model;  /* enum dnp_credit_model */
 };
 
 /* Counters; all monotonic. */
 struct dnp_link_stats {
 	uint64_t tx_frames, tx_words, tx_retx_frames, retx_rounds, tx_credits;
 	uint64_t rx_frames, rx_words, rx_credits, rx_dup, rx_out_of_order, rx_overflow;
-	uint64_t credit_stalls; /* times a VC became blocked on credit (not polls) */
-	uint64_t rx_stale;      /* frames of another epoch (or while not UP) dropped */
+	uint64_t credit_stalls;        /* times a VC became blocked on credit (not polls) */
+	uint64_t rx_stale;             /* frames of another epoch (or while not UP) dropped */
 	uint64_t tx_resets, rx_resets; /* RESET frames sent and received */
-	uint64_t breaks, ups;   /* transitions to BROKEN, and to UP (the first included) */
-	uint64_t fast_retx;     /* frames marked for resend by a selective ack (no timeout) */
-	uint64_t rx_held;       /* frames received beyond a gap and held until it filled */
-	uint64_t rtt_samples;   /* round-trip samples taken (Karn: never from a resent frame) */
+	uint64_t breaks, ups;          /* transitions to BROKEN, and to UP (the first included) */
+	uint64_t fast_retx;   /* frames marked for resend by a selective ack (no timeout) */
+	uint64_t rx_held;     /* frames received beyond a gap and held until it filled */
+	uint64_t rtt_samples; /* round-trip samples taken (Karn: never from a resent frame) */
 	/* The same per virtual channel (new packets only; retransmissions are per link). */
 	struct {
 		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
@@ -186,7 +186,8 @@ uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now);
  * into freed[] (at most max; call again while it returns max). Returns the
  * number popped. Acks outside the window are ignored.
  */
-unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max, uint64_t now);
+unsigned dnp_link_on_ack(struct dnp_link *l, uint32_t ack, void **freed, unsigned max,
+			 uint64_t now);
 /*
  * Receiver: classify an arriving seq. 0 = accept (expected advances),
  * -EALREADY duplicate (older than expected, or already held), -EAGAIN

@@ -34,14 +34,14 @@
 #define LW_EPOCH 15u  /* u8: link epoch */
 
 /* word 1: H0 */
-#define H0_DST 16u    /* x, y, z */
-#define H0_SRC 19u    /* x, y, z */
+#define H0_DST 16u /* x, y, z */
+#define H0_SRC 19u /* x, y, z */
 #define H0_DPORT 22u
 #define H0_SPORT 23u
-#define H0_KVF 24u    /* kind 0-3 | vc 4-5 | FIRST 6 | LAST 7 */
+#define H0_KVF 24u /* kind 0-3 | vc 4-5 | FIRST 6 | LAST 7 */
 #define H0_STATUS 25u
-#define H0_LEN 26u    /* u16 */
-#define H0_MSGID 28u  /* u32 */
+#define H0_LEN 26u   /* u16 */
+#define H0_MSGID 28u /* u32 */
 
 /* word 2: H1 */
 #define H1_VA 32u     /* u64 */
@@ -57,7 +57,7 @@
 #define PAYLOAD_OFF 48u
 
 /* footer, relative to frame length - 16 */
-#define FT_CRC 0u     /* u32 */
+#define FT_CRC 0u /* u32 */
 #define FT_FSTATUS 4u
 #define FT_HOPS 5u
 #define FT_VIA 6u     /* u16: via code (route.h), 0 for a direct route */
@@ -171,10 +171,11 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		 * Link control: never sequenced (it carries the acks), no message;
 		 * a payload only for the credit state of VCs 2-3, never on a RESET.
 		 */
-		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status ||
-		    h->msg_id || h->msg_len || h->via)
+		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status || h->msg_id ||
+		    h->msg_len || h->via)
 			return -EINVAL;
-		if (h->len != 0 && (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
+		if (h->len != 0 &&
+		    (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
 			return -EINVAL;
 		/* A selective ack says something (non-zero) and is no reset. */
 		if ((h->lflags & DNP_LINK_F_SACK) &&
@@ -287,9 +288,10 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put8(p, H0_SRC + 2, h->src.z);
 	put8(p, H0_DPORT, h->dst_port);
 	put8(p, H0_SPORT, h->src_port);
-	put8(p, H0_KVF, (uint8_t)(h->kind | h->vc << KVF_VC_SHIFT |
-				  (h->flags & DNP_PKT_F_FIRST ? KVF_FIRST : 0) |
-				  (h->flags & DNP_PKT_F_LAST ? KVF_LAST : 0)));
+	put8(p, H0_KVF,
+	     (uint8_t)(h->kind | h->vc << KVF_VC_SHIFT |
+		       (h->flags & DNP_PKT_F_FIRST ? KVF_FIRST : 0) |
+		       (h->flags & DNP_PKT_F_LAST ? KVF_LAST : 0)));
 	put8(p, H0_STATUS, h->status);
 	put16(p, H0_LEN, h->len);
 	put32(p, H0_MSGID, h->msg_id);
@@ -349,8 +351,7 @@ static bool padding_is_zero(const uint8_t *p, unsigned len)
 	return (hi >> (8 * (r - 8))) == 0;
 }
 
-int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
-		   const uint8_t **payload)
+int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const uint8_t **payload)
 {
 	const uint8_t *p = frame;
 	const uint8_t *ft;
@@ -496,14 +497,10 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 const char *dnp_pkt_kind_name(unsigned kind)
 {
 	static const char *const names[] = {
-		[DNP_PKT_PUT] = "PUT",
-		[DNP_PKT_SEND] = "SEND",
-		[DNP_PKT_GET_REQ] = "GET_REQ",
-		[DNP_PKT_GET_RESP] = "GET_RESP",
-		[DNP_PKT_CMPL] = "CMPL",
-		[DNP_PKT_CREDIT] = "CREDIT",
-		[DNP_PKT_DIAG] = "DIAG",
-		[DNP_PKT_ROUTE] = "ROUTE",
+		[DNP_PKT_PUT] = "PUT",         [DNP_PKT_SEND] = "SEND",
+		[DNP_PKT_GET_REQ] = "GET_REQ", [DNP_PKT_GET_RESP] = "GET_RESP",
+		[DNP_PKT_CMPL] = "CMPL",       [DNP_PKT_CREDIT] = "CREDIT",
+		[DNP_PKT_DIAG] = "DIAG",       [DNP_PKT_ROUTE] = "ROUTE",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

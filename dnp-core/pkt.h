@@ -100,7 +100,8 @@ struct dnp_pkt_hdr {
 	uint8_t epoch;   /* link epoch of the sender (0: none yet) */
 	uint32_t seq;    /* link sequence number, valid if DNP_LINK_F_SEQ */
 	uint32_t ack;    /* cumulative ack: next seq expected from the peer */
-	uint64_t sack;   /* CREDIT with DNP_LINK_F_SACK: frames held beyond ack (bit i: ack + 1 + i) */
+	uint64_t
+		sack; /* CREDIT with DNP_LINK_F_SACK: frames held beyond ack (bit i: ack + 1 + i) */
 	/* H0 */
 	struct dnp_coord dst, src;
 	uint8_t dst_port, src_port;
@@ -193,8 +194,7 @@ int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, vo
  *   -EOVERFLOW fragment offset/length inconsistent with the message length
  *   -EILSEQ    CRC mismatch (the footer's CRC over the buffer as given)
  */
-int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h,
-		   const uint8_t **payload);
+int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const uint8_t **payload);
 
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,

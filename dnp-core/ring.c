@@ -24,8 +24,7 @@ static_assert(sizeof(struct dnp_ring_shm) == 192, "ring header is three lines");
 
 static bool geometry_ok(uint32_t slots, uint32_t slot_size)
 {
-	return slots >= 2 && (slots & (slots - 1)) == 0 && slot_size > 0 &&
-	       (slot_size & 7u) == 0;
+	return slots >= 2 && (slots & (slots - 1)) == 0 && slot_size > 0 && (slot_size & 7u) == 0;
 }
 
 size_t dnp_ring_memsize(uint32_t slots, uint32_t slot_size)

@@ -63,12 +63,12 @@ struct dnp_ring_shm {
 /* One side's private handle (never in shared memory). */
 struct dnp_ring {
 	struct dnp_ring_shm *shm;
-	uint8_t *data;      /* shm->data, fixed at init/attach */
+	uint8_t *data; /* shm->data, fixed at init/attach */
 	uint32_t slots, mask, slot_size;
-	uint32_t head;      /* consumer: own index; producer: last valid head seen */
-	uint32_t tail;      /* producer: own index; consumer: last valid tail seen */
+	uint32_t head; /* consumer: own index; producer: last valid head seen */
+	uint32_t tail; /* producer: own index; consumer: last valid tail seen */
 	uint32_t pad;
-	uint64_t faults;    /* other side's index out of range (ignored) */
+	uint64_t faults; /* other side's index out of range (ignored) */
 };
 
 /* Bytes needed for the ring; 0 if slots is not a power of two >= 2 or slot_size is not a multiple of 8. */

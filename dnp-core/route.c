@@ -61,8 +61,7 @@ static uint32_t override_lower_bound(const struct dnp_router *r, uint32_t dst_id
 	return lo;
 }
 
-static const struct dnp_route_override *override_find(const struct dnp_router *r,
-						      uint32_t dst_id)
+static const struct dnp_route_override *override_find(const struct dnp_router *r, uint32_t dst_id)
 {
 	uint32_t i = override_lower_bound(r, dst_id);
 

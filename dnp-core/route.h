@@ -62,10 +62,10 @@ struct dnp_route_cable {
 };
 
 struct dnp_route_plan_entry {
-	uint32_t gen;    /* fault-set generation it was computed for (0: empty) */
+	uint32_t gen; /* fault-set generation it was computed for (0: empty) */
 	uint32_t dst_id;
 	uint16_t via;
-	int16_t rc;      /* 0 or -EHOSTUNREACH */
+	int16_t rc; /* 0 or -EHOSTUNREACH */
 };
 
 struct dnp_route_override {
@@ -80,15 +80,15 @@ struct dnp_router {
 	uint8_t dir_remap[DNP_NDIRS]; /* identity unless remapped */
 	uint32_t n_overrides;         /* sorted by dst_id */
 	struct dnp_route_override overrides[DNP_ROUTE_MAX_OVERRIDES];
-	uint8_t nvc;                  /* VCs the links carry: 4 allows two-phase detours */
-	uint32_t gen;                 /* bumped whenever the fault set changes (never 0) */
+	uint8_t nvc;  /* VCs the links carry: 4 allows two-phase detours */
+	uint32_t gen; /* bumped whenever the fault set changes (never 0) */
 	/*
 	 * Bumped by every call that may change what dnp_route_step returns
 	 * (faults, VCs, overrides, remaps; never 0): a caller may keep a hop it
 	 * computed while ver stays the same.
 	 */
 	uint32_t ver;
-	uint32_t n_faults;            /* known broken cables, unordered */
+	uint32_t n_faults; /* known broken cables, unordered */
 	struct dnp_route_cable faults[DNP_ROUTE_MAX_FAULTS];
 	struct dnp_route_plan_entry plans[DNP_ROUTE_PLAN_CACHE];
 };

@@ -45,8 +45,7 @@ static uint8_t ring_step(unsigned n, uint8_t v, bool plus)
 	return (uint8_t)(v == 0 ? n - 1u : v - 1u);
 }
 
-struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord c,
-				     enum dnp_dir d)
+struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord c, enum dnp_dir d)
 {
 	bool plus = (d & 1u) == 0;
 

@@ -55,8 +55,7 @@ static inline uint32_t dnp_torus_id(const struct dnp_torus *t, struct dnp_coord 
 }
 /* id must be < size. */
 struct dnp_coord dnp_torus_coord(const struct dnp_torus *t, uint32_t id);
-struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord c,
-				     enum dnp_dir d);
+struct dnp_coord dnp_torus_neighbour(const struct dnp_torus *t, struct dnp_coord c, enum dnp_dir d);
 /* The direction a frame arrives from when it was sent towards d (X+ <-> X-). */
 static inline enum dnp_dir dnp_torus_opposite(enum dnp_dir d)
 {

@@ -32,16 +32,29 @@
 #define DFI_NAME "dnp"
 #define DFI_FABRIC "dnp-torus"
 #define DFI_VERSION FI_VERSION(0, 1)
-#define DFI_CAPS                                                                              \
-	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |  \
+#define DFI_CAPS                                                                               \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 #define DFI_EV_BATCH 32
 #define DFI_IDLE_READS 4 /* empty CQ reads between two yields */
 
-enum { C_STAGE = 1, C_CREDIT = 2, C_GET = 3, C_RMA = 4 };
-enum { S_FREE = 0, S_PENDING, S_INFLIGHT };
-enum { R_SEND = 1, R_RECV, R_RMA };
+enum {
+	C_STAGE = 1,
+	C_CREDIT = 2,
+	C_GET = 3,
+	C_RMA = 4
+};
+enum {
+	S_FREE = 0,
+	S_PENDING,
+	S_INFLIGHT
+};
+enum {
+	R_SEND = 1,
+	R_RECV,
+	R_RMA
+};
 
 static pthread_mutex_t dfi_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -68,7 +81,7 @@ struct dfi_cq {
 	enum fi_cq_format format;
 	struct dfi_cq_ent *ent;
 	size_t cap, head, n;
-	unsigned idle;        /* empty reads since the last yield */
+	unsigned idle;          /* empty reads since the last yield */
 	struct dnp_yield yield; /* yield only when somebody else wants the CPU */
 };
 
@@ -92,27 +105,27 @@ struct dfi_req {
 	int kind;
 	uint32_t idx, gen;
 	void *context;
-	uint64_t flags;        /* completion flags */
-	bool comp;             /* write a CQ entry */
+	uint64_t flags; /* completion flags */
+	bool comp;      /* write a CQ entry */
 	void *buf;
 	size_t len, cap, got;
 	fi_addr_t src;
 	uint64_t tag, ignore;
 	bool tagged;
-	struct dfi_hdr rts;    /* receive side of a rendez-vous */
+	struct dfi_hdr rts; /* receive side of a rendez-vous */
 	uint32_t rts_peer;
-	bool getting;          /* its rendez-vous GET is issued, its completion awaited */
+	bool getting;                 /* its rendez-vous GET is issued, its completion awaited */
 	struct dnp_regcache_ent *reg; /* rendez-vous registration */
-	void *bounce;          /* rendez-vous through a private copy */
+	void *bounce;                 /* rendez-vous through a private copy */
 	struct dfi_req *next;
 };
 
 struct dfi_out {
 	struct dfi_hdr h;
 	const void *payload;
-	void *copy;            /* inject: a private copy of the payload */
+	void *copy; /* inject: a private copy of the payload */
 	size_t plen;
-	struct dfi_req *req;   /* eager send: completes once staged */
+	struct dfi_req *req; /* eager send: completes once staged */
 	struct dfi_out *next;
 };
 
@@ -138,9 +151,9 @@ struct dfi_peer {
 	struct dnp_coords c;
 	unsigned port;
 	bool have_ring;
-	uint64_t ring_va;      /* its ring for us */
+	uint64_t ring_va; /* its ring for us */
 	uint32_t ring_key;
-	fi_addr_t fiaddr;      /* in our AV, or FI_ADDR_NOTAVAIL */
+	fi_addr_t fiaddr; /* in our AV, or FI_ADDR_NOTAVAIL */
 	/* sending */
 	struct dfi_out *q_head, *q_tail;
 	struct dfi_stage st[DFI_K];
@@ -152,8 +165,8 @@ struct dfi_peer {
 	uint32_t expect_seq;
 	struct dfi_held *held;
 	uint64_t consumed;
-	uint64_t acked;        /* the count of consumed the sender was last given */
-	uint64_t ack_in;       /* messages of ours it consumed, from its headers */
+	uint64_t acked;  /* the count of consumed the sender was last given */
+	uint64_t ack_in; /* messages of ours it consumed, from its headers */
 	bool credit_busy, have_credit, credit_force;
 	uint64_t credit_va;
 	uint32_t credit_key;
@@ -176,9 +189,9 @@ struct dfi_ep {
 	struct dfi_domain *dom;
 	struct dfi_av *av;
 	struct dfi_cq *tx_cq, *rx_cq;
-	uint64_t tx_flags, rx_flags; /* bind flags: FI_SELECTIVE_COMPLETION */
+	uint64_t tx_flags, rx_flags;       /* bind flags: FI_SELECTIVE_COMPLETION */
 	uint64_t tx_op_flags, rx_op_flags; /* defaults of calls without flags */
-	bool directed;        /* FI_DIRECTED_RECV: receives honour src_addr */
+	bool directed;                     /* FI_DIRECTED_RECV: receives honour src_addr */
 	bool enabled;
 	uint8_t *ring;
 	uint32_t ring_key;
@@ -268,8 +281,7 @@ static void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t le
 
 static void dfi_progress(struct dfi_ep *ep);
 
-static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count,
-				      fi_addr_t *src)
+static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
 	size_t i = 0;
 
@@ -458,8 +470,8 @@ static int dfi_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct 
 		return -FI_ENOMEM;
 	}
 	cq->dom = (struct dfi_domain *)fdom;
-	cq->format = attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format :
-								    FI_CQ_FORMAT_CONTEXT;
+	cq->format =
+		attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	cq->cq.fid.ops = &dfi_cq_fi_ops;
@@ -700,8 +712,8 @@ static int dfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t acc
 }
 
 static int dfi_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
-		       uint64_t offset, uint64_t requested_key, uint64_t flags,
-		       struct fid_mr **mr, void *context)
+		       uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		       void *context)
 {
 	if (count != 1)
 		return -FI_ENOSYS;
@@ -1037,8 +1049,8 @@ static void dfi_recv_complete(struct dfi_ep *ep, struct dfi_req *q, const struct
 			      size_t n, fi_addr_t src, int err)
 {
 	if (err == -FI_ETRUNC)
-		dfi_cq_error(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag,
-			     h->len - n, FI_ETRUNC);
+		dfi_cq_error(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag, h->len - n,
+			     FI_ETRUNC);
 	else if (err)
 		dfi_cq_error(ep->rx_cq, q->context, dfi_rx_flags(h), 0, q->buf, h->tag, 0, -err);
 	else if (q->comp)
@@ -1107,8 +1119,7 @@ static void dfi_deliver(struct dfi_ep *ep, struct dfi_req *q, const struct dfi_h
 	dfi_get_issue(ep, q);
 }
 
-static void dfi_incoming(struct dfi_ep *ep, const struct dfi_hdr *h, const void *data,
-			 unsigned idx)
+static void dfi_incoming(struct dfi_ep *ep, const struct dfi_hdr *h, const void *data, unsigned idx)
 {
 	int t = h->tagged ? 1 : 0;
 	fi_addr_t src = dfi_src_addr(ep, ep->peers[idx]);
@@ -1144,8 +1155,7 @@ static void dfi_incoming(struct dfi_ep *ep, const struct dfi_hdr *h, const void 
 	ep->unexp_tail[t] = u;
 }
 
-static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void *data,
-			 unsigned idx)
+static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void *data, unsigned idx)
 {
 	struct dfi_req *q;
 
@@ -1289,7 +1299,9 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		dfi_unreg_user(ep->dom, q);
 		dfi_fin(ep, q->rts_peer, q->rts.id, st);
 		dfi_recv_complete(ep, q, &q->rts, st ? 0 : q->got, dfi_src_addr(ep, sp),
-				  st ? st : q->rts.len > q->cap ? -FI_ETRUNC : 0);
+				  st                  ? st :
+				  q->rts.len > q->cap ? -FI_ETRUNC :
+							0);
 		return;
 	}
 	if (kind == C_RMA && q->kind == R_RMA) {
@@ -1298,8 +1310,7 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 			dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0,
 				     ev->status ? -ev->status : EIO);
 		else if (q->comp)
-			dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0,
-				     FI_ADDR_NOTAVAIL);
+			dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0, FI_ADDR_NOTAVAIL);
 		dfi_req_free(ep, q);
 	}
 }
@@ -1385,8 +1396,9 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 			dfi_hdr_fill(ep, idx, &h);
 			dfi_stage_msg(ep, idx, k, &h, buf, len);
 			if (comp)
-				dfi_cq_write(ep->tx_cq, context, FI_SEND | (tagged ? FI_TAGGED : FI_MSG),
-					     0, NULL, 0, FI_ADDR_NOTAVAIL);
+				dfi_cq_write(ep->tx_cq, context,
+					     FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0, NULL, 0,
+					     FI_ADDR_NOTAVAIL);
 			return 0;
 		}
 	}
@@ -1449,8 +1461,8 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 			dfi_cq_write(ep->rx_cq, context, dfi_rx_flags(&u->h), u->h.len, NULL,
 				     u->h.tag, dfi_src_addr(ep, ep->peers[u->peer]));
 		else
-			dfi_cq_error(ep->rx_cq, context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG),
-				     0, NULL, tag, 0, FI_ENOMSG);
+			dfi_cq_error(ep->rx_cq, context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0,
+				     NULL, tag, 0, FI_ENOMSG);
 		return 0;
 	}
 	q = dfi_req_new(ep, R_RECV);
@@ -1485,13 +1497,13 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 }
 
 #define EP(fep) ((struct dfi_ep *)(fep))
-#define LOCKED(expr)                                \
-	({                                          \
-		ssize_t _r;                         \
-		pthread_mutex_lock(&dfi_lock);      \
-		_r = (expr);                        \
-		pthread_mutex_unlock(&dfi_lock);    \
-		_r;                                 \
+#define LOCKED(expr)                             \
+	({                                       \
+		ssize_t _r;                      \
+		pthread_mutex_lock(&dfi_lock);   \
+		_r = (expr);                     \
+		pthread_mutex_unlock(&dfi_lock); \
+		_r;                              \
 	})
 
 static ssize_t dfi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -1505,8 +1517,8 @@ static ssize_t dfi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **de
 {
 	if (count > 1)
 		return -FI_ENOSYS;
-	return dfi_tsend(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0,
-			 NULL, dest, tag, context);
+	return dfi_tsend(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL,
+			 dest, tag, context);
 }
 
 static ssize_t dfi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
@@ -1527,8 +1539,8 @@ static ssize_t dfi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_a
 static ssize_t dfi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
-	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, tag, ignore, true, context, 0,
-				      false));
+	return LOCKED(
+		dfi_recv_common(EP(fep), buf, len, src, tag, ignore, true, context, 0, false));
 }
 
 static ssize_t dfi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -1536,8 +1548,8 @@ static ssize_t dfi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **de
 {
 	if (count > 1)
 		return -FI_ENOSYS;
-	return dfi_trecv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL,
-			 src, tag, ignore, context);
+	return dfi_trecv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, src,
+			 tag, ignore, context);
 }
 
 static ssize_t dfi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
@@ -1549,8 +1561,8 @@ static ssize_t dfi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, u
 				      m->ignore, true, m->context, flags, true));
 }
 
-static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *desc,
-			fi_addr_t dest, void *context)
+static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
+			void *context)
 {
 	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, false, context, 0, false));
 }
@@ -1560,8 +1572,8 @@ static ssize_t dfi_sendv(struct fid_ep *fep, const struct iovec *iov, void **des
 {
 	if (count > 1)
 		return -FI_ENOSYS;
-	return dfi_send(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL,
-			dest, context);
+	return dfi_send(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, dest,
+			context);
 }
 
 static ssize_t dfi_sendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
@@ -1589,8 +1601,8 @@ static ssize_t dfi_recvv(struct fid_ep *fep, const struct iovec *iov, void **des
 {
 	if (count > 1)
 		return -FI_ENOSYS;
-	return dfi_recv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL,
-			src, context);
+	return dfi_recv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, src,
+			context);
 }
 
 static ssize_t dfi_recvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
@@ -1737,10 +1749,15 @@ static int dfi_getname(fid_t fid, void *addr, size_t *addrlen)
 	struct dfi_ep *ep = container_of(fid, struct dfi_ep, ep.fid);
 	struct dfi_domain *dom = ep->dom;
 	struct dfi_addr a = {
-		.x = (uint8_t)dom->self.x, .y = (uint8_t)dom->self.y, .z = (uint8_t)dom->self.z,
-		.port = (uint8_t)dom->port, .ring_key = ep->ring_key,
-		.ring_va = (uintptr_t)ep->ring, .credit_va = (uintptr_t)ep->credit_in,
-		.credit_key = ep->credit_key, .magic = DFI_ADDR_MAGIC,
+		.x = (uint8_t)dom->self.x,
+		.y = (uint8_t)dom->self.y,
+		.z = (uint8_t)dom->self.z,
+		.port = (uint8_t)dom->port,
+		.ring_key = ep->ring_key,
+		.ring_va = (uintptr_t)ep->ring,
+		.credit_va = (uintptr_t)ep->credit_in,
+		.credit_key = ep->credit_key,
+		.magic = DFI_ADDR_MAGIC,
 	};
 	size_t n = *addrlen;
 
@@ -2090,8 +2107,8 @@ static ssize_t dfi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, ui
 	return -FI_EAGAIN;
 }
 
-static ssize_t dfi_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
-			    int timeout, uint64_t flags)
+static ssize_t dfi_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+			    uint64_t flags)
 {
 	return -FI_EAGAIN;
 }
@@ -2248,10 +2265,10 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
-	fi->domain_attr->av_type = hints && hints->domain_attr &&
-					   hints->domain_attr->av_type != FI_AV_UNSPEC ?
-				   hints->domain_attr->av_type :
-				   FI_AV_UNSPEC;
+	fi->domain_attr->av_type =
+		hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC ?
+			hints->domain_attr->av_type :
+			FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = version < FI_VERSION(1, 5) ? FI_MR_BASIC : DFI_MR_MODE;
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = 0;

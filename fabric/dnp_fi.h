@@ -38,13 +38,13 @@
 #include <assert.h>
 #include <stdint.h>
 
-#define DFI_K 16u        /* ring slots (credits) per sender */
+#define DFI_K 16u              /* ring slots (credits) per sender */
 #define DFI_SLOT (4096u + 64u) /* bytes per ring slot: header + 4 KiB of payload */
 #define DFI_HDR 64u
 #define DFI_EAGER (DFI_SLOT - DFI_HDR)
 #define DFI_CREDIT_BATCH (DFI_K / 2) /* credits owed before a credit PUT */
-#define DFI_LOCAL 8u     /* endpoints per node that can take part */
-#define DFI_MAGIC 0x4446u /* "DF" */
+#define DFI_LOCAL 8u                 /* endpoints per node that can take part */
+#define DFI_MAGIC 0x4446u            /* "DF" */
 #define DFI_ADDR_MAGIC 0x44464931u
 
 /* What fi_getname returns and fi_av_insert takes (32 bytes). */
@@ -54,18 +54,22 @@ struct dfi_addr {
 	uint64_t ring_va;   /* this endpoint's eager rings */
 	uint64_t credit_va; /* its credit array (indexed like the rings) */
 	uint32_t credit_key;
-	uint32_t magic;     /* DFI_ADDR_MAGIC */
+	uint32_t magic; /* DFI_ADDR_MAGIC */
 };
 static_assert(sizeof(struct dfi_addr) == 32, "address is 32 bytes");
 
-enum dfi_type { DFI_EAGER_MSG = 1, DFI_RTS = 2, DFI_FIN = 3 };
+enum dfi_type {
+	DFI_EAGER_MSG = 1,
+	DFI_RTS = 2,
+	DFI_FIN = 3
+};
 
 struct dfi_hdr {
 	uint16_t magic;
-	uint8_t type;       /* enum dfi_type */
-	uint8_t tagged;     /* 1: FI_TAGGED, 0: FI_MSG */
-	uint32_t seq;       /* per (sender, receiver) pair */
-	uint64_t len;       /* EAGER: payload bytes; RTS: message bytes */
+	uint8_t type;   /* enum dfi_type */
+	uint8_t tagged; /* 1: FI_TAGGED, 0: FI_MSG */
+	uint32_t seq;   /* per (sender, receiver) pair */
+	uint64_t len;   /* EAGER: payload bytes; RTS: message bytes */
 	uint64_t tag;
 	uint64_t va;        /* RTS: the sender's buffer */
 	uint64_t id;        /* RTS / FIN: the sender's request */
@@ -73,7 +77,7 @@ struct dfi_hdr {
 	uint32_t key;       /* RTS: key of va */
 	int32_t status;     /* FIN: 0 or -errno of the receiver's GET */
 	uint32_t credit_key;
-	uint32_t ack;       /* low 32 bits of the sender's count of messages it
+	uint32_t ack; /* low 32 bits of the sender's count of messages it
 			     * consumed from the receiver (piggybacked credits) */
 };
 static_assert(sizeof(struct dfi_hdr) == DFI_HDR, "header is 64 bytes");

@@ -32,15 +32,14 @@
 
 static int fails;
 
-#define CHECK(c, ...)                                                    \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "check failed (%s:%d): %s: ", __FILE__, \
-				__LINE__, #c);                           \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fputc('\n', stderr);                             \
-			fails++;                                         \
-		}                                                        \
+#define CHECK(c, ...)                                                                          \
+	do {                                                                                   \
+		if (!(c)) {                                                                    \
+			fprintf(stderr, "check failed (%s:%d): %s: ", __FILE__, __LINE__, #c); \
+			fprintf(stderr, __VA_ARGS__);                                          \
+			fputc('\n', stderr);                                                   \
+			fails++;                                                               \
+		}                                                                              \
 	} while (0)
 
 struct side {
@@ -174,11 +173,13 @@ static void matching(void)
 		memset(rb[0], 0, sizes[k]);
 		if (k % 2)
 			CHECK(fi_trecv(B.ep, rb[0], sizeof(rb[0]), NULL, B.peer, 0x1000 + k, 0,
-				       &ctx[0]) == 0, "trecv");
+				       &ctx[0]) == 0,
+			      "trecv");
 		post_send(sb, sizes[k], 0x1000 + k, &ctx[1]);
 		if (!(k % 2))
 			CHECK(fi_trecv(B.ep, rb[0], sizeof(rb[0]), NULL, B.peer, 0x1000 + k, 0,
-				       &ctx[0]) == 0, "trecv");
+				       &ctx[0]) == 0,
+			      "trecv");
 		r = next(&B, &e, &ee);
 		CHECK(r == 1 && e.op_context == &ctx[0] && e.len == sizes[k] &&
 			      e.tag == 0x1000 + k && (e.flags & FI_TAGGED) && (e.flags & FI_RECV),
@@ -192,7 +193,7 @@ static void matching(void)
 	CHECK(fi_trecv(B.ep, rb[1], 100, NULL, B.peer, 0xab00, 0xff, &ctx[1]) == 0, "t1");
 	CHECK(fi_trecv(B.ep, rb[2], 100, NULL, B.peer, 0x77, 0, &ctx[2]) == 0, "t2");
 	sb[0] = 1;
-	send_tagged(sb, 1, 0x77, &ctx[4]);   /* -> t2 only */
+	send_tagged(sb, 1, 0x77, &ctx[4]); /* -> t2 only */
 	sb[0] = 2;
 	send_tagged(sb, 1, 0xab12, &ctx[4]); /* -> t0 (first posted of the two) */
 	sb[0] = 3;
@@ -271,7 +272,8 @@ static void truncation_cancel(void)
 	CHECK(r == -FI_EAVAIL, "cq_read with an error queued: %zd", r);
 	memset(&ee, 0, sizeof(ee));
 	CHECK(fi_cq_readerr(B.cq, &ee, 0) == 1 && ee.err == FI_ECANCELED &&
-		      ee.op_context == &ctx[2], "FI_ECANCELED entry (err %d)", ee.err);
+		      ee.op_context == &ctx[2],
+	      "FI_ECANCELED entry (err %d)", ee.err);
 	CHECK(fi_cq_readerr(B.cq, &ee, 0) == -FI_EAGAIN, "no more errors");
 	/* the canceled receive must not take this message */
 	sb[0] = 42;
@@ -294,7 +296,8 @@ static void rma(void)
 	ssize_t r;
 
 	CHECK(fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr,
-			NULL) == 0, "mr_reg");
+			NULL) == 0,
+	      "mr_reg");
 	CHECK(fi_mr_reg(A.dom, lb, sizeof(lb), FI_READ | FI_WRITE, 0, 0, 0, &lmr, NULL) == 0,
 	      "local mr_reg");
 	fill(lb, sizeof(lb), 77);
@@ -306,14 +309,13 @@ static void rma(void)
 	CHECK(same(win + 1000, 150000, 77), "written bytes");
 	fill(win, sizeof(win), 78);
 	memset(lb, 0, sizeof(lb));
-	r = fi_read(A.ep, lb, 120000, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr),
-		    &ctx);
+	r = fi_read(A.ep, lb, 120000, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr), &ctx);
 	CHECK(r == 0, "read %zd", r);
 	r = next(&A, &e, &ee);
 	CHECK(r == 1 && e.op_context == &ctx && (e.flags & FI_READ), "read completion %zd", r);
 	CHECK(same(lb, 120000, 78), "read bytes");
-	r = fi_write(A.ep, lb, 100, fi_mr_desc(lmr), A.peer, (uintptr_t)win,
-		     fi_mr_key(mr) ^ 0x5a5a, &ctx);
+	r = fi_write(A.ep, lb, 100, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr) ^ 0x5a5a,
+		     &ctx);
 	CHECK(r == 0, "write with a wrong key is accepted, then fails: %zd", r);
 	r = next(&A, &e, &ee);
 	CHECK(r == -FI_EAVAIL && ee.op_context == &ctx && ee.err != 0, "wrong key: %zd err %d", r,
@@ -349,8 +351,10 @@ int main(int argc, char **argv)
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
 	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
 	if (r) {
-		fprintf(stderr, "fi_dnp_check: fi_getinfo (provider dnp, FI_PROVIDER_PATH=%s): %s\n",
-			getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "", fi_strerror(-r));
+		fprintf(stderr,
+			"fi_dnp_check: fi_getinfo (provider dnp, FI_PROVIDER_PATH=%s): %s\n",
+			getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "",
+			fi_strerror(-r));
 		return 1;
 	}
 	snprintf(sa, sizeof(sa), "%s/node-0.sock", dir);

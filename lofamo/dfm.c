@@ -12,47 +12,68 @@
 #define DFM_REMOTE_EXPIRY 3u /* T_read periods without DIAG before a remote entry expires */
 
 struct dfm_remote {
-	uint8_t kind;      /* enum dnp_lfm_rfd_kind */
+	uint8_t kind; /* enum dnp_lfm_rfd_kind */
 	uint8_t hstat;
 	uint32_t node;
 	unsigned count;
-	uint64_t last;     /* time of the last DIAG */
+	uint64_t last; /* time of the last DIAG */
 };
 
 struct dnp_dfm {
 	struct dnp_dfm_conf c;
 	struct dnp_lfm_regs *r;
 	uint32_t self_id;
-	uint32_t tw, tr;          /* accepted periods, ms */
+	uint32_t tw, tr; /* accepted periods, ms */
 	bool timer_refused;
 	uint64_t next_write, next_read;
 	/* links */
 	uint64_t win_frames[DNP_LFM_NDIRS], win_crc[DNP_LFM_NDIRS]; /* at window start */
 	bool sick[DNP_LFM_NDIRS];
-	uint8_t link_rep[DNP_LFM_NDIRS];  /* last reported enum dnp_lfm_link */
+	uint8_t link_rep[DNP_LFM_NDIRS]; /* last reported enum dnp_lfm_link */
 	uint8_t sensor_rep[DNP_LFM_NSENSORS];
 	/* host */
-	bool host_seen;           /* the host validated its register at least once */
-	bool host_grace;          /* the next read is the late reader's second look */
-	uint8_t host;             /* enum dnp_lfm_host */
-	uint64_t host_status;     /* last Host Watchdog status word */
+	bool host_seen;       /* the host validated its register at least once */
+	bool host_grace;      /* the next read is the late reader's second look */
+	uint8_t host;         /* enum dnp_lfm_host */
+	uint64_t host_status; /* last Host Watchdog status word */
 	uint64_t next_diag;
 	uint32_t diag_seq;
-	bool diag_recovered;      /* send one "recovered" DIAG at the next tick */
+	bool diag_recovered; /* send one "recovered" DIAG at the next tick */
 	/* first neighbours */
 	struct dnp_coord nb[DNP_LFM_NDIRS];
 	struct dfm_remote rem[DNP_LFM_NDIRS];
 	uint64_t last_status;
-	bool dirty;               /* write the register now, not at the next T_write */
+	bool dirty; /* write the register now, not at the next T_write */
 	struct dnp_dfm_stats st;
 };
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
-static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t get32(const uint8_t *p) { return get16(p) | (uint32_t)get16(p + 2) << 16; }
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t get32(const uint8_t *p)
+{
+	return get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+static uint64_t get64(const uint8_t *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
 
 /*
  * Layout: 0 magic u16, 2 version u8, 3 kind u8, 4 node u32, 8 host_status
@@ -136,7 +157,9 @@ static void alarm(struct dnp_dfm_out *o, unsigned kind, unsigned subject, unsign
 {
 	if (o->nalarm < DNP_DFM_MAX_ALARMS)
 		o->alarm[o->nalarm++] = (struct dnp_dfm_alarm){
-			.kind = (uint8_t)kind, .subject = (uint8_t)subject, .level = (uint8_t)level,
+			.kind = (uint8_t)kind,
+			.subject = (uint8_t)subject,
+			.level = (uint8_t)level,
 			.node = node,
 		};
 }
@@ -211,7 +234,8 @@ static uint64_t local_status(struct dnp_dfm *d, const struct dnp_dfm_input *in,
 
 		if (d->c.links & (1u << i)) {
 			s = DNP_LFM_LINK_OK;
-			if (in->link_state[i] == DFM_LINK_BROKEN && (mask & DNP_LFM_MASK_LINK_BROKEN))
+			if (in->link_state[i] == DFM_LINK_BROKEN &&
+			    (mask & DNP_LFM_MASK_LINK_BROKEN))
 				s = DNP_LFM_LINK_BROKEN;
 			else if (d->sick[i] && (mask & DNP_LFM_MASK_LINK_SICK))
 				s = DNP_LFM_LINK_SICK;
@@ -297,7 +321,8 @@ static bool read_host(struct dnp_dfm *d, uint64_t now, uint64_t late, struct dnp
 
 	d->st.host_reads++;
 	d->host_grace = false;
-	if (!valid && d->host_seen && !second && late > dnp_dfm_late_slack(d->tw, d->c.unit_per_ms)) {
+	if (!valid && d->host_seen && !second &&
+	    late > dnp_dfm_late_slack(d->tw, d->c.unit_per_ms)) {
 		/*
 		 * We woke late: whatever kept us off the CPU may have kept the host
 		 * off it too, and it has not had a fair T_write since we can see it.
@@ -409,8 +434,7 @@ int dnp_dfm_on_diag(struct dnp_dfm *d, struct dnp_coord src, const void *payload
 		d->st.diag_bad++;
 		return -EBADMSG;
 	}
-	if (!dnp_torus_contains(&d->c.torus, src) ||
-	    m.node != dnp_torus_id(&d->c.torus, src)) {
+	if (!dnp_torus_contains(&d->c.torus, src) || m.node != dnp_torus_id(&d->c.torus, src)) {
 		d->st.diag_bad++;
 		return -EINVAL;
 	}

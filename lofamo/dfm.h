@@ -73,17 +73,17 @@ struct dnp_dfm_diag_msg {
 };
 
 struct dnp_dfm_diag {
-	uint8_t dir;           /* the link it leaves on */
-	struct dnp_coord dst;  /* the first neighbour there */
+	uint8_t dir;          /* the link it leaves on */
+	struct dnp_coord dst; /* the first neighbour there */
 	uint8_t data[DNP_DFM_DIAG_BYTES];
 };
 
 enum dnp_dfm_alarm_kind {
-	DNP_DFM_AL_LINK = 1,      /* subject dir, level enum dnp_lfm_link */
-	DNP_DFM_AL_SENSOR = 2,    /* subject sensor, level enum dnp_lfm_level */
-	DNP_DFM_AL_HOST = 3,      /* level enum dnp_lfm_host */
-	DNP_DFM_AL_REMOTE = 4,    /* subject dir, level enum dnp_lfm_rfd_kind, node */
-	DNP_DFM_AL_TIMER = 5,     /* level 1: the timer register was refused, 0: accepted */
+	DNP_DFM_AL_LINK = 1,   /* subject dir, level enum dnp_lfm_link */
+	DNP_DFM_AL_SENSOR = 2, /* subject sensor, level enum dnp_lfm_level */
+	DNP_DFM_AL_HOST = 3,   /* level enum dnp_lfm_host */
+	DNP_DFM_AL_REMOTE = 4, /* subject dir, level enum dnp_lfm_rfd_kind, node */
+	DNP_DFM_AL_TIMER = 5,  /* level 1: the timer register was refused, 0: accepted */
 };
 
 struct dnp_dfm_alarm {

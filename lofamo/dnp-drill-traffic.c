@@ -124,8 +124,8 @@ int main(void)
 			dst.x = p % dims.x;
 			dst.y = (p / dims.x) % dims.y;
 			dst.z = p / (dims.x * dims.y);
-			r = dnp_put(d, sbuf, MSG, dst, 0, peer_va[p] + (uint64_t)MSG * id, peer_key[p],
-				    slot, DNP_NONBLOCK);
+			r = dnp_put(d, sbuf, MSG, dst, 0, peer_va[p] + (uint64_t)MSG * id,
+				    peer_key[p], slot, DNP_NONBLOCK);
 			if (r == -EAGAIN)
 				break;
 			if (r) { /* refused before it was accepted: -EIO, our daemon is gone */
@@ -167,7 +167,9 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/traffic-%u.out", dir, id);
 	f = fopen(path, "w");
 	if (f) {
-		fprintf(f, "ok %" PRIu64 " failed %" PRIu64 " unfinished %" PRIu64 " dup %" PRIu64 "\n",
+		fprintf(f,
+			"ok %" PRIu64 " failed %" PRIu64 " unfinished %" PRIu64 " dup %" PRIu64
+			"\n",
 			ok, failed, outstanding, dup);
 		fclose(f);
 	}

@@ -72,14 +72,14 @@ struct hfm {
 	uint32_t node;
 	struct dnp_lfm_regs *r;
 	int fd;
-	uint32_t tw, tr;           /* ms */
+	uint32_t tw, tr; /* ms */
 	uint32_t seq, next_id;
 	struct dnp_svc_alarm pend[HFM_MAX_PENDING];
 	unsigned npend;
 	bool dnp_seen, dnp_alive;
-	bool dnp_grace;            /* the next read is the late reader's second look */
+	bool dnp_grace; /* the next read is the late reader's second look */
 	uint64_t late_reads;
-	uint64_t last_dnp;         /* DNP status word at the last alarm check */
+	uint64_t last_dnp; /* DNP status word at the last alarm check */
 	uint64_t last_rfd_kind[DNP_LFM_NDIRS];
 	uint64_t host_status;
 	uint64_t last_ack_ns, start_ns;
@@ -94,8 +94,11 @@ static void raise_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned
 		h->npend--;
 	}
 	h->pend[h->npend++] = (struct dnp_svc_alarm){
-		.id = ++h->next_id, .kind = (uint8_t)kind, .subject = (uint8_t)subject,
-		.level = (uint8_t)level, .node = node,
+		.id = ++h->next_id,
+		.kind = (uint8_t)kind,
+		.subject = (uint8_t)subject,
+		.level = (uint8_t)level,
+		.node = node,
 	};
 	h->urgent = true;
 	fprintf(stderr, "dnp-hfm %u: alarm %u kind %u subject %u level %u node %u\n", h->node,
@@ -226,16 +229,17 @@ static void send_health(struct hfm *h)
 	int n;
 
 	m.u.health.host_status = h->host_status;
-	m.u.health.flags = (h->dnp_alive ? DNP_SVC_F_DNP_ALIVE : 0) |
-			   (h->dnp_seen ? DNP_SVC_F_DNP_SEEN : 0);
+	m.u.health.flags =
+		(h->dnp_alive ? DNP_SVC_F_DNP_ALIVE : 0) | (h->dnp_seen ? DNP_SVC_F_DNP_SEEN : 0);
 	m.u.health.t_write_ms = (uint16_t)h->tw;
 	m.u.health.t_read_ms = (uint16_t)h->tr;
 	if (h->r) {
-		m.u.health.dnp_status = atomic_load_explicit(&h->r->dnp.status, memory_order_acquire);
+		m.u.health.dnp_status =
+			atomic_load_explicit(&h->r->dnp.status, memory_order_acquire);
 		m.u.health.epoch = atomic_load_explicit(&h->r->dfm_epoch, memory_order_relaxed);
 		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
-			m.u.health.rfd[d] = atomic_load_explicit(&h->r->rfd[d].desc,
-								 memory_order_acquire);
+			m.u.health.rfd[d] =
+				atomic_load_explicit(&h->r->rfd[d].desc, memory_order_acquire);
 	}
 	m.u.health.nalarm = h->npend < DNP_SVC_MAX_ALARMS ? h->npend : DNP_SVC_MAX_ALARMS;
 	memcpy(m.u.health.alarm, h->pend, sizeof(h->pend[0]) * m.u.health.nalarm);
@@ -315,20 +319,36 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'r': h.regs_path = optarg; break;
-		case 'n': h.node = (uint32_t)strtoul(optarg, NULL, 10); have_node = true; break;
+		case 'r':
+			h.regs_path = optarg;
+			break;
+		case 'n':
+			h.node = (uint32_t)strtoul(optarg, NULL, 10);
+			have_node = true;
+			break;
 		case 's':
 			if (parse_addr(optarg, &sa)) {
-				fprintf(stderr, "dnp-hfm: bad --supervisor '%s' (want IPv4:PORT)\n", optarg);
+				fprintf(stderr, "dnp-hfm: bad --supervisor '%s' (want IPv4:PORT)\n",
+					optarg);
 				return 2;
 			}
 			have_sup = true;
 			break;
-		case 'w': set_tw = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'R': set_tr = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'm': mask = strtol(optarg, NULL, 16); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'w':
+			set_tw = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'R':
+			set_tr = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'm':
+			mask = strtol(optarg, NULL, 16);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (!h.regs_path || !have_node || !have_sup || optind != argc) {
@@ -341,7 +361,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (mask >= 0 && (mask & ~(long)DNP_LFM_MASK_ALL)) {
-		fprintf(stderr, "dnp-hfm: --mask %lx has bits outside 0x%x\n", mask, DNP_LFM_MASK_ALL);
+		fprintf(stderr, "dnp-hfm: --mask %lx has bits outside 0x%x\n", mask,
+			DNP_LFM_MASK_ALL);
 		return 2;
 	}
 	h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -378,7 +399,8 @@ int main(int argc, char **argv)
 			}
 		}
 		if (h.r) {
-			uint32_t tw = atomic_load(&h.r->t_write_ms), tr = atomic_load(&h.r->t_read_ms);
+			uint32_t tw = atomic_load(&h.r->t_write_ms),
+				 tr = atomic_load(&h.r->t_read_ms);
 
 			if (!dnp_lfm_timer_check(tw, tr)) {
 				h.tw = tw;
@@ -440,7 +462,8 @@ int main(int argc, char **argv)
 		(void)poll(&p, 1, ms);
 	}
 	if (h.late_reads)
-		fprintf(stderr, "dnp-hfm %u: %llu late reads of the DNP register gave it a second look\n",
+		fprintf(stderr,
+			"dnp-hfm %u: %llu late reads of the DNP register gave it a second look\n",
 			h.node, (unsigned long long)h.late_reads);
 	dnp_lfm_regs_unmap(h.r);
 	close(h.fd);

@@ -34,18 +34,25 @@
 #include "regs.h"
 #include "sup.h"
 
-#define MS 1000000ull /* DFM time unit: ns, like dnpd */
+#define MS 1000000ull        /* DFM time unit: ns, like dnpd */
 #define DIAG_FRAME_BYTES 96u /* 64 bytes of DNP framing + 32 of payload */
-#define UDP_OVERHEAD 28u    /* IPv4 + UDP headers */
-#define HOP_MS 1u           /* torus: one hop, frame and credit, rounded up */
-#define SVC_MS 1u           /* service network: one datagram */
+#define UDP_OVERHEAD 28u     /* IPv4 + UDP headers */
+#define HOP_MS 1u            /* torus: one hop, frame and credit, rounded up */
+#define SVC_MS 1u            /* service network: one datagram */
 #define MAX_PEND 64u
 
-enum scen { S_KILL_DNPD, S_KILL_HFM, S_BOTH, S_SENSOR, S_SVCNET, S_N };
+enum scen {
+	S_KILL_DNPD,
+	S_KILL_HFM,
+	S_BOTH,
+	S_SENSOR,
+	S_SVCNET,
+	S_N
+};
 static const char *const scen_name[S_N] = { "kill-dnpd", "kill-hfm", "both", "sensor",
-					   "svcnet-cut" };
+					    "svcnet-cut" };
 static const char *const scen_want[S_N] = { "dnp faulty", "host faulty", "host dead",
-					   "sensor temp alarm", "hostdev svcnet alarm" };
+					    "sensor temp alarm", "hostdev svcnet alarm" };
 
 struct hfm {
 	bool alive, cut;
@@ -93,8 +100,11 @@ static void hfm_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned l
 		memmove(h->pend, h->pend + 1, sizeof(h->pend[0]) * (MAX_PEND - 1));
 		h->npend--;
 	}
-	h->pend[h->npend++] = (struct dnp_svc_alarm){ .id = ++h->next_id, .kind = (uint8_t)kind,
-		.subject = (uint8_t)subject, .level = (uint8_t)level, .node = node };
+	h->pend[h->npend++] = (struct dnp_svc_alarm){ .id = ++h->next_id,
+						      .kind = (uint8_t)kind,
+						      .subject = (uint8_t)subject,
+						      .level = (uint8_t)level,
+						      .node = node };
 	h->urgent = true;
 }
 
@@ -232,7 +242,8 @@ static void dfm_step(struct lab *L, uint32_t id, uint64_t t)
 	nd->links_broken = broken;
 	dnp_dfm_tick(nd->dfm, t * MS, &in, &o);
 	for (unsigned i = 0; i < o.ndiag; i++) {
-		struct diag_msg m = { .at = t + HOP_MS, .to = dnp_torus_id(&L->t, o.diag[i].dst),
+		struct diag_msg m = { .at = t + HOP_MS,
+				      .to = dnp_torus_id(&L->t, o.diag[i].dst),
 				      .from = c };
 
 		memcpy(m.data, o.diag[i].data, sizeof(m.data));
@@ -255,7 +266,8 @@ static void deliver_diags(struct lab *L, uint64_t t)
 			continue;
 		}
 		if (to->dnp_alive)
-			(void)dnp_dfm_on_diag(to->dfm, m->from, m->data, sizeof(m->data), t * MS, &o);
+			(void)dnp_dfm_on_diag(to->dfm, m->from, m->data, sizeof(m->data), t * MS,
+					      &o);
 	}
 	L->dq_n = k;
 }
@@ -280,13 +292,15 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 
 	L.n = dnp_torus_size(t);
 	victim = dnp_torus_id(t, (struct dnp_coord){ (uint8_t)(t->dim[0] / 2),
-		(uint8_t)(t->dim[1] / 2), (uint8_t)(t->dim[2] / 2) });
+						     (uint8_t)(t->dim[1] / 2),
+						     (uint8_t)(t->dim[2] / 2) });
 	L.nodes = calloc(L.n, sizeof(*L.nodes));
 	if (!L.nodes || dnp_sup_create(&sc_conf, 0, &L.sup))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < L.n; i++) {
 		struct node *nd = &L.nodes[i];
-		struct dnp_dfm_conf dc = { .torus = *t, .self = dnp_torus_coord(t, i),
+		struct dnp_dfm_conf dc = { .torus = *t,
+					   .self = dnp_torus_coord(t, i),
 					   .unit_per_ms = MS };
 
 		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
@@ -314,15 +328,27 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 			d0 = L.diag_bytes, s0 = L.svc_bytes, m0 = L.sup_msgs;
 			ev0 = dnp_sup_nevents(L.sup);
 			switch (sc) {
-			case S_KILL_DNPD: v->dnp_alive = false; v->dnp_dead_at = now; break;
-			case S_KILL_HFM: v->h.alive = false; break;
-			case S_BOTH: v->dnp_alive = false; v->dnp_dead_at = now; v->h.alive = false; break;
+			case S_KILL_DNPD:
+				v->dnp_alive = false;
+				v->dnp_dead_at = now;
+				break;
+			case S_KILL_HFM:
+				v->h.alive = false;
+				break;
+			case S_BOTH:
+				v->dnp_alive = false;
+				v->dnp_dead_at = now;
+				v->h.alive = false;
+				break;
 			case S_SENSOR:
 				atomic_store(&v->regs.sim[0].value, 99000);
 				atomic_store(&v->regs.sim[0].on, 1);
 				break;
-			case S_SVCNET: v->h.cut = true; break;
-			default: break;
+			case S_SVCNET:
+				v->h.cut = true;
+				break;
+			default:
+				break;
 			}
 		}
 		deliver_diags(&L, now);
@@ -367,10 +393,11 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dnp-lab-lofamo [--torus XxYxZ[,...]] [--scenario S[,...]] [--csv]\n"
-		   "                      [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]\n"
-		   "  default: tori 4x4x4,8x8x8,16x16x16, every scenario (kill-dnpd, kill-hfm,\n"
-		   "  both, sensor, svcnet-cut), T_write 100, T_read 250, link timeout 400, step 5\n");
+	fprintf(f,
+		"usage: dnp-lab-lofamo [--torus XxYxZ[,...]] [--scenario S[,...]] [--csv]\n"
+		"                      [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]\n"
+		"  default: tori 4x4x4,8x8x8,16x16x16, every scenario (kill-dnpd, kill-hfm,\n"
+		"  both, sensor, svcnet-cut), T_write 100, T_read 250, link timeout 400, step 5\n");
 }
 
 int main(int argc, char **argv)
@@ -394,15 +421,33 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 't': snprintf(tori, sizeof(tori), "%s", optarg); break;
-		case 's': snprintf(scens, sizeof(scens), "%s", optarg); break;
-		case 'c': csv = true; break;
-		case 'w': tw = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'r': tr = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'l': link_ms = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'S': step = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 't':
+			snprintf(tori, sizeof(tori), "%s", optarg);
+			break;
+		case 's':
+			snprintf(scens, sizeof(scens), "%s", optarg);
+			break;
+		case 'c':
+			csv = true;
+			break;
+		case 'w':
+			tw = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'r':
+			tr = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'l':
+			link_ms = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+			step = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if ((e = dnp_lfm_timer_check(tw, tr)) != 0) {
@@ -411,7 +456,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!step || step > tw || tw % step || tr % step || link_ms % step) {
-		fprintf(stderr, "dnp-lab-lofamo: --step must divide T_write, T_read and the link timeout\n");
+		fprintf(stderr,
+			"dnp-lab-lofamo: --step must divide T_write, T_read and the link timeout\n");
 		return 2;
 	}
 	if (csv)
@@ -419,7 +465,8 @@ int main(int argc, char **argv)
 		       "supervisor_msgs_per_s\n");
 	else
 		printf("%-10s %-11s %9s %26s %26s %22s\n", "torus", "scenario", "aware ms",
-		       "torus DIAG B/s/node (st/f)", "service B/s/node (st/f)", "supervisor msg/s (st/f)");
+		       "torus DIAG B/s/node (st/f)", "service B/s/node (st/f)",
+		       "supervisor msg/s (st/f)");
 	for (char *ts = strtok(tori, ","); ts; ts = strtok(NULL, ",")) {
 		struct dnp_torus t;
 
@@ -437,17 +484,20 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			if (csv)
-				printf("%s,%s,%ld,%.1f,%.1f,%.0f\n", ts, scen_name[s], res.awareness_ms,
-				       res.diag_fault, res.svc_fault, res.sup_fault);
+				printf("%s,%s,%ld,%.1f,%.1f,%.0f\n", ts, scen_name[s],
+				       res.awareness_ms, res.diag_fault, res.svc_fault,
+				       res.sup_fault);
 			else
 				printf("%-10s %-11s %9ld %12.1f / %-11.1f %12.1f / %-11.1f %10.0f / %-10.0f\n",
-				       ts, scen_name[s], res.awareness_ms, res.diag_steady, res.diag_fault,
-				       res.svc_steady, res.svc_fault, res.sup_steady, res.sup_fault);
+				       ts, scen_name[s], res.awareness_ms, res.diag_steady,
+				       res.diag_fault, res.svc_steady, res.svc_fault,
+				       res.sup_steady, res.sup_fault);
 			fflush(stdout);
 			missed += res.awareness_ms < 0;
 		}
 	}
 	if (missed)
-		fprintf(stderr, "dnp-lab-lofamo: %u scenario(s) never reached the supervisor\n", missed);
+		fprintf(stderr, "dnp-lab-lofamo: %u scenario(s) never reached the supervisor\n",
+			missed);
 	return missed ? 1 : 0;
 }

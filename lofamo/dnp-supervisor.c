@@ -52,10 +52,11 @@ static uint64_t real_ms(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dnp-supervisor --torus XxYxZ --listen HOST:PORT [--silence-ms MS]\n"
-		   "                      [--t-write MS --t-read MS] [--log FILE]\n"
-		   "  --silence-ms MS   an HFM silent this long is 'silent' (default 2 x T_read + T_write)\n"
-		   "  --log FILE        append the event log to FILE (default: standard output)\n");
+	fprintf(f,
+		"usage: dnp-supervisor --torus XxYxZ --listen HOST:PORT [--silence-ms MS]\n"
+		"                      [--t-write MS --t-read MS] [--log FILE]\n"
+		"  --silence-ms MS   an HFM silent this long is 'silent' (default 2 x T_read + T_write)\n"
+		"  --log FILE        append the event log to FILE (default: standard output)\n");
 }
 
 int main(int argc, char **argv)
@@ -93,14 +94,30 @@ int main(int argc, char **argv)
 			}
 			have_torus = true;
 			break;
-		case 'l': listen_at = optarg; break;
-		case 's': sc.silence_ms = strtoull(optarg, NULL, 10); break;
-		case 'w': tw = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'R': tr = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'L': log_path = optarg; break;
-		case 'F': fd = atoi(optarg); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'l':
+			listen_at = optarg;
+			break;
+		case 's':
+			sc.silence_ms = strtoull(optarg, NULL, 10);
+			break;
+		case 'w':
+			tw = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'R':
+			tr = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'L':
+			log_path = optarg;
+			break;
+		case 'F':
+			fd = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (!have_torus || !listen_at || optind != argc) {
@@ -138,13 +155,15 @@ int main(int argc, char **argv)
 	if (fd >= 0) {
 		/* Handed over by dnp-run, already bound: keep it out of any child. */
 		if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-			fprintf(stderr, "dnp-supervisor: --listen-fd %d: %s\n", fd, strerror(errno));
+			fprintf(stderr, "dnp-supervisor: --listen-fd %d: %s\n", fd,
+				strerror(errno));
 			return 1;
 		}
 	} else {
 		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-			fprintf(stderr, "dnp-supervisor: bind %s: %s\n", listen_at, strerror(errno));
+			fprintf(stderr, "dnp-supervisor: bind %s: %s\n", listen_at,
+				strerror(errno));
 			return 1;
 		}
 	}
@@ -155,9 +174,11 @@ int main(int argc, char **argv)
 	act.sa_handler = on_stop;
 	sigaction(SIGTERM, &act, NULL);
 	sigaction(SIGINT, &act, NULL);
-	fprintf(log, "%" PRIu64 ".%03u supervisor up: torus %ux%ux%u, T_write %u ms, T_read %u ms, "
-		"silence %" PRIu64 " ms\n", real_ms() / 1000, (unsigned)(real_ms() % 1000),
-		sc.torus.dim[0], sc.torus.dim[1], sc.torus.dim[2], tw, tr, sc.silence_ms);
+	fprintf(log,
+		"%" PRIu64 ".%03u supervisor up: torus %ux%ux%u, T_write %u ms, T_read %u ms, "
+		"silence %" PRIu64 " ms\n",
+		real_ms() / 1000, (unsigned)(real_ms() % 1000), sc.torus.dim[0], sc.torus.dim[1],
+		sc.torus.dim[2], tw, tr, sc.silence_ms);
 	fflush(log);
 	next_tick = real_ms();
 	while (!atomic_load(&stop)) {
@@ -198,7 +219,8 @@ int main(int argc, char **argv)
 		}
 		dnp_sup_stalls(s, &nstall, &stall_ms);
 		if (nstall != seen_stalls) {
-			fprintf(log, "%" PRIu64 ".%03u supervisor was off the CPU (%" PRIu64
+			fprintf(log,
+				"%" PRIu64 ".%03u supervisor was off the CPU (%" PRIu64
 				" stalls, %" PRIu64 " ms in all): silence deadlines moved by it\n",
 				now / 1000, (unsigned)(now % 1000), nstall, stall_ms);
 			seen_stalls = nstall;

@@ -42,7 +42,7 @@
 /* ---- DNP Watchdog Register status word ---- */
 /* Local part: 2 bits per link (direction 0..5 = X+ X- Y+ Y- Z+ Z-). */
 enum dnp_lfm_link {
-	DNP_LFM_LINK_NONE = 0,   /* no link in that direction (dimension of size 1) */
+	DNP_LFM_LINK_NONE = 0, /* no link in that direction (dimension of size 1) */
 	DNP_LFM_LINK_OK = 1,
 	DNP_LFM_LINK_SICK = 2,   /* CRC-error ratio over the threshold */
 	DNP_LFM_LINK_BROKEN = 3, /* credit or ack timeout, or the transport lost it */
@@ -59,12 +59,12 @@ enum dnp_lfm_host {
 	DNP_LFM_HOST_OMISSION = 1,  /* Host Watchdog Register not validated in time */
 	DNP_LFM_HOST_PERIPHERY = 2, /* the host reports a faulty device */
 };
-#define DNP_LFM_DNP_LINK_SHIFT(dir) (2u * (dir))          /* bits 0..11 */
-#define DNP_LFM_DNP_SENSOR_SHIFT(s) (12u + 2u * (s))      /* bits 12..17 */
-#define DNP_LFM_DNP_ENGINE_SHIFT 20u                      /* bits 20..21: 0 ok, 1 degraded */
-#define DNP_LFM_DNP_HOST_SHIFT 24u                        /* bits 24..25: enum dnp_lfm_host */
+#define DNP_LFM_DNP_LINK_SHIFT(dir) (2u * (dir))     /* bits 0..11 */
+#define DNP_LFM_DNP_SENSOR_SHIFT(s) (12u + 2u * (s)) /* bits 12..17 */
+#define DNP_LFM_DNP_ENGINE_SHIFT 20u                 /* bits 20..21: 0 ok, 1 degraded */
+#define DNP_LFM_DNP_HOST_SHIFT 24u                   /* bits 24..25: enum dnp_lfm_host */
 /* Remote part: bit per direction, the first-neighbour host there is faulty. */
-#define DNP_LFM_DNP_REMOTE_SHIFT 32u                      /* bits 32..37 */
+#define DNP_LFM_DNP_REMOTE_SHIFT 32u /* bits 32..37 */
 
 static inline unsigned dnp_lfm_dnp_link(uint64_t w, unsigned dir)
 {
@@ -110,15 +110,27 @@ enum dnp_lfm_rfd_kind {
 /* bits 0..7 kind, 8..15 the neighbour's Host Watchdog status (devices, low byte),
  * 16..47 the neighbour's node id, 48..63 DIAG packets received about it (saturates). */
 static inline uint64_t dnp_lfm_rfd_make(unsigned kind, unsigned hstat, uint32_t node,
-					 unsigned count)
+					unsigned count)
 {
-	return (uint64_t)(kind & 0xffu) | (uint64_t)(hstat & 0xffu) << 8 |
-	       (uint64_t)node << 16 | (uint64_t)(count > 0xffffu ? 0xffffu : count) << 48;
+	return (uint64_t)(kind & 0xffu) | (uint64_t)(hstat & 0xffu) << 8 | (uint64_t)node << 16 |
+	       (uint64_t)(count > 0xffffu ? 0xffffu : count) << 48;
 }
-static inline unsigned dnp_lfm_rfd_kind(uint64_t w) { return (unsigned)w & 0xffu; }
-static inline unsigned dnp_lfm_rfd_hstat(uint64_t w) { return (unsigned)(w >> 8) & 0xffu; }
-static inline uint32_t dnp_lfm_rfd_node(uint64_t w) { return (uint32_t)(w >> 16); }
-static inline unsigned dnp_lfm_rfd_count(uint64_t w) { return (unsigned)(w >> 48); }
+static inline unsigned dnp_lfm_rfd_kind(uint64_t w)
+{
+	return (unsigned)w & 0xffu;
+}
+static inline unsigned dnp_lfm_rfd_hstat(uint64_t w)
+{
+	return (unsigned)(w >> 8) & 0xffu;
+}
+static inline uint32_t dnp_lfm_rfd_node(uint64_t w)
+{
+	return (uint32_t)(w >> 16);
+}
+static inline unsigned dnp_lfm_rfd_count(uint64_t w)
+{
+	return (unsigned)(w >> 48);
+}
 
 /* ---- Mask register: a set bit means the fault kind is reported ---- */
 #define DNP_LFM_MASK_LINK_SICK 0x01u
@@ -177,11 +189,11 @@ struct dnp_lfm_sim {
 
 struct dnp_lfm_regs {
 	/* word 0: identification (written once by dnpd before anyone maps it) */
-	uint32_t magic;    /* DNP_LFM_MAGIC */
-	uint16_t version;  /* DNP_LFM_VERSION */
-	uint16_t size;     /* sizeof(struct dnp_lfm_regs) */
-	uint32_t node;     /* node id in the torus */
-	uint8_t dim[3];    /* torus dimensions (1..255; 0 means 256) */
+	uint32_t magic;   /* DNP_LFM_MAGIC */
+	uint16_t version; /* DNP_LFM_VERSION */
+	uint16_t size;    /* sizeof(struct dnp_lfm_regs) */
+	uint32_t node;    /* node id in the torus */
+	uint8_t dim[3];   /* torus dimensions (1..255; 0 means 256) */
 	uint8_t rsvd0;
 	_Atomic uint32_t dfm_epoch; /* bumped at every dnpd start (a restarted DNP) */
 	uint32_t rsvd1[3];
@@ -193,7 +205,7 @@ struct dnp_lfm_regs {
 	/* control registers (written by the HFM or dnpctl, read by the DFM) */
 	_Atomic uint32_t t_write_ms; /* timer register: T_write < T_read */
 	_Atomic uint32_t t_read_ms;
-	_Atomic uint32_t mask;       /* mask register, DNP_LFM_MASK_* */
+	_Atomic uint32_t mask;        /* mask register, DNP_LFM_MASK_* */
 	_Atomic uint32_t timer_error; /* DFM: 1 while the timer register holds a refused pair */
 	struct dnp_lfm_thresholds th;
 	struct dnp_lfm_sim sim[DNP_LFM_NSENSORS];

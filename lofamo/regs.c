@@ -54,8 +54,8 @@ int dnp_lfm_regs_check(const struct dnp_lfm_regs *r)
 
 int dnp_lfm_timer_check(uint32_t t_write_ms, uint32_t t_read_ms)
 {
-	if (t_write_ms < DNP_LFM_T_MIN || t_read_ms < DNP_LFM_T_MIN ||
-	    t_write_ms > DNP_LFM_T_MAX || t_read_ms > DNP_LFM_T_MAX)
+	if (t_write_ms < DNP_LFM_T_MIN || t_read_ms < DNP_LFM_T_MIN || t_write_ms > DNP_LFM_T_MAX ||
+	    t_read_ms > DNP_LFM_T_MAX)
 		return -ERANGE;
 	if (t_write_ms >= t_read_ms)
 		return -EINVAL;

@@ -15,7 +15,7 @@ struct dnp_sup {
 	struct dnp_sup_event *log;
 	uint64_t nlog;
 	uint64_t msgs, alarms, bad;
-	uint64_t last_call_ms;      /* time of the previous on_msg or tick */
+	uint64_t last_call_ms; /* time of the previous on_msg or tick */
 	uint64_t stalls, stalled_ms;
 };
 
@@ -139,7 +139,8 @@ static void neighbours_view(const struct dnp_sup *s, uint32_t id, uint64_t now, 
 		bool dup = false;
 
 		link[d] = DNP_LFM_LINK_NONE;
-		if (m == id || !fresh(s, mn, now) || !(mn->last.u.health.flags & DNP_SVC_F_DNP_ALIVE))
+		if (m == id || !fresh(s, mn, now) ||
+		    !(mn->last.u.health.flags & DNP_SVC_F_DNP_ALIVE))
 			continue;
 		ls = dnp_lfm_dnp_link(mn->last.u.health.dnp_status, e);
 		link[d] = (uint8_t)ls;
@@ -152,8 +153,8 @@ static void neighbours_view(const struct dnp_sup *s, uint32_t id, uint64_t now, 
 			(*reporting)++;
 			for (unsigned k = 0; k < DNP_LFM_NDIRS; k++) {
 				uint64_t rfd = mn->last.u.health.rfd[k];
-				struct dnp_coord kc = dnp_torus_neighbour(&s->c.torus, mc,
-									  (enum dnp_dir)k);
+				struct dnp_coord kc =
+					dnp_torus_neighbour(&s->c.torus, mc, (enum dnp_dir)k);
 
 				if (!dnp_coord_eq(kc, c))
 					continue;
@@ -189,8 +190,9 @@ static void derive(struct dnp_sup *s, uint32_t id, uint64_t now)
 			if (nd->hdev[k] > worst)
 				worst = nd->hdev[k];
 		}
-		nd->host = worst >= DNP_LFM_ALARM ? SUP_H_FAULTY :
-			   worst == DNP_LFM_WARNING ? SUP_H_WARN : SUP_H_OK;
+		nd->host = worst >= DNP_LFM_ALARM   ? SUP_H_FAULTY :
+			   worst == DNP_LFM_WARNING ? SUP_H_WARN :
+						      SUP_H_OK;
 		nd->path = SUP_P_SERVICE;
 		if (m->u.health.flags & DNP_SVC_F_DNP_ALIVE) {
 			nd->dnp = SUP_D_OK;
@@ -202,7 +204,7 @@ static void derive(struct dnp_sup *s, uint32_t id, uint64_t now)
 					(uint8_t)dnp_lfm_dnp_sensor(m->u.health.dnp_status, k);
 		} else {
 			nd->dnp = m->u.health.flags & DNP_SVC_F_DNP_SEEN ? SUP_D_FAULTY :
-									    SUP_D_UNKNOWN;
+									   SUP_D_UNKNOWN;
 		}
 	}
 	if (relay != DNP_LFM_RFD_NONE) {
@@ -280,8 +282,9 @@ static void log_alarm(struct dnp_sup *s, uint64_t now, uint32_t id, const struct
 	case DNP_SVC_AL_REMOTE:
 		logf_(s, now, a->node < s->n ? a->node : id, SUP_P_RELAY,
 		      "alarm relay from %u: host %s", id,
-		      a->level == DNP_LFM_RFD_HOST_OMISSION ? "omission" :
-		      a->level == DNP_LFM_RFD_HOST_PERIPHERY ? "periphery" : "recovered");
+		      a->level == DNP_LFM_RFD_HOST_OMISSION  ? "omission" :
+		      a->level == DNP_LFM_RFD_HOST_PERIPHERY ? "periphery" :
+							       "recovered");
 		break;
 	case DNP_SVC_AL_HOST:
 		logf_(s, now, id, SUP_P_SERVICE, "alarm hostdev %s %s",
@@ -290,8 +293,8 @@ static void log_alarm(struct dnp_sup *s, uint64_t now, uint32_t id, const struct
 	}
 }
 
-int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms,
-		   void *reply, size_t cap)
+int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms, void *reply,
+		   size_t cap)
 {
 	struct dnp_svc_msg m, ack = { .type = DNP_SVC_ACK };
 	struct dnp_sup_node *nd;
@@ -410,18 +413,18 @@ static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
 	uint64_t first = s->nlog > 200 ? s->nlog - 200 : 0;
 	unsigned healthy = 0;
 
-	put(o, "{\"t_ms\":%" PRIu64 ",\"torus\":[%u,%u,%u],\"silence_ms\":%" PRIu64
-	    ",\"nodes\":[", now, s->c.torus.dim[0], s->c.torus.dim[1], s->c.torus.dim[2],
-	    s->c.silence_ms);
+	put(o, "{\"t_ms\":%" PRIu64 ",\"torus\":[%u,%u,%u],\"silence_ms\":%" PRIu64 ",\"nodes\":[",
+	    now, s->c.torus.dim[0], s->c.torus.dim[1], s->c.torus.dim[2], s->c.silence_ms);
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct dnp_sup_node *nd = &s->nodes[i];
 		struct dnp_coord c = dnp_torus_coord(&s->c.torus, i);
 
 		healthy += node_healthy(nd);
-		put(o, "%s{\"id\":%u,\"coord\":[%u,%u,%u],\"host\":\"%s\",\"dnp\":\"%s\","
-		    "\"path\":\"%s\",\"links\":{", i ? "," : "", i, c.x, c.y, c.z,
-		    dnp_sup_host_name(nd->host), dnp_sup_dnp_name(nd->dnp),
-		    dnp_sup_path_name(nd->path));
+		put(o,
+		    "%s{\"id\":%u,\"coord\":[%u,%u,%u],\"host\":\"%s\",\"dnp\":\"%s\","
+		    "\"path\":\"%s\",\"links\":{",
+		    i ? "," : "", i, c.x, c.y, c.z, dnp_sup_host_name(nd->host),
+		    dnp_sup_dnp_name(nd->dnp), dnp_sup_path_name(nd->path));
 		for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
 			put(o, "%s\"%s\":\"%s\"", d ? "," : "", dir_names[d],
 			    link_names[nd->link[d] & 3]);
@@ -440,7 +443,8 @@ static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
 		const struct dnp_sup_event *e = dnp_sup_event(s, i);
 
 		if (e)
-			put(o, "%s{\"t_ms\":%" PRIu64 ",\"node\":%u,\"what\":\"%s\",\"path\":\"%s\"}",
+			put(o,
+			    "%s{\"t_ms\":%" PRIu64 ",\"node\":%u,\"what\":\"%s\",\"path\":\"%s\"}",
 			    i > first ? "," : "", e->t_ms, e->node, e->what,
 			    dnp_sup_path_name(e->path));
 	}
@@ -455,8 +459,10 @@ static const char *colour_of(unsigned severity, bool colour)
 
 static unsigned host_sev(unsigned h)
 {
-	return h == SUP_H_OK ? 0 : h == SUP_H_WARN || h == SUP_H_SILENT ? 1 :
-	       h == SUP_H_UNKNOWN ? 3 : 2;
+	return h == SUP_H_OK                        ? 0 :
+	       h == SUP_H_WARN || h == SUP_H_SILENT ? 1 :
+	       h == SUP_H_UNKNOWN                   ? 3 :
+						      2;
 }
 
 static unsigned dnp_sev(unsigned d)
@@ -466,16 +472,26 @@ static unsigned dnp_sev(unsigned d)
 
 static unsigned link_sev(unsigned l)
 {
-	return l == DNP_LFM_LINK_OK ? 0 : l == DNP_LFM_LINK_SICK ? 1 :
-	       l == DNP_LFM_LINK_BROKEN ? 2 : 3;
+	return l == DNP_LFM_LINK_OK     ? 0 :
+	       l == DNP_LFM_LINK_SICK   ? 1 :
+	       l == DNP_LFM_LINK_BROKEN ? 2 :
+					  3;
 }
 
-static char host_ch(unsigned h) { return "?oWFsX"[h < 6 ? h : 0]; }
-static char dnp_ch(unsigned d) { return "?oFX"[d < 4 ? d : 0]; }
+static char host_ch(unsigned h)
+{
+	return "?oWFsX"[h < 6 ? h : 0];
+}
+static char dnp_ch(unsigned d)
+{
+	return "?oFX"[d < 4 ? d : 0];
+}
 static char link_ch(unsigned l, bool vertical)
 {
-	return l == DNP_LFM_LINK_OK ? (vertical ? '|' : '-') : l == DNP_LFM_LINK_SICK ? '~' :
-	       l == DNP_LFM_LINK_BROKEN ? 'x' : ' ';
+	return l == DNP_LFM_LINK_OK     ? (vertical ? '|' : '-') :
+	       l == DNP_LFM_LINK_SICK   ? '~' :
+	       l == DNP_LFM_LINK_BROKEN ? 'x' :
+					  ' ';
 }
 
 /*
@@ -491,7 +507,8 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 
 	for (uint32_t i = 0; i < s->n; i++)
 		healthy += node_healthy(&s->nodes[i]);
-	put(o, "LO|FA|MO picture: %u of %u nodes healthy  (cell [host dnp]: o ok, W warning, "
+	put(o,
+	    "LO|FA|MO picture: %u of %u nodes healthy  (cell [host dnp]: o ok, W warning, "
 	    "F faulty, s silent, X dead, ? unknown; links - | ok, ~ sick, x broken)\n",
 	    healthy, s->n);
 	for (unsigned z = 0; z < Z; z++) {
@@ -500,21 +517,25 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 			put(o, "  ");
 			for (unsigned x = 0; x < X; x++) {
 				struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
-				const struct dnp_sup_node *nd = &s->nodes[dnp_torus_id(&s->c.torus, c)];
+				const struct dnp_sup_node *nd =
+					&s->nodes[dnp_torus_id(&s->c.torus, c)];
 
 				put(o, "[%s%c%s%s%c%s]", colour_of(host_sev(nd->host), colour),
 				    host_ch(nd->host), rst, colour_of(dnp_sev(nd->dnp), colour),
 				    dnp_ch(nd->dnp), rst);
 				if (X > 1)
-					put(o, "%s%c%s", colour_of(link_sev(nd->link[DNP_DIR_XP]), colour),
+					put(o, "%s%c%s",
+					    colour_of(link_sev(nd->link[DNP_DIR_XP]), colour),
 					    link_ch(nd->link[DNP_DIR_XP], false), rst);
 			}
 			put(o, "\n  ");
 			for (unsigned x = 0; Y > 1 && x < X; x++) {
 				struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
-				const struct dnp_sup_node *nd = &s->nodes[dnp_torus_id(&s->c.torus, c)];
+				const struct dnp_sup_node *nd =
+					&s->nodes[dnp_torus_id(&s->c.torus, c)];
 
-				put(o, " %s%c%s   ", colour_of(link_sev(nd->link[DNP_DIR_YP]), colour),
+				put(o, " %s%c%s   ",
+				    colour_of(link_sev(nd->link[DNP_DIR_YP]), colour),
 				    link_ch(nd->link[DNP_DIR_YP], true), rst);
 			}
 			put(o, "\n");
@@ -526,7 +547,8 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 					struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
 					const struct dnp_sup_node *nd =
 						&s->nodes[dnp_torus_id(&s->c.torus, c)];
-					put(o, " %s%c%s", colour_of(link_sev(nd->link[DNP_DIR_ZP]), colour),
+					put(o, " %s%c%s",
+					    colour_of(link_sev(nd->link[DNP_DIR_ZP]), colour),
 					    link_ch(nd->link[DNP_DIR_ZP], true), rst);
 				}
 			put(o, "\n");

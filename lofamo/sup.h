@@ -38,20 +38,38 @@
 #include "svc.h"
 #include "torus.h"
 
-enum dnp_sup_host { SUP_H_UNKNOWN, SUP_H_OK, SUP_H_WARN, SUP_H_FAULTY, SUP_H_SILENT, SUP_H_DEAD };
-enum dnp_sup_dnp { SUP_D_UNKNOWN, SUP_D_OK, SUP_D_FAULTY, SUP_D_DEAD };
-enum dnp_sup_path { SUP_P_NONE, SUP_P_SERVICE, SUP_P_RELAY, SUP_P_INFERENCE, SUP_P_SILENCE };
+enum dnp_sup_host {
+	SUP_H_UNKNOWN,
+	SUP_H_OK,
+	SUP_H_WARN,
+	SUP_H_FAULTY,
+	SUP_H_SILENT,
+	SUP_H_DEAD
+};
+enum dnp_sup_dnp {
+	SUP_D_UNKNOWN,
+	SUP_D_OK,
+	SUP_D_FAULTY,
+	SUP_D_DEAD
+};
+enum dnp_sup_path {
+	SUP_P_NONE,
+	SUP_P_SERVICE,
+	SUP_P_RELAY,
+	SUP_P_INFERENCE,
+	SUP_P_SILENCE
+};
 
 struct dnp_sup_node {
-	uint8_t host, dnp, path;              /* enum dnp_sup_host / _dnp / _path */
-	uint8_t link[DNP_LFM_NDIRS];          /* enum dnp_lfm_link, as best known */
-	uint8_t sensor[DNP_LFM_NSENSORS];     /* enum dnp_lfm_level */
-	uint8_t hdev[DNP_LFM_NHDEV];          /* host devices, enum dnp_lfm_level */
+	uint8_t host, dnp, path;          /* enum dnp_sup_host / _dnp / _path */
+	uint8_t link[DNP_LFM_NDIRS];      /* enum dnp_lfm_link, as best known */
+	uint8_t sensor[DNP_LFM_NSENSORS]; /* enum dnp_lfm_level */
+	uint8_t hdev[DNP_LFM_NHDEV];      /* host devices, enum dnp_lfm_level */
 	/* last report */
 	bool heard;
 	uint64_t last_ms;
 	struct dnp_svc_msg last;
-	uint32_t next_alarm;                  /* alarms below this id were logged and acked */
+	uint32_t next_alarm; /* alarms below this id were logged and acked */
 	uint64_t msgs;
 };
 
@@ -80,8 +98,8 @@ void dnp_sup_destroy(struct dnp_sup *s);
  * Errors: -EBADMSG (does not decode), -ERANGE (node outside the torus),
  * -EPROTO (a type the supervisor does not take).
  */
-int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms,
-		   void *reply, size_t cap);
+int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms, void *reply,
+		   size_t cap);
 /* Re-derives the picture at now_ms (silence, relay, inference), logging changes. */
 void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms);
 

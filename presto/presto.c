@@ -12,11 +12,11 @@
  * overtake, and a duplicate is dropped.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <time.h>
 
 #include "dnp.h"
@@ -24,7 +24,7 @@
 #include "regcache.h"
 #include "reqtab.h"
 
-#define P_MAGIC 0x5052u  /* "PR" */
+#define P_MAGIC 0x5052u /* "PR" */
 #define P_HDR 64u
 #define P_DEFAULT_SLOT 4096u
 #define P_DEFAULT_CREDITS 16u
@@ -38,42 +38,58 @@
 #define P_CTX_COLL 1
 #define P_EV_BATCH 32u
 
-enum p_type { M_EAGER = 1, M_RTS = 2, M_FIN = 3, M_HELLO = 4 };
-enum p_cookie { C_SEND = 1, C_CREDIT = 2, C_GET = 3 };
-enum p_slot_state { S_FREE = 0, S_PENDING, S_INFLIGHT };
+enum p_type {
+	M_EAGER = 1,
+	M_RTS = 2,
+	M_FIN = 3,
+	M_HELLO = 4
+};
+enum p_cookie {
+	C_SEND = 1,
+	C_CREDIT = 2,
+	C_GET = 3
+};
+enum p_slot_state {
+	S_FREE = 0,
+	S_PENDING,
+	S_INFLIGHT
+};
 
 struct p_hdr {
 	uint16_t magic;
-	uint8_t type;  /* enum p_type */
-	uint8_t ctx;   /* P_CTX_* */
-	uint32_t src;  /* sender's rank */
-	uint32_t seq;  /* per (sender, receiver) pair, from 0 */
+	uint8_t type; /* enum p_type */
+	uint8_t ctx;  /* P_CTX_* */
+	uint32_t src; /* sender's rank */
+	uint32_t seq; /* per (sender, receiver) pair, from 0 */
 	int32_t tag;
-	uint64_t len;  /* EAGER: payload bytes; RTS: message bytes */
-	uint64_t va;   /* RTS: sender's buffer; HELLO: credit array */
-	uint32_t key;  /* RTS / HELLO: key of va */
-	int32_t status; /* FIN: 0 or -errno of the receiver's GET */
-	uint64_t id;   /* RTS / FIN: the sender's request id */
-	uint64_t ring_va; /* HELLO: our eager ring (PUT target), the sender's part at */
+	uint64_t len;      /* EAGER: payload bytes; RTS: message bytes */
+	uint64_t va;       /* RTS: sender's buffer; HELLO: credit array */
+	uint32_t key;      /* RTS / HELLO: key of va */
+	int32_t status;    /* FIN: 0 or -errno of the receiver's GET */
+	uint64_t id;       /* RTS / FIN: the sender's request id */
+	uint64_t ring_va;  /* HELLO: our eager ring (PUT target), the sender's part at */
 	uint32_t ring_key; /*   ring_va + rank * credits * slot */
 	uint32_t rsvd;
 };
 _Static_assert(sizeof(struct p_hdr) == P_HDR, "header is 64 bytes");
 
-enum p_req_kind { R_SEND = 1, R_RECV = 2 };
+enum p_req_kind {
+	R_SEND = 1,
+	R_RECV = 2
+};
 
 struct presto_req {
 	enum p_req_kind kind;
 	bool done, get_pending;
-	bool getting;          /* RECV: its rendez-vous GET is issued, its completion awaited */
+	bool getting; /* RECV: its rendez-vous GET is issued, its completion awaited */
 	uint32_t idx, gen;
-	int ctx, src, tag;     /* RECV: what to match */
-	void *buf;             /* RECV: destination */
+	int ctx, src, tag; /* RECV: what to match */
+	void *buf;         /* RECV: destination */
 	size_t cap;
-	size_t got;            /* RECV rendez-vous: bytes being fetched */
-	struct p_hdr rts;      /* RECV rendez-vous: the request being served */
+	size_t got;                   /* RECV rendez-vous: bytes being fetched */
+	struct p_hdr rts;             /* RECV rendez-vous: the request being served */
 	struct dnp_regcache_ent *reg; /* rendez-vous registration */
-	void *bounce;          /* rendez-vous through a private copy */
+	void *bounce;                 /* rendez-vous through a private copy */
 	struct presto_status st;
 	struct presto_req *next; /* posted list / pending GETs */
 };
@@ -113,20 +129,20 @@ struct p_peer {
 	struct dnp_coords c;
 	/* sending */
 	struct p_out *q_head, *q_tail;
-	struct p_stage *stage;  /* credits entries */
+	struct p_stage *stage; /* credits entries */
 	uint8_t *stage_mem;
 	uint32_t next_seq;
-	uint64_t sent;          /* SENDs issued (first time) */
-	unsigned pending;       /* stages in S_PENDING */
+	uint64_t sent;    /* SENDs issued (first time) */
+	unsigned pending; /* stages in S_PENDING */
 	/* receiving */
 	uint32_t expect_seq;
 	struct p_held *held;
-	uint64_t consumed;      /* slots of ours this peer used */
-	uint64_t *credit_out;   /* value of our last credit PUT (stable until TX_DONE) */
+	uint64_t consumed;    /* slots of ours this peer used */
+	uint64_t *credit_out; /* value of our last credit PUT (stable until TX_DONE) */
 	bool credit_busy, hello, stalled;
-	uint64_t credit_va;     /* its credit array, our entry */
+	uint64_t credit_va; /* its credit array, our entry */
 	uint32_t credit_key;
-	uint64_t ring_va;       /* its eager ring, our part */
+	uint64_t ring_va; /* its eager ring, our part */
 	uint32_t ring_key;
 	uint64_t credit_retry_at;
 };
@@ -139,16 +155,19 @@ struct presto {
 	unsigned credits, nslots;
 	int timeout_ms;
 	uint64_t wait_timeout_ns;
-	uint8_t *rx_mem;       /* nslots SEND receive slots */
-	uint8_t *ring_mem;     /* eager ring: credits slots per sender, one PUT target */
+	uint8_t *rx_mem;   /* nslots SEND receive slots */
+	uint8_t *ring_mem; /* eager ring: credits slots per sender, one PUT target */
 	uint32_t ring_key;
-	bool eager_put;        /* eager messages by PUT into the ring (PRESTO_EAGER=put) */
-	struct { unsigned slot; int src; } *repost; /* filled slots not re-posted yet */
+	bool eager_put; /* eager messages by PUT into the ring (PRESTO_EAGER=put) */
+	struct {
+		unsigned slot;
+		int src;
+	} * repost; /* filled slots not re-posted yet */
 	unsigned nrepost;
-	uint64_t *credit_in;   /* [size]: messages of ours each peer consumed (PUT by them) */
+	uint64_t *credit_in; /* [size]: messages of ours each peer consumed (PUT by them) */
 	uint32_t credit_key;
 	struct p_peer *peers;
-	struct dnp_reqtab reqs;  /* requests by (idx, gen): RTS ids, GET cookies */
+	struct dnp_reqtab reqs; /* requests by (idx, gen): RTS ids, GET cookies */
 	struct presto_req *posted_head, *posted_tail;
 	struct p_unexp *unexp_head, *unexp_tail;
 	struct presto_req *gets;  /* rendez-vous GETs not yet accepted by the queue */
@@ -157,8 +176,8 @@ struct presto {
 	unsigned idle_tests;
 	bool closing;
 	struct presto_stats stats;
-	void *priv[3];         /* rx_mem, credit_in, ring_mem if not in the heap */
-	void **priv_peer;      /* per peer: its stage memory if private */
+	void *priv[3];    /* rx_mem, credit_in, ring_mem if not in the heap */
+	void **priv_peer; /* per peer: its stage memory if private */
 };
 
 static uint64_t p_now(void)
@@ -204,7 +223,6 @@ static void *p_alloc(struct presto *p, size_t len, void **priv)
 		memset(m, 0, len);
 	return m;
 }
-
 
 /* ---- requests: ids that cross the wire are checked against the table (reqtab.h) ---- */
 
@@ -289,14 +307,12 @@ static void p_stage_issue(struct presto *p, int dst, unsigned k)
 	int r;
 
 	if (s->put)
-		r = dnp_put(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
-			    p->peer_port, pe->ring_va + (uint64_t)(s->seq % p->credits) * p->slot,
-			    pe->ring_key, dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k),
-			    DNP_NONBLOCK);
+		r = dnp_put(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
+			    pe->ring_va + (uint64_t)(s->seq % p->credits) * p->slot, pe->ring_key,
+			    dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
 	else
-		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c,
-			     p->peer_port, dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k),
-			     DNP_NONBLOCK);
+		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
+			     dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
 	if (r == 0) {
 		if (s->state == S_PENDING)
 			pe->pending--;
@@ -397,9 +413,8 @@ static void p_credit_return(struct presto *p, int src)
 		return;
 	/* One credit PUT in flight per peer: counts batch up behind it. */
 	*pe->credit_out = pe->consumed;
-	r = dnp_put(p->d, pe->credit_out, sizeof(uint64_t), pe->c, p->peer_port,
-		    pe->credit_va, pe->credit_key, dnp_reqtab_cookie(C_CREDIT, (uint32_t)src, 0),
-		    DNP_NONBLOCK);
+	r = dnp_put(p->d, pe->credit_out, sizeof(uint64_t), pe->c, p->peer_port, pe->credit_va,
+		    pe->credit_key, dnp_reqtab_cookie(C_CREDIT, (uint32_t)src, 0), DNP_NONBLOCK);
 	if (r == 0)
 		pe->credit_busy = true;
 	else if (r != -EAGAIN)
@@ -466,8 +481,8 @@ static void p_get_issue(struct presto *p, struct presto_req *q)
 	void *dst = q->bounce ? q->bounce : q->buf;
 	int r;
 
-	r = dnp_get(p->d, dst, q->got, q->reg->key, p->peers[h->src].c, p->peer_port, h->va,
-		    h->key, dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
+	r = dnp_get(p->d, dst, q->got, q->reg->key, p->peers[h->src].c, p->peer_port, h->va, h->key,
+		    dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
 	if (r == 0) {
 		q->get_pending = false;
 		q->getting = true;
@@ -734,7 +749,7 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 	case DNP_EV_RX_SEND:
 		p_rx_msg(p, ev, false);
 		return;
-	case DNP_EV_RX_PUT:   /* eager ring; credit updates are read from credit_in */
+	case DNP_EV_RX_PUT: /* eager ring; credit updates are read from credit_in */
 		p_rx_msg(p, ev, true);
 		return;
 	case DNP_EV_LINK:
@@ -857,8 +872,8 @@ static int p_isend(struct presto *p, const void *buf, size_t len, int dst, int t
 	struct p_hdr h = { .ctx = (uint8_t)ctx, .tag = tag, .len = len };
 	int r;
 
-	if (dst < 0 || dst >= p->size || tag < 0 || tag > PRESTO_TAG_MAX || (!buf && len) ||
-	    !out || len > DNP_MAX_MSG)
+	if (dst < 0 || dst >= p->size || tag < 0 || tag > PRESTO_TAG_MAX || (!buf && len) || !out ||
+	    len > DNP_MAX_MSG)
 		return -EINVAL;
 	if (p->fatal)
 		return p->fatal;
@@ -945,8 +960,7 @@ int presto_isend(struct presto *p, const void *buf, size_t len, int dst, int tag
 	return p_isend(p, buf, len, dst, tag, P_CTX_USER, req);
 }
 
-int presto_irecv(struct presto *p, void *buf, size_t cap, int src, int tag,
-		 struct presto_req **req)
+int presto_irecv(struct presto *p, void *buf, size_t cap, int src, int tag, struct presto_req **req)
 {
 	return p_irecv(p, buf, cap, src, tag, P_CTX_USER, req);
 }
@@ -1009,8 +1023,7 @@ int presto_send(struct presto *p, const void *buf, size_t len, int dst, int tag)
 	return r < 0 ? r : presto_wait(p, &q, NULL);
 }
 
-int presto_recv(struct presto *p, void *buf, size_t cap, int src, int tag,
-		struct presto_status *st)
+int presto_recv(struct presto *p, void *buf, size_t cap, int src, int tag, struct presto_status *st)
 {
 	struct presto_req *q;
 	int r = presto_irecv(p, buf, cap, src, tag, &q);
@@ -1048,7 +1061,12 @@ void presto_get_stats(const struct presto *p, struct presto_stats *st)
 
 /* ---- collectives (context P_CTX_COLL: never matched by user receives) ---- */
 
-enum { T_BARRIER = 1, T_BCAST, T_REDUCE, T_GATHER };
+enum {
+	T_BARRIER = 1,
+	T_BCAST,
+	T_REDUCE,
+	T_GATHER
+};
 
 static int p_sendrecv_wait(struct presto *p, struct presto_req *a, struct presto_req *b)
 {
@@ -1122,14 +1140,14 @@ static size_t p_type_size(enum presto_type t)
 	return 0;
 }
 
-#define P_COMBINE(T)                                                                    \
-	do {                                                                            \
-		T *x = acc;                                                             \
-		const T *y = in;                                                        \
-		for (i = 0; i < count; i++)                                             \
-			x[i] = op == PRESTO_SUM ? x[i] + y[i] :                         \
-			       op == PRESTO_MIN ? (y[i] < x[i] ? y[i] : x[i]) :         \
-						  (y[i] > x[i] ? y[i] : x[i]);          \
+#define P_COMBINE(T)                                                            \
+	do {                                                                    \
+		T *x = acc;                                                     \
+		const T *y = in;                                                \
+		for (i = 0; i < count; i++)                                     \
+			x[i] = op == PRESTO_SUM ? x[i] + y[i] :                 \
+			       op == PRESTO_MIN ? (y[i] < x[i] ? y[i] : x[i]) : \
+						  (y[i] > x[i] ? y[i] : x[i]);  \
 	} while (0)
 
 static void p_combine(void *acc, const void *in, size_t count, enum presto_type type,
@@ -1174,13 +1192,15 @@ int presto_reduce(struct presto *p, const void *sbuf, void *rbuf, size_t count,
 	/* Binomial tree towards the root; children combine in a fixed order. */
 	for (mask = 1; mask < n; mask <<= 1) {
 		if (vr & mask) {
-			rc = p_isend(p, acc, bytes, (vr - mask + root) % n, T_REDUCE, P_CTX_COLL, &q);
+			rc = p_isend(p, acc, bytes, (vr - mask + root) % n, T_REDUCE, P_CTX_COLL,
+				     &q);
 			if (rc == 0)
 				rc = presto_wait(p, &q, NULL);
 			break;
 		}
 		if (vr + mask < n) {
-			rc = p_irecv(p, tmp, bytes, (vr + mask + root) % n, T_REDUCE, P_CTX_COLL, &q);
+			rc = p_irecv(p, tmp, bytes, (vr + mask + root) % n, T_REDUCE, P_CTX_COLL,
+				     &q);
 			if (rc == 0)
 				rc = presto_wait(p, &q, NULL);
 			if (rc < 0)
@@ -1267,8 +1287,8 @@ static int p_conf(struct presto *p, const struct presto_conf *c)
 		e.timeout_ms = (int)v * 1000;
 		c = &e;
 	}
-	if (c->slot_size < 128 || c->slot_size > (1u << 20) || c->credits < 2 ||
-	    c->credits > 256 || c->timeout_ms <= 0)
+	if (c->slot_size < 128 || c->slot_size > (1u << 20) || c->credits < 2 || c->credits > 256 ||
+	    c->timeout_ms <= 0)
 		return -EINVAL;
 	p->slot = (c->slot_size + 63) / 64 * 64;
 	p->credits = c->credits;
@@ -1370,8 +1390,7 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	p->credit_in = p_alloc(p, (size_t)p->size * sizeof(uint64_t) * 2, &p->priv[1]);
 	p->ring_mem = p_alloc(p, (size_t)p->nslots * p->slot, &p->priv[2]);
 	r = -ENOMEM;
-	if (!p->peers || !p->priv_peer || !p->repost || !p->rx_mem || !p->credit_in ||
-	    !p->ring_mem)
+	if (!p->peers || !p->priv_peer || !p->repost || !p->rx_mem || !p->credit_in || !p->ring_mem)
 		goto err;
 	for (k = 0; k < p->size; k++) {
 		struct p_peer *pe = &p->peers[k];
@@ -1385,8 +1404,8 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 		if (!pe->stage || !pe->stage_mem)
 			goto err;
 	}
-	r = dnp_register(p->d, p->credit_in, (size_t)p->size * sizeof(uint64_t),
-			 DNP_BUF_PUT_TARGET, &p->credit_key);
+	r = dnp_register(p->d, p->credit_in, (size_t)p->size * sizeof(uint64_t), DNP_BUF_PUT_TARGET,
+			 &p->credit_key);
 	if (r < 0)
 		goto err;
 	r = dnp_register(p->d, p->ring_mem, (size_t)p->nslots * p->slot, DNP_BUF_PUT_TARGET,
@@ -1400,8 +1419,10 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 	}
 	/* HELLO to every rank (ourselves included): where to PUT credits back. */
 	for (k = 0; k < p->size; k++) {
-		struct p_hdr h = { .type = M_HELLO, .va = (uintptr_t)p->credit_in,
-				   .key = p->credit_key, .ring_va = (uintptr_t)p->ring_mem,
+		struct p_hdr h = { .type = M_HELLO,
+				   .va = (uintptr_t)p->credit_in,
+				   .key = p->credit_key,
+				   .ring_va = (uintptr_t)p->ring_mem,
 				   .ring_key = p->ring_key };
 
 		r = p_enqueue(p, k, &h, NULL, 0, NULL);

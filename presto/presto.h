@@ -49,21 +49,29 @@ struct presto_req;
 #define PRESTO_TAG_MAX 0x3fffffff /* user tags are 0 .. PRESTO_TAG_MAX */
 
 struct presto_status {
-	int source;   /* sender's rank */
-	int tag;      /* message tag */
-	size_t len;   /* bytes received (<= the buffer) */
-	int error;    /* 0, -EMSGSIZE (truncated), or the transfer's -errno */
+	int source; /* sender's rank */
+	int tag;    /* message tag */
+	size_t len; /* bytes received (<= the buffer) */
+	int error;  /* 0, -EMSGSIZE (truncated), or the transfer's -errno */
 };
 
-enum presto_type { PRESTO_INT, PRESTO_LONG, PRESTO_DOUBLE };
-enum presto_op { PRESTO_SUM, PRESTO_MIN, PRESTO_MAX };
+enum presto_type {
+	PRESTO_INT,
+	PRESTO_LONG,
+	PRESTO_DOUBLE
+};
+enum presto_op {
+	PRESTO_SUM,
+	PRESTO_MIN,
+	PRESTO_MAX
+};
 
 /* Tuning read by presto_init from the environment when conf is NULL. */
 struct presto_conf {
-	size_t eager_max;   /* PRESTO_EAGER_MAX: longest eager message (<= slot payload) */
-	size_t slot_size;   /* PRESTO_SLOT_SIZE: receive slot bytes incl. header (default 4096) */
-	unsigned credits;   /* PRESTO_CREDITS: slots per sender (default 16) */
-	int timeout_ms;     /* PRESTO_TIMEOUT (s): init waits this long for every peer */
+	size_t eager_max; /* PRESTO_EAGER_MAX: longest eager message (<= slot payload) */
+	size_t slot_size; /* PRESTO_SLOT_SIZE: receive slot bytes incl. header (default 4096) */
+	unsigned credits; /* PRESTO_CREDITS: slots per sender (default 16) */
+	int timeout_ms;   /* PRESTO_TIMEOUT (s): init waits this long for every peer */
 };
 
 /*

@@ -55,8 +55,8 @@ static double pingpong(struct presto *p, uint8_t *buf, size_t len, unsigned iter
 
 int main(int argc, char **argv)
 {
-	static const size_t sizes[] = { 8, 64, 256, 512, 1024, 2048, 3072, 4032, 8192, 16384,
-					32768, 65536, 131072, 262144 };
+	static const size_t sizes[] = { 8,    64,   256,   512,   1024,  2048,   3072,
+					4032, 8192, 16384, 32768, 65536, 131072, 262144 };
 	unsigned nsz = sizeof(sizes) / sizeof(sizes[0]), k, round, iters = 200, rounds = 3;
 	int csv = argc > 1 && !strcmp(argv[1], "--csv");
 	struct presto *p;

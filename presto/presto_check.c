@@ -30,14 +30,14 @@
 static int g_fail;
 static int g_rank;
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond)) {                                                  \
+#define CHECK(cond, ...)                                                               \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
 			fprintf(stderr, "rank %d: check failed: %s: ", g_rank, #cond); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-			g_fail++;                                               \
-		}                                                               \
+			fprintf(stderr, __VA_ARGS__);                                  \
+			fputc('\n', stderr);                                           \
+			g_fail++;                                                      \
+		}                                                                      \
 	} while (0)
 
 static uint64_t mix(uint64_t x)
@@ -151,10 +151,9 @@ static void basic(struct presto *p)
 	CHECK(presto_wait(p, &sq, NULL) == 0 && presto_wait(p, &sq2, NULL) == 0, "sends");
 	CHECK(presto_isend(p, a, 200000, peer, 6, &sq) == 0, "isend");
 	CHECK(presto_isend(p, a + 4096, 200000, peer, 6, &sq2) == 0, "overlapping isend");
-	CHECK(presto_recv(p, b, 200000, peer, 6, &st) == 0 && diff(b, 200000, 7777) < 0,
-	      "first");
-	CHECK(presto_recv(p, b, 200000, peer, 6, &st) == 0 &&
-		      memcmp(b, a + 4096, 200000) == 0, "overlapping");
+	CHECK(presto_recv(p, b, 200000, peer, 6, &st) == 0 && diff(b, 200000, 7777) < 0, "first");
+	CHECK(presto_recv(p, b, 200000, peer, 6, &st) == 0 && memcmp(b, a + 4096, 200000) == 0,
+	      "overlapping");
 	CHECK(presto_wait(p, &sq, NULL) == 0 && presto_wait(p, &sq2, NULL) == 0, "sends");
 	/* Bad arguments. */
 	CHECK(presto_isend(p, a, 1, n, 0, &sq) == -EINVAL, "bad rank");
@@ -205,8 +204,8 @@ static uint64_t rseed(int src, unsigned k, unsigned phase)
 struct slot {
 	struct presto_req *q;
 	uint8_t *buf;
-	unsigned post;  /* posting index of a receive */
-	unsigned k;     /* directed: the message this receive must get */
+	unsigned post; /* posting index of a receive */
+	unsigned k;    /* directed: the message this receive must get */
 	int src;
 };
 
@@ -246,7 +245,9 @@ static void random_phase(struct presto *p, unsigned per, int ntags, unsigned pha
 	unsigned k, nexp = 0, sent = 0, got = 0, i, sk = 0, rk = 0;
 	unsigned *next_k = calloc((size_t)n * (size_t)ntags, sizeof(unsigned));
 	unsigned *next_from = calloc((size_t)n, sizeof(unsigned));
-	struct { int src, tag; } *exp;
+	struct {
+		int src, tag;
+	} * exp;
 	struct done_rx *dn;
 	struct slot ss[WIN], rs[WIN];
 	struct presto_status st;
@@ -316,10 +317,12 @@ static void random_phase(struct presto *p, unsigned per, int ntags, unsigned pha
 					d->tag = st.tag;
 					d->len = st.len;
 					d->data = realloc(rs[i].buf, st.len ? st.len : 1);
-					CHECK(st.source >= 0 && st.source < n, "source %d", st.source);
+					CHECK(st.source >= 0 && st.source < n, "source %d",
+					      st.source);
 					if (!any) {
-						CHECK(st.source == rs[i].src, "directed source %d want %d",
-						      st.source, rs[i].src);
+						CHECK(st.source == rs[i].src,
+						      "directed source %d want %d", st.source,
+						      rs[i].src);
 						check_msg(me, n, ntags, phase, per, d, rs[i].k);
 						free(d->data);
 						d->data = NULL;
@@ -362,9 +365,9 @@ static void random_phase(struct presto *p, unsigned per, int ntags, unsigned pha
 		next_from[d->src] = k + 1;
 		check_msg(me, n, ntags, phase, per, d, k);
 	}
-	printf("ok: phase %u: sent %u, received %u of %u expected (%s)\n", phase, sent, got,
-	       nexp, any ? "any-source any-tag, per-sender order" :
-			   "directed, shuffled posting order, per-(sender, tag) order");
+	printf("ok: phase %u: sent %u, received %u of %u expected (%s)\n", phase, sent, got, nexp,
+	       any ? "any-source any-tag, per-sender order" :
+		     "directed, shuffled posting order, per-(sender, tag) order");
 out:
 	for (i = 0; i < nexp; i++)
 		free(dn[i].data);
@@ -386,10 +389,10 @@ static void random_mode(struct presto *p, unsigned total)
 	presto_get_stats(p, &s);
 	printf("ok: %u messages per rank; eager %llu, rendez-vous %llu, unexpected %llu, "
 	       "credit stalls %llu, retries %llu, out-of-order held %llu, bounce %llu\n",
-	       per + per / 4 + 1, (unsigned long long)s.eager_sent,
-	       (unsigned long long)s.rndv_sent, (unsigned long long)s.unexpected,
-	       (unsigned long long)s.credit_stalls, (unsigned long long)s.retries,
-	       (unsigned long long)s.held_out_of_order, (unsigned long long)s.bounce);
+	       per + per / 4 + 1, (unsigned long long)s.eager_sent, (unsigned long long)s.rndv_sent,
+	       (unsigned long long)s.unexpected, (unsigned long long)s.credit_stalls,
+	       (unsigned long long)s.retries, (unsigned long long)s.held_out_of_order,
+	       (unsigned long long)s.bounce);
 }
 
 /* ---- collectives ---- */
@@ -412,12 +415,13 @@ static void collectives(struct presto *p)
 			else
 				memset(b, 0, len);
 			CHECK(presto_bcast(p, b, len, root) == 0, "bcast");
-			CHECK(diff(b, len, 500 + (uint64_t)root) < 0, "bcast %zu from %d", len, root);
+			CHECK(diff(b, len, 500 + (uint64_t)root) < 0, "bcast %zu from %d", len,
+			      root);
 		}
 	iv[0] = me + 1, iv[1] = -me, iv[2] = me * 7 % 5;
 	lv[0] = (long)me << 33, lv[1] = -(long)me * 3, lv[2] = me % 3;
 	dv[0] = me * 0.5, dv[1] = -1.25 * me, dv[2] = 1e300 / (me + 1);
-	for (root = 0; root < n; root += n - 1 > 0 ? n - 1 : 1) {
+	for (root = 0; root<n; root += n - 1> 0 ? n - 1 : 1) {
 		memset(ir, 0, sizeof(ir));
 		CHECK(presto_reduce(p, iv, ir, 3, PRESTO_INT, PRESTO_SUM, root) == 0, "reduce");
 		if (me == root)
@@ -463,7 +467,8 @@ static void collectives(struct presto *p)
 		fill(mine, sizeof(mine), 900 + (uint64_t)me);
 		CHECK(presto_gather(p, mine, sizeof(mine), all, root) == 0, "gather");
 		for (i = 0; me == root && i < n; i++)
-			CHECK(diff(all + (size_t)i * sizeof(mine), sizeof(mine), 900 + (uint64_t)i) < 0,
+			CHECK(diff(all + (size_t)i * sizeof(mine), sizeof(mine),
+				   900 + (uint64_t)i) < 0,
 			      "gather root %d part %d", root, i);
 		free(all);
 	}

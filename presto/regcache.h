@@ -197,8 +197,8 @@ static inline void dnp_regcache_put(struct dnp_regcache *c, struct dnp_regcache_
  * Give both back with dnp_regcache_put_user.
  * Errors: those of dnp_regcache_get (-EEXIST only for the copy), -ENOMEM.
  */
-static inline int dnp_regcache_get_user(struct dnp_regcache *c, void *buf, size_t len,
-					bool copy_in, struct dnp_regcache_ent **reg, void **copy)
+static inline int dnp_regcache_get_user(struct dnp_regcache *c, void *buf, size_t len, bool copy_in,
+					struct dnp_regcache_ent **reg, void **copy)
 {
 	void *b;
 	int r = dnp_regcache_get(c, buf, len, reg);

@@ -244,18 +244,22 @@ static void test_dfm_diag_recorded_and_expires(void **state)
 		assert_int_equal(dnp_dfm_diag_encode(&m, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
 		f.o.nalarm = 0;
 		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 1, 0, 0 }, buf,
-						 sizeof(buf), 1000 * MS, &f.o), 0);
+						 sizeof(buf), 1000 * MS, &f.o),
+				 0);
 		assert_int_equal(f.o.nalarm, 1);
 		assert_int_equal(f.o.alarm[0].kind, DNP_DFM_AL_REMOTE);
 		assert_int_equal(f.o.alarm[0].subject, DNP_DIR_XP);
 		/* not a neighbour of (0,0,0), or a payload naming another node */
 		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 2, 0, 0 }, buf,
-						 sizeof(buf), 1000 * MS, &f.o), -EINVAL);
+						 sizeof(buf), 1000 * MS, &f.o),
+				 -EINVAL);
 		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 3, 0, 0 }, buf,
-						 sizeof(buf), 1000 * MS, &f.o), -EINVAL);
+						 sizeof(buf), 1000 * MS, &f.o),
+				 -EINVAL);
 		buf[5] ^= 1;
 		assert_int_equal(dnp_dfm_on_diag(f.d, (struct dnp_coord){ 1, 0, 0 }, buf, 31,
-						 1000 * MS, &f.o), -EBADMSG);
+						 1000 * MS, &f.o),
+				 -EBADMSG);
 	}
 	dnp_dfm_tick(f.d, 1001 * MS, &f.in, &f.o);
 	rfd = atomic_load(&f.r.rfd[DNP_DIR_XP].desc);
@@ -357,8 +361,12 @@ static void test_dfm_sensor_thresholds(void **state)
 
 static void test_dfm_diag_codec(void **state)
 {
-	struct dnp_dfm_diag_msg m = { .kind = 2, .node = 77, .host_status = 0x123,
-				      .dnp_status = 0xfeed, .seq = 9 }, back;
+	struct dnp_dfm_diag_msg m = { .kind = 2,
+				      .node = 77,
+				      .host_status = 0x123,
+				      .dnp_status = 0xfeed,
+				      .seq = 9 },
+				back;
 	uint8_t buf[DNP_DFM_DIAG_BYTES];
 
 	(void)state;
@@ -385,8 +393,8 @@ static int mem_rd(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t 
 	return -EFAULT;
 }
 
-static int mem_wr(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
-		  const void *src, size_t len)
+static int mem_wr(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, const void *src,
+		  size_t len)
 {
 	(void)ctx, (void)port, (void)buf, (void)va, (void)src, (void)len;
 	return -EFAULT;
@@ -394,8 +402,7 @@ static int mem_wr(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t 
 
 static const struct dnp_mem_ops no_mem = { .read = mem_rd, .write = mem_wr };
 
-static void ring_pump(struct dnp_engine **e, unsigned n, uint64_t *now, unsigned steps,
-		      int dead)
+static void ring_pump(struct dnp_engine **e, unsigned n, uint64_t *now, unsigned steps, int dead)
 {
 	struct dnp_frame f[16];
 
@@ -443,13 +450,17 @@ static void test_dfm_engine_diag_path(void **state)
 	}
 	ring_pump(e, 3, &now, 200, -1);
 	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 0, 0, 0 }, payload,
-					      sizeof(payload), now), -EINVAL);
+					      sizeof(payload), now),
+			 -EINVAL);
 	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
-					      DNP_ENGINE_DIAG_MAX + 1, now), -EINVAL);
+					      DNP_ENGINE_DIAG_MAX + 1, now),
+			 -EINVAL);
 	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
-					      sizeof(payload), now), 0);
+					      sizeof(payload), now),
+			 0);
 	assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 2, 0, 0 }, payload,
-					      sizeof(payload), now), 0);
+					      sizeof(payload), now),
+			 0);
 	ring_pump(e, 3, &now, 200, -1);
 	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, 4), -ENOBUFS);
 	assert_int_equal(dnp_engine_diag_poll(e[1], &src, buf, sizeof(buf)), DNP_DFM_DIAG_BYTES);
@@ -461,7 +472,8 @@ static void test_dfm_engine_diag_path(void **state)
 	/* a full queue drops (and counts) the rest; nothing waits for the fault manager */
 	for (unsigned k = 0; k < DNP_ENGINE_DIAG_QUEUE + 5; k++)
 		assert_int_equal(dnp_engine_diag_send(e[0], (struct dnp_coord){ 1, 0, 0 }, payload,
-						      sizeof(payload), now), 0);
+						      sizeof(payload), now),
+				 0);
 	ring_pump(e, 3, &now, 500, -1);
 	assert_int_equal(dnp_engine_stats(e[1])->diag_dropped, 5);
 	/* DIAGs are never answered: nothing stays pending at the sender */

@@ -6,9 +6,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,14 +53,14 @@ static const struct dnp_mem_ops ops = { mem_read, mem_write };
 static struct node nodes[4];
 /* Per-test settings applied by setup_nodes (reset by teardown). */
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
-static uint32_t evq_slots;                  /* event queue size of node evq_node (0 = default) */
+static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
-static int drop_node = -1, drop_kind = -1;  /* pump drops these frames */
-static int64_t drop_seq = -1;               /* pump drops node 0's first frame with this seq */
+static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
+static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
 static unsigned nnodes;
 static uint64_t now;
-static bool exact_prompt; /* dnpd's link settings instead of the hardware's */
-static uint64_t reset_period; /* links come back (0: BROKEN is final) */
+static bool exact_prompt;                /* dnpd's link settings instead of the hardware's */
+static uint64_t reset_period;            /* links come back (0: BROKEN is final) */
 static uint8_t last_data[DNP_MAX_FRAME]; /* the last data frame pump() carried */
 static uint32_t last_data_len;
 
@@ -141,8 +141,8 @@ static void pump(unsigned steps)
 						last_data_len = f[k].len;
 					}
 					/* X ring: + goes to i+1, - to i-1 */
-					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes
-									: (i + nnodes - 1) % nnodes;
+					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes :
+									  (i + nnodes - 1) % nnodes;
 					struct dnp_pkt_hdr h;
 					const uint8_t *pl;
 					if ((int)i == drop_node &&
@@ -155,8 +155,8 @@ static void pump(unsigned steps)
 						drop_seq = -1; /* once */
 						continue;
 					}
-					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d), copy,
-							    f[k].len, now);
+					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d),
+							    copy, f[k].len, now);
 				}
 			}
 		}
@@ -176,9 +176,13 @@ static bool next_event(unsigned node, unsigned port, struct dnp_event *ev, unsig
 static struct dnp_cmd put_cmd(unsigned dst_x, unsigned dst_port, uint64_t local_va,
 			      uint64_t remote_va, uint32_t key, uint64_t len, uint64_t cookie)
 {
-	return (struct dnp_cmd){ .op = DNP_OP_PUT, .dst_port = (uint8_t)dst_port,
-				 .dst_x = (uint8_t)dst_x, .remote_key = key,
-				 .remote_va = remote_va, .len = len, .local_va = local_va,
+	return (struct dnp_cmd){ .op = DNP_OP_PUT,
+				 .dst_port = (uint8_t)dst_port,
+				 .dst_x = (uint8_t)dst_x,
+				 .remote_key = key,
+				 .remote_va = remote_va,
+				 .len = len,
+				 .local_va = local_va,
 				 .cookie = cookie };
 }
 
@@ -194,8 +198,9 @@ static void test_engine_put_multi_fragment(void **state)
 	uint32_t key;
 	const size_t len = 3 * DNP_MAX_PAYLOAD + 123;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 1, BASE + 4096, 65536,
-					     DNP_BUF_PUT_TARGET, 0, &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 1, BASE + 4096, 65536, DNP_BUF_PUT_TARGET, 0, &key),
+		0);
 	fill(nodes[0].mem[0], len, 7);
 	struct dnp_cmd c = put_cmd(1, 1, BASE, BASE + 4096 + 16, key, len, 0xc0ffee);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -240,8 +245,8 @@ static void test_engine_put_bad_key_writes_nothing(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	fill(nodes[0].mem[0], 10000, 3);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key ^ 1, 10000, 1);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -258,8 +263,9 @@ static void test_engine_put_out_of_bounds_writes_nothing(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192,
-					     DNP_BUF_PUT_TARGET, 0, &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192, DNP_BUF_PUT_TARGET, 0, &key),
+		0);
 	fill(nodes[0].mem[0], 12000, 3);
 	/* starts inside, runs past the end: no fragment may land */
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8192 + 100, key, 12000, 1);
@@ -281,11 +287,15 @@ static void test_engine_send_in_order(void **state)
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(dnp_engine_register(nodes[1].e, 0, bufs[i], 0x8000,
-						     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+						     DNP_BUF_SEND_TARGET, 0, NULL),
+				 0);
 	for (int i = 0; i < 3; i++) {
 		fill(nodes[0].mem[1] + i * 0x8000, 5000 + i, (unsigned)i);
-		struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0,
-				     .local_va = BASE + i * 0x8000, .len = 5000 + i,
+		struct dnp_cmd c = { .op = DNP_OP_SEND,
+				     .dst_x = 1,
+				     .dst_port = 0,
+				     .local_va = BASE + i * 0x8000,
+				     .len = 5000 + i,
 				     .cookie = (uint64_t)i };
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	}
@@ -322,13 +332,20 @@ static void test_engine_get(void **state)
 	uint32_t rkey, lkey;
 
 	fill(nodes[1].mem[0], 20000, 9);
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 20000, DNP_BUF_GET_SOURCE, 0,
-					     &rkey), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 20000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
 	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x40000, 20000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
-	struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0, .remote_va = BASE,
-			     .remote_key = rkey, .len = 20000, .local_va = BASE + 0x40000,
-			     .local_key = lkey, .cookie = 77 };
+					     DNP_BUF_PUT_TARGET, 0, &lkey),
+			 0);
+	struct dnp_cmd c = { .op = DNP_OP_GET,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .remote_va = BASE,
+			     .remote_key = rkey,
+			     .len = 20000,
+			     .local_va = BASE + 0x40000,
+			     .local_key = lkey,
+			     .cookie = 77 };
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	struct dnp_event ev;
 	assert_true(next_event(0, 1, &ev, 5000));
@@ -347,7 +364,8 @@ static void test_engine_loopback_put(void **state)
 	uint32_t key;
 
 	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x1000, 0x10000,
-					     DNP_BUF_PUT_TARGET, 0, &key), 0);
+					     DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
 	fill(nodes[0].mem[0], 9000, 1);
 	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + 0x1000, key, 9000, 5);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -391,8 +409,8 @@ static void test_engine_link_down_fails_commands(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	pump(100);
 	for (unsigned d = 0; d < 2; d++)
 		dnp_engine_link_down(nodes[0].e, d, now);
@@ -414,8 +432,8 @@ static void test_engine_detour_around_broken_cable(void **state)
 	uint32_t key;
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	pump(100);
 	dnp_engine_link_down(nodes[0].e, DNP_DIR_XP, now);
 	dnp_engine_link_down(nodes[1].e, DNP_DIR_XM, now);
@@ -452,8 +470,8 @@ static void test_engine_prompt_credits_stream(void **state)
 	uint32_t key;
 	const size_t len = 1u << 20;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
 	fill(nodes[0].mem[0], len, 11);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 3);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -482,8 +500,8 @@ static void test_engine_one_loss_one_resend(void **state)
 	uint32_t key;
 	const size_t len = 16 * DNP_MAX_PAYLOAD;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
 	fill(nodes[0].mem[0], len, 5);
 	drop_seq = 3;
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 9);
@@ -523,18 +541,23 @@ static void test_engine_mutual_get_storm(void **state)
 	for (unsigned n = 0; n < 2; n++) {
 		fill(nodes[n].mem[0], 65536, n + 1);
 		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE, 65536, DNP_BUF_GET_SOURCE,
-						     0, &src_key[n]), 0);
+						     0, &src_key[n]),
+				 0);
 		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE + 0x100000, 65536,
-						     DNP_BUF_PUT_TARGET, 0, &dst_key[n]), 0);
+						     DNP_BUF_PUT_TARGET, 0, &dst_key[n]),
+				 0);
 	}
 	for (unsigned n = 0; n < 2; n++) {
 		for (;;) {
 			unsigned i = issued[n];
-			struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = (uint8_t)(1 - n),
+			struct dnp_cmd c = { .op = DNP_OP_GET,
+					     .dst_x = (uint8_t)(1 - n),
 					     .remote_va = BASE + (i % 1024) * 64,
-					     .remote_key = src_key[1 - n], .len = 64,
+					     .remote_key = src_key[1 - n],
+					     .len = 64,
 					     .local_va = BASE + 0x100000 + (i % 1024) * 64,
-					     .local_key = dst_key[n], .cookie = i };
+					     .local_key = dst_key[n],
+					     .cookie = i };
 			if (dnp_engine_submit(nodes[n].e, 0, &c, now) == -EAGAIN)
 				break;
 			issued[n]++;
@@ -573,8 +596,8 @@ static void test_engine_restarted_node_rejoins(void **state)
 	const size_t len = 1u << 20;
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
 	fill(nodes[0].mem[0], len, 5);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 77);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -625,8 +648,8 @@ static void test_engine_restarted_node_rejoins(void **state)
 	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
 
 	/* New commands flow: a PUT to the restarted node arrives byte-exact. */
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
 	fill(nodes[0].mem[0], 65536, 9);
 	c = put_cmd(1, 0, BASE, BASE, key, 65536, 78);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -649,19 +672,26 @@ static void test_engine_wrong_key_same_error_any_range(void **state)
 	const uint64_t lens[] = { 1, 100, 8192, 20000 };
 
 	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192,
-					     DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, 0, &key), 0);
+					     DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, 0, &key),
+			 0);
 	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 0x10000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+					     DNP_BUF_PUT_TARGET, 0, &lkey),
+			 0);
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
 			uint64_t va = BASE + 8192 + off[i];
 			struct dnp_cmd c = put_cmd(1, 0, BASE, va, key ^ 0x10, lens[j], i);
 			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 			expect_error(0, 0, -EACCES);
-			c = (struct dnp_cmd){ .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0,
-					      .remote_va = va, .remote_key = key + 1,
-					      .len = lens[j], .local_va = BASE + 0x100000,
-					      .local_key = lkey, .cookie = 9 };
+			c = (struct dnp_cmd){ .op = DNP_OP_GET,
+					      .dst_x = 1,
+					      .dst_port = 0,
+					      .remote_va = va,
+					      .remote_key = key + 1,
+					      .len = lens[j],
+					      .local_va = BASE + 0x100000,
+					      .local_key = lkey,
+					      .cookie = 9 };
 			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 			expect_error(0, 0, -EACCES);
 		}
@@ -690,13 +720,20 @@ static void test_engine_port_reuse_aborts_get_responder(void **state)
 	uint8_t *dst = nodes[0].mem[1] + 0x200000;
 
 	memset(nodes[1].mem[0], 0xaa, len); /* the old application's data */
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_GET_SOURCE, 0,
-					     &rkey), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
 	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x200000, len,
-					     DNP_BUF_PUT_TARGET, 0, &lkey), 0);
-	struct dnp_cmd c = { .op = DNP_OP_GET, .dst_x = 1, .dst_port = 0, .remote_va = BASE,
-			     .remote_key = rkey, .len = len, .local_va = BASE + 0x200000,
-			     .local_key = lkey, .cookie = 5 };
+					     DNP_BUF_PUT_TARGET, 0, &lkey),
+			 0);
+	struct dnp_cmd c = { .op = DNP_OP_GET,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .remote_va = BASE,
+			     .remote_key = rkey,
+			     .len = len,
+			     .local_va = BASE + 0x200000,
+			     .local_key = lkey,
+			     .cookie = 5 };
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	for (unsigned i = 0; i < 5000 && dst[0] != 0xaa; i++)
 		pump(1);
@@ -734,11 +771,16 @@ static void test_engine_port_reuse_drops_send_reassembly(void **state)
 	const size_t len = 200u << 10;
 	uint8_t *rx = nodes[1].mem[0];
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
-					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
+		0);
 	memset(nodes[0].mem[1], 0xaa, len);
-	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
-			     .len = len, .cookie = 8 };
+	struct dnp_cmd c = { .op = DNP_OP_SEND,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .local_va = BASE,
+			     .len = len,
+			     .cookie = 8 };
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
 		pump(1);
@@ -748,8 +790,9 @@ static void test_engine_port_reuse_drops_send_reassembly(void **state)
 	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
 	memset(rx, 0x55, 256u << 10);
 	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
-					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
+		0);
 	struct dnp_event ev;
 	assert_true(next_event(0, 1, &ev, 20000));
 	assert_int_equal(ev.type, DNP_EV_ERROR);
@@ -777,8 +820,8 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 	uint32_t rec_len = 0;
 	unsigned rec_dir = 0;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	pump(10);
 	fill(nodes[0].mem[0], 1000, 4);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 1000, 1);
@@ -795,7 +838,8 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 					const uint8_t *pl;
 					uint8_t copy[DNP_MAX_FRAME];
 					memcpy(copy, f[k].data, f[k].len);
-					assert_int_equal(dnp_pkt_decode(copy, f[k].len, &h, &pl), 0);
+					assert_int_equal(dnp_pkt_decode(copy, f[k].len, &h, &pl),
+							 0);
 					if (i == 0 && h.kind == DNP_PKT_PUT && !rec_len) {
 						memcpy(rec, copy, f[k].len);
 						rec_len = f[k].len;
@@ -828,8 +872,10 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 	pump(500);
 	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
 	/* And a credit frame naming another node than the neighbour is refused. */
-	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .src_dir = DNP_DIR_XP,
-				 .src = { 1, 0, 0 }, .dst = { 1, 0, 0 } };
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT,
+				 .src_dir = DNP_DIR_XP,
+				 .src = { 1, 0, 0 },
+				 .dst = { 1, 0, 0 } };
 	uint8_t cf[DNP_FRAME_OVERHEAD];
 	assert_int_equal(dnp_pkt_encode(&h, NULL, cf, sizeof(cf)), (int)sizeof(cf));
 	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), -EXDEV);
@@ -849,7 +895,11 @@ static void test_engine_replay_on_other_link_dropped(void **state)
  * cannot fail when the engine is right; with the check before the copy it
  * failed within the first 1000 frames in every trial run here.
  */
-enum { FLIP_OFF, FLIP_ON, FLIP_STOP };
+enum {
+	FLIP_OFF,
+	FLIP_ON,
+	FLIP_STOP
+};
 static _Atomic int flip_phase;
 static _Atomic int flip_idle;
 static _Atomic int flip_busy; /* the flipper is flipping (set after each round) */
@@ -889,19 +939,28 @@ static void test_engine_rx_decodes_private_copy(void **state)
 	uint8_t epoch = dnp_link_epoch(dnp_engine_link(nodes[1].e, DNP_DIR_XM));
 	assert_int_equal(dnp_engine_link_state(nodes[1].e, DNP_DIR_XM), DNP_LINK_UP);
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	memset(payload, 0x11, sizeof(payload));
 	atomic_store(&flip_frame, shared);
 	atomic_store(&flip_phase, FLIP_OFF);
 	assert_int_equal(pthread_create(&th, NULL, flipper, NULL), 0);
 	for (uint32_t seq = 0, it = 0; it < 2000; it++) {
 		/* A PUT from node 1 to itself, as if it came back over X-: no CMPL to route. */
-		struct dnp_pkt_hdr h = { .lflags = DNP_LINK_F_SEQ, .seq = seq, .src_dir = DNP_DIR_XP,
-					 .dst = { 1, 0, 0 }, .src = { 1, 0, 0 }, .kind = DNP_PKT_PUT,
-					 .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST, .len = 4096,
-					 .msg_len = 4096, .msg_id = it, .va = BASE, .key = key,
-					 .hops = 1, .epoch = epoch };
+		struct dnp_pkt_hdr h = { .lflags = DNP_LINK_F_SEQ,
+					 .seq = seq,
+					 .src_dir = DNP_DIR_XP,
+					 .dst = { 1, 0, 0 },
+					 .src = { 1, 0, 0 },
+					 .kind = DNP_PKT_PUT,
+					 .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+					 .len = 4096,
+					 .msg_len = 4096,
+					 .msg_id = it,
+					 .va = BASE,
+					 .key = key,
+					 .hops = 1,
+					 .epoch = epoch };
 		atomic_store(&flip_phase, FLIP_OFF);
 		while (!atomic_load(&flip_idle))
 			sched_yield();
@@ -944,8 +1003,8 @@ static void test_engine_lost_cmpl_times_out(void **state)
 	uint32_t key;
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &key), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	drop_node = 1;
 	drop_kind = DNP_PKT_CMPL;
 	fill(nodes[0].mem[0], 9000, 2);
@@ -977,11 +1036,16 @@ static void test_engine_send_reasm_timeout(void **state)
 	uint8_t *rx = nodes[1].mem[0];
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10,
-					     DNP_BUF_SEND_TARGET, 0, NULL), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
+		0);
 	memset(nodes[0].mem[1], 0xaa, len);
-	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .dst_port = 0, .local_va = BASE,
-			     .len = len, .cookie = 8 };
+	struct dnp_cmd c = { .op = DNP_OP_SEND,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .local_va = BASE,
+			     .len = len,
+			     .cookie = 8 };
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
 		pump(1);
@@ -1033,14 +1097,14 @@ static void test_engine_slow_app_does_not_block_transit(void **state)
 	unsigned issued = 0, done_ok = 0, done_nospc = 0, transit_ok = 0, rx2 = 0;
 	uint8_t seen[64] = { 0 };
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &k1), 0);
-	assert_int_equal(dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &k2), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k2), 0);
 	/* alternate: to node 1 (never drained), to node 2 (transit through node 1) */
 	for (unsigned i = 0; i < 24; i++) {
-		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i)
-					 : put_cmd(1, 0, BASE, BASE + i * 1024, k1, 5000, i);
+		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i) :
+					   put_cmd(1, 0, BASE, BASE + i * 1024, k1, 5000, i);
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 		issued++;
 	}
@@ -1090,9 +1154,10 @@ static void test_engine_slow_app_does_not_block_loopback(void **state)
 	struct dnp_event ev;
 
 	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
-					     DNP_BUF_PUT_TARGET, 0, &k0), 0);
-	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0,
-					     &k1), 0);
+					     DNP_BUF_PUT_TARGET, 0, &k0),
+			 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
 	/* fill port 1's event queue: 8 RX_PUT nobody reads */
 	for (unsigned i = 0; i < 8; i++) {
 		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);

@@ -118,7 +118,8 @@ static void test_engine_register_keys(void **state)
 	assert_int_equal(dnp_engine_port_open(e, 0), 0);
 	for (unsigned i = 0; i < 4000; i++)
 		assert_int_equal(dnp_engine_register(e, 0, 0x1000 + i * 0x1000ull, 0x1000,
-						     DNP_BUF_PUT_TARGET, 0, &k[i]), 0);
+						     DNP_BUF_PUT_TARGET, 0, &k[i]),
+				 0);
 	check_keys(k, 4000);
 	dnp_engine_destroy(e);
 }

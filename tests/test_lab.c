@@ -304,7 +304,8 @@ static void test_lab_lost_cmpl_deadline(void **state)
 			timedout++;
 			timedout_written += m.written == m.size;
 			/* within the bound: the deadline plus a quarter of it */
-			assert_true(m.completed - m.submitted <= c.cmd_timeout + c.cmd_timeout / 4 + 1);
+			assert_true(m.completed - m.submitted <=
+				    c.cmd_timeout + c.cmd_timeout / 4 + 1);
 		} else {
 			assert_true(m.status == 0 || m.status == -ENOLINK);
 		}

@@ -845,8 +845,10 @@ static void test_link_fresh_ends_agree_on_epoch_1(void **state)
 	assert_int_equal(dnp_link_state(a), DNP_LINK_UP);
 	assert_int_equal(dnp_link_epoch(a), 1);
 	assert_false(dnp_link_reset_due(b));
-	assert_int_equal(dnp_link_on_reset(b, 1, (struct dnp_credit_vc[2]){ { 0, 11 },
-				{ 0, DNP_RESET_ANNOUNCE } }, 3), 0);
+	assert_int_equal(
+		dnp_link_on_reset(
+			b, 1, (struct dnp_credit_vc[2]){ { 0, 11 }, { 0, DNP_RESET_ANNOUNCE } }, 3),
+		0);
 	assert_false(dnp_link_reset_due(b));
 	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
 	/* Frames of the agreed epoch pass, others are dropped and counted. */
@@ -1130,8 +1132,8 @@ static void test_link_lost_resend_marked_again(void **state)
 		push_sent(a, &pk[i], i);
 	/* seq 0 lost, 1..3 held */
 	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 20), 1);
-	dnp_link_sent(a, 0, 20); /* resend of seq 0: lost again */
-	push_sent(a, &pk[4], 21); /* sent after the resend */
+	dnp_link_sent(a, 0, 20);                              /* resend of seq 0: lost again */
+	push_sent(a, &pk[4], 21);                             /* sent after the resend */
 	assert_int_equal(dnp_link_on_sack(a, 0, 0x7, 30), 0); /* old news */
 	assert_int_equal(dnp_link_on_sack(a, 0, 0xf, 41), 1); /* seq 4 overtook the resend */
 	assert_int_equal(dnp_link_retx_next(a), 0);
@@ -1268,8 +1270,11 @@ static void test_link_rx_hold_bounds(void **state)
 /* The selective ack on the wire: CREDIT frames only, non-zero, round trip exact. */
 static void test_link_sack_wire_format(void **state)
 {
-	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .lflags = DNP_LINK_F_SACK, .ack = 7,
-				 .sack = 0x8000000100000005ull, .src_dir = 1 };
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT,
+				 .lflags = DNP_LINK_F_SACK,
+				 .ack = 7,
+				 .sack = 0x8000000100000005ull,
+				 .src_dir = 1 };
 	struct dnp_pkt_hdr d;
 	uint8_t f[DNP_FRAME_OVERHEAD];
 	int n;
@@ -1300,8 +1305,10 @@ static void test_link_sack_wire_format(void **state)
 	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), 64);
 	assert_int_equal(dnp_pkt_decode(f, 64, &d, NULL), 0);
 	assert_int_equal(d.sack, 0);
-	struct dnp_pkt_hdr put = { .kind = DNP_PKT_PUT, .lflags = DNP_LINK_F_SEQ | DNP_LINK_F_SACK,
-				   .sack = 1, .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST };
+	struct dnp_pkt_hdr put = { .kind = DNP_PKT_PUT,
+				   .lflags = DNP_LINK_F_SEQ | DNP_LINK_F_SACK,
+				   .sack = 1,
+				   .flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST };
 	assert_int_equal(dnp_pkt_encode(&put, NULL, f, sizeof(f)), -EINVAL);
 }
 
@@ -1327,7 +1334,7 @@ static void test_link_lost_resend_probed(void **state)
 	push_sent(a, &pk[1], 100);
 	push_sent(a, &pk[2], 101);
 	assert_int_equal(dnp_link_on_sack(a, 1, 0x1, 121), 1); /* seq 1 lost, 2 held */
-	dnp_link_sent(a, 0, 121);                               /* its resend is lost too */
+	dnp_link_sent(a, 0, 121);                              /* its resend is lost too */
 	/* probe interval max(2 * 20, 20 + 4 * 10) = 60: before the timeout (rto 60 too, so raise it) */
 	a->rto = 500;
 	a->retx_deadline = 121 + 500;

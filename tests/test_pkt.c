@@ -25,32 +25,72 @@
 static const char golden_put_hex[] =
 	/* link word: magic 4e44, ver 1, lflags SEQ, seq 01020304, ack 0a0b0c0d,
 	 * frame length 80, src_dir 1 (X-), reserved 0 */
-	"444e0101" "04030201" "0d0c0b0a" "5000" "01" "00"
+	"444e0101"
+	"04030201"
+	"0d0c0b0a"
+	"5000"
+	"01"
+	"00"
 	/* H0: dst 1,2,3; src 0,0,1; dst_port 2; src_port 5;
 	 * kvf d1 = PUT(1) | vc 1 << 4 | FIRST 0x40 | LAST 0x80; status 0; len 11;
 	 * msg_id deadbeef */
-	"010203" "000001" "02" "05" "d1" "00" "0b00" "efbeadde"
+	"010203"
+	"000001"
+	"02"
+	"05"
+	"d1"
+	"00"
+	"0b00"
+	"efbeadde"
 	/* H1: va 00007f0012345678, key cafef00d, offset 0 */
-	"78563412007f0000" "0df0feca" "00000000"
+	"78563412007f0000"
+	"0df0feca"
+	"00000000"
 	/* payload "hello, DNP!" + 5 zero bytes of padding */
-	"68656c6c6f2c20444e5021" "0000000000"
+	"68656c6c6f2c20444e5021"
+	"0000000000"
 	/* footer: crc 3c064707, fstatus RETX, hops 3, reserved 0, timestamp 11223344,
 	 * msg_len 11 */
-	"0747063c" "01" "03" "0000" "44332211" "0b000000";
+	"0747063c"
+	"01"
+	"03"
+	"0000"
+	"44332211"
+	"0b000000";
 
 /* Golden CREDIT frame. */
 static const char golden_credit_hex[] =
 	/* link word: magic, ver 1, lflags 0, seq 0, ack 0x100, length 64, src_dir 4 (Z+) */
-	"444e0100" "00000000" "00010000" "4000" "04" "00"
+	"444e0100"
+	"00000000"
+	"00010000"
+	"4000"
+	"04"
+	"00"
 	/* H0: dst 1,0,0; src 0,0,0; ports 0; kvf 06 = CREDIT, vc 0; status 0; len 0;
 	 * msg_id 0 */
-	"010000" "000000" "00" "00" "06" "00" "0000" "00000000"
+	"010000"
+	"000000"
+	"00"
+	"00"
+	"06"
+	"00"
+	"0000"
+	"00000000"
 	/* H1: credit[0] = {occupancy 0x20, received 0x12345678},
 	 *     credit[1] = {occupancy 0x1f9, received 0xfffffff0} */
-	"20000000" "78563412" "f9010000" "f0ffffff"
+	"20000000"
+	"78563412"
+	"f9010000"
+	"f0ffffff"
 	/* footer: crc 49af9c9d, fstatus 0, hops 0, reserved 0, timestamp 9abcdef0,
 	 * msg_len 0 */
-	"9d9caf49" "00" "00" "0000" "f0debc9a" "00000000";
+	"9d9caf49"
+	"00"
+	"00"
+	"0000"
+	"f0debc9a"
+	"00000000";
 
 /*
  * Golden CREDIT frame of a link with 4 VCs: credit[0..1] in H1 as above,
@@ -59,19 +99,42 @@ static const char golden_credit_hex[] =
 static const char golden_credit4_hex[] =
 	/* link word: magic, ver 1, lflags 0, seq 0, ack 0x2a, length 80, src_dir 2 (Y+),
 	 * epoch 5 */
-	"444e0100" "00000000" "2a000000" "5000" "02" "05"
+	"444e0100"
+	"00000000"
+	"2a000000"
+	"5000"
+	"02"
+	"05"
 	/* H0: dst 0,1,0; src 0,0,0; ports 0; kvf 06 = CREDIT, vc 0; status 0; len 16;
 	 * msg_id 0 */
-	"000100" "000000" "00" "00" "06" "00" "1000" "00000000"
+	"000100"
+	"000000"
+	"00"
+	"00"
+	"06"
+	"00"
+	"1000"
+	"00000000"
 	/* H1: credit[0] = {occupancy 0x10, received 0x11111111},
 	 *     credit[1] = {occupancy 0, received 0x22} */
-	"10000000" "11111111" "00000000" "22000000"
+	"10000000"
+	"11111111"
+	"00000000"
+	"22000000"
 	/* payload: credit[2] = {occupancy 0x1f0, received 0x33333333},
 	 *          credit[3] = {occupancy 7, received 0xfffffffe} */
-	"f0010000" "33333333" "07000000" "feffffff"
+	"f0010000"
+	"33333333"
+	"07000000"
+	"feffffff"
 	/* footer: crc 01b99ccc, fstatus 0, hops 0, reserved 0, timestamp 01020304,
 	 * msg_len 0 */
-	"cc9cb901" "00" "00" "0000" "04030201" "00000000";
+	"cc9cb901"
+	"00"
+	"00"
+	"0000"
+	"04030201"
+	"00000000";
 
 static const char golden_put_payload[] = "hello, DNP!";
 
@@ -716,8 +779,8 @@ static void test_pkt_restamp(void **state)
 	size_t n = put_frame(orig);
 
 	memcpy(f, orig, n);
-	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0xa1b2c3d4, 0x55667788,
-					 DNP_DIR_ZM, 0, 4), 0);
+	assert_int_equal(
+		dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0xa1b2c3d4, 0x55667788, DNP_DIR_ZM, 0, 4), 0);
 	for (size_t i = 0; i < n; i++)
 		if (!is_stamped_byte(i, n))
 			assert_int_equal(f[i], orig[i]);
@@ -731,8 +794,9 @@ static void test_pkt_restamp(void **state)
 	assert_memory_equal(pl, golden_put_payload, 11);
 
 	/* Restamping back to the original values gives back the golden bytes. */
-	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d,
-					 DNP_DIR_XM, DNP_FT_RETX, 3), 0);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d, DNP_DIR_XM,
+					 DNP_FT_RETX, 3),
+			 0);
 	assert_memory_equal(f, orig, n);
 
 	/* CREDIT frames stay unsequenced. */
@@ -756,8 +820,9 @@ static void test_pkt_set_vc_then_restamp(void **state)
 	dnp_pkt_set_vc(f, 0);
 	assert_int_equal(f[24], 0xc1);
 	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), -EILSEQ);
-	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d,
-					 DNP_DIR_XM, DNP_FT_RETX, 3), 0);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d, DNP_DIR_XM,
+					 DNP_FT_RETX, 3),
+			 0);
 	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), 0);
 	want.vc = 0;
 	assert_hdr_equal(&d, &want);
@@ -765,8 +830,9 @@ static void test_pkt_set_vc_then_restamp(void **state)
 		if (i != 24 && !is_stamped_byte(i, n))
 			assert_int_equal(f[i], orig[i]);
 	dnp_pkt_set_vc(f, 1);
-	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d,
-					 DNP_DIR_XM, DNP_FT_RETX, 3), 0);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d, DNP_DIR_XM,
+					 DNP_FT_RETX, 3),
+			 0);
 	assert_memory_equal(f, orig, n);
 }
 

@@ -61,8 +61,9 @@ static void lb_push(const struct dnp_event *ev)
 
 static void lb_done(uint8_t type, uint64_t cookie, const void *local, int status)
 {
-	struct dnp_event ev = { .type = type, .cookie = cookie, .va = (uintptr_t)local,
-				.status = (int8_t)status };
+	struct dnp_event ev = {
+		.type = type, .cookie = cookie, .va = (uintptr_t)local, .status = (int8_t)status
+	};
 
 	lb_push(&ev);
 }
@@ -142,8 +143,12 @@ int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t
 	}
 	if (fi == LB_BUFS)
 		return -ENOSPC;
-	lb_buf[fi] = (struct lb_buf){ .addr = addr, .len = len, .key = lb_next_key,
-				      .flags = flags, .order = lb_order++, .used = true };
+	lb_buf[fi] = (struct lb_buf){ .addr = addr,
+				      .len = len,
+				      .key = lb_next_key,
+				      .flags = flags,
+				      .order = lb_order++,
+				      .used = true };
 	lb_next_key = lb_next_key * 2654435761u + 7u;
 	if (!lb_next_key)
 		lb_next_key = 1;
@@ -272,8 +277,9 @@ const char *dnp_strerror(int err)
 
 static int setup_mode(void **state, const char *eager)
 {
-	struct presto_conf c = { .eager_max = (size_t)-1, .slot_size = 4096, .credits = 4,
-				 .timeout_ms = 2000 };
+	struct presto_conf c = {
+		.eager_max = (size_t)-1, .slot_size = 4096, .credits = 4, .timeout_ms = 2000
+	};
 	struct presto *p;
 
 	lb_reset();

@@ -68,8 +68,8 @@ int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t
 		}
 	}
 	assert_true(fi < SB_BUFS);
-	sb_buf[fi] = (struct sb_buf){ .addr = addr, .len = len, .key = ++sb_next_key,
-				      .used = true };
+	sb_buf[fi] =
+		(struct sb_buf){ .addr = addr, .len = len, .key = ++sb_next_key, .used = true };
 	*key = sb_buf[fi].key;
 	sb_regs++;
 	return 0;

@@ -138,7 +138,8 @@ static void test_ring_index_wraparound(void **state)
 	atomic_store(&r->shm->head, UINT32_MAX - 3);
 	atomic_store(&r->shm->tail, UINT32_MAX - 3);
 	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
-					 sizeof(struct item), r), 0);
+					 sizeof(struct item), r),
+			 0);
 	assert_int_equal(dnp_ring_count(r), 0);
 	for (unsigned i = 0; i < 8; i++)
 		in[i] = mkitem(next_in++);
@@ -323,7 +324,8 @@ static void test_ring_two_thread_stress(void **state)
 
 	/* Each thread has its own handle (ring.h). */
 	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(256, sizeof(struct item)),
-					 sizeof(struct item), &cons), 0);
+					 sizeof(struct item), &cons),
+			 0);
 	assert_int_equal(pthread_create(&th, NULL, producer_thread, &s), 0);
 	assert_int_equal(consume(&cons, STRESS_ITEMS, NULL, NULL), STRESS_ITEMS);
 	assert_int_equal(pthread_join(th, NULL), 0);
@@ -465,7 +467,8 @@ static void test_ring_room_is_kept(void **state)
 	for (unsigned i = 0; i < 8; i++)
 		in[i] = mkitem(i);
 	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
-					 sizeof(struct item), &cons), 0);
+					 sizeof(struct item), &cons),
+			 0);
 	assert_int_equal(dnp_ring_push_burst(r, in, 6), 6);
 	assert_int_equal(dnp_ring_pop_burst(&cons, out, 4), 4);
 	assert_int_equal(dnp_ring_room(r), 6);
@@ -499,17 +502,18 @@ static void test_ring_room_min_is_lazy(void **state)
 	for (unsigned i = 0; i < 8; i++)
 		in[i] = mkitem(i);
 	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
-					 sizeof(struct item), &cons), 0);
+					 sizeof(struct item), &cons),
+			 0);
 	assert_int_equal(dnp_ring_push_burst(r, in, 2), 2);
 	assert_int_equal(dnp_ring_pop_burst(&cons, out, 2), 2);
 	assert_int_equal(dnp_ring_room_min(r, 4), 6); /* enough known: head not read */
 	assert_int_equal(dnp_ring_room_min(r, 7), 8); /* not enough: read, now exact */
 	faults = r->faults;
-	atomic_store(&r->shm->head, 12345);           /* garbage, but not looked at */
+	atomic_store(&r->shm->head, 12345); /* garbage, but not looked at */
 	assert_int_equal(dnp_ring_room_min(r, 1), 8);
 	assert_int_equal(dnp_ring_push_burst(r, in, 8), 8);
 	assert_int_equal(r->faults, faults);
-	assert_int_equal(dnp_ring_room(r), 0);        /* exact: read, refused */
+	assert_int_equal(dnp_ring_room(r), 0); /* exact: read, refused */
 	assert_true(r->faults > faults);
 	assert_int_equal(dnp_ring_pop_burst(&cons, out, 8), 8);
 	assert_true(item_ok(&out[0], 0));

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,14 +32,14 @@ struct step {
 	uint8_t dir, vc;
 };
 
-static struct dnp_coord C(unsigned x, unsigned y, unsigned z)
-{
+static struct dnp_coord C(unsigned x, unsigned y, unsigned z) {
 	struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
 
 	return c;
 }
 
-static struct net *net_new(unsigned x, unsigned y, unsigned z, enum dnp_vc_mode mode)
+static struct net *
+net_new(unsigned x, unsigned y, unsigned z, enum dnp_vc_mode mode)
 {
 	struct net *n = calloc(1, sizeof(*n));
 
@@ -47,8 +47,8 @@ static struct net *net_new(unsigned x, unsigned y, unsigned z, enum dnp_vc_mode 
 	assert_int_equal(dnp_torus_init(&n->t, x, y, z), 0);
 	assert_true(dnp_torus_size(&n->t) <= MAX_NODES);
 	for (uint32_t id = 0; id < dnp_torus_size(&n->t); id++)
-		assert_int_equal(dnp_route_init(&n->r[id], &n->t, dnp_torus_coord(&n->t, id),
-						mode), 0);
+		assert_int_equal(dnp_route_init(&n->r[id], &n->t, dnp_torus_coord(&n->t, id), mode),
+				 0);
 	return n;
 }
 
@@ -75,8 +75,8 @@ static unsigned walk(const struct net *n, uint32_t src, uint32_t dst, struct ste
 		p[hops].dir = h.dir;
 		p[hops].vc = h.vc;
 		hops++;
-		cur = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, dnp_torus_coord(&n->t, cur),
-							       h.dir));
+		cur = dnp_torus_id(&n->t,
+				   dnp_torus_neighbour(&n->t, dnp_torus_coord(&n->t, cur), h.dir));
 		in_dir = dnp_torus_opposite(h.dir);
 		in_vc = h.vc;
 	}
@@ -96,10 +96,10 @@ static void check_path(const struct net *n, struct dnp_coord s, struct dnp_coord
 	}
 }
 
-#define CHECK_PATH(n, s, d, ...)                                                         \
-	do {                                                                             \
-		static const struct step w_[] = { __VA_ARGS__ };                         \
-		check_path(n, s, d, w_, sizeof(w_) / sizeof(w_[0]));                     \
+#define CHECK_PATH(n, s, d, ...)                                     \
+	do {                                                         \
+		static const struct step w_[] = { __VA_ARGS__ };     \
+		check_path(n, s, d, w_, sizeof(w_) / sizeof(w_[0])); \
 	} while (0)
 
 static void test_route_init_errors(void **state)
@@ -128,30 +128,26 @@ static void test_route_known_paths_4x4x4(void **state)
 
 	/* X tie (3->1 is 2 either way) goes +, over the wrap: VC 1 from there on in X,
 	 * then Y starts again on VC 0. */
-	CHECK_PATH(n, C(3, 0, 0), C(1, 2, 0),
-		   { 3, DNP_DIR_XP, 1 }, { 0, DNP_DIR_XP, 1 },
+	CHECK_PATH(n, C(3, 0, 0), C(1, 2, 0), { 3, DNP_DIR_XP, 1 }, { 0, DNP_DIR_XP, 1 },
 		   { 1, DNP_DIR_YP, 0 }, { 5, DNP_DIR_YP, 0 });
 	/* Every dimension entered through its wrap link: VC 1 each time. */
-	CHECK_PATH(n, C(0, 0, 0), C(3, 3, 3),
-		   { 0, DNP_DIR_XM, 1 }, { 3, DNP_DIR_YM, 1 }, { 15, DNP_DIR_ZM, 1 });
+	CHECK_PATH(n, C(0, 0, 0), C(3, 3, 3), { 0, DNP_DIR_XM, 1 }, { 3, DNP_DIR_YM, 1 },
+		   { 15, DNP_DIR_ZM, 1 });
 	/* No wrap anywhere: VC 0 throughout; Y tie 1->3 goes +. */
-	CHECK_PATH(n, C(1, 1, 1), C(2, 3, 0),
-		   { 21, DNP_DIR_XP, 0 }, { 22, DNP_DIR_YP, 0 }, { 26, DNP_DIR_YP, 0 },
-		   { 30, DNP_DIR_ZM, 0 });
+	CHECK_PATH(n, C(1, 1, 1), C(2, 3, 0), { 21, DNP_DIR_XP, 0 }, { 22, DNP_DIR_YP, 0 },
+		   { 26, DNP_DIR_YP, 0 }, { 30, DNP_DIR_ZM, 0 });
 	/* The dateline in the middle of a dimension: VC 0, then 1 from the wrap. */
 	CHECK_PATH(n, C(2, 0, 0), C(0, 0, 0), { 2, DNP_DIR_XP, 0 }, { 3, DNP_DIR_XP, 1 });
-	CHECK_PATH(n, C(0, 2, 1), C(0, 0, 3),
-		   { 24, DNP_DIR_YP, 0 }, { 28, DNP_DIR_YP, 1 }, { 16, DNP_DIR_ZP, 0 },
-		   { 32, DNP_DIR_ZP, 0 });
+	CHECK_PATH(n, C(0, 2, 1), C(0, 0, 3), { 24, DNP_DIR_YP, 0 }, { 28, DNP_DIR_YP, 1 },
+		   { 16, DNP_DIR_ZP, 0 }, { 32, DNP_DIR_ZP, 0 });
 	free(n);
 
 	/* DNP_VC_SINGLE: the same directions, VC 0 everywhere. */
 	n = net_new(4, 4, 4, DNP_VC_SINGLE);
-	CHECK_PATH(n, C(3, 0, 0), C(1, 2, 0),
-		   { 3, DNP_DIR_XP, 0 }, { 0, DNP_DIR_XP, 0 },
+	CHECK_PATH(n, C(3, 0, 0), C(1, 2, 0), { 3, DNP_DIR_XP, 0 }, { 0, DNP_DIR_XP, 0 },
 		   { 1, DNP_DIR_YP, 0 }, { 5, DNP_DIR_YP, 0 });
-	CHECK_PATH(n, C(0, 0, 0), C(3, 3, 3),
-		   { 0, DNP_DIR_XM, 0 }, { 3, DNP_DIR_YM, 0 }, { 15, DNP_DIR_ZM, 0 });
+	CHECK_PATH(n, C(0, 0, 0), C(3, 3, 3), { 0, DNP_DIR_XM, 0 }, { 3, DNP_DIR_YM, 0 },
+		   { 15, DNP_DIR_ZM, 0 });
 	free(n);
 }
 
@@ -488,7 +484,8 @@ static struct fnet *fnet_new(unsigned x, unsigned y, unsigned z, unsigned nvc)
 	assert_non_null(n->color);
 	for (uint32_t id = 0; id < n->size; id++) {
 		assert_int_equal(dnp_route_init(&n->r[id], &n->t, dnp_torus_coord(&n->t, id),
-						DNP_VC_DATELINE), 0);
+						DNP_VC_DATELINE),
+				 0);
 		assert_int_equal(dnp_route_set_vcs(&n->r[id], nvc), 0);
 	}
 	return n;
@@ -506,8 +503,9 @@ static void fnet_free(struct fnet *n)
 static void fnet_cable(struct fnet *n, uint32_t node, unsigned dir, bool broken)
 {
 	for (uint32_t id = 0; id < n->size; id++)
-		assert_int_equal(dnp_route_set_cable(&n->r[id], dnp_torus_coord(&n->t, node), dir,
-						     broken), 0);
+		assert_int_equal(
+			dnp_route_set_cable(&n->r[id], dnp_torus_coord(&n->t, node), dir, broken),
+			0);
 }
 
 static void fnet_node(struct fnet *n, uint32_t node, bool dead)
@@ -565,8 +563,8 @@ static bool fnet_dfs(struct fnet *n, unsigned v)
 {
 	uint32_t node = v / (DNP_NDIRS * NVC4);
 	unsigned dir = (v / NVC4) % DNP_NDIRS;
-	uint32_t next = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, dnp_torus_coord(&n->t, node),
-							       dir));
+	uint32_t next =
+		dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, dnp_torus_coord(&n->t, node), dir));
 
 	n->color[v] = 1;
 	for (unsigned b = 0; b < DNP_NDIRS * NVC4; b++) {
@@ -687,8 +685,9 @@ static void test_route_detour_every_node_4x4x4(void **state)
 /* Also odd and flat tori, where rings are short or dimensions are missing. */
 static void test_route_detour_other_shapes(void **state)
 {
-	static const unsigned shapes[][3] = { { 3, 3, 3 }, { 5, 3, 2 }, { 4, 4, 1 }, { 8, 1, 1 },
-					      { 2, 2, 2 } };
+	static const unsigned shapes[][3] = {
+		{ 3, 3, 3 }, { 5, 3, 2 }, { 4, 4, 1 }, { 8, 1, 1 }, { 2, 2, 2 }
+	};
 
 	for (unsigned i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		struct fnet *n = fnet_new(shapes[i][0], shapes[i][1], shapes[i][2], 4);
@@ -771,8 +770,9 @@ static void test_route_detour_needs_four_vcs_and_heals(void **state)
 	assert_int_equal(h.dir, DNP_DIR_XP);
 	assert_int_equal(h.vc, 0);
 	/* Malformed codes and phase mix-ups are refused. */
-	assert_int_equal(dnp_route_step(r0, r0->self, dst, DNP_VIA_ON | 0x1000u, DNP_DIR_LOCAL, 0,
-					&h), -EINVAL);
+	assert_int_equal(
+		dnp_route_step(r0, r0->self, dst, DNP_VIA_ON | 0x1000u, DNP_DIR_LOCAL, 0, &h),
+		-EINVAL);
 	assert_int_equal(dnp_route_step(r0, r0->self, dst, 0, DNP_DIR_XM, 2, &h), -EINVAL);
 	assert_int_equal(dnp_route_set_cable(r0, C(4, 0, 0), DNP_DIR_XP, true), -EINVAL);
 	assert_int_equal(dnp_route_set_cable(r0, C(0, 0, 0), DNP_NDIRS, true), -EINVAL);

@@ -10,12 +10,14 @@
  * every command with a TX_DONE event carrying the command's cookie.
  */
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
 #include <linux/sockios.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,12 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/capability.h>
-#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -140,8 +140,11 @@ static void *srv_main(void *arg)
 
 			while (dnp_ring_pop_burst(se->cmd, &c, 1)) {
 				struct dnp_event ev = {
-					.type = DNP_EV_TX_DONE, .op = c.op, .port = c.dst_port,
-					.len = (uint32_t)c.len, .va = c.local_va,
+					.type = DNP_EV_TX_DONE,
+					.op = c.op,
+					.port = c.dst_port,
+					.len = (uint32_t)c.len,
+					.va = c.local_va,
 					.cookie = c.cookie,
 				};
 
@@ -337,7 +340,9 @@ static void test_session_ports(void **state)
 static void test_session_heap_allocator(void **state)
 {
 	struct fixture *x = *state;
-	enum { N = 64 };
+	enum {
+		N = 64
+	};
 	uint8_t *p[N];
 	struct dnp *d;
 	uint8_t *big;
@@ -561,7 +566,8 @@ static void test_session_doorbells(void **state)
 	fake_pause(x);
 	assert_int_equal(dnp_send(d, NULL, 0, dst, 0, 77, 0), 0);
 	{
-		struct unpause u = { .x = x, .ctl = x->srv->by_port[dnp_port(d)]->ctl,
+		struct unpause u = { .x = x,
+				     .ctl = x->srv->by_port[dnp_port(d)]->ctl,
 				     .tid = (pid_t)syscall(SYS_gettid) };
 		pthread_t th;
 
@@ -612,7 +618,9 @@ static void test_session_stats_and_protocol(void **state)
 {
 	struct fixture *x = *state;
 	struct dnp_sess_msg m = {
-		.magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION, .type = DNP_SESS_STATS,
+		.magic = DNP_SESS_MAGIC,
+		.version = DNP_SESS_VERSION,
+		.type = DNP_SESS_STATS,
 	};
 	char text[64] = { 0 };
 	int fd;
@@ -626,8 +634,12 @@ static void test_session_stats_and_protocol(void **state)
 	assert_int_equal(recv(fd, text, m.len, MSG_WAITALL), (ssize_t)m.len);
 	assert_string_equal(text, "engine fake ok\n");
 	/* REGISTER on a control connection is refused. */
-	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION,
-				   .type = DNP_SESS_REGISTER, .va = 4096, .len = 1, .arg32 = 1 };
+	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC,
+				   .version = DNP_SESS_VERSION,
+				   .type = DNP_SESS_REGISTER,
+				   .va = 4096,
+				   .len = 1,
+				   .arg32 = 1 };
 	assert_int_equal(send(fd, &m, sizeof(m), 0), sizeof(m));
 	assert_int_equal(recv(fd, &m, sizeof(m), MSG_WAITALL), sizeof(m));
 	assert_int_equal(m.status, -EPROTO);
@@ -636,7 +648,8 @@ static void test_session_stats_and_protocol(void **state)
 
 	/* A HELLO of another ABI version: -EPROTO, then the daemon hangs up. */
 	fd = raw_connect(x->sock);
-	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION + 1,
+	m = (struct dnp_sess_msg){ .magic = DNP_SESS_MAGIC,
+				   .version = DNP_SESS_VERSION + 1,
 				   .type = DNP_SESS_HELLO };
 	/* Sent in two pieces: the daemon reassembles partial records. */
 	assert_int_equal(send(fd, &m, 10, 0), 10);
@@ -679,40 +692,46 @@ static void test_session_link_names(void **state)
 	char la[DNPD_ADDR_MAX], ra[DNPD_ADDR_MAX], lb[DNPD_ADDR_MAX], rb[DNPD_ADDR_MAX];
 	char bell[PATH_MAX];
 	unsigned sa, sb;
-	char *argv_a[] = { "dnpd", "--torus", "2x2x1", "--coord", "0,0,0", "--run-dir", "/r",
-			   NULL };
-	char *argv_b[] = { "dnpd", "--torus", "2x2x1", "--coord", "1,0,0", "--run-dir", "/r",
-			   "--transport", "udp", "--udp-base-port", "40000", NULL };
+	char *argv_a[] = {
+		"dnpd", "--torus", "2x2x1", "--coord", "0,0,0", "--run-dir", "/r", NULL
+	};
+	char *argv_b[] = { "dnpd", "--torus",     "2x2x1", "--coord",         "1,0,0", "--run-dir",
+			   "/r",   "--transport", "udp",   "--udp-base-port", "40000", NULL };
 
 	(void)state;
 	dnpd_conf_default(&a);
 	assert_int_equal(dnpd_conf_parse(&a, 7, argv_a), 0);
 	/* Node 0: X+ is the link 0 -> 1 of dimension 0; X- is 1 -> 0 (a distinct file). */
-	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_XP, la, ra, sizeof(la), &sa, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&a, DNP_DIR_XP, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
+		0);
 	assert_string_equal(la, "/r/link-0-1-0.shm");
 	assert_string_equal(ra, la);
 	assert_string_equal(bell, "/r/node-1.bell");
 	assert_int_equal(sa, 0);
-	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_XM, la, ra, sizeof(la), &sa, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&a, DNP_DIR_XM, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
+		0);
 	assert_string_equal(la, "/r/link-1-0-0.shm");
-	assert_int_equal(dnpd_conf_link_addr(&a, DNP_DIR_YM, la, ra, sizeof(la), &sa, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&a, DNP_DIR_YM, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
+		0);
 	assert_string_equal(la, "/r/link-2-0-1.shm");
 	/* Node 1's X- is node 0's X+: same file, other side. */
 	dnpd_conf_default(&b);
 	assert_int_equal(dnpd_conf_parse(&b, 7, argv_a), 0);
 	b.self.x = 1;
-	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XM, lb, rb, sizeof(lb), &sb, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&b, DNP_DIR_XM, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
+		0);
 	assert_string_equal(lb, "/r/link-0-1-0.shm");
 	assert_int_equal(sb, 1);
 	/* udp: port P + id*8 + dir, remote = the neighbour's port for the opposite direction. */
 	dnpd_conf_default(&b);
 	assert_int_equal(dnpd_conf_parse(&b, 11, argv_b), 0);
-	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
+		0);
 	assert_string_equal(lb, "127.0.0.1:40008");
 	assert_string_equal(rb, "127.0.0.1:40001");
 	/* A config key overrides the derived address; REMOTE defaults to LOCAL. */
@@ -720,12 +739,14 @@ static void test_session_link_names(void **state)
 	assert_int_equal(dnpd_conf_set(&b, "ym", "/dev/shm/custom"), 0);
 	assert_int_equal(dnpd_conf_set(&b, "nope", "1"), -ENOENT);
 	assert_int_equal(dnpd_conf_set(&b, "idle", "lazy"), -EINVAL);
-	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
+		0);
 	assert_string_equal(lb, "10.0.0.1:5");
 	assert_string_equal(rb, "10.0.0.2:6");
-	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_YM, lb, rb, sizeof(lb), &sb, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&b, DNP_DIR_YM, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
+		0);
 	assert_string_equal(rb, "/dev/shm/custom");
 	/*
 	 * Found by fuzz_conf: "LOCAL," (an empty REMOTE) was taken, leaving the
@@ -734,8 +755,9 @@ static void test_session_link_names(void **state)
 	 */
 	assert_int_equal(dnpd_conf_set(&b, "zp", "10.0.0.1:5,"), -EINVAL);
 	assert_int_equal(dnpd_conf_set(&b, "zm", ",10.0.0.1:5"), -EINVAL);
-	assert_int_equal(dnpd_conf_link_addr(&b, DNP_DIR_ZP, lb, rb, sizeof(lb), &sb, bell,
-					     sizeof(bell)), 0);
+	assert_int_equal(
+		dnpd_conf_link_addr(&b, DNP_DIR_ZP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
+		0);
 	assert_string_equal(lb, "127.0.0.1:40012");
 	assert_string_equal(rb, "127.0.0.1:40013");
 }
@@ -788,8 +810,11 @@ static void *srv_main_backpressure(void *arg)
 
 			while (dnpd_sess_ev_room(se) > 0 && dnpd_sess_cmd_pop(se, &c, 1)) {
 				struct dnp_event ev = {
-					.type = DNP_EV_TX_DONE, .op = c.op, .port = c.dst_port,
-					.len = (uint32_t)c.len, .va = c.local_va,
+					.type = DNP_EV_TX_DONE,
+					.op = c.op,
+					.port = c.dst_port,
+					.len = (uint32_t)c.len,
+					.va = c.local_va,
 					.cookie = c.cookie,
 				};
 
@@ -863,7 +888,9 @@ static void test_session_hostile_rings(void **state)
 static void test_session_blocking_put_never_polls(void **state)
 {
 	struct fixture *x = *state;
-	enum { N = 20000 };
+	enum {
+		N = 20000
+	};
 	struct dnp_coords dst = { 0, 1, 2 };
 	struct dnp_event ev[64];
 	struct dnp *d;
@@ -875,7 +902,8 @@ static void test_session_blocking_put_never_polls(void **state)
 	assert_int_equal(dnp_open(x->sock, &d), 0);
 	alarm(60);
 	for (i = 0; i < N; i++)
-		assert_int_equal(dnp_put(d, src, sizeof(src), dst, 1, 0x1000, 7, (uint64_t)i, 0), 0);
+		assert_int_equal(dnp_put(d, src, sizeof(src), dst, 1, 0x1000, 7, (uint64_t)i, 0),
+				 0);
 	while (next < N) {
 		int n = dnp_poll_events(d, ev, 64);
 
@@ -1171,15 +1199,18 @@ static void test_session_pid_reuse(void **state)
 		assert_int_equal(got, 0xc);
 		got = 0;
 		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
-						 sizeof(got), false), -ESRCH);
+						 sizeof(got), false),
+				 -ESRCH);
 		assert_int_equal(got, 0);
 	} else {
 		print_message("pid %d could not be recycled (ns_last_pid not writable or raced): "
-			      "checking only that a dead session process gives -ESRCH\n", (int)a);
+			      "checking only that a dead session process gives -ESRCH\n",
+			      (int)a);
 		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
-						 sizeof(got), false), -ESRCH);
+						 sizeof(got), false),
+				 -ESRCH);
 	}
-	close(hold[1]); /* B and C exit */
+	close(hold[1]);     /* B and C exit */
 	waitpid(b, &st, 0); /* B is A's child, reparented: may not be ours */
 	if (c > 0)
 		waitpid(c, &st, 0);

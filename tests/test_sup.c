@@ -90,8 +90,9 @@ static void test_sup_codec_rejects(void **state)
 
 	(void)state;
 	m.u.health.nalarm = 1;
-	m.u.health.alarm[0] = (struct dnp_svc_alarm){ .id = 1, .kind = DNP_SVC_AL_LINK,
-						      .subject = 2, .level = 3 };
+	m.u.health.alarm[0] = (struct dnp_svc_alarm){
+		.id = 1, .kind = DNP_SVC_AL_LINK, .subject = 2, .level = 3
+	};
 	n = dnp_svc_encode(&m, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_int_equal(dnp_svc_decode(buf, (size_t)n, &back), 0);
@@ -171,8 +172,13 @@ static void test_sup_inference(void **state)
 {
 	struct dnp_sup *s = all_healthy(1000);
 	/* neighbours of 7 = (1,1,1): 6 (X), 5 (Y), 3 (Z); each loses both links to it */
-	const struct { uint32_t node; unsigned d0, d1; } nb[3] = {
-		{ 6, DNP_DIR_XP, DNP_DIR_XM }, { 5, DNP_DIR_YP, DNP_DIR_YM }, { 3, DNP_DIR_ZP, DNP_DIR_ZM },
+	const struct {
+		uint32_t node;
+		unsigned d0, d1;
+	} nb[3] = {
+		{ 6, DNP_DIR_XP, DNP_DIR_XM },
+		{ 5, DNP_DIR_YP, DNP_DIR_YM },
+		{ 3, DNP_DIR_ZP, DNP_DIR_ZM },
 	};
 
 	(void)state;
@@ -183,16 +189,20 @@ static void test_sup_inference(void **state)
 	for (unsigned k = 0; k < 2; k++) {
 		uint64_t w = dnp_word(1);
 
-		w &= ~(3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d0) | 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d1));
-		w |= 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d0) | 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d1);
+		w &= ~(3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d0) |
+		       3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d1));
+		w |= 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d0) |
+		     3ull << DNP_LFM_DNP_LINK_SHIFT(nb[k].d1);
 		health(s, nb[k].node, 1800, w, ALIVE, NULL, 0, NULL);
 	}
 	dnp_sup_tick(s, 1800);
-	assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_SILENT); /* the Z neighbour still sees it */
+	assert_int_equal(dnp_sup_node(s, 7)->host,
+			 SUP_H_SILENT); /* the Z neighbour still sees it */
 	{
 		uint64_t w = dnp_word(1);
 
-		w |= 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[2].d0) | 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[2].d1);
+		w |= 3ull << DNP_LFM_DNP_LINK_SHIFT(nb[2].d0) |
+		     3ull << DNP_LFM_DNP_LINK_SHIFT(nb[2].d1);
 		health(s, nb[2].node, 1810, w, ALIVE, NULL, 0, NULL);
 	}
 	dnp_sup_tick(s, 1810);

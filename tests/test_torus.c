@@ -10,14 +10,14 @@
 
 #include "torus.h"
 
-static struct dnp_coord C(unsigned x, unsigned y, unsigned z)
-{
+static struct dnp_coord C(unsigned x, unsigned y, unsigned z) {
 	struct dnp_coord c = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
 
 	return c;
 }
 
-static void assert_coord(struct dnp_coord c, unsigned x, unsigned y, unsigned z)
+static void
+assert_coord(struct dnp_coord c, unsigned x, unsigned y, unsigned z)
 {
 	assert_int_equal(c.x, x);
 	assert_int_equal(c.y, y);
@@ -97,11 +97,8 @@ static void test_torus_id_roundtrip(void **state)
 static void test_torus_ring_delta_tables(void **state)
 {
 	static const int r5[5][5] = {
-		{ 0, 1, 2, -2, -1 },
-		{ -1, 0, 1, 2, -2 },
-		{ -2, -1, 0, 1, 2 },
-		{ 2, -2, -1, 0, 1 },
-		{ 1, 2, -2, -1, 0 },
+		{ 0, 1, 2, -2, -1 }, { -1, 0, 1, 2, -2 }, { -2, -1, 0, 1, 2 },
+		{ 2, -2, -1, 0, 1 }, { 1, 2, -2, -1, 0 },
 	};
 	static const int r4[4][4] = {
 		{ 0, 1, 2, -1 },
@@ -182,8 +179,8 @@ static void test_torus_neighbours_wrap(void **state)
 
 			assert_true(dnp_torus_contains(&t, b));
 			assert_int_equal(dnp_torus_distance(&t, a, b), 1);
-			assert_true(dnp_coord_eq(
-				dnp_torus_neighbour(&t, b, dnp_torus_opposite(d)), a));
+			assert_true(
+				dnp_coord_eq(dnp_torus_neighbour(&t, b, dnp_torus_opposite(d)), a));
 		}
 	}
 }
@@ -202,9 +199,9 @@ static void test_torus_opposite(void **state)
 static void test_torus_parse(void **state)
 {
 	static const char *const bad[] = {
-		"", "2", "2x2", "2x2x", "x2x2", "2x2x2x2", "2x2x2 ", " 2x2x2", "-2x2x2",
-		"+2x2x2", "2X2X2", "2,2,2", "0x2x2", "2x0x2", "257x1x1", "99999x1x1",
-		"2xx2x2", "2x2x2\n", "2.0x2x2",
+		"",        "2",         "2x2",    "2x2x",    "x2x2",    "2x2x2x2", "2x2x2 ",
+		" 2x2x2",  "-2x2x2",    "+2x2x2", "2X2X2",   "2,2,2",   "0x2x2",   "2x0x2",
+		"257x1x1", "99999x1x1", "2xx2x2", "2x2x2\n", "2.0x2x2",
 	};
 	struct dnp_torus t = { { 9, 9, 9 } };
 
@@ -231,8 +228,8 @@ static void test_torus_parse(void **state)
 static void test_torus_coord_parse(void **state)
 {
 	static const char *const bad[] = {
-		"", "1", "1,0", "1,0,", ",0,1", "1,0,1,", "1,0,1,2", "a,b,c", "1;0;1",
-		"1x0x1", " 1,0,1", "1,0,1 ", "-1,0,0", "1,,1", "10000,0,0",
+		"",      "1",     "1,0",    "1,0,",   ",0,1",   "1,0,1,", "1,0,1,2",   "a,b,c",
+		"1;0;1", "1x0x1", " 1,0,1", "1,0,1 ", "-1,0,0", "1,,1",   "10000,0,0",
 	};
 	struct dnp_torus t;
 	struct dnp_coord c;

@@ -5,6 +5,7 @@
  * check length, content and order without shared state.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/io_uring.h>
 #include <poll.h>
 #include <sched.h>
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -40,11 +40,11 @@ static char dir_path[128];
 static unsigned port_base;
 static unsigned skipped; /* cases that skipped: all of them makes the exit status 77 */
 
-#define TEST_SKIP(msg)                     \
-	do {                               \
-		print_message("%s", msg);  \
-		skipped++;                 \
-		skip();                    \
+#define TEST_SKIP(msg)                    \
+	do {                              \
+		print_message("%s", msg); \
+		skipped++;                \
+		skip();                   \
 	} while (0)
 
 static uint64_t now_ns(void)
@@ -89,8 +89,8 @@ static void conf_shm(struct dnp_transport_conf *c, unsigned side, const char *pa
 	c->options = "wait_ms=5000";
 }
 
-static void conf_udp(struct dnp_transport_conf *c, unsigned side, unsigned port,
-		     const char *mode, char *a, char *b)
+static void conf_udp(struct dnp_transport_conf *c, unsigned side, unsigned port, const char *mode,
+		     char *a, char *b)
 {
 	memset(c, 0, sizeof(*c));
 	sprintf(a, "127.0.0.1:%u", port + side);
@@ -108,8 +108,8 @@ static void conf_udp(struct dnp_transport_conf *c, unsigned side, unsigned port,
  * checking each. window > 0 bounds frames sent ahead of frames received (UDP
  * has no back-pressure). Returns 0, or a line-specific code on failure.
  */
-static int exchange(const struct dnp_transport_ops *ops, struct dnp_transport *t,
-		    unsigned side, uint32_t n, uint32_t window)
+static int exchange(const struct dnp_transport_ops *ops, struct dnp_transport *t, unsigned side,
+		    uint32_t n, uint32_t window)
 {
 	static uint8_t txbuf[16][FRAME_MAX], want[FRAME_MAX];
 	uint32_t sent = 0, got = 0;
@@ -156,8 +156,8 @@ static int wait_child(pid_t pid)
 
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + (WIFSIGNALED(status) ?
-								WTERMSIG(status) : 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+				   100 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 /* Reads one byte from fd within timeout_ms; returns it, or -1. */
@@ -176,7 +176,11 @@ static bool write_byte(int fd, char b)
 	return write(fd, &b, 1) == 1;
 }
 
-enum pair_order { OPEN_ANY, OPEN_PARENT_FIRST, OPEN_CHILD_FIRST };
+enum pair_order {
+	OPEN_ANY,
+	OPEN_PARENT_FIRST,
+	OPEN_CHILD_FIRST
+};
 
 /*
  * One side in a child, the other in the parent, synchronised by two pipes
@@ -497,7 +501,9 @@ static void test_impair_parse(void **state)
 	char buf[256];
 
 	assert_int_equal(dnp_impair_parse("dir=xp,loss=1%,reorder=0.5%,dup=0.1%,corrupt=0.01%,"
-					  "delay=50us,seed=7", &c), 0);
+					  "delay=50us,seed=7",
+					  &c),
+			 0);
 	assert_int_equal(c.dirs, 1u << 0);
 	assert_int_equal(c.loss, 10000);
 	assert_int_equal(c.reorder, 5000);
@@ -520,9 +526,12 @@ static void test_impair_parse(void **state)
 	assert_int_equal(c.dirs, 1u << 5);
 	assert_int_equal(c.delay_ns, 2000000);
 	static const char *const bad[] = {
-		"loss=101%", "loss=1.00001%", "loss=", "loss=%", "loss=x", "dir=up", "loss",
-		"loss=1%,", ",loss=1%", "bogus=1", "delay=5", "delay=2s", "delay=1001ms",
-		"seed=-1", "seed=18446744073709551616", "dup=1%%", "loss=1%=2",
+		"loss=101%",    "loss=1.00001%", "loss=",
+		"loss=%",       "loss=x",        "dir=up",
+		"loss",         "loss=1%,",      ",loss=1%",
+		"bogus=1",      "delay=5",       "delay=2s",
+		"delay=1001ms", "seed=-1",       "seed=18446744073709551616",
+		"dup=1%%",      "loss=1%=2",
 	};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(dnp_impair_parse(bad[i], &c), -EINVAL);
@@ -549,14 +558,34 @@ static int rec_tx(struct dnp_transport *t, const struct dnp_tx_frame *f, unsigne
 	}
 	return (int)i;
 }
-static int rec_rx(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n) { return 0; }
-static uint32_t rec_mtu(const struct dnp_transport *t) { return 64; }
-static int rec_fd(const struct dnp_transport *t) { return -1; }
-static bool rec_up(const struct dnp_transport *t) { return true; }
-static void rec_close(struct dnp_transport *t) { free(t); }
+static int rec_rx(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
+{
+	return 0;
+}
+static uint32_t rec_mtu(const struct dnp_transport *t)
+{
+	return 64;
+}
+static int rec_fd(const struct dnp_transport *t)
+{
+	return -1;
+}
+static bool rec_up(const struct dnp_transport *t)
+{
+	return true;
+}
+static void rec_close(struct dnp_transport *t)
+{
+	free(t);
+}
 static const struct dnp_transport_ops rec_ops = {
-	.name = "rec", .close = rec_close, .tx_burst = rec_tx, .rx_burst = rec_rx,
-	.mtu = rec_mtu, .wait_fd = rec_fd, .up = rec_up,
+	.name = "rec",
+	.close = rec_close,
+	.tx_burst = rec_tx,
+	.rx_burst = rec_rx,
+	.mtu = rec_mtu,
+	.wait_fd = rec_fd,
+	.up = rec_up,
 };
 
 static struct dnp_transport *impaired(const char *spec, unsigned dir, struct rec **inner)

@@ -188,8 +188,7 @@ int dnp_impair_parse(const char *spec, struct dnp_impair_conf *c)
 
 bool dnp_impair_active(const struct dnp_impair_conf *c)
 {
-	return c && c->dirs &&
-	       (c->loss || c->corrupt || c->dup || c->reorder || c->delay_ns);
+	return c && c->dirs && (c->loss || c->corrupt || c->dup || c->reorder || c->delay_ns);
 }
 
 static void fmt_ppm(char *b, size_t n, uint32_t ppm)
@@ -232,7 +231,12 @@ struct held {
 	bool reorder;
 };
 
-enum fate_bits { F_DROP = 1, F_CORRUPT = 2, F_DUP = 4, F_REORDER = 8 };
+enum fate_bits {
+	F_DROP = 1,
+	F_CORRUPT = 2,
+	F_DUP = 4,
+	F_REORDER = 8
+};
 
 struct impair {
 	struct dnp_transport_base base;
@@ -243,8 +247,8 @@ struct impair {
 	bool on;
 	uint64_t rng;
 	uint32_t mtu;
-	int fate;            /* fate of the frame offered next, -1: not drawn */
-	uint32_t flip_bit;   /* with F_CORRUPT: which bit */
+	int fate;          /* fate of the frame offered next, -1: not drawn */
+	uint32_t flip_bit; /* with F_CORRUPT: which bit */
 	/* delayed frames, FIFO */
 	struct held held[HELD_MAX];
 	uint8_t *held_data;
@@ -400,7 +404,8 @@ static int imp_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 		int r;
 
 		if (!m->on) {
-			r = m->h_head == m->h_tail ? emit(m, d, len, false, now) : hold(m, d, len, false, now);
+			r = m->h_head == m->h_tail ? emit(m, d, len, false, now) :
+						     hold(m, d, len, false, now);
 			if (r != 1)
 				break;
 			continue;
@@ -555,16 +560,15 @@ int dnp_impair_wrap(struct dnp_transport *inner, unsigned dir, const struct dnp_
 	apply_conf(m, c);
 	*out = (struct dnp_transport *)(void *)m;
 	return 0;
-err:
-	{
-		int rc = m->mtu == 0 || m->mtu > (1u << 20) ? -EINVAL : -ENOMEM;
+err : {
+	int rc = m->mtu == 0 || m->mtu > (1u << 20) ? -EINVAL : -ENOMEM;
 
-		free(m->held_data);
-		free(m->ro_data);
-		free(m->scratch);
-		free(m);
-		return rc;
-	}
+	free(m->held_data);
+	free(m->ro_data);
+	free(m->scratch);
+	free(m);
+	return rc;
+}
 }
 
 void dnp_impair_set(struct dnp_transport *t, const struct dnp_impair_conf *c)

@@ -35,14 +35,14 @@
 #define DNP_IMPAIR_PPM 1000000u /* probabilities are in parts per million */
 
 struct dnp_impair_conf {
-	uint8_t dirs;      /* bit d: direction d (0..5) is impaired */
+	uint8_t dirs;                         /* bit d: direction d (0..5) is impaired */
 	uint32_t loss, corrupt, dup, reorder; /* parts per million, <= DNP_IMPAIR_PPM */
-	uint64_t delay_ns; /* <= 1e9 */
+	uint64_t delay_ns;                    /* <= 1e9 */
 	uint64_t seed;
 };
 
 struct dnp_impair_stats {
-	uint64_t frames;     /* frames offered */
+	uint64_t frames; /* frames offered */
 	uint64_t dropped, corrupted, duplicated, reordered, delayed;
 };
 

@@ -28,7 +28,7 @@
 
 #define DNP_SHM_MAGIC 0x444e5053u /* "DNPS" */
 #define DNP_SHM_VERSION 1u
-#define DNP_SHM_SLOT_HDR 16u      /* u32 length + padding: frame data 16-byte aligned */
+#define DNP_SHM_SLOT_HDR 16u /* u32 length + padding: frame data 16-byte aligned */
 #define DNP_SHM_MAX_FRAME (1u << 20)
 #define DNP_SHM_MAX_DEPTH (1u << 16)
 #define DNP_SHM_HDR_SIZE 4096u
@@ -51,9 +51,9 @@ struct dnp_shm_hdr {
 	alignas(64) _Atomic uint32_t magic; /* stored last, with release */
 	uint32_t version;
 	uint32_t frame_max;
-	uint32_t depth;      /* slots per ring, power of two */
-	uint32_t slot_size;  /* DNP_SHM_SLOT_HDR + frame_max, rounded up to 64 */
-	uint32_t hdr_size;   /* DNP_SHM_HDR_SIZE */
+	uint32_t depth;       /* slots per ring, power of two */
+	uint32_t slot_size;   /* DNP_SHM_SLOT_HDR + frame_max, rounded up to 64 */
+	uint32_t hdr_size;    /* DNP_SHM_HDR_SIZE */
 	uint64_t ring_off[2]; /* slots of ring i (side i -> side 1 - i) */
 	uint64_t file_size;
 	/* line 1: attach bookkeeping */
@@ -194,8 +194,8 @@ static int shm_attach(const char *path, const struct dnp_transport_conf *c, uint
 				goto out_close;
 			}
 			if ((uint64_t)st.st_size >= DNP_SHM_HDR_SIZE) {
-				h = mmap(NULL, DNP_SHM_HDR_SIZE, PROT_READ | PROT_WRITE,
-					 MAP_SHARED, fd, 0);
+				h = mmap(NULL, DNP_SHM_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+					 fd, 0);
 				if (h == MAP_FAILED) {
 					ret = -errno;
 					goto out_close;
@@ -214,8 +214,8 @@ static int shm_attach(const char *path, const struct dnp_transport_conf *c, uint
 		}
 		sleep_ms(1);
 	}
-	if (h->version != DNP_SHM_VERSION || h->frame_max != c->frame_max ||
-	    h->depth != c->depth || h->slot_size != slot_size || h->file_size != file_size ||
+	if (h->version != DNP_SHM_VERSION || h->frame_max != c->frame_max || h->depth != c->depth ||
+	    h->slot_size != slot_size || h->file_size != file_size ||
 	    (uint64_t)st.st_size < file_size) {
 		ret = -EPROTO;
 		goto out_unmap;
@@ -227,8 +227,7 @@ static int shm_attach(const char *path, const struct dnp_transport_conf *c, uint
 	 * left in them belongs to an old link epoch and is dropped above us.
 	 */
 	if (!atomic_compare_exchange_strong_explicit(&h->state[c->side], &absent, DNP_SHM_OPEN,
-						     memory_order_acq_rel,
-						     memory_order_relaxed)) {
+						     memory_order_acq_rel, memory_order_relaxed)) {
 		uint32_t closed = DNP_SHM_CLOSED;
 		pid_t owner = (pid_t)atomic_load_explicit(&h->pid[c->side], memory_order_acquire);
 
@@ -236,8 +235,7 @@ static int shm_attach(const char *path, const struct dnp_transport_conf *c, uint
 							    DNP_SHM_OPEN, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-		} else if (owner > 0 && owner != getpid() && kill(owner, 0) < 0 &&
-			   errno == ESRCH) {
+		} else if (owner > 0 && owner != getpid() && kill(owner, 0) < 0 && errno == ESRCH) {
 			/* dead owner: its reference is ours now */
 		} else {
 			ret = -EBUSY;
@@ -426,8 +424,8 @@ static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigne
 	if (n > avail)
 		n = avail;
 	for (i = 0; i < n; i++) {
-		struct dnp_shm_slot *slot = slot_at(s->rx_slots, s->slot_size,
-						    (s->rx_head + i) & s->mask);
+		struct dnp_shm_slot *slot =
+			slot_at(s->rx_slots, s->slot_size, (s->rx_head + i) & s->mask);
 		uint32_t len = slot->len; /* read once: the peer is not trusted */
 
 		if (len > s->frame_max) {

@@ -62,8 +62,8 @@ static int open_side(const char *kind, unsigned side, const char *shm_path, unsi
 		c.local = a;
 		c.remote = b;
 		c.options = strcmp(kind, "udp-uring") == 0 ? "mode=uring" :
-			    strcmp(kind, "udp-coop") == 0 ? "mode=uring,uring_setup=coop" :
-			    "mode=plain";
+			    strcmp(kind, "udp-coop") == 0  ? "mode=uring,uring_setup=coop" :
+							     "mode=plain";
 	}
 	return (*ops)->open(&c, t);
 }
@@ -151,9 +151,9 @@ static int run(const char *kind, unsigned iters, uint32_t size)
 	ops->close(t);
 	unlink(path);
 	qsort(rtt, iters, sizeof(*rtt), cmp_u64);
-	printf("%-10s %5u B  round trip median %8.2f us  p10 %8.2f  p90 %8.2f  p99 %8.2f\n",
-	       kind, size, rtt[iters / 2] / 1e3, rtt[iters / 10] / 1e3,
-	       rtt[iters * 9 / 10] / 1e3, rtt[iters * 99 / 100] / 1e3);
+	printf("%-10s %5u B  round trip median %8.2f us  p10 %8.2f  p90 %8.2f  p99 %8.2f\n", kind,
+	       size, rtt[iters / 2] / 1e3, rtt[iters / 10] / 1e3, rtt[iters * 9 / 10] / 1e3,
+	       rtt[iters * 99 / 100] / 1e3);
 	free(rtt);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }

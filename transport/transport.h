@@ -63,12 +63,12 @@
 #include <stdint.h>
 
 struct dnp_transport_conf {
-	const char *local;  /* backend address of this end */
-	const char *remote; /* backend address of the peer */
-	unsigned side;      /* 0 or 1: which end of the link this is (shm ring roles) */
-	uint32_t frame_max; /* largest frame to carry (DNP_MAX_FRAME) */
-	uint32_t depth;     /* frames buffered per direction (power of two) */
-	const char *options;/* backend-specific "k=v,k=v" (may be NULL) */
+	const char *local;     /* backend address of this end */
+	const char *remote;    /* backend address of the peer */
+	unsigned side;         /* 0 or 1: which end of the link this is (shm ring roles) */
+	uint32_t frame_max;    /* largest frame to carry (DNP_MAX_FRAME) */
+	uint32_t depth;        /* frames buffered per direction (power of two) */
+	const char *options;   /* backend-specific "k=v,k=v" (may be NULL) */
 	const char *peer_bell; /* shm: path of the peer daemon's doorbell file, or NULL */
 };
 

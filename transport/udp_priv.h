@@ -20,12 +20,12 @@ struct dnp_udp_uring;
 
 struct dnp_udp {
 	struct dnp_transport_base base;
-	int fd;              /* connected, non-blocking datagram socket */
+	int fd; /* connected, non-blocking datagram socket */
 	uint32_t frame_max;
-	uint32_t buf_size;   /* receive buffer per frame (>= frame_max, 64-byte multiple) */
-	uint32_t depth;      /* frames buffered per direction (power of two) */
-	bool down;           /* a fatal socket error was seen */
-	bool uring_coop;     /* option uring_setup=coop: skip DEFER_TASKRUN (tests the fallback) */
+	uint32_t buf_size; /* receive buffer per frame (>= frame_max, 64-byte multiple) */
+	uint32_t depth;    /* frames buffered per direction (power of two) */
+	bool down;         /* a fatal socket error was seen */
+	bool uring_coop;   /* option uring_setup=coop: skip DEFER_TASKRUN (tests the fallback) */
 	/* path in use: plain or io_uring */
 	int (*tx)(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n);
 	int (*rx)(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n);

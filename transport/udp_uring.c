@@ -74,8 +74,7 @@ static int uring_setup(struct dnp_udp_uring *r, unsigned entries, unsigned cq_en
 		       bool coop_only)
 {
 	static const unsigned tries[] = {
-		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-			IORING_SETUP_TASKRUN_FLAG,
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
 		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 	};
@@ -109,13 +108,12 @@ static void uring_free(struct dnp_udp_uring *r)
 	free(r);
 }
 
-
 /* First use from the polling thread: SINGLE_ISSUER binds the ring to it. */
 static int uring_enable(struct dnp_udp_uring *r)
 {
 	/* liburing 2.3 declares io_uring_enable_rings but does not export it */
-	if (syscall(__NR_io_uring_register, r->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-		    NULL, 0) < 0)
+	if (syscall(__NR_io_uring_register, r->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL,
+		    0) < 0)
 		return -errno;
 	r->enabled = true;
 	return 0;
@@ -152,7 +150,8 @@ static void uring_reap(struct dnp_udp *u)
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0, recycled = 0;
 
-	io_uring_for_each_cqe(&r->ring, head, cqe) {
+	io_uring_for_each_cqe(&r->ring, head, cqe)
+	{
 		uint64_t tag = io_uring_cqe_get_data64(cqe);
 
 		seen++;

@@ -21,7 +21,8 @@
 enum dnp_op {
 	DNP_OP_PUT = 1,  /* local [local_va, +len) -> remote PUT-target buffer at remote_va */
 	DNP_OP_SEND = 2, /* local [local_va, +len) -> remote port's next SEND-target buffer */
-	DNP_OP_GET = 3,  /* remote GET-source [remote_va, +len) -> local PUT-target buffer at local_va */
+	DNP_OP_GET =
+		3, /* remote GET-source [remote_va, +len) -> local PUT-target buffer at local_va */
 };
 
 /* Command flags */
@@ -29,7 +30,7 @@ enum dnp_op {
 
 struct dnp_cmd {
 	/* word 0: Header — where the packets go */
-	uint8_t op;       /* enum dnp_op */
+	uint8_t op; /* enum dnp_op */
 	uint8_t flags;
 	uint8_t dst_port; /* destination port on the remote node */
 	uint8_t src_port; /* filled by the daemon from the session; ignored from apps */
@@ -45,7 +46,7 @@ struct dnp_cmd {
 	uint32_t local_key; /* GET: key of the local destination buffer */
 	uint32_t rsvd2;
 	/* word 3: CMD1 — completion */
-	uint64_t cookie;    /* returned in the completion event */
+	uint64_t cookie; /* returned in the completion event */
 	uint64_t rsvd3;
 };
 static_assert(sizeof(struct dnp_cmd) == 64, "command slot is four 16-byte words");
@@ -79,14 +80,14 @@ enum dnp_ev_type {
 
 struct dnp_event {
 	/* word 0 */
-	uint8_t type;  /* enum dnp_ev_type */
-	uint8_t op;    /* the command's op (completions/errors) or the packet's */
-	uint8_t port;  /* the peer's port */
-	uint8_t hops;  /* hop count of the (last) packet */
+	uint8_t type; /* enum dnp_ev_type */
+	uint8_t op;   /* the command's op (completions/errors) or the packet's */
+	uint8_t port; /* the peer's port */
+	uint8_t hops; /* hop count of the (last) packet */
 	uint8_t peer_x, peer_y, peer_z;
 	int8_t status; /* 0 or a negative errno */
 	uint32_t msg_id;
-	uint32_t len;  /* message length in bytes */
+	uint32_t len; /* message length in bytes */
 	/* word 1 */
 	uint64_t va;     /* RX: first byte written; completions: the command's local_va */
 	uint64_t cookie; /* completions: the command's cookie; RX: 0 */

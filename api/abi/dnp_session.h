@@ -58,7 +58,7 @@
 #define DNP_SESS_VERSION 3u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
-#define DNP_SESS_CMD_SLOTS 1024u  /* command ring slots (64 bytes each) */
+#define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
 #define DNP_SESS_EV_SLOTS 4096u  /* event ring slots (32 bytes each) */
 #define DNP_SESS_HEAP_DEFAULT (64ull << 20)
 #define DNP_SESS_HEAP_MAX (4ull << 30)
@@ -121,7 +121,7 @@ struct dnp_sess_ctl {
 	uint16_t dims[4];   /* X, Y, Z, 0 */
 	uint32_t cmd_off;   /* offset of the command ring (struct dnp_ring) */
 	uint32_t cmd_slots;
-	uint32_t ev_off;    /* offset of the event ring */
+	uint32_t ev_off; /* offset of the event ring */
 	uint32_t ev_slots;
 	uint32_t max_ports;
 	/* line 1: event doorbell and session state */

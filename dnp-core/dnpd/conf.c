@@ -118,10 +118,23 @@ static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end || v > max)
 		return -EINVAL;
@@ -185,8 +198,9 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "socket"))
 		return !*v ? -EINVAL : dnpd_copy(c->socket, sizeof(c->socket), v);
 	if (!strcmp(key, "transport"))
-		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ? -EINVAL :
-			dnpd_copy(c->transport, sizeof(c->transport), v);
+		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ?
+			       -EINVAL :
+			       dnpd_copy(c->transport, sizeof(c->transport), v);
 	if (!strcmp(key, "eal"))
 		return dnpd_copy(c->eal, sizeof(c->eal), v);
 	if (!strcmp(key, "dpdk_links") || !strcmp(key, "dpdk-links")) {
@@ -224,10 +238,12 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	}
 	if (!strcmp(key, "credit_period_us") || !strcmp(key, "credit-period-us"))
 		return dnpd_parse_u64(v, 60000000ull, &c->credit_period_us) ? -EINVAL :
-			c->credit_period_us ? 0 : -EINVAL;
+		       c->credit_period_us                                  ? 0 :
+									      -EINVAL;
 	if (!strcmp(key, "credit_timeout_ms") || !strcmp(key, "credit-timeout-ms"))
 		return dnpd_parse_u64(v, 3600000ull, &c->credit_timeout_ms) ? -EINVAL :
-			c->credit_timeout_ms ? 0 : -EINVAL;
+		       c->credit_timeout_ms                                 ? 0 :
+									      -EINVAL;
 	if (!strcmp(key, "impair")) {
 		size_t have = strlen(c->impair), add = strlen(v);
 
@@ -250,7 +266,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	}
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
-			c->heap_default ? 0 : -EINVAL;
+		       c->heap_default                                        ? 0 :
+										-EINVAL;
 	for (i = 0; i < DNP_NDIRS; i++)
 		if (!strcmp(key, dnpd_dir_keys[i]))
 			return dnpd_set_link(c, i, v);
@@ -258,9 +275,24 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 }
 
 enum {
-	OPT_TORUS = 256, OPT_COORD, OPT_RUNDIR, OPT_TRANSPORT, OPT_UDP_BASE, OPT_IDLE, OPT_CPU,
-	OPT_CONFIG, OPT_LOG, OPT_CREDIT_PERIOD, OPT_CREDIT_TIMEOUT, OPT_HEAP, OPT_EAL,
-	OPT_DPDK_LINKS, OPT_SOCKET, OPT_CMD_TIMEOUT, OPT_IMPAIR, OPT_VCS,
+	OPT_TORUS = 256,
+	OPT_COORD,
+	OPT_RUNDIR,
+	OPT_TRANSPORT,
+	OPT_UDP_BASE,
+	OPT_IDLE,
+	OPT_CPU,
+	OPT_CONFIG,
+	OPT_LOG,
+	OPT_CREDIT_PERIOD,
+	OPT_CREDIT_TIMEOUT,
+	OPT_HEAP,
+	OPT_EAL,
+	OPT_DPDK_LINKS,
+	OPT_SOCKET,
+	OPT_CMD_TIMEOUT,
+	OPT_IMPAIR,
+	OPT_VCS,
 };
 
 static const struct option dnpd_opts[] = {
@@ -315,24 +347,59 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		const char *key = NULL;
 
 		switch (opt) {
-		case OPT_TORUS: key = "torus"; break;
-		case OPT_COORD: key = "coord"; break;
-		case OPT_RUNDIR: key = "run_dir"; break;
-		case OPT_TRANSPORT: key = "transport"; break;
-		case OPT_UDP_BASE: key = "udp_base_port"; break;
-		case OPT_IDLE: key = "idle"; break;
-		case OPT_CPU: key = "cpu"; break;
-		case OPT_LOG: key = "log_level"; break;
-		case OPT_CREDIT_PERIOD: key = "credit_period_us"; break;
-		case OPT_CREDIT_TIMEOUT: key = "credit_timeout_ms"; break;
-		case OPT_HEAP: key = "heap_size"; break;
-		case OPT_EAL: key = "eal"; break;
-		case OPT_DPDK_LINKS: key = "dpdk_links"; break;
-		case OPT_IMPAIR: key = "impair"; break;
-		case OPT_SOCKET: key = "socket"; break;
-		case OPT_CMD_TIMEOUT: key = "cmd_timeout_ms"; break;
-		case OPT_VCS: key = "vcs"; break;
-		case OPT_CONFIG: continue;
+		case OPT_TORUS:
+			key = "torus";
+			break;
+		case OPT_COORD:
+			key = "coord";
+			break;
+		case OPT_RUNDIR:
+			key = "run_dir";
+			break;
+		case OPT_TRANSPORT:
+			key = "transport";
+			break;
+		case OPT_UDP_BASE:
+			key = "udp_base_port";
+			break;
+		case OPT_IDLE:
+			key = "idle";
+			break;
+		case OPT_CPU:
+			key = "cpu";
+			break;
+		case OPT_LOG:
+			key = "log_level";
+			break;
+		case OPT_CREDIT_PERIOD:
+			key = "credit_period_us";
+			break;
+		case OPT_CREDIT_TIMEOUT:
+			key = "credit_timeout_ms";
+			break;
+		case OPT_HEAP:
+			key = "heap_size";
+			break;
+		case OPT_EAL:
+			key = "eal";
+			break;
+		case OPT_DPDK_LINKS:
+			key = "dpdk_links";
+			break;
+		case OPT_IMPAIR:
+			key = "impair";
+			break;
+		case OPT_SOCKET:
+			key = "socket";
+			break;
+		case OPT_CMD_TIMEOUT:
+			key = "cmd_timeout_ms";
+			break;
+		case OPT_VCS:
+			key = "vcs";
+			break;
+		case OPT_CONFIG:
+			continue;
 		default:
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
@@ -372,9 +439,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 int dnpd_path(const struct dnpd_conf *c, const char *suffix, char *out, size_t len)
 {
 	int n = !strcmp(suffix, ".sock") && c->socket[0] ?
-		snprintf(out, len, "%s", c->socket) :
-		snprintf(out, len, "%s/node-%u%s", c->run_dir,
-			 dnp_torus_id(&c->torus, c->self), suffix);
+			snprintf(out, len, "%s", c->socket) :
+			snprintf(out, len, "%s/node-%u%s", c->run_dir,
+				 dnp_torus_id(&c->torus, c->self), suffix);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

@@ -130,7 +130,9 @@ static int dnpctl_ask(const char *path, uint32_t arg, char **text)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dnp_sess_msg m = {
-		.magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION, .type = DNP_SESS_STATS,
+		.magic = DNP_SESS_MAGIC,
+		.version = DNP_SESS_VERSION,
+		.type = DNP_SESS_STATS,
 		.arg32 = arg,
 	};
 	int fd, r;
@@ -260,8 +262,7 @@ static int dnpctl_topo_all(const char *path, unsigned wait_ms)
 		unsigned cur = UINT_MAX;
 		bool cur_fresh = false;
 
-		for (line = strtok_r(text, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save)) {
+		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 			unsigned id;
 			unsigned long long age;
 			int off = 0, clen;
@@ -337,8 +338,8 @@ static int dnpctl_file(const char *sock, const char *kind, const char *suffix, c
 		free(text);
 		return r;
 	}
-	if (n < 5 || strcmp(sock + n - 5, ".sock") || strncmp(strrchr(sock, '/') ?
-							     strrchr(sock, '/') + 1 : sock, "node-", 5))
+	if (n < 5 || strcmp(sock + n - 5, ".sock") ||
+	    strncmp(strrchr(sock, '/') ? strrchr(sock, '/') + 1 : sock, "node-", 5))
 		return -EINVAL;
 	if (n - 5 + strlen(suffix) >= cap)
 		return -ENAMETOOLONG;
@@ -456,8 +457,8 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 
 		e = dnp_lfm_timer_check(tw, tr);
 		if (e) {
-			fprintf(stderr, "dnpctl: timer T_write %u ms, T_read %u ms refused: %s\n", tw,
-				tr, dnp_lfm_timer_strerror(e));
+			fprintf(stderr, "dnpctl: timer T_write %u ms, T_read %u ms refused: %s\n",
+				tw, tr, dnp_lfm_timer_strerror(e));
 			return 2;
 		}
 		if ((e = dnpctl_regs(sock, &r)) != 0)
@@ -479,8 +480,10 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 
 			if (*end || end == argv[2] || v < -1000000000L || v > 1000000000L) {
 				dnp_lfm_regs_unmap(r);
-				fprintf(stderr, "dnpctl: sensor value '%s': want an integer "
-					"(m°C, mV or mW) or off\n", argv[2]);
+				fprintf(stderr,
+					"dnpctl: sensor value '%s': want an integer "
+					"(m°C, mV or mW) or off\n",
+					argv[2]);
 				return 2;
 			}
 			atomic_store(&r->sim[s].value, (int32_t)v);
@@ -506,7 +509,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
-			   "/run/dnp/dnpd.sock";
+									   "/run/dnp/dnpd.sock";
 	const char *sup = getenv("DNP_SUPERVISOR");
 	unsigned qflags = 0, wait_ms = 2000;
 	bool topo, all = false;
@@ -561,14 +564,17 @@ int main(int argc, char **argv)
 			qflags |= DNP_SVC_Q_COLOUR;
 		r = dnpctl_status(sup, qflags);
 		if (r) {
-			fprintf(stderr, "dnpctl: supervisor %s: %s\n", sup ? sup : "(none: set "
-				"DNP_SUPERVISOR or --supervisor)", strerror(-r));
+			fprintf(stderr, "dnpctl: supervisor %s: %s\n",
+				sup ? sup :
+				      "(none: set "
+				      "DNP_SUPERVISOR or --supervisor)",
+				strerror(-r));
 			return 1;
 		}
 		return 0;
 	}
-	if (optind == argc - 3 && (!strcmp(argv[optind], "sensor") ||
-				   !strcmp(argv[optind], "timer"))) {
+	if (optind == argc - 3 &&
+	    (!strcmp(argv[optind], "sensor") || !strcmp(argv[optind], "timer"))) {
 		r = dnpctl_lofamo(path, argc - optind, argv + optind);
 		if (r < 0) {
 			fprintf(stderr, "dnpctl: LO|FA|MO registers of %s: %s\n",

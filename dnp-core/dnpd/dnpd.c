@@ -46,21 +46,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doorbell.h"
 #include "dnp_yield.h"
 #include "dnpd.h"
+#include "doorbell.h"
 #include "engine.h"
 #include "impair.h"
 #include "transport.h"
 
 #define DNPD_BURST 32u
 #define DNPD_EV_BURST 64u
-#define DNPD_HOUSE_NS 100000ull        /* sockets and link checks while busy: 100 us */
-#define DNPD_YIELD_NS 1000000ull       /* then sched_yield() until this much idle time */
-#define DNPD_ACTIVE_NS 3000000ull      /* no real work this long: quiet */
-#define DNPD_COARSE_NS 5000000ull      /* quiet: engine runs (credits) this often */
-#define DNPD_FUTEX_MAX_NS 10000000ull  /* futex sleep cap: new connections are not rung */
-#define DNPD_POLL_MAX_NS 200000000ull  /* poll() sees connections itself */
+#define DNPD_HOUSE_NS 100000ull       /* sockets and link checks while busy: 100 us */
+#define DNPD_YIELD_NS 1000000ull      /* then sched_yield() until this much idle time */
+#define DNPD_ACTIVE_NS 3000000ull     /* no real work this long: quiet */
+#define DNPD_COARSE_NS 5000000ull     /* quiet: engine runs (credits) this often */
+#define DNPD_FUTEX_MAX_NS 10000000ull /* futex sleep cap: new connections are not rung */
+#define DNPD_POLL_MAX_NS 200000000ull /* poll() sees connections itself */
 /*
  * Links without a wait fd (dpdk: no PMD here has RX interrupts) cannot wake a
  * sleeping daemon, so its sleep is capped: short while traffic was recent,
@@ -70,7 +70,7 @@
  * the two that carry traffic. Applications still wake a daemon at once
  * (doorbell futex).
  */
-#define DNPD_NOWAIT_SLEEP_NS 100000ull      /* 100 us */
+#define DNPD_NOWAIT_SLEEP_NS 100000ull        /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
 #define DNPD_LINK_DEPTH 256u
 /*
@@ -95,16 +95,18 @@
 #define DNPD_DELIVER_TIMEOUT_NS 1000000000ull
 
 static_assert(offsetof(struct dnp_sess_bell, seq) == offsetof(struct dnp_doorbell, seq) &&
-	      offsetof(struct dnp_sess_bell, sleeping) == offsetof(struct dnp_doorbell, sleeping) &&
-	      offsetof(struct dnp_sess_bell, magic) == offsetof(struct dnp_doorbell, magic) &&
-	      sizeof(struct dnp_sess_bell) == sizeof(struct dnp_doorbell),
+		      offsetof(struct dnp_sess_bell, sleeping) ==
+			      offsetof(struct dnp_doorbell, sleeping) &&
+		      offsetof(struct dnp_sess_bell, magic) ==
+			      offsetof(struct dnp_doorbell, magic) &&
+		      sizeof(struct dnp_sess_bell) == sizeof(struct dnp_doorbell),
 	      "the session bell is the transport doorbell");
 
 struct dnpd_link {
 	bool exists;
-	bool seen_up;       /* up() was true once (a memif server is down until its client comes) */
+	bool seen_up; /* up() was true once (a memif server is down until its client comes) */
 	bool down_reported;
-	uint8_t state; /* last seen enum dnp_link_state */
+	uint8_t state;                       /* last seen enum dnp_link_state */
 	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
 	struct dnp_impair_conf impair;
@@ -116,10 +118,10 @@ struct dnpd_link {
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
 	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
-	bool miswired;          /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
+	bool miswired; /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
 	struct dnp_coord seen;
 	uint8_t seen_dir;
-	unsigned seen_n;        /* link-control frames from seen/seen_dir in a row */
+	unsigned seen_n; /* link-control frames from seen/seen_dir in a row */
 	uint64_t miswired_frames;
 };
 
@@ -130,21 +132,21 @@ struct dnpd {
 	struct dnpd_sess_srv *sess;
 	struct dnp_doorbell *bell;
 	bool poll_mode;
-	bool nowait_links;   /* some link has no wait fd: bounded sleeps (dpdk) */
+	bool nowait_links; /* some link has no wait fd: bounded sleeps (dpdk) */
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
-	bool tx_deferred;    /* the last pass skipped its transport send */
-	bool quick_exit;     /* the transport's threads still run: leave with _exit() */
-	bool ev_here;        /* events went to an app on our CPU (dnpd_push_events) */
+	bool tx_deferred;       /* the last pass skipped its transport send */
+	bool quick_exit;        /* the transport's threads still run: leave with _exit() */
+	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
-	bool quiet;          /* idle torus: run the engine every DNPD_COARSE_NS only */
-	bool armed;          /* doorbell armed: this pass is the second look before sleeping */
-	uint32_t bell_seen;  /* the doorbell's seq when armed */
-	uint64_t quiet_next; /* next engine run while quiet */
+	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
+	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
+	uint32_t bell_seen;     /* the doorbell's seq when armed */
+	uint64_t quiet_next;    /* next engine run while quiet */
 	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX], impair_path[PATH_MAX];
 	struct timespec impair_mtime; /* of DIR/node-<id>.impair when last applied */
 	uint64_t impair_next;         /* next look at that file */
-	uint64_t activity; /* sum of engine counters that mean real traffic */
+	uint64_t activity;            /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t start;
 	struct dnpd_lfm lfm; /* LO|FA|MO DNP Fault Manager */
@@ -184,8 +186,8 @@ static void dnpd_on_signal(int sig)
 /* ------------------------------------------------------------ memory ops */
 
 /* process_vm_* through the session's pidfd checks (sess.c); counted for dnpctl stats. */
-static int dnpd_vm_io(struct dnpd *d, struct dnpd_session *se, uint64_t va, void *local,
-		      size_t len, bool wr)
+static int dnpd_vm_io(struct dnpd *d, struct dnpd_session *se, uint64_t va, void *local, size_t len,
+		      bool wr)
 {
 	int r;
 
@@ -290,10 +292,14 @@ static const char *const dnpd_dir_names[DNP_NDIRS] = { "X+", "X-", "Y+", "Y-", "
 static const char *dnpd_state_name(unsigned s)
 {
 	switch (s) {
-	case DNP_LINK_INIT: return "INIT";
-	case DNP_LINK_UP: return "UP";
-	case DNP_LINK_BROKEN: return "BROKEN";
-	default: return "?";
+	case DNP_LINK_INIT:
+		return "INIT";
+	case DNP_LINK_UP:
+		return "UP";
+	case DNP_LINK_BROKEN:
+		return "BROKEN";
+	default:
+		return "?";
 	}
 }
 
@@ -338,8 +344,8 @@ static void dnpd_wiring_fmt(const struct dnp_torus *t, struct dnpd_out *o, const
 	struct dnp_coord p = dnp_torus_neighbour(t, self, (enum dnp_dir)dir);
 	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
 
-	dnpd_out(o, "%swiring %s expected %u,%u,%u %s ", prefix, dnpd_dir_names[dir], p.x, p.y,
-		 p.z, dnpd_dir_names[opp]);
+	dnpd_out(o, "%swiring %s expected %u,%u,%u %s ", prefix, dnpd_dir_names[dir], p.x, p.y, p.z,
+		 dnpd_dir_names[opp]);
 	if ((flags & DNPD_WIRE_MISWIRED) && !(flags & DNPD_WIRE_UP))
 		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", seen.x, seen.y,
 			 seen.z, dnpd_dir_names[seen_dir % DNP_NDIRS], frames);
@@ -427,8 +433,7 @@ bool dnpd_wire_is(const void *payload, size_t len)
 }
 
 /* A wiring DIAG (lfm.c hands them over): answer a query, keep an answer of this round. */
-void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len,
-		    uint64_t now)
+void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len, uint64_t now)
 {
 	struct dnpd *d = ctx;
 	const uint8_t *p = payload;
@@ -450,8 +455,9 @@ void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t
 			q[2] = l->seen.y;
 			q[3] = l->seen.z;
 			q[4] = l->seen_dir;
-			dnpd_wire_put32(q + 5, l->miswired_frames > UINT32_MAX ? UINT32_MAX :
-					(uint32_t)l->miswired_frames);
+			dnpd_wire_put32(q + 5, l->miswired_frames > UINT32_MAX ?
+						       UINT32_MAX :
+						       (uint32_t)l->miswired_frames);
 		}
 		/* -EAGAIN (no packet buffer): the asker's next round asks again. */
 		(void)dnp_engine_diag_send(d->e, src, out, sizeof(out), now);
@@ -577,9 +583,11 @@ static void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_f
 		return;
 	}
 	l->miswired = true;
-	dnpd_log(DNPD_ERR, "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
-		 "the link stays down", dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y,
-		 h.src.z, dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);
+	dnpd_log(DNPD_ERR,
+		 "cabling: %s of %u,%u,%u reaches %u,%u,%u %s: expected %u,%u,%u %s; "
+		 "the link stays down",
+		 dnpd_dir_names[dir], s.x, s.y, s.z, h.src.x, h.src.y, h.src.z,
+		 dnpd_dir_names[h.src_dir], p.x, p.y, p.z, dnpd_dir_names[opp]);
 }
 
 /* The text of `dnpctl stats`: engine, links (state and counters), daemon, ports. */
@@ -600,7 +608,8 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 	if (d->lfm.regs)
 		dnpd_out(&o, "file lofamo %s\n", d->lfm.path);
 	dnpd_out(&o, "file impair %s\n", d->impair_path);
-	dnpd_out(&o, "engine cmds_accepted %" PRIu64 " cmds_ok %" PRIu64 " cmds_failed %" PRIu64
+	dnpd_out(&o,
+		 "engine cmds_accepted %" PRIu64 " cmds_ok %" PRIu64 " cmds_failed %" PRIu64
 		 " pkts_injected %" PRIu64 " pkts_forwarded %" PRIu64 " pkts_delivered %" PRIu64
 		 " bytes_delivered %" PRIu64 " rx_crc_errors %" PRIu64 " rx_malformed %" PRIu64
 		 " rx_misrouted %" PRIu64 " deliver_errors %" PRIu64 " events %" PRIu64
@@ -609,13 +618,15 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 dnp_engine_pending(d->e));
-	dnpd_out(&o, "routes broken_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
+	dnpd_out(&o,
+		 "routes broken_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
 		 " route_changes %" PRIu64 " route_overflow %" PRIu64 "\n",
 		 (unsigned)dnp_engine_router(d->e)->n_faults, es->route_tx, es->route_rx,
 		 es->route_changes, es->route_overflow);
-	dnpd_out(&o, "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
-		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n", es->rx_wrong_link,
-		 es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
+	dnpd_out(&o,
+		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
+		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n",
+		 es->rx_wrong_link, es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
 	for (i = 0; i < DNP_NDIRS; i++) {
 		const struct dnpd_link *l = &d->link[i];
 		const struct dnp_link_stats *ls;
@@ -629,12 +640,14 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		dnpd_out(&o, "link %s state %s local %s remote %s\n", dnpd_dir_names[i],
 			 dnpd_state_name(dnp_engine_link_state(d->e, i)), l->local, l->remote);
 		if (ls)
-			dnpd_out(&o, "link %s epoch %u rx_stale %" PRIu64 " tx_resets %" PRIu64
+			dnpd_out(&o,
+				 "link %s epoch %u rx_stale %" PRIu64 " tx_resets %" PRIu64
 				 " rx_resets %" PRIu64 " breaks %" PRIu64 " ups %" PRIu64 "\n",
 				 dnpd_dir_names[i], dnp_link_epoch(dnp_engine_link(d->e, i)),
 				 ls->rx_stale, ls->tx_resets, ls->rx_resets, ls->breaks, ls->ups);
 		if (ls)
-			dnpd_out(&o, "link %s tx_frames %" PRIu64 " tx_words %" PRIu64
+			dnpd_out(&o,
+				 "link %s tx_frames %" PRIu64 " tx_words %" PRIu64
 				 " tx_retx_frames %" PRIu64 " retx_rounds %" PRIu64
 				 " tx_credits %" PRIu64 " rx_frames %" PRIu64 " rx_words %" PRIu64
 				 " rx_credits %" PRIu64 " rx_dup %" PRIu64
@@ -649,7 +662,8 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		for (unsigned vc = 0; ls && vc < d->conf.vcs && vc < DNP_MAX_VC; vc++) {
 			const struct dnp_link *dl = dnp_engine_link(d->e, i);
 
-			dnpd_out(&o, "link %s vc %u tx_packets %" PRIu64 " tx_words %" PRIu64
+			dnpd_out(&o,
+				 "link %s vc %u tx_packets %" PRIu64 " tx_words %" PRIu64
 				 " rx_packets %" PRIu64 " rx_words %" PRIu64 " rx_overflow %" PRIu64
 				 " credit_stalls %" PRIu64 " remote_estimate %u rx_fifo %u\n",
 				 dnpd_dir_names[i], vc, ls->vc[vc].tx_packets, ls->vc[vc].tx_words,
@@ -662,29 +676,33 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			char spec[256];
 
 			dnp_impair_format(&l->impair, spec, sizeof(spec));
-			dnpd_out(&o, "link %s impair %s frames %" PRIu64 " dropped %" PRIu64
+			dnpd_out(&o,
+				 "link %s impair %s frames %" PRIu64 " dropped %" PRIu64
 				 " corrupted %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64
-				 " delayed %" PRIu64 "\n", dnpd_dir_names[i],
-				 dnp_impair_active(&l->impair) ? spec : "off", is->frames,
-				 is->dropped, is->corrupted, is->duplicated, is->reordered,
-				 is->delayed);
+				 " delayed %" PRIu64 "\n",
+				 dnpd_dir_names[i], dnp_impair_active(&l->impair) ? spec : "off",
+				 is->frames, is->dropped, is->corrupted, is->duplicated,
+				 is->reordered, is->delayed);
 		}
-		dnpd_out(&o, "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
+		dnpd_out(&o,
+			 "link %s transport tx_frames %" PRIu64 " rx_frames %" PRIu64
 			 " tx_backlogged %" PRIu64 " tx_errors %" PRIu64 " rx_errors %" PRIu64
 			 " rx_dropped %" PRIu64 "\n",
 			 dnpd_dir_names[i], l->tx_frames, l->rx_frames, l->tx_backlogged,
 			 l->tx_errors, l->rx_errors, l->rx_dropped);
 	}
-	dnpd_out(&o, "daemon iterations %" PRIu64 " sleeps %" PRIu64 " quiet_periods %" PRIu64
-		 " timer_wakeups %" PRIu64
-		 " mem_copies %" PRIu64 " mem_vm %" PRIu64 " mem_faults %" PRIu64
-		 " cmd_rejects %" PRIu64 " yields %" PRIu64 " yields_alone %" PRIu64 "\n",
+	dnpd_out(&o,
+		 "daemon iterations %" PRIu64 " sleeps %" PRIu64 " quiet_periods %" PRIu64
+		 " timer_wakeups %" PRIu64 " mem_copies %" PRIu64 " mem_vm %" PRIu64
+		 " mem_faults %" PRIu64 " cmd_rejects %" PRIu64 " yields %" PRIu64
+		 " yields_alone %" PRIu64 "\n",
 		 d->iters, d->sleeps, d->quiets, d->wakeups_timer, d->mem_copies, d->mem_vm,
 		 d->mem_faults, d->cmd_rejects, d->yield.yields, d->yield.alone);
 	for (i = 0; i < d->sess->nports; i++) {
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 
-		dnpd_out(&o, "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64
+		dnpd_out(&o,
+			 "port %u pid %d cmd_queued %u ev_queued %u heap %" PRIu64
 			 " buffers %u outstanding %u ring_faults %" PRIu64 " ev_lost %" PRIu64
 			 " vm_denied %" PRIu64 "\n",
 			 se->port, (int)se->pid, dnp_ring_count(se->cmd), dnp_ring_count(se->ev),
@@ -722,7 +740,9 @@ static void dnpd_reject(struct dnpd *d, struct dnpd_session *se, const struct dn
 		.type = DNP_EV_ERROR,
 		.op = c->op,
 		.port = c->dst_port,
-		.peer_x = c->dst_x, .peer_y = c->dst_y, .peer_z = c->dst_z,
+		.peer_x = c->dst_x,
+		.peer_y = c->dst_y,
+		.peer_z = c->dst_z,
 		.status = (int8_t)r,
 		.len = (uint32_t)c->len,
 		.va = c->local_va,
@@ -938,8 +958,8 @@ static unsigned dnpd_push_events(struct dnpd *d)
 			if (cpu == -2)
 				cpu = sched_getcpu();
 			/* untrusted, read once: a wrong value costs a yield or skips one */
-			d->ev_here = atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed) ==
-				     cpu;
+			d->ev_here = atomic_load_explicit(&se->ctl->app_cpu,
+							  memory_order_relaxed) == cpu;
 		}
 	}
 	return work;
@@ -988,7 +1008,8 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 
 			if (up) {
 				if (l->down_reported)
-					dnpd_log(DNPD_INFO, "link %s: transport %s reports the link up again",
+					dnpd_log(DNPD_INFO,
+						 "link %s: transport %s reports the link up again",
 						 dnpd_dir_names[dir], l->ops->name);
 				l->seen_up = true;
 				l->down_reported = false;
@@ -1057,7 +1078,8 @@ static void dnpd_sleep_poll(struct dnpd *d, uint32_t seen, uint64_t timeout)
 	n += dnpd_sess_pollfds(d->sess, pfd + n, DNPD_MAX_CONN + 1);
 
 	/* Armed (doorbell.h): sleep only if nobody rang since, with poll() for FUTEX_WAIT. */
-	if (dnp_doorbell_seq(d->bell) == seen && !atomic_load_explicit(&dnpd_stop, memory_order_relaxed))
+	if (dnp_doorbell_seq(d->bell) == seen &&
+	    !atomic_load_explicit(&dnpd_stop, memory_order_relaxed))
 		ppoll(pfd, n, &ts, NULL);
 	dnp_doorbell_disarm(d->bell);
 	if (read(d->sess->wake_fd, &junk, sizeof(junk)) < 0)
@@ -1139,8 +1161,8 @@ static void dnpd_loop(struct dnpd *d)
 			 * with --pin the other node's app shares our CPU and
 			 * needs it (without it the 2-node busy ping-pong stalls).
 			 */
-			if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) && !d->tx_deferred &&
-			    !dnp_yield_alone(&d->yield, now)) {
+			if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) &&
+			    !d->tx_deferred && !dnp_yield_alone(&d->yield, now)) {
 				dnpd_disarm(d);
 				d->tx_deferred = true;
 				dnp_yield_step(&d->yield, now);
@@ -1235,8 +1257,8 @@ static int dnpd_impair_confs(const char *specs, struct dnp_impair_conf out[DNP_N
 		struct dnp_impair_conf c;
 
 		if (dnp_impair_parse(sp, &c)) {
-			dnpd_log(DNPD_ERR, "bad impairment spec '%s' (docs/dnpd.md, \"Impairment\")",
-				 sp);
+			dnpd_log(DNPD_ERR,
+				 "bad impairment spec '%s' (docs/dnpd.md, \"Impairment\")", sp);
 			return -EINVAL;
 		}
 		for (dir = 0; dir < DNP_NDIRS; dir++)
@@ -1397,9 +1419,10 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	 */
 	ec.prompt_credits = true;
 	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
-		DNPD_CREDIT_PERIOD_NS;
+							   DNPD_CREDIT_PERIOD_NS;
 	ec.link.credit_timeout = d->conf.credit_timeout_ms ?
-		d->conf.credit_timeout_ms * 1000000ull : DNPD_CREDIT_TIMEOUT_NS;
+					 d->conf.credit_timeout_ms * 1000000ull :
+					 DNPD_CREDIT_TIMEOUT_NS;
 	ec.link.init_timeout = 0; /* neighbours start when they start */
 	ec.link.rto = DNPD_RTO_NS;
 	ec.link.max_retries = DNPD_MAX_RETRIES;

@@ -20,9 +20,9 @@
 
 #include <limits.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "dnp_abi.h"
@@ -53,21 +53,21 @@ struct dnpd_conf {
 	struct dnp_torus torus;
 	struct dnp_coord self;
 	char run_dir[PATH_MAX];
-	char socket[PATH_MAX];       /* application socket ("" = RUN_DIR/node-<id>.sock) */
-	char transport[16];          /* "shm" (default), "udp" or "dpdk" */
-	char eal[512];               /* dpdk: EAL arguments ("" = the backend's init_default) */
-	bool dpdk_memif;             /* dpdk links default to memif sockets in run_dir */
+	char socket[PATH_MAX]; /* application socket ("" = RUN_DIR/node-<id>.sock) */
+	char transport[16];    /* "shm" (default), "udp" or "dpdk" */
+	char eal[512];         /* dpdk: EAL arguments ("" = the backend's init_default) */
+	bool dpdk_memif;       /* dpdk links default to memif sockets in run_dir */
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
-	int cpu;                     /* -1: no pinning */
-	int log_level;               /* 0 errors .. 3 debug; default 1 */
-	uint64_t credit_period_us;   /* 0: the engine's default */
-	uint64_t credit_timeout_ms;  /* 0: the engine's default */
-	uint64_t heap_default;       /* session heap when the app asks none */
-	uint64_t cmd_timeout_ms;     /* command deadline; 0 = none */
-	unsigned vcs;                /* virtual channels per link, 2..DNP_MAX_VC */
-	char config[PATH_MAX];       /* --config FILE or "" */
-	char impair[1024];           /* --impair specs joined by ';' (transport/impair.h), or "" */
+	int cpu;                    /* -1: no pinning */
+	int log_level;              /* 0 errors .. 3 debug; default 1 */
+	uint64_t credit_period_us;  /* 0: the engine's default */
+	uint64_t credit_timeout_ms; /* 0: the engine's default */
+	uint64_t heap_default;      /* session heap when the app asks none */
+	uint64_t cmd_timeout_ms;    /* command deadline; 0 = none */
+	unsigned vcs;               /* virtual channels per link, 2..DNP_MAX_VC */
+	char config[PATH_MAX];      /* --config FILE or "" */
+	char impair[1024];          /* --impair specs joined by ';' (transport/impair.h), or "" */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];
@@ -107,17 +107,17 @@ struct dnp_engine;
 struct dnp_dfm;
 struct dnp_lfm_regs;
 struct dnpd_lfm {
-	char path[PATH_MAX];          /* DIR/node-<id>.lofamo */
+	char path[PATH_MAX]; /* DIR/node-<id>.lofamo */
 	struct dnp_lfm_regs *regs;
 	struct dnp_dfm *dfm;
-	uint8_t state[DNP_NDIRS];     /* link states last fed */
+	uint8_t state[DNP_NDIRS];       /* link states last fed */
 	uint64_t crc_errors[DNP_NDIRS]; /* frames dropped for a bad CRC, per link */
 	uint64_t rapl_uj, rapl_t;
 	int32_t power_mw;
 	bool power_ok;
 	uint64_t diag_send_failed;
-	uint64_t diag_dropped;        /* DIAGs that were neither the DFM's nor wiring ones */
-	void *wire_ctx;               /* struct dnpd: wiring DIAGs go to dnpd_wire_diag */
+	uint64_t diag_dropped; /* DIAGs that were neither the DFM's nor wiring ones */
+	void *wire_ctx;        /* struct dnpd: wiring DIAGs go to dnpd_wire_diag */
 };
 /* Maps the register block and creates the DFM. Errors of dnp_lfm_regs_map, dnp_dfm_create. */
 int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
@@ -132,8 +132,7 @@ void dnpd_lfm_stop(struct dnpd_lfm *m);
  * keeps an answer (malformed ones are counted). ctx is the daemon.
  */
 bool dnpd_wire_is(const void *payload, size_t len);
-void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len,
-		    uint64_t now);
+void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len, uint64_t now);
 
 /* ---- place.c / place_numa.c ---- */
 /* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */
@@ -151,18 +150,18 @@ struct dnpd_sess_ops {
 };
 
 /* Session limits (docs/security.md, "A hostile application"); 0 in the conf means these. */
-#define DNPD_MAX_PENDING_DEFAULT 16u      /* connections still in their handshake */
-#define DNPD_HANDSHAKE_MS_DEFAULT 5000u   /* to finish HELLO + ATTACH (or a first STATS) */
-#define DNPD_PORT_BUFFERS_DEFAULT 1024u   /* registered buffers per port */
-#define DNPD_PORT_COMMANDS_DEFAULT 2048u  /* commands taken from a port's ring, not yet completed */
+#define DNPD_MAX_PENDING_DEFAULT 16u     /* connections still in their handshake */
+#define DNPD_HANDSHAKE_MS_DEFAULT 5000u  /* to finish HELLO + ATTACH (or a first STATS) */
+#define DNPD_PORT_BUFFERS_DEFAULT 1024u  /* registered buffers per port */
+#define DNPD_PORT_COMMANDS_DEFAULT 2048u /* commands taken from a port's ring, not yet completed */
 
 struct dnpd_sess_conf {
-	const char *sock_path;  /* created (an old socket file is replaced) */
-	const char *bell_path;  /* the daemon's doorbell file, passed to apps */
+	const char *sock_path; /* created (an old socket file is replaced) */
+	const char *bell_path; /* the daemon's doorbell file, passed to apps */
 	struct dnp_torus torus;
 	struct dnp_coord self;
-	uint32_t max_ports;     /* 1..256 */
-	uint64_t heap_default;  /* bytes */
+	uint32_t max_ports;    /* 1..256 */
+	uint64_t heap_default; /* bytes */
 	uint64_t heap_max;
 	bool poll_mode;         /* the daemon sleeps in poll(): apps write the eventfd */
 	uint32_t max_pending;   /* connections not past their handshake; more are refused */
@@ -185,25 +184,25 @@ struct dnpd_sess_conf {
 struct dnpd_session {
 	int fd;
 	bool is_app;
-	bool ready;             /* handshake done: ATTACH (app) or a first STATS (dnpctl) */
-	pid_t pid;              /* for process_vm_*; only trusted while pidfd says it lives */
-	int pidfd;              /* the peer process at connect time, or -1 */
-	uint64_t t_accept;      /* CLOCK_MONOTONIC ns */
+	bool ready;        /* handshake done: ATTACH (app) or a first STATS (dnpctl) */
+	pid_t pid;         /* for process_vm_*; only trusted while pidfd says it lives */
+	int pidfd;         /* the peer process at connect time, or -1 */
+	uint64_t t_accept; /* CLOCK_MONOTONIC ns */
 	unsigned port;
-	unsigned nbufs;         /* live registered buffers */
-	uint32_t inflight;      /* commands popped, completion event not yet pushed */
-	uint32_t quota_cmds;    /* conf.port_commands, copied at HELLO */
-	uint64_t ev_lost;       /* error events that found no room (reported as DNP_EV_OVERFLOW) */
-	uint64_t vm_denied;     /* process_vm_* refused (-EPERM) */
+	unsigned nbufs;      /* live registered buffers */
+	uint32_t inflight;   /* commands popped, completion event not yet pushed */
+	uint32_t quota_cmds; /* conf.port_commands, copied at HELLO */
+	uint64_t ev_lost;    /* error events that found no room (reported as DNP_EV_OVERFLOW) */
+	uint64_t vm_denied;  /* process_vm_* refused (-EPERM) */
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
 	/* Private handles of the shared rings (ring.h): geometry never re-read. */
 	struct dnp_ring cmd_ring, ev_ring;
-	struct dnp_ring *cmd;   /* &cmd_ring once the session has memory, else NULL */
+	struct dnp_ring *cmd; /* &cmd_ring once the session has memory, else NULL */
 	struct dnp_ring *ev;
-	uint8_t *heap;          /* daemon's mapping */
+	uint8_t *heap; /* daemon's mapping */
 	uint64_t heap_size;
-	uint64_t app_heap;      /* app's mapping (0 until ATTACH) */
+	uint64_t app_heap; /* app's mapping (0 until ATTACH) */
 	/* Commands popped from the ring, not yet accepted by the engine (it said -EAGAIN). */
 	unsigned pend_i, pend_n;
 	struct dnp_cmd pend[DNPD_CMD_BURST];
@@ -217,13 +216,13 @@ struct dnpd_sess_srv {
 	struct dnpd_sess_conf conf;
 	char sock_path[PATH_MAX];
 	int listen_fd;
-	int bell_fd;            /* the doorbell file, sent to apps */
-	int wake_fd;            /* eventfd, sent to apps, polled in poll mode */
+	int bell_fd; /* the doorbell file, sent to apps */
+	int wake_fd; /* eventfd, sent to apps, polled in poll mode */
 	struct dnp_sess_bell *bell;
 	unsigned nconn;
-	unsigned npending;      /* connections not ready yet */
+	unsigned npending; /* connections not ready yet */
 	uint64_t refused, timed_out;
-	uint32_t stats_arg;     /* arg32 of the STATS request being answered (DNPD_STATS_*) */
+	uint32_t stats_arg; /* arg32 of the STATS request being answered (DNPD_STATS_*) */
 	struct dnpd_session *conn[DNPD_MAX_CONN];
 	struct dnpd_session *by_port[256];
 	/* Ports with a session, compact, for the poll loop. */
@@ -248,8 +247,8 @@ unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, un
  * memory already), -EBUSY, -EINVAL (port or heap size), -errno of
  * memfd_create/ftruncate/mmap, the port_open op's errors.
  */
-int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
-		    uint64_t heap, int *fd_map, int *fd_heap);
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want, uint64_t heap,
+		    int *fd_map, int *fd_heap);
 /* Daemon address of [va, va+len) of the session's heap, or NULL outside it. */
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
 /* After pushing events: wakes the app if it sleeps (event bell). */

@@ -117,19 +117,23 @@ static void lfm_log(const struct dnpd_lfm *m, const struct dnp_dfm_out *o)
 		case DNP_DFM_AL_LINK:
 			dnpd_log(DNPD_WARN, "lofamo: link %s %s", lfm_dir[a->subject % 6],
 				 a->level == DNP_LFM_LINK_BROKEN ? "broken" :
-				 a->level == DNP_LFM_LINK_SICK ? "sick" : "ok");
+				 a->level == DNP_LFM_LINK_SICK   ? "sick" :
+								   "ok");
 			break;
 		case DNP_DFM_AL_SENSOR:
 			dnpd_log(DNPD_WARN, "lofamo: sensor %s %s",
 				 lfm_sensor[a->subject % DNP_LFM_NSENSORS],
-				 a->level == DNP_LFM_ALARM ? "alarm" :
-				 a->level == DNP_LFM_WARNING ? "warning" : "normal");
+				 a->level == DNP_LFM_ALARM   ? "alarm" :
+				 a->level == DNP_LFM_WARNING ? "warning" :
+							       "normal");
 			break;
 		case DNP_DFM_AL_HOST:
-			dnpd_log(DNPD_WARN, "lofamo: host %s", a->level == DNP_LFM_HOST_OMISSION ?
-				 "omission (watchdog not validated): relaying over the torus" :
-				 a->level == DNP_LFM_HOST_PERIPHERY ? "periphery fault: relaying" :
-				 "ok");
+			dnpd_log(
+				DNPD_WARN, "lofamo: host %s",
+				a->level == DNP_LFM_HOST_OMISSION ?
+					"omission (watchdog not validated): relaying over the torus" :
+				a->level == DNP_LFM_HOST_PERIPHERY ? "periphery fault: relaying" :
+								     "ok");
 			break;
 		case DNP_DFM_AL_REMOTE:
 			dnpd_log(DNPD_WARN, "lofamo: neighbour %s (node %u) host %s",
@@ -168,7 +172,8 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 			continue;
 		}
 		if (dnp_dfm_on_diag(m->dfm, src, buf, (size_t)n, now, &o) < 0)
-			dnpd_log(DNPD_WARN, "lofamo: bad DIAG from (%u,%u,%u)", src.x, src.y, src.z);
+			dnpd_log(DNPD_WARN, "lofamo: bad DIAG from (%u,%u,%u)", src.x, src.y,
+				 src.z);
 		changed = true;
 	}
 	if (!m->dfm)

@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/uio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,8 +95,7 @@ int dnpd_sess_create(const struct dnpd_sess_conf *c, struct dnpd_sess_srv **out)
 	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(s->sock_path);
 	strcpy(sa.sun_path, s->sock_path);
-	if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(s->listen_fd, 64))
+	if (bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(s->listen_fd, 64))
 		goto err_errno;
 	*out = s;
 	return 0;
@@ -309,7 +308,7 @@ int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t le
 		if (!dnpd_sess_alive(se))
 			return -ESRCH;
 		n = wr ? process_vm_writev(se->pid, &l, 1, &r, 1, 0) :
-			process_vm_readv(se->pid, &l, 1, &r, 1, 0);
+			 process_vm_readv(se->pid, &l, 1, &r, 1, 0);
 		if (!dnpd_sess_alive(se))
 			return -ESRCH;
 		if (n < 0 && (errno == EPERM || errno == EACCES)) {
@@ -390,17 +389,16 @@ static int dnpd_memfd(const char *name, uint64_t size, void **map)
 		goto err;
 	*map = p;
 	return fd;
-err:
-	{
-		int r = -errno;
+err : {
+	int r = -errno;
 
-		close(fd);
-		return r;
-	}
+	close(fd);
+	return r;
+}
 }
 
-int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want,
-		    uint64_t heap, int *fd_map, int *fd_heap)
+int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t want, uint64_t heap,
+		    int *fd_map, int *fd_heap)
 {
 	size_t cmd_sz = dnp_ring_memsize(DNP_SESS_CMD_SLOTS, sizeof(struct dnp_cmd));
 	size_t ev_sz = dnp_ring_memsize(DNP_SESS_EV_SLOTS, sizeof(struct dnp_event));
@@ -544,9 +542,10 @@ static int dnpd_sess_register(struct dnpd_sess_srv *s, struct dnpd_session *se,
 		r = dnpd_sess_vm_io(se, m->va, &probe, 1, false);
 		if (r) {
 			if (r == -EPERM)
-				dnpd_log(DNPD_WARN, "port %u: no ptrace access to pid %d for a buffer "
-					 "outside the shared heap (docs/security.md)", se->port,
-					 (int)se->pid);
+				dnpd_log(DNPD_WARN,
+					 "port %u: no ptrace access to pid %d for a buffer "
+					 "outside the shared heap (docs/security.md)",
+					 se->port, (int)se->pid);
 			return r;
 		}
 	}
@@ -607,7 +606,8 @@ static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 		break;
 	case DNP_SESS_UNREGISTER:
 		rep.status = se->is_app && se->ready ?
-			s->conf.ops->unreg(s->conf.ctx, se->port, m->va) : -EPROTO;
+				     s->conf.ops->unreg(s->conf.ctx, se->port, m->va) :
+				     -EPROTO;
 		if (rep.status == 0 && se->nbufs)
 			se->nbufs--;
 		break;

@@ -55,11 +55,40 @@ static void usage(FILE *f)
 }
 
 enum {
-	OPT_TORUS = 256, OPT_PATTERN, OPT_SIZES, OPT_COUNT, OPT_HOTSPOT, OPT_SHIFT, OPT_LATENCY,
-	OPT_BW, OPT_FIFO, OPT_TRED, OPT_TYELLOW, OPT_CREDIT_PERIOD, OPT_RULE, OPT_CREDIT_MODEL,
-	OPT_VCS, OPT_LOSS, OPT_CORRUPT, OPT_DUP, OPT_REORDER, OPT_SILENCE, OPT_RTO,
-	OPT_CREDIT_TIMEOUT, OPT_MAX_RETRIES, OPT_WINDOW, OPT_MAX_COMMANDS, OPT_SEED, OPT_MAX_TIME,
-	OPT_STALL, OPT_CSV, OPT_VERBOSE, OPT_HELP, OPT_CMD_TIMEOUT, OPT_FAULT, OPT_RANDOM_FAULTS,
+	OPT_TORUS = 256,
+	OPT_PATTERN,
+	OPT_SIZES,
+	OPT_COUNT,
+	OPT_HOTSPOT,
+	OPT_SHIFT,
+	OPT_LATENCY,
+	OPT_BW,
+	OPT_FIFO,
+	OPT_TRED,
+	OPT_TYELLOW,
+	OPT_CREDIT_PERIOD,
+	OPT_RULE,
+	OPT_CREDIT_MODEL,
+	OPT_VCS,
+	OPT_LOSS,
+	OPT_CORRUPT,
+	OPT_DUP,
+	OPT_REORDER,
+	OPT_SILENCE,
+	OPT_RTO,
+	OPT_CREDIT_TIMEOUT,
+	OPT_MAX_RETRIES,
+	OPT_WINDOW,
+	OPT_MAX_COMMANDS,
+	OPT_SEED,
+	OPT_MAX_TIME,
+	OPT_STALL,
+	OPT_CSV,
+	OPT_VERBOSE,
+	OPT_HELP,
+	OPT_CMD_TIMEOUT,
+	OPT_FAULT,
+	OPT_RANDOM_FAULTS,
 	OPT_TIMELINE,
 };
 
@@ -194,7 +223,8 @@ static int opt_traffic(struct run_args *a, int opt, const char *arg)
 		return ret;
 	case OPT_SHIFT:
 		return sscanf(arg, "%d,%d,%d", &c->shift[0], &c->shift[1], &c->shift[2]) == 3 ?
-			       0 : -EINVAL;
+			       0 :
+			       -EINVAL;
 	default:
 		return NOT_MINE;
 	}
@@ -320,7 +350,10 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 static int run_parse_args(int argc, char **argv, struct run_args *a, bool *done)
 {
 	static int (*const parsers[])(struct run_args *, int, const char *) = {
-		opt_traffic, opt_link, opt_fault, opt_run,
+		opt_traffic,
+		opt_link,
+		opt_fault,
+		opt_run,
 	};
 	int opt;
 

@@ -17,8 +17,8 @@
 #define EFF_WIRE_SLOTS 1024u /* > L_R + L_L: words in flight, indexed by visibility time */
 #define EFF_FRAMING 4u       /* magic, start, header, footer (report: P = 64 bytes) */
 #define EFF_TOLERANCE 0.05
-#define EFF_MIN_PERIODS 4u         /* measure at least this many stall-resume periods */
-#define EFF_MAX_EXTRA 1000000u     /* ... but stop this many cycles after 'cycles' anyway */
+#define EFF_MIN_PERIODS 4u     /* measure at least this many stall-resume periods */
+#define EFF_MAX_EXTRA 1000000u /* ... but stop this many cycles after 'cycles' anyway */
 
 enum eff_word_kind {
 	EFF_NONE = 0,
@@ -333,8 +333,7 @@ int dnp_lab_efficiency_run(int rule, unsigned fifo_x, double *measured, double *
 	struct dnp_lab_eff_result r;
 	int rc;
 
-	if ((rule != DNP_START_VCT && rule != DNP_START_STOP_AT_RED) || fifo_x == 0 ||
-	    fifo_x > 64)
+	if ((rule != DNP_START_VCT && rule != DNP_START_STOP_AT_RED) || fifo_x == 0 || fifo_x > 64)
 		return -EINVAL;
 	dnp_lab_eff_conf_default(&c, rule, fifo_x);
 	rc = dnp_lab_eff_simulate(&c, &r);
@@ -363,15 +362,16 @@ static const char *rule_name(int rule)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dnp-lab efficiency [--csv] [--cycles N] [--credit-period C]\n"
-		   "                          [--t-red N] [--t-yellow N] [--phase P] [--exact]\n"
-		   "                          [--sweep-phase]\n"
-		   "  One saturated APEnet+ link, cycle by cycle, against E_T = E1 x E2 x E3\n"
-		   "  (EURETILE report, torus link), for VCT and stop-at-red and FIFOs x1,x2,x4,x8.\n"
-		   "  --t-red/--t-yellow set the x1 thresholds; deeper FIFOs keep the same\n"
-		   "  T_RED margin below the depth and scale T_YELLOW. --phase delays the\n"
-		   "  receiver's credit grid; --sweep-phase runs every phase 0..C+1 (x1).\n"
-		   "  Exit status 1 if an x1 case is more than 5%% off the model.\n");
+	fprintf(f,
+		"usage: dnp-lab efficiency [--csv] [--cycles N] [--credit-period C]\n"
+		"                          [--t-red N] [--t-yellow N] [--phase P] [--exact]\n"
+		"                          [--sweep-phase]\n"
+		"  One saturated APEnet+ link, cycle by cycle, against E_T = E1 x E2 x E3\n"
+		"  (EURETILE report, torus link), for VCT and stop-at-red and FIFOs x1,x2,x4,x8.\n"
+		"  --t-red/--t-yellow set the x1 thresholds; deeper FIFOs keep the same\n"
+		"  T_RED margin below the depth and scale T_YELLOW. --phase delays the\n"
+		"  receiver's credit grid; --sweep-phase runs every phase 0..C+1 (x1).\n"
+		"  Exit status 1 if an x1 case is more than 5%% off the model.\n");
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *v)
@@ -408,8 +408,8 @@ static int opt_value(int argc, char **argv, int *i, const char *name, const char
 
 static int parse_opts(int argc, char **argv, struct eff_opts *o)
 {
-	static const char *const names[] = { "--cycles", "--credit-period", "--t-red",
-					      "--t-yellow", "--phase" };
+	static const char *const names[] = { "--cycles", "--credit-period", "--t-red", "--t-yellow",
+					     "--phase" };
 	int i;
 
 	memset(o, 0, sizeof(*o));
@@ -576,10 +576,11 @@ int dnp_lab_efficiency_main(int argc, char **argv)
 			conf_from_opts(&c, &o, rule, xs[i]);
 			rc = dnp_lab_eff_simulate(&c, &r);
 			if (rc < 0) {
-				fprintf(stderr, "efficiency: %s x%u: %s%s\n", rule_name(rule), xs[i],
-					strerror(-rc),
-					rc == -EINVAL ? " (VCT needs T_RED >= one packet, 260 words)"
-						      : "");
+				fprintf(stderr, "efficiency: %s x%u: %s%s\n", rule_name(rule),
+					xs[i], strerror(-rc),
+					rc == -EINVAL ?
+						" (VCT needs T_RED >= one packet, 260 words)" :
+						"");
 				return 2;
 			}
 			d = rel_diff(r.measured, r.model);

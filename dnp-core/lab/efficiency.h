@@ -30,9 +30,9 @@
 #include "link.h"
 
 struct dnp_lab_eff_conf {
-	uint64_t warmup;        /* cycles before measuring */
-	uint64_t cycles;        /* measured cycles (rounded to whole stall periods) */
-	uint32_t credit_period; /* C: data cycles between two 2-cycle credits */
+	uint64_t warmup;         /* cycles before measuring */
+	uint64_t cycles;         /* measured cycles (rounded to whole stall periods) */
+	uint32_t credit_period;  /* C: data cycles between two 2-cycle credits */
 	uint32_t remote_latency; /* L_R, cycles */
 	uint32_t local_latency;  /* L_L, cycles */
 	uint32_t fifo_words;
@@ -54,16 +54,16 @@ struct dnp_lab_eff_result {
 	 * credit slots cost nothing while the sender waits.
 	 */
 	double w_hw, model_hw;
-	unsigned burst_packets;   /* VCT: n = floor(T_RED / frame) packets per burst */
-	uint64_t window;          /* measured cycles */
-	uint64_t payload;         /* payload words in the window */
-	uint64_t stalls;          /* stall-resume periods in the window */
-	double period;            /* cycles between two resumes, mean */
-	double wait_mean;         /* cycles from the last word sent to the resume */
+	unsigned burst_packets; /* VCT: n = floor(T_RED / frame) packets per burst */
+	uint64_t window;        /* measured cycles */
+	uint64_t payload;       /* payload words in the window */
+	uint64_t stalls;        /* stall-resume periods in the window */
+	double period;          /* cycles between two resumes, mean */
+	double wait_mean;       /* cycles from the last word sent to the resume */
 	uint64_t wait_min, wait_max;
-	double burst_words;       /* words sent between two stalls, mean */
-	uint32_t max_occupancy;   /* of B's RX FIFO */
-	uint64_t overflows;       /* dnp_link_rx_accept refusals: must be 0 */
+	double burst_words;     /* words sent between two stalls, mean */
+	uint32_t max_occupancy; /* of B's RX FIFO */
+	uint64_t overflows;     /* dnp_link_rx_accept refusals: must be 0 */
 };
 
 /* Hardware defaults for a FIFO fifo_x times 512 words (T_RED = depth - 6, T_YELLOW = depth / 2). */

@@ -14,9 +14,13 @@
 #define LAB_TX_BASE 0x100000000000ull
 #define LAB_RX_BASE 0x200000000000ull
 #define LAB_PORT 0u
-#define LAB_MAX_FRAME_SER(bw) (((uint64_t)DNP_MAX_FRAME / DNP_WORD_BYTES + (bw) - 1) / (bw))
+#define LAB_MAX_FRAME_SER(bw) (((uint64_t)DNP_MAX_FRAME / DNP_WORD_BYTES + (bw)-1) / (bw))
 
-enum { LAB_EV_ARRIVE = 0, LAB_EV_WAKE = 1, LAB_EV_FAULT = 2 };
+enum {
+	LAB_EV_ARRIVE = 0,
+	LAB_EV_WAKE = 1,
+	LAB_EV_FAULT = 2
+};
 
 struct lab_ev {
 	uint64_t t;
@@ -40,11 +44,11 @@ struct lab_rng {
 struct lab_msg {
 	uint32_t src, dst, size;
 	uint8_t ncompl, nrx;
-	uint8_t resolved; /* counted out of open_msgs */
-	uint8_t excused;  /* an endpoint was killed: not verified */
+	uint8_t resolved;  /* counted out of open_msgs */
+	uint8_t excused;   /* an endpoint was killed: not verified */
 	uint16_t attempts; /* submissions after the first (failures) */
 	uint64_t retry_at; /* when it may be submitted again */
-	int32_t status; /* 1 until completed */
+	int32_t status;    /* 1 until completed */
 	uint32_t mismatches;
 	uint64_t seed; /* pattern of the message's bytes */
 	uint64_t tx_va, rx_va;
@@ -69,11 +73,11 @@ struct lab_node {
 	struct dnp_coord c;
 	uint32_t *out; /* message indices in submission order (tx_va ascending) */
 	uint32_t nout, next_submit;
-	uint32_t *in;  /* incoming message indices, rx_va ascending */
+	uint32_t *in; /* incoming message indices, rx_va ascending */
 	uint32_t nin;
 	uint32_t *retry; /* failed messages to submit again, a FIFO of nout + 1 */
 	uint32_t retry_head, retry_tail;
-	bool dead;       /* killed: no engine */
+	bool dead;            /* killed: no engine */
 	uint32_t incarnation; /* engines this node has had, minus one */
 	uint64_t tx_size, rx_size;
 	uint32_t rx_key;
@@ -220,8 +224,8 @@ static uint64_t pattern_check(uint64_t seed, uint64_t off, const uint8_t *src, s
 /* ----------------------------------------------------------- memory */
 
 /* The message of list[0..n) (sorted by the va returned by key) that holds va. */
-static struct lab_msg *msg_find(struct dnp_lab *lab, const uint32_t *list, uint32_t n,
-				uint64_t va, bool rx)
+static struct lab_msg *msg_find(struct dnp_lab *lab, const uint32_t *list, uint32_t n, uint64_t va,
+				bool rx)
 {
 	uint32_t lo = 0, hi = n;
 
@@ -248,8 +252,8 @@ static void verify_fail(struct dnp_lab *lab, const char *what, uint64_t a, uint6
 	}
 }
 
-static int lab_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
-			void *dst, size_t len)
+static int lab_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
+			size_t len)
 {
 	struct lab_node *n = ctx;
 	struct lab_msg *m;
@@ -508,9 +512,9 @@ static int fault_add(struct dnp_lab_conf *c, uint64_t at, uint32_t node, unsigne
 {
 	if (c->nfaults >= DNP_LAB_MAX_FAULTS)
 		return -E2BIG;
-	c->faults[c->nfaults++] = (struct dnp_lab_fault){ .at = at, .node = node,
-							  .dir = (uint8_t)dir,
-							  .kind = (uint8_t)kind };
+	c->faults[c->nfaults++] = (struct dnp_lab_fault){
+		.at = at, .node = node, .dir = (uint8_t)dir, .kind = (uint8_t)kind
+	};
 	return 0;
 }
 
@@ -685,7 +689,8 @@ static void plan(struct dnp_lab *lab)
 					dc.y = (uint8_t)v[1];
 					dc.z = (uint8_t)v[2];
 					if (!dnp_coord_eq(dc, sc))
-						plan_add(lab, src, dnp_torus_id(&c->torus, dc), size);
+						plan_add(lab, src, dnp_torus_id(&c->torus, dc),
+							 size);
 					break;
 				}
 				}
@@ -762,7 +767,8 @@ static int build_nodes(struct dnp_lab *lab)
 		nd->next_wake = UINT64_MAX;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
 			struct lab_link *l = &nd->link[d];
-			struct dnp_coord pc = dnp_torus_neighbour(&c->torus, nd->c, (enum dnp_dir)d);
+			struct dnp_coord pc =
+				dnp_torus_neighbour(&c->torus, nd->c, (enum dnp_dir)d);
 
 			l->present = c->torus.dim[d / 2] > 1;
 			l->peer = dnp_torus_id(&c->torus, pc);
@@ -818,8 +824,8 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.mem = &lab_mem_ops;
 		ec.mem_ctx = nd;
 		/* a revived node is a new incarnation: its links say so in RESET frames */
-		ec.link.nonce = nd->incarnation ? (uint32_t)(id * 131u + nd->incarnation * 7919u + 2u)
-						: 0;
+		ec.link.nonce =
+			nd->incarnation ? (uint32_t)(id * 131u + nd->incarnation * 7919u + 2u) : 0;
 		ret = dnp_engine_create(&ec, lab->now, &nd->e);
 		if (ret)
 			return ret;
@@ -1489,9 +1495,8 @@ static void finish(struct dnp_lab *lab)
 			continue; /* a deadlock or timeout already says what is missing */
 		if (m->ncompl != 1)
 			verify_fail(lab, "message without completion", i, m->ncompl);
-		else if (m->status == 0 &&
-			 (m->attempts ? m->nrx < 1 || m->written < m->size
-				      : m->nrx != 1 || m->written != m->size))
+		else if (m->status == 0 && (m->attempts ? m->nrx < 1 || m->written < m->size :
+							  m->nrx != 1 || m->written != m->size))
 			verify_fail(lab, "completed message not received intact", i, m->written);
 		else if (m->mismatches)
 			verify_fail(lab, "message with wrong bytes", i, m->mismatches);
@@ -1570,8 +1575,10 @@ int dnp_lab_run(struct dnp_lab *lab)
 	for (uint32_t i = 0; i < lab->n; i++)
 		touch(lab, i);
 	for (unsigned i = 0; i < c->nfaults; i++) {
-		struct lab_ev ev = { .t = c->faults[i].at, .kind = LAB_EV_FAULT,
-				     .node = c->faults[i].node, .slot = i };
+		struct lab_ev ev = { .t = c->faults[i].at,
+				     .kind = LAB_EV_FAULT,
+				     .node = c->faults[i].node,
+				     .slot = i };
 
 		ret = heap_push(lab, ev);
 		if (ret)
@@ -1826,8 +1833,8 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv)
 			r->err_other);
 		fprintf(f, "rx_events,%" PRIu64 "\nverify_errors,%" PRIu64 "\n", r->rx_events,
 			r->verify_errors);
-		fprintf(f, "byte_mismatches,%" PRIu64 "\nbad_hops,%" PRIu64 "\n", r->byte_mismatches,
-			r->bad_hops);
+		fprintf(f, "byte_mismatches,%" PRIu64 "\nbad_hops,%" PRIu64 "\n",
+			r->byte_mismatches, r->bad_hops);
 		fprintf(f, "pending_at_end,%" PRIu64 "\n", r->pending_at_end);
 		fprintf(f, "\n# latency\nmin,median,p99,max,mean\n");
 		fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f\n", r->lat_min,
@@ -1850,8 +1857,9 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv)
 					",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 					",%" PRId64 "\n",
 					i, nd->c.x, nd->c.y, nd->c.z, dir_names[d], li->busy,
-					(double)li->busy / (double)t, li->frames, li->bytes, li->lost,
-					li->corrupted, li->duplicated, li->reordered, li->silenced,
+					(double)li->busy / (double)t, li->frames, li->bytes,
+					li->lost, li->corrupted, li->duplicated, li->reordered,
+					li->silenced,
 					li->broken_at == UINT64_MAX ? (int64_t)-1 :
 								      (int64_t)li->broken_at);
 			}
@@ -1859,26 +1867,31 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv)
 		return;
 	}
 
-	fprintf(f, "dnp-lab: torus %ux%ux%u (%u nodes), pattern %s, %" PRIu64 " messages, %" PRIu64
-		   " bytes, seed %" PRIu64 "\n",
+	fprintf(f,
+		"dnp-lab: torus %ux%ux%u (%u nodes), pattern %s, %" PRIu64 " messages, %" PRIu64
+		" bytes, seed %" PRIu64 "\n",
 		c->torus.dim[0], c->torus.dim[1], c->torus.dim[2], lab->n,
 		dnp_lab_pattern_name(c->pattern), r->messages, r->bytes, c->seed);
 	fprintf(f, "result:    %s at time %" PRIu64 " (%" PRIu64 " events simulated)\n",
 		status_name(r->status), r->time, r->events_processed);
 	if (r->status == -EDEADLK)
-		fprintf(f, "           no packet delivered and no command completed since %" PRIu64
-			   " (stall limit %" PRIu64 "), %" PRIu64 " still pending\n",
+		fprintf(f,
+			"           no packet delivered and no command completed since %" PRIu64
+			" (stall limit %" PRIu64 "), %" PRIu64 " still pending\n",
 			lab->last_progress, c->stall_limit, r->pending_at_end);
-	fprintf(f, "commands:  %" PRIu64 " ok, %" PRIu64 " failed (%" PRIu64 " -ENOLINK, %" PRIu64
-		   " other), %" PRIu64 " RX events\n",
+	fprintf(f,
+		"commands:  %" PRIu64 " ok, %" PRIu64 " failed (%" PRIu64 " -ENOLINK, %" PRIu64
+		" other), %" PRIu64 " RX events\n",
 		r->completions_ok, r->completions_err, r->err_nolink, r->err_other, r->rx_events);
-	fprintf(f, "verify:    %" PRIu64 " errors (%" PRIu64 " bytes wrong, %" PRIu64
-		   " bad hop counts, %" PRIu64 " double completions, %" PRIu64
-		   " unknown events), pending at end %" PRIu64 "\n",
+	fprintf(f,
+		"verify:    %" PRIu64 " errors (%" PRIu64 " bytes wrong, %" PRIu64
+		" bad hop counts, %" PRIu64 " double completions, %" PRIu64
+		" unknown events), pending at end %" PRIu64 "\n",
 		r->verify_errors, r->byte_mismatches, r->bad_hops, r->double_completions,
 		r->unknown_events, r->pending_at_end);
-	fprintf(f, "latency:   submit->completion min %" PRIu64 " median %" PRIu64 " p99 %" PRIu64
-		   " max %" PRIu64 " mean %.1f (time units)\n",
+	fprintf(f,
+		"latency:   submit->completion min %" PRIu64 " median %" PRIu64 " p99 %" PRIu64
+		" max %" PRIu64 " mean %.1f (time units)\n",
 		r->lat_min, r->lat_median, r->lat_p99, r->lat_max, r->lat_mean);
 	fprintf(f, "links:     %u directed, utilisation min %.1f%% mean %.1f%% max %.1f%%", nlinks,
 		100 * umin, nlinks ? 100 * usum / nlinks : 0.0, 100 * umax);

@@ -132,15 +132,16 @@ struct dnp_lab_conf {
 /* Per directed link (node, dir). */
 struct dnp_lab_link_info {
 	bool present;
-	uint64_t busy;      /* time units spent serialising frames */
+	uint64_t busy; /* time units spent serialising frames */
 	uint64_t frames, bytes;
 	uint64_t lost, corrupted, duplicated, reordered, silenced;
-	uint64_t broken_at; /* first time the sender's engine reported BROKEN, UINT64_MAX if never */
+	uint64_t
+		broken_at; /* first time the sender's engine reported BROKEN, UINT64_MAX if never */
 };
 
 struct dnp_lab_result {
-	int status;      /* 0, -EIO (verification), -EDEADLK, -ETIME */
-	uint64_t time;   /* virtual time at the end */
+	int status;    /* 0, -EIO (verification), -EDEADLK, -ETIME */
+	uint64_t time; /* virtual time at the end */
 	uint64_t events_processed;
 	uint64_t messages, bytes;
 	uint64_t completions_ok, completions_err, rx_events;
@@ -158,7 +159,8 @@ struct dnp_lab_result {
 	uint64_t reordered, silenced;
 	/* sequenced frames of which no copy arrived intact (each forces a retransmission) */
 	uint64_t undelivered_seq;
-	uint64_t rx_rejected_crc, rx_rejected_other; /* dnp_engine_rx returned -EILSEQ / another error */
+	uint64_t rx_rejected_crc,
+		rx_rejected_other; /* dnp_engine_rx returned -EILSEQ / another error */
 	/* failures: events applied, frames lost to cut cables or dead nodes,
 	 * commands resubmitted, messages that arrived by a longer path, and
 	 * messages excused (an endpoint was killed) */
@@ -210,9 +212,9 @@ void dnp_lab_report(const struct dnp_lab *lab, FILE *f, bool csv);
 struct dnp_lab_msg_info {
 	uint32_t src, dst;
 	uint32_t size;
-	int status;         /* completion status (0 or negative errno); 1 = no completion yet */
+	int status; /* completion status (0 or negative errno); 1 = no completion yet */
 	unsigned completions, rx_events;
-	uint64_t written;   /* bytes the target's memory saw written */
+	uint64_t written;              /* bytes the target's memory saw written */
 	uint64_t submitted, completed; /* times; UINT64_MAX if not (yet) */
 };
 

@@ -130,7 +130,10 @@ static int op_unreg(void *ctx, unsigned port, uint64_t va)
 }
 
 static const struct dnpd_sess_ops sess_ops = {
-	.port_open = op_open, .port_close = op_close, .reg = op_reg, .unreg = op_unreg,
+	.port_open = op_open,
+	.port_close = op_close,
+	.reg = op_reg,
+	.unreg = op_unreg,
 };
 
 /* ------------------------------------------------------------ the daemon */
@@ -158,8 +161,10 @@ static void daemon_step(uint64_t now)
 			abort();
 		r = dnp_engine_submit(H.e, se->port, &c[i], now);
 		if (r && r != -EAGAIN) {
-			struct dnp_event rej = { .type = DNP_EV_ERROR, .op = c[i].op,
-						 .status = (int8_t)r, .cookie = c[i].cookie };
+			struct dnp_event rej = { .type = DNP_EV_ERROR,
+						 .op = c[i].op,
+						 .status = (int8_t)r,
+						 .cookie = c[i].cookie };
 
 			dnpd_sess_ev_push(se, &rej, 1);
 		}
@@ -374,10 +379,10 @@ static int setup(void)
 	/* The application attaches as libdnp does. */
 	H.cmd_off = H.se->ctl->cmd_off;
 	H.ev_off = H.se->ctl->ev_off;
-	if (dnp_ring_attach(shm() + H.cmd_off, H.se->map_size - H.cmd_off,
-			    sizeof(struct dnp_cmd), &H.app_cmd) ||
-	    dnp_ring_attach(shm() + H.ev_off, H.se->map_size - H.ev_off,
-			    sizeof(struct dnp_event), &H.app_ev))
+	if (dnp_ring_attach(shm() + H.cmd_off, H.se->map_size - H.cmd_off, sizeof(struct dnp_cmd),
+			    &H.app_cmd) ||
+	    dnp_ring_attach(shm() + H.ev_off, H.se->map_size - H.ev_off, sizeof(struct dnp_event),
+			    &H.app_ev))
 		return -1;
 	return 0;
 }

@@ -16,11 +16,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const struct dnp_torus shapes[] = {
-	{ .dim = { 1, 1, 1 } },
-	{ .dim = { 2, 2, 2 } },
-	{ .dim = { 4, 2, 3 } },
-	{ .dim = { 8, 1, 1 } },
-	{ .dim = { 256, 256, 256 } },
+	{ .dim = { 1, 1, 1 } }, { .dim = { 2, 2, 2 } },       { .dim = { 4, 2, 3 } },
+	{ .dim = { 8, 1, 1 } }, { .dim = { 256, 256, 256 } },
 };
 
 static void check_accepted(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned ports)

@@ -50,12 +50,12 @@ const struct dnp_transport_ops *dnp_transport_find(const char *name)
 static int memfd = -1;
 static char memfd_path[64];
 
-#define CHECK(c)                                                                         \
-	do {                                                                             \
-		if (!(c)) {                                                              \
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
 			fprintf(stderr, "fuzz_conf: %s:%d: %s\n", __FILE__, __LINE__, #c); \
-			abort();                                                         \
-		}                                                                        \
+			abort();                                                           \
+		}                                                                          \
 	} while (0)
 
 #define TERMINATED(a) CHECK(memchr((a), 0, sizeof(a)) != NULL)

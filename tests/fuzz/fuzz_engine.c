@@ -60,8 +60,7 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 {
 	(void)ctx;
 	(void)b;
-	if (port >= NPORTS ||
-	    !inside(port, va, len, DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET))
+	if (port >= NPORTS || !inside(port, va, len, DNP_BUF_PUT_TARGET | DNP_BUF_SEND_TARGET))
 		abort();
 	memcpy(&arena[port][va], src, len);
 	return 0;

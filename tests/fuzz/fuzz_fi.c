@@ -63,8 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t rbuf[3][512];
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
 	struct fi_av_attr ava = { .type = FI_AV_TABLE };
-	struct dfi_addr peer = { .x = 1, .port = 0, .ring_key = 7, .ring_va = 0x10000,
-				 .credit_va = 0x20000, .credit_key = 7, .magic = DFI_ADDR_MAGIC };
+	struct dfi_addr peer = { .x = 1,
+				 .port = 0,
+				 .ring_key = 7,
+				 .ring_va = 0x10000,
+				 .credit_va = 0x20000,
+				 .credit_key = 7,
+				 .magic = DFI_ADDR_MAGIC };
 	struct fid_domain *fdom;
 	struct fid_av *fav;
 	struct fid_cq *fcq;

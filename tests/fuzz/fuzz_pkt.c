@@ -22,9 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static bool hdr_equal(const struct dnp_pkt_hdr *a, const struct dnp_pkt_hdr *b)
 {
 	bool eq = a->lflags == b->lflags && a->src_dir == b->src_dir && a->seq == b->seq &&
-		  a->ack == b->ack && a->sack == b->sack && a->dst.x == b->dst.x && a->dst.y == b->dst.y &&
-		  a->dst.z == b->dst.z && a->src.x == b->src.x && a->src.y == b->src.y &&
-		  a->src.z == b->src.z && a->dst_port == b->dst_port &&
+		  a->ack == b->ack && a->sack == b->sack && a->dst.x == b->dst.x &&
+		  a->dst.y == b->dst.y && a->dst.z == b->dst.z && a->src.x == b->src.x &&
+		  a->src.y == b->src.y && a->src.z == b->src.z && a->dst_port == b->dst_port &&
 		  a->src_port == b->src_port && a->kind == b->kind && a->vc == b->vc &&
 		  a->flags == b->flags && a->status == b->status && a->len == b->len &&
 		  a->msg_id == b->msg_id && a->va == b->va && a->key == b->key &&

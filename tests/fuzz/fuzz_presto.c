@@ -56,8 +56,9 @@ int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, 
 
 static struct presto *fz_world(void)
 {
-	struct presto_conf c = { .eager_max = (size_t)-1, .slot_size = 256, .credits = 4,
-				 .timeout_ms = 1000 };
+	struct presto_conf c = {
+		.eager_max = (size_t)-1, .slot_size = 256, .credits = 4, .timeout_ms = 1000
+	};
 	struct presto *p;
 
 	fz_qn = fz_nslots = 0;
@@ -103,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data += 40, size -= 40;
 		if (base) {
 			off = data[-4] & 1 || span < p->slot ? off % span :
-							   off % (span / p->slot) * p->slot;
+							       off % (span / p->slot) * p->slot;
 			ev.va = fz_land(base, span, off, n, &data, &size);
 		}
 		p_event(p, &ev);

@@ -43,12 +43,12 @@ void dnpd_log(int level, const char *fmt, ...)
 	(void)fmt;
 }
 
-#define CHECK(c)                                                                         \
-	do {                                                                             \
-		if (!(c)) {                                                              \
+#define CHECK(c)                                                                           \
+	do {                                                                               \
+		if (!(c)) {                                                                \
 			fprintf(stderr, "fuzz_sess: %s:%d: %s\n", __FILE__, __LINE__, #c); \
-			abort();                                                         \
-		}                                                                        \
+			abort();                                                           \
+		}                                                                          \
 	} while (0)
 
 #define MAX_PORTS 4u
@@ -170,7 +170,9 @@ static void drain(struct client *c)
 			struct cmsghdr align;
 		} cbuf;
 		struct iovec iov = { buf, sizeof(buf) };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cbuf.b,
 				     .msg_controllen = sizeof(cbuf.b) };
 		ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		struct cmsghdr *cm;
@@ -295,8 +297,13 @@ static uint64_t take(struct in *in, unsigned bytes)
 /* A request with the right magic and version; addresses raw or in the heap. */
 static void legal(struct in *in, struct client *c)
 {
-	static const uint16_t types[] = { DNP_SESS_HELLO, DNP_SESS_ATTACH, DNP_SESS_REGISTER,
-					  DNP_SESS_UNREGISTER, DNP_SESS_STATS, 0, 6 };
+	static const uint16_t types[] = { DNP_SESS_HELLO,
+					  DNP_SESS_ATTACH,
+					  DNP_SESS_REGISTER,
+					  DNP_SESS_UNREGISTER,
+					  DNP_SESS_STATS,
+					  0,
+					  6 };
 	struct dnp_sess_msg m = { .magic = DNP_SESS_MAGIC, .version = DNP_SESS_VERSION };
 	uint8_t t = take8(in), how = take8(in);
 

@@ -48,7 +48,7 @@
 struct end {
 	char ns[64];
 	char ifname[16];
-	char mac[32];      /* own MAC */
+	char mac[32]; /* own MAC */
 	char peer_mac[32];
 };
 
@@ -81,7 +81,7 @@ static char tprefix[32];
 
 struct child_conf {
 	enum role role;
-	unsigned side;       /* ROLE_TORUS: the node id */
+	unsigned side; /* ROLE_TORUS: the node id */
 	const struct end *e;
 	uint32_t expect_mtu;
 	int to_parent, from_parent;
@@ -177,8 +177,7 @@ static int child_eal(const struct child_conf *c)
 	return ret;
 }
 
-static int child_open(const struct child_conf *c, const char *options,
-		      struct dnp_transport **t)
+static int child_open(const struct child_conf *c, const char *options, struct dnp_transport **t)
 {
 	char local[256];
 	struct dnp_transport_conf tc = {
@@ -276,12 +275,15 @@ static int exchange(struct flow *fl, unsigned nfl, unsigned side, uint32_t frame
 				return 2;
 			}
 			for (int r = 0; r < n; r++) {
-				if (f->recvd >= frames || !frame_check(&rx[r], f->recvd, f->rx_tag)) {
+				if (f->recvd >= frames ||
+				    !frame_check(&rx[r], f->recvd, f->rx_tag)) {
 					uint32_t idx = 0;
 
 					memcpy(&idx, rx[r].data, sizeof(idx));
-					fprintf(stderr, "side %u flow %u: frame %u: got index %u len %u"
-						" (want len %u)\n", side, k, f->recvd, idx, rx[r].len,
+					fprintf(stderr,
+						"side %u flow %u: frame %u: got index %u len %u"
+						" (want len %u)\n",
+						side, k, f->recvd, idx, rx[r].len,
 						frame_len(f->recvd));
 					return 4;
 				}
@@ -321,8 +323,8 @@ static int child_exchange(const struct child_conf *c)
 		return 1;
 	/* Jumbo: whatever the port allows above one whole DNP frame; else exactly. */
 	if (c->expect_mtu >= FRAME_MAX + DNP_DPDK_FHDR_LEN ?
-	    dnp_dpdk_eth_mtu(f.t) < FRAME_MAX + DNP_DPDK_FHDR_LEN :
-	    dnp_dpdk_eth_mtu(f.t) != c->expect_mtu) {
+		    dnp_dpdk_eth_mtu(f.t) < FRAME_MAX + DNP_DPDK_FHDR_LEN :
+		    dnp_dpdk_eth_mtu(f.t) != c->expect_mtu) {
 		fprintf(stderr, "side %u: Ethernet MTU %u, want %u\n", c->side,
 			dnp_dpdk_eth_mtu(f.t), c->expect_mtu);
 		return 5;
@@ -339,17 +341,18 @@ static int child_exchange(const struct child_conf *c)
 		return 1;
 	ret = exchange(&f, 1, c->side, FRAMES);
 	dnp_dpdk_stats(f.t, &st);
-	fprintf(stderr, "side %u: tx %lu frames in %lu Ethernet frames, rx %lu in %lu, bad %lu,"
-		" reassembly drops %lu\n", c->side, (unsigned long)st.tx_frames,
-		(unsigned long)st.tx_eth, (unsigned long)st.rx_frames, (unsigned long)st.rx_eth,
-		(unsigned long)st.rx_bad, (unsigned long)st.rx_reasm_drop);
+	fprintf(stderr,
+		"side %u: tx %lu frames in %lu Ethernet frames, rx %lu in %lu, bad %lu,"
+		" reassembly drops %lu\n",
+		c->side, (unsigned long)st.tx_frames, (unsigned long)st.tx_eth,
+		(unsigned long)st.rx_frames, (unsigned long)st.rx_eth, (unsigned long)st.rx_bad,
+		(unsigned long)st.rx_reasm_drop);
 	if (ret == 0 && (st.tx_frames != FRAMES || st.rx_frames != FRAMES || st.rx_bad))
 		ret = 6;
 	/* At MTU 1500 the large frames must have gone in several pieces. */
 	if (ret == 0 && c->expect_mtu < FRAME_MAX && st.tx_eth <= st.tx_frames)
 		ret = 7;
-	if (ret == 0 && c->expect_mtu >= FRAME_MAX + DNP_DPDK_FHDR_LEN &&
-	    st.tx_eth != st.tx_frames)
+	if (ret == 0 && c->expect_mtu >= FRAME_MAX + DNP_DPDK_FHDR_LEN && st.tx_eth != st.tx_frames)
 		ret = 7;
 	/*
 	 * Close only once the peer stopped polling: DPDK 22.11's memif can
@@ -427,7 +430,8 @@ static int child_down(const struct child_conf *c)
 		}
 		for (unsigned i = 0; i < 1000 && now_ms() < end; i++) {
 			if (dnp_transport_dpdk.tx_burst(t, f, 8) < 0) {
-				fprintf(stderr, "side %u: tx_burst failed on a down link\n", c->side);
+				fprintf(stderr, "side %u: tx_burst failed on a down link\n",
+					c->side);
 				return 10;
 			}
 			dnp_transport_dpdk.rx_burst(t, NULL, 0);
@@ -536,8 +540,12 @@ static void spawn(struct kid *k, enum role role, unsigned side, const struct end
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct child_conf c = {
-			.role = role, .side = side, .e = e, .expect_mtu = expect_mtu,
-			.to_parent = up[1], .from_parent = down[0],
+			.role = role,
+			.side = side,
+			.e = e,
+			.expect_mtu = expect_mtu,
+			.to_parent = up[1],
+			.from_parent = down[0],
 		};
 
 		close(up[0]);

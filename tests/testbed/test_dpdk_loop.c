@@ -164,8 +164,15 @@ static struct inj frag(uint16_t id, uint8_t idx, uint8_t cnt, uint16_t total, ui
 		       uint16_t len, const uint8_t *data)
 {
 	struct inj j = {
-		.etype = DNP_DPDK_ETHERTYPE, .version = DNP_DPDK_VERSION, .idx = idx, .cnt = cnt,
-		.id = id, .total = total, .off = off, .len = len, .data = data,
+		.etype = DNP_DPDK_ETHERTYPE,
+		.version = DNP_DPDK_VERSION,
+		.idx = idx,
+		.cnt = cnt,
+		.id = id,
+		.total = total,
+		.off = off,
+		.len = len,
+		.data = data,
 	};
 
 	return j;
@@ -277,7 +284,10 @@ static void test_dpdk_drops_incomplete_frame(void **state)
 static void test_dpdk_open_rejects_bad_conf(void **state)
 {
 	struct dnp_transport_conf c = {
-		.local = "net_ring0", .remote = "", .frame_max = FRAME_MAX, .depth = 64,
+		.local = "net_ring0",
+		.remote = "",
+		.frame_max = FRAME_MAX,
+		.depth = 64,
 	};
 	struct dnp_transport *t;
 
@@ -333,8 +343,7 @@ int main(void)
 					"--log-level=*:error --vdev=net_ring0");
 
 	if (ret < 0) {
-		printf("test_dpdk_loop: SKIP: DPDK EAL does not start here (%s)\n",
-		       strerror(-ret));
+		printf("test_dpdk_loop: SKIP: DPDK EAL does not start here (%s)\n", strerror(-ret));
 		return 77;
 	}
 	if (!rte_eth_dev_is_valid_port(0)) {

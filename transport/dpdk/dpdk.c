@@ -65,13 +65,13 @@ enum dnp_dpdk_slot_state {
 };
 
 struct dnp_dpdk_slot {
-	uint64_t have;      /* bitmap of received fragment indices */
-	uint32_t got;       /* bytes received */
+	uint64_t have; /* bitmap of received fragment indices */
+	uint32_t got;  /* bytes received */
 	uint16_t id;
 	uint16_t total;
 	uint8_t cnt;
-	uint8_t state;      /* enum dnp_dpdk_slot_state */
-	uint8_t *buf;       /* frame_max bytes */
+	uint8_t state; /* enum dnp_dpdk_slot_state */
+	uint8_t *buf;  /* frame_max bytes */
 };
 
 struct dnp_dpdk_link;
@@ -79,35 +79,35 @@ struct dnp_dpdk_link;
 struct dnp_dpdk_port {
 	uint16_t id;
 	bool shared;
-	bool hotplugged;            /* rte_dev_probe'd by us: removed on last close */
+	bool hotplugged; /* rte_dev_probe'd by us: removed on last close */
 	unsigned nlinks;
 	struct dnp_dpdk_link *links[DNP_DPDK_PORT_LINKS];
 	struct rte_mempool *pool;
 	struct rte_ether_addr mac;
-	uint32_t eth_mtu;           /* Ethernet payload bytes (before per-link option) */
-	uint16_t ethdev_mtu;        /* what the PMD accepts as its MTU */
-	bool jumbo;                 /* no kernel MTU to ask, but jumbo-capable (memif) */
-	uint32_t data_room;         /* mbuf bytes after headroom */
-	int ctl_fd;                 /* ioctl socket for the kernel interface, or -1 */
+	uint32_t eth_mtu;    /* Ethernet payload bytes (before per-link option) */
+	uint16_t ethdev_mtu; /* what the PMD accepts as its MTU */
+	bool jumbo;          /* no kernel MTU to ask, but jumbo-capable (memif) */
+	uint32_t data_room;  /* mbuf bytes after headroom */
+	int ctl_fd;          /* ioctl socket for the kernel interface, or -1 */
 	char ifname[IF_NAMESIZE];
 	char devname[RTE_ETH_NAME_MAX_LEN];
-	uint64_t state_tsc;         /* when state_up was read */
-	uint64_t state_period;      /* TSC cycles between reads */
+	uint64_t state_tsc;    /* when state_up was read */
+	uint64_t state_period; /* TSC cycles between reads */
 	bool state_up;
-	bool memif_client;          /* reconnected by hand when its server comes back */
-	uint64_t redial_tsc;        /* last reconnection attempt */
-	uint64_t unknown;           /* frames no link claimed */
+	bool memif_client;   /* reconnected by hand when its server comes back */
+	uint64_t redial_tsc; /* last reconnection attempt */
+	uint64_t unknown;    /* frames no link claimed */
 };
 
 struct dnp_dpdk_link {
 	struct dnp_transport_base base;
 	struct dnp_dpdk_port *port;
-	struct rte_ether_hdr eth;   /* prebuilt: dst = peer, src = port, type */
+	struct rte_ether_hdr eth; /* prebuilt: dst = peer, src = port, type */
 	struct rte_ether_addr peer;
 	uint8_t chan, peer_chan;
 	uint32_t frame_max;
 	uint32_t eth_mtu;
-	uint32_t frag_payload;      /* eth_mtu - DNP_DPDK_FHDR_LEN */
+	uint32_t frag_payload; /* eth_mtu - DNP_DPDK_FHDR_LEN */
 	uint16_t tx_id;
 
 	/* shared mode: frames demultiplexed to this link, not yet processed */
@@ -283,8 +283,8 @@ struct port_req {
 	bool shared;
 	uint32_t frame_max;
 	uint32_t depth;
-	uint32_t mtu_opt;       /* 0: derive */
-	uint32_t mbuf_opt;      /* 0: derive */
+	uint32_t mtu_opt;  /* 0: derive */
+	uint32_t mbuf_opt; /* 0: derive */
 	uint32_t links;
 	uint32_t poll_ms;
 	uint32_t wait_ms;
@@ -472,13 +472,12 @@ static void port_release(struct dnp_dpdk_port *p)
 	free(p);
 }
 
-
 /* Descriptor ring sizes and mbuf count for a port carrying depth frames per link. */
 static void port_sizes(const struct port_req *r, uint32_t eth_mtu, uint16_t *nb_desc,
 		       uint32_t *nb_mbufs)
 {
-	uint32_t frags = (r->frame_max + eth_mtu - DNP_DPDK_FHDR_LEN - 1) /
-			 (eth_mtu - DNP_DPDK_FHDR_LEN);
+	uint32_t frags =
+		(r->frame_max + eth_mtu - DNP_DPDK_FHDR_LEN - 1) / (eth_mtu - DNP_DPDK_FHDR_LEN);
 	uint32_t desc = pow2_ceil(r->depth * frags);
 	uint32_t per_link, links = r->shared ? r->links : 1, n;
 
@@ -568,7 +567,8 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 
 	/* The ethdev MTU bounds what some PMDs accept; af_packet/memif cap it at 1500. */
 	max_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
-		  info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN : RTE_ETHER_MTU;
+			  info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN :
+			  RTE_ETHER_MTU;
 	if (info.max_mtu && max_mtu > info.max_mtu)
 		max_mtu = info.max_mtu;
 	p->ethdev_mtu = (uint16_t)(max_mtu < 9000 ? max_mtu : 9000);
@@ -750,8 +750,7 @@ static int link_rx_one(struct dnp_dpdk_link *l, struct rte_mbuf *m, struct dnp_r
 	cnt = fh->frag_cnt;
 	/* Ethernet may pad short frames: trust len, never read past pkt_len. */
 	if (total == 0 || total > l->frame_max || cnt == 0 || cnt > DNP_DPDK_MAX_FRAGS ||
-	    idx >= cnt || len == 0 || off + len > total ||
-	    DNP_DPDK_DATA_OFF + len > m->pkt_len)
+	    idx >= cnt || len == 0 || off + len > total || DNP_DPDK_DATA_OFF + len > m->pkt_len)
 		goto bad;
 	l->st.rx_eth++;
 
@@ -771,8 +770,7 @@ static int link_rx_one(struct dnp_dpdk_link *l, struct rte_mbuf *m, struct dnp_r
 	s = &l->slots[id & l->slot_mask];
 	if (s->state == DNP_DPDK_SLOT_LENT)
 		return -EAGAIN;
-	if (s->state == DNP_DPDK_SLOT_BUSY &&
-	    (s->id != id || s->total != total || s->cnt != cnt)) {
+	if (s->state == DNP_DPDK_SLOT_BUSY && (s->id != id || s->total != total || s->cnt != cnt)) {
 		/* An older frame lost a fragment: drop it, the DNP link retransmits. */
 		l->st.rx_reasm_drop++;
 		s->state = DNP_DPDK_SLOT_FREE;
@@ -966,8 +964,8 @@ static int dpdk_open(const struct dnp_transport_conf *c, struct dnp_transport **
 	    dnp_transport_opt_u32(c->options, "mtu", 0, UINT16_MAX, &r.mtu_opt) ||
 	    dnp_transport_opt_u32(c->options, "mbuf_size", 0, UINT16_MAX - RTE_PKTMBUF_HEADROOM,
 				  &r.mbuf_opt) ||
-	    dnp_transport_opt_u32(c->options, "links", DNP_DPDK_DEFAULT_LINKS,
-				  DNP_DPDK_PORT_LINKS, &r.links) ||
+	    dnp_transport_opt_u32(c->options, "links", DNP_DPDK_DEFAULT_LINKS, DNP_DPDK_PORT_LINKS,
+				  &r.links) ||
 	    dnp_transport_opt_u32(c->options, "link_poll_ms", 10, 60000, &r.poll_ms) ||
 	    dnp_transport_opt_u32(c->options, "wait_ms", 10000, 3600000, &r.wait_ms) ||
 	    dnp_transport_opt_u32(c->options, "reasm", DNP_DPDK_DEFAULT_REASM, 4096, &reasm))

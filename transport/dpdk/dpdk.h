@@ -72,8 +72,8 @@
 
 #define DNP_DPDK_ETHERTYPE 0x88B5u /* IEEE 802 local experimental EtherType 1 */
 #define DNP_DPDK_VERSION 1u
-#define DNP_DPDK_PORT_LINKS 8u     /* links per shared port */
-#define DNP_DPDK_MAX_FRAGS 64u     /* fragments per DNP frame (one u64 bitmap) */
+#define DNP_DPDK_PORT_LINKS 8u /* links per shared port */
+#define DNP_DPDK_MAX_FRAGS 64u /* fragments per DNP frame (one u64 bitmap) */
 #define DNP_DPDK_AF_PACKET "af_packet:"
 #define DNP_DPDK_MEMIF "memif:"
 /*
@@ -85,22 +85,21 @@
 /* af_packet ring for jumbo frames: the default 512 x 2 KiB drops 4 KiB frames */
 #define DNP_DPDK_AF_PACKET_ARGS "framesz=8192,blocksz=8192,framecnt=4096"
 
-
 /*
  * Header in front of every (fragment of a) DNP frame, right after the 14-byte
  * Ethernet header; multi-byte fields big-endian. 18 bytes, so the DNP frame
  * starts 32 bytes into the Ethernet frame (8-byte aligned in the mbuf).
  */
 struct dnp_dpdk_fhdr {
-	uint8_t version;    /* DNP_DPDK_VERSION */
-	uint8_t chan;       /* the receiving link's channel (option peer_chan of the sender) */
-	uint8_t frag_idx;   /* 0 .. frag_cnt - 1 */
-	uint8_t frag_cnt;   /* 1 .. DNP_DPDK_MAX_FRAGS; 1 = whole frame */
-	uint16_t frame_id;  /* per link, counts fragmented frames only (0 when frag_cnt == 1) */
-	uint16_t total_len; /* DNP frame length */
-	uint16_t offset;    /* of this fragment's bytes in the DNP frame */
-	uint16_t len;       /* bytes of DNP frame in this fragment */
-	uint8_t reserved[6];/* zero */
+	uint8_t version;     /* DNP_DPDK_VERSION */
+	uint8_t chan;        /* the receiving link's channel (option peer_chan of the sender) */
+	uint8_t frag_idx;    /* 0 .. frag_cnt - 1 */
+	uint8_t frag_cnt;    /* 1 .. DNP_DPDK_MAX_FRAGS; 1 = whole frame */
+	uint16_t frame_id;   /* per link, counts fragmented frames only (0 when frag_cnt == 1) */
+	uint16_t total_len;  /* DNP frame length */
+	uint16_t offset;     /* of this fragment's bytes in the DNP frame */
+	uint16_t len;        /* bytes of DNP frame in this fragment */
+	uint8_t reserved[6]; /* zero */
 } __attribute__((packed));
 
 #define DNP_DPDK_FHDR_LEN 18u
@@ -143,14 +142,14 @@ bool dnp_dpdk_eal_ready(void);
 bool dnp_dpdk_eal_cleanup(void);
 
 struct dnp_dpdk_stats {
-	uint64_t tx_frames;      /* DNP frames taken by tx_burst */
-	uint64_t tx_eth;         /* Ethernet frames handed to the port */
-	uint64_t rx_frames;      /* DNP frames returned by rx_burst */
-	uint64_t rx_eth;         /* Ethernet frames processed */
-	uint64_t rx_bad;         /* wrong EtherType, version or header: dropped */
-	uint64_t rx_reasm_drop;  /* partial frames evicted (a fragment was lost) */
-	uint64_t rx_ring_drop;   /* shared port: this link's software ring was full */
-	uint64_t port_unknown;   /* shared port: frames no link claimed (whole port) */
+	uint64_t tx_frames;     /* DNP frames taken by tx_burst */
+	uint64_t tx_eth;        /* Ethernet frames handed to the port */
+	uint64_t rx_frames;     /* DNP frames returned by rx_burst */
+	uint64_t rx_eth;        /* Ethernet frames processed */
+	uint64_t rx_bad;        /* wrong EtherType, version or header: dropped */
+	uint64_t rx_reasm_drop; /* partial frames evicted (a fragment was lost) */
+	uint64_t rx_ring_drop;  /* shared port: this link's software ring was full */
+	uint64_t port_unknown;  /* shared port: frames no link claimed (whole port) */
 };
 
 /* Counters of an open dpdk link (t must come from dnp_transport_dpdk.open). */

@@ -236,8 +236,8 @@ static void ping_stream(uint32_t size, unsigned ms)
 		}
 	}
 	printf("stream %5u B for %u ms: sent %" PRIu64 ", delivered %" PRIu64
-	       " (%.1f%%), %.2f Gbit/s delivered\n", size, ms, sent, counted,
-	       sent ? 100.0 * (double)counted / (double)sent : 0.0,
+	       " (%.1f%%), %.2f Gbit/s delivered\n",
+	       size, ms, sent, counted, sent ? 100.0 * (double)counted / (double)sent : 0.0,
 	       (double)counted * size * 8 / ((double)(t1 - t0) / (double)hz) / 1e9);
 }
 
@@ -340,8 +340,9 @@ static void t_rtt(uint32_t size, unsigned iters)
 	}
 	qsort(s, iters, sizeof(*s), cmp_u64);
 	printf("transport rtt %5u B (eth mtu %u): median %6.2f us  p1 %6.2f  p99 %7.2f"
-	       "  (%u frames, %u lost)\n", size, dnp_dpdk_eth_mtu(tl), s[iters / 2] * us_per_tsc,
-	       s[iters / 100] * us_per_tsc, s[iters - 1 - iters / 100] * us_per_tsc, iters, lost);
+	       "  (%u frames, %u lost)\n",
+	       size, dnp_dpdk_eth_mtu(tl), s[iters / 2] * us_per_tsc, s[iters / 100] * us_per_tsc,
+	       s[iters - 1 - iters / 100] * us_per_tsc, iters, lost);
 	free(s);
 }
 
@@ -376,8 +377,8 @@ static void t_stream(uint32_t size, unsigned ms)
 		}
 	}
 	printf("transport stream %5u B for %u ms: sent %" PRIu64 ", delivered %" PRIu64
-	       " (%.1f%%), %.2f Gbit/s of DNP frames delivered\n", size, ms, sent, counted,
-	       sent ? 100.0 * (double)counted / (double)sent : 0.0,
+	       " (%.1f%%), %.2f Gbit/s of DNP frames delivered\n",
+	       size, ms, sent, counted, sent ? 100.0 * (double)counted / (double)sent : 0.0,
 	       (double)counted * size * 8 / ((double)(t1 - t0) / (double)hz) / 1e9);
 }
 
@@ -423,7 +424,8 @@ static int t_main(bool ping, const char *options, const char *peer, const uint32
 
 static void usage(const char *p)
 {
-	fprintf(stderr, "usage: %s EAL-ARGS -- pong | ping [-s SIZES] [-n ITERS] [-t STREAM_MS]\n"
+	fprintf(stderr,
+		"usage: %s EAL-ARGS -- pong | ping [-s SIZES] [-n ITERS] [-t STREAM_MS]\n"
 		"       %s EAL-ARGS -- tpong | tping [-s ..] [-n ..] [-t ..] [-o OPTIONS] [-m MAC]\n",
 		p, p);
 }
