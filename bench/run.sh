@@ -193,6 +193,11 @@ softdnp() { # REP
 		keep "dnp $t bw" "$run" --torus 2x1x1 "${opts[@]}" --timeout 240 -- dnp_bw \
 			--sizes "$sizes" --csv && dnp_rows "$t" "$r" bw
 	done
+	# The cache line again, just before: on a VM the two vCPUs are sometimes
+	# hyperthreads of one host core (a 30 ns line) and sometimes not (170 ns),
+	# and the loopback follows; the goal pairs each loopback with this one.
+	keep cacheline "$build/bench/cacheline" --cpus 0,1 &&
+		echo "cpu,,cacheline-beside,64,$r,$(cat "$tmp/out"),ns" >>"$cpucsv"
 	say "rep $r: SoftDNP loopback PUT"
 	keep "dnp loopback" "$run" --torus 1x1x1 --transport shm --pin --timeout 120 -- \
 		dnp_pingpong --loopback --sizes "$sizes" --csv && dnp_rows shm "$r" loopback
