@@ -836,6 +836,74 @@ static void test_transport_udp_wait_fd_plain(void **state)
 	udp_wait_fd("mode=plain", port_base + 6);
 }
 
+/*
+ * rx_gate_fd (transport.h): the plain path's socket is not readable while
+ * rx_burst has nothing, and readable once a frame is there; the impairment
+ * layer promises nothing while it holds a delayed frame (its rx_burst must
+ * run to send it), then gives back the inner link's gate.
+ */
+static void test_transport_udp_rx_gate(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1, *w;
+	struct dnp_impair_conf ic;
+	struct dnp_rx_frame rx[4];
+	char a0[32], b0[32], a1[32], b1[32];
+	uint8_t buf[100] = { 7 };
+	struct dnp_tx_frame tx = { .data = buf, .len = sizeof(buf) };
+	struct pollfd pfd = { .events = POLLIN };
+	int fd1, r = 0;
+
+	conf_udp(&c0, 0, port_base + 14, "mode=plain", a0, b0);
+	conf_udp(&c1, 1, port_base + 14, "mode=plain", a1, b1);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	pfd.fd = ops->rx_gate_fd(t0);
+	assert_true(pfd.fd >= 0);
+	assert_int_equal(poll(&pfd, 1, 0), 0); /* nothing sent: rx_burst may be skipped */
+	assert_int_equal(ops->rx_burst(t0, rx, 4), 0);
+	fd1 = ops->rx_gate_fd(t1);
+	assert_true(fd1 >= 0);
+
+	/* the sender wrapped with a delay: while it holds the frame, no gate */
+	assert_int_equal(dnp_impair_parse("delay=20ms", &ic), 0);
+	assert_int_equal(dnp_impair_wrap(t1, 1, &ic, &w), 0);
+	assert_int_equal(dnp_transport_impair.rx_gate_fd(w), fd1);
+	assert_int_equal(dnp_transport_impair.tx_burst(w, &tx, 1), 1);
+	assert_int_equal(dnp_transport_impair.rx_gate_fd(w), -1);
+	while (dnp_impair_flush(w))
+		poll(NULL, 0, 1);
+	assert_int_equal(dnp_transport_impair.rx_gate_fd(w), fd1);
+
+	/* the frame arrived: the gate is readable and rx_burst returns it */
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	r = ops->rx_burst(t0, rx, 4);
+	assert_int_equal(r, 1);
+	assert_int_equal(rx[0].len, sizeof(buf));
+	assert_int_equal(rx[0].data[0], 7);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	dnp_transport_impair.close(w);
+	ops->close(t0);
+}
+
+/* The io_uring path may hold completions its socket does not show: no gate. */
+static void test_transport_udp_rx_gate_uring(void **state)
+{
+	struct dnp_transport_conf c;
+	struct dnp_transport *t;
+	char a[32], b[32];
+	int r;
+
+	conf_udp(&c, 0, port_base + 14, "mode=uring", a, b);
+	r = dnp_transport_udp.open(&c, &t);
+	if (r == -ENOTSUP)
+		TEST_SKIP("io_uring not built in or refused: uring case skipped\n");
+	assert_int_equal(r, 0);
+	assert_int_equal(dnp_transport_udp.rx_gate_fd(t), -1);
+	dnp_transport_udp.close(t);
+}
+
 static void test_transport_udp_bad_address(void **state)
 {
 	struct dnp_transport_conf c;
@@ -1021,6 +1089,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_impair_reproducible),
 		cmocka_unit_test(test_transport_udp_exchange_plain),
 		cmocka_unit_test(test_transport_udp_wait_fd_plain),
+		cmocka_unit_test(test_transport_udp_rx_gate),
 		cmocka_unit_test(test_transport_udp_bad_address),
 		cmocka_unit_test(test_transport_udp_reopen_same_port),
 		cmocka_unit_test(test_transport_doorbell_wakes_sleeper),
@@ -1031,6 +1100,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_udp_exchange_uring),
 		cmocka_unit_test(test_transport_udp_exchange_uring_coop),
 		cmocka_unit_test(test_transport_udp_wait_fd_uring),
+		cmocka_unit_test(test_transport_udp_rx_gate_uring),
 	};
 	int failed;
 

@@ -796,7 +796,6 @@ static bool dnpd_is_credit(const struct dnp_rx_frame *f)
 	return dnp_pkt_decode(f->data, f->len, &h, &payload) == 0 && h.kind == DNP_PKT_CREDIT;
 }
 
-/* Returns the frames received; while quiet, only those that are not link credits. */
 /*
  * Links whose receive is a system call (udp) and which have nothing: one
  * poll() for all of them instead of one empty receive call each (1.0 us
@@ -825,6 +824,7 @@ static unsigned dnpd_rx_idle(struct dnpd *d)
 	return skip;
 }
 
+/* Returns the frames received; while quiet, only those that are not link credits. */
 static unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 {
 	struct dnp_rx_frame rx[DNPD_BURST];
