@@ -49,18 +49,23 @@ PEER_ORDER = [
 ]
 
 
-def load(path):
-    rows = {}
+def records(path):
+    """(key, rep, value) of every readable row of a CSV; key = (transport, peer, test, bytes)."""
     if not path or not os.path.exists(path):
-        return rows
+        return
     with open(path) as f:
         for r in csv.DictReader(f):
             try:
-                v = float(r["value"])
+                key = (r["transport"], r["peer"], r["test"], int(r["bytes"]))
+                yield key, int(r["rep"]), float(r["value"])
             except (KeyError, ValueError):
                 continue
-            key = (r["transport"], r["peer"], r["test"], int(r["bytes"]))
-            rows.setdefault(key, []).append(v)
+
+
+def load(path):
+    rows = {}
+    for key, _, v in records(path):
+        rows.setdefault(key, []).append(v)
     return {k: statistics.median(v) for k, v in rows.items()}, \
         {k: len(v) for k, v in rows.items()}
 
@@ -88,17 +93,7 @@ def fmt(v, unit=""):
 
 def per_rep(path, key):
     """{rep: value} of one (transport, peer, test, bytes) in a CSV."""
-    out = {}
-    if not path or not os.path.exists(path):
-        return out
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            try:
-                if (r["transport"], r["peer"], r["test"], int(r["bytes"])) == key:
-                    out[int(r["rep"])] = float(r["value"])
-            except (KeyError, ValueError):
-                continue
-    return out
+    return {rep: v for k, rep, v in records(path) if k == key}
 
 
 def ratio(a, b):
