@@ -401,7 +401,7 @@ static ssize_t dfi_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_
 			return r;
 		if (deadline && dfi_now() >= deadline)
 			return -FI_EAGAIN;
-		sched_yield();
+		/* the empty read yielded already when it should (dfi_cq_readfrom_locked) */
 	}
 }
 
