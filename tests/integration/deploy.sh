@@ -150,7 +150,14 @@ else
 	grep -q '^socket = /run/dnp/dnpd.sock' "$dir/topo/h0.ini" ||
 		bad "dnp topo's file does not name /run/dnp/dnpd.sock"
 	mkdir -p "$dir/bin"
-	ln -s "$dnpd" "$dir/bin/dnpd"
+	# Copies, not links: the unit's user must reach them, and the build tree
+	# may sit in a directory only root can enter (mktemp -d). dnp_pingpong
+	# finds libdnp at $ORIGIN/../api, so they keep that layout.
+	mkdir -p "$dir/bin/apps" "$dir/bin/api"
+	cp "$dnpd" "$dnpctl" "$dir/bin/"
+	cp "$pp" "$dir/bin/apps/"
+	find "$build/api" -maxdepth 1 -name 'libdnp.so*' ! -type d -exec cp -P {} "$dir/bin/api/" \;
+	chmod -R a+rX "$dir/bin"
 	for h in 0 1; do
 		up=$dir/etc$h
 		mkdir -p "$up/dnp" "$dir/work$h"
@@ -177,9 +184,9 @@ while [ ! -e /run/dnp/node-$h.up ] && [ \$n -gt 0 ]; do sleep 0.1; n=\$((n - 1))
 ls -l /run/dnp | sed 's/^/host $h: /'
 rc=0
 as_user() { setpriv --reuid=$user --regid=\$(id -g $user) --clear-groups env -i PATH=/usr/bin:/bin "\$@"; }
-as_user "$pp" --sizes 8,4096 --iters 20 >$dir/pp-$h.out 2>&1 || rc=1
-as_user "$dnpctl" topo >$dir/topo-$h.out 2>&1 || rc=2
-as_user "$dnpctl" sensor volt 1500 >$dir/sensor-$h.out 2>&1 || rc=3
+as_user /usr/local/bin/apps/dnp_pingpong --sizes 8,4096 --iters 20 >$dir/pp-$h.out 2>&1 || rc=1
+as_user /usr/local/bin/dnpctl topo >$dir/topo-$h.out 2>&1 || rc=2
+as_user /usr/local/bin/dnpctl sensor volt 1500 >$dir/sensor-$h.out 2>&1 || rc=3
 kill -TERM \$d
 wait \$d
 echo "host $h: dnpd exit \$?" >>$dir/stop-$h
