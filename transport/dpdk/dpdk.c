@@ -232,27 +232,31 @@ bool dnp_dpdk_eal_cleanup(void)
 {
 	if (!dnp_dpdk_eal_done)
 		return false;
-	/* Stop every port first (see port_release for memif). */
 	bool memif = false;
 	for (unsigned i = 0; i < RTE_MAX_ETHPORTS; i++) {
 		struct dnp_dpdk_port *p = dnp_dpdk_ports[i];
 
-		if (!p || p->nlinks)
-			continue;
-		rte_eth_dev_stop(p->id);
-		memif |= port_is_memif(p);
+		if (p && !p->nlinks)
+			memif |= port_is_memif(p);
 	}
 	if (memif) {
 		/*
-		 * DPDK 22.11's memif PMD can still run a disconnect handler in the
-		 * EAL interrupt thread while ports close, and crashes on what the
-		 * close freed (seen even after stopping every port and waiting).
-		 * With memif ports the process keeps its EAL memory and lets exit()
-		 * release it: the ports are stopped (disconnected) and nothing is
-		 * freed under the interrupt thread. Destructors run by exit() could
-		 * still free what that thread touches (a SIGSEGV at shutdown, seen
-		 * once in four test runs): the caller leaves with _exit().
+		 * DPDK 22.11's memif PMD tears a connection down (memif_disconnect:
+		 * frees its messages, unmaps its regions) both in rte_eth_dev_stop
+		 * on the caller's thread and in the EAL interrupt thread when the
+		 * peer's control socket closes, with no lock between the two. When
+		 * the daemons of a torus stop together, a stop here meets the
+		 * peer's close there: a double rte_free ("EAL: Error: Invalid
+		 * memory") or a SIGSEGV. So a memif port is never stopped or
+		 * closed at exit: only the interrupt thread disconnects, and the
+		 * process exit ends it. The same PMD unmaps a region under a
+		 * receive burst that is still running when the peer goes away; the
+		 * linger below keeps this process's sockets open until peers that
+		 * stop at the same time have left their poll loops (the caller
+		 * polls no link any more). The caller leaves with _exit(), so no
+		 * destructor runs under the interrupt thread either.
 		 */
+		usleep(DNP_DPDK_MEMIF_LINGER_MS * 1000);
 		return true;
 	}
 	/* ports from the EAL command line stay open between links: close them now */
@@ -451,17 +455,13 @@ static void port_release(struct dnp_dpdk_port *p)
 {
 	if (!p->hotplugged)
 		return;
-	rte_eth_dev_stop(p->id);
 	/*
-	 * DPDK 22.11's memif PMD handles a peer's disconnect in the EAL
-	 * interrupt thread; closing a port while that handler runs frees what
-	 * it is using (seen: SIGSEGV at shutdown when the daemons of a torus
-	 * stop together). A memif port is only stopped here (which
-	 * disconnects it) and never closed: dnp_dpdk_eal_cleanup leaves it,
-	 * with the EAL's memory, to the process exit.
+	 * A memif port is neither stopped nor closed (see
+	 * dnp_dpdk_eal_cleanup): the process exit ends its connection.
 	 */
 	if (port_is_memif(p))
 		return;
+	rte_eth_dev_stop(p->id);
 	rte_eth_dev_close(p->id);
 	if (p->hotplugged)
 		rte_eal_hotplug_remove("vdev", p->devname);

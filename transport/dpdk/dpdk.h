@@ -82,6 +82,8 @@
  */
 #define DNP_DPDK_MEMIF_ARGS "bsize=9216,rsize=9"
 #define DNP_DPDK_JUMBO_MTU 9000u
+/* How long a process with memif ports waits at exit (dnp_dpdk_eal_cleanup). */
+#define DNP_DPDK_MEMIF_LINGER_MS 200u
 /* af_packet ring for jumbo frames: the default 512 x 2 KiB drops 4 KiB frames */
 #define DNP_DPDK_AF_PACKET_ARGS "framesz=8192,blocksz=8192,framecnt=4096"
 
@@ -135,7 +137,10 @@ bool dnp_dpdk_eal_ready(void);
  * At process exit, after every link is closed: releases the EAL (ports from
  * the EAL command line included). The EAL cannot be initialised again.
  * Returns true when it could not: memif ports were open, whose PMD (DPDK
- * 22.11) may still run a disconnect handler in the EAL interrupt thread. The
+ * 22.11) may still run a disconnect handler in the EAL interrupt thread.
+ * Those ports are left connected (never stopped: see dpdk.c), and the call
+ * first waits DNP_DPDK_MEMIF_LINGER_MS, so that peers stopping at the same
+ * time have left their poll loops before this process's sockets close. The
  * process must then end with _exit(), running no destructor under that
  * thread (dnpd does).
  */
