@@ -45,7 +45,14 @@
 #define DNP_HEAP_ALIGN 64u
 #define DNP_PORTS_MAX 256u /* dst_port is one byte on the wire */
 #define DNP_REPLY_TIMEOUT_MS 10000
-#define DNP_YIELD_NS 1000000u    /* then sched_yield() this long before sleeping on the futex */
+#define DNP_YIELD_NS 1000000u /* then sched_yield() this long before sleeping on the futex */
+/*
+ * After DNP_LONG_WAITS waits in a row that each took at least DNP_LONG_WAIT_NS,
+ * a wait yields only DNP_YIELD_SHORT_NS before it sleeps (dnp_wait_event).
+ */
+#define DNP_LONG_WAIT_NS 100000u
+#define DNP_LONG_WAITS 4u
+#define DNP_YIELD_SHORT_NS 30000u
 #define DNP_SLEEP_SLICE_MS 100   /* a sleeper re-checks that the daemon lives this often */
 #define DNP_STASH_MAX (1u << 20) /* events held for an app that does not poll: 32 MiB */
 
@@ -78,6 +85,7 @@ struct dnp {
 	struct dnp_coords self, dims;
 	unsigned port;
 	struct dnp_yield yield; /* waits: yield only when somebody else wants the CPU */
+	unsigned long_waits;    /* waits in a row that took >= DNP_LONG_WAIT_NS */
 	int cpu;                /* the CPU last published in ctl->app_cpu */
 };
 
@@ -884,32 +892,22 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 	return (int)n;
 }
 
-int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
+/*
+ * dnp_wait_event once nothing waits: poll, yielding the CPU every 4 looks (2
+ * shared cores: a pure spinner would keep the daemon from producing the
+ * event; every 4 rather than 64 looks: the 2-node shm ping-pong, four
+ * processes on two CPUs, is about 10% faster), except while alone on the CPU
+ * (dnp_yield.h), and only after yield_ns sleep on the event bell, whose
+ * wake-up costs about 11 us. Returns 1 (an event), 0 (deadline passed) or
+ * -EIO (the daemon died).
+ */
+static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t deadline,
+		     uint64_t yield_ns)
 {
-	uint64_t deadline = 0, t0, now;
+	uint64_t now;
 	unsigned i;
 
-	if (!d || !ev)
-		return -EINVAL;
-	if (dnp_take_events(d, ev, 1))
-		return 1;
-	if (timeout_ms == 0)
-		return dnp_check_dead(d) ? -EIO : 0;
-	if (timeout_ms > 0)
-		deadline = dnp_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-
-	/*
-	 * Poll, yielding the CPU every 4 looks (2 shared cores: a pure spinner
-	 * would keep the daemon from producing the event; every 4 rather than
-	 * 64 looks: the 2-node shm ping-pong, four processes on two CPUs, is
-	 * about 10% faster), except while alone on the CPU (dnp_yield.h), and
-	 * only after DNP_YIELD_NS sleep on the event bell, whose wake-up costs
-	 * about 11 us.
-	 */
-	t0 = dnp_now_ns();
 	for (i = 0;; i++) {
-		uint64_t idle;
-
 		if (dnp_take_events(d, ev, 1))
 			return 1;
 		if ((i & 3u) != 0) {
@@ -917,10 +915,9 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 			continue;
 		}
 		now = dnp_now_ns();
-		idle = now - t0;
 		if (deadline && now >= deadline)
 			return 0;
-		if (idle >= DNP_YIELD_NS)
+		if (now - t0 >= yield_ns)
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
@@ -957,6 +954,40 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		if (dnp_take_events(d, ev, 1))
 			return 1;
 	}
+}
+
+int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
+{
+	uint64_t deadline = 0, t0, yield_ns;
+	int r;
+
+	if (!d || !ev)
+		return -EINVAL;
+	if (dnp_take_events(d, ev, 1))
+		return 1;
+	if (timeout_ms == 0)
+		return dnp_check_dead(d) ? -EIO : 0;
+	t0 = dnp_now_ns();
+	if (timeout_ms > 0)
+		deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
+	/*
+	 * An app whose recent waits were all long (a stream of large messages:
+	 * a 1 MiB PUT takes 200-300 us here) sleeps after a short yield phase.
+	 * Its daemon, usually on the same CPU, then has that CPU to itself
+	 * instead of trading it with this poller at every idle moment, and
+	 * the wake-up costs little against such a wait (docs/performance.md).
+	 */
+	yield_ns = d->long_waits >= DNP_LONG_WAITS ? DNP_YIELD_SHORT_NS : DNP_YIELD_NS;
+	r = wait_slow(d, ev, t0, deadline, yield_ns);
+	if (r == 1) {
+		if (dnp_now_ns() - t0 >= DNP_LONG_WAIT_NS) {
+			if (d->long_waits < DNP_LONG_WAITS)
+				d->long_waits++;
+		} else {
+			d->long_waits = 0;
+		}
+	}
+	return r;
 }
 
 /* -------------------------------------------------------------- strerror */
