@@ -87,6 +87,7 @@ static int setup(struct node n[2], uint32_t *key)
 		/* as dnpd: exact credits sent promptly, nanosecond timers */
 		c.link.credit_model = DNP_CREDIT_EXACT;
 		c.prompt_credits = true;
+		c.ack_delay = 100000; /* dnpd's DNPD_ACK_DELAY_NS */
 		c.link.credit_period = 1000000;
 		c.link.credit_timeout = 4000000000ull;
 		c.link.rto = 20000000;

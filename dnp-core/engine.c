@@ -51,12 +51,25 @@ struct pktq {
 struct xlink {
 	struct dnp_link *l;
 	bool credit_pending;
-	bool ack_dirty;   /* ack or FIFO occupancy changed since the last credit we sent */
-	uint32_t next_tx; /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
-	bool was_up;      /* UP at least once: later UPs are reported as LINK events */
+	bool ack_dirty;     /* ack or FIFO occupancy changed since the last credit we sent */
+	bool ack_urgent;    /* ... and the peer must hear it at once (duplicate or gap) */
+	uint64_t ack_since; /* when ack_dirty was set */
+	uint32_t ack_told;  /* the ack of the last frame we sent */
+	uint32_t next_tx;   /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
+	bool was_up;        /* UP at least once: later UPs are reported as LINK events */
 	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
 	uint8_t rframe[DNP_FRAME_OVERHEAD];   /* RESET frame (may go out beside a credit) */
 };
+
+/* The ack or our FIFO changed: a credit is due (now if urgent, else see ack_delay). */
+static inline void ack_mark(struct xlink *x, uint64_t now, bool urgent)
+{
+	if (!x->ack_dirty) {
+		x->ack_dirty = true;
+		x->ack_since = now;
+	}
+	x->ack_urgent |= urgent;
+}
 
 enum slot_state {
 	SLOT_FREE = 0,
@@ -1323,6 +1336,7 @@ static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, u
 		x->next_tx = 0;
 		x->credit_pending = true;
 		x->ack_dirty = false;
+		x->ack_urgent = false;
 		if (x->was_up)
 			link_event(e, dir, 0);
 		x->was_up = true;
@@ -1350,6 +1364,7 @@ static void link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	x->next_tx = 0;
 	x->credit_pending = false;
 	x->ack_dirty = false;
+	x->ack_urgent = false;
 	link_event(e, dir, -ENOLINK);
 	cable_local(e, dir, true);
 	/*
@@ -1420,7 +1435,7 @@ static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t 
 	if (in >= DNP_NDIRS)
 		return;
 	dnp_link_rx_release(e->links[in].l, vc, words);
-	e->links[in].ack_dirty = true;
+	ack_mark(&e->links[in], e->now, false);
 }
 
 /* Tries to move the head of input (dir, vc). Returns true on progress. */
@@ -1918,7 +1933,8 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		e->st.rx_malformed++;
 		return rx_drop(e, p, -ERANGE);
 	}
-	x->ack_dirty = true; /* accepted, or a duplicate/gap the peer must hear about */
+	/* accepted, or a duplicate/gap the peer must hear about at once */
+	ack_mark(x, now, h->seq != dnp_link_ack_value(x->l));
 	if (h->seq != dnp_link_ack_value(x->l)) {
 		rc = dnp_link_rx_seq(x->l, h->seq); /* duplicate or gap */
 		if (rc == -EAGAIN && p) {
@@ -2051,6 +2067,21 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 
 /* ---------------------------------------------------------------- outputs */
 
+/*
+ * Does the ack or occupancy change of link x need a CREDIT frame in this
+ * tx_burst (prompt credits, engine.h: ack_delay)?
+ */
+static bool credit_due(const struct dnp_engine *e, const struct xlink *x, uint64_t now)
+{
+	if (!e->c.prompt_credits || !x->ack_dirty)
+		return false;
+	if (!e->c.ack_delay || x->ack_urgent || now - x->ack_since >= e->c.ack_delay)
+		return true;
+	/* the peer's window fills, a gap to report, or its view of our FIFO matters */
+	return dnp_link_ack_value(x->l) - x->ack_told >= e->c.link.window / 4 ||
+	       dnp_link_sack(x->l) != 0 || dnp_link_credit_stale(x->l);
+}
+
 /* Puts unacked packet i of link x on the wire (into *out); returns 1. */
 static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uint32_t ack,
 		       struct dnp_frame *out, uint64_t now)
@@ -2105,7 +2136,7 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	}
 	if (!up)
 		return 0;
-	if (n < max && (x->credit_pending || (e->c.prompt_credits && x->ack_dirty))) {
+	if (n < max && (x->credit_pending || credit_due(e, x, now))) {
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
 			.len = dnp_pkt_credit_len(e->c.link.nvc),
@@ -2127,8 +2158,10 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 		}
 		x->credit_pending = false;
 		x->ack_dirty = false;
+		x->ack_urgent = false;
 	}
 	/* Resends first (what the link marked lost), then packets never sent. */
+	unsigned seq0 = n;
 	int ri;
 	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
 		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
@@ -2137,6 +2170,11 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
 		x->next_tx++;
 	}
+	/* They carry the ack: a delayed credit has only the occupancy left to say. */
+	if (n > seq0 && x->ack_dirty && e->c.ack_delay)
+		x->ack_since = now;
+	if (n)
+		x->ack_told = ack;
 	return n;
 }
 
@@ -2173,7 +2211,7 @@ bool dnp_engine_has_work(const struct dnp_engine *e)
 		if (dnp_link_reset_due(x->l) || x->credit_pending)
 			return true;
 		if (st == DNP_LINK_UP &&
-		    ((e->c.prompt_credits && x->ack_dirty) || x->next_tx < dnp_link_unacked(x->l) ||
+		    (credit_due(e, x, e->now) || x->next_tx < dnp_link_unacked(x->l) ||
 		     dnp_link_retx_due(x->l)))
 			return true;
 	}
@@ -2190,6 +2228,10 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 		uint64_t ld = dnp_link_next_deadline(e->links[d].l);
 		if (ld < t)
 			t = ld;
+		const struct xlink *x = &e->links[d];
+		if (e->c.prompt_credits && e->c.ack_delay && x->ack_dirty &&
+		    x->ack_since + e->c.ack_delay < t)
+			t = x->ack_since + e->c.ack_delay;
 	}
 	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
 	    e->next_timeout_check < t)

@@ -119,6 +119,16 @@ struct dnp_engine_conf {
 	 */
 	bool prompt_credits;
 	/*
+	 * With prompt_credits: how long (time units) an ack or occupancy change
+	 * that only a CREDIT frame would carry may wait. Meanwhile a sequenced
+	 * frame to the peer carries the ack (every frame does), and a credit
+	 * still goes out in the next tx_burst when the peer's estimate of our
+	 * FIFO matters (dnp_link_credit_stale), when a selective ack has
+	 * something to say, or after a duplicate or a gap. 0: every change is
+	 * credited in the next tx_burst.
+	 */
+	uint64_t ack_delay;
+	/*
 	 * Secret of the key generator (keygen.h): keys are a PRF of a counter
 	 * under it, never 0. dnpd fills it from getrandom(2); the lab derives it
 	 * from its seed; the default is a fixed, public value (tests only).

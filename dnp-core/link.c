@@ -47,6 +47,7 @@ struct dnp_link_vc {
 	uint32_t occ;                 /* words in the RX FIFO */
 	uint32_t received;            /* cumulative words accepted (wraps) */
 	struct dnp_credit_vc latched; /* HW: value latched at the start of the period */
+	struct dnp_credit_vc told;    /* the state as of the last credit we sent */
 };
 
 struct dnp_link {
@@ -328,6 +329,7 @@ void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc
 		} else {
 			credit[i] = cur;
 		}
+		v->told = cur;
 	}
 	l->st.tx_credits++;
 
@@ -335,6 +337,19 @@ void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc
 	if (next <= now)
 		next = now + l->c.credit_period;
 	l->next_credit = next;
+}
+
+bool dnp_link_credit_stale(const struct dnp_link *l)
+{
+	for (unsigned i = 0; i < l->c.nvc; i++) {
+		const struct dnp_link_vc *v = &l->vc[i];
+		/* the peer's estimate, but for frames still in flight to us */
+		uint32_t view = v->told.occupancy + (v->received - v->told.received);
+
+		if (view > v->occ && view >= l->c.t_yellow / 2)
+			return true;
+	}
+	return false;
 }
 
 /* ---- reliability ---- */
@@ -934,6 +949,7 @@ static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dn
 		v->stopped = l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_yellow;
 		v->stalling = false;
 		v->latched = (struct dnp_credit_vc){ .occupancy = v->occ, .received = 0 };
+		v->told = v->latched;
 	}
 	for (uint32_t k = l->head; k != l->tail; k++) {
 		struct dnp_link_slot *s = &l->ring[k & l->mask];

@@ -176,6 +176,14 @@ void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words);
 uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc);
 /* Fills credit[0..nvc) with the values to send now and schedules the next credit. */
 void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit);
+/*
+ * Would a credit now tell the sender something that matters soon? True when,
+ * on some VC, the sender's estimate as of our last credit plus the words
+ * accepted since (what it believes, frames in flight aside) has reached
+ * t_yellow / 2 and is above the real occupancy (words left the FIFO since).
+ * Engines that delay credits (dnp_engine_conf.ack_delay) send one at once then.
+ */
+bool dnp_link_credit_stale(const struct dnp_link *l);
 
 /* ---- reliability ---- */
 bool dnp_link_window_full(const struct dnp_link *l);

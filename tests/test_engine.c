@@ -60,6 +60,7 @@ static int64_t drop_seq = -1;              /* pump drops node 0's first frame wi
 static unsigned nnodes;
 static uint64_t now;
 static bool exact_prompt;                /* dnpd's link settings instead of the hardware's */
+static uint64_t ack_delay;               /* with exact_prompt: engine.h's ack_delay */
 static uint64_t reset_period;            /* links come back (0: BROKEN is final) */
 static uint8_t last_data[DNP_MAX_FRAME]; /* the last data frame pump() carried */
 static uint32_t last_data_len;
@@ -85,6 +86,7 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 		c.prompt_credits = true;
 		c.link.credit_period = 1000000000; /* keep-alive only */
 		c.link.credit_timeout = 4000000000;
+		c.ack_delay = ack_delay;
 	}
 	assert_int_equal(dnp_engine_create(&c, now, &nodes[i].e), 0);
 	for (unsigned p = 0; p < NPORTS; p++)
@@ -113,6 +115,7 @@ static int teardown(void **state)
 	}
 	memset(nodes, 0, sizeof(nodes));
 	exact_prompt = false;
+	ack_delay = 0;
 	reset_period = 0;
 	t_cmd = t_reasm = t_deliver = 0;
 	evq_slots = 0;
@@ -485,6 +488,134 @@ static void test_engine_prompt_credits_stream(void **state)
 	assert_int_equal(ev.type, DNP_EV_TX_DONE);
 	assert_true(now < 1000000000);
 	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+}
+
+/* CREDIT frames both nodes sent, over every link. */
+static uint64_t credits_sent(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < nnodes; i++)
+		for (unsigned d = 0; d < DNP_NDIRS; d++) {
+			const struct dnp_link_stats *st = dnp_engine_link_stats(nodes[i].e, d);
+			if (st)
+				n += st->tx_credits;
+		}
+	return n;
+}
+
+/*
+ * 'rounds' 8-byte PUT ping-pongs between nodes 0 and 1; every message and
+ * completion arrives. Returns the CREDIT frames sent meanwhile.
+ */
+static uint64_t pingpong_credits(unsigned rounds)
+{
+	uint32_t key[2];
+	struct dnp_event ev;
+
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(dnp_engine_register(nodes[i].e, 1, BASE + 0x1000, 4096,
+						     DNP_BUF_PUT_TARGET, 0, &key[i]),
+				 0);
+	pump(200); /* links up, their first credits out */
+	uint64_t c0 = credits_sent();
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned i = 0; i < 2; i++) {
+			unsigned j = 1 - i;
+			nodes[i].mem[0][0] = (uint8_t)(r * 2 + i);
+			struct dnp_cmd c = put_cmd(j, 1, BASE, BASE + 0x1000, key[j], 8, r);
+			assert_int_equal(dnp_engine_submit(nodes[i].e, 0, &c, now), 0);
+			assert_true(next_event(j, 1, &ev, 1000));
+			assert_int_equal(ev.type, DNP_EV_RX_PUT);
+			assert_int_equal(nodes[j].mem[1][0x1000], (uint8_t)(r * 2 + i));
+			assert_true(next_event(i, 0, &ev, 1000));
+			assert_int_equal(ev.type, DNP_EV_TX_DONE);
+			assert_int_equal(ev.cookie, r);
+		}
+	}
+	return credits_sent() - c0;
+}
+
+/* Prompt credits without a delay: a credit for (nearly) every frame that arrived. */
+static void test_engine_prompt_credits_per_frame(void **state)
+{
+	exact_prompt = true;
+	setup_nodes(2);
+	/* 20 rounds: 40 data frames and 40 completions */
+	assert_true(pingpong_credits(20) >= 40);
+}
+
+/*
+ * dnpd's delayed credits (ack_delay): the same ping-pong sends almost no
+ * CREDIT frame (the acks wait, or ride on frames going back), yet an idle
+ * link's pending credit still goes out once the delay has passed.
+ */
+static void test_engine_ack_delay_pingpong(void **state)
+{
+	exact_prompt = true;
+	ack_delay = 5000;
+	setup_nodes(2);
+	assert_true(pingpong_credits(20) <= 4);
+	uint64_t c0 = credits_sent();
+	uint64_t dl = dnp_engine_next_deadline(nodes[1].e);
+	assert_true(dl <= now + ack_delay);
+	pump((unsigned)(dl - now) + 2);
+	assert_true(credits_sent() > c0);
+	pump((unsigned)ack_delay + 2); /* the other node's, too */
+	for (unsigned i = 0; i < 2; i++)
+		assert_false(dnp_engine_has_work(nodes[i].e));
+}
+
+/* A 1 MiB stream under delayed credits: its credits come as the FIFO matters, no stall. */
+static void test_engine_ack_delay_stream(void **state)
+{
+	exact_prompt = true;
+	ack_delay = 1000000; /* longer than the whole test: only stale-credit rules act */
+	setup_nodes(2);
+	uint32_t key;
+	const size_t len = 1u << 20;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
+	fill(nodes[0].mem[0], len, 13);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 4);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	struct dnp_event ev;
+	assert_true(next_event(1, 0, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_true(now < 20000);
+	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+}
+
+/* A lost frame under delayed credits: the gap is reported at once, one resend. */
+static void test_engine_ack_delay_one_loss(void **state)
+{
+	exact_prompt = true;
+	ack_delay = 1000000;
+	setup_nodes(2);
+	uint32_t key;
+	const size_t len = 16 * DNP_MAX_PAYLOAD;
+
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
+			 0);
+	fill(nodes[0].mem[0], len, 6);
+	drop_seq = 3;
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 9);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	struct dnp_event ev;
+	assert_true(next_event(1, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(drop_seq, -1);
+	assert_true(now < 2000);
+	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
+	assert_int_equal(tx->tx_retx_frames, 1);
+	assert_int_equal(tx->fast_retx, 1);
 }
 
 /*
@@ -1208,6 +1339,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
 		cmocka_unit_test_teardown(test_engine_detour_around_broken_cable, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),
+		cmocka_unit_test_teardown(test_engine_prompt_credits_per_frame, teardown),
+		cmocka_unit_test_teardown(test_engine_ack_delay_pingpong, teardown),
+		cmocka_unit_test_teardown(test_engine_ack_delay_stream, teardown),
+		cmocka_unit_test_teardown(test_engine_ack_delay_one_loss, teardown),
 		cmocka_unit_test_teardown(test_engine_mutual_get_storm, teardown),
 		cmocka_unit_test_teardown(test_engine_restarted_node_rejoins, teardown),
 	};

@@ -87,6 +87,8 @@
 #define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
 #define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
 #define DNPD_RTO_NS 20000000ull
+/* A credit only about our FIFO waits this long for news (engine.h: ack_delay). */
+#define DNPD_ACK_DELAY_NS 100000ull
 #define DNPD_MAX_RETRIES 50u
 #define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
 /* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
@@ -1418,6 +1420,14 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	 * idle daemons would otherwise trade at every period.
 	 */
 	ec.prompt_credits = true;
+	/*
+	 * But not a CREDIT frame for each change: on udp each is a datagram
+	 * (a system call and the kernel's path, 1-3 us here), and a ping-pong
+	 * made four per half round trip (data, its credit, the completion, its
+	 * credit). Acks ride on the frames going back anyway; a credit goes at
+	 * once only when the sender's view of our FIFO matters.
+	 */
+	ec.ack_delay = DNPD_ACK_DELAY_NS;
 	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
 							   DNPD_CREDIT_PERIOD_NS;
 	ec.link.credit_timeout = d->conf.credit_timeout_ms ?
