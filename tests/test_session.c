@@ -1199,15 +1199,23 @@ static void test_session_pid_reuse(void **state)
 		assert_int_equal(got, 0xc);
 		got = 0;
 		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
-						 sizeof(got), false),
+						 sizeof(got), false, 0),
 				 -ESRCH);
 		assert_int_equal(got, 0);
+		/*
+		 * Claimed alive earlier in this pass (which a real pass could not
+		 * claim here): the check after the call still refuses the read.
+		 */
+		se->alive_pass = 5;
+		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
+						 sizeof(got), false, 5),
+				 -ESRCH);
 	} else {
 		print_message("pid %d could not be recycled (ns_last_pid not writable or raced): "
 			      "checking only that a dead session process gives -ESRCH\n",
 			      (int)a);
 		assert_int_equal(dnpd_sess_vm_io(se, (uint64_t)(uintptr_t)&pid_probe, &got,
-						 sizeof(got), false),
+						 sizeof(got), false, 0),
 				 -ESRCH);
 	}
 	close(hold[1]);     /* B and C exit */

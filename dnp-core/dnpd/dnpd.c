@@ -89,6 +89,8 @@
 #define DNPD_RTO_NS 20000000ull
 /* A credit only about our FIFO waits this long for news (engine.h: ack_delay). */
 #define DNPD_ACK_DELAY_NS 100000ull
+/* One process_vm_readv fetches this much of a registered buffer (dnpd_read_private). */
+#define DNPD_READAHEAD (64u << 10)
 #define DNPD_MAX_RETRIES 50u
 #define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
 /* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
@@ -150,6 +152,7 @@ struct dnpd {
 	uint64_t impair_next;         /* next look at that file */
 	uint64_t activity;            /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
+	uint64_t mem_ra_hits; /* reads of private memory served by a read-ahead */
 	uint64_t start;
 	struct dnpd_lfm lfm; /* LO|FA|MO DNP Fault Manager */
 	/* dnpctl topo --all: the other nodes' wiring, asked over the torus (DIAG packets). */
@@ -194,7 +197,7 @@ static int dnpd_vm_io(struct dnpd *d, struct dnpd_session *se, uint64_t va, void
 	int r;
 
 	d->mem_vm++;
-	r = dnpd_sess_vm_io(se, va, local, len, wr);
+	r = dnpd_sess_vm_io(se, va, local, len, wr, d->iters);
 	if (r)
 		d->mem_faults++;
 	return r ? -EFAULT : 0; /* the engine's contract (struct dnp_mem_ops) */
@@ -211,6 +214,45 @@ static void *dnpd_mem_addr(struct dnpd *d, struct dnpd_session *se, const struct
 	if (buf && buf->priv)
 		return (uint8_t *)buf->priv + (va - buf->va);
 	return dnpd_sess_heap_addr(se, va, len);
+}
+
+/*
+ * A read of the app's memory outside its heap (process_vm_readv, three system
+ * calls with the liveness checks). Inside a registered buffer the engine reads
+ * one packet at a time, in order (a GET's responses, a PUT's packets), so one
+ * call fetches up to DNPD_READAHEAD bytes of the buffer from va on and the next
+ * reads of this pass are copies. The read-ahead is used in the pass that made
+ * it only (as if those packets had been read at that moment), and a write of
+ * ours into it drops it (dnpd_mem_write). A read-ahead that fails (a page
+ * unmapped further on) falls back to the exact read, with its own result.
+ */
+static int dnpd_read_private(struct dnpd *d, struct dnpd_session *se, const struct dnp_buf *buf,
+			     uint64_t va, void *dst, size_t len)
+{
+	if (se->ra_pass == d->iters && se->ra_len && va >= se->ra_va &&
+	    va - se->ra_va <= se->ra_len && len <= se->ra_len - (va - se->ra_va)) {
+		memcpy(dst, se->ra + (va - se->ra_va), len);
+		d->mem_ra_hits++;
+		return 0;
+	}
+	if (buf && va >= buf->va && va - buf->va < buf->len && len < DNPD_READAHEAD &&
+	    buf->len - (va - buf->va) > len) {
+		uint64_t n = buf->len - (va - buf->va);
+
+		if (n > DNPD_READAHEAD)
+			n = DNPD_READAHEAD;
+		if (!se->ra)
+			se->ra = malloc(DNPD_READAHEAD);
+		se->ra_len = 0;
+		if (se->ra && dnpd_vm_io(d, se, va, se->ra, n, false) == 0) {
+			se->ra_va = va;
+			se->ra_len = n;
+			se->ra_pass = d->iters;
+			memcpy(dst, se->ra, len);
+			return 0;
+		}
+	}
+	return dnpd_vm_io(d, se, va, dst, len, false);
 }
 
 static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
@@ -230,7 +272,7 @@ static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, ui
 		d->mem_copies++;
 		return 0;
 	}
-	return dnpd_vm_io(d, se, va, dst, len, false);
+	return dnpd_read_private(d, se, buf, va, dst, len);
 }
 
 static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
@@ -250,6 +292,8 @@ static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, u
 		d->mem_copies++;
 		return 0;
 	}
+	if (se->ra_len && va < se->ra_va + se->ra_len && se->ra_va < va + len)
+		se->ra_len = 0; /* the read-ahead no longer shows that memory */
 	return dnpd_vm_io(d, se, va, (void *)src, len, true);
 }
 
@@ -697,9 +741,9 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 "daemon iterations %" PRIu64 " sleeps %" PRIu64 " quiet_periods %" PRIu64
 		 " timer_wakeups %" PRIu64 " mem_copies %" PRIu64 " mem_vm %" PRIu64
 		 " mem_faults %" PRIu64 " cmd_rejects %" PRIu64 " yields %" PRIu64
-		 " yields_alone %" PRIu64 "\n",
+		 " yields_alone %" PRIu64 " mem_readahead_hits %" PRIu64 "\n",
 		 d->iters, d->sleeps, d->quiets, d->wakeups_timer, d->mem_copies, d->mem_vm,
-		 d->mem_faults, d->cmd_rejects, d->yield.yields, d->yield.alone);
+		 d->mem_faults, d->cmd_rejects, d->yield.yields, d->yield.alone, d->mem_ra_hits);
 	for (i = 0; i < d->sess->nports; i++) {
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 

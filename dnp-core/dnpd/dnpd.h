@@ -194,6 +194,14 @@ struct dnpd_session {
 	uint32_t quota_cmds; /* conf.port_commands, copied at HELLO */
 	uint64_t ev_lost;    /* error events that found no room (reported as DNP_EV_OVERFLOW) */
 	uint64_t vm_denied;  /* process_vm_* refused (-EPERM) */
+	uint64_t alive_pass; /* the daemon pass in which the pidfd last said "alive" (0: none) */
+	/*
+	 * Read-ahead of the app's memory outside the heap (dnpd.c, dnpd_mem_read):
+	 * DNPD_READAHEAD bytes allocated at the first use, holding [ra_va, ra_va +
+	 * ra_len) as read in pass ra_pass; used in that pass only.
+	 */
+	uint8_t *ra;
+	uint64_t ra_va, ra_len, ra_pass;
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
 	/* Private handles of the shared rings (ring.h): geometry never re-read. */
@@ -282,6 +290,7 @@ unsigned dnpd_sess_ev_push(struct dnpd_session *se, const struct dnp_event *ev, 
  * Errors: -ESRCH (the process is gone), -EPERM (no ptrace access to it:
  * docs/security.md, "Memory outside the shared heap"), -EFAULT (not mapped).
  */
-int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr);
+int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr,
+		    uint64_t pass);
 
 #endif

@@ -150,6 +150,7 @@ static void dnpd_sess_drop(struct dnpd_sess_srv *s, unsigned i)
 	if (se->pidfd >= 0)
 		close(se->pidfd);
 	close(se->fd);
+	free(se->ra);
 	free(se);
 	s->conn[i] = s->conn[--s->nconn];
 }
@@ -294,10 +295,15 @@ static bool dnpd_sess_alive(const struct dnpd_session *se)
  * call means the pid named that process for the whole call, so a read is
  * good; a process that died meanwhile fails the operation with -ESRCH. The
  * check before narrows a write's window to the kernel's own pid lookup
- * (docs/security.md).
+ * (docs/security.md); when the process was seen alive earlier in the same
+ * daemon pass (pass != 0, a few microseconds ago), that check stands for it:
+ * a pid is reused only after its process died, was reaped and the kernel's
+ * pid counter came round to it again.
  */
-int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr)
+int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t len, bool wr,
+		    uint64_t pass)
 {
+	bool seen = pass && se->alive_pass == pass;
 	size_t done = 0;
 
 	while (done < len) {
@@ -305,12 +311,14 @@ int dnpd_sess_vm_io(struct dnpd_session *se, uint64_t va, void *local, size_t le
 		struct iovec r = { (void *)(uintptr_t)(va + done), len - done };
 		ssize_t n;
 
-		if (!dnpd_sess_alive(se))
+		if (!seen && !dnpd_sess_alive(se))
 			return -ESRCH;
 		n = wr ? process_vm_writev(se->pid, &l, 1, &r, 1, 0) :
 			 process_vm_readv(se->pid, &l, 1, &r, 1, 0);
 		if (!dnpd_sess_alive(se))
 			return -ESRCH;
+		seen = true;
+		se->alive_pass = pass;
 		if (n < 0 && (errno == EPERM || errno == EACCES)) {
 			se->vm_denied++;
 			return -EPERM;
@@ -539,7 +547,7 @@ static int dnpd_sess_register(struct dnpd_sess_srv *s, struct dnpd_session *se,
 	if (!priv && m->len) {
 		uint8_t probe;
 
-		r = dnpd_sess_vm_io(se, m->va, &probe, 1, false);
+		r = dnpd_sess_vm_io(se, m->va, &probe, 1, false, 0);
 		if (r) {
 			if (r == -EPERM)
 				dnpd_log(DNPD_WARN,
