@@ -81,7 +81,7 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_
 		memcpy(dst, p, len);
 		return 0;
 	}
-	return dnpd_sess_vm_io(H.se, va, dst, len, false) ? -EFAULT : 0;
+	return dnpd_sess_vm_io(H.se, va, dst, len, false, 0) ? -EFAULT : 0;
 }
 
 static int mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
@@ -99,7 +99,7 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64
 		memcpy(p, src, len);
 		return 0;
 	}
-	return dnpd_sess_vm_io(H.se, va, (void *)src, len, true) ? -EFAULT : 0;
+	return dnpd_sess_vm_io(H.se, va, (void *)src, len, true, 0) ? -EFAULT : 0;
 }
 
 static const struct dnp_mem_ops mem_ops = { .read = mem_read, .write = mem_write };
