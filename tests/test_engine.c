@@ -465,29 +465,35 @@ static void test_engine_detour_around_broken_cable(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[3].e)->cmds_failed, 0);
 }
 
-/* With EXACT credits a stream is paced by prompt credits, not by the credit period. */
-static void test_engine_prompt_credits_stream(void **state)
+/* A 1 MiB PUT from node 0 to node 1 arrives byte-exact, completes, never resent, before max_now. */
+static void put_stream_1mib(unsigned seed, uint64_t max_now)
 {
-	exact_prompt = true;
-	setup_nodes(2);
 	uint32_t key;
 	const size_t len = 1u << 20;
 
 	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
 			 0);
-	fill(nodes[0].mem[0], len, 11);
+	fill(nodes[0].mem[0], len, seed);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 3);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	struct dnp_event ev;
-	/* 256 packets of 4 KiB: far fewer steps than one credit period */
+	/* 256 packets of 4 KiB */
 	assert_true(next_event(1, 0, &ev, 20000));
 	assert_int_equal(ev.type, DNP_EV_RX_PUT);
 	assert_int_equal(ev.len, len);
 	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
 	assert_true(next_event(0, 0, &ev, 1000));
 	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_true(now < 1000000000);
+	assert_true(now < max_now);
 	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+}
+
+/* With EXACT credits a stream is paced by prompt credits, not by the credit period. */
+static void test_engine_prompt_credits_stream(void **state)
+{
+	exact_prompt = true;
+	setup_nodes(2);
+	put_stream_1mib(11, 1000000000); /* far fewer steps than one credit period */
 }
 
 /* CREDIT frames both nodes sent, over every link. */
@@ -572,23 +578,10 @@ static void test_engine_ack_delay_stream(void **state)
 	exact_prompt = true;
 	ack_delay = 1000000; /* longer than the whole test: only stale-credit rules act */
 	setup_nodes(2);
-	uint32_t key;
-	const size_t len = 1u << 20;
-
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
-	fill(nodes[0].mem[0], len, 13);
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 4);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	struct dnp_event ev;
-	assert_true(next_event(1, 0, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_true(now < 20000);
-	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
+	put_stream_1mib(13, 20000);
 }
+
+static void one_loss_one_resend(void);
 
 /* A lost frame under delayed credits: the gap is reported at once, one resend. */
 static void test_engine_ack_delay_one_loss(void **state)
@@ -596,26 +589,7 @@ static void test_engine_ack_delay_one_loss(void **state)
 	exact_prompt = true;
 	ack_delay = 1000000;
 	setup_nodes(2);
-	uint32_t key;
-	const size_t len = 16 * DNP_MAX_PAYLOAD;
-
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
-	fill(nodes[0].mem[0], len, 6);
-	drop_seq = 3;
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 9);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	struct dnp_event ev;
-	assert_true(next_event(1, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(drop_seq, -1);
-	assert_true(now < 2000);
-	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
-	assert_int_equal(tx->tx_retx_frames, 1);
-	assert_int_equal(tx->fast_retx, 1);
+	one_loss_one_resend();
 }
 
 /*
@@ -624,10 +598,8 @@ static void test_engine_ack_delay_one_loss(void **state)
  * round trip (long before the retransmission timeout), and the message is
  * written once, byte for byte, with one completion.
  */
-static void test_engine_one_loss_one_resend(void **state)
+static void one_loss_one_resend(void)
 {
-	exact_prompt = true;
-	setup_nodes(2);
 	uint32_t key;
 	const size_t len = 16 * DNP_MAX_PAYLOAD;
 
@@ -657,6 +629,13 @@ static void test_engine_one_loss_one_resend(void **state)
 	pump(500);
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0); /* one completion */
 	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+}
+
+static void test_engine_one_loss_one_resend(void **state)
+{
+	exact_prompt = true;
+	setup_nodes(2);
+	one_loss_one_resend();
 }
 
 /*
