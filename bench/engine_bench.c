@@ -13,7 +13,11 @@
  * the same buffers (the reference of the issue's goal: 4 KiB PUTs at no less
  * than half of it).
  *
- *   engine_bench [--sizes 8,64,4096] [--seconds S] [--reps R] [--csv]
+ *   engine_bench [--sizes 8,64,4096] [--seconds S] [--reps R] [--csv] [--puts N]
+ *
+ * --puts N streams exactly N PUT packets per size (no warm-up, no memcpy
+ * reference) instead of timing: for counting instructions per PUT under
+ * valgrind --tool=callgrind, which repeat exactly where seconds do not.
  *
  * Output (--csv): transport,peer,test,bytes,rep,value,unit rows
  * (engine msgrate in packets/s, engine bw in MBps = 10^6 B/s, memcpy bw).
@@ -135,7 +139,8 @@ struct result {
 };
 
 /* Streams PUTs of 'size' bytes for about 'seconds'. */
-static struct result stream(struct node n[2], uint32_t key, uint32_t size, double seconds)
+static struct result stream(struct node n[2], uint32_t key, uint32_t size, double seconds,
+			    uint64_t limit)
 {
 	const uint64_t slots = ARENA / size < 4096 ? ARENA / size : 4096;
 	struct result res = { 0 };
@@ -148,18 +153,22 @@ static struct result stream(struct node n[2], uint32_t key, uint32_t size, doubl
 	t0 = now_ns();
 	deadline = t0 + (uint64_t)(seconds * 1e9);
 	pk0 = st->pkts_delivered;
+	if (limit)
+		timing = true; /* counted from the first PUT */
 	for (;;) {
 		uint64_t now = now_ns();
 
+		if (limit && st->pkts_delivered - pk0 >= limit)
+			break;
 		if (!timing && now - t0 > 50000000ull) { /* 50 ms warm-up */
 			timing = true;
 			t0 = now;
 			rx0 = rx;
 			pk0 = st->pkts_delivered;
 		}
-		if (timing && now >= deadline)
+		if (timing && !limit && now >= deadline)
 			break;
-		while (issued - done < WINDOW) {
+		while (issued - done < WINDOW && (!limit || issued < limit)) {
 			uint64_t off = (issued % slots) * size;
 			struct dnp_cmd cmd = { .op = DNP_OP_PUT,
 					       .dst_x = 1,
@@ -278,17 +287,19 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "reps", required_argument, NULL, 'r' },
 		{ "csv", no_argument, NULL, 'c' },
+		{ "puts", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint32_t sizes[MAX_SIZES] = { 8, 64, 4096 }, key;
 	unsigned nsizes = 3, reps = 3, k, r;
 	double seconds = 1.0;
+	uint64_t limit = 0;
 	bool csv = false;
 	struct node n[2] = { 0 };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:t:r:ch", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:r:p:ch", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_sizes(optarg, sizes, &nsizes) < 0) {
@@ -306,10 +317,19 @@ int main(int argc, char **argv)
 		case 'c':
 			csv = true;
 			break;
+		case 'p':
+			limit = strtoull(optarg, NULL, 0);
+			if (!limit) {
+				fprintf(stderr, PROG ": bad --puts\n");
+				return 2;
+			}
+			break;
 		case 'h':
-			printf("usage: " PROG " [--sizes LIST] [--seconds S] [--reps R] [--csv]\n"
+			printf("usage: " PROG
+			       " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
 			       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
-			       "  beside memcpy MB/s of the same block size.\n");
+			       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
+			       "  PUTs per size, no memcpy (instruction counts under callgrind).\n");
 			return 0;
 		default:
 			return 2;
@@ -332,7 +352,7 @@ int main(int argc, char **argv)
 		       "bytes", "rep", "packets/s", "MB/s", "memcpy MB/s");
 	for (r = 1; r <= reps; r++) {
 		for (k = 0; k < nsizes; k++) {
-			struct result res = stream(n, key, sizes[k], seconds);
+			struct result res = stream(n, key, sizes[k], seconds, limit);
 			double mc;
 
 			if (res.err) {
@@ -340,7 +360,7 @@ int main(int argc, char **argv)
 					strerror(-res.err));
 				return 1;
 			}
-			mc = memcpy_mbps(n, sizes[k], seconds / 2);
+			mc = limit ? 0 : memcpy_mbps(n, sizes[k], seconds / 2);
 			if (csv)
 				printf("engine,,msgrate,%u,%u,%.0f,msgps\n"
 				       "engine,,bw,%u,%u,%.1f,MBps\n"

@@ -170,6 +170,19 @@ struct hopc {
 };
 #define HOPC 64u /* entries, direct-mapped by destination id */
 
+/*
+ * Success reports waiting to leave as one CMPL frame (docs/protocol.md,
+ * "Completion reports"): the ids of messages this node delivered whose
+ * sender is 'to', port 'port'. n == 0: unused.
+ */
+struct cmplb {
+	struct dnp_coord to;
+	uint8_t port;
+	uint8_t n;
+	uint32_t ids[1 + DNP_CMPL_MAX_EXTRA];
+};
+#define CMPLB 4u /* batches open at once (distinct senders in one pass) */
+
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
 	bool on;
@@ -221,6 +234,9 @@ struct dnp_engine {
 	struct puttrack *puts; /* by source node id modulo nputs */
 	uint32_t nputs;
 	struct hopc hopc[HOPC];
+	struct cmplb cmplb[CMPLB];
+	uint32_t ncmplb;     /* batches with n > 0 */
+	uint32_t cmplb_next; /* the batch a new sender takes over when all are open */
 	struct dnp_engine_stats st;
 };
 
@@ -715,14 +731,15 @@ static void route_announce(struct dnp_engine *e, uint64_t now)
 	}
 }
 
-static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
-		     int status, uint64_t now)
+/*
+ * One CMPL packet from here to (to, to_port) reporting ids[0..n) with one
+ * status, into the local input FIFO. -EAGAIN: no buffer free.
+ */
+static int cmpl_packet(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
+		       const uint32_t *ids, unsigned n, int status, uint64_t now)
 {
-	if (coord_self(e, to)) {
-		handle_cmpl(e, msg_id, status);
-		return 0;
-	}
-	struct pkt *p = pkt_get(e, DNP_FRAME_OVERHEAD);
+	uint16_t len = (uint16_t)((n - 1) * 4u);
+	struct pkt *p = pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
 	if (!p)
 		return -EAGAIN;
 	struct dnp_pkt_hdr *h = &p->h; /* built in place */
@@ -735,21 +752,105 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		.kind = DNP_PKT_CMPL,
 		.via = via_for(e, to),
 		.status = (uint8_t)(status < 0 ? -status : status),
-		.msg_id = msg_id,
+		.len = len,
+		.msg_id = ids[0],
 		.timestamp = (uint32_t)now,
 	};
-	/* sealed (CRC) by dnp_pkt_restamp when it leaves on a link */
-	int n = dnp_pkt_encode_unsealed(h, NULL, p->frame, DNP_MAX_FRAME);
-	if (n < 0) {
-		pkt_put(e, p);
-		return n;
+	uint8_t *pl = p->frame + DNP_PAYLOAD_OFF; /* the payload in place */
+	for (unsigned i = 1; i < n; i++) {
+		uint32_t v = htole32(ids[i]);
+		memcpy(pl + (i - 1) * 4u, &v, 4);
 	}
-	p->flen = (uint32_t)n;
-	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	/* sealed (CRC) by dnp_pkt_restamp when it leaves on a link */
+	int r = dnp_pkt_encode_unsealed(h, len ? pl : NULL, p->frame, DNP_MAX_FRAME);
+	if (r < 0) {
+		pkt_put(e, p);
+		return r;
+	}
+	p->flen = (uint32_t)r;
+	p->words = (uint32_t)r / DNP_WORD_BYTES;
 	p->in_dir = DNP_DIR_LOCAL;
 	p->in_vc = 0;
 	p->hops_tx = 0;
 	in_push(e, DNP_DIR_LOCAL, 0, p);
+	e->dirty = true;
+	e->st.cmpl_frames++;
+	return 0;
+}
+
+/* Sends batch b as one CMPL packet and empties it. -EAGAIN: no buffer (b stays). */
+static int cmplb_flush(struct dnp_engine *e, struct cmplb *b, uint64_t now)
+{
+	if (!b->n)
+		return 0;
+	int r = cmpl_packet(e, b->to, b->port, b->ids, b->n, 0, now);
+	if (r == -EAGAIN)
+		return r;
+	/* any other error cannot happen for a well-formed header; the batch goes either way */
+	b->n = 0;
+	e->ncmplb--;
+	return 0;
+}
+
+/* Every open batch out; true if one left. */
+static bool cmplb_flush_all(struct dnp_engine *e, uint64_t now)
+{
+	bool sent = false;
+
+	for (unsigned i = 0; i < CMPLB && e->ncmplb; i++)
+		if (e->cmplb[i].n && cmplb_flush(e, &e->cmplb[i], now) == 0)
+			sent = true;
+	return sent;
+}
+
+static struct cmplb *cmplb_find(struct dnp_engine *e, struct dnp_coord to, uint8_t port)
+{
+	for (unsigned i = 0; i < CMPLB; i++) {
+		struct cmplb *b = &e->cmplb[i];
+		if (b->n && b->port == port && dnp_coord_eq(b->to, to))
+			return b;
+	}
+	return NULL;
+}
+
+/*
+ * A success report joins the batch of its sender and port, which leaves as
+ * one CMPL frame at the end of the engine round (dnp_engine_run) or when it
+ * is full. An error report goes at once, after that batch, so that a
+ * sender's reports keep the order of delivery.
+ */
+static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
+		     int status, uint64_t now)
+{
+	if (coord_self(e, to)) {
+		handle_cmpl(e, msg_id, status);
+		return 0;
+	}
+	struct cmplb *b = cmplb_find(e, to, to_port);
+
+	if (status) {
+		if (b && cmplb_flush(e, b, now) < 0)
+			return -EAGAIN;
+		return cmpl_packet(e, to, to_port, &msg_id, 1, status, now);
+	}
+	if (b && b->n == 1 + DNP_CMPL_MAX_EXTRA && cmplb_flush(e, b, now) < 0)
+		return -EAGAIN;
+	if (!b || !b->n) {
+		if (!b) {
+			for (unsigned i = 0; i < CMPLB && !b; i++)
+				if (!e->cmplb[i].n)
+					b = &e->cmplb[i];
+			if (!b) { /* all open for other senders: the next one in turn leaves */
+				b = &e->cmplb[e->cmplb_next++ % CMPLB];
+				if (cmplb_flush(e, b, now) < 0)
+					return -EAGAIN;
+			}
+		}
+		b->to = to;
+		b->port = to_port;
+		e->ncmplb++;
+	}
+	b->ids[b->n++] = msg_id;
 	e->dirty = true;
 	return 0;
 }
@@ -1187,6 +1288,11 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	switch (h->kind) {
 	case DNP_PKT_CMPL:
 		handle_cmpl(e, h->msg_id, -(int)h->status);
+		for (unsigned i = 0; i + 4u <= h->len; i += 4u) { /* the batch (pkt.h) */
+			uint32_t id;
+			memcpy(&id, payload + i, 4);
+			handle_cmpl(e, le32toh(id), -(int)h->status);
+		}
 		return 0;
 	case DNP_PKT_DIAG:
 		diag_take(e, h, payload);
@@ -2059,10 +2165,12 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 	for (unsigned r = 0; r < MAX_RUN_ROUNDS; r++) {
 		bool progress = route_inputs(e, now);
 		progress |= inject(e, now);
+		if (e->ncmplb) /* this round's success reports, one frame per sender */
+			progress |= cmplb_flush_all(e, now);
 		if (!progress)
 			break;
 	}
-	e->dirty = false;
+	e->dirty = e->ncmplb != 0; /* a batch no buffer could take yet */
 }
 
 /* ---------------------------------------------------------------- outputs */

@@ -169,6 +169,7 @@ struct dnp_engine_stats {
 	uint64_t route_changes;      /* cable states this node adopted (its own included) */
 	uint64_t route_overflow;     /* cable states not kept: a table was full */
 	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
+	uint64_t cmpl_frames;        /* CMPL packets made here (one may report many messages) */
 };
 
 struct dnp_engine;

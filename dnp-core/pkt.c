@@ -193,7 +193,7 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		return -EINVAL;
 	if (h->kind == DNP_PKT_GET_REQ && h->len != DNP_GET_DESC_BYTES)
 		return -EINVAL;
-	if (h->kind == DNP_PKT_CMPL && h->len)
+	if (h->kind == DNP_PKT_CMPL && (h->len % 4u || h->len > DNP_CMPL_MAX_EXTRA * 4u))
 		return -EINVAL;
 
 	if (!kind_is_fragment(h->kind))

@@ -51,7 +51,7 @@ enum dnp_pkt_kind {
 	DNP_PKT_SEND = 2,     /* append to the port's current SEND-target buffer */
 	DNP_PKT_GET_REQ = 3,  /* payload: struct dnp_get_desc */
 	DNP_PKT_GET_RESP = 4, /* like PUT, into the requester's buffer */
-	DNP_PKT_CMPL = 5,     /* end-to-end completion report; status = errno */
+	DNP_PKT_CMPL = 5,     /* end-to-end completion report(s); status = errno */
 	DNP_PKT_CREDIT = 6,   /* link control: credits + ack, never forwarded */
 	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
 	DNP_PKT_ROUTE = 8,    /* link states a node tells its neighbours (docs/routing.md) */
@@ -126,6 +126,14 @@ struct dnp_pkt_hdr {
 	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
 	uint32_t msg_len;   /* total message length in bytes */
 };
+
+/*
+ * A CMPL frame reports msg_id and, in its payload, up to DNP_CMPL_MAX_EXTRA
+ * further message ids (u32, little-endian) of the same destination node and
+ * port with the same status: len is a multiple of 4, at most
+ * DNP_CMPL_MAX_EXTRA * 4 (a whole frame of 256 bytes).
+ */
+#define DNP_CMPL_MAX_EXTRA 48u
 
 /* Payload of a GET request (16 bytes, little-endian). */
 struct dnp_get_desc {

@@ -1294,10 +1294,93 @@ static void test_engine_slow_app_does_not_block_loopback(void **state)
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
 }
 
+/*
+ * Success reports travel in batches (one CMPL frame for the messages of one
+ * sender that a pass delivered), an error report at once after the batch
+ * before it: 100 PUTs, two with a bad key, end in 100 events at the sender,
+ * in submission order, each once, in far fewer CMPL frames than messages.
+ */
+static void test_engine_cmpl_batch_in_order(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	const unsigned n = 100;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	fill(nodes[0].mem[0], 64 * n, 5);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t k = i == 37 || i == 71 ? key ^ 1 : key;
+		struct dnp_cmd c = put_cmd(1, 0, BASE + 64 * i, BASE + 64 * i, k, 64, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct dnp_event ev;
+		assert_true(next_event(0, 0, &ev, 5000));
+		assert_int_equal(ev.cookie, i);
+		if (i == 37 || i == 71) {
+			assert_int_equal(ev.type, DNP_EV_ERROR);
+			assert_int_equal(ev.status, -EACCES);
+		} else {
+			assert_int_equal(ev.type, DNP_EV_TX_DONE);
+			assert_int_equal(ev.status, 0);
+			assert_memory_equal(nodes[1].mem[0] + 64 * i, nodes[0].mem[0] + 64 * i, 64);
+		}
+	}
+	pump(500);
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	uint64_t frames = dnp_engine_stats(nodes[1].e)->cmpl_frames;
+	assert_true(frames >= 3); /* at least the two errors and a batch between them */
+	assert_true(frames <= n / 4);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_ok, n - 2);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_failed, 2);
+}
+
+/*
+ * More senders (node and port) than open batches: a new sender flushes the
+ * batch of another, and every PUT still ends in exactly one TX_DONE.
+ * Nodes 0, 2 and 3 of a 4-node ring PUT to node 1 from both their ports.
+ */
+static void test_engine_cmpl_batch_many_senders(void **state)
+{
+	setup_nodes(4);
+	uint32_t key;
+	const unsigned per = 40, src[3] = { 0, 2, 3 };
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	for (unsigned i = 0; i < per; i++)
+		for (unsigned k = 0; k < 3; k++)
+			for (unsigned p = 0; p < NPORTS; p++) {
+				struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8 * (k * 2 + p), key,
+							   8, (uint64_t)k << 32 | p << 16 | i);
+				assert_int_equal(dnp_engine_submit(nodes[src[k]].e, p, &c, now), 0);
+			}
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned p = 0; p < NPORTS; p++) {
+			for (unsigned i = 0; i < per; i++) {
+				struct dnp_event ev;
+				assert_true(next_event(src[k], p, &ev, 5000));
+				assert_int_equal(ev.type, DNP_EV_TX_DONE);
+				assert_int_equal(ev.cookie, (uint64_t)k << 32 | p << 16 | i);
+			}
+		}
+	pump(500);
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned p = 0; p < NPORTS; p++) {
+			struct dnp_event ev;
+			assert_int_equal(dnp_engine_poll_events(nodes[src[k]].e, p, &ev, 1), 0);
+		}
+	assert_true(dnp_engine_stats(nodes[1].e)->cmpl_frames < 3 * NPORTS * per / 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_engine_put_multi_fragment, teardown),
+		cmocka_unit_test_teardown(test_engine_cmpl_batch_in_order, teardown),
+		cmocka_unit_test_teardown(test_engine_cmpl_batch_many_senders, teardown),
 		cmocka_unit_test_teardown(test_engine_put_bad_key_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),

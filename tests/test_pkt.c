@@ -555,6 +555,35 @@ static void test_pkt_encode_errors(void **state)
 	assert_int_equal(dnp_pkt_encode(&h, NULL, frame, sizeof(frame)), -EINVAL);
 }
 
+/* A CMPL frame carries up to DNP_CMPL_MAX_EXTRA further message ids, whole u32s only. */
+static void test_pkt_cmpl_batch(void **state)
+{
+	uint8_t frame[DNP_MAX_FRAME], ids[DNP_CMPL_MAX_EXTRA * 4 + 4];
+	struct dnp_pkt_hdr h = { .lflags = DNP_LINK_F_SEQ,
+				 .dst = { 1, 0, 0 },
+				 .kind = DNP_PKT_CMPL,
+				 .msg_id = 0x10002 },
+			   d;
+	const uint8_t *pl;
+
+	for (unsigned i = 0; i < sizeof(ids); i++)
+		ids[i] = (uint8_t)(i * 7u + 1u);
+	h.len = DNP_CMPL_MAX_EXTRA * 4;
+	int n = dnp_pkt_encode(&h, ids, frame, sizeof(frame));
+	assert_int_equal(n, 256); /* a whole small frame */
+	assert_int_equal(dnp_pkt_decode(frame, (size_t)n, &d, &pl), 0);
+	assert_int_equal(d.len, DNP_CMPL_MAX_EXTRA * 4);
+	assert_int_equal(d.msg_id, 0x10002);
+	assert_memory_equal(pl, ids, DNP_CMPL_MAX_EXTRA * 4);
+	h.len = 8;
+	assert_int_equal(dnp_pkt_encode(&h, ids, frame, sizeof(frame)), 80);
+	assert_int_equal(dnp_pkt_decode(frame, 80, &d, &pl), 0);
+	h.len = DNP_CMPL_MAX_EXTRA * 4 + 4; /* one id too many */
+	assert_int_equal(dnp_pkt_encode(&h, ids, frame, sizeof(frame)), -EINVAL);
+	h.len = 6; /* not whole ids */
+	assert_int_equal(dnp_pkt_encode(&h, ids, frame, sizeof(frame)), -EINVAL);
+}
+
 /* Decodes f after an optional CRC fix and returns the error. */
 static int decode_fixed(uint8_t *f, size_t len)
 {
@@ -881,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_pkt_max_frame),
 		cmocka_unit_test(test_pkt_encode_in_place),
 		cmocka_unit_test(test_pkt_encode_errors),
+		cmocka_unit_test(test_pkt_cmpl_batch),
 		cmocka_unit_test(test_pkt_decode_enodata),
 		cmocka_unit_test(test_pkt_decode_eproto),
 		cmocka_unit_test(test_pkt_decode_eprotonosupport),
