@@ -182,6 +182,7 @@ struct cmplb {
 	uint32_t ids[1 + DNP_CMPL_MAX_EXTRA];
 };
 #define CMPLB 4u /* batches open at once (distinct senders in one pass) */
+#define DNP_CMPL_FRAME_MAX (DNP_FRAME_OVERHEAD + DNP_CMPL_MAX_EXTRA * 4u) /* 256: a small buffer */
 
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
@@ -295,6 +296,18 @@ static void pkt_put(struct dnp_engine *e, struct pkt *p)
 static bool pool_has(const struct dnp_engine *e, uint32_t flen)
 {
 	return flen <= SMALL_FRAME ? (e->free_small || e->free_big) : e->free_big != NULL;
+}
+
+/* Two buffers for small frames free (an error report and the batch before it)? */
+static bool pool_has_two_small(const struct dnp_engine *e)
+{
+	unsigned n = 0;
+
+	for (const struct pkt *p = e->free_small; p && n < 2; p = p->next)
+		n++;
+	for (const struct pkt *p = e->free_big; p && n < 2; p = p->next)
+		n++;
+	return n >= 2;
 }
 
 static void q_push(struct pktq *q, struct pkt *p)
@@ -829,6 +842,9 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	struct cmplb *b = cmplb_find(e, to, to_port);
 
 	if (status) {
+		/* both frames or neither: the batch must not leave without the error after it */
+		if (b && !pool_has_two_small(e))
+			return -EAGAIN;
 		if (b && cmplb_flush(e, b, now) < 0)
 			return -EAGAIN;
 		return cmpl_packet(e, to, to_port, &msg_id, 1, status, now);
@@ -1306,8 +1322,16 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 		break;
 	}
 
-	/* Everything below may answer with a completion report. */
-	if (!coord_self(e, pkt_owner(h, &oport)) && !pool_has(e, DNP_FRAME_OVERHEAD))
+	/*
+	 * Everything below may answer with a completion report: a success
+	 * report joins its batch or flushes one (one buffer), an error report
+	 * may flush the batch before it (two). With them checked here,
+	 * send_cmpl cannot refuse the report of a message already written.
+	 */
+	struct dnp_coord owner = pkt_owner(h, &oport);
+	if (!coord_self(e, owner) &&
+	    !(cmplb_find(e, owner, oport) ? pool_has_two_small(e) :
+					    pool_has(e, DNP_CMPL_FRAME_MAX)))
 		return -EAGAIN;
 	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
 	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !evq_room(e, q))
