@@ -31,6 +31,8 @@ credit+=002000000078563412f9010000f0ffffff9d9caf4900000000f0debc9a00000000
 # A CREDIT of a 4-VC link: credit[2..3] in a one-word payload.
 credit4=444e0100000000002a0000005000020500010000000000000600100000000000
 credit4+=10000000111111110000000022000000f00100003333333307000000feffffffcc9cb901000000000403020100000000
+# A CMPL from node 1,0,0 reporting three messages (msg_id and two ids in its payload).
+cmpl=444e01010100000000000000500001000000000100000000050008000100010000000000000000000000000000000000020001000300010000000000000000003b2274a8000000000000000000000000
 
 # Commands: a PUT, a SEND, a GET to node 1,1,1 port 1 (then the port count 4).
 cmd_put=0100010001010100341200000000000000000000007f00000000010000000000
@@ -54,13 +56,14 @@ mkdir -p "$tmp/pkt" "$tmp/cmd" "$tmp/engine" "$tmp/app" "$tmp/impair" "$tmp/arti
 unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$credit4" "$tmp/pkt/credit4"
+unhex "$cmpl" "$tmp/pkt/cmpl"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
 unhex "$app_legal" "$tmp/app/legal"
 unhex "$app_hostile" "$tmp/app/hostile"
 # The engine harness builds its frames from the bytes: the golden ones are seeds too.
-cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/pkt/credit4" "$tmp/engine/"
+cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/pkt/credit4" "$tmp/pkt/cmpl" "$tmp/engine/"
 # LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
 mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"
