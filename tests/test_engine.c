@@ -57,6 +57,7 @@ static uint32_t evq_slots;                 /* event queue size of node evq_node 
 static unsigned evq_node = 1;
 static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
 static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
+static int hold_node = -1; /* pump neither runs nor drains this node (its input piles up) */
 static unsigned nnodes;
 static uint64_t now;
 static bool exact_prompt;                /* dnpd's link settings instead of the hardware's */
@@ -122,6 +123,7 @@ static int teardown(void **state)
 	evq_node = 1;
 	drop_node = drop_kind = -1;
 	drop_seq = -1;
+	hold_node = -1;
 	return 0;
 }
 
@@ -132,10 +134,13 @@ static void pump(unsigned steps)
 
 	for (unsigned s = 0; s < steps; s++, now++) {
 		for (unsigned i = 0; i < nnodes; i++)
-			dnp_engine_run(nodes[i].e, now);
+			if ((int)i != hold_node)
+				dnp_engine_run(nodes[i].e, now);
 		for (unsigned i = 0; i < nnodes; i++) {
 			for (unsigned d = 0; d < DNP_NDIRS; d++) {
-				unsigned n = dnp_engine_tx_burst(nodes[i].e, d, f, 16, now);
+				unsigned n = (int)i == hold_node ?
+						     0 :
+						     dnp_engine_tx_burst(nodes[i].e, d, f, 16, now);
 				for (unsigned k = 0; k < n; k++) {
 					uint8_t copy[DNP_MAX_FRAME];
 					memcpy(copy, f[k].data, f[k].len);
@@ -1340,13 +1345,17 @@ static void test_engine_cmpl_batch_in_order(void **state)
 /*
  * More senders (node and port) than open batches: a new sender flushes the
  * batch of another, and every PUT still ends in exactly one TX_DONE.
- * Nodes 0, 2 and 3 of a 4-node ring PUT to node 1 from both their ports.
+ * Nodes 0, 2 and 3 of a 4-node ring PUT to node 1 from both their ports;
+ * node 1 stands still until they all wait in its input FIFOs, so that one
+ * round delivers the PUTs of six senders (four batches open at most).
  */
 static void test_engine_cmpl_batch_many_senders(void **state)
 {
 	setup_nodes(4);
 	uint32_t key;
 	const unsigned per = 40, src[3] = { 0, 2, 3 };
+
+	pump(100); /* links UP before node 1 stands still */
 
 	assert_int_equal(
 		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
@@ -1357,6 +1366,9 @@ static void test_engine_cmpl_batch_many_senders(void **state)
 							   8, (uint64_t)k << 32 | p << 16 | i);
 				assert_int_equal(dnp_engine_submit(nodes[src[k]].e, p, &c, now), 0);
 			}
+	hold_node = 1;
+	pump(300);
+	hold_node = -1;
 	for (unsigned k = 0; k < 3; k++)
 		for (unsigned p = 0; p < NPORTS; p++) {
 			for (unsigned i = 0; i < per; i++) {
