@@ -182,7 +182,8 @@ struct cmplb {
 	uint32_t ids[1 + DNP_CMPL_MAX_EXTRA];
 };
 #define CMPLB 4u /* batches open at once (distinct senders in one pass) */
-#define DNP_CMPL_FRAME_MAX (DNP_FRAME_OVERHEAD + DNP_CMPL_MAX_EXTRA * 4u) /* 256: a small buffer */
+#define CMPL_FRAME_MAX (DNP_FRAME_OVERHEAD + DNP_CMPL_MAX_EXTRA * 4u) /* the largest CMPL frame */
+static_assert(CMPL_FRAME_MAX <= SMALL_FRAME, "a full batch fits a small packet buffer");
 
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
@@ -830,7 +831,9 @@ static struct cmplb *cmplb_find(struct dnp_engine *e, struct dnp_coord to, uint8
  * A success report joins the batch of its sender and port, which leaves as
  * one CMPL frame at the end of the engine round (dnp_engine_run) or when it
  * is full. An error report goes at once, after that batch, so that a
- * sender's reports keep the order of delivery.
+ * sender's reports keep the order of delivery; with one buffer left it goes
+ * alone and the batch follows (the error is never held back or lost for the
+ * sake of order).
  */
 static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
 		     int status, uint64_t now)
@@ -842,11 +845,8 @@ static int send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	struct cmplb *b = cmplb_find(e, to, to_port);
 
 	if (status) {
-		/* both frames or neither: the batch must not leave without the error after it */
-		if (b && !pool_has_two_small(e))
-			return -EAGAIN;
-		if (b && cmplb_flush(e, b, now) < 0)
-			return -EAGAIN;
+		if (b && pool_has_two_small(e))
+			(void)cmplb_flush(e, b, now); /* cannot fail: two buffers are free */
 		return cmpl_packet(e, to, to_port, &msg_id, 1, status, now);
 	}
 	if (b && b->n == 1 + DNP_CMPL_MAX_EXTRA && cmplb_flush(e, b, now) < 0)
@@ -1323,15 +1323,13 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	}
 
 	/*
-	 * Everything below may answer with a completion report: a success
-	 * report joins its batch or flushes one (one buffer), an error report
-	 * may flush the batch before it (two). With them checked here,
-	 * send_cmpl cannot refuse the report of a message already written.
+	 * Everything below may answer with a completion report, which needs at
+	 * most one buffer (send_cmpl: a success report joins its batch or
+	 * flushes one; an error report takes the buffer a batch would). With
+	 * it checked here, send_cmpl cannot refuse the report of a message
+	 * already written.
 	 */
-	struct dnp_coord owner = pkt_owner(h, &oport);
-	if (!coord_self(e, owner) &&
-	    !(cmplb_find(e, owner, oport) ? pool_has_two_small(e) :
-					    pool_has(e, DNP_CMPL_FRAME_MAX)))
+	if (!coord_self(e, pkt_owner(h, &oport)) && !pool_has(e, CMPL_FRAME_MAX))
 		return -EAGAIN;
 	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
 	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !evq_room(e, q))
