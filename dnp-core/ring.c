@@ -53,7 +53,7 @@ int dnp_ring_init(void *mem, uint32_t slots, uint32_t slot_size, struct dnp_ring
 
 	if (!mem || !out || ((uintptr_t)mem & 63u) || !geometry_ok(slots, slot_size))
 		return -EINVAL;
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, dnp_ring_memsize(slots, slot_size)); /* every slot empty for lap 0 */
 	s->slots = slots;
 	s->slot_size = slot_size;
 	s->mask = slots - 1;
@@ -131,19 +131,11 @@ static uint32_t producer_room(struct dnp_ring *r, uint32_t want)
 	return r->slots - (r->tail - r->head);
 }
 
-/* Consumer: the same for tail, which may run at most 'slots' ahead of our head. */
-static uint32_t consumer_avail(struct dnp_ring *r)
+/* The full bit a slot at index idx has while it holds an item of this lap. */
+static uint8_t full_bit(const struct dnp_ring *r, uint32_t idx)
 {
-	/* Pairs with the producer's release store of tail in dnp_ring_push{,_burst}. */
-	uint32_t t = atomic_load_explicit(&r->shm->tail, memory_order_acquire);
-
-	if (t != r->tail) {
-		if (t - r->head <= r->slots && t - r->head >= r->tail - r->head)
-			r->tail = t;
-		else
-			r->faults++;
-	}
-	return r->tail - r->head;
+	/* lap = idx / slots; laps 0, 2, 4, ... write 1, so zeroed memory is empty */
+	return (idx & r->slots) ? 0 : DNP_RING_FULL_BIT;
 }
 
 uint32_t dnp_ring_room(struct dnp_ring *r)
@@ -156,29 +148,18 @@ uint32_t dnp_ring_room_min(struct dnp_ring *r, uint32_t want)
 	return producer_room(r, want);
 }
 
-/* Copies n slots between the ring (from index idx) and a flat buffer, in up to two parts. */
-static void copy_in(struct dnp_ring *r, uint32_t idx, const uint8_t *src, uint32_t n)
+/*
+ * Writes one item into the slot at idx: every byte but the first, then the
+ * first with the full bit of idx's lap, with release, so a consumer that
+ * sees the bit sees the rest (pairs with the acquire in dnp_ring_pop_burst).
+ */
+static void slot_put(struct dnp_ring *r, uint32_t idx, const uint8_t *src)
 {
-	uint32_t first = r->slots - (idx & r->mask);
+	uint8_t *s = slot_ptr(r, idx);
 
-	if (first > n)
-		first = n;
-	memcpy(slot_ptr(r, idx), src, (size_t)first * r->slot_size);
-	if (n > first)
-		memcpy(r->data, src + (size_t)first * r->slot_size,
-		       (size_t)(n - first) * r->slot_size);
-}
-
-static void copy_out(const struct dnp_ring *r, uint32_t idx, uint8_t *dst, uint32_t n)
-{
-	uint32_t first = r->slots - (idx & r->mask);
-
-	if (first > n)
-		first = n;
-	memcpy(dst, slot_ptr(r, idx), (size_t)first * r->slot_size);
-	if (n > first)
-		memcpy(dst + (size_t)first * r->slot_size, r->data,
-		       (size_t)(n - first) * r->slot_size);
+	memcpy(s + 1, src + 1, r->slot_size - 1);
+	__atomic_store_n(s, (uint8_t)((src[0] & ~DNP_RING_FULL_BIT) | full_bit(r, idx)),
+			 __ATOMIC_RELEASE);
 }
 
 int dnp_ring_push(struct dnp_ring *r, const void *slot)
@@ -189,34 +170,47 @@ int dnp_ring_push(struct dnp_ring *r, const void *slot)
 unsigned dnp_ring_push_burst(struct dnp_ring *r, const void *slots, unsigned n)
 {
 	uint32_t room = producer_room(r, n);
+	const uint8_t *src = slots;
 
 	if (n > room)
 		n = room;
 	if (n == 0)
 		return 0;
-	copy_in(r, r->tail, slots, n);
+	for (unsigned k = 0; k < n; k++)
+		slot_put(r, r->tail + k, src + (size_t)k * r->slot_size);
 	r->tail += n;
-	/* Pairs with the consumer's acquire load of tail in dnp_ring_pop_burst. */
+	/* For dnp_ring_count and attach only: a consumer goes by the full bits. */
 	atomic_store_explicit(&r->shm->tail, r->tail, memory_order_release);
 	return n;
 }
 
 unsigned dnp_ring_pop_burst(struct dnp_ring *r, void *slots, unsigned n)
 {
-	uint32_t avail = consumer_avail(r);
+	uint8_t *dst = slots;
+	unsigned k;
 
-	if (n > avail)
-		n = avail;
-	if (n == 0)
+	if (n > r->slots)
+		n = r->slots;
+	for (k = 0; k < n; k++) {
+		const uint8_t *s = slot_ptr(r, r->head + k);
+		uint8_t *d = dst + (size_t)k * r->slot_size;
+		/* Pairs with the release store of the first byte in slot_put. */
+		uint8_t b0 = __atomic_load_n(s, __ATOMIC_ACQUIRE);
+
+		if ((b0 & DNP_RING_FULL_BIT) != full_bit(r, r->head + k))
+			break;
+		memcpy(d + 1, s + 1, r->slot_size - 1);
+		d[0] = (uint8_t)(b0 & ~DNP_RING_FULL_BIT);
+	}
+	if (k == 0)
 		return 0;
-	copy_out(r, r->head, slots, n);
-	r->head += n;
+	r->head += k;
 	/*
 	 * Pairs with the producer's acquire load of head in
 	 * dnp_ring_push{,_burst}: the slots are read before they are reused.
 	 */
 	atomic_store_explicit(&r->shm->head, r->head, memory_order_release);
-	return n;
+	return k;
 }
 
 uint32_t dnp_ring_count(const struct dnp_ring *r)

@@ -4,6 +4,7 @@
  * bursts, attach validation, a two-thread stress and a two-process test over
  * a memfd.
  */
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -23,15 +24,18 @@
 
 #include "ring.h"
 
-/* A 16-byte test item: sequence number and a check word derived from it. */
+/*
+ * A 16-byte test item: a check word derived from the sequence number, then
+ * the number. The check word's first byte is 0: its bit 7 is the ring's.
+ */
 struct item {
-	uint64_t seq;
 	uint64_t check;
+	uint64_t seq;
 };
 
 static struct item mkitem(uint64_t seq)
 {
-	struct item it = { seq, ~seq * 0x9e3779b97f4a7c15ull };
+	struct item it = { htole64((~seq * 0x9e3779b97f4a7c15ull) << 8), seq };
 
 	return it;
 }
@@ -134,9 +138,13 @@ static void test_ring_index_wraparound(void **state)
 	struct item in[8], out[8];
 	uint64_t next_in = 0, next_out = 0;
 
-	/* The indices are taken from shared memory at attach only. */
-	atomic_store(&r->shm->head, UINT32_MAX - 3);
-	atomic_store(&r->shm->tail, UINT32_MAX - 3);
+	/*
+	 * The indices are taken from shared memory at attach only. The start
+	 * is on an even lap (index / 8), whose full bit is 1: the blank slots
+	 * read as empty, as they would after the producer's own earlier laps.
+	 */
+	atomic_store(&r->shm->head, UINT32_MAX - 11);
+	atomic_store(&r->shm->tail, UINT32_MAX - 11);
 	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
 					 sizeof(struct item), r),
 			 0);
@@ -144,7 +152,7 @@ static void test_ring_index_wraparound(void **state)
 	for (unsigned i = 0; i < 8; i++)
 		in[i] = mkitem(next_in++);
 	assert_int_equal(dnp_ring_push_burst(r, in, 8), 8);
-	assert_int_equal(atomic_load(&r->shm->tail), 4); /* wrapped */
+	assert_int_equal(atomic_load(&r->shm->tail), UINT32_MAX - 3);
 	assert_int_equal(dnp_ring_count(r), 8);
 	assert_int_equal(dnp_ring_free(r), 0);
 	{
@@ -169,7 +177,8 @@ static void test_ring_index_wraparound(void **state)
 		assert_true(item_ok(&out[i], next_out++));
 	assert_int_equal(next_out, next_in);
 	assert_int_equal(atomic_load(&r->shm->head), atomic_load(&r->shm->tail));
-	assert_int_equal(atomic_load(&r->shm->tail), (uint32_t)(UINT32_MAX - 3 + next_in));
+	assert_int_equal(atomic_load(&r->shm->tail), (uint32_t)(UINT32_MAX - 11 + next_in));
+	assert_true(atomic_load(&r->shm->tail) < 100); /* wrapped */
 	free(mem);
 }
 
@@ -244,6 +253,49 @@ static void test_ring_attach_validation(void **state)
 	h->slots = 8;
 	h->mask = 7;
 	assert_int_equal(dnp_ring_attach(mem, sz, sizeof(struct item), a), 0);
+	free(mem);
+}
+
+/*
+ * The consumer goes by the full bit of the slot at its head, never by the
+ * producer's tail: a scribbled tail changes nothing, a slot is read only once
+ * its producer has set the bit, and bit 7 of the first byte is the ring's
+ * (the producer's value there is lost, the consumer gets 0).
+ */
+static void test_ring_full_bit(void **state)
+{
+	void *mem = NULL;
+	struct dnp_ring rr, *r = mkring(8, &mem, &rr);
+	struct item it = mkitem(1), out[8];
+	uint8_t *slot0 = r->shm->data;
+
+	(void)state;
+	atomic_store(&r->shm->tail, 5); /* says five items; none was pushed */
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 0);
+	/* the producer's bit 7 is not the item's: the consumer sees it clear */
+	((uint8_t *)&it)[0] |= DNP_RING_FULL_BIT;
+	assert_int_equal(dnp_ring_push(r, &it), 0);
+	assert_int_equal(slot0[0] & DNP_RING_FULL_BIT, DNP_RING_FULL_BIT); /* lap 0 */
+	atomic_store(&r->shm->tail, 0); /* says empty; the slot says full */
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 1);
+	assert_true(item_ok(&out[0], 1));
+	/* a whole lap later the same slot is full when its bit is 0 */
+	for (uint64_t i = 0; i < 8; i++) {
+		it = mkitem(10 + i);
+		assert_int_equal(dnp_ring_push(r, &it), 0);
+	}
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 8);
+	for (unsigned i = 0; i < 8; i++)
+		assert_true(item_ok(&out[i], 10 + i));
+	assert_int_equal(slot0[0] & DNP_RING_FULL_BIT, 0); /* index 8: lap 1 */
+	/* a slot whose bit its producer has not set yet is not read */
+	it = mkitem(20);
+	assert_int_equal(dnp_ring_push(r, &it), 0);
+	r->shm->data[sizeof(struct item)] ^= DNP_RING_FULL_BIT; /* undo index 9's bit */
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 0);
+	r->shm->data[sizeof(struct item)] ^= DNP_RING_FULL_BIT;
+	assert_int_equal(dnp_ring_pop_burst(r, out, 8), 1);
+	assert_true(item_ok(&out[0], 20));
 	free(mem);
 }
 
@@ -529,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_ring_index_wraparound),
 		cmocka_unit_test(test_ring_burst_partial),
 		cmocka_unit_test(test_ring_attach_validation),
+		cmocka_unit_test(test_ring_full_bit),
 		cmocka_unit_test(test_ring_two_thread_stress),
 		cmocka_unit_test(test_ring_two_process_memfd),
 		cmocka_unit_test(test_ring_hostile_header),

@@ -829,7 +829,9 @@ static void *srv_main_backpressure(void *arg)
 
 /*
  * The app scribbles on both rings' shared headers (geometry, head and tail)
- * while the daemon serves it: the daemon must neither crash nor touch
+ * and sets the full bits of command slots it never filled (so the daemon
+ * takes whatever they hold as commands) while the daemon serves it: the
+ * daemon must neither crash nor touch
  * memory outside the rings (run under ASan), and go on serving other
  * sessions. Raw offsets: the header is the ABI, whatever the C types.
  */
@@ -863,6 +865,9 @@ static void test_session_hostile_rings(void **state)
 			memcpy(h + 64, &v, 4);
 		if (seed & 0x200)
 			memcpy(h + 128 + 0, (uint8_t *)&seed + 3, 4);
+		if (seed & 0x400) /* slots start at 192; the command slots are 64 bytes */
+			rings[0][192 + 64 * ((seed >> 24) % DNP_SESS_CMD_SLOTS)] ^=
+				(uint8_t)(DNP_RING_FULL_BIT | (seed >> 40));
 		/* Interleaved with legal traffic (which may or may not get through). */
 		(void)dnp_send(d, NULL, 0, dst, 0, (uint64_t)i, DNP_NONBLOCK);
 		(void)dnp_poll_events(d, &ev, 1);

@@ -30,7 +30,7 @@ enum dnp_op {
 
 struct dnp_cmd {
 	/* word 0: Header — where the packets go */
-	uint8_t op; /* enum dnp_op */
+	uint8_t op; /* enum dnp_op; bit 7 is the command ring's full bit (ring.h) */
 	uint8_t flags;
 	uint8_t dst_port; /* destination port on the remote node */
 	uint8_t src_port; /* filled by the daemon from the session; ignored from apps */
@@ -77,10 +77,12 @@ enum dnp_ev_type {
 	 */
 	DNP_EV_OVERFLOW = 8,
 };
+static_assert(DNP_OP_GET < 0x80 && DNP_EV_OVERFLOW < 0x80,
+	      "ops and event types leave bit 7 of byte 0 to the rings");
 
 struct dnp_event {
 	/* word 0 */
-	uint8_t type; /* enum dnp_ev_type */
+	uint8_t type; /* enum dnp_ev_type; bit 7 is the event ring's full bit (ring.h) */
 	uint8_t op;   /* the command's op (completions/errors) or the packet's */
 	uint8_t port; /* the peer's port */
 	uint8_t hops; /* hop count of the (last) packet */

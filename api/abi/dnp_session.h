@@ -10,7 +10,10 @@
  *             [0] session memfd: struct dnp_sess_ctl at offset 0, then the
  *                 command ring (app produces, daemon consumes, 64-byte slots)
  *                 and the event ring (daemon produces, app consumes, 32-byte
- *                 slots) at the offsets the control block names;
+ *                 slots) at the offsets the control block names; both are
+ *                 dnp-core/ring.h rings, whose consumer reads a slot once
+ *                 bit 7 of its first byte (a command's op, an event's type)
+ *                 says it is full for the lap;
  *             [1] heap memfd (heap_size bytes, the app's dnp_alloc arena);
  *             [2] the daemon's bell file: struct dnp_sess_bell at offset 0;
  *             [3] an eventfd the app writes when the bell is in poll_mode.
@@ -55,7 +58,8 @@
 #include <stdint.h>
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
-#define DNP_SESS_VERSION 3u
+/* 4: the rings' slots carry their full bit (ring.h); 3: app_cpu */
+#define DNP_SESS_VERSION 4u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
