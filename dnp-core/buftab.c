@@ -20,6 +20,15 @@
 struct dnp_buftab {
 	uint32_t cap;
 	uint32_t n;
+	/*
+	 * The entries of the last two lookups that found one, looked at
+	 * before the search: a stream of packets (or a PUT from one buffer
+	 * into another) hits them. Only ever a hint: buffers of a port do not
+	 * overlap, so an entry of the port that holds va is the answer, and a
+	 * hint that inserts and removes have shifted simply misses.
+	 */
+	uint32_t hint[2];
+	uint32_t hint_next;
 	struct dnp_buf e[];
 };
 
@@ -85,18 +94,34 @@ static uint32_t lower_bound(const struct dnp_buftab *bt, uint8_t port, uint64_t 
 	return lo;
 }
 
-/* The entry of port containing va, or NULL. */
-static const struct dnp_buf *find_containing(const struct dnp_buftab *bt, uint8_t port, uint64_t va)
+static bool holds(const struct dnp_buf *e, uint8_t port, uint64_t va)
 {
-	uint32_t i = upper_bound(bt, port, va);
-	const struct dnp_buf *e;
+	return e->port == port && va >= e->va && va - e->va < e->len;
+}
 
+/*
+ * The entry of port containing va, or NULL. The table's hints are the only
+ * thing a lookup writes (the table has one owner thread, buftab.h).
+ */
+static const struct dnp_buf *find_containing(const struct dnp_buftab *cbt, uint8_t port,
+					     uint64_t va)
+{
+	struct dnp_buftab *bt = (struct dnp_buftab *)cbt; /* allocated writable: the hints */
+	const struct dnp_buf *e;
+	uint32_t i;
+
+	for (unsigned k = 0; k < 2; k++)
+		if (bt->hint[k] < bt->n && holds(&bt->e[bt->hint[k]], port, va))
+			return &bt->e[bt->hint[k]];
+	i = upper_bound(bt, port, va);
 	if (i == 0)
 		return NULL;
 	e = &bt->e[i - 1];
 	/* e->va <= va here; va - e->va cannot wrap. */
 	if (e->port != port || va - e->va >= e->len)
 		return NULL;
+	bt->hint[bt->hint_next] = i - 1;
+	bt->hint_next ^= 1u;
 	return e;
 }
 

@@ -5,7 +5,8 @@
  *
  * Entries are (port, va, len, flags, key, priv). Lookup of [va, va+len) must
  * lie entirely in one buffer of that port; it is O(log n) (a sorted array
- * searched by (port, va)), with no allocation. Capacity is fixed at create
+ * searched by (port, va)), with no allocation, and the entries of the last
+ * two lookups that found one are tried first (a stream hits them). Capacity is fixed at create
  * time (at least 4096).
  *
  * Rules (docs/protocol.md, "Buffer table"):
@@ -15,7 +16,7 @@
  *    that arrive afterwards fail with -ENOENT and their sender gets an error
  *    completion; bytes already written stay written.
  *
- * Owned by one thread (the engine's).
+ * Owned by one thread (the engine's): lookups too write the table (its hints).
  */
 #ifndef DNP_BUFTAB_H
 #define DNP_BUFTAB_H

@@ -368,6 +368,62 @@ static void test_buftab_find(void **state)
 	dnp_buftab_destroy(bt);
 }
 
+/*
+ * Lookups that alternate between a few buffers (what the hints serve) while
+ * buffers come and go around them, against a plain scan of what is
+ * registered: a hint that inserts and removes shifted must never answer
+ * with the wrong entry, nor find a removed one.
+ */
+static void test_buftab_hints_follow_changes(void **state)
+{
+	enum {
+		NB = 24
+	};
+	struct dnp_buftab *bt = mktab(64);
+	bool in[NB] = { false };
+	uint32_t seed = 0x1234567u;
+
+	(void)state;
+	for (unsigned round = 0; round < 20000; round++) {
+		uint32_t r = rnd(&seed), i = r % NB;
+		/* buffers 16 bytes apart on two ports, each 8 bytes long */
+		uint8_t port = (uint8_t)(i & 1);
+		uint64_t va = 0x1000 + 16 * (uint64_t)(i / 2);
+
+		if ((r >> 8) % 8 == 0) {
+			struct dnp_buf b = mkbuf(port, va, 8, 100 + i, DNP_BUF_ALL);
+
+			if (in[i]) {
+				assert_int_equal(dnp_buftab_remove(bt, port, va, NULL), 0);
+			} else {
+				assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+			}
+			in[i] = !in[i];
+			continue;
+		}
+		/* mostly two buffers in turn, sometimes any, sometimes a gap */
+		if ((r >> 12) % 4)
+			i = (round & 1) ? 2 : 7;
+		port = (uint8_t)(i & 1);
+		va = 0x1000 + 16 * (uint64_t)(i / 2) + (r >> 20) % 12; /* 8..11: the gap */
+		const struct dnp_buf *e = dnp_buftab_find(bt, port, va, 1);
+		const struct dnp_buf *l = NULL;
+		int rc = dnp_buftab_lookup(bt, port, va, 1, 100 + i, 0, &l);
+
+		if (in[i] && (va & 15u) < 8) {
+			assert_non_null(e);
+			assert_int_equal(e->key, 100 + i);
+			assert_int_equal(e->port, port);
+			assert_int_equal(rc, 0);
+			assert_ptr_equal(l, e);
+		} else {
+			assert_null(e);
+			assert_int_equal(rc, -EACCES);
+		}
+	}
+	dnp_buftab_destroy(bt);
+}
+
 static void test_buftab_capacity_full(void **state)
 {
 	struct dnp_buftab *bt = mktab(8);
@@ -400,6 +456,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buftab_create_errors),
 		cmocka_unit_test(test_buftab_4096_random_order),
+		cmocka_unit_test(test_buftab_hints_follow_changes),
 		cmocka_unit_test(test_buftab_lookup_error_order),
 		cmocka_unit_test(test_buftab_wrong_key_no_bounds_leak),
 		cmocka_unit_test(test_buftab_insert_errors),
