@@ -425,6 +425,59 @@ static void test_transport_shm_rejects_bad_slot(void **state)
 	ops->close(t0);
 }
 
+/*
+ * The receiver goes by each slot's seq (the frame's index + 1), never by the
+ * sender's tail: a tail scribbled far ahead hands out nothing more, and a
+ * slot whose seq is not its index's is not read until it is.
+ */
+static void test_transport_shm_consumer_goes_by_seq(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_shm;
+	const uint32_t slot_size = (16u + FRAME_MAX + 63u) & ~63u; /* shm.c's geometry */
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	uint8_t buf[64] = { 0 };
+	struct dnp_tx_frame tx = { .data = buf, .len = sizeof(buf) };
+	char path[256];
+	uint32_t *tail0, *seq1, v;
+	uint8_t *map;
+	int fd;
+
+	shm_path(path, sizeof(path), "seq.link");
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	map = mmap(NULL, 4096 + 2 * (size_t)slot_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(map != MAP_FAILED);
+	/* header lines 4-5: ring 0's head, then its tail; ring 0's slots at 4096 */
+	tail0 = (uint32_t *)(void *)(map + 5 * 64);
+	seq1 = (uint32_t *)(void *)(map + 4096 + slot_size + 4);
+
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	assert_int_equal(*tail0, 1);
+	*tail0 = 100; /* says a hundred frames */
+	assert_int_equal(ops->rx_burst(t1, rx, 4), 1);
+	assert_int_equal(rx[0].len, sizeof(buf));
+	assert_int_equal(ops->rx_burst(t1, rx, 4), 0);
+
+	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
+	v = *seq1;
+	assert_int_equal(v, 2);
+	*seq1 = 0; /* as if not written yet */
+	assert_int_equal(ops->rx_burst(t1, rx, 4), 0);
+	*seq1 = v;
+	assert_int_equal(ops->rx_burst(t1, rx, 4), 1);
+	assert_true(ops->up(t1));
+	munmap(map, 4096 + 2 * (size_t)slot_size);
+	ops->close(t1);
+	ops->close(t0);
+}
+
 static void test_transport_shm_bad_conf(void **state)
 {
 	struct dnp_transport_conf c0, c1;
@@ -1082,6 +1135,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_shm_full_ring),
 		cmocka_unit_test(test_transport_shm_rings_peer_doorbell),
 		cmocka_unit_test(test_transport_shm_rejects_bad_slot),
+		cmocka_unit_test(test_transport_shm_consumer_goes_by_seq),
 		cmocka_unit_test(test_transport_shm_bad_conf),
 		cmocka_unit_test(test_transport_shm_reattach_after_kill),
 		cmocka_unit_test(test_impair_parse),

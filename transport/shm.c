@@ -4,13 +4,14 @@
  * file, one ring per direction, plus a doorbell per side. See transport.h for
  * the file's life cycle and doorbell.h for the wake-up protocol.
  *
- * Ring ordering (the rdma-core rxe_queue / DPDK rte_ring habit): the producer
- * fills slots, then stores its tail with release; the consumer loads tail
- * with acquire before reading slots and stores its head with release once it
- * no longer needs them; the producer loads head with acquire before reusing
- * a slot. Each side caches the other's index and re-reads it only when the
- * cached value says "full" / "empty", so the common case touches one shared
- * line per burst.
+ * Ring ordering: the producer fills a slot (length and frame), then stores
+ * the slot's seq, the frame's index + 1, with release (and, after a burst,
+ * its tail, which only an attach reads); the consumer goes by the seq of the
+ * slot at its head, acquire, and never reads the producer's tail, so a frame
+ * crosses in the lines of its own slot and not first in the tail's (as the
+ * session rings do, dnp-core/ring.h). The consumer stores its head with
+ * release once it no longer needs the slots; the producer caches that head
+ * and loads it, acquire, only when the cached value says "full".
  */
 #include "doorbell.h"
 #include "transport.h"
@@ -27,8 +28,9 @@
 #include <unistd.h>
 
 #define DNP_SHM_MAGIC 0x444e5053u /* "DNPS" */
-#define DNP_SHM_VERSION 1u
-#define DNP_SHM_SLOT_HDR 16u /* u32 length + padding: frame data 16-byte aligned */
+/* 2: the slot's seq tells the consumer it is full */
+#define DNP_SHM_VERSION 2u
+#define DNP_SHM_SLOT_HDR 16u /* u32 length, u32 seq, padding: frame data 16-byte aligned */
 #define DNP_SHM_MAX_FRAME (1u << 20)
 #define DNP_SHM_MAX_DEPTH (1u << 16)
 #define DNP_SHM_HDR_SIZE 4096u
@@ -70,7 +72,8 @@ static_assert(sizeof(struct dnp_shm_hdr) <= DNP_SHM_HDR_SIZE, "header fits its p
 
 struct dnp_shm_slot {
 	uint32_t len;
-	uint32_t pad[3];
+	_Atomic uint32_t seq; /* index + 1 of the frame it holds; stored last, release */
+	uint32_t pad[2];
 	uint8_t data[];
 };
 
@@ -91,7 +94,6 @@ struct dnp_shm {
 	uint8_t *rx_slots;
 	struct dnp_shm_ctl *rx_ctl;
 	uint32_t rx_head;
-	uint32_t rx_tail_cache;
 	uint32_t rx_held; /* frames handed out by the last rx_burst */
 	struct dnp_doorbell *peer_bell;
 	bool peer_bell_mapped;
@@ -327,7 +329,6 @@ static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transpor
 	s->tx_tail = atomic_load_explicit(&s->tx_ctl->tail, memory_order_relaxed);
 	s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
 	s->rx_head = atomic_load_explicit(&s->rx_ctl->head, memory_order_relaxed);
-	s->rx_tail_cache = s->rx_head;
 	if (!s->peer_bell)
 		s->peer_bell = &h->bell[1 - c->side];
 	*out = (struct dnp_transport *)(void *)s;
@@ -387,11 +388,13 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 		slot = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask);
 		slot->len = f[i].len;
 		memcpy(slot->data, f[i].data, f[i].len);
+		/* release: length and frame are visible before the seq that announces them */
+		atomic_store_explicit(&slot->seq, s->tx_tail + i + 1, memory_order_release);
 	}
 	if (i == 0)
 		return 0;
 	s->tx_tail += i;
-	/* release: the slots written above are visible before the new tail */
+	/* for an attach after a restart; the consumer goes by the seqs */
 	atomic_store_explicit(&s->tx_ctl->tail, s->tx_tail, memory_order_release);
 	dnp_doorbell_ring(s->peer_bell);
 	return (int)i;
@@ -400,7 +403,6 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
 {
 	struct dnp_shm *s = to_shm(t);
-	uint32_t avail;
 	unsigned i;
 
 	if (s->rx_held) {
@@ -411,23 +413,19 @@ static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigne
 	}
 	if (s->broken)
 		return -EPROTO;
-	avail = s->rx_tail_cache - s->rx_head;
-	if (avail < n) {
-		/* acquire: pairs with the producer's release of tail; slots are written */
-		s->rx_tail_cache = atomic_load_explicit(&s->rx_ctl->tail, memory_order_acquire);
-		avail = s->rx_tail_cache - s->rx_head;
-		if (avail > s->mask + 1) {
-			s->broken = true;
-			return -EPROTO;
-		}
-	}
-	if (n > avail)
-		n = avail;
+	if (n > s->mask + 1)
+		n = s->mask + 1;
 	for (i = 0; i < n; i++) {
 		struct dnp_shm_slot *slot =
 			slot_at(s->rx_slots, s->slot_size, (s->rx_head + i) & s->mask);
-		uint32_t len = slot->len; /* read once: the peer is not trusted */
+		/* acquire: pairs with the producer's release of seq; the slot is written */
+		uint32_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+		uint32_t len;
 
+		/* not written yet: its seq is the last lap's, or zero */
+		if (seq != s->rx_head + i + 1)
+			break;
+		len = slot->len; /* read once: the peer is not trusted */
 		if (len > s->frame_max) {
 			s->broken = true;
 			break;
