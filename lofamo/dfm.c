@@ -201,9 +201,12 @@ static unsigned sensor_level(const struct dnp_lfm_regs *r, unsigned s, int32_t v
 /*
  * One T_read window of a link's counters: sick when CRC errors per million
  * frames exceed crc_ppm. A window with fewer than crc_min_frames frames is
- * not judged, and not thrown away either: it grows into the next T_read
- * until it holds enough frames. A link that carries little besides its
- * keep-alive credits (a direction no route uses) is judged too, only later.
+ * not judged healthy, and not thrown away either: it grows into the next
+ * T_read until it holds enough frames. It is judged sick at once, though,
+ * when it already holds more errors than a full window of crc_min_frames
+ * may (it would be over the threshold even if it were filled up to the floor
+ * with clean frames). On a link that carries little besides keep-alive
+ * credits and acks, waiting for the floor made the verdict late.
  */
 static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 {
@@ -215,7 +218,7 @@ static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 		uint64_t e = in->crc_errors[i] - d->win_crc[i];
 		uint64_t all = f + e;
 
-		if (all < (min ? min : 1))
+		if (all < (min ? min : 1) && e * 1000000u <= (uint64_t)ppm * min)
 			continue; /* too few frames to judge: keep the verdict and the window */
 		d->win_frames[i] = in->rx_frames[i];
 		d->win_crc[i] = in->crc_errors[i];

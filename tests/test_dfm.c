@@ -330,6 +330,45 @@ static void test_dfm_link_broken_and_sick(void **state)
 	dnp_dfm_destroy(f.d);
 }
 
+/*
+ * A quiet link, 30 frames per T_read (the floor is 100): clean, it is not
+ * judged and stays ok; with two CRC errors among its first 30 frames it
+ * holds more than a full window of 100 frames may at 100 ppm, so it is sick
+ * at the first T_read, not three T_reads later when the window reaches the
+ * floor. 150 clean frames later it is healthy again.
+ */
+static void test_dfm_quiet_link_sick_early(void **state)
+{
+	struct fx f;
+	uint64_t t = 0;
+
+	(void)state;
+	fx_init(&f, 2, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 10, 0, NULL, NULL, 0);
+	for (t = 10; t < 10 + DNP_LFM_T_READ_DEFAULT + 2; t++) {
+		if (t % 25 == 0) {
+			f.in.rx_frames[DNP_DIR_XP] += 3;
+			f.in.rx_frames[DNP_DIR_XM] += 3;
+		}
+		if (t == 100)
+			f.in.crc_errors[DNP_DIR_XP] += 2;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_SICK);
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XM),
+			 DNP_LFM_LINK_OK);
+	/* clean from here: healthy again once a window of 100 clean frames is judged */
+	for (; t < 10 + 7 * DNP_LFM_T_READ_DEFAULT; t++) {
+		if (t % 25 == 0)
+			f.in.rx_frames[DNP_DIR_XP] += 3;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_OK);
+	dnp_dfm_destroy(f.d);
+}
+
 static void test_dfm_sensor_thresholds(void **state)
 {
 	struct fx f;
@@ -492,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_dfm_late_reader_no_false_omission),
 		cmocka_unit_test(test_dfm_diag_recorded_and_expires),
 		cmocka_unit_test(test_dfm_link_broken_and_sick),
+		cmocka_unit_test(test_dfm_quiet_link_sick_early),
 		cmocka_unit_test(test_dfm_sensor_thresholds),
 		cmocka_unit_test(test_dfm_diag_codec),
 		cmocka_unit_test(test_dfm_engine_diag_path),
