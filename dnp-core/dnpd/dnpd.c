@@ -87,6 +87,16 @@
 #define DNPD_CREDIT_PERIOD_NS 10000000ull /* keep-alive: data is credited promptly */
 #define DNPD_CREDIT_TIMEOUT_NS 1000000000ull
 #define DNPD_RTO_NS 20000000ull
+/*
+ * RX FIFO of each link VC, in 16-byte words: 256 KiB. The EURETILE report
+ * (torus link) found the RX LINK FIFO the limit of the link's bandwidth (512
+ * words there, T_RED 506: never two 4 KiB packets in it at once) and proposed
+ * four or eight times that; the engine's default, 2048 words, is the fourfold
+ * one. Here a FIFO is only memory, and with 32 KiB a stream had at most seven
+ * 4 KiB frames in flight before credit came back across two daemons that
+ * share their CPUs with programs (docs/performance.md, "Deeper link FIFOs").
+ */
+#define DNPD_FIFO_WORDS 16384u
 /* A credit only about our FIFO waits this long for news (engine.h: ack_delay). */
 #define DNPD_ACK_DELAY_NS 100000ull
 /* One process_vm_readv fetches this much of a registered buffer (dnpd_read_private). */
@@ -1457,6 +1467,9 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.mem_ctx = d;
 	ec.link.credit_model = DNP_CREDIT_EXACT;
 	ec.link.nvc = (uint8_t)d->conf.vcs;
+	ec.link.fifo_words = DNPD_FIFO_WORDS;
+	ec.link.t_red = DNPD_FIFO_WORDS - 6;
+	ec.link.t_yellow = DNPD_FIFO_WORDS / 2;
 	/*
 	 * A credit goes out in the next tx_burst after a frame is accepted or
 	 * leaves a FIFO, so the sender's estimate follows the receiver at
