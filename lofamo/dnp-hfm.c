@@ -101,8 +101,12 @@ static void raise_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned
 		.node = node,
 	};
 	h->urgent = true;
-	fprintf(stderr, "dnp-hfm %u: alarm %u kind %u subject %u level %u node %u\n", h->node,
-		h->next_id, kind, subject, level, node);
+	/* Wall-clock ms, as the supervisor logs: a slow awareness splits in two. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	fprintf(stderr, "%lld.%03ld dnp-hfm %u: alarm %u kind %u subject %u level %u node %u\n",
+		(long long)ts.tv_sec, ts.tv_nsec / 1000000, h->node, h->next_id, kind, subject,
+		level, node);
 }
 
 /* Memory from /proc/meminfo: available under 5 % alarm, under 10 % warning. */
@@ -460,6 +464,16 @@ int main(int argc, char **argv)
 		if (ms > 20)
 			ms = 20;
 		(void)poll(&p, 1, ms);
+		/* Woken more than T_write after it asked: say so (a drill's slow awareness). */
+		uint64_t slept = mono_ns() - now;
+		if (slept > (uint64_t)ms * 1000000ull + (uint64_t)h.tw * 1000000ull) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			fprintf(stderr, "%lld.%03ld dnp-hfm %u: woke %llu ms after a %d ms poll\n",
+				(long long)ts.tv_sec, ts.tv_nsec / 1000000, h.node,
+				(unsigned long long)(slept / 1000000ull), ms);
+		}
 	}
 	if (h.late_reads)
 		fprintf(stderr,
