@@ -90,6 +90,16 @@ if [ "${1:-}" = "--inner" ]; then
 	sick-link) nbctl impair "dir=xm,corrupt=${DRILL_CORRUPT:-5%},seed=9" >/dev/null; want='alarm link X+ sick'; path=service ;;
 	*) echo "drill: unknown scenario $scen"; exit 2 ;;
 	esac
+	# Where the time went when the report was slow or missing: the victim's
+	# HFM stamps its alarms and its late wake-ups, the supervisor its own
+	# stalls (wall-clock ms, as t0).
+	where_time_went() {
+		echo "drill: fault injected at $t0 ms; the victim's HFM log:" >&2
+		tail -20 "$dir/hfm-$v.log" >&2 || true
+		echo "drill: the supervisor's log:" >&2
+		tail -20 "$dir/supervisor.out" >&2 || true
+		uptime >&2 || true
+	}
 	res=
 	[ "$scen" = soak ] && res="0 -"
 	for _ in $(seq 200); do
@@ -106,8 +116,9 @@ for e in d["events"]:
 	done
 	"$dnpctl" status | sed 's/^/    /' >&2 || true
 	if [ -z "$res" ]; then
-		echo "drill $scen: FAIL: no '$want' for node $v within 10 s"
+		echo "drill $scen: FAIL: no '$want' for node $v after 200 looks (10 s or more)"
 		"$dnpctl" status --log | tail -20 >&2 || true
+		where_time_went
 		exit 1
 	fi
 	set -- $res
@@ -263,15 +274,7 @@ print(len(bad))' "$v" "$t0")
 		[ -n "$heal" ] || verdict="FAIL (the picture did not heal after the link was restored)"
 		case $still in broken|sick) ;; *) verdict="FAIL (the link was '$still' in the picture before the restore)" ;; esac ;;
 	esac
-	case $verdict in *awareness*)
-		# Where the time went: the victim's HFM stamps its alarms and its late
-		# wake-ups, the supervisor its own stalls (wall-clock ms, as t0).
-		echo "drill: fault injected at $t0 ms; the victim's HFM log:" >&2
-		tail -20 "$dir/hfm-$v.log" >&2 || true
-		echo "drill: the supervisor's log:" >&2
-		tail -20 "$dir/supervisor.out" >&2 || true
-		uptime >&2 || true ;;
-	esac
+	case $verdict in *awareness*) where_time_went ;; esac
 	if [ "$csv" = 1 ]; then
 		echo "$scen,$transport,$tw,$tr,$aw,$got,$tok,$tfail,$tunf,$fa"
 	else
