@@ -3,9 +3,13 @@
  * dnp-drill-traffic — the traffic of a LO|FA|MO fault drill: run on every
  * node by dnp-run (tests/integration/drill.sh), it PUTs 4 KiB messages to
  * every other node, round robin, with up to WINDOW commands outstanding,
- * until the file DIR/drill.done appears; then it waits up to the daemon's
- * command timeout ($DRILL_CMD_TIMEOUT_MS) plus DRAIN_MS for the completions
- * still due and writes "ok N failed M unfinished U" to
+ * until the file DIR/drill.done appears. It goes in rounds (one PUT to
+ * every other node) that start at most every $DRILL_ROUND_MS ms (default
+ * ROUND_MS; 0: as fast as the window allows): on one machine eight nodes'
+ * traffic at full speed left the fault managers a sliver of two CPUs, while
+ * the drill needs commands in flight at the fault, not a saturated torus.
+ * Then it waits up to the daemon's command timeout ($DRILL_CMD_TIMEOUT_MS)
+ * plus DRAIN_MS for the completions still due and writes "ok N failed M unfinished U" to
  * DIR/traffic-<id>.out. Every command must end in exactly one completion
  * event: a completion for a cookie that is not outstanding counts as a
  * duplicate (and fails the run).
@@ -29,6 +33,7 @@
 #define WINDOW 32u
 #define DRAIN_MS 2000u /* plus $DRILL_CMD_TIMEOUT_MS: a lost completion times out first */
 #define MAX_NODES 64u
+#define ROUND_MS 5u /* a round of n - 1 PUTs per 5 ms: 1400 PUTs/s on a 2x2x2 torus */
 
 static uint64_t ms_now(void)
 {
@@ -58,6 +63,9 @@ int main(void)
 	FILE *f;
 	const char *cto = getenv("DRILL_CMD_TIMEOUT_MS");
 	uint64_t drain = DRAIN_MS + (cto ? strtoull(cto, NULL, 10) : 30000u);
+	const char *rms = getenv("DRILL_ROUND_MS");
+	uint64_t round_ms = rms ? strtoull(rms, NULL, 10) : ROUND_MS, t_round = 0;
+	unsigned round_left = 0;
 	int r;
 
 	if (!sock || strlen(sock) >= sizeof(dir)) {
@@ -114,11 +122,21 @@ int main(void)
 
 		/* issue while the window has room and the drill goes on */
 		while (!stop && outstanding < WINDOW && n > 1) {
-			unsigned slot = 0, p = next++ % n;
+			unsigned slot = 0, p = next % n;
 			struct dnp_coords dst;
 
-			if (p == id)
+			if (round_ms && !round_left) {
+				uint64_t now = ms_now();
+
+				if (now - t_round < round_ms)
+					break;
+				t_round = now;
+				round_left = n - 1;
+			}
+			if (p == id) {
+				next++;
 				continue;
+			}
 			while (out_cookie[slot])
 				slot++;
 			dst.x = p % dims.x;
@@ -132,6 +150,9 @@ int main(void)
 				stop = true;
 				break;
 			}
+			next++;
+			if (round_left)
+				round_left--;
 			out_cookie[slot] = 1;
 			outstanding++;
 			issued++;
@@ -162,7 +183,7 @@ int main(void)
 			continue;
 		}
 		if (r == 0)
-			usleep(200);
+			usleep(round_ms ? 1000 : 200);
 	}
 	snprintf(path, sizeof(path), "%s/traffic-%u.out", dir, id);
 	f = fopen(path, "w");
