@@ -84,8 +84,14 @@
 #define DNP_DPDK_JUMBO_MTU 9000u
 /* How long a process with memif ports waits at exit (dnp_dpdk_eal_cleanup). */
 #define DNP_DPDK_MEMIF_LINGER_MS 200u
-/* af_packet ring for jumbo frames: the default 512 x 2 KiB drops 4 KiB frames */
-#define DNP_DPDK_AF_PACKET_ARGS "framesz=8192,blocksz=8192,framecnt=4096"
+/*
+ * af_packet ring for jumbo frames: the default 512 x 2 KiB drops 4 KiB frames.
+ * 512 slots of 8 KiB (4 MiB per ring) are twice the 4 KiB frames a link's
+ * credits let in flight (four VCs of 256 KiB); 4096 slots made the kernel
+ * clear 384 MiB per daemon of a 2x2x2 torus at start-up and were slower
+ * (docs/dpdk.md).
+ */
+#define DNP_DPDK_AF_PACKET_ARGS "framesz=8192,blocksz=8192,framecnt=512"
 
 /*
  * Header in front of every (fragment of a) DNP frame, right after the 14-byte
