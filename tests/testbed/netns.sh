@@ -51,7 +51,6 @@ IPV4=${NETNS_IPV4:-0}
 UDP_PORT=${NETNS_UDP_PORT:-47000}
 SVC=${NETNS_SVC:-1}
 SVC_PORT=${NETNS_SVC_PORT:-47100}
-DIRS="xp xm yp ym zp zm"
 
 usage() {
 	echo "usage: $0 up XxYxZ PREFIX [DIR] | down PREFIX [DIR] | ini PREFIX ID [DIR] [dpdk|udp]" >&2
@@ -84,7 +83,21 @@ do_down() {
 	rm -rf /var/run/dpdk/rte
 }
 
-# neighbour id of node (x,y,z) in dimension d (0..2) towards sign s (+1/-1)
+# The helpers below set a variable instead of printing, so the loops over
+# nodes and links fork nothing but ip (a fork costs milliseconds on a VM,
+# and the testbed is built before every DPDK test).
+
+# dimension d's size (0..2) -> DSIZE
+dim_size() {
+	case $1 in 0) DSIZE=$DX ;; 1) DSIZE=$DY ;; *) DSIZE=$DZ ;; esac
+}
+
+# direction number 0..5 -> its name DNAME (xp xm yp ym zp zm)
+dir_name() {
+	case $1 in 0) DNAME=xp ;; 1) DNAME=xm ;; 2) DNAME=yp ;; 3) DNAME=ym ;; 4) DNAME=zp ;; *) DNAME=zm ;; esac
+}
+
+# neighbour id of node (x,y,z) in dimension d (0..2) towards sign s (+1/-1) -> NB
 nbr() {
 	_x=$1 _y=$2 _z=$3 _d=$4 _s=$5
 	case $_d in
@@ -92,17 +105,23 @@ nbr() {
 	1) _y=$(( (_y + _s + DY) % DY )) ;;
 	2) _z=$(( (_z + _s + DZ) % DZ )) ;;
 	esac
-	echo $(( _x + DX * (_y + DY * _z) ))
+	NB=$(( _x + DX * (_y + DY * _z) ))
 }
 
-# IPv4 address of the +end (e=1) or -end (e=2) of pair number k (see the header).
+# IPv4 address of the +end (e=1) or -end (e=2) of pair number k (see the header) -> ADDR
 addr_of() {
 	_v=$(( 4 * $1 + $2 ))
-	echo "198.$(( 18 + _v / 65536 )).$(( (_v / 256) % 256 )).$(( _v % 256 ))"
+	ADDR="198.$(( 18 + _v / 65536 )).$(( (_v / 256) % 256 )).$(( _v % 256 ))"
 }
 
-mac_of() {
-	ip -n "$1" -o link show dev "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'
+# The MAC of every torus interface of node id's namespace, as mac_<id>_<dir>.
+read_macs() {
+	eval "$(ip -n "$prefix-$1" -o link show | awk -v id="$1" '
+		match($0, /: d[0-9]+-[xyz][pm][@:]/) {
+			dir = substr($0, RSTART + RLENGTH - 3, 2)
+			if (match($0, /link\/ether [0-9a-f:]+/))
+				print "mac_" id "_" dir "=" substr($0, RSTART + 11, RLENGTH - 11)
+		}')"
 }
 
 do_up() {
@@ -146,13 +165,13 @@ do_up() {
 	while [ $id -lt $N ]; do
 		x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
 		for d in 0 1 2; do
-			eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
-			[ "$n" -ge 2 ] || continue
-			p=$(nbr $x $y $z $d 1)
-			pd=$(echo $DIRS | cut -d' ' -f$((2 * d + 1)))
-			md=$(echo $DIRS | cut -d' ' -f$((2 * d + 2)))
+			dim_size $d
+			[ "$DSIZE" -ge 2 ] || continue
+			nbr $x $y $z $d 1
+			dir_name $((2 * d)); pd=$DNAME
+			dir_name $((2 * d + 1)); md=$DNAME
 			echo "link add d$id-$pd netns $prefix-$id mtu $MTU type veth" \
-			     "peer name d$p-$md netns $prefix-$p mtu $MTU" >>"$batch"
+			     "peer name d$NB-$md netns $prefix-$NB mtu $MTU" >>"$batch"
 		done
 		id=$((id + 1))
 	done
@@ -167,15 +186,16 @@ do_up() {
 			: >"$batch"
 			for dn in 0 1 2 3 4 5; do
 				d=$((dn / 2))
-				eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
-				[ "$n" -ge 2 ] || continue
-				dname=$(echo $DIRS | cut -d' ' -f$((dn + 1)))
+				dim_size $d
+				[ "$DSIZE" -ge 2 ] || continue
+				dir_name $dn
 				if [ $((dn % 2)) -eq 0 ]; then
-					a=$(addr_of $((3 * id + d)) 1)
+					addr_of $((3 * id + d)) 1
 				else
-					a=$(addr_of $((3 * $(nbr $x $y $z $d -1) + d)) 2)
+					nbr $x $y $z $d -1
+					addr_of $((3 * NB + d)) 2
 				fi
-				echo "addr add $a/30 dev d$id-$dname" >>"$batch"
+				echo "addr add $ADDR/30 dev d$id-$DNAME" >>"$batch"
 			done
 			ip -n "$prefix-$id" -batch "$batch" ||
 				{ rm -f "$batch"; die "IPv4 addresses failed"; }
@@ -184,15 +204,21 @@ do_up() {
 		rm -f "$batch"
 	fi
 
+	# every node's lo and torus interfaces up: one ip -batch per namespace
+	batch=$(mktemp)
 	id=0
 	while [ $id -lt $N ]; do
-		ip -n "$prefix-$id" link set lo up
-		for ifc in $(ip -n "$prefix-$id" -o link show | awk -F': ' '{print $2}' |
-			     sed 's/@.*//' | grep '^d'); do
-			ip -n "$prefix-$id" link set dev "$ifc" up
+		echo "link set dev lo up" >"$batch"
+		for dn in 0 1 2 3 4 5; do
+			dim_size $((dn / 2))
+			[ "$DSIZE" -ge 2 ] || continue
+			dir_name $dn
+			echo "link set dev d$id-$DNAME up" >>"$batch"
 		done
+		ip -n "$prefix-$id" -batch "$batch" || { rm -f "$batch"; die "links up failed"; }
 		id=$((id + 1))
 	done
+	rm -f "$batch"
 
 	if [ "$SVC" = 1 ]; then
 		# The service network: one veth per node to a bridge in PREFIX-svc.
@@ -247,6 +273,11 @@ do_up() {
 		sleep 0.05
 	done
 
+	id=0
+	while [ $id -lt $N ]; do
+		read_macs $id
+		id=$((id + 1))
+	done
 	topo=$dir/$prefix.topo.tmp
 	{
 		echo "# dims $DX $DY $DZ"
@@ -257,23 +288,26 @@ do_up() {
 			x=$((id % DX)); y=$(((id / DX) % DY)); z=$((id / (DX * DY)))
 			for dn in 0 1 2 3 4 5; do
 				d=$((dn / 2))
-				eval "n=\$D$(echo XYZ | cut -c$((d + 1)))"
-				[ "$n" -ge 2 ] || continue
+				dim_size $d
+				[ "$DSIZE" -ge 2 ] || continue
 				s=1; [ $((dn % 2)) -eq 1 ] && s=-1
-				p=$(nbr $x $y $z $d $s)
-				dname=$(echo $DIRS | cut -d' ' -f$((dn + 1)))
-				oname=$(echo $DIRS | cut -d' ' -f$(((dn ^ 1) + 1)))
+				nbr $x $y $z $d $s
+				p=$NB
+				dir_name $dn; dname=$DNAME
+				dir_name $((dn ^ 1)); oname=$DNAME
 				ips=
 				if [ "$IPV4" = 1 ]; then
 					if [ $((dn % 2)) -eq 0 ]; then
-						ips="$(addr_of $((3 * id + d)) 1) $(addr_of $((3 * id + d)) 2)"
+						addr_of $((3 * id + d)) 1; ips=$ADDR
+						addr_of $((3 * id + d)) 2; ips="$ips $ADDR"
 					else
-						ips="$(addr_of $((3 * p + d)) 2) $(addr_of $((3 * p + d)) 1)"
+						addr_of $((3 * p + d)) 2; ips=$ADDR
+						addr_of $((3 * p + d)) 1; ips="$ips $ADDR"
 					fi
 				fi
-				echo "$id $dname $dn $prefix-$id d$id-$dname" \
-				     "$(mac_of "$prefix-$id" "d$id-$dname")" \
-				     "$p d$p-$oname $(mac_of "$prefix-$p" "d$p-$oname")" $ips
+				eval "own=\${mac_${id}_$dname:-} peer=\${mac_${p}_$oname:-}"
+				[ -n "$own" ] && [ -n "$peer" ] || die "no MAC for d$id-$dname or d$p-$oname"
+				echo "$id $dname $dn $prefix-$id d$id-$dname $own $p d$p-$oname $peer" $ips
 			done
 			id=$((id + 1))
 		done
