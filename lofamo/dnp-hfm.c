@@ -455,7 +455,13 @@ int main(int argc, char **argv)
 			h.urgent = false;
 			next_hb = now + (uint64_t)h.tw * 1000000ull;
 		}
-		wake = next_write < next_read ? next_write : next_read;
+		/*
+		 * No read is due before the block is mapped: a next_read in the
+		 * past would make this loop spin (about 1000 map attempts a second
+		 * while a daemon started its EAL), so until then the block is
+		 * looked for at the pace below.
+		 */
+		wake = h.r && next_read < next_write ? next_read : next_write;
 		if (next_hb < wake)
 			wake = next_hb;
 		now = mono_ns();
