@@ -9,14 +9,15 @@
  * traffic at full speed left the fault managers a sliver of two CPUs, while
  * the drill needs commands in flight at the fault, not a saturated torus.
  * Then it waits up to the daemon's command timeout ($DRILL_CMD_TIMEOUT_MS)
- * plus DRAIN_MS for the completions still due and writes "ok N failed M unfinished U" to
- * DIR/traffic-<id>.out. Every command must end in exactly one completion
- * event: a completion for a cookie that is not outstanding counts as a
- * duplicate (and fails the run).
+ * plus DRAIN_MS for the completions still due and writes
+ * "ok N failed M unfinished U" to DIR/traffic-<id>.out. Every command must
+ * end in exactly one completion event: a completion for a cookie that is not
+ * outstanding counts as a duplicate (and fails the run).
  *
  * Buffer addresses and keys are exchanged out of band, through files
  * DIR/traffic-<id>.key (the drill is about faults, not about set-up).
- * Exit status: 0, or 1 (set-up failed, or a duplicate completion).
+ * Exit status: 0, or 1 (a bad $DRILL_ROUND_MS, set-up failed, or a duplicate
+ * completion).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -64,9 +65,21 @@ int main(void)
 	const char *cto = getenv("DRILL_CMD_TIMEOUT_MS");
 	uint64_t drain = DRAIN_MS + (cto ? strtoull(cto, NULL, 10) : 30000u);
 	const char *rms = getenv("DRILL_ROUND_MS");
-	uint64_t round_ms = rms ? strtoull(rms, NULL, 10) : ROUND_MS, t_round = 0;
+	uint64_t round_ms = ROUND_MS, t_round = 0;
 	unsigned round_left = 0;
 	int r;
+
+	if (rms) {
+		char *end;
+
+		errno = 0;
+		round_ms = strtoull(rms, &end, 10);
+		if (!*rms || *end || errno || round_ms > 60000) {
+			fprintf(stderr, "dnp-drill-traffic: DRILL_ROUND_MS '%s' is not 0..60000\n",
+				rms);
+			return 1;
+		}
+	}
 
 	if (!sock || strlen(sock) >= sizeof(dir)) {
 		fprintf(stderr, "dnp-drill-traffic: DNP_SOCKET not set\n");

@@ -63,13 +63,14 @@ def picture():
 
 def wait_for(fn, secs, looks):
     """fn(picture) until it returns something not None; None once secs have
-    passed and looks pictures were looked at (both)."""
+    passed and looks looks were made (both). A look that got no picture
+    counts too, so a dead supervisor ends the wait with a verdict."""
     t_end = time.monotonic() + secs
     k = 0
     while True:
         p = picture()
+        k += 1
         if p is not None:
-            k += 1
             r = fn(p)
             if r is not None:
                 return r
@@ -79,7 +80,7 @@ def wait_for(fn, secs, looks):
 
 
 def show(what, lines=0):
-    rc, out = run(dnpctl, "status", *what)
+    out = run(dnpctl, "status", *what)[1]
     if lines:
         out = "\n".join(out.splitlines()[-lines:]) + "\n"
     return out
@@ -250,7 +251,7 @@ def main():
         t_end = time.monotonic() + 10
         fw = 0
         while True:
-            rc, out = run(dnpctl, "--socket", os.path.join(d, "node-%d.sock" % v), "stats")
+            out = run(dnpctl, "--socket", os.path.join(d, "node-%d.sock" % v), "stats")[1]
             for ln in out.splitlines():
                 w = ln.split()
                 if w and w[0] == "engine" and "pkts_forwarded" in w:
@@ -303,7 +304,6 @@ def main():
     # false alarms: fault events about nodes other than the victim and its
     # links (in a drill the victim's neighbours rightly report their links to
     # it and its relays)
-    fa = 0
     p = picture()
     if p is None:
         print("drill: no picture for the false-alarm count")
