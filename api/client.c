@@ -85,6 +85,7 @@ struct dnp {
 	struct dnp_coords self, dims;
 	unsigned port;
 	struct dnp_yield yield; /* waits: yield only when somebody else wants the CPU */
+	bool hold;              /* waits look a moment after a yield (bell->hold) */
 	unsigned long_waits;    /* waits in a row that took >= DNP_LONG_WAIT_NS */
 	int cpu;                /* the CPU last published in ctl->app_cpu */
 };
@@ -466,6 +467,7 @@ static int dnp_map_session(struct dnp *d, const int *fds)
 
 	d->port = ctl->port;
 	d->cpu = -1; /* as the daemon set app_cpu */
+	d->hold = atomic_load_explicit(&d->bell->hold, memory_order_relaxed) == 1;
 	d->self = (struct dnp_coords){ ctl->self[0], ctl->self[1], ctl->self[2] };
 	d->dims = (struct dnp_coords){ ctl->dims[0], ctl->dims[1], ctl->dims[2] };
 	if (!d->dims.x || !d->dims.y || !d->dims.z || d->self.x >= d->dims.x ||
@@ -898,8 +900,13 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
  * event; every 4 rather than 64 looks: the 2-node shm ping-pong, four
  * processes on two CPUs, is about 10% faster), except while alone on the CPU
  * (dnp_yield.h), and only after yield_ns sleep on the event bell, whose
- * wake-up costs about 11 us. Returns 1 (an event), 0 (deadline passed) or
- * -EIO (the daemon died).
+ * wake-up costs about 11 us. A wait's first yield is at once (we may just
+ * have posted the command that the process sharing our CPU must carry); a
+ * yield that ran somebody else is followed by half a lone yield's time of
+ * looking before the next (dnp_yield_held: whoever gave us the CPU likely
+ * just sent our event), when the daemon says so (bell->hold: a pinned shm daemon;
+ * docs/performance.md, "Holding the CPU after a yield"). Returns 1
+ * (an event), 0 (deadline passed) or -EIO (the daemon died).
  */
 static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t deadline,
 		     uint64_t yield_ns)
@@ -907,6 +914,7 @@ static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t 
 	uint64_t now;
 	unsigned i;
 
+	d->yield.back = 0;
 	for (i = 0;; i++) {
 		if (dnp_take_events(d, ev, 1))
 			return 1;
@@ -921,7 +929,8 @@ static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t 
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
-		dnp_yield_step(&d->yield, now);
+		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
+			dnp_yield_step(&d->yield, now);
 	}
 	for (;;) {
 		struct timespec ts;

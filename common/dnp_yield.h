@@ -25,6 +25,15 @@
  * Measured side by side (bench/side-by-side.sh, docs/performance.md): the
  * loopback PUT 1.18 -> 0.68 us; four pollers on two cores unchanged.
  *
+ * A yield that ran somebody else (it took fast_ns or more) stamps 'back',
+ * the moment we got the CPU again. dnp_yield_held() tells a poller that it
+ * came back less than a given time ago: the one who handed us the CPU most
+ * likely did so because it just gave us work (it sent a frame, or posted a
+ * command, that our side answers), so we look for it a little before
+ * handing the CPU straight back. Without that, two pollers on one CPU trade
+ * it at every empty look and work that lands on the other side of the trade
+ * waits a whole context switch (docs/performance.md, "Holding the CPU after a yield").
+ *
  * Header-only, no state but the caller's struct; one per polling thread.
  */
 #ifndef DNP_YIELD_H
@@ -59,6 +68,7 @@ struct dnp_yield {
 	unsigned streak;     /* fast yields in a row */
 	long csw;            /* involuntary context switches when the streak began */
 	uint64_t fast_ns;    /* a yield under this is fast (0: not measured yet) */
+	uint64_t back;       /* when the last yield that ran somebody else returned (0: none) */
 };
 
 /* Involuntary context switches of the calling thread so far (-1: unknown). */
@@ -117,6 +127,7 @@ static inline bool dnp_yield_step(struct dnp_yield *y, uint64_t now)
 	y->yields++;
 	if (t - t0 >= y->fast_ns) {
 		y->streak = 0;
+		y->back = t;
 		return true;
 	}
 	y->alone++;
@@ -139,11 +150,21 @@ static inline bool dnp_yield_step(struct dnp_yield *y, uint64_t now)
 	return true;
 }
 
+/*
+ * True if a yield of ours ran somebody else and we got the CPU back less than
+ * 'ns' before 'now' (see 'back' above). Costs no system call.
+ */
+static inline bool dnp_yield_held(const struct dnp_yield *y, uint64_t now, uint64_t ns)
+{
+	return y->back && now - y->back < ns;
+}
+
 /* Forget the measurement (before a sleep: the CPU's load may differ after). */
 static inline void dnp_yield_reset(struct dnp_yield *y)
 {
 	y->spin_until = 0;
 	y->streak = 0;
+	y->back = 0;
 }
 
 #endif

@@ -3,7 +3,9 @@
  * Unit tests for common/dnp_yield.h: the threshold of a fast yield follows
  * the machine's system call cost, and two pollers that share one CPU never
  * believe they are alone on it (whatever the threshold: the switch count is
- * the exact test), so neither stops yielding to the other.
+ * the exact test), so neither stops yielding to the other; a yield that ran
+ * the other stamps the moment we got the CPU back, which opens the short
+ * window of dnp_yield_held.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -35,6 +37,8 @@ struct poller {
 	cpu_set_t cpu;
 	pthread_barrier_t *start; /* both pinned before either polls */
 	unsigned alone_seen;      /* steps after which the poller believed it was alone */
+	unsigned stamps;          /* slow yields that stamped 'back' inside the step */
+	unsigned bad_stamps;      /* stamps outside the step */
 	int err;
 	atomic_bool *done; /* set by the first to finish: the other is then alone */
 };
@@ -54,7 +58,16 @@ static void *poll_shared(void *arg)
 
 		if (now >= end)
 			break;
+		uint64_t before = y.back;
 		(void)dnp_yield_step(&y, now);
+		uint64_t after = dnp_yield_now();
+
+		if (y.back != before) {
+			if (y.back < now || y.back > after || !dnp_yield_held(&y, y.back, 1))
+				p->bad_stamps++;
+			else
+				p->stamps++;
+		}
 		if (dnp_yield_alone(&y, dnp_yield_now()) && !atomic_load(p->done))
 			p->alone_seen++;
 	}
@@ -98,7 +111,28 @@ static void test_yield_shared_cpu_never_alone(void **state)
 		if (p[i].err)
 			skip(); /* no affinity here: the test cannot share a CPU */
 		assert_int_equal(p[i].alone_seen, 0);
+		assert_int_equal(p[i].bad_stamps, 0);
 	}
+	/* sharing one CPU, the two hand it to each other: slow yields happen */
+	assert_true(p[0].stamps + p[1].stamps > 0);
+}
+
+/* The window of dnp_yield_held: [back, back + ns), none before any stamp or after a reset. */
+static void test_yield_held_window(void **state)
+{
+	struct dnp_yield y = { 0 };
+
+	(void)state;
+	assert_false(dnp_yield_held(&y, 5000, 3000));
+	y.back = 1000000;
+	assert_true(dnp_yield_held(&y, 1000000, 3000));
+	assert_true(dnp_yield_held(&y, 1002999, 3000));
+	assert_false(dnp_yield_held(&y, 1003000, 3000));
+	assert_false(dnp_yield_held(&y, 2000000, 3000));
+	assert_false(dnp_yield_held(&y, 1000000, 0));
+	dnp_yield_reset(&y);
+	assert_int_equal(y.back, 0);
+	assert_false(dnp_yield_held(&y, 1000000, 3000));
 }
 
 int main(void)
@@ -106,6 +140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_yield_fast_threshold),
 		cmocka_unit_test(test_yield_shared_cpu_never_alone),
+		cmocka_unit_test(test_yield_held_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

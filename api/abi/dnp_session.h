@@ -98,7 +98,8 @@ struct dnp_sess_bell {
 	_Atomic uint32_t sleeping;        /* daemon threads inside their sleep */
 	_Atomic uint32_t magic;           /* 0x444e5042 "DNPB" once mapped */
 	_Atomic uint32_t poll_mode;       /* 1: wake with the eventfd, not the futex */
-	uint32_t reserved[12];
+	_Atomic uint32_t hold;            /* 1: waits look a moment after a yield (client.c) */
+	uint32_t reserved[11];
 };
 static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
 
