@@ -57,6 +57,13 @@
  *                     DNP_EV_RX_ERROR -ETIMEDOUT for the SEND (after the
  *                     daemon's reassembly bound), its buffer comes back, and
  *                     A's next SEND lands in that same buffer.
+ *   private-fault     B's PUT target is 1 MiB of its own memory outside the
+ *                     shared heap (the daemon writes it with process_vm_writev,
+ *                     gathered), with one page in its middle unmapped after
+ *                     registration. A's 1 MiB PUT into it fails with -EFAULT
+ *                     and B gets no RX event for it; A's PUT into the first
+ *                     quarter of the same buffer, and a 1 MiB PUT into a
+ *                     second private buffer, complete and arrive intact.
  *
  * Exit status 0 when every check passed, 1 when one failed, 2 on bad usage.
  */
@@ -1291,6 +1298,75 @@ static int mode_farthest(struct chk *k)
 
 /* ----------------------------------------------------------------------- */
 
+/* ---- private-fault ---------------------------------------------------- */
+
+#define PRIV_LEN (1u << 20)
+#define PRIV_HOLE (PRIV_LEN / 2) /* offset of the unmapped page */
+
+static int mode_private_fault_a(struct chk *k)
+{
+	uint8_t *src = xalloc(k, PRIV_LEN);
+	struct app_ctrl c;
+	struct app_msg m;
+	struct dnp_event ev;
+	int r;
+
+	app_pattern_fill(src, PRIV_LEN, k->a.id, k->peer_id, PRIV_LEN, 11);
+	memset(&c, 0, sizeof(c));
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	r = put_wait(k, src, PRIV_LEN, k->peer, m.c.a, (uint32_t)m.c.b, &ev);
+	expect_status(k, "1 MiB PUT over an unmapped page of a private target", r, -EFAULT);
+	r = put_wait(k, src, PRIV_LEN / 4, k->peer, m.c.a, (uint32_t)m.c.b, &ev);
+	expect_status(k, "PUT into the first quarter of that target", r, 0);
+	r = put_wait(k, src, PRIV_LEN, k->peer, m.c.c, (uint32_t)m.c.d, &ev);
+	expect_status(k, "1 MiB PUT into a second private target", r, 0);
+	send_tag(k, k->peer_id, TAG_DONE, 0);
+	verdict_a(k);
+	return 0;
+}
+
+static int mode_private_fault_b(struct chk *k)
+{
+	uint8_t *tgt, *good;
+	struct app_ctrl c;
+	struct app_msg m;
+	uint32_t tkey, gkey;
+	unsigned n;
+
+	tgt = mmap(NULL, PRIV_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	good = mmap(NULL, PRIV_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tgt == MAP_FAILED || good == MAP_FAILED)
+		return -ENOMEM;
+	memset(tgt, 0, PRIV_LEN);
+	memset(good, 0, PRIV_LEN);
+	if (reg(k, tgt, PRIV_LEN, DNP_BUF_PUT_TARGET, &tkey) < 0 ||
+	    reg(k, good, PRIV_LEN, DNP_BUF_PUT_TARGET, &gkey) < 0)
+		return -EIO;
+	munmap(tgt + PRIV_HOLE, 4096);
+	memset(&c, 0, sizeof(c));
+	c.a = (uintptr_t)tgt;
+	c.b = tkey;
+	c.c = (uintptr_t)good;
+	c.d = gkey;
+	if (exchange(k, &c, &m) < 0)
+		return -EIO;
+	if (recv_tag(k, k->peer_id, TAG_DONE, NULL) < 0)
+		return -EIO;
+	if (app_pattern_check(tgt, PRIV_LEN / 4, k->peer_id, k->a.id, PRIV_LEN, 11) >= 0)
+		fail(k, "the PUT into the first quarter did not arrive intact");
+	else if (app_pattern_check(good, PRIV_LEN, k->peer_id, k->a.id, PRIV_LEN, 11) >= 0)
+		fail(k, "the 1 MiB PUT into the second target did not arrive intact");
+	else
+		printf("ok: both PUTs that completed arrived intact\n");
+	n = drain(k, DNP_EV_RX_PUT);
+	if (n != 2)
+		fail(k, "%u RX_PUT events, expected 2 (none for the faulted PUT)", n);
+	else
+		printf("ok: no RX event for the faulted PUT\n");
+	return send_tag(k, k->peer_id, TAG_VERDICT, k->fails);
+}
+
 /* ---- kill-mid-send ---------------------------------------------------- */
 
 #define MIDSEND_LEN (8u << 20)
@@ -1644,6 +1720,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] MODE\n"
 		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 blocking-20000\n"
 		   "        bad-args kill-survivor farthest link-drill slow-drain kill-mid-send\n"
+		   "        private-fault\n"
 		   "        (kill-victim and kill-send-victim are internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
@@ -1692,7 +1769,7 @@ int main(int argc, char **argv)
 	    strcmp(mode, "blocking-20000") && strcmp(mode, "bad-args") &&
 	    strcmp(mode, "kill-survivor") && strcmp(mode, "farthest") &&
 	    strcmp(mode, "link-drill") && strcmp(mode, "slow-drain") &&
-	    strcmp(mode, "kill-mid-send")) {
+	    strcmp(mode, "kill-mid-send") && strcmp(mode, "private-fault")) {
 		fprintf(stderr, PROG ": unknown mode '%s'\n", mode);
 		usage(stderr);
 		return 2;
@@ -1754,6 +1831,8 @@ int main(int argc, char **argv)
 		r = k.is_a ? mode_outstanding_a(&k) : mode_outstanding_b(&k);
 	else if (!strcmp(mode, "kill-mid-send"))
 		r = k.is_a ? midsend_a(&k) : midsend_b(&k);
+	else if (!strcmp(mode, "private-fault"))
+		r = k.is_a ? mode_private_fault_a(&k) : mode_private_fault_b(&k);
 	else if (!strcmp(mode, "blocking-20000"))
 		r = k.is_a ? mode_blocking_a(&k) : mode_blocking_b(&k);
 	else if (!strcmp(mode, "link-drill"))

@@ -43,8 +43,9 @@ struct node {
 };
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
-		    size_t len)
+		    size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	struct node *n = ctx;
 
 	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
@@ -64,7 +65,7 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 	return 0;
 }
 
-static const struct dnp_mem_ops ops = { mem_read, mem_write };
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
 
 static uint64_t now_ns(void)
 {

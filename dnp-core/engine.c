@@ -1111,6 +1111,17 @@ static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	return 0;
 }
 
+/*
+ * The writes of a message into [va, va + len) of port have landed (struct
+ * dnp_mem_ops, flush): 0, or -EFAULT if one of them failed.
+ */
+static int mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len)
+{
+	if (!e->c.mem->flush)
+		return 0;
+	return e->c.mem->flush(e->c.mem_ctx, port, va, len) ? -EFAULT : 0;
+}
+
 /* Follows the fragment sequence of PUTs from h's source; true if h completes one whole. */
 static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
 {
@@ -1141,13 +1152,19 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 {
 	int rc = write_keyed(e, h, payload);
 
-	if (rc < 0)
+	if (rc < 0) {
+		if (h->flags & DNP_PKT_F_LAST)
+			(void)mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 		return deliver_fail(e, h, rc, now);
+	}
 	bool whole = put_track(e, h);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
+	rc = mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 	if (!whole)
 		return deliver_fail(e, h, -ENOLINK, now); /* fragments lost on the way */
+	if (rc < 0)
+		return deliver_fail(e, h, rc, now);
 	return deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
 }
 
@@ -1156,15 +1173,21 @@ static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 {
 	int rc = write_keyed(e, h, payload);
 
-	if (rc < 0)
+	if (rc < 0) {
+		if (h->flags & DNP_PKT_F_LAST)
+			(void)mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 		return deliver_fail(e, h, rc, now);
+	}
 	struct slot *s = slot_by_msg(e, h->msg_id);
 	if (s)
 		s->got += h->len;
-	if ((h->flags & DNP_PKT_F_LAST) && s) {
-		s->c.rsvd1 = h->hops;
-		/* every byte, or some were lost with a link on the way */
-		complete(e, s, s->got == s->c.len ? 0 : -ENOLINK);
+	if (h->flags & DNP_PKT_F_LAST) {
+		rc = mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+		if (s) {
+			s->c.rsvd1 = h->hops;
+			/* every byte, or some were lost with a link on the way */
+			complete(e, s, s->got != s->c.len ? -ENOLINK : rc);
+		}
 	}
 	return 0;
 }
@@ -1230,6 +1253,12 @@ static int deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 	if (rc == 0 && h->len &&
 	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, a->va + h->offset, payload, h->len))
 		rc = -EFAULT;
+	if (h->flags & DNP_PKT_F_LAST) {
+		int src = mem_settle(e, h->dst_port, a->va, h->msg_len);
+
+		if (rc == 0)
+			rc = src;
+	}
 	if (rc < 0) {
 		send_end(e, a);
 		post_front(e, h->dst_port, a->va,
@@ -1717,13 +1746,14 @@ static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t
  * loopback delivery, else straight into the payload of the packet buffer
  * that will carry it (a private copy either way, taken once).
  */
-static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len, uint8_t *dst)
+static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len, uint8_t *dst,
+		      const struct dnp_mem_seq *seq)
 {
 	if (!len)
 		return 0;
 	/* a registered source is passed on so the reader can use its mapping */
 	const struct dnp_buf *b = dnp_buftab_find(e->bt, (uint8_t)port, va, len);
-	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len) ? -EFAULT : 0;
+	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len, seq) ? -EFAULT : 0;
 }
 
 /* Where the payload of the next packet towards output qi goes (see read_local). */
@@ -1821,7 +1851,10 @@ static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t
 		memcpy(dst + 12, &l, 4);
 		return 0;
 	}
-	return read_local(e, s->port, s->c.local_va + s->offset, len, dst);
+	/* a command's reads: its own id (msg_id is unique among live slots) */
+	const struct dnp_mem_seq seq = { .id = s->msg_id, .end = s->c.local_va + s->c.len };
+
+	return read_local(e, s->port, s->c.local_va + s->offset, len, dst, &seq);
 }
 
 /* One packet of the command at the head of injection queue qi. */
@@ -1914,7 +1947,13 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	if (!out_ready(e, qi, job->h.src, job->job_via, len, -1, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
-	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf) < 0) {
+	/* a GET's reads: bit 63 and the requester's node, port and id */
+	const struct dnp_mem_seq seq = {
+		.id = 1ull << 63 | (uint64_t)dnp_torus_id(&e->c.torus, job->h.src) << 40 |
+		      (uint64_t)job->h.src_port << 32 | job->h.msg_id,
+		.end = job->h.va + job->job_len,
+	};
+	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf, &seq) < 0) {
 		if (p)
 			pkt_put(e, p);
 		return resp_abort(e, qi, -EFAULT, now);

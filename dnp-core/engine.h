@@ -72,15 +72,38 @@
 #define DNP_MAX_PORTS 256u
 
 /*
+ * A read that is one of a message's reads of its source, made in increasing
+ * address order up to 'end' (exclusive): the callee may read ahead as far as
+ * end and serve the same message's later reads from its copy. 'id' stays
+ * the same for every read of one message, and no two messages read at the
+ * same time share it.
+ */
+struct dnp_mem_seq {
+	uint64_t id;
+	uint64_t end;
+};
+
+/*
  * Access to application memory. 'buf' is the registered buffer that holds
- * the range (NULL for a local PUT/SEND source that is not registered).
- * Return 0 or -EFAULT. Called from the engine's thread.
+ * the range (NULL for a local PUT/SEND source that is not registered); 'seq'
+ * (read only, may be NULL) says which message the read belongs to. Return 0
+ * or -EFAULT. Called from the engine's thread.
+ *
+ * flush is optional. Without it a write has landed when write returns. With
+ * it, write may queue its bytes and return 0; flush(port, va, len) makes
+ * every write queued for port land, and returns -EFAULT if a write into
+ * [va, va + len) failed since that range was last flushed, else 0. The engine
+ * calls it for a message's whole target range after writing the message's
+ * last fragment and before any event or report says that it arrived (a
+ * failure then fails the message with -EFAULT), and when such a message
+ * fails for another reason (result ignored).
  */
 struct dnp_mem_ops {
 	int (*read)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
-		    size_t len);
+		    size_t len, const struct dnp_mem_seq *seq);
 	int (*write)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
 		     const void *src, size_t len);
+	int (*flush)(void *ctx, unsigned port, uint64_t va, uint64_t len);
 };
 
 struct dnp_engine_conf {

@@ -426,8 +426,9 @@ static void test_dfm_diag_codec(void **state)
 /* ---- the engine's DIAG path, between real engines on a 3x1x1 ring ---- */
 
 static int mem_rd(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
-		  size_t len)
+		  size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	(void)ctx, (void)port, (void)buf, (void)va, (void)dst, (void)len;
 	return -EFAULT;
 }

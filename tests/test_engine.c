@@ -28,12 +28,40 @@ struct node {
 	uint8_t *mem[NPORTS];
 };
 
+/*
+ * Deferred writes (engine.h, struct dnp_mem_ops: flush), as dnpd does for
+ * memory outside an application's heap: with 'defer' set, mem_write only
+ * queues, and flush writes what is queued, except bytes inside a poisoned
+ * range, whose writes fail.
+ */
+static struct node nodes[4];
+
+#define MAXQ 64
+struct qwrite {
+	unsigned node, port;
+	uint64_t va;
+	uint32_t len;
+	uint8_t data[DNP_MAX_PAYLOAD];
+};
+static bool defer;
+static struct qwrite queued[MAXQ];
+static unsigned nqueued, flushes;
+static uint64_t poison_lo, poison_hi; /* [lo, hi) of node 1, port 0: writes there fail */
+static bool poison_failed;            /* a flushed write hit it since the last flush */
+/* The engine's reads of node 0 port 0 and node 1 port 0, as it tagged them. */
+#define MAXREADS 64
+static struct dnp_mem_seq reads[2][MAXREADS];
+static unsigned nreads[2];
+
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
-		    size_t len)
+		    size_t len, const struct dnp_mem_seq *seq)
 {
 	struct node *n = ctx;
+	unsigned ni = (unsigned)(n - nodes);
 	if (port >= NPORTS || va < BASE || va + len > BASE + ARENA)
 		return -EFAULT;
+	if (port == 0 && ni < 2 && nreads[ni] < MAXREADS)
+		reads[ni][nreads[ni]++] = seq ? *seq : (struct dnp_mem_seq){ 0, 0 };
 	memcpy(dst, n->mem[port] + (va - BASE), len);
 	return 0;
 }
@@ -44,13 +72,50 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 	struct node *n = ctx;
 	if (port >= NPORTS || va < BASE || va + len > BASE + ARENA)
 		return -EFAULT;
+	if (defer) {
+		assert_true(nqueued < MAXQ && len <= DNP_MAX_PAYLOAD);
+		queued[nqueued] = (struct qwrite){
+			.node = (unsigned)(n - nodes), .port = port, .va = va, .len = (uint32_t)len
+		};
+		memcpy(queued[nqueued++].data, src, len);
+		return 0;
+	}
 	memcpy(n->mem[port] + (va - BASE), src, len);
 	return 0;
 }
 
-static const struct dnp_mem_ops ops = { mem_read, mem_write };
+static int mem_flush(void *ctx, unsigned port, uint64_t va, uint64_t len)
+{
+	struct node *n = ctx;
+	unsigned ni = (unsigned)(n - nodes), k = 0;
+	int rc = 0;
 
-static struct node nodes[4];
+	flushes++;
+	for (unsigned i = 0; i < nqueued; i++) {
+		struct qwrite *q = &queued[i];
+
+		if (q->node != ni || q->port != port) {
+			queued[k++] = *q;
+			continue;
+		}
+		if (ni == 1 && port == 0 && q->va < poison_hi && poison_lo < q->va + q->len)
+			poison_failed = true;
+		else
+			memcpy(n->mem[port] + (q->va - BASE), q->data, q->len);
+	}
+	nqueued = k;
+	if (poison_failed && ni == 1 && port == 0 && va < poison_hi && poison_lo < va + len) {
+		poison_failed = false;
+		rc = -EFAULT;
+	}
+	return rc;
+}
+
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static const struct dnp_mem_ops ops_flush = { .read = mem_read,
+					      .write = mem_write,
+					      .flush = mem_flush };
+
 /* Per-test settings applied by setup_nodes (reset by teardown). */
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
 static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
@@ -73,7 +138,7 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	dnp_torus_init(&c.torus, x, 1, 1);
 	c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
 	c.max_ports = NPORTS;
-	c.mem = &ops;
+	c.mem = defer ? &ops_flush : &ops;
 	c.mem_ctx = &nodes[i];
 	c.key_secret[0] = seed;
 	c.cmd_timeout = t_cmd;
@@ -124,6 +189,11 @@ static int teardown(void **state)
 	drop_node = drop_kind = -1;
 	drop_seq = -1;
 	hold_node = -1;
+	defer = false;
+	nqueued = flushes = 0;
+	poison_lo = poison_hi = 0;
+	poison_failed = false;
+	memset(nreads, 0, sizeof(nreads));
 	return 0;
 }
 
@@ -385,6 +455,184 @@ static void test_engine_loopback_put(void **state)
 	assert_int_equal(ev.type, DNP_EV_TX_DONE);
 	assert_int_equal(ev.cookie, 5);
 	assert_memory_equal(nodes[0].mem[1] + 0x1000, nodes[0].mem[0], 9000);
+}
+
+/*
+ * With writes that land only when the engine flushes them (dnpd's gathered
+ * writes outside the heap), every event that says a message arrived finds
+ * its bytes in memory: a PUT of several fragments, a SEND, a GET.
+ */
+static void test_engine_deferred_writes_land_before_events(void **state)
+{
+	defer = true;
+	setup_nodes(2);
+	uint32_t key, rkey, lkey;
+	const size_t len = 3 * DNP_MAX_PAYLOAD + 123;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE + 4096, 65536, DNP_BUF_PUT_TARGET, 0, &key),
+		0);
+	fill(nodes[0].mem[0], len, 7);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 4096, key, len, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[1].mem[0] + 4096, nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+
+	/* SEND */
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 0x80000, 0x8000,
+					     DNP_BUF_SEND_TARGET, 0, NULL),
+			 0);
+	fill(nodes[0].mem[0] + 0x20000, 9000, 3);
+	c = (struct dnp_cmd){ .op = DNP_OP_SEND,
+			      .dst_x = 1,
+			      .dst_port = 0,
+			      .local_va = BASE + 0x20000,
+			      .len = 9000,
+			      .cookie = 2 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_RX_SEND);
+	assert_memory_equal(nodes[1].mem[0] + 0x80000, nodes[0].mem[0] + 0x20000, 9000);
+	assert_true(next_event(0, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+
+	/* GET: node 1 reads node 0's memory into its own (node 1 writes) */
+	fill(nodes[0].mem[1], 20000, 9);
+	assert_int_equal(
+		dnp_engine_register(nodes[0].e, 1, BASE, 20000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 0x40000, 20000,
+					     DNP_BUF_PUT_TARGET, 0, &lkey),
+			 0);
+	c = (struct dnp_cmd){ .op = DNP_OP_GET,
+			      .dst_x = 0,
+			      .dst_port = 1,
+			      .remote_va = BASE,
+			      .remote_key = rkey,
+			      .len = 20000,
+			      .local_va = BASE + 0x40000,
+			      .local_key = lkey,
+			      .cookie = 3 };
+	assert_int_equal(dnp_engine_submit(nodes[1].e, 0, &c, now), 0);
+	do
+		assert_true(next_event(1, 0, &ev, 5000));
+	while (ev.type == DNP_EV_LINK);
+	assert_int_equal(ev.type, DNP_EV_GET_DONE);
+	assert_int_equal(ev.status, 0);
+	assert_memory_equal(nodes[1].mem[0] + 0x40000, nodes[0].mem[1], 20000);
+	assert_true(flushes >= 3);
+}
+
+/*
+ * A deferred write that fails when flushed fails its message with -EFAULT
+ * (never an RX event for bytes that did not land); a message into another
+ * range of the same buffer is not hit by it.
+ */
+static void test_engine_deferred_write_fault_fails_message(void **state)
+{
+	defer = true;
+	setup_nodes(2);
+	uint32_t key, lkey, rkey;
+	const size_t len = 3 * DNP_MAX_PAYLOAD;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 0x100000, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	fill(nodes[0].mem[0], len, 5);
+	poison_lo = BASE + 0x10000 + DNP_MAX_PAYLOAD; /* the second fragment's page */
+	poison_hi = poison_lo + 16;
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 0x10000, key, len, 1);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	expect_error(0, 0, -EFAULT);
+	pump(200);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+
+	/* the same buffer, elsewhere: arrives */
+	c = put_cmd(1, 0, BASE, BASE + 0x40000, key, len, 2);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[1].mem[0] + 0x40000, nodes[0].mem[0], len);
+	assert_true(next_event(0, 0, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+
+	/* a GET whose local target is poisoned ends in -EFAULT, not GET_DONE */
+	fill(nodes[0].mem[1], 8000, 1);
+	assert_int_equal(
+		dnp_engine_register(nodes[0].e, 1, BASE, 8000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
+	assert_int_equal(dnp_engine_unregister(nodes[1].e, 0, BASE), 0);
+	assert_int_equal(dnp_engine_register(nodes[1].e, 0, poison_lo - 100, 8000,
+					     DNP_BUF_PUT_TARGET, 0, &lkey),
+			 0);
+	c = (struct dnp_cmd){ .op = DNP_OP_GET,
+			      .dst_x = 0,
+			      .dst_port = 1,
+			      .remote_va = BASE,
+			      .remote_key = rkey,
+			      .len = 8000,
+			      .local_va = poison_lo - 100,
+			      .local_key = lkey,
+			      .cookie = 3 };
+	assert_int_equal(dnp_engine_submit(nodes[1].e, 0, &c, now), 0);
+	expect_error(1, 0, -EFAULT);
+}
+
+/*
+ * The engine tags each read of a message's source (struct dnp_mem_seq): one
+ * id for all reads of a PUT, ending at its end; another for the next PUT;
+ * a GET's reads at the responder carry bit 63 and end at the GET's end.
+ */
+static void test_engine_read_seq_tags(void **state)
+{
+	setup_nodes(2);
+	uint32_t key, rkey, lkey;
+	const size_t len = 3 * DNP_MAX_PAYLOAD + 5;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 1, BASE, 0x40000, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	for (unsigned m = 0; m < 2; m++) {
+		struct dnp_cmd c = put_cmd(1, 1, BASE + m * 0x10000, BASE, key, len, m);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		assert_true(next_event(0, 0, &ev, 5000));
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	}
+	assert_int_equal(nreads[0], 8);
+	for (unsigned i = 0; i < 8; i++) {
+		assert_int_equal(reads[0][i].id, reads[0][i / 4 * 4].id);
+		assert_int_equal(reads[0][i].end, BASE + i / 4 * 0x10000 + len);
+	}
+	assert_true(reads[0][0].id != reads[0][4].id);
+	assert_int_equal(reads[0][0].id >> 63, 0);
+
+	fill(nodes[1].mem[0], 10000, 2);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 10000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[0].e, 1, BASE, 10000, DNP_BUF_PUT_TARGET, 0, &lkey), 0);
+	struct dnp_cmd g = { .op = DNP_OP_GET,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .remote_va = BASE + 100,
+			     .remote_key = rkey,
+			     .len = 9000,
+			     .local_va = BASE,
+			     .local_key = lkey };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &g, now), 0);
+	assert_true(next_event(0, 1, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_GET_DONE);
+	assert_int_equal(nreads[1], 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(reads[1][i].id, reads[1][0].id);
+		assert_int_equal(reads[1][i].end, BASE + 100 + 9000);
+	}
+	assert_int_equal(reads[1][0].id >> 63, 1);
+	assert_memory_equal(nodes[0].mem[1], nodes[1].mem[0] + 100, 9000);
 }
 
 static void test_engine_bad_command_one_error(void **state)
@@ -1407,6 +1655,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_port_reuse_drops_send_reassembly, teardown),
 		cmocka_unit_test_teardown(test_engine_wrong_key_same_error_any_range, teardown),
 		cmocka_unit_test_teardown(test_engine_loopback_put, teardown),
+		cmocka_unit_test_teardown(test_engine_deferred_writes_land_before_events, teardown),
+		cmocka_unit_test_teardown(test_engine_deferred_write_fault_fails_message, teardown),
+		cmocka_unit_test_teardown(test_engine_read_seq_tags, teardown),
 		cmocka_unit_test_teardown(test_engine_bad_command_one_error, teardown),
 		cmocka_unit_test_teardown(test_engine_closed_port_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_one_loss_one_resend, teardown),

@@ -90,8 +90,9 @@ static void test_keygen_unpredictable(void **state)
 }
 
 static int mem_rw(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *p,
-		  size_t len)
+		  size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	return 0;
 }
 
@@ -104,7 +105,7 @@ static int mem_w(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
 /* Through the engine: registered buffers get such keys. */
 static void test_engine_register_keys(void **state)
 {
-	static const struct dnp_mem_ops ops = { mem_rw, mem_w };
+	static const struct dnp_mem_ops ops = { .read = mem_rw, .write = mem_w };
 	static uint32_t k[4000];
 	struct dnp_engine_conf c;
 	struct dnp_engine *e;

@@ -99,8 +99,10 @@
 #define DNPD_FIFO_WORDS 16384u
 /* A credit only about our FIFO waits this long for news (engine.h: ack_delay). */
 #define DNPD_ACK_DELAY_NS 100000ull
-/* One process_vm_readv fetches this much of a registered buffer (dnpd_read_private). */
+/* One process_vm_readv fetches this much of a message's source (dnpd_read_private). */
 #define DNPD_READAHEAD (64u << 10)
+/* One process_vm_writev writes this much of a message's target (dnpd_mem_write). */
+#define DNPD_GATHER (64u << 10)
 #define DNPD_MAX_RETRIES 50u
 #define DNPD_RESET_PERIOD_NS 20000000ull /* a BROKEN link probes its peer this often */
 /* A SEND reassembly without a new fragment this long is dropped (docs/protocol.md). */
@@ -163,8 +165,9 @@ struct dnpd {
 	uint64_t impair_next;         /* next look at that file */
 	uint64_t activity;            /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
-	uint64_t holds;       /* idle passes that held the CPU instead of yielding */
-	uint64_t mem_ra_hits; /* reads of private memory served by a read-ahead */
+	uint64_t holds;        /* idle passes that held the CPU instead of yielding */
+	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
+	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;
 	struct dnpd_lfm lfm; /* LO|FA|MO DNP Fault Manager */
 	/* dnpctl topo --all: the other nodes' wiring, asked over the torus (DIAG packets). */
@@ -229,37 +232,130 @@ static void *dnpd_mem_addr(struct dnpd *d, struct dnpd_session *se, const struct
 }
 
 /*
- * A read of the app's memory outside its heap (process_vm_readv, three system
- * calls with the liveness checks). Inside a registered buffer the engine reads
- * one packet at a time, in order (a GET's responses, a PUT's packets), so one
- * call fetches up to DNPD_READAHEAD bytes of the buffer from va on and the next
- * reads of this pass are copies. The read-ahead is used in the pass that made
- * it only (as if those packets had been read at that moment), and a write of
- * ours into it drops it (dnpd_mem_write). A read-ahead that fails (a page
- * unmapped further on) falls back to the exact read, with its own result.
+ * Writes outside the heap are gathered: the engine writes a message one
+ * packet at a time, in order, and one process_vm_writev (plus its liveness
+ * checks) per 4 KiB packet was most of the cost of such a message
+ * (docs/performance.md, "Private memory: one system call per 64 KiB"). A
+ * write that continues the pending range [wb_va, wb_va + wb_len) is copied
+ * behind it; anything else (another range, a full gather buffer, a read that
+ * could see that memory, the engine's flush of a message) writes the pending
+ * range first. Its failure is kept as a range in wb_fail, and the engine's
+ * flush of a message whose range overlaps it fails that message (engine.h,
+ * struct dnp_mem_ops): a fault is never reported as data that arrived.
  */
-static int dnpd_read_private(struct dnpd *d, struct dnpd_session *se, const struct dnp_buf *buf,
-			     uint64_t va, void *dst, size_t len)
+#define DNPD_WB_FAILS                                  \
+	(sizeof(((struct dnpd_session *)0)->wb_fail) / \
+	 sizeof(((struct dnpd_session *)0)->wb_fail[0]))
+
+/* Sets the failed ranges to r[0..n): beyond the room, the last one grows to hold the rest. */
+static void dnpd_wb_fails_set(struct dnpd_session *se, const uint64_t (*r)[2], unsigned n)
 {
-	if (se->ra_pass == d->iters && se->ra_len && va >= se->ra_va &&
+	se->wb_nfail = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (se->wb_nfail < DNPD_WB_FAILS) {
+			se->wb_fail[se->wb_nfail].lo = r[i][0];
+			se->wb_fail[se->wb_nfail++].hi = r[i][1];
+			continue;
+		}
+		if (r[i][0] < se->wb_fail[DNPD_WB_FAILS - 1].lo)
+			se->wb_fail[DNPD_WB_FAILS - 1].lo = r[i][0];
+		if (r[i][1] > se->wb_fail[DNPD_WB_FAILS - 1].hi)
+			se->wb_fail[DNPD_WB_FAILS - 1].hi = r[i][1];
+	}
+}
+
+static void dnpd_wb_flush(struct dnpd *d, struct dnpd_session *se)
+{
+	if (!se->wb_len)
+		return;
+	if (dnpd_vm_io(d, se, se->wb_va, se->wb, se->wb_len, true)) {
+		uint64_t r[DNPD_WB_FAILS + 1][2];
+		unsigned n = se->wb_nfail;
+
+		for (unsigned i = 0; i < n; i++) {
+			r[i][0] = se->wb_fail[i].lo;
+			r[i][1] = se->wb_fail[i].hi;
+		}
+		r[n][0] = se->wb_va;
+		r[n][1] = se->wb_va + se->wb_len;
+		dnpd_wb_fails_set(se, (const uint64_t(*)[2])r, n + 1);
+	}
+	se->wb_len = 0;
+}
+
+/*
+ * The engine's flush (struct dnp_mem_ops): the pending writes land; -EFAULT
+ * if a gathered write into [va, va + len) failed. The part of each failed
+ * range that overlaps it is reported now and forgotten; the rest stays for
+ * the message it belongs to.
+ */
+static int dnpd_mem_flush(void *ctx, unsigned port, uint64_t va, uint64_t len)
+{
+	struct dnpd *d = ctx;
+	struct dnpd_session *se = port < 256 ? d->sess->by_port[port] : NULL;
+	uint64_t end = va + len < va ? UINT64_MAX : va + len;
+	uint64_t r[2 * DNPD_WB_FAILS][2];
+	unsigned n = 0;
+	int rc = 0;
+
+	if (!se)
+		return -EFAULT;
+	dnpd_wb_flush(d, se);
+	if (!se->wb_nfail)
+		return 0;
+	for (unsigned i = 0; i < se->wb_nfail; i++) {
+		uint64_t lo = se->wb_fail[i].lo, hi = se->wb_fail[i].hi;
+
+		if (hi <= va || lo >= end) {
+			r[n][0] = lo, r[n++][1] = hi;
+			continue;
+		}
+		rc = -EFAULT; /* reported now; what lies outside stays */
+		if (lo < va)
+			r[n][0] = lo, r[n++][1] = va;
+		if (hi > end)
+			r[n][0] = end, r[n++][1] = hi;
+	}
+	dnpd_wb_fails_set(se, (const uint64_t(*)[2])r, n);
+	return rc;
+}
+
+/*
+ * A read of the app's memory outside its heap (process_vm_readv, three system
+ * calls with the liveness checks). The engine reads a message's source one
+ * packet at a time, in order (a GET's responses, a PUT's packets), and says
+ * which message and where it ends (struct dnp_mem_seq): one call fetches up to
+ * DNPD_READAHEAD bytes of it from va on, and the message's next reads are
+ * copies. A read-ahead serves only the message it was made for (a later
+ * message from the same memory reads it again, as the application may have
+ * changed it in between), and a write of ours into it drops it
+ * (dnpd_mem_write). A read-ahead that fails (a page unmapped further on)
+ * falls back to the exact read, with its own result. Pending gathered writes
+ * that the read could see are written first.
+ */
+static int dnpd_read_private(struct dnpd *d, struct dnpd_session *se, uint64_t va, void *dst,
+			     size_t len, const struct dnp_mem_seq *seq)
+{
+	uint64_t n = len;
+
+	if (seq && seq->end > va && seq->end - va > len)
+		n = seq->end - va > DNPD_READAHEAD ? DNPD_READAHEAD : seq->end - va;
+	if (se->wb_len && se->wb_va < va + n && va < se->wb_va + se->wb_len)
+		dnpd_wb_flush(d, se);
+	if (seq && se->ra_len && se->ra_id == seq->id && va >= se->ra_va &&
 	    va - se->ra_va <= se->ra_len && len <= se->ra_len - (va - se->ra_va)) {
 		memcpy(dst, se->ra + (va - se->ra_va), len);
 		d->mem_ra_hits++;
 		return 0;
 	}
-	if (buf && va >= buf->va && va - buf->va < buf->len && len < DNPD_READAHEAD &&
-	    buf->len - (va - buf->va) > len) {
-		uint64_t n = buf->len - (va - buf->va);
-
-		if (n > DNPD_READAHEAD)
-			n = DNPD_READAHEAD;
+	if (n > len) {
 		if (!se->ra)
 			se->ra = malloc(DNPD_READAHEAD);
 		se->ra_len = 0;
 		if (se->ra && dnpd_vm_io(d, se, va, se->ra, n, false) == 0) {
 			se->ra_va = va;
 			se->ra_len = n;
-			se->ra_pass = d->iters;
+			se->ra_id = seq->id;
 			memcpy(dst, se->ra, len);
 			return 0;
 		}
@@ -268,7 +364,7 @@ static int dnpd_read_private(struct dnpd *d, struct dnpd_session *se, const stru
 }
 
 static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
-			 void *dst, size_t len)
+			 void *dst, size_t len, const struct dnp_mem_seq *seq)
 {
 	struct dnpd *d = ctx;
 	struct dnpd_session *se = port < 256 ? d->sess->by_port[port] : NULL;
@@ -284,7 +380,7 @@ static int dnpd_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, ui
 		d->mem_copies++;
 		return 0;
 	}
-	return dnpd_read_private(d, se, buf, va, dst, len);
+	return dnpd_read_private(d, se, va, dst, len, seq);
 }
 
 static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
@@ -306,12 +402,25 @@ static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, u
 	}
 	if (se->ra_len && va < se->ra_va + se->ra_len && se->ra_va < va + len)
 		se->ra_len = 0; /* the read-ahead no longer shows that memory */
-	return dnpd_vm_io(d, se, va, (void *)src, len, true);
+	if (se->wb_len && (va != se->wb_va + se->wb_len || len > DNPD_GATHER - se->wb_len))
+		dnpd_wb_flush(d, se);
+	if (!se->wb && len <= DNPD_GATHER)
+		se->wb = malloc(DNPD_GATHER);
+	if (!se->wb || len > DNPD_GATHER)
+		return dnpd_vm_io(d, se, va, (void *)src, len, true);
+	if (!se->wb_len)
+		se->wb_va = va;
+	else
+		d->mem_gathered++;
+	memcpy(se->wb + se->wb_len, src, len);
+	se->wb_len += len;
+	return 0;
 }
 
 static const struct dnp_mem_ops dnpd_mem_ops = {
 	.read = dnpd_mem_read,
 	.write = dnpd_mem_write,
+	.flush = dnpd_mem_flush,
 };
 
 /* ------------------------------------------------------- session ops */
@@ -754,10 +863,10 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 " timer_wakeups %" PRIu64 " mem_copies %" PRIu64 " mem_vm %" PRIu64
 		 " mem_faults %" PRIu64 " cmd_rejects %" PRIu64 " yields %" PRIu64
 		 " yields_alone %" PRIu64 " held_passes %" PRIu64 " mem_readahead_hits %" PRIu64
-		 "\n",
+		 " mem_gathered_writes %" PRIu64 "\n",
 		 d->iters, d->sleeps, d->quiets, d->wakeups_timer, d->mem_copies, d->mem_vm,
 		 d->mem_faults, d->cmd_rejects, d->yield.yields, d->yield.alone, d->holds,
-		 d->mem_ra_hits);
+		 d->mem_ra_hits, d->mem_gathered);
 	for (i = 0; i < d->sess->nports; i++) {
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 

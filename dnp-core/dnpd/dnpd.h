@@ -198,10 +198,24 @@ struct dnpd_session {
 	/*
 	 * Read-ahead of the app's memory outside the heap (dnpd.c, dnpd_mem_read):
 	 * DNPD_READAHEAD bytes allocated at the first use, holding [ra_va, ra_va +
-	 * ra_len) as read in pass ra_pass; used in that pass only.
+	 * ra_len) as read for the engine's message ra_id (struct dnp_mem_seq);
+	 * used for that message's reads only.
 	 */
 	uint8_t *ra;
-	uint64_t ra_va, ra_len, ra_pass;
+	uint64_t ra_va, ra_len, ra_id;
+	/*
+	 * Writes to the app's memory outside the heap, gathered (dnpd.c,
+	 * dnpd_mem_write): [wb_va, wb_va + wb_len) waits in wb (DNPD_GATHER
+	 * bytes, allocated at the first use) for one process_vm_writev.
+	 * wb_fail[0..wb_nfail): ranges whose gathered write failed, not yet
+	 * reported to the engine by a flush of a range that overlaps them.
+	 */
+	uint8_t *wb;
+	uint64_t wb_va, wb_len;
+	struct {
+		uint64_t lo, hi;
+	} wb_fail[4];
+	unsigned wb_nfail;
 	struct dnp_sess_ctl *ctl;
 	size_t map_size;
 	/* Private handles of the shared rings (ring.h): geometry never re-read. */

@@ -151,6 +151,7 @@ static void dnpd_sess_drop(struct dnpd_sess_srv *s, unsigned i)
 		close(se->pidfd);
 	close(se->fd);
 	free(se->ra);
+	free(se->wb); /* gathered writes for a gone app are dropped */
 	free(se);
 	s->conn[i] = s->conn[--s->nconn];
 }

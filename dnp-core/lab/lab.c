@@ -253,8 +253,9 @@ static void verify_fail(struct dnp_lab *lab, const char *what, uint64_t a, uint6
 }
 
 static int lab_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
-			size_t len)
+			size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	struct lab_node *n = ctx;
 	struct lab_msg *m;
 

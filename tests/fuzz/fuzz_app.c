@@ -67,8 +67,9 @@ static void *mem_addr(const struct dnp_buf *buf, uint64_t va, size_t len)
 }
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
-		    size_t len)
+		    size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	void *p;
 
 	(void)ctx;

@@ -45,8 +45,9 @@ static bool inside(unsigned port, uint64_t va, size_t len, unsigned flags)
 }
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
-		    size_t len)
+		    size_t len, const struct dnp_mem_seq *seq)
 {
+	(void)seq;
 	(void)ctx;
 	(void)b;
 	if (port >= NPORTS || !inside(port, va, len, DNP_BUF_GET_SOURCE))
@@ -66,7 +67,7 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 	return 0;
 }
 
-static const struct dnp_mem_ops ops = { mem_read, mem_write };
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
 
 /* A little reader over the fuzzer's bytes (zeros once they run out). */
 struct in {

@@ -75,6 +75,10 @@ kill-mid-send)
 	# reassembly bound (5 s in dnpd) reclaims the buffer
 	set -- dnp_check kill-mid-send
 	want_pat='^\[[01],0,0\] PASS'; want_n=2 ;;
+private-fault)
+	# a fault in a private PUT target fails that PUT only (gathered writes)
+	set -- dnp_check private-fault
+	want_pat='^\[[01],0,0\] PASS'; want_n=2 ;;
 kill)
 	set -- dnp_check kill-survivor
 	want_pat='^\[[01],0,0\] PASS'; want_n=2 ;;
