@@ -302,13 +302,22 @@ static bool pool_has(const struct dnp_engine *e, uint32_t flen)
 /* Two buffers for small frames free (an error report and the batch before it)? */
 static bool pool_has_two_small(const struct dnp_engine *e)
 {
-	unsigned n = 0;
+	return e->npkts - e->pkts_used >= 2; /* any free buffer takes a small frame */
+}
 
-	for (const struct pkt *p = e->free_small; p && n < 2; p = p->next)
-		n++;
-	for (const struct pkt *p = e->free_big; p && n < 2; p = p->next)
-		n++;
-	return n >= 2;
+/*
+ * A frame from a link is kept only while this many buffers stay free for
+ * the reports of the deliveries before it (an error report and the batch it
+ * flushes): otherwise incoming frames could take the last buffers, and the
+ * packets at the heads of the input FIFOs would wait for ever for a buffer
+ * for their report, holding every buffer that could free one. A frame not
+ * kept still gives its ack and credits; its sender sends it again.
+ */
+#define RX_RESERVE 2u
+
+static bool pool_has_rx(const struct dnp_engine *e, uint32_t flen)
+{
+	return pool_has(e, flen) && e->npkts - e->pkts_used > RX_RESERVE;
 }
 
 static void q_push(struct pktq *q, struct pkt *p)
@@ -2051,8 +2060,11 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	 * into the packet buffer that will hold it, or, when none is free,
 	 * into e->rxcopy so that its ack and credits are still heard.
 	 */
-	struct pkt *p = pool_has(e, (uint32_t)len) ? pkt_get(e, (uint32_t)len) : NULL;
+	struct pkt *p = pool_has_rx(e, (uint32_t)len) ? pkt_get(e, (uint32_t)len) : NULL;
 	uint8_t *copy = p ? p->frame : e->rxcopy;
+
+	if (!p)
+		e->st.rx_nobuf++;
 	memcpy(copy, frame, len);
 	h = p ? &p->h : &hbuf; /* decoded where the packet keeps it: no second copy */
 	int rc = dnp_pkt_decode(copy, len, h, &payload);
@@ -2116,8 +2128,24 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 		(void)dnp_link_rx_accept(x->l, h->vc, words); /* counts the overflow */
 		return rx_drop(e, p, -ENOBUFS);
 	}
-	if (!p)
-		return -ENOBUFS;
+	if (!p) {
+		/*
+		 * The expected frame, and no buffer: the frames held beyond its
+		 * gap would wait for it for ever. They go (their sender resends
+		 * them, as the selective ack no longer names them) and it takes
+		 * a buffer they leave, if the reserve allows.
+		 */
+		void *held[64];
+		unsigned k;
+
+		while ((k = dnp_link_rx_drain(x->l, held, 64)) > 0)
+			for (unsigned i = 0; i < k; i++)
+				pkt_put(e, held[i]);
+		if (!pool_has_rx(e, (uint32_t)len))
+			return -ENOBUFS;
+		p = pkt_get(e, (uint32_t)len);
+		memcpy(p->frame, copy, len);
+	}
 	(void)dnp_link_rx_seq(x->l, h->seq); /* the expected one: accepted */
 	(void)dnp_link_rx_accept(x->l, h->vc, words);
 	rx_fill(p, h, len, words, dir);
@@ -2648,6 +2676,10 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	uint32_t nsmall = fifos * small_per_fifo + nlinks * window + c->max_commands + 64;
 	if (nsmall > 65536)
 		nsmall = 65536;
+	if (c->pool_big)
+		nbig = c->pool_big < 65536 ? c->pool_big : 65536;
+	if (c->pool_small)
+		nsmall = c->pool_small < 65536 ? c->pool_small : 65536;
 	e->npkts = nbig + nsmall;
 	e->pkts = calloc(e->npkts, sizeof(*e->pkts));
 	e->frames = malloc((size_t)nbig * DNP_MAX_FRAME + (size_t)nsmall * SMALL_FRAME);

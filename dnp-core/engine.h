@@ -157,6 +157,16 @@ struct dnp_engine_conf {
 	 * from its seed; the default is a fixed, public value (tests only).
 	 */
 	uint64_t key_secret[2];
+	/*
+	 * Packet buffers for frames of up to 256 bytes (small) and for full
+	 * frames (big); 0: as many as every input FIFO and every link's window
+	 * full at once need, plus room for local answers (dnpd and the lab).
+	 * Tests set a few to run the engine short of buffers: it then takes in
+	 * a frame's ack and credits without keeping the frame (the peer resends
+	 * it, rx_nobuf), holds back deliveries whose report has no buffer, and
+	 * still ends every command with exactly one completion.
+	 */
+	uint32_t pool_small, pool_big;
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
 };
@@ -193,6 +203,7 @@ struct dnp_engine_stats {
 	uint64_t route_overflow;     /* cable states not kept: a table was full */
 	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
 	uint64_t cmpl_frames;        /* CMPL packets made here (one may report many messages) */
+	uint64_t rx_nobuf; /* frames heard with no packet buffer free: ack and credits only */
 };
 
 struct dnp_engine;

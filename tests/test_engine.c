@@ -120,6 +120,8 @@ static const struct dnp_mem_ops ops_flush = { .read = mem_read,
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
 static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
+static int pool_node = -1;                 /* this node gets the pools below */
+static uint32_t pool_small_n, pool_big_n;  /* its packet buffers (0: the engine sizes them) */
 static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
 static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
 static int hold_node = -1; /* pump neither runs nor drains this node (its input piles up) */
@@ -146,6 +148,10 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	c.deliver_timeout = t_deliver;
 	if (evq_slots && i == evq_node)
 		c.event_queue = evq_slots;
+	if ((int)i == pool_node) {
+		c.pool_small = pool_small_n;
+		c.pool_big = pool_big_n;
+	}
 	c.link.reset_period = reset_period;
 	if (exact_prompt) {
 		c.link.credit_model = DNP_CREDIT_EXACT;
@@ -186,6 +192,8 @@ static int teardown(void **state)
 	t_cmd = t_reasm = t_deliver = 0;
 	evq_slots = 0;
 	evq_node = 1;
+	pool_node = -1;
+	pool_small_n = pool_big_n = 0;
 	drop_node = drop_kind = -1;
 	drop_seq = -1;
 	hold_node = -1;
@@ -1635,12 +1643,96 @@ static void test_engine_cmpl_batch_many_senders(void **state)
 	assert_true(dnp_engine_stats(nodes[1].e)->cmpl_frames < 3 * NPORTS * per / 2);
 }
 
+/*
+ * Node 1 runs with a handful of packet buffers while node 0 sends it 300
+ * small PUTs, every third with a wrong key: the receiver refuses frames it
+ * has no buffer for (hearing their acks), holds deliveries whose report has
+ * no buffer, and sends error reports beside its batches of success reports.
+ * Every command still ends in exactly one completion with its own status,
+ * every good PUT lands and no bad one writes.
+ */
+static void pool_short_body(void)
+{
+	enum {
+		N = 300,
+		STEP = 16
+	};
+	unsigned seen[N] = { 0 }, rx = 0, done = 0;
+	uint32_t key;
+
+	pool_node = 1;
+	pool_small_n = 4;
+	pool_big_n = 2;
+	setup_nodes(2);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	fill(nodes[0].mem[0], N * STEP, 9);
+	for (unsigned i = 0; i < N; i++) {
+		struct dnp_cmd c = put_cmd(1, 0, BASE + i * STEP, BASE + i * STEP,
+					   i % 3 == 2 ? key ^ 1 : key, 8, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	for (unsigned s = 0; s < 400000 && done < N; s++) {
+		struct dnp_event ev;
+
+		pump(1);
+		while (dnp_engine_poll_events(nodes[1].e, 0, &ev, 1) == 1) {
+			assert_int_equal(ev.type, DNP_EV_RX_PUT);
+			rx++;
+		}
+		while (dnp_engine_poll_events(nodes[0].e, 0, &ev, 1) == 1) {
+			if (ev.type == DNP_EV_LINK)
+				continue;
+			assert_true(ev.cookie < N);
+			seen[ev.cookie]++;
+			done++;
+			if (ev.cookie % 3 == 2) {
+				assert_int_equal(ev.type, DNP_EV_ERROR);
+				assert_int_equal(ev.status, -EACCES);
+			} else {
+				assert_int_equal(ev.type, DNP_EV_TX_DONE);
+				assert_int_equal(ev.status, 0);
+			}
+		}
+	}
+	assert_int_equal(done, N);
+	pump(20000); /* nothing more comes */
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(seen[i], 1);
+		if (i % 3 == 2)
+			for (unsigned b = 0; b < 8; b++)
+				assert_int_equal(nodes[1].mem[0][i * STEP + b], 0);
+		else
+			assert_memory_equal(nodes[1].mem[0] + i * STEP, nodes[0].mem[0] + i * STEP,
+					    8);
+	}
+	assert_int_equal(rx, N - N / 3);
+	/* the buffers really ran out: frames were heard without being kept */
+	assert_true(dnp_engine_stats(nodes[1].e)->rx_nobuf > 0);
+}
+
+static void test_engine_pool_short_hw_credits(void **state)
+{
+	pool_short_body();
+}
+
+static void test_engine_pool_short_dnpd_links(void **state)
+{
+	exact_prompt = true;
+	ack_delay = 100;
+	pool_short_body();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_engine_put_multi_fragment, teardown),
 		cmocka_unit_test_teardown(test_engine_cmpl_batch_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_cmpl_batch_many_senders, teardown),
+		cmocka_unit_test_teardown(test_engine_pool_short_hw_credits, teardown),
+		cmocka_unit_test_teardown(test_engine_pool_short_dnpd_links, teardown),
 		cmocka_unit_test_teardown(test_engine_put_bad_key_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_put_out_of_bounds_writes_nothing, teardown),
 		cmocka_unit_test_teardown(test_engine_send_in_order, teardown),

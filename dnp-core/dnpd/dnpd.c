@@ -780,11 +780,12 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 " pkts_injected %" PRIu64 " pkts_forwarded %" PRIu64 " pkts_delivered %" PRIu64
 		 " bytes_delivered %" PRIu64 " rx_crc_errors %" PRIu64 " rx_malformed %" PRIu64
 		 " rx_misrouted %" PRIu64 " deliver_errors %" PRIu64 " events %" PRIu64
-		 " hops_total %" PRIu64 " cmpl_frames %" PRIu64 " pending %" PRIu64 "\n",
+		 " hops_total %" PRIu64 " cmpl_frames %" PRIu64 " pending %" PRIu64
+		 " rx_nobuf %" PRIu64 "\n",
 		 es->cmds_accepted, es->cmds_ok, es->cmds_failed, es->pkts_injected,
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
-		 es->cmpl_frames, dnp_engine_pending(d->e));
+		 es->cmpl_frames, dnp_engine_pending(d->e), es->rx_nobuf);
 	dnpd_out(&o,
 		 "routes broken_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
 		 " route_changes %" PRIu64 " route_overflow %" PRIu64 "\n",
