@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_cmd.c — command intake and injection: dnp_engine_submit, the
+ * command slots and their one completion event, and the injectors that turn
+ * the head command (or GET responder job) of each queue into packets when
+ * the link can take them. Contract: engine_priv.h, "commands".
+ */
+#include "engine_priv.h"
+
+struct slot *engine_slot_by_msg(struct dnp_engine *e, uint32_t msg_id)
+{
+	uint32_t i = msg_id & 0xffffu;
+
+	if (i >= e->c.max_commands)
+		return NULL;
+	struct slot *s = &e->slots[i];
+	if (s->state != SLOT_ACTIVE || s->msg_id != msg_id)
+		return NULL;
+	return s;
+}
+
+static void slot_free(struct dnp_engine *e, struct slot *s)
+{
+	s->state = SLOT_FREE;
+	s->next = e->free_slot;
+	e->free_slot = (uint32_t)(s - e->slots);
+	e->nactive--;
+}
+
+/* Ends a command with its one completion event (status 0 or -errno). */
+void engine_complete(struct dnp_engine *e, struct slot *s, int status)
+{
+	if (s->injecting)
+		return; /* still queued: the injector completes it when it dequeues */
+	{
+		struct evq *q = &e->ports[s->port];
+
+		if (status == 0)
+			e->st.cmds_ok++;
+		else
+			e->st.cmds_failed++;
+		if (!s->orphan && q->open) {
+			struct dnp_event ev = {
+				.type = status ? DNP_EV_ERROR :
+						 (s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE :
+									  DNP_EV_TX_DONE),
+				.op = s->c.op,
+				.port = s->c.dst_port,
+				.peer_x = s->dst.x,
+				.peer_y = s->dst.y,
+				.peer_z = s->dst.z,
+				.status = (int8_t)status,
+				.msg_id = s->msg_id,
+				.len = (uint32_t)s->c.len,
+				.va = s->c.local_va,
+				.cookie = s->c.cookie,
+			};
+			q->reserved--;
+			engine_evq_push(e, q, &ev);
+		}
+	}
+	slot_free(e, s);
+}
+
+/* Failing a command that may still sit in an injection queue. */
+void engine_fail_cmd(struct dnp_engine *e, struct slot *s, int status)
+{
+	if (s->injecting) {
+		/* let the injector drop it: mark it done with this status */
+		s->offset = UINT64_MAX;
+		s->c.rsvd3 = (uint64_t)(int64_t)status;
+		return;
+	}
+	engine_complete(e, s, status);
+}
+
+void engine_inj_push(struct dnp_engine *e, unsigned qi, struct slot *s)
+{
+	uint32_t i = (uint32_t)(s - e->slots);
+
+	s->queue = (uint8_t)qi;
+	s->next = NO_SLOT;
+	s->injecting = 1;
+	if (e->qtail[qi] == NO_SLOT)
+		e->qhead[qi] = i;
+	else
+		e->slots[e->qtail[qi]].next = i;
+	e->qtail[qi] = i;
+}
+
+void engine_inj_pop(struct dnp_engine *e, unsigned qi)
+{
+	struct slot *s = &e->slots[e->qhead[qi]];
+
+	e->qhead[qi] = s->next;
+	if (e->qhead[qi] == NO_SLOT)
+		e->qtail[qi] = NO_SLOT;
+	s->injecting = 0;
+	if (qi == DNP_DIR_LOCAL)
+		e->lo_wait.on = false; /* a new head */
+}
+
+static struct slot *slot_alloc(struct dnp_engine *e)
+{
+	if (e->free_slot == NO_SLOT)
+		return NULL;
+	struct slot *s = &e->slots[e->free_slot];
+
+	e->free_slot = s->next;
+	uint32_t idx = (uint32_t)(s - e->slots);
+	memset(s, 0, sizeof(*s));
+	e->gen++;
+	s->msg_id = (e->gen << 16) | idx;
+	s->state = SLOT_ACTIVE;
+	e->nactive++;
+	return s;
+}
+
+/* Header of the next packet of an application command. */
+static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
+			  struct dnp_pkt_hdr *h, uint64_t now)
+{
+	memset(h, 0, sizeof(*h));
+	h->lflags = DNP_LINK_F_SEQ;
+	h->dst = s->dst;
+	h->via = s->via;
+	h->src = e->c.self;
+	h->dst_port = s->c.dst_port;
+	h->src_port = s->port;
+	h->msg_id = s->msg_id;
+	h->key = s->c.remote_key;
+	h->timestamp = (uint32_t)now;
+	h->flags = 0;
+	if (s->c.op == DNP_OP_GET) {
+		h->kind = DNP_PKT_GET_REQ;
+		h->va = s->c.remote_va;
+		h->len = DNP_GET_DESC_BYTES;
+		h->flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+		h->msg_len = DNP_GET_DESC_BYTES;
+		return;
+	}
+	h->kind = s->c.op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT;
+	h->va = s->c.op == DNP_OP_SEND ? 0 : s->c.remote_va + s->offset;
+	h->offset = (uint32_t)s->offset;
+	h->len = (uint16_t)len;
+	h->msg_len = (uint32_t)s->c.len;
+	if (s->offset == 0)
+		h->flags |= DNP_PKT_F_FIRST;
+	if (s->offset + len == s->c.len)
+		h->flags |= DNP_PKT_F_LAST;
+}
+
+/* Header of the next GET response packet of a responder job. */
+static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t len,
+			   struct dnp_pkt_hdr *h, uint64_t now)
+{
+	memset(h, 0, sizeof(*h));
+	h->lflags = DNP_LINK_F_SEQ;
+	h->kind = DNP_PKT_GET_RESP;
+	h->dst = job->h.src;
+	h->via = job->job_via;
+	h->src = e->c.self;
+	h->dst_port = job->h.src_port;
+	h->src_port = job->h.dst_port;
+	h->msg_id = job->h.msg_id; /* the requester's id: it completes its GET with it */
+	h->va = job->job_dst_va + job->job_off;
+	h->key = job->job_dst_key;
+	h->offset = (uint32_t)job->job_off;
+	h->len = (uint16_t)len;
+	h->msg_len = job->job_len;
+	h->timestamp = (uint32_t)now;
+	if (job->job_off == 0)
+		h->flags |= DNP_PKT_F_FIRST;
+	if (job->job_off + len == job->job_len)
+		h->flags |= DNP_PKT_F_LAST;
+}
+
+/*
+ * Copies len bytes of port's memory at va into dst: e->scratch for a
+ * loopback delivery, else straight into the payload of the packet buffer
+ * that will carry it (a private copy either way, taken once).
+ */
+static int read_local(struct dnp_engine *e, unsigned port, uint64_t va, uint32_t len, uint8_t *dst,
+		      const struct dnp_mem_seq *seq)
+{
+	if (!len)
+		return 0;
+	/* a registered source is passed on so the reader can use its mapping */
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, (uint8_t)port, va, len);
+	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len, seq) ? -EFAULT : 0;
+}
+
+/* Where the payload of the next packet towards output qi goes (see read_local). */
+static uint8_t *payload_buf(struct dnp_engine *e, unsigned qi, uint32_t len, struct pkt **p)
+{
+	if (qi == DNP_DIR_LOCAL) {
+		*p = NULL;
+		return e->scratch;
+	}
+	*p = engine_pkt_get(e, (uint32_t)dnp_pkt_frame_len(len)); /* out_ready saw one free */
+	return (*p)->frame + DNP_PAYLOAD_OFF;
+}
+
+/*
+ * May a packet of len payload bytes for dst leave through output qi now?
+ * Credit, window and a buffer are checked before any memory is read, so
+ * memory is read only for a packet that can leave. Loopback always may.
+ */
+static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint16_t via,
+		      uint32_t len, int known_vc, uint8_t *vc)
+{
+	*vc = 0;
+	if (qi == DNP_DIR_LOCAL)
+		return true;
+	struct xlink *x = &e->links[qi];
+	struct dnp_hop hop;
+	uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
+
+	if (known_vc >= 0) /* routed to qi, and the router has not changed since */
+		hop.vc = (uint8_t)known_vc;
+	else if (dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, &hop) < 0 ||
+		 hop.dir != qi)
+		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
+	if (!engine_pool_has(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
+	    dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+		return false;
+	*vc = hop.vc;
+	return true;
+}
+
+/*
+ * Sends h with its payload (from payload_buf): onto link qi in packet p, or
+ * delivered here for loopback (p NULL, payload in e->scratch). Returns 0,
+ * -EAGAIN or DELIVER_FULL (loopback delivery must wait), or the encoder's
+ * error; p is consumed unless the delivery must wait.
+ */
+static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, uint8_t vc,
+		    struct pkt *p, uint64_t now)
+{
+	if (qi == DNP_DIR_LOCAL) {
+		int rc = engine_deliver(e, h, e->scratch, NULL, now);
+		if (rc == -EAGAIN || rc == DELIVER_FULL)
+			return rc;
+		e->lo_wait.on = false;
+		e->st.pkts_injected++;
+		e->st.pkts_delivered++;
+		return 0;
+	}
+	h->vc = vc;
+	h->hops = 1;
+	/* the payload is in place; the CRC is computed once, by the restamp at send time */
+	int n = dnp_pkt_encode_unsealed(h, p->frame + DNP_PAYLOAD_OFF, p->frame, DNP_MAX_FRAME);
+	if (n < 0) {
+		engine_pkt_put(e, p);
+		return n;
+	}
+	if (h != &p->h)
+		p->h = *h;
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->hops_tx = 1;
+	engine_link_enqueue(e, qi, vc, p, now);
+	e->st.pkts_injected++;
+	return 0;
+}
+
+/* Takes the head command off queue qi and ends it with err. */
+static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err)
+{
+	engine_inj_pop(e, qi);
+	engine_complete(e, s, err);
+	return true;
+}
+
+/* Puts the next packet's payload of command s in dst. */
+static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len, uint8_t *dst)
+{
+	if (s->c.op == DNP_OP_GET) {
+		uint64_t va = htole64(s->c.local_va);
+		uint32_t k = htole32(s->c.local_key), l = htole32((uint32_t)s->c.len);
+
+		memcpy(dst, &va, 8);
+		memcpy(dst + 8, &k, 4);
+		memcpy(dst + 12, &l, 4);
+		return 0;
+	}
+	/* a command's reads: its own id (msg_id is unique among live slots) */
+	const struct dnp_mem_seq seq = { .id = s->msg_id, .end = s->c.local_va + s->c.len };
+
+	return read_local(e, s->port, s->c.local_va + s->offset, len, dst, &seq);
+}
+
+/* One packet of the command at the head of injection queue qi. */
+static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
+{
+	if (e->qhead[qi] == NO_SLOT)
+		return false;
+	struct slot *s = &e->slots[e->qhead[qi]];
+
+	if (s->offset == UINT64_MAX) /* failed while queued */
+		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
+	if (s->orphan)
+		return inj_abort(e, qi, s, -ECONNRESET);
+	if (qi != DNP_DIR_LOCAL && !engine_link_usable(e, qi))
+		return inj_abort(e, qi, s, -ENOLINK);
+
+	bool is_getreq = s->c.op == DNP_OP_GET;
+	uint64_t remaining = s->c.len - s->offset;
+	uint32_t len = is_getreq                   ? DNP_GET_DESC_BYTES :
+		       remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD :
+						     (uint32_t)remaining;
+	struct dnp_pkt_hdr hl, *h;
+	uint8_t vc;
+
+	struct pkt *p;
+	uint8_t *buf;
+
+	if (!out_ready(e, qi, s->dst, s->via, len, s->rver == e->router.ver ? s->hop_vc : -1, &vc))
+		return false;
+	buf = payload_buf(e, qi, len, &p);
+	if (load_cmd_payload(e, s, len, buf) < 0) {
+		if (p)
+			engine_pkt_put(e, p);
+		return inj_abort(e, qi, s, -EFAULT);
+	}
+	h = p ? &p->h : &hl; /* built where the packet keeps it (loopback: on the stack) */
+	build_cmd_hdr(e, s, len, h, now);
+	int rc = out_send(e, qi, h, vc, p, now);
+	if (rc == DELIVER_FULL) {
+		/*
+		 * Loopback to a port whose event queue stays full: bounded like
+		 * arriving traffic, or it would hold up every other port's
+		 * loopback commands queued behind it.
+		 */
+		if (!engine_full_wait_over(e, &e->lo_wait, h->dst_port, now))
+			return false;
+		engine_deliver_give_up(e, h, now); /* reports to ourselves: marks s failed */
+		return inj_abort(e, qi, s, -EOVERFLOW);
+	}
+	if (rc == -EAGAIN)
+		return false;
+	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
+		return inj_abort(e, qi, s, rc);
+	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
+		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
+	s->offset += is_getreq ? s->c.len : len;
+	if (s->offset >= s->c.len || is_getreq)
+		engine_inj_pop(e, qi); /* it now waits for its completion report */
+	return true;
+}
+
+/* Ends the responder job at the head of resp[qi], telling the requester err. */
+static bool resp_abort(struct dnp_engine *e, unsigned qi, int err, uint64_t now)
+{
+	struct pkt *job = engine_q_pop(&e->resp[qi]);
+
+	(void)engine_send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, err, now);
+	engine_pkt_put(e, job);
+	return true;
+}
+
+/* One packet of the GET response at the head of resp[qi]. */
+static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
+{
+	struct pkt *job = e->resp[qi].head;
+
+	if (!job)
+		return false;
+	if (qi != DNP_DIR_LOCAL && !engine_link_usable(e, qi))
+		return resp_abort(e, qi, -ENOLINK, now);
+
+	uint64_t remaining = job->job_len - job->job_off;
+	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	struct dnp_pkt_hdr hl, *h;
+	uint8_t vc;
+
+	struct pkt *p;
+	uint8_t *buf;
+
+	if (!out_ready(e, qi, job->h.src, job->job_via, len, -1, &vc))
+		return false;
+	buf = payload_buf(e, qi, len, &p);
+	/* a GET's reads: bit 63 and the requester's node, port and id */
+	const struct dnp_mem_seq seq = {
+		.id = 1ull << 63 | (uint64_t)dnp_torus_id(&e->c.torus, job->h.src) << 40 |
+		      (uint64_t)job->h.src_port << 32 | job->h.msg_id,
+		.end = job->h.va + job->job_len,
+	};
+	if (read_local(e, job->h.dst_port, job->h.va + job->job_off, len, buf, &seq) < 0) {
+		if (p)
+			engine_pkt_put(e, p);
+		return resp_abort(e, qi, -EFAULT, now);
+	}
+	h = p ? &p->h : &hl; /* built where the packet keeps it (loopback: on the stack) */
+	build_resp_hdr(e, job, len, h, now);
+	int rc = out_send(e, qi, h, vc, p, now);
+	if (rc == -EAGAIN)
+		return false;
+	if (rc < 0)
+		return resp_abort(e, qi, rc, now);
+	job->job_off += len;
+	if (job->job_off >= job->job_len) {
+		engine_q_pop(&e->resp[qi]);
+		engine_pkt_put(e, job);
+	}
+	return true;
+}
+
+bool engine_inject(struct dnp_engine *e, uint64_t now)
+{
+	bool progress = false;
+
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		if (e->qhead[qi] == NO_SLOT && !e->resp[qi].head)
+			continue;
+		/* GET responses first: a requester is waiting on them */
+		for (unsigned k = 0; k < 64 && respond_one(e, qi, now); k++)
+			progress = true;
+		for (unsigned k = 0; k < 64 && inject_one(e, qi, now); k++)
+			progress = true;
+	}
+	return progress;
+}
+
+int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	struct evq *q = &e->ports[port];
+	if (engine_evq_used(q) + q->reserved >= e->c.event_queue)
+		return -EAGAIN; /* no room for its completion event */
+	struct slot *s = slot_alloc(e);
+	if (!s)
+		return -EAGAIN;
+	s->c = *c;
+	s->c.src_port = (uint8_t)port;
+	s->port = (uint8_t)port;
+	s->t_submit = now;
+	s->dst = (struct dnp_coord){ c->dst_x, c->dst_y, c->dst_z };
+	q->reserved++;
+	e->st.cmds_accepted++;
+	e->dirty = true;
+
+	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
+	struct dnp_hop hop;
+	/* dst is in the torus now: with no known fault its plan is direct (via 0) */
+	if (rc == 0 && e->router.n_faults)
+		rc = dnp_route_plan(&e->router, s->dst, &s->via);
+	if (rc == 0)
+		rc = engine_local_hop(e, s->dst, s->via, &hop);
+	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !engine_link_usable(e, hop.dir))
+		rc = -ENOLINK;
+	if (rc < 0) {
+		engine_complete(e, s, rc);
+		return 0;
+	}
+	s->hop_vc = hop.vc;
+	s->rver = e->router.ver;
+	engine_inj_push(e, hop.dir, s);
+	return 0;
+}

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_link.c — the engine side of links: a broken link drained and its
+ * queued commands detoured, a link up again, and frame intake
+ * (dnp_engine_rx: copy, decode, epoch, ack, sequence, FIFO). Contract:
+ * engine_priv.h, "links", and engine.h.
+ */
+#include "engine_priv.h"
+
+/* Hands p to link dir (credit was checked). */
+void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc, struct pkt *p,
+			 uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+
+	p->h.vc = (uint8_t)vc;
+	dnp_pkt_set_vc(p->frame, vc); /* the CRC is recomputed when it is sent */
+	p->seq = dnp_link_seq_push(x->l, p, now);
+	dnp_link_commit(x->l, vc, p->words);
+}
+
+/* A data packet that cannot go anywhere: tell its owner, free it. */
+void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = engine_pkt_owner(&p->h, &oport);
+
+	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG &&
+	    p->h.kind != DNP_PKT_ROUTE)
+		(void)engine_send_cmpl(e, owner, oport, p->h.msg_id, status, now);
+	engine_pkt_put(e, p);
+}
+
+/*
+ * A LINK event to every open port (len = direction, status 0 = UP again,
+ * -ENOLINK = broken). Informational: dropped when a queue has no room that
+ * is not promised to a command's completion.
+ */
+static void link_event(struct dnp_engine *e, unsigned dir, int status)
+{
+	struct dnp_event ev = {
+		.type = DNP_EV_LINK,
+		.peer_x = e->c.self.x,
+		.peer_y = e->c.self.y,
+		.peer_z = e->c.self.z,
+		.status = (int8_t)status,
+		.len = dir,
+	};
+
+	for (unsigned p = 0; p < e->c.max_ports; p++) {
+		struct evq *q = &e->ports[p];
+		if (!q->open)
+			continue;
+		if (engine_evq_room(e, q))
+			engine_evq_push(e, q, &ev);
+		else
+			e->st.link_events_dropped++;
+	}
+}
+
+/* The link module reported DNP_LINK_RST_* bits: drain on DOWN, restart on UP. */
+static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+
+	if (bits & DNP_LINK_RST_DOWN)
+		engine_link_broken(e, dir, now);
+	if (bits & DNP_LINK_RST_UP) {
+		x->next_tx = 0;
+		x->credit_pending = true;
+		x->ack_dirty = false;
+		x->ack_urgent = false;
+		if (x->was_up)
+			link_event(e, dir, 0);
+		x->was_up = true;
+		/* the neighbour (maybe just restarted) hears every state we know */
+		engine_cable_local(e, dir, false);
+		for (uint32_t i = 0; i < e->ncables; i++)
+			e->cables[i].pend |= (uint8_t)(1u << dir);
+	}
+	e->dirty = true;
+}
+
+void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+	void *out[64];
+	unsigned n;
+
+	while ((n = dnp_link_drain(x->l, out, 64)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			engine_drop_unroutable(e, out[i], -ENOLINK, now);
+	/* Frames held beyond a gap belong to the old epoch: never delivered. */
+	while ((n = dnp_link_rx_drain(x->l, out, 64)) > 0)
+		for (unsigned i = 0; i < n; i++)
+			engine_pkt_put(e, out[i]);
+	x->next_tx = 0;
+	x->credit_pending = false;
+	x->ack_dirty = false;
+	x->ack_urgent = false;
+	link_event(e, dir, -ENOLINK);
+	engine_cable_local(e, dir, true);
+	/*
+	 * Commands and GET responses waiting to be injected on this link: one
+	 * that has not sent a packet yet takes the detour when there is one
+	 * (docs/routing.md); one that has, lost packets with the link, and
+	 * fails. Moved commands keep their order.
+	 */
+	uint32_t moved = NO_SLOT, moved_tail = NO_SLOT;
+	while (e->qhead[dir] != NO_SLOT) {
+		uint32_t i = e->qhead[dir];
+		struct slot *s = &e->slots[i];
+		struct dnp_hop hop;
+
+		engine_inj_pop(e, dir);
+		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
+		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
+			    0 ||
+		    hop.dir == dir || !engine_link_usable(e, hop.dir)) {
+			engine_complete(e, s, -ENOLINK);
+			continue;
+		}
+		s->queue = hop.dir;
+		s->hop_vc = hop.vc;
+		s->rver = e->router.ver;
+		s->next = NO_SLOT;
+		if (moved_tail == NO_SLOT)
+			moved = i;
+		else
+			e->slots[moved_tail].next = i;
+		moved_tail = i;
+	}
+	while (moved != NO_SLOT) {
+		struct slot *s = &e->slots[moved];
+
+		moved = s->next;
+		engine_inj_push(e, s->queue, s);
+	}
+	struct pkt *job;
+	struct pktq jobs = { 0 };
+	while ((job = engine_q_pop(&e->resp[dir])) != NULL) {
+		struct dnp_hop hop;
+		uint16_t via;
+
+		if (job->job_off == 0 && dnp_route_plan(&e->router, job->h.src, &via) == 0 &&
+		    dnp_route_step(&e->router, e->c.self, job->h.src, via, DNP_DIR_LOCAL, 0,
+				   &hop) == 0 &&
+		    hop.dir != dir && engine_link_usable(e, hop.dir)) {
+			job->job_q = hop.dir;
+			job->job_via = via;
+			engine_q_push(&jobs, job);
+			continue;
+		}
+		(void)engine_send_cmpl(e, job->h.src, job->h.src_port, job->h.msg_id, -ENOLINK,
+				       now);
+		engine_pkt_put(e, job);
+	}
+	while ((job = engine_q_pop(&jobs)) != NULL)
+		engine_q_push(&e->resp[job->job_q], job);
+	e->dirty = true;
+}
+
+/*
+ * Is h a frame of link dir? The peer at the other end sends from its output
+ * in the opposite direction, and a link-control frame names the neighbour
+ * itself as its source. A frame recorded on another link (in a ring of size
+ * 2 both links join the same two nodes, and each has its own sequence space)
+ * fails here before its seq or ack is looked at.
+ * (A link epoch, once links have one, is checked here too.)
+ */
+static bool rx_on_own_link(const struct dnp_engine *e, unsigned dir, const struct dnp_pkt_hdr *h)
+{
+	if (h->src_dir != (uint8_t)dnp_torus_opposite((enum dnp_dir)dir))
+		return false;
+	if (h->kind == DNP_PKT_CREDIT &&
+	    !dnp_coord_eq(h->src, dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir)))
+		return false;
+	return true;
+}
+
+/* Drops a received frame (p: its private copy, or NULL) and returns rc. */
+static int rx_drop(struct dnp_engine *e, struct pkt *p, int rc)
+{
+	if (p)
+		engine_pkt_put(e, p);
+	return rc;
+}
+
+/* Records an accepted (or held) frame's header (if not decoded there) and origin in its packet. */
+static void rx_fill(struct pkt *p, const struct dnp_pkt_hdr *h, size_t len, uint32_t words,
+		    unsigned dir)
+{
+	if (h != &p->h)
+		p->h = *h;
+	p->flen = (uint32_t)len;
+	p->words = words;
+	p->in_dir = (uint8_t)dir;
+	p->in_vc = h->vc;
+}
+
+/*
+ * A data frame of link dir that passed the link checks (decoded into h; p
+ * its buffer, or NULL when none was free and it is in copy): held beyond a
+ * gap, dropped (duplicate, FIFO full), or queued on its input FIFO in
+ * sequence, followed by the held frames whose gap it closed.
+ */
+static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct pkt *p,
+		   const uint8_t *copy, const struct dnp_pkt_hdr *h, size_t len, uint64_t now)
+{
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	int rc;
+
+	/* accepted, or a duplicate/gap the peer must hear about at once */
+	engine_ack_mark(x, now, h->seq != dnp_link_ack_value(x->l));
+	if (h->seq != dnp_link_ack_value(x->l)) {
+		rc = dnp_link_rx_seq(x->l, h->seq); /* duplicate or gap */
+		if (rc == -EAGAIN && p) {
+			/* Beyond a gap: held until the gap fills (link.h), or dropped. */
+			rx_fill(p, h, len, words, dir);
+			if (dnp_link_rx_hold(x->l, h->seq, h->vc, words, p) == 0)
+				return 0;
+		}
+		return rx_drop(e, p, rc);
+	}
+	if (dnp_link_rx_occupancy(x->l, h->vc) + words > e->c.link.fifo_words) {
+		(void)dnp_link_rx_accept(x->l, h->vc, words); /* counts the overflow */
+		return rx_drop(e, p, -ENOBUFS);
+	}
+	if (!p) {
+		/*
+		 * The expected frame, and no buffer: the frames held beyond its
+		 * gap would wait for it for ever. They go (their sender resends
+		 * them, as the selective ack no longer names them) and it takes
+		 * a buffer they leave, if the reserve allows.
+		 */
+		void *held[64];
+		unsigned k;
+
+		while ((k = dnp_link_rx_drain(x->l, held, 64)) > 0)
+			for (unsigned i = 0; i < k; i++)
+				engine_pkt_put(e, held[i]);
+		if (!engine_pool_has_rx(e, (uint32_t)len))
+			return -ENOBUFS;
+		p = engine_pkt_get(e, (uint32_t)len);
+		memcpy(p->frame, copy, len);
+	}
+	(void)dnp_link_rx_seq(x->l, h->seq); /* the expected one: accepted */
+	(void)dnp_link_rx_accept(x->l, h->vc, words);
+	rx_fill(p, h, len, words, dir);
+	engine_in_push(e, dir, h->vc, p);
+	/* The frames held behind the gap it closed follow, in order. */
+	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
+		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
+			engine_pkt_put(e, p); /* counted as an overflow; the peer resends it */
+			break;
+		}
+		(void)dnp_link_rx_seq(x->l, p->h.seq);
+		engine_in_push(e, dir, p->in_vc, p);
+	}
+	return 0;
+}
+
+int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
+{
+	struct dnp_pkt_hdr hbuf, *h;
+	const uint8_t *payload;
+	void *freed[64];
+	unsigned n;
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l)
+		return -ENODEV;
+	struct xlink *x = &e->links[dir];
+	if (dnp_link_state(x->l) == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
+		return -ENOLINK;
+	if (len > DNP_MAX_FRAME) {
+		e->st.rx_malformed++;
+		return -EMSGSIZE;
+	}
+	/*
+	 * The frame may sit in memory the peer can still write (shm links):
+	 * copy it first, then decode and use only the copy. The copy goes
+	 * into the packet buffer that will hold it, or, when none is free,
+	 * into e->rxcopy so that its ack and credits are still heard.
+	 */
+	struct pkt *p =
+		engine_pool_has_rx(e, (uint32_t)len) ? engine_pkt_get(e, (uint32_t)len) : NULL;
+	uint8_t *copy = p ? p->frame : e->rxcopy;
+
+	if (!p)
+		e->st.rx_nobuf++;
+	memcpy(copy, frame, len);
+	h = p ? &p->h : &hbuf; /* decoded where the packet keeps it: no second copy */
+	int rc = dnp_pkt_decode(copy, len, h, &payload);
+	if (rc < 0) {
+		if (rc == -EILSEQ)
+			e->st.rx_crc_errors++;
+		else
+			e->st.rx_malformed++;
+		return rx_drop(e, p, rc);
+	}
+	if (!rx_on_own_link(e, dir, h)) {
+		e->st.rx_wrong_link++;
+		return rx_drop(e, p, -EXDEV);
+	}
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	dnp_link_stats_rx(x->l, words);
+	e->dirty = true;
+
+	/* Epochs (link.h): a RESET frame drives the handshake, others must match. */
+	if (h->lflags & DNP_LINK_F_RESET) {
+		link_transition(e, dir, dnp_link_on_reset(x->l, h->epoch, h->credit, now), now);
+		return rx_drop(e, p, 0);
+	}
+	rc = dnp_link_rx_epoch(x->l, h->epoch, now);
+	if (rc < 0)
+		return rx_drop(e, p, rc);
+	if (rc)
+		link_transition(e, dir, (unsigned)rc, now);
+
+	/* The peer's cumulative ack frees our unacked packets. */
+	while ((n = dnp_link_on_ack(x->l, h->ack, freed, 64, now)) > 0) {
+		for (unsigned i = 0; i < n; i++)
+			engine_pkt_put(e, freed[i]);
+		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
+		if (n < 64)
+			break;
+	}
+	if (h->kind == DNP_PKT_CREDIT) {
+		/* What the peer holds beyond a gap: resend only what it lacks. */
+		(void)dnp_link_on_sack(x->l, h->ack, h->sack, now);
+		dnp_link_on_credit(x->l, h->credit, now);
+		return rx_drop(e, p, 0);
+	}
+	if (h->vc >= e->c.link.nvc) { /* a VC this link does not have: never indexes in[][] */
+		e->st.rx_malformed++;
+		return rx_drop(e, p, -ERANGE);
+	}
+	return rx_data(e, x, dir, p, copy, h, len, now);
+}

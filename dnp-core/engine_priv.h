@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_priv.h — the inside of the engine (engine.h is its contract): the
+ * struct dnp_engine, its small shared helpers, and the functions the engine's
+ * files call in each other. Nothing outside dnp-core/engine*.c includes it.
+ *
+ * The engine is one sans-I/O state machine split by concern:
+ *   engine.c          glue: configuration, create/destroy, the run loop
+ *                     (dnp_engine_run), timeouts, tx_burst, events, ports,
+ *                     buffers and the link accessors
+ *   engine_cmd.c      command intake (dnp_engine_submit), the command slots,
+ *                     injection of command packets and GET responses
+ *   engine_deliver.c  delivery of packets addressed to this node (PUT,
+ *                     GET request and response; SEND via engine_send.c)
+ *   engine_send.c     SEND targets (posts) and SEND reassembly
+ *   engine_cmpl.c     completion reports: CMPL packets and their batching
+ *   engine_route.c    the switch (input FIFO heads to links or delivery) and
+ *                     routing state (cables, ROUTE announcements, first hops)
+ *   engine_link.c     link events (broken, up again) and frame intake
+ *                     (dnp_engine_rx)
+ *   engine_diag.c     DIAG packets of the LO|FA|MO fault manager
+ * The library is built as one unity translation unit (dnp-core/meson.build),
+ * so functions declared here are still inlined across these files; every
+ * file also compiles on its own (the fuzz harnesses do so).
+ *
+ * Packet buffers come from two preallocated pools (small frames and full
+ * frames). A packet is owned by exactly one place at a time: an input FIFO
+ * (per link and VC, plus the local control FIFO), a link's unacked list
+ * (sent or waiting for its first transmission), a GET responder queue, or
+ * the free list.
+ */
+#ifndef DNP_ENGINE_PRIV_H
+#define DNP_ENGINE_PRIV_H
+
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define NIN (DNP_NDIRS + 1) /* six links and the local input */
+#define SMALL_FRAME 256u    /* frames up to this size use the small pool */
+#define MAX_RUN_ROUNDS 64   /* bound on work done by one dnp_engine_run */
+#define NO_SLOT UINT32_MAX
+
+struct pkt {
+	struct pkt *next;
+	struct dnp_pkt_hdr h;
+	uint32_t flen;
+	uint32_t words;
+	uint32_t seq;
+	uint8_t in_dir, in_vc;
+	uint8_t big;
+	uint8_t hops_tx; /* hop count the frame carries on its next link */
+	uint8_t *frame;
+	/*
+	 * A delivered GET request becomes its own responder job: h describes
+	 * the request, these fields what is left to send back.
+	 */
+	uint64_t job_off;    /* bytes of the response sent so far */
+	uint64_t job_dst_va; /* requester's buffer */
+	uint32_t job_dst_key;
+	uint32_t job_len;
+	uint8_t job_q;    /* responder queue (first-hop direction towards the requester) */
+	uint16_t job_via; /* route plan towards the requester */
+};
+
+struct pktq {
+	struct pkt *head, *tail;
+	uint32_t n;
+};
+
+struct xlink {
+	struct dnp_link *l;
+	bool credit_pending;
+	bool ack_dirty;     /* ack or FIFO occupancy changed since the last credit we sent */
+	bool ack_urgent;    /* ... and the peer must hear it at once (duplicate or gap) */
+	uint64_t ack_since; /* when ack_dirty was set */
+	uint32_t ack_told;  /* the ack of the last frame we sent */
+	uint32_t next_tx;   /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
+	bool was_up;        /* UP at least once: later UPs are reported as LINK events */
+	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
+	uint8_t rframe[DNP_FRAME_OVERHEAD];   /* RESET frame (may go out beside a credit) */
+};
+
+/* The ack or our FIFO changed: a credit is due (now if urgent, else see ack_delay). */
+static inline void engine_ack_mark(struct xlink *x, uint64_t now, bool urgent)
+{
+	if (!x->ack_dirty) {
+		x->ack_dirty = true;
+		x->ack_since = now;
+	}
+	x->ack_urgent |= urgent;
+}
+
+enum slot_state {
+	SLOT_FREE = 0,
+	SLOT_ACTIVE
+};
+
+struct slot {
+	uint8_t state;
+	uint8_t orphan;    /* its port closed: complete silently */
+	uint8_t injecting; /* still in an injection queue */
+	uint8_t port;
+	uint8_t queue;   /* injection queue index (first-hop dir, or LOCAL) */
+	uint32_t next;   /* injection queue link */
+	uint32_t msg_id; /* on the wire */
+	uint64_t offset; /* bytes injected so far */
+	uint64_t t_submit;
+	struct dnp_cmd c;
+	struct dnp_coord dst;
+	uint16_t via;   /* route plan (route.h): 0 direct, else through a via */
+	uint8_t hop_vc; /* VC of its first hop, as routed while router.ver was rver */
+	uint32_t rver;
+	uint64_t got; /* GET: response bytes received */
+};
+
+/*
+ * The PUT a source node is sending here, fragment by fragment: a source
+ * sends one message after the other to a node, in order on one path, so a
+ * fragment out of that sequence means some were lost with a link (a path
+ * that broke, and then came back or was rerouted): the message then ends
+ * with an error instead of an RX event (docs/routing.md).
+ */
+struct puttrack {
+	uint32_t src_id;
+	uint32_t msg_id;
+	uint32_t next; /* offset of the fragment expected next */
+	uint8_t port;  /* source port */
+	uint8_t ok;    /* every fragment so far arrived, in order */
+};
+#define PUTTRACK_MAX 65536u
+
+struct evq {
+	struct dnp_event *ev;
+	uint32_t head, tail; /* free-running */
+	uint32_t reserved;   /* slots promised to outstanding commands */
+	bool open;
+	/*
+	 * A message gave up waiting for room (deliver_timeout): until the
+	 * application drains an event, the next ones fail at once instead of
+	 * each waiting again.
+	 */
+	bool overrun;
+	uint32_t send_head, send_tail; /* SEND-target posts, indices into e->posts */
+};
+
+struct post {
+	uint64_t va, len;
+	uint32_t next;
+	uint8_t used;
+};
+
+struct sendasm {
+	bool active;
+	struct dnp_coord src;
+	uint8_t src_port, dst_port;
+	uint32_t msg_id;
+	uint64_t va, len;
+	uint32_t msg_len;
+	uint64_t t_last; /* when its latest fragment arrived (reasm_timeout) */
+};
+
+/*
+ * What this node knows of a cable's state (docs/routing.md): the cable is
+ * the + link of 'node' in dimension 'dim'; 'ver' orders reports (newer
+ * wins, compared as serial numbers); 'pend' has a bit per own link on which
+ * the state must still be told.
+ */
+struct cable {
+	uint32_t node;
+	uint8_t dim;
+	uint8_t down;
+	uint8_t pend;
+	uint16_t ver;
+};
+#define CABLES 256
+#define ROUTE_ENTRY 8u /* node u32, dim u8, down u8, ver u16 */
+#define ROUTE_MAX_ENTRIES 32u
+
+/*
+ * First hops of packets that start here, by destination: dnp_route_step
+ * from this node at injection (DNP_DIR_LOCAL, VC 0) depends only on the
+ * router, whose version says when it changed, and on dst and via.
+ */
+struct hopc {
+	uint32_t ver; /* router.ver it was computed under (0: empty) */
+	uint32_t dst_id;
+	uint16_t via;
+	struct dnp_hop hop;
+};
+#define HOPC 64u /* entries, direct-mapped by destination id */
+
+/*
+ * Success reports waiting to leave as one CMPL frame (docs/protocol.md,
+ * "Completion reports"): the ids of messages this node delivered whose
+ * sender is 'to', port 'port'. n == 0: unused.
+ */
+struct cmplb {
+	struct dnp_coord to;
+	uint8_t port;
+	uint8_t n;
+	uint32_t ids[1 + DNP_CMPL_MAX_EXTRA];
+};
+#define CMPLB 4u /* batches open at once (distinct senders in one pass) */
+#define CMPL_FRAME_MAX (DNP_FRAME_OVERHEAD + DNP_CMPL_MAX_EXTRA * 4u) /* the largest CMPL frame */
+static_assert(CMPL_FRAME_MAX <= SMALL_FRAME, "a full batch fits a small packet buffer");
+
+/* The head of an input FIFO waiting for room in a port's event queue. */
+struct inwait {
+	bool on;
+	uint64_t since;
+};
+
+struct dnp_engine {
+	struct dnp_engine_conf c;
+	struct dnp_router router;
+	struct dnp_buftab *bt;
+	uint32_t self_id;
+	struct xlink links[DNP_NDIRS];
+	struct pktq in[NIN][DNP_MAX_VC];
+	uint32_t in_mask; /* bit in * DNP_MAX_VC + vc: in[in][vc] may hold packets */
+	struct inwait wait[NIN][DNP_MAX_VC]; /* deliver_timeout */
+	struct inwait lo_wait; /* the same for the head of the loopback injection queue */
+	struct pkt *free_small, *free_big;
+	struct pkt *pkts;
+	uint8_t *frames;
+	uint32_t npkts, pkts_used;
+	struct slot *slots;
+	uint32_t free_slot; /* free list through slot.next */
+	uint32_t nactive;
+	uint32_t gen;
+	uint32_t qhead[NIN], qtail[NIN];
+	struct pktq resp[NIN]; /* GET responder jobs, by first-hop direction */
+	struct evq *ports;
+	struct dnp_event *evmem;
+	struct post *posts;
+	uint32_t free_post;
+	struct sendasm *sends;
+	uint32_t nsends; /* active reassemblies */
+	struct dnp_keygen keys;
+	uint64_t next_timeout_check;
+	uint64_t now; /* the latest time the driver gave (for calls that take none) */
+	bool dirty;
+	uint8_t scratch[DNP_MAX_PAYLOAD];
+	uint8_t rxcopy[DNP_MAX_FRAME]; /* private copy of a frame no packet buffer could take */
+	uint8_t rr;
+	/* LO|FA|MO: DIAG packets delivered here, waiting for the fault manager. */
+	struct {
+		struct dnp_coord src;
+		uint8_t len;
+		uint8_t data[DNP_ENGINE_DIAG_MAX];
+	} diag[DNP_ENGINE_DIAG_QUEUE];
+	uint32_t diag_head, diag_tail; /* free-running */
+	struct cable cables[CABLES];
+	uint32_t ncables;
+	struct puttrack *puts; /* by source node id modulo nputs */
+	uint32_t nputs;
+	struct hopc hopc[HOPC];
+	struct cmplb cmplb[CMPLB];
+	uint32_t ncmplb;     /* batches with n > 0 */
+	uint32_t cmplb_next; /* the batch a new sender takes over when all are open */
+	struct dnp_engine_stats st;
+};
+
+static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
+{
+	struct pkt **fl = flen <= SMALL_FRAME ? &e->free_small : &e->free_big;
+	struct pkt *p = *fl;
+
+	if (!p && flen <= SMALL_FRAME)
+		fl = &e->free_big, p = *fl; /* a small frame may borrow a big buffer */
+	if (!p)
+		return NULL;
+	*fl = p->next;
+	p->next = NULL;
+	e->pkts_used++;
+	return p;
+}
+
+static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
+{
+	struct pkt **fl = p->big ? &e->free_big : &e->free_small;
+
+	p->next = *fl;
+	*fl = p;
+	e->pkts_used--;
+}
+
+static inline bool engine_pool_has(const struct dnp_engine *e, uint32_t flen)
+{
+	return flen <= SMALL_FRAME ? (e->free_small || e->free_big) : e->free_big != NULL;
+}
+
+/* Two buffers for small frames free (an error report and the batch before it)? */
+static inline bool engine_pool_has_two_small(const struct dnp_engine *e)
+{
+	return e->npkts - e->pkts_used >= 2; /* any free buffer takes a small frame */
+}
+
+/*
+ * A frame from a link is kept only while this many buffers stay free for
+ * the reports of the deliveries before it (an error report and the batch it
+ * flushes): otherwise incoming frames could take the last buffers, and the
+ * packets at the heads of the input FIFOs would wait for ever for a buffer
+ * for their report, holding every buffer that could free one. A frame not
+ * kept still gives its ack and credits; its sender sends it again.
+ */
+#define RX_RESERVE 2u
+
+static inline bool engine_pool_has_rx(const struct dnp_engine *e, uint32_t flen)
+{
+	return engine_pool_has(e, flen) && e->npkts - e->pkts_used > RX_RESERVE;
+}
+
+static inline void engine_q_push(struct pktq *q, struct pkt *p)
+{
+	p->next = NULL;
+	if (q->tail)
+		q->tail->next = p;
+	else
+		q->head = p;
+	q->tail = p;
+	q->n++;
+}
+
+/* Queues p on input FIFO (in, vc), which engine_route_inputs then visits. */
+static inline void engine_in_push(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt *p)
+{
+	engine_q_push(&e->in[in][vc], p);
+	e->in_mask |= 1u << (in * DNP_MAX_VC + vc);
+}
+
+/*
+ * A packet made here (a report, DIAG or ROUTE; header in p->h, frame of flen
+ * bytes encoded) joins the local input FIFO, where it starts like a command.
+ */
+static inline void engine_local_push(struct dnp_engine *e, struct pkt *p, uint32_t flen)
+{
+	p->flen = flen;
+	p->words = flen / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->in_vc = 0;
+	p->hops_tx = 0;
+	engine_in_push(e, DNP_DIR_LOCAL, 0, p);
+	e->dirty = true;
+}
+
+static inline struct pkt *engine_q_pop(struct pktq *q)
+{
+	struct pkt *p = q->head;
+
+	if (p) {
+		q->head = p->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->n--;
+		p->next = NULL;
+	}
+	return p;
+}
+
+static inline uint32_t engine_evq_used(const struct evq *q)
+{
+	return q->tail - q->head;
+}
+
+/* Room for an event nobody reserved (RX events). */
+static inline bool engine_evq_room(const struct dnp_engine *e, const struct evq *q)
+{
+	return engine_evq_used(q) + q->reserved < e->c.event_queue;
+}
+
+static inline void engine_evq_push(struct dnp_engine *e, struct evq *q, const struct dnp_event *ev)
+{
+	q->ev[q->tail & (e->c.event_queue - 1)] = *ev;
+	q->tail++;
+	e->st.events++;
+}
+
+static inline bool engine_coord_self(const struct dnp_engine *e, struct dnp_coord c)
+{
+	return dnp_coord_eq(c, e->c.self);
+}
+
+/* The node whose command a data packet serves (where errors must go). */
+static inline struct dnp_coord engine_pkt_owner(const struct dnp_pkt_hdr *h, uint8_t *port)
+{
+	if (h->kind == DNP_PKT_GET_RESP) {
+		*port = h->dst_port;
+		return h->dst;
+	}
+	*port = h->src_port;
+	return h->src;
+}
+
+static_assert(DNP_VIA_RSVD == DNP_PKT_VIA_RSVD, "route.h and pkt.h agree on the via code");
+static_assert(NIN * DNP_MAX_VC <= 32, "every input FIFO has a bit in in_mask");
+
+static inline bool engine_link_usable(const struct dnp_engine *e, unsigned dir)
+{
+	return dir < DNP_NDIRS && e->links[dir].l &&
+	       dnp_link_state(e->links[dir].l) != DNP_LINK_BROKEN;
+}
+
+/* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
+#define DELIVER_KEPT 1
+/* The last fragment of a PUT/SEND waits for room in its port's event queue. */
+#define DELIVER_FULL 2
+
+/* ------------------------------------------------ commands (engine_cmd.c) */
+/*
+ * A command lives in a slot from dnp_engine_submit to its one completion
+ * event. While 'injecting' it sits in the injection queue of its first hop
+ * (qhead/qtail by direction, DNP_DIR_LOCAL for loopback); after its last
+ * packet left it waits for its completion report (engine_handle_cmpl).
+ */
+
+/* The live command with this wire id, or NULL (ended, or never ours). */
+struct slot *engine_slot_by_msg(struct dnp_engine *e, uint32_t msg_id);
+/*
+ * Ends a command with its one completion event (status 0 or -errno) and
+ * frees its slot; a command still in an injection queue is left for the
+ * injector, which completes it when it dequeues.
+ */
+void engine_complete(struct dnp_engine *e, struct slot *s, int status);
+/* Fails a command that may still sit in an injection queue (marked, then ended there). */
+void engine_fail_cmd(struct dnp_engine *e, struct slot *s, int status);
+/* Appends s to injection queue qi / takes the head off queue qi (the caller holds it). */
+void engine_inj_push(struct dnp_engine *e, unsigned qi, struct slot *s);
+void engine_inj_pop(struct dnp_engine *e, unsigned qi);
+/* Up to 64 packets of GET responses, then of commands, per queue; true on progress. */
+bool engine_inject(struct dnp_engine *e, uint64_t now);
+
+/* -------------------------------------- completion reports (engine_cmpl.c) */
+/*
+ * Every PUT, SEND and GET request delivered or refused here is reported to
+ * the node whose command it serves (docs/protocol.md, "Completion reports"):
+ * successes in batches (one CMPL frame per sender and port, flushed at the
+ * end of each engine round or when full), errors at once and after the
+ * batch of their sender, so the order of delivery is kept.
+ */
+
+/* A report for this node's own command msg_id: ends it with status (if still live). */
+void engine_handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status);
+/*
+ * Queues a completion report for 'to' (or completes locally). Returns 0, or
+ * -EAGAIN when no buffer is free (the caller retries later; delivery checks
+ * first that one is, so a written message's report is never refused).
+ */
+int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
+		     int status, uint64_t now);
+/* Every open batch out; true if one left. */
+bool engine_cmplb_flush_all(struct dnp_engine *e, uint64_t now);
+
+/* -------------------------------------------------- delivery (engine_deliver.c) */
+/*
+ * A packet addressed to this node is delivered at the head of its input
+ * FIFO, or straight from the injector for loopback: memory written (all or
+ * nothing per fragment, keys and bounds checked), RX event for the last
+ * fragment, completion report to its owner. It waits (stays at the head)
+ * while no buffer for the report is free or its port's event queue is full,
+ * the latter for at most deliver_timeout.
+ */
+
+/*
+ * Delivers h (p: its buffer, NULL for loopback). Returns 0 when handled,
+ * DELIVER_KEPT when p now belongs to a responder queue, DELIVER_FULL when
+ * its port's event queue has no room, or -EAGAIN when no buffer for the
+ * answer is free: it then stays where it is.
+ */
+int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		   struct pkt *p, uint64_t now);
+/* A refused data packet: counted and reported to its owner once per message. Returns 0. */
+int engine_deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int rc, uint64_t now);
+/* The last fragment of a PUT/SEND was written: RX event (room checked) and report. */
+int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
+			   uint8_t type, uint8_t op, uint64_t va, uint64_t now);
+/* The writes into [va, va + len) of port landed (dnp_mem_ops.flush): 0 or -EFAULT. */
+int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len);
+/* A message waited deliver_timeout for event room: it fails back with -EOVERFLOW. */
+void engine_deliver_give_up(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now);
+/* Has the wait w for room in port's event queue lasted deliver_timeout (or is it overrun)? */
+bool engine_full_wait_over(struct dnp_engine *e, struct inwait *w, uint8_t port, uint64_t now);
+
+/* ------------------------------------------ SEND reassembly (engine_send.c) */
+/*
+ * SEND targets are posted buffers, taken in order by arriving SENDs (a
+ * port's send_head list of e->posts). A multi-packet SEND holds one of
+ * max_sends reassembly slots from its first fragment to its last, or to
+ * reasm_timeout; a SEND that fails gives its buffer back to the head.
+ */
+
+/* Removes a SEND post of port q whose buffer starts at va (if any). */
+void engine_post_remove(struct dnp_engine *e, struct evq *q, uint64_t va);
+/* The reassembly of h's message, or NULL. */
+struct sendasm *engine_send_find(struct dnp_engine *e, const struct dnp_pkt_hdr *h);
+/* The reassembly slot is free again (a single-packet SEND never took one). */
+void engine_send_end(struct dnp_engine *e, struct sendasm *a);
+/* A SEND that took buffer va of port failed: the buffer goes back to the head of its queue. */
+void engine_post_front(struct dnp_engine *e, uint8_t port, uint64_t va, uint64_t len);
+/* A reassembly got no fragment for reasm_timeout: reclaimed, RX_ERROR -ETIMEDOUT. */
+void engine_send_timeout(struct dnp_engine *e, struct sendasm *a);
+/* Delivers a SEND fragment (engine_deliver's contract for SEND). */
+int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+			struct evq *q, uint64_t now);
+
+/* ------------------------------------------------- routing (engine_route.c) */
+/*
+ * The switch moves the head of each input FIFO (six links and the local
+ * one) to its next link when that link's VC has credit, or delivers it
+ * here. Routing state: what this node knows of every cable (struct cable),
+ * told to the neighbours in ROUTE packets and fed to the router, whose
+ * version invalidates the cached first hops (struct hopc).
+ */
+
+/* The route plan for a packet of this node's to dst (0, direct, when none avoids the faults). */
+uint16_t engine_via_for(struct dnp_engine *e, struct dnp_coord dst);
+/* dnp_route_step from this node at injection, cached while the router is unchanged. */
+int engine_local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via, struct dnp_hop *hop);
+/* Own link dir went BROKEN (down) or UP: a new version of its cable's state. */
+void engine_cable_local(struct dnp_engine *e, unsigned dir, bool down);
+/* A neighbour's ROUTE packet: newer states adopted and passed on. */
+void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload);
+/* Tells each UP link the cable states it has not heard yet, in ROUTE packets. */
+void engine_route_announce(struct dnp_engine *e, uint64_t now);
+/* One round-robin pass of the switch over the input FIFOs; true on progress. */
+bool engine_route_inputs(struct dnp_engine *e, uint64_t now);
+
+/* ------------------------------------------------------ links (engine_link.c) */
+/*
+ * A link that breaks drains what it held (owners told -ENOLINK), reports
+ * a LINK event, marks its cable down and moves the commands queued on it to
+ * a detour when they have sent nothing yet. Frames enter through
+ * dnp_engine_rx (engine.h).
+ */
+
+/* Hands p to link dir (credit was checked). */
+void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc, struct pkt *p,
+			 uint64_t now);
+/* A packet that cannot go anywhere: its owner is told status (data packets), p is freed. */
+void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now);
+/* Link dir broke (the link module said so, or the driver did). */
+void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now);
+
+/* ------------------------------------------------------- DIAG (engine_diag.c) */
+
+/* A DIAG for the fault manager: queued, or counted as dropped when its queue is full. */
+void engine_diag_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload);
+
+#endif /* DNP_ENGINE_PRIV_H */

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_route.c — the switch and routing state: input FIFO heads move to
+ * their next link or are delivered here; cable states are learnt, adopted
+ * and announced in ROUTE packets (docs/routing.md). Contract: engine_priv.h,
+ * "routing".
+ */
+#include "engine_priv.h"
+
+/*
+ * The route plan for a packet of this node's to dst: 0 (direct) when none
+ * avoids the known faults, so that its link refuses it as before.
+ */
+uint16_t engine_via_for(struct dnp_engine *e, struct dnp_coord dst)
+{
+	uint16_t via;
+
+	if (!e->router.n_faults)
+		return 0; /* no known fault: every plan is direct (dnp_route_plan) */
+	return dnp_route_plan(&e->router, dst, &via) < 0 ? 0 : via;
+}
+
+/*
+ * dnp_route_step(router, self, dst, via, DNP_DIR_LOCAL, 0, hop) for a packet
+ * that starts at this node, remembered while the router is unchanged.
+ */
+int engine_local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via, struct dnp_hop *hop)
+{
+	if (!dnp_torus_contains(&e->c.torus, dst))
+		return dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, hop);
+	uint32_t id = dnp_torus_id(&e->c.torus, dst);
+	struct hopc *c = &e->hopc[id & (HOPC - 1)];
+
+	if (c->ver == e->router.ver && c->dst_id == id && c->via == via) {
+		*hop = c->hop;
+		return 0;
+	}
+	int rc = dnp_route_step(&e->router, e->c.self, dst, via, DNP_DIR_LOCAL, 0, hop);
+	if (rc == 0)
+		*c = (struct hopc){ .ver = e->router.ver, .dst_id = id, .via = via, .hop = *hop };
+	return rc;
+}
+
+/* Bits of the links this node has. */
+static uint8_t links_mask(const struct dnp_engine *e)
+{
+	uint8_t m = 0;
+
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		if (e->links[d].l)
+			m |= (uint8_t)(1u << d);
+	return m;
+}
+
+static struct cable *cable_find(struct dnp_engine *e, uint32_t node, unsigned dim)
+{
+	for (uint32_t i = 0; i < e->ncables; i++)
+		if (e->cables[i].node == node && e->cables[i].dim == dim)
+			return &e->cables[i];
+	return NULL;
+}
+
+/* A new entry (state up, version 0), or NULL when the table is full. */
+static struct cable *cable_new(struct dnp_engine *e, uint32_t node, unsigned dim)
+{
+	if (e->ncables == CABLES) {
+		e->st.route_overflow++;
+		return NULL;
+	}
+	struct cable *c = &e->cables[e->ncables++];
+	*c = (struct cable){ .node = node, .dim = (uint8_t)dim };
+	return c;
+}
+
+/* Adopts a state: the router learns it, and every link is to be told. */
+static void cable_set(struct dnp_engine *e, struct cable *c, bool down, uint16_t ver)
+{
+	c->down = down;
+	c->ver = ver;
+	c->pend = links_mask(e);
+	if (dnp_route_set_cable(&e->router, dnp_torus_coord(&e->c.torus, c->node), 2u * c->dim,
+				down) < 0)
+		e->st.route_overflow++;
+	e->st.route_changes++;
+	e->dirty = true;
+}
+
+/* The cable behind own link dir: the + link of self, or of the - neighbour. */
+static uint32_t cable_node(const struct dnp_engine *e, unsigned dir)
+{
+	if (!(dir & 1u))
+		return e->self_id;
+	return dnp_torus_id(&e->c.torus,
+			    dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir));
+}
+
+/* Own link dir went BROKEN (down) or UP: a new version of its cable's state. */
+void engine_cable_local(struct dnp_engine *e, unsigned dir, bool down)
+{
+	uint32_t node = cable_node(e, dir);
+	struct cable *c = cable_find(e, node, dir / 2);
+
+	if (!c && !down)
+		return; /* never known broken: nothing to tell */
+	if (!c && !(c = cable_new(e, node, dir / 2)))
+		return;
+	if (c->down != down || !c->ver)
+		cable_set(e, c, down, (uint16_t)(c->ver + 1));
+}
+
+/* Whether the cable (node, dim) is own link dir, for some dir (set in *dir). */
+static bool cable_is_own(const struct dnp_engine *e, uint32_t node, unsigned dim, unsigned *dir)
+{
+	for (unsigned d = 2 * dim; d < 2 * dim + 2; d++)
+		if (e->links[d].l && cable_node(e, d) == node) {
+			*dir = d;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A neighbour's ROUTE packet: entries of node u32, dim u8, down u8, ver u16.
+ * A newer state is adopted (and passed on); a report on one of this node's
+ * own cables that contradicts its link is answered with a newer version of
+ * the truth, so stale reports die out.
+ */
+void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+{
+	uint32_t size = dnp_torus_size(&e->c.torus);
+
+	if (h->len % ROUTE_ENTRY || h->len > ROUTE_ENTRY * ROUTE_MAX_ENTRIES) {
+		e->st.rx_malformed++;
+		return;
+	}
+	e->st.route_rx++;
+	for (unsigned i = 0; i < h->len / ROUTE_ENTRY; i++) {
+		const uint8_t *b = payload + i * ROUTE_ENTRY;
+		uint32_t node = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				(uint32_t)b[3] << 24;
+		unsigned dim = b[4], down = b[5], own_dir;
+		uint16_t ver = (uint16_t)(b[6] | b[7] << 8);
+
+		if (node >= size || dim > 2 || down > 1) {
+			e->st.rx_malformed++;
+			return;
+		}
+		struct cable *c = cable_find(e, node, dim);
+		bool newer = !c || (int16_t)(ver - c->ver) > 0;
+
+		if (cable_is_own(e, node, dim, &own_dir)) {
+			bool truth = !engine_link_usable(e, own_dir);
+
+			if (!c && !(c = cable_new(e, node, dim)))
+				continue;
+			if (down != truth && (newer || ver == c->ver))
+				cable_set(e, c, truth, (uint16_t)((newer ? ver : c->ver) + 1));
+			else if (newer)
+				cable_set(e, c, down, ver);
+			continue;
+		}
+		if (!newer)
+			continue;
+		if (!c && !down)
+			continue; /* an unknown cable that is fine: nothing to learn */
+		if (!c && !(c = cable_new(e, node, dim)))
+			continue;
+		cable_set(e, c, down, ver);
+	}
+}
+
+/* Tells each UP link the cable states it has not heard yet, in ROUTE packets. */
+void engine_route_announce(struct dnp_engine *e, uint64_t now)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		struct xlink *x = &e->links[d];
+		uint8_t bit = (uint8_t)(1u << d);
+		uint8_t buf[ROUTE_ENTRY * ROUTE_MAX_ENTRIES];
+
+		if (!x->l || dnp_link_state(x->l) != DNP_LINK_UP)
+			continue;
+		for (;;) {
+			unsigned n = 0;
+
+			for (uint32_t i = 0; i < e->ncables && n < ROUTE_MAX_ENTRIES; i++) {
+				const struct cable *c = &e->cables[i];
+
+				if (!(c->pend & bit))
+					continue;
+				uint8_t *b = buf + n++ * ROUTE_ENTRY;
+				b[0] = (uint8_t)c->node;
+				b[1] = (uint8_t)(c->node >> 8);
+				b[2] = (uint8_t)(c->node >> 16);
+				b[3] = (uint8_t)(c->node >> 24);
+				b[4] = c->dim;
+				b[5] = c->down;
+				b[6] = (uint8_t)c->ver;
+				b[7] = (uint8_t)(c->ver >> 8);
+			}
+			if (!n)
+				break;
+			struct pkt *p =
+				engine_pkt_get(e, (uint32_t)dnp_pkt_frame_len(n * ROUTE_ENTRY));
+			if (!p)
+				return; /* no buffer: told later */
+			struct dnp_coord nb =
+				dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)d);
+			struct dnp_pkt_hdr h = {
+				.lflags = DNP_LINK_F_SEQ,
+				.dst = nb,
+				.src = e->c.self,
+				.kind = DNP_PKT_ROUTE,
+				.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST,
+				.len = (uint16_t)(n * ROUTE_ENTRY),
+				.msg_len = n * ROUTE_ENTRY,
+				.timestamp = (uint32_t)now,
+			};
+			int len = dnp_pkt_encode(&h, buf, p->frame, DNP_MAX_FRAME);
+			if (len < 0) {
+				engine_pkt_put(e, p);
+				return;
+			}
+			p->h = h;
+			engine_local_push(e, p, (uint32_t)len);
+			e->st.route_tx++;
+			/* those entries are on their way */
+			for (uint32_t i = 0, k = 0; i < e->ncables && k < n; i++)
+				if (e->cables[i].pend & bit) {
+					e->cables[i].pend &= (uint8_t)~bit;
+					k++;
+				}
+		}
+	}
+}
+
+/* Words left the RX FIFO of link input 'in': the peer may be waiting to hear it. */
+static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t words)
+{
+	e->wait[in][vc].on = false; /* the head moved */
+	if (in >= DNP_NDIRS)
+		return;
+	dnp_link_rx_release(e->links[in].l, vc, words);
+	engine_ack_mark(&e->links[in], e->now, false);
+}
+
+/* Tries to move the head of input (dir, vc). Returns true on progress. */
+static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t now)
+{
+	struct pktq *q = &e->in[in][vc];
+	struct pkt *p = q->head;
+	struct dnp_hop hop;
+
+	if (!p)
+		return false;
+	/* a packet made here (a report, DIAG, ROUTE) starts like a command */
+	int rrc = in == DNP_DIR_LOCAL && vc == 0 && engine_coord_self(e, p->h.src) ?
+			  engine_local_hop(e, p->h.dst, p->h.via, &hop) :
+			  dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop);
+	if (rrc < 0) {
+		engine_q_pop(q);
+		in_release(e, in, vc, p->words);
+		e->st.rx_misrouted++;
+		engine_drop_unroutable(e, p, -EHOSTUNREACH, now);
+		return true;
+	}
+	if (hop.dir == DNP_DIR_LOCAL) {
+		const uint8_t *payload = p->frame + DNP_PAYLOAD_OFF;
+		int rc = engine_deliver(e, &p->h, payload, p, now);
+		if (rc == -EAGAIN)
+			return false;
+		if (rc == DELIVER_FULL) {
+			if (!engine_full_wait_over(e, &e->wait[in][vc], p->h.dst_port, now))
+				return false;
+			engine_deliver_give_up(e, &p->h, now);
+		}
+		engine_q_pop(q);
+		in_release(e, in, vc, p->words);
+		e->st.pkts_delivered++;
+		if (rc == DELIVER_KEPT)
+			engine_q_push(&e->resp[p->job_q], p);
+		else
+			engine_pkt_put(e, p);
+		return true;
+	}
+	if (!engine_link_usable(e, hop.dir)) {
+		engine_q_pop(q);
+		in_release(e, in, vc, p->words);
+		engine_drop_unroutable(e, p, -ENOLINK, now);
+		return true;
+	}
+	struct xlink *x = &e->links[hop.dir];
+	/* Nothing is queued on a link before it is UP: going UP restarts its counters. */
+	if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
+	    !dnp_link_can_start(x->l, hop.vc, p->words))
+		return false;
+	engine_q_pop(q);
+	if (in < DNP_NDIRS)
+		e->st.pkts_forwarded++;
+	in_release(e, in, vc, p->words);
+	p->hops_tx = (uint8_t)(p->h.hops + 1);
+	engine_link_enqueue(e, hop.dir, hop.vc, p, now);
+	return true;
+}
+
+/*
+ * Visits the inputs round-robin, starting one further each call; only the
+ * FIFOs in in_mask can hold a packet (an empty one is skipped, as
+ * route_one would do nothing with it).
+ */
+bool engine_route_inputs(struct dnp_engine *e, uint64_t now)
+{
+	bool progress = false;
+	unsigned in = e->rr;
+
+	for (unsigned k = 0; k < NIN && e->in_mask; k++, in = in + 1 == NIN ? 0 : in + 1) {
+		uint32_t bits = (e->in_mask >> (in * DNP_MAX_VC)) & ((1u << DNP_MAX_VC) - 1u);
+
+		for (unsigned vc = 0; bits && vc < e->c.link.nvc; vc++, bits >>= 1) {
+			if (!(bits & 1u))
+				continue;
+			while (route_one(e, in, vc, now))
+				progress = true;
+			if (!e->in[in][vc].head)
+				e->in_mask &= ~(1u << (in * DNP_MAX_VC + vc));
+		}
+	}
+	e->rr = (uint8_t)(e->rr + 1 == NIN ? 0 : e->rr + 1);
+	return progress;
+}

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_engine_cmpl — completion under pressure: lost reports and the command
+ * deadline, SEND reassembly timeouts, slow applications (deliver_timeout),
+ * report batches, a handful of packet buffers, mutual GET storms. Engines on
+ * an X ring wired frame by frame (test_engine_harness.h).
+ */
+#include "test_engine_harness.h"
+
+/*
+ * Two nodes fill their command tables with GETs from each other: the slots
+ * kept for responders let every GET finish instead of both waiting for ever.
+ */
+static void test_engine_mutual_get_storm(void **state)
+{
+	setup_nodes(2);
+	uint32_t src_key[2], dst_key[2];
+	unsigned issued[2] = { 0, 0 }, done[2] = { 0, 0 };
+
+	for (unsigned n = 0; n < 2; n++) {
+		fill(nodes[n].mem[0], 65536, n + 1);
+		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE, 65536, DNP_BUF_GET_SOURCE,
+						     0, &src_key[n]),
+				 0);
+		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE + 0x100000, 65536,
+						     DNP_BUF_PUT_TARGET, 0, &dst_key[n]),
+				 0);
+	}
+	for (unsigned n = 0; n < 2; n++) {
+		for (;;) {
+			unsigned i = issued[n];
+			struct dnp_cmd c = { .op = DNP_OP_GET,
+					     .dst_x = (uint8_t)(1 - n),
+					     .remote_va = BASE + (i % 1024) * 64,
+					     .remote_key = src_key[1 - n],
+					     .len = 64,
+					     .local_va = BASE + 0x100000 + (i % 1024) * 64,
+					     .local_key = dst_key[n],
+					     .cookie = i };
+			if (dnp_engine_submit(nodes[n].e, 0, &c, now) == -EAGAIN)
+				break;
+			issued[n]++;
+		}
+		assert_true(issued[n] > 500);
+	}
+	for (unsigned step = 0; step < 200000 && (done[0] < issued[0] || done[1] < issued[1]);
+	     step++) {
+		struct dnp_event ev[64];
+		pump(1);
+		for (unsigned n = 0; n < 2; n++) {
+			unsigned k = dnp_engine_poll_events(nodes[n].e, 0, ev, 64);
+			for (unsigned j = 0; j < k; j++) {
+				assert_int_equal(ev[j].type, DNP_EV_GET_DONE);
+				done[n]++;
+			}
+		}
+	}
+	assert_int_equal(done[0], issued[0]);
+	assert_int_equal(done[1], issued[1]);
+	assert_memory_equal(nodes[0].mem[0] + 0x100000, nodes[1].mem[0], 65536);
+}
+
+/*
+ * Issue 7, lost completion report: node 1 got the PUT but its CMPL never
+ * reaches node 0 (every CMPL frame of node 1 is lost). With a command
+ * deadline the PUT still completes, exactly once, with -ETIMEDOUT.
+ */
+static void test_engine_lost_cmpl_times_out(void **state)
+{
+	t_cmd = 5000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	fill(nodes[0].mem[0], 9000, 2);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 44);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.cookie, 44);
+	assert_true(now - t0 <= 5000 + 5000 / 4 + 2); /* the documented bound */
+	pump(20000); /* the link gives up on the CMPL too: still one event only */
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, SEND reassembly: the sender goes (its port closes) in the middle
+ * of a multi-packet SEND. The receiver reclaims the reassembly slot (there
+ * is only one) and the buffer after reasm_timeout, tells its application
+ * with DNP_EV_RX_ERROR -ETIMEDOUT, and the next SEND lands in that buffer.
+ */
+static void test_engine_send_reasm_timeout(void **state)
+{
+	t_reasm = 3000;
+	setup_nodes(2);
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
+		0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	struct dnp_cmd c = { .op = DNP_OP_SEND,
+			     .dst_x = 1,
+			     .dst_port = 0,
+			     .local_va = BASE,
+			     .len = len,
+			     .cookie = 8 };
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+	assert_int_equal(dnp_engine_port_close(nodes[0].e, 1), 0); /* the sender is killed */
+	uint64_t t0 = now;
+	assert_true(next_event(1, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_RX_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(ev.len, len);
+	assert_int_equal(ev.port, 1);
+	assert_true(now - t0 <= 3000 + 3000 / 4 + 100);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->reasm_timeouts, 1);
+
+	/* The slot and the buffer are back: a new SEND arrives in the same buffer. */
+	assert_int_equal(dnp_engine_port_open(nodes[0].e, 1), 0);
+	memset(nodes[0].mem[1], 0x77, len);
+	c.cookie = 9;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	assert_true(next_event(1, 0, &ev, 20000));
+	assert_int_equal(ev.type, DNP_EV_RX_SEND);
+	assert_int_equal(ev.va, BASE);
+	assert_int_equal(rx[0], 0x77);
+	assert_int_equal(rx[len - 1], 0x77);
+	assert_true(next_event(0, 1, &ev, 5000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 9);
+	pump(5000);
+	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Issue 7, a slow application: on a 4-node ring, node 1's application
+ * (port 0) stops draining its events while node 0 floods it with PUTs. Node
+ * 0's PUTs to node 2 cross node 1 on the same link and VC. The first blocked
+ * PUT fails back after deliver_timeout with -EOVERFLOW, the next ones at once
+ * (the port is overrun until it drains an event), so every transit PUT gets
+ * through within about one deliver_timeout; every command of node 0
+ * completes exactly once.
+ */
+static void test_engine_slow_app_does_not_block_transit(void **state)
+{
+	t_deliver = 20000;
+	evq_slots = 4;
+	setup_nodes(4);
+	uint32_t k1, k2;
+	unsigned issued = 0, done_ok = 0, done_nospc = 0, transit_ok = 0, rx2 = 0;
+	uint8_t seen[64] = { 0 };
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k2), 0);
+	/* alternate: to node 1 (never drained), to node 2 (transit through node 1) */
+	for (unsigned i = 0; i < 24; i++) {
+		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i) :
+					   put_cmd(1, 0, BASE, BASE + i * 1024, k1, 5000, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		issued++;
+	}
+	uint64_t t_start = now;
+	for (unsigned step = 0; step < 400000 && done_ok + done_nospc < issued; step++) {
+		struct dnp_event ev[8];
+		pump(1);
+		unsigned n = dnp_engine_poll_events(nodes[0].e, 0, ev, 8);
+		for (unsigned j = 0; j < n; j++) {
+			assert_true(ev[j].cookie < issued);
+			assert_int_equal(seen[ev[j].cookie]++, 0); /* exactly once */
+			if (ev[j].type == DNP_EV_TX_DONE) {
+				done_ok++;
+				transit_ok += ev[j].cookie % 2;
+			} else {
+				assert_int_equal(ev[j].type, DNP_EV_ERROR);
+				assert_int_equal(ev[j].status, -EOVERFLOW);
+				assert_int_equal(ev[j].cookie % 2, 0); /* only PUTs to node 1 */
+				done_nospc++;
+			}
+		}
+		rx2 += dnp_engine_poll_events(nodes[2].e, 0, ev, 8);
+	}
+	assert_int_equal(done_ok + done_nospc, issued);
+	fprintf(stderr, "slow-app: %u failed back, all done after %llu\n", done_nospc,
+		(unsigned long long)(now - t_start));
+	/* one wait of deliver_timeout, not one per message: the port is overrun */
+	assert_true(now - t_start < 2 * t_deliver);
+	assert_int_equal(transit_ok, issued / 2);
+	assert_int_equal(rx2, issued / 2);
+	assert_true(done_nospc > 0);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->deliver_timeouts, done_nospc);
+}
+
+/*
+ * The same bound for loopback: port 1 of a single node stops draining; a
+ * loopback PUT to it must not hold up, for ever, the loopback PUT queued
+ * behind it (here to port 0 itself).
+ */
+static void test_engine_slow_app_does_not_block_loopback(void **state)
+{
+	t_deliver = 2000;
+	evq_slots = 8;
+	evq_node = 0;
+	setup_nodes(1);
+	uint32_t k0, k1;
+	struct dnp_event ev;
+
+	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
+					     DNP_BUF_PUT_TARGET, 0, &k0),
+			 0);
+	assert_int_equal(
+		dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
+	/* fill port 1's event queue: 8 RX_PUT nobody reads */
+	for (unsigned i = 0; i < 8; i++) {
+		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		assert_true(next_event(0, 0, &ev, 100));
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	}
+	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE, k1, 5000, 1); /* blocked */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	c = put_cmd(0, 0, BASE, BASE + 0x100000, k0, 100, 2); /* behind it */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	uint64_t t0 = now;
+	assert_true(next_event(0, 0, &ev, 10000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EOVERFLOW);
+	assert_int_equal(ev.cookie, 1);
+	assert_true(now - t0 <= 2000 + 10);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_true(next_event(0, 0, &ev, 100));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 2);
+	pump(3000);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
+/*
+ * Success reports travel in batches (one CMPL frame for the messages of one
+ * sender that a pass delivered), an error report at once after the batch
+ * before it: 100 PUTs, two with a bad key, end in 100 events at the sender,
+ * in submission order, each once, in far fewer CMPL frames than messages.
+ */
+static void test_engine_cmpl_batch_in_order(void **state)
+{
+	setup_nodes(2);
+	uint32_t key;
+	const unsigned n = 100;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	fill(nodes[0].mem[0], 64 * n, 5);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t k = i == 37 || i == 71 ? key ^ 1 : key;
+		struct dnp_cmd c = put_cmd(1, 0, BASE + 64 * i, BASE + 64 * i, k, 64, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct dnp_event ev;
+		assert_true(next_event(0, 0, &ev, 5000));
+		assert_int_equal(ev.cookie, i);
+		if (i == 37 || i == 71) {
+			assert_int_equal(ev.type, DNP_EV_ERROR);
+			assert_int_equal(ev.status, -EACCES);
+		} else {
+			assert_int_equal(ev.type, DNP_EV_TX_DONE);
+			assert_int_equal(ev.status, 0);
+			assert_memory_equal(nodes[1].mem[0] + 64 * i, nodes[0].mem[0] + 64 * i, 64);
+		}
+	}
+	pump(500);
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	uint64_t frames = dnp_engine_stats(nodes[1].e)->cmpl_frames;
+	assert_true(frames >= 3); /* at least the two errors and a batch between them */
+	assert_true(frames <= n / 4);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_ok, n - 2);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_failed, 2);
+}
+
+/*
+ * More senders (node and port) than open batches: a new sender flushes the
+ * batch of another, and every PUT still ends in exactly one TX_DONE.
+ * Nodes 0, 2 and 3 of a 4-node ring PUT to node 1 from both their ports;
+ * node 1 stands still until they all wait in its input FIFOs, so that one
+ * round delivers the PUTs of six senders (four batches open at most).
+ */
+static void test_engine_cmpl_batch_many_senders(void **state)
+{
+	setup_nodes(4);
+	uint32_t key;
+	const unsigned per = 40, src[3] = { 0, 2, 3 };
+
+	pump(100); /* links UP before node 1 stands still */
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	for (unsigned i = 0; i < per; i++)
+		for (unsigned k = 0; k < 3; k++)
+			for (unsigned p = 0; p < NPORTS; p++) {
+				struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8 * (k * 2 + p), key,
+							   8, (uint64_t)k << 32 | p << 16 | i);
+				assert_int_equal(dnp_engine_submit(nodes[src[k]].e, p, &c, now), 0);
+			}
+	hold_node = 1;
+	pump(300);
+	hold_node = -1;
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned p = 0; p < NPORTS; p++) {
+			for (unsigned i = 0; i < per; i++) {
+				struct dnp_event ev;
+				assert_true(next_event(src[k], p, &ev, 5000));
+				assert_int_equal(ev.type, DNP_EV_TX_DONE);
+				assert_int_equal(ev.cookie, (uint64_t)k << 32 | p << 16 | i);
+			}
+		}
+	pump(500);
+	for (unsigned k = 0; k < 3; k++)
+		for (unsigned p = 0; p < NPORTS; p++) {
+			struct dnp_event ev;
+			assert_int_equal(dnp_engine_poll_events(nodes[src[k]].e, p, &ev, 1), 0);
+		}
+	assert_true(dnp_engine_stats(nodes[1].e)->cmpl_frames < 3 * NPORTS * per / 2);
+}
+
+/*
+ * Node 1 runs with a handful of packet buffers while node 0 sends it 300
+ * small PUTs, every third with a wrong key: the receiver refuses frames it
+ * has no buffer for (hearing their acks), holds deliveries whose report has
+ * no buffer, and sends error reports beside its batches of success reports.
+ * Every command still ends in exactly one completion with its own status,
+ * every good PUT lands and no bad one writes.
+ */
+static void pool_short_body(void)
+{
+	enum {
+		N = 300,
+		STEP = 16
+	};
+	unsigned seen[N] = { 0 }, rx = 0, done = 0;
+	uint32_t key;
+
+	pool_node = 1;
+	pool_small_n = 4;
+	pool_big_n = 2;
+	setup_nodes(2);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	fill(nodes[0].mem[0], N * STEP, 9);
+	for (unsigned i = 0; i < N; i++) {
+		struct dnp_cmd c = put_cmd(1, 0, BASE + i * STEP, BASE + i * STEP,
+					   i % 3 == 2 ? key ^ 1 : key, 8, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	for (unsigned s = 0; s < 400000 && done < N; s++) {
+		struct dnp_event ev;
+
+		pump(1);
+		while (dnp_engine_poll_events(nodes[1].e, 0, &ev, 1) == 1) {
+			assert_int_equal(ev.type, DNP_EV_RX_PUT);
+			rx++;
+		}
+		while (dnp_engine_poll_events(nodes[0].e, 0, &ev, 1) == 1) {
+			if (ev.type == DNP_EV_LINK)
+				continue;
+			assert_true(ev.cookie < N);
+			seen[ev.cookie]++;
+			done++;
+			if (ev.cookie % 3 == 2) {
+				assert_int_equal(ev.type, DNP_EV_ERROR);
+				assert_int_equal(ev.status, -EACCES);
+			} else {
+				assert_int_equal(ev.type, DNP_EV_TX_DONE);
+				assert_int_equal(ev.status, 0);
+			}
+		}
+	}
+	assert_int_equal(done, N);
+	pump(20000); /* nothing more comes */
+	struct dnp_event ev;
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	for (unsigned i = 0; i < N; i++) {
+		assert_int_equal(seen[i], 1);
+		if (i % 3 == 2)
+			for (unsigned b = 0; b < 8; b++)
+				assert_int_equal(nodes[1].mem[0][i * STEP + b], 0);
+		else
+			assert_memory_equal(nodes[1].mem[0] + i * STEP, nodes[0].mem[0] + i * STEP,
+					    8);
+	}
+	assert_int_equal(rx, N - N / 3);
+	/* the buffers really ran out: frames were heard without being kept */
+	assert_true(dnp_engine_stats(nodes[1].e)->rx_nobuf > 0);
+}
+
+static void test_engine_pool_short_hw_credits(void **state)
+{
+	pool_short_body();
+}
+
+static void test_engine_pool_short_dnpd_links(void **state)
+{
+	exact_prompt = true;
+	ack_delay = 100;
+	pool_short_body();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_engine_cmpl_batch_in_order, teardown),
+		cmocka_unit_test_teardown(test_engine_cmpl_batch_many_senders, teardown),
+		cmocka_unit_test_teardown(test_engine_pool_short_hw_credits, teardown),
+		cmocka_unit_test_teardown(test_engine_pool_short_dnpd_links, teardown),
+		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
+		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
+		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),
+		cmocka_unit_test_teardown(test_engine_mutual_get_storm, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

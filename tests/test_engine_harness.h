@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_engine_harness.h — the wiring shared by the engine's unit tests
+ * (test_engine.c, test_engine_links.c, test_engine_cmpl.c): up to four
+ * engines on an X ring (2x1x1 by default, and loopback on one node), wired
+ * frame by frame by pump(), no lab and no transport. Application memory is
+ * an arena per node and port at BASE; writes may be deferred to a flush
+ * (defer) or fail in a poisoned range; the knobs below are reset by
+ * teardown() after every test.
+ */
+#ifndef TEST_ENGINE_HARNESS_H
+#define TEST_ENGINE_HARNESS_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+
+#define ARENA (4u << 20)
+#define BASE 0x100000ull
+#define NPORTS 2
+
+struct node {
+	struct dnp_engine *e;
+	uint8_t *mem[NPORTS];
+};
+
+/*
+ * Deferred writes (engine.h, struct dnp_mem_ops: flush), as dnpd does for
+ * memory outside an application's heap: with 'defer' set, mem_write only
+ * queues, and flush writes what is queued, except bytes inside a poisoned
+ * range, whose writes fail.
+ */
+static struct node nodes[4];
+
+#define MAXQ 64
+struct qwrite {
+	unsigned node, port;
+	uint64_t va;
+	uint32_t len;
+	uint8_t data[DNP_MAX_PAYLOAD];
+};
+static bool defer;
+static struct qwrite queued[MAXQ];
+static unsigned nqueued, flushes;
+static uint64_t poison_lo, poison_hi; /* [lo, hi) of node 1, port 0: writes there fail */
+static bool poison_failed;            /* a flushed write hit it since the last flush */
+/* The engine's reads of node 0 port 0 and node 1 port 0, as it tagged them. */
+#define MAXREADS 64
+static struct dnp_mem_seq reads[2][MAXREADS];
+static unsigned nreads[2];
+
+static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
+		    size_t len, const struct dnp_mem_seq *seq)
+{
+	struct node *n = ctx;
+	unsigned ni = (unsigned)(n - nodes);
+	if (port >= NPORTS || va < BASE || va + len > BASE + ARENA)
+		return -EFAULT;
+	if (port == 0 && ni < 2 && nreads[ni] < MAXREADS)
+		reads[ni][nreads[ni]++] = seq ? *seq : (struct dnp_mem_seq){ 0, 0 };
+	memcpy(dst, n->mem[port] + (va - BASE), len);
+	return 0;
+}
+
+static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
+		     const void *src, size_t len)
+{
+	struct node *n = ctx;
+	if (port >= NPORTS || va < BASE || va + len > BASE + ARENA)
+		return -EFAULT;
+	if (defer) {
+		assert_true(nqueued < MAXQ && len <= DNP_MAX_PAYLOAD);
+		queued[nqueued] = (struct qwrite){
+			.node = (unsigned)(n - nodes), .port = port, .va = va, .len = (uint32_t)len
+		};
+		memcpy(queued[nqueued++].data, src, len);
+		return 0;
+	}
+	memcpy(n->mem[port] + (va - BASE), src, len);
+	return 0;
+}
+
+static int mem_flush(void *ctx, unsigned port, uint64_t va, uint64_t len)
+{
+	struct node *n = ctx;
+	unsigned ni = (unsigned)(n - nodes), k = 0;
+	int rc = 0;
+
+	flushes++;
+	for (unsigned i = 0; i < nqueued; i++) {
+		struct qwrite *q = &queued[i];
+
+		if (q->node != ni || q->port != port) {
+			queued[k++] = *q;
+			continue;
+		}
+		if (ni == 1 && port == 0 && q->va < poison_hi && poison_lo < q->va + q->len)
+			poison_failed = true;
+		else
+			memcpy(n->mem[port] + (q->va - BASE), q->data, q->len);
+	}
+	nqueued = k;
+	if (poison_failed && ni == 1 && port == 0 && va < poison_hi && poison_lo < va + len) {
+		poison_failed = false;
+		rc = -EFAULT;
+	}
+	return rc;
+}
+
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static const struct dnp_mem_ops ops_flush = { .read = mem_read,
+					      .write = mem_write,
+					      .flush = mem_flush };
+
+/* Per-test settings applied by setup_nodes (reset by teardown). */
+static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
+static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
+static unsigned evq_node = 1;
+static int pool_node = -1;                 /* this node gets the pools below */
+static uint32_t pool_small_n, pool_big_n;  /* its packet buffers (0: the engine sizes them) */
+static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
+static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
+static int hold_node = -1; /* pump neither runs nor drains this node (its input piles up) */
+static unsigned nnodes;
+static uint64_t now;
+static bool exact_prompt;                /* dnpd's link settings instead of the hardware's */
+static uint64_t ack_delay;               /* with exact_prompt: engine.h's ack_delay */
+static uint64_t reset_period;            /* links come back (0: BROKEN is final) */
+static uint8_t last_data[DNP_MAX_FRAME]; /* the last data frame pump() carried */
+static uint32_t last_data_len;
+
+static void create_node(unsigned i, unsigned x, uint32_t seed)
+{
+	struct dnp_engine_conf c;
+	dnp_engine_conf_default(&c);
+	dnp_torus_init(&c.torus, x, 1, 1);
+	c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+	c.max_ports = NPORTS;
+	c.mem = defer ? &ops_flush : &ops;
+	c.mem_ctx = &nodes[i];
+	c.key_secret[0] = seed;
+	c.cmd_timeout = t_cmd;
+	c.reasm_timeout = t_reasm;
+	c.deliver_timeout = t_deliver;
+	if (evq_slots && i == evq_node)
+		c.event_queue = evq_slots;
+	if ((int)i == pool_node) {
+		c.pool_small = pool_small_n;
+		c.pool_big = pool_big_n;
+	}
+	c.link.reset_period = reset_period;
+	if (exact_prompt) {
+		c.link.credit_model = DNP_CREDIT_EXACT;
+		c.prompt_credits = true;
+		c.link.credit_period = 1000000000; /* keep-alive only */
+		c.link.credit_timeout = 4000000000;
+		c.ack_delay = ack_delay;
+	}
+	assert_int_equal(dnp_engine_create(&c, now, &nodes[i].e), 0);
+	for (unsigned p = 0; p < NPORTS; p++)
+		assert_int_equal(dnp_engine_port_open(nodes[i].e, p), 0);
+}
+
+static void setup_nodes(unsigned x)
+{
+	nnodes = x;
+	now = 0;
+	for (unsigned i = 0; i < x; i++) {
+		for (unsigned p = 0; p < NPORTS; p++) {
+			nodes[i].mem[p] = calloc(1, ARENA);
+			assert_non_null(nodes[i].mem[p]);
+		}
+		create_node(i, x, 1234 + i);
+	}
+}
+
+static int teardown(void **state)
+{
+	for (unsigned i = 0; i < nnodes; i++) {
+		dnp_engine_destroy(nodes[i].e);
+		for (unsigned p = 0; p < NPORTS; p++)
+			free(nodes[i].mem[p]);
+	}
+	memset(nodes, 0, sizeof(nodes));
+	exact_prompt = false;
+	ack_delay = 0;
+	reset_period = 0;
+	t_cmd = t_reasm = t_deliver = 0;
+	evq_slots = 0;
+	evq_node = 1;
+	pool_node = -1;
+	pool_small_n = pool_big_n = 0;
+	drop_node = drop_kind = -1;
+	drop_seq = -1;
+	hold_node = -1;
+	defer = false;
+	nqueued = flushes = 0;
+	poison_lo = poison_hi = 0;
+	poison_failed = false;
+	memset(nreads, 0, sizeof(nreads));
+	return 0;
+}
+
+/* Moves frames between the nodes for 'steps' time units. */
+static void pump(unsigned steps)
+{
+	struct dnp_frame f[16];
+
+	for (unsigned s = 0; s < steps; s++, now++) {
+		for (unsigned i = 0; i < nnodes; i++)
+			if ((int)i != hold_node)
+				dnp_engine_run(nodes[i].e, now);
+		for (unsigned i = 0; i < nnodes; i++) {
+			for (unsigned d = 0; d < DNP_NDIRS; d++) {
+				unsigned n = (int)i == hold_node ?
+						     0 :
+						     dnp_engine_tx_burst(nodes[i].e, d, f, 16, now);
+				for (unsigned k = 0; k < n; k++) {
+					uint8_t copy[DNP_MAX_FRAME];
+					memcpy(copy, f[k].data, f[k].len);
+					if (copy[3] & DNP_LINK_F_SEQ) {
+						memcpy(last_data, copy, f[k].len);
+						last_data_len = f[k].len;
+					}
+					/* X ring: + goes to i+1, - to i-1 */
+					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes :
+									  (i + nnodes - 1) % nnodes;
+					struct dnp_pkt_hdr h;
+					const uint8_t *pl;
+					if ((int)i == drop_node &&
+					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
+					    (int)h.kind == drop_kind)
+						continue; /* lost on the wire */
+					if (i == 0 && drop_seq >= 0 && (copy[3] & DNP_LINK_F_SEQ) &&
+					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
+					    h.seq == (uint32_t)drop_seq) {
+						drop_seq = -1; /* once */
+						continue;
+					}
+					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d),
+							    copy, f[k].len, now);
+				}
+			}
+		}
+	}
+}
+
+static bool next_event(unsigned node, unsigned port, struct dnp_event *ev, unsigned max_steps)
+{
+	for (unsigned s = 0; s < max_steps; s++) {
+		if (dnp_engine_poll_events(nodes[node].e, port, ev, 1) == 1)
+			return true;
+		pump(1);
+	}
+	return false;
+}
+
+static struct dnp_cmd put_cmd(unsigned dst_x, unsigned dst_port, uint64_t local_va,
+			      uint64_t remote_va, uint32_t key, uint64_t len, uint64_t cookie)
+{
+	return (struct dnp_cmd){ .op = DNP_OP_PUT,
+				 .dst_port = (uint8_t)dst_port,
+				 .dst_x = (uint8_t)dst_x,
+				 .remote_key = key,
+				 .remote_va = remote_va,
+				 .len = len,
+				 .local_va = local_va,
+				 .cookie = cookie };
+}
+
+static void fill(uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(i * 31u + seed);
+}
+
+/* The next event of (node, port) but LINK ones is an ERROR with err (inline: not every test uses it). */
+static inline void expect_error(unsigned node, unsigned port, int err)
+{
+	struct dnp_event ev;
+	do
+		assert_true(next_event(node, port, &ev, 5000));
+	while (ev.type == DNP_EV_LINK);
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, err);
+}
+
+#endif /* TEST_ENGINE_HARNESS_H */
