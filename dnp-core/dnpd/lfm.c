@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lfm — dnpd's driver of the DNP Fault Manager (lofamo/dfm.h): maps the
+ * lfm — dnpd's driver of the DNP Fault Manager (lofamo/core/dfm.h): maps the
  * register block DIR/node-<id>.lofamo, feeds the DFM the engine's link
  * states, per-link frame and CRC-error counts, real sensor readings, and the
  * DIAG packets the engine delivered; sends the DIAG packets the DFM asks for

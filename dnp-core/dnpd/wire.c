@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dnpd_int.h"
+#include "le.h" /* lofamo/core: little-endian fields */
 
 /*
  * "wiring X+ expected 0,0,0 X- found 0,0,0 X- ok": the neighbour this link
@@ -93,17 +94,6 @@ struct dnpd_wire_peer {
 	uint8_t link[DNP_NDIRS][9];
 };
 
-static void dnpd_wire_put32(uint8_t *p, uint32_t v)
-{
-	for (unsigned i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t dnpd_wire_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void dnpd_wire_head(uint8_t *p, unsigned kind, uint32_t round)
 {
 	memset(p, 0, DNPD_WIRE_BYTES);
@@ -111,7 +101,7 @@ static void dnpd_wire_head(uint8_t *p, unsigned kind, uint32_t round)
 	p[1] = DNPD_WIRE_MAGIC >> 8;
 	p[2] = 1;
 	p[3] = (uint8_t)kind;
-	dnpd_wire_put32(p + 4, round);
+	lfm_put32(p + 4, round);
 }
 
 static bool dnpd_wire_is(const void *payload, size_t len)
@@ -135,7 +125,7 @@ static void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload,
 		return;
 	}
 	if (p[3] == DNPD_WIRE_QUERY) {
-		dnpd_wire_head(out, DNPD_WIRE_ANSWER, dnpd_wire_get32(p + 4));
+		dnpd_wire_head(out, DNPD_WIRE_ANSWER, lfm_get32(p + 4));
 		for (unsigned dir = 0; dir < DNP_NDIRS; dir++) {
 			const struct dnpd_link *l = &d->link[dir];
 			uint8_t *q = out + 8 + 9 * dir;
@@ -145,15 +135,15 @@ static void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload,
 			q[2] = l->seen.y;
 			q[3] = l->seen.z;
 			q[4] = l->seen_dir;
-			dnpd_wire_put32(q + 5, l->miswired_frames > UINT32_MAX ?
-						       UINT32_MAX :
-						       (uint32_t)l->miswired_frames);
+			lfm_put32(q + 5, l->miswired_frames > UINT32_MAX ?
+						 UINT32_MAX :
+						 (uint32_t)l->miswired_frames);
 		}
 		/* -EAGAIN (no packet buffer): the asker's next round asks again. */
 		(void)dnp_engine_diag_send(d->e, src, out, sizeof(out), now);
 		return;
 	}
-	if (p[3] != DNPD_WIRE_ANSWER || !d->wire || dnpd_wire_get32(p + 4) != d->wire_seq) {
+	if (p[3] != DNPD_WIRE_ANSWER || !d->wire || lfm_get32(p + 4) != d->wire_seq) {
 		d->wire_bad += p[3] != DNPD_WIRE_ANSWER;
 		return; /* an answer to an older round, or to nothing we asked */
 	}
@@ -231,7 +221,7 @@ void dnpd_wire_report(struct dnpd *d, struct dnpd_out *o, uint64_t now)
 				continue;
 			dnpd_wiring_fmt(&d->conf.torus, o, prefix, c, dir, q[0],
 					(struct dnp_coord){ q[1], q[2], q[3] }, q[4],
-					dnpd_wire_get32(q + 5));
+					lfm_get32(q + 5));
 		}
 	}
 }
