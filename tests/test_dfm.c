@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The LO|FA|MO registers and the DNP Fault Manager (lofamo/regs.h, lofamo/dfm.h). */
+/* The LO|FA|MO registers and the DNP Fault Manager (lofamo/core/regs.h, lofamo/core/dfm.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

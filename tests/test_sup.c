@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The service-network protocol and the Fault Supervisor's picture (lofamo/svc.h, lofamo/sup.h). */
+/* The service-network protocol and the Fault Supervisor's picture (lofamo/core/svc.h, lofamo/core/sup.h). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

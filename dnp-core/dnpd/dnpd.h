@@ -10,7 +10,11 @@
  *            control requests) and dnpctl connections; engine calls are made
  *            through struct dnpd_sess_ops so tests can run it without one;
  *   place    CPU pinning and NUMA memory binding;
- *   dnpd.c   engine, links, memory operations, the poll loop, idle policy.
+ *   lfm      the LO|FA|MO fault manager's driver (below the rest: it sees
+ *            the daemon only through struct dnpd_diag_hook);
+ *   dnpd.c, io.c, mem.c, ctl.c, wire.c   engine, links, memory operations,
+ *            dnpctl's report, wiring, the poll loop, idle policy
+ *            (dnpd_int.h describes each).
  *
  * Threads: everything runs on the daemon's single polling thread; the only
  * cross-thread object is the stop flag set from signal handlers.
@@ -106,6 +110,16 @@ void dnpd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 struct dnp_engine;
 struct dnp_dfm;
 struct dnp_lfm_regs;
+/*
+ * The engine has one DIAG queue; DIAGs that are not the DFM's (the daemon's
+ * wiring query, wire.c) are offered to this hook first: take() returns true
+ * when it consumed the payload. Keeps lfm.c below the rest of the daemon.
+ */
+struct dnpd_diag_hook {
+	bool (*take)(void *ctx, struct dnp_coord src, const void *payload, size_t len,
+		     uint64_t now);
+	void *ctx;
+};
 struct dnpd_lfm {
 	char path[PATH_MAX]; /* DIR/node-<id>.lofamo */
 	struct dnp_lfm_regs *regs;
@@ -116,23 +130,18 @@ struct dnpd_lfm {
 	int32_t power_mw;
 	bool power_ok;
 	uint64_t diag_send_failed;
-	uint64_t diag_dropped; /* DIAGs that were neither the DFM's nor wiring ones */
-	void *wire_ctx;        /* struct dnpd: wiring DIAGs go to dnpd_wire_diag */
+	uint64_t diag_dropped;      /* DIAGs that were neither the DFM's nor the hook's */
+	struct dnpd_diag_hook hook; /* set after dnpd_lfm_start (which clears it) */
 };
 /* Maps the register block and creates the DFM. Errors of dnp_lfm_regs_map, dnp_dfm_create. */
 int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_engine *e,
 		   uint64_t now);
-/* Slow-path work: DIAGs in, DFM tick when due (or a link changed), DIAGs out. */
+/*
+ * Slow-path work: DIAGs in (the hook's first, also when the DFM is off), DFM
+ * tick when due (or a link changed), DIAGs out.
+ */
 void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now);
 void dnpd_lfm_stop(struct dnpd_lfm *m);
-
-/*
- * dnpd.c: the torus-wide wiring query (dnpctl topo --all). dnpd_wire_is tells
- * a wiring DIAG payload from the DFM's; dnpd_wire_diag answers a query or
- * keeps an answer (malformed ones are counted). ctx is the daemon.
- */
-bool dnpd_wire_is(const void *payload, size_t len);
-void dnpd_wire_diag(void *ctx, struct dnp_coord src, const void *payload, size_t len, uint64_t now);
 
 /* ---- place.c / place_numa.c ---- */
 /* Pins the calling thread to cpu (>= 0) and binds its memory to the CPU's node. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lfm — dnpd's driver of the DNP Fault Manager (lofamo/dfm.h): maps the
+ * lfm — dnpd's driver of the DNP Fault Manager (lofamo/core/dfm.h): maps the
  * register block DIR/node-<id>.lofamo, feeds the DFM the engine's link
  * states, per-link frame and CRC-error counts, real sensor readings, and the
  * DIAG packets the engine delivered; sends the DIAG packets the DFM asks for
@@ -13,18 +13,19 @@
  * Without them only the simulated sensors (dnpctl sensor) exist.
  *
  * The engine has one DIAG queue: the daemon's wiring queries and answers
- * (dnpctl topo --all, dnpd.c) travel as DIAG packets too and are handed to
- * dnpd_wire_diag here, also when the DFM is off.
+ * (dnpctl topo --all, wire.c) travel as DIAG packets too and are offered to
+ * the daemon's hook (struct dnpd_diag_hook) first, also when the DFM is off.
+ * This file uses dnpd.h only, never the daemon's state (dnpd_int.h).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "dfm.h"
+#include "dnp_parse.h"
 #include "dnpd.h"
 #include "engine.h"
 #include "regs.h"
@@ -32,9 +33,11 @@
 static const char *const lfm_dir[DNP_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
 static const char *const lfm_sensor[DNP_LFM_NSENSORS] = { "temperature", "voltage", "power" };
 
-static bool read_u64(const char *path, uint64_t *v)
+/* A sysfs integer (thermal zones may read below zero). */
+static bool read_s64(const char *path, int64_t *v)
 {
 	char buf[32];
+	uint64_t u;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
@@ -45,25 +48,29 @@ static bool read_u64(const char *path, uint64_t *v)
 	if (n <= 0)
 		return false;
 	buf[n] = 0;
-	*v = strtoull(buf, NULL, 10);
+	buf[strcspn(buf, "\n")] = 0; /* sysfs ends its values with a newline */
+	if (dnp_parse_u64(buf + (buf[0] == '-'), &u) || u > INT64_MAX)
+		return false;
+	*v = buf[0] == '-' ? -(int64_t)u : (int64_t)u;
 	return true;
 }
 
 static void lfm_sensors(struct dnpd_lfm *m, struct dnp_dfm_input *in, uint64_t now)
 {
-	uint64_t v;
+	int64_t v;
 
-	if (read_u64("/sys/class/thermal/thermal_zone0/temp", &v)) {
+	if (read_s64("/sys/class/thermal/thermal_zone0/temp", &v)) {
 		in->sensor[0] = (int32_t)v;
 		in->sensor_present |= 1u;
 	}
-	if (read_u64("/sys/class/powercap/intel-rapl:0/energy_uj", &v)) {
-		if (m->rapl_t && now > m->rapl_t && v >= m->rapl_uj) {
+	if (read_s64("/sys/class/powercap/intel-rapl:0/energy_uj", &v) && v >= 0) {
+		if (m->rapl_t && now > m->rapl_t && (uint64_t)v >= m->rapl_uj) {
 			/* uJ per ns * 1e9 = W; in mW: uJ * 1e6 / ns */
-			m->power_mw = (int32_t)((v - m->rapl_uj) * 1000000ull / (now - m->rapl_t));
+			m->power_mw = (int32_t)(((uint64_t)v - m->rapl_uj) * 1000000ull /
+						(now - m->rapl_t));
 			m->power_ok = true;
 		}
-		m->rapl_uj = v;
+		m->rapl_uj = (uint64_t)v;
 		m->rapl_t = now;
 	}
 	if (m->power_ok) {
@@ -163,10 +170,8 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 	o.ndiag = 0;
 	while ((n = dnp_engine_diag_poll(e, &src, buf, sizeof(buf))) > 0) {
 		/* Wiring queries and answers (dnpctl topo --all) share the DIAG queue. */
-		if (dnpd_wire_is(buf, (size_t)n) && m->wire_ctx) {
-			dnpd_wire_diag(m->wire_ctx, src, buf, (size_t)n, now);
+		if (m->hook.take && m->hook.take(m->hook.ctx, src, buf, (size_t)n, now))
 			continue;
-		}
 		if (!m->dfm) {
 			m->diag_dropped++;
 			continue;

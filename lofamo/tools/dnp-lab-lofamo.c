@@ -3,11 +3,11 @@
  * dnp-lab-lofamo — LO|FA|MO at scale, in virtual time (`./dnp lab lofamo`).
  *
  * Every node of an XxYxZ torus runs the real DNP Fault Manager
- * (lofamo/dfm.c) on its own register block, beside a simulated Host Fault
+ * (lofamo/core/dfm.c) on its own register block, beside a simulated Host Fault
  * Manager (the watchdog duties and reports of dnp-hfm: Host Watchdog
  * Register every T_write, DNP Watchdog Register taken every T_read, a
  * HEALTH datagram every T_write with the alarms not yet acknowledged); one
- * real Fault Supervisor (lofamo/sup.c) takes the datagrams of a simulated
+ * real Fault Supervisor (lofamo/core/sup.c) takes the datagrams of a simulated
  * service network. DIAG packets go to first neighbours with a torus hop
  * latency; a dead DNP's links are BROKEN at its neighbours after the link
  * timeout. Time advances in steps of --step ms; nothing here reads a clock.
@@ -20,9 +20,13 @@
  *
  *   dnp-lab-lofamo [--torus XxYxZ[,XxYxZ...]] [--scenario S[,S...]] [--csv]
  *                  [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]
+ *                  [--expect S:PATH:MS[,...]]
+ *
+ * The lab is deterministic: --expect S:PATH:MS makes a scenario assert
+ * the report path and the awareness time (virtual ms) it must show.
  *
  * Exit status 1 when a scenario's fault never reached the supervisor's
- * picture (awareness -1), 2 on bad usage.
+ * picture (awareness -1) or did not match its --expect, 2 on bad usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,8 +35,10 @@
 #include <string.h>
 
 #include "dfm.h"
+#include "dnp_parse.h"
 #include "regs.h"
 #include "sup.h"
+#include "tool.h"
 
 #define MS 1000000ull        /* DFM time unit: ns, like dnpd */
 #define DIAG_FRAME_BYTES 96u /* 64 bytes of DNP framing + 32 of payload */
@@ -274,6 +280,7 @@ static void deliver_diags(struct lab *L, uint64_t t)
 
 struct result {
 	long awareness_ms;
+	unsigned path; /* enum dnp_sup_path of the event that made the supervisor aware */
 	double diag_steady, diag_fault, svc_steady, svc_fault, sup_steady, sup_fault;
 };
 
@@ -369,6 +376,7 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 
 				if (ev && ev->node == victim && !strcmp(ev->what, scen_want[sc])) {
 					res->awareness_ms = (long)(ev->t_ms - t_fault);
+					res->path = ev->path;
 					break;
 				}
 			}
@@ -396,11 +404,61 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: dnp-lab-lofamo [--torus XxYxZ[,...]] [--scenario S[,...]] [--csv]\n"
 		"                      [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]\n"
+		"                      [--expect S:PATH:MS[,...]]\n"
 		"  default: tori 4x4x4,8x8x8,16x16x16, every scenario (kill-dnpd, kill-hfm,\n"
-		"  both, sensor, svcnet-cut), T_write 100, T_read 250, link timeout 400, step 5\n");
+		"  both, sensor, svcnet-cut), T_write 100, T_read 250, link timeout 400, step 5\n"
+		"  --expect: the scenario's fault must reach the picture by this report path\n"
+		"  (service, relay, inference, silence) exactly MS virtual ms after it\n");
 }
 
-int main(int argc, char **argv)
+#define PROG "dnp-lab-lofamo"
+#define MAX_EXPECT 16u
+
+struct lab_args {
+	char tori[256], scens[256];
+	unsigned tw, tr, link_ms, step;
+	bool csv;
+	/* --expect: per scenario, the path and awareness time the run must show */
+	unsigned nexpect;
+	struct {
+		unsigned scen, path;
+		long ms;
+	} expect[MAX_EXPECT];
+};
+
+/* "S:PATH:MS[,...]" into a->expect. 0, or -EINVAL after printing why. */
+static int lab_expect(struct lab_args *a, const char *arg)
+{
+	char buf[512], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		char *p1 = strchr(it, ':'), *p2 = p1 ? strchr(p1 + 1, ':') : NULL;
+		unsigned s, p;
+		uint64_t ms;
+
+		if (!p2 || a->nexpect == MAX_EXPECT)
+			goto bad;
+		*p1++ = 0;
+		*p2++ = 0;
+		for (s = 0; s < S_N && strcmp(it, scen_name[s]); s++)
+			;
+		for (p = SUP_P_SERVICE; p <= SUP_P_SILENCE && strcmp(p1, dnp_sup_path_name(p)); p++)
+			;
+		if (s == S_N || p > SUP_P_SILENCE || dnp_parse_u64_max(p2, 3600000, &ms))
+			goto bad;
+		a->expect[a->nexpect].scen = s;
+		a->expect[a->nexpect].path = p;
+		a->expect[a->nexpect++].ms = (long)ms;
+	}
+	return 0;
+bad:
+	fprintf(stderr, PROG ": bad --expect '%s' (want SCENARIO:PATH:MS[,...])\n", arg);
+	return -EINVAL;
+}
+
+/* The command line into a. Returns -1 to go on, else the exit status. */
+static int lab_args(int argc, char **argv, struct lab_args *a)
 {
 	static const struct option lo[] = {
 		{ "torus", required_argument, NULL, 't' },
@@ -410,94 +468,134 @@ int main(int argc, char **argv)
 		{ "t-read", required_argument, NULL, 'r' },
 		{ "link-timeout", required_argument, NULL, 'l' },
 		{ "step", required_argument, NULL, 'S' },
+		{ "expect", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char tori[256] = "4x4x4,8x8x8,16x16x16", scens[256] = "";
-	unsigned tw = DNP_LFM_T_WRITE_DEFAULT, tr = DNP_LFM_T_READ_DEFAULT, link_ms = 400, step = 5;
-	bool csv = false;
-	unsigned missed = 0;
-	int c, e;
+	int c, r = 0;
 
-	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			snprintf(tori, sizeof(tori), "%s", optarg);
+			snprintf(a->tori, sizeof(a->tori), "%s", optarg);
 			break;
 		case 's':
-			snprintf(scens, sizeof(scens), "%s", optarg);
+			snprintf(a->scens, sizeof(a->scens), "%s", optarg);
 			break;
 		case 'c':
-			csv = true;
+			a->csv = true;
 			break;
 		case 'w':
-			tw = (unsigned)strtoul(optarg, NULL, 10);
+			r = lfm_tool_u32(PROG, "t-write", optarg, 60000, &a->tw);
 			break;
 		case 'r':
-			tr = (unsigned)strtoul(optarg, NULL, 10);
+			r = lfm_tool_u32(PROG, "t-read", optarg, 60000, &a->tr);
 			break;
 		case 'l':
-			link_ms = (unsigned)strtoul(optarg, NULL, 10);
+			r = lfm_tool_u32(PROG, "link-timeout", optarg, 600000, &a->link_ms);
 			break;
 		case 'S':
-			step = (unsigned)strtoul(optarg, NULL, 10);
+			r = lfm_tool_u32(PROG, "step", optarg, 60000, &a->step);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
+		case 'e':
+			r = lab_expect(a, optarg);
+			break;
 		default:
-			usage(stderr);
-			return 2;
+			return lfm_tool_usage_exit(c, usage);
 		}
+		if (r)
+			return 2;
 	}
-	if ((e = dnp_lfm_timer_check(tw, tr)) != 0) {
-		fprintf(stderr, "dnp-lab-lofamo: T_write %u, T_read %u refused: %s\n", tw, tr,
-			dnp_lfm_timer_strerror(e));
+	if (optind != argc)
+		return lfm_tool_usage_exit('?', usage);
+	if (lfm_tool_timer(PROG, a->tw, a->tr))
+		return 2;
+	if (!a->step || a->step > a->tw || a->tw % a->step || a->tr % a->step ||
+	    a->link_ms % a->step) {
+		fprintf(stderr, PROG ": --step must divide T_write, T_read and the link timeout\n");
 		return 2;
 	}
-	if (!step || step > tw || tw % step || tr % step || link_ms % step) {
-		fprintf(stderr,
-			"dnp-lab-lofamo: --step must divide T_write, T_read and the link timeout\n");
-		return 2;
+	return -1;
+}
+
+/* A run that --expect names must show that path and time. Returns 1 on a mismatch. */
+static unsigned lab_check(const struct lab_args *a, const char *torus, unsigned s,
+			  const struct result *res)
+{
+	unsigned bad = 0;
+
+	for (unsigned i = 0; i < a->nexpect; i++) {
+		if (a->expect[i].scen != s)
+			continue;
+		if (res->awareness_ms == a->expect[i].ms && res->path == a->expect[i].path)
+			continue;
+		fprintf(stderr, PROG ": %s %s: aware after %ld ms by %s, expected %ld ms by %s\n",
+			torus, scen_name[s], res->awareness_ms,
+			res->awareness_ms < 0 ? "nothing" : dnp_sup_path_name(res->path),
+			a->expect[i].ms, dnp_sup_path_name(a->expect[i].path));
+		bad = 1;
 	}
-	if (csv)
-		printf("torus,scenario,awareness_ms,diag_torus_Bps_per_node,service_Bps_per_node,"
-		       "supervisor_msgs_per_s\n");
+	return bad;
+}
+
+static void lab_print(const struct lab_args *a, const char *ts, unsigned s,
+		      const struct result *res)
+{
+	if (a->csv)
+		printf("%s,%s,%ld,%s,%.1f,%.1f,%.0f\n", ts, scen_name[s], res->awareness_ms,
+		       res->awareness_ms < 0 ? "none" : dnp_sup_path_name(res->path),
+		       res->diag_fault, res->svc_fault, res->sup_fault);
 	else
-		printf("%-10s %-11s %9s %26s %26s %22s\n", "torus", "scenario", "aware ms",
-		       "torus DIAG B/s/node (st/f)", "service B/s/node (st/f)",
+		printf("%-10s %-11s %9ld %-9s %12.1f / %-11.1f %12.1f / %-11.1f %10.0f / %-10.0f\n",
+		       ts, scen_name[s], res->awareness_ms,
+		       res->awareness_ms < 0 ? "none" : dnp_sup_path_name(res->path),
+		       res->diag_steady, res->diag_fault, res->svc_steady, res->svc_fault,
+		       res->sup_steady, res->sup_fault);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	static struct lab_args a = { .tori = "4x4x4,8x8x8,16x16x16",
+				     .tw = DNP_LFM_T_WRITE_DEFAULT,
+				     .tr = DNP_LFM_T_READ_DEFAULT,
+				     .link_ms = 400,
+				     .step = 5 };
+	unsigned missed = 0, wrong = 0;
+	int e = lab_args(argc, argv, &a);
+
+	if (e >= 0)
+		return e;
+	if (a.csv)
+		printf("torus,scenario,awareness_ms,path,diag_torus_Bps_per_node,"
+		       "service_Bps_per_node,supervisor_msgs_per_s\n");
+	else
+		printf("%-10s %-11s %9s %-9s %26s %26s %22s\n", "torus", "scenario", "aware ms",
+		       "path", "torus DIAG B/s/node (st/f)", "service B/s/node (st/f)",
 		       "supervisor msg/s (st/f)");
-	for (char *ts = strtok(tori, ","); ts; ts = strtok(NULL, ",")) {
+	for (char *ts = strtok(a.tori, ","); ts; ts = strtok(NULL, ",")) {
 		struct dnp_torus t;
 
 		if (dnp_torus_parse(ts, &t)) {
-			fprintf(stderr, "dnp-lab-lofamo: bad torus %s\n", ts);
+			fprintf(stderr, PROG ": bad torus %s\n", ts);
 			return 2;
 		}
 		for (unsigned s = 0; s < S_N; s++) {
 			struct result res = { .awareness_ms = -1 };
 
-			if (scens[0] && !strstr(scens, scen_name[s]))
+			if (a.scens[0] && !strstr(a.scens, scen_name[s]))
 				continue;
-			if ((e = run_one(&t, (enum scen)s, tw, tr, link_ms, step, &res)) != 0) {
-				fprintf(stderr, "dnp-lab-lofamo: %s\n", strerror(-e));
+			e = run_one(&t, (enum scen)s, a.tw, a.tr, a.link_ms, a.step, &res);
+			if (e) {
+				fprintf(stderr, PROG ": %s\n", strerror(-e));
 				return 1;
 			}
-			if (csv)
-				printf("%s,%s,%ld,%.1f,%.1f,%.0f\n", ts, scen_name[s],
-				       res.awareness_ms, res.diag_fault, res.svc_fault,
-				       res.sup_fault);
-			else
-				printf("%-10s %-11s %9ld %12.1f / %-11.1f %12.1f / %-11.1f %10.0f / %-10.0f\n",
-				       ts, scen_name[s], res.awareness_ms, res.diag_steady,
-				       res.diag_fault, res.svc_steady, res.svc_fault,
-				       res.sup_steady, res.sup_fault);
-			fflush(stdout);
+			lab_print(&a, ts, s, &res);
 			missed += res.awareness_ms < 0;
+			wrong += lab_check(&a, ts, s, &res);
 		}
 	}
 	if (missed)
-		fprintf(stderr, "dnp-lab-lofamo: %u scenario(s) never reached the supervisor\n",
-			missed);
-	return missed ? 1 : 0;
+		fprintf(stderr, PROG ": %u scenario(s) never reached the supervisor\n", missed);
+	return missed || wrong ? 1 : 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dfm.h"
+#include "le.h"
 #include "regs.h"
 
 /* The engine's link states, as the DFM needs them (link.h: INIT 0, UP 1, BROKEN 2). */
@@ -47,34 +48,6 @@ struct dnp_dfm {
 	struct dnp_dfm_stats st;
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 /*
  * Layout: 0 magic u16, 2 version u8, 3 kind u8, 4 node u32, 8 host_status
  * u64, 16 dnp_status u64, 24 seq u32, 28 reserved u32 (zero).
@@ -86,13 +59,13 @@ int dnp_dfm_diag_encode(const struct dnp_dfm_diag_msg *m, void *buf, size_t cap)
 	if (cap < DNP_DFM_DIAG_BYTES)
 		return -ENOBUFS;
 	memset(p, 0, DNP_DFM_DIAG_BYTES);
-	put16(p, DNP_DFM_DIAG_MAGIC);
+	lfm_put16(p, DNP_DFM_DIAG_MAGIC);
 	p[2] = 1;
 	p[3] = m->kind;
-	put32(p + 4, m->node);
-	put64(p + 8, m->host_status);
-	put64(p + 16, m->dnp_status);
-	put32(p + 24, m->seq);
+	lfm_put32(p + 4, m->node);
+	lfm_put64(p + 8, m->host_status);
+	lfm_put64(p + 16, m->dnp_status);
+	lfm_put32(p + 24, m->seq);
 	return (int)DNP_DFM_DIAG_BYTES;
 }
 
@@ -100,14 +73,14 @@ int dnp_dfm_diag_decode(const void *buf, size_t len, struct dnp_dfm_diag_msg *m)
 {
 	const uint8_t *p = buf;
 
-	if (len != DNP_DFM_DIAG_BYTES || get16(p) != DNP_DFM_DIAG_MAGIC || p[2] != 1 ||
-	    p[3] > DNP_LFM_RFD_HOST_PERIPHERY || get32(p + 28) != 0)
+	if (len != DNP_DFM_DIAG_BYTES || lfm_get16(p) != DNP_DFM_DIAG_MAGIC || p[2] != 1 ||
+	    p[3] > DNP_LFM_RFD_HOST_PERIPHERY || lfm_get32(p + 28) != 0)
 		return -EBADMSG;
 	m->kind = p[3];
-	m->node = get32(p + 4);
-	m->host_status = get64(p + 8);
-	m->dnp_status = get64(p + 16);
-	m->seq = get32(p + 24);
+	m->node = lfm_get32(p + 4);
+	m->host_status = lfm_get64(p + 8);
+	m->dnp_status = lfm_get64(p + 16);
+	m->seq = lfm_get32(p + 24);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lofamo_abi.h — the LO|FA|MO registers: the block of shared memory between
- * a node's DNP Fault Manager (run by dnpd, lofamo/dfm.h) and its Host Fault
+ * a node's DNP Fault Manager (run by dnpd, lofamo/core/dfm.h) and its Host Fault
  * Manager (dnp-hfm). dnpd creates it as the file DIR/node-<id>.lofamo in its
  * run directory; dnp-hfm and dnpctl map the same file. As on the APEnet+
  * card, the registers live "inside the DNP" and both sides reach them

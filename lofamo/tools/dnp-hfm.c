@@ -14,7 +14,7 @@
  *     sensors, first-neighbour hosts relayed over the torus) and of its own
  *     devices, and sends HEALTH datagrams to the Fault Supervisor every
  *     T_write (at once when an alarm is new), repeating every alarm until the
- *     supervisor acknowledges it (lofamo/svc.h);
+ *     supervisor acknowledges it (lofamo/core/svc.h);
  *   - sets the timer and mask registers when asked to (--t-write/--t-read,
  *     --mask), refusing a timer with T_write >= T_read.
  * The service network is considered cut when no acknowledgement came for
@@ -24,7 +24,6 @@
  *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
  *           [--mask HEX]
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -39,8 +38,10 @@
 #include <unistd.h>
 
 #include "dfm.h"
+#include "dnp_parse.h"
 #include "regs.h"
 #include "svc.h"
+#include "tool.h"
 
 #define HFM_MAX_PENDING 64u
 
@@ -272,24 +273,6 @@ static void recv_acks(struct hfm *h, uint64_t now)
 	}
 }
 
-static int parse_addr(const char *s, struct sockaddr_in *sa)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	long port;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
-	port = strtol(colon + 1, NULL, 10);
-	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return -EINVAL;
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)port);
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: dnp-hfm --regs PATH --node ID --supervisor HOST:PORT\n"
@@ -300,7 +283,17 @@ static void usage(FILE *f)
 		   "SIGUSR1 toggles a simulated cut of this node's service network.\n");
 }
 
-int main(int argc, char **argv)
+#define PROG "dnp-hfm"
+
+/* What the command line asks besides struct hfm's fields. */
+struct hfm_args {
+	struct sockaddr_in sup;
+	uint32_t set_tw, set_tr; /* timer register to set (0: leave it) */
+	long mask;               /* mask register to set (-1: leave it) */
+};
+
+/* The command line into h and a. Returns -1 to go on, else the exit status. */
+static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 {
 	static const struct option lo[] = {
 		{ "regs", required_argument, NULL, 'r' },
@@ -312,65 +305,196 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct hfm h = { .fd = -1, .tw = DNP_LFM_T_WRITE_DEFAULT, .tr = DNP_LFM_T_READ_DEFAULT };
-	struct sockaddr_in sa = { 0 };
-	struct sigaction act = { 0 };
-	uint32_t set_tw = 0, set_tr = 0;
-	long mask = -1;
 	bool have_node = false, have_sup = false;
-	uint64_t next_write, next_read, next_hb, next_slow;
-	int c, e;
+	char *end;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			h.regs_path = optarg;
+			h->regs_path = optarg;
 			break;
 		case 'n':
-			h.node = (uint32_t)strtoul(optarg, NULL, 10);
+			if (lfm_tool_u32(PROG, "node", optarg, UINT32_MAX, &h->node))
+				return 2;
 			have_node = true;
 			break;
 		case 's':
-			if (parse_addr(optarg, &sa)) {
-				fprintf(stderr, "dnp-hfm: bad --supervisor '%s' (want IPv4:PORT)\n",
+			if (dnp_parse_ipv4_port(optarg, &a->sup)) {
+				fprintf(stderr, PROG ": bad --supervisor '%s' (want IPv4:PORT)\n",
 					optarg);
 				return 2;
 			}
 			have_sup = true;
 			break;
 		case 'w':
-			set_tw = (uint32_t)strtoul(optarg, NULL, 10);
+			if (lfm_tool_u32(PROG, "t-write", optarg, UINT32_MAX, &a->set_tw))
+				return 2;
 			break;
 		case 'R':
-			set_tr = (uint32_t)strtoul(optarg, NULL, 10);
+			if (lfm_tool_u32(PROG, "t-read", optarg, UINT32_MAX, &a->set_tr))
+				return 2;
 			break;
 		case 'm':
-			mask = strtol(optarg, NULL, 16);
+			a->mask = strtol(optarg, &end, 16); /* a bit mask: hexadecimal */
+			if (!*optarg || *end || a->mask < 0) {
+				fprintf(stderr, PROG ": bad --mask '%s' (hexadecimal)\n", optarg);
+				return 2;
+			}
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return lfm_tool_usage_exit(c, usage);
 		}
 	}
-	if (!h.regs_path || !have_node || !have_sup || optind != argc) {
-		usage(stderr);
+	if (!h->regs_path || !have_node || !have_sup || optind != argc)
+		return lfm_tool_usage_exit('?', usage);
+	if ((a->set_tw || a->set_tr) && lfm_tool_timer(PROG, a->set_tw, a->set_tr))
 		return 2;
-	}
-	if ((set_tw || set_tr) && (e = dnp_lfm_timer_check(set_tw, set_tr)) != 0) {
-		fprintf(stderr, "dnp-hfm: timer register T_write %u ms, T_read %u ms refused: %s\n",
-			set_tw, set_tr, dnp_lfm_timer_strerror(e));
-		return 2;
-	}
-	if (mask >= 0 && (mask & ~(long)DNP_LFM_MASK_ALL)) {
-		fprintf(stderr, "dnp-hfm: --mask %lx has bits outside 0x%x\n", mask,
+	if (a->mask >= 0 && (a->mask & ~(long)DNP_LFM_MASK_ALL)) {
+		fprintf(stderr, PROG ": --mask %lx has bits outside 0x%x\n", a->mask,
 			DNP_LFM_MASK_ALL);
 		return 2;
 	}
+	return -1;
+}
+
+/*
+ * The register block, once the daemon created it (until then the DNP is
+ * simply not seen), with the timer and mask registers we were asked to set;
+ * then the periods in force (a refused timer register keeps ours).
+ */
+static void hfm_regs(struct hfm *h, const struct hfm_args *a)
+{
+	if (!h->r) {
+		unsigned dim[3] = { 0, 0, 0 };
+
+		if (dnp_lfm_regs_map(h->regs_path, false, h->node, dim, &h->r) == 0) {
+			if (a->set_tw)
+				(void)dnp_lfm_timer_set(h->r, a->set_tw, a->set_tr);
+			if (a->mask >= 0)
+				atomic_store(&h->r->mask, (uint32_t)a->mask);
+			fprintf(stderr, "dnp-hfm %u: mapped %s\n", h->node, h->regs_path);
+		}
+	}
+	if (h->r) {
+		uint32_t tw = atomic_load(&h->r->t_write_ms), tr = atomic_load(&h->r->t_read_ms);
+
+		if (!dnp_lfm_timer_check(tw, tr)) {
+			h->tw = tw;
+			h->tr = tr;
+		}
+	}
+}
+
+/*
+ * Takes the DNP Watchdog Register (due at *next_read): validated, the DNP is
+ * alive; not validated, an omission fault, unless we woke late (then one
+ * more T_write for the DNP first: the late-reader rule, dfm.h).
+ */
+static void hfm_read_dnp(struct hfm *h, uint64_t now, uint64_t *next_read)
+{
+	uint64_t w, late = now - *next_read;
+	bool valid = dnp_lfm_wd_take(&h->r->dnp, &w);
+	bool second = h->dnp_grace;
+
+	h->dnp_grace = false;
+	if (!valid && h->dnp_alive && !second && late > dnp_dfm_late_slack(h->tw, 1000000ull)) {
+		/* We woke late: one more T_write for the DNP, then judge. */
+		h->dnp_grace = true;
+		h->late_reads++;
+		*next_read = now + (uint64_t)h->tw * 1000000ull;
+	} else if (valid) {
+		if (!h->dnp_alive && h->dnp_seen)
+			raise_alarm(h, DNP_SVC_AL_DNP, 0, 0, h->node);
+		if (!h->dnp_alive)
+			h->last_dnp = w;
+		h->dnp_seen = h->dnp_alive = true;
+	} else if (h->dnp_alive) {
+		/* Not validated since our last read: omission fault of the DNP. */
+		h->dnp_alive = false;
+		raise_alarm(h, DNP_SVC_AL_DNP, 0, 1, h->node);
+	}
+	if (!h->dnp_grace)
+		*next_read = now + (uint64_t)h->tr * 1000000ull;
+}
+
+/* Sleeps until wake (at most 20 ms: relays travel on), or a datagram comes. */
+static void hfm_sleep(const struct hfm *h, uint64_t wake)
+{
+	struct pollfd p = { .fd = h->fd, .events = POLLIN };
+	uint64_t now = mono_ns(), slept;
+	int ms = wake > now ? (int)((wake - now) / 1000000ull) : 0;
+
+	if (ms > 20)
+		ms = 20;
+	(void)poll(&p, 1, ms);
+	/* Woken more than T_write after it asked: say so (a drill's slow awareness). */
+	slept = mono_ns() - now;
+	if (slept > (uint64_t)ms * 1000000ull + (uint64_t)h->tw * 1000000ull) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		fprintf(stderr, "%lld.%03ld dnp-hfm %u: woke %llu ms after a %d ms poll\n",
+			(long long)ts.tv_sec, ts.tv_nsec / 1000000, h->node,
+			(unsigned long long)(slept / 1000000ull), ms);
+	}
+}
+
+static void hfm_run(struct hfm *h, const struct hfm_args *a)
+{
+	uint64_t next_write, next_read, next_hb, next_slow, wake;
+
+	h->start_ns = h->last_ack_ns = mono_ns();
+	next_write = next_hb = next_slow = h->start_ns;
+	next_read = h->start_ns + (uint64_t)h->tr * 1000000ull;
+	while (!atomic_load(&hfm_stop)) {
+		uint64_t now = mono_ns();
+
+		hfm_regs(h, a);
+		recv_acks(h, now);
+		if (now >= next_write) {
+			bool slow = now >= next_slow;
+
+			host_check(h, now, slow);
+			if (slow)
+				next_slow = now + (uint64_t)h->tr * 1000000ull;
+			if (h->r)
+				dnp_lfm_wd_write(&h->r->host, h->host_status, now);
+			next_write = now + (uint64_t)h->tw * 1000000ull;
+		}
+		if (h->r && now >= next_read)
+			hfm_read_dnp(h, now, &next_read);
+		if (h->r)
+			dnp_check(h);
+		if (h->urgent || now >= next_hb) {
+			send_health(h);
+			h->urgent = false;
+			next_hb = now + (uint64_t)h->tw * 1000000ull;
+		}
+		/*
+		 * No read is due before the block is mapped: a next_read in the
+		 * past would make this loop spin (about 1000 map attempts a second
+		 * while a daemon started its EAL), so until then the block is
+		 * looked for at the pace below.
+		 */
+		wake = h->r && next_read < next_write ? next_read : next_write;
+		hfm_sleep(h, next_hb < wake ? next_hb : wake);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct hfm h = { .fd = -1,
+				.tw = DNP_LFM_T_WRITE_DEFAULT,
+				.tr = DNP_LFM_T_READ_DEFAULT };
+	struct hfm_args a = { .mask = -1 };
+	struct sigaction act = { 0 };
+	int r = hfm_parse(argc, argv, &h, &a);
+
+	if (r >= 0)
+		return r;
 	h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (h.fd < 0 || connect(h.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (h.fd < 0 || connect(h.fd, (struct sockaddr *)&a.sup, sizeof(a.sup)) < 0) {
 		perror("dnp-hfm: service network socket");
 		return 1;
 	}
@@ -379,108 +503,11 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &act, NULL);
 	act.sa_handler = on_cut;
 	sigaction(SIGUSR1, &act, NULL);
-	if (set_tw) {
-		h.tw = set_tw;
-		h.tr = set_tr;
+	if (a.set_tw) {
+		h.tw = a.set_tw;
+		h.tr = a.set_tr;
 	}
-	h.start_ns = h.last_ack_ns = mono_ns();
-	next_write = next_hb = next_slow = h.start_ns;
-	next_read = h.start_ns + (uint64_t)h.tr * 1000000ull;
-	while (!atomic_load(&hfm_stop)) {
-		uint64_t now = mono_ns(), wake;
-		struct pollfd p = { .fd = h.fd, .events = POLLIN };
-
-		if (!h.r) {
-			unsigned dim[3] = { 0, 0, 0 };
-
-			/* The daemon creates the block; until then the DNP is simply not seen. */
-			if (dnp_lfm_regs_map(h.regs_path, false, h.node, dim, &h.r) == 0) {
-				if (set_tw)
-					(void)dnp_lfm_timer_set(h.r, set_tw, set_tr);
-				if (mask >= 0)
-					atomic_store(&h.r->mask, (uint32_t)mask);
-				fprintf(stderr, "dnp-hfm %u: mapped %s\n", h.node, h.regs_path);
-			}
-		}
-		if (h.r) {
-			uint32_t tw = atomic_load(&h.r->t_write_ms),
-				 tr = atomic_load(&h.r->t_read_ms);
-
-			if (!dnp_lfm_timer_check(tw, tr)) {
-				h.tw = tw;
-				h.tr = tr;
-			}
-		}
-		recv_acks(&h, now);
-		if (now >= next_write) {
-			bool slow = now >= next_slow;
-
-			host_check(&h, now, slow);
-			if (slow)
-				next_slow = now + (uint64_t)h.tr * 1000000ull;
-			if (h.r)
-				dnp_lfm_wd_write(&h.r->host, h.host_status, now);
-			next_write = now + (uint64_t)h.tw * 1000000ull;
-		}
-		if (h.r && now >= next_read) {
-			uint64_t w, late = now - next_read;
-			bool valid = dnp_lfm_wd_take(&h.r->dnp, &w);
-			bool second = h.dnp_grace;
-
-			h.dnp_grace = false;
-			if (!valid && h.dnp_alive && !second &&
-			    late > dnp_dfm_late_slack(h.tw, 1000000ull)) {
-				/* We woke late: one more T_write for the DNP, then judge. */
-				h.dnp_grace = true;
-				h.late_reads++;
-				next_read = now + (uint64_t)h.tw * 1000000ull;
-			} else if (valid) {
-				if (!h.dnp_alive && h.dnp_seen)
-					raise_alarm(&h, DNP_SVC_AL_DNP, 0, 0, h.node);
-				if (!h.dnp_alive)
-					h.last_dnp = w;
-				h.dnp_seen = h.dnp_alive = true;
-			} else if (h.dnp_alive) {
-				/* Not validated since our last read: omission fault of the DNP. */
-				h.dnp_alive = false;
-				raise_alarm(&h, DNP_SVC_AL_DNP, 0, 1, h.node);
-			}
-			if (!h.dnp_grace)
-				next_read = now + (uint64_t)h.tr * 1000000ull;
-		}
-		if (h.r)
-			dnp_check(&h);
-		if (h.urgent || now >= next_hb) {
-			send_health(&h);
-			h.urgent = false;
-			next_hb = now + (uint64_t)h.tw * 1000000ull;
-		}
-		/*
-		 * No read is due before the block is mapped: a next_read in the
-		 * past would make this loop spin (about 1000 map attempts a second
-		 * while a daemon started its EAL), so until then the block is
-		 * looked for at the pace below.
-		 */
-		wake = h.r && next_read < next_write ? next_read : next_write;
-		if (next_hb < wake)
-			wake = next_hb;
-		now = mono_ns();
-		/* Look at the DNP's report at least every 20 ms: relays travel on. */
-		int ms = wake > now ? (int)((wake - now) / 1000000ull) : 0;
-		if (ms > 20)
-			ms = 20;
-		(void)poll(&p, 1, ms);
-		/* Woken more than T_write after it asked: say so (a drill's slow awareness). */
-		uint64_t slept = mono_ns() - now;
-		if (slept > (uint64_t)ms * 1000000ull + (uint64_t)h.tw * 1000000ull) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			fprintf(stderr, "%lld.%03ld dnp-hfm %u: woke %llu ms after a %d ms poll\n",
-				(long long)ts.tv_sec, ts.tv_nsec / 1000000, h.node,
-				(unsigned long long)(slept / 1000000ull), ms);
-		}
-	}
+	hfm_run(&h, &a);
 	if (h.late_reads)
 		fprintf(stderr,
 			"dnp-hfm %u: %llu late reads of the DNP register gave it a second look\n",

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dnp-supervisor — the Fault Supervisor (EURETILE report, LO|FA|MO: Fault
+ * Supervisor): one process on a master node. It listens on the service
+ * network (UDP), acknowledges every HEALTH datagram of the Host Fault
+ * Managers (lofamo/core/svc.h), builds the systemic picture (lofamo/core/sup.h),
+ * appends every change to a time-stamped event log, and answers STATUS
+ * queries (dnpctl status) with the torus map, JSON or the log.
+ *
+ *   dnp-supervisor --torus XxYxZ --listen HOST:PORT [--listen-fd N] [--silence-ms MS]
+ *                  [--t-write MS --t-read MS] [--log FILE]
+ *
+ * --listen-fd: the UDP socket is already bound (by dnp-run) and open as
+ * descriptor N; HOST:PORT is then only what the log says.
+ *
+ * Times in the picture and the log are CLOCK_REALTIME milliseconds (so that
+ * drills can compare them with the moment they injected a fault).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dnp_parse.h"
+#include "regs.h"
+#include "sup.h"
+#include "tool.h"
+
+static atomic_bool stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	atomic_store(&stop, true);
+}
+
+static uint64_t real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dnp-supervisor --torus XxYxZ --listen HOST:PORT [--silence-ms MS]\n"
+		"                      [--t-write MS --t-read MS] [--log FILE]\n"
+		"  --silence-ms MS   an HFM silent this long is 'silent' (default 2 x T_read + T_write)\n"
+		"  --log FILE        append the event log to FILE (default: standard output)\n");
+}
+
+struct sup_main {
+	struct dnp_sup_conf sc;
+	uint32_t tw, tr;
+	const char *listen_at, *log_path;
+	struct sockaddr_in sa;
+	int fd;
+	FILE *log;
+	struct dnp_sup *s;
+	uint64_t logged, nstall, stall_ms, seen_stalls;
+};
+
+#define PROG "dnp-supervisor"
+
+/* The command line into m. Returns -1 to go on, else the exit status. */
+static int sup_args(int argc, char **argv, struct sup_main *m)
+{
+	static const struct option lo[] = {
+		{ "torus", required_argument, NULL, 't' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "silence-ms", required_argument, NULL, 's' },
+		{ "t-write", required_argument, NULL, 'w' },
+		{ "t-read", required_argument, NULL, 'R' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "listen-fd", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_torus = false;
+	uint32_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (dnp_torus_parse(optarg, &m->sc.torus)) {
+				fprintf(stderr, PROG ": bad --torus '%s'\n", optarg);
+				return 2;
+			}
+			have_torus = true;
+			break;
+		case 'l':
+			m->listen_at = optarg;
+			if (dnp_parse_ipv4_port(optarg, &m->sa)) {
+				fprintf(stderr, PROG ": bad --listen '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			if (lfm_tool_u32(PROG, "silence-ms", optarg, 3600000, &v))
+				return 2;
+			m->sc.silence_ms = v;
+			break;
+		case 'w':
+			if (lfm_tool_u32(PROG, "t-write", optarg, UINT32_MAX, &m->tw))
+				return 2;
+			break;
+		case 'R':
+			if (lfm_tool_u32(PROG, "t-read", optarg, UINT32_MAX, &m->tr))
+				return 2;
+			break;
+		case 'L':
+			m->log_path = optarg;
+			break;
+		case 'F':
+			if (lfm_tool_u32(PROG, "listen-fd", optarg, INT32_MAX, &v))
+				return 2;
+			m->fd = (int)v;
+			break;
+		default:
+			return lfm_tool_usage_exit(c, usage);
+		}
+	}
+	if (!have_torus || !m->listen_at || optind != argc)
+		return lfm_tool_usage_exit('?', usage);
+	if (lfm_tool_timer(PROG, m->tw, m->tr))
+		return 2;
+	if (!m->sc.silence_ms)
+		m->sc.silence_ms = 2ull * m->tr + m->tw;
+	m->sc.stall_ms = m->tw; /* off the CPU for longer than T_write: the late-reader rule */
+	return -1;
+}
+
+/* The log file and the bound socket (or the one dnp-run handed over). 0 or 1 (said why). */
+static int sup_open(struct sup_main *m)
+{
+	if (m->log_path && !(m->log = fopen(m->log_path, "ae"))) {
+		perror(m->log_path);
+		return 1;
+	}
+	if (m->fd >= 0) {
+		/* Handed over by dnp-run, already bound: keep it out of any child. */
+		if (fcntl(m->fd, F_SETFD, FD_CLOEXEC) < 0) {
+			fprintf(stderr, PROG ": --listen-fd %d: %s\n", m->fd, strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	m->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&m->sa, sizeof(m->sa)) < 0) {
+		fprintf(stderr, PROG ": bind %s: %s\n", m->listen_at, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* Every datagram waiting in the socket: HEALTHs acknowledged, STATUS queries answered. */
+static void sup_receive(struct sup_main *m)
+{
+	static uint8_t buf[DNP_SVC_MAX_DGRAM], out[DNP_SVC_MAX_DGRAM];
+	static char text[DNP_SVC_TEXT_MAX];
+
+	for (;;) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(m->fd, buf, sizeof(buf), MSG_DONTWAIT,
+				     (struct sockaddr *)&from, &fl);
+		struct dnp_svc_msg q;
+		uint64_t now;
+		int r;
+
+		if (n < 0)
+			break;
+		now = real_ms();
+		if (dnp_svc_decode(buf, (size_t)n, &q) == 0 && q.type == DNP_SVC_STATUS) {
+			struct dnp_svc_msg t = { .type = DNP_SVC_TEXT, .seq = q.seq };
+
+			dnp_sup_tick(m->s, now);
+			t.u.text.text = text;
+			t.u.text.len =
+				dnp_sup_render(m->s, q.u.status.flags, now, text, sizeof(text));
+			r = dnp_svc_encode(&t, out, sizeof(out));
+		} else {
+			r = dnp_sup_on_msg(m->s, buf, (size_t)n, now, out, sizeof(out));
+		}
+		if (r > 0)
+			(void)sendto(m->fd, out, (size_t)r, MSG_DONTWAIT, (struct sockaddr *)&from,
+				     fl);
+	}
+}
+
+/* The supervisor's own stalls and the picture's new events, to the log. */
+static void sup_log_news(struct sup_main *m, uint64_t now)
+{
+	dnp_sup_stalls(m->s, &m->nstall, &m->stall_ms);
+	if (m->nstall != m->seen_stalls) {
+		fprintf(m->log,
+			"%" PRIu64 ".%03u supervisor was off the CPU (%" PRIu64 " stalls, %" PRIu64
+			" ms in all): silence deadlines moved by it\n",
+			now / 1000, (unsigned)(now % 1000), m->nstall, m->stall_ms);
+		m->seen_stalls = m->nstall;
+	}
+	for (; m->logged < dnp_sup_nevents(m->s); m->logged++) {
+		const struct dnp_sup_event *ev = dnp_sup_event(m->s, m->logged);
+
+		if (ev)
+			fprintf(m->log, "%" PRIu64 ".%03u node %u %s (%s)\n", ev->t_ms / 1000,
+				(unsigned)(ev->t_ms % 1000), ev->node, ev->what,
+				dnp_sup_path_name(ev->path));
+	}
+	fflush(m->log);
+}
+
+static void sup_serve(struct sup_main *m)
+{
+	uint64_t next_tick = real_ms();
+
+	while (!atomic_load(&stop)) {
+		struct pollfd p = { .fd = m->fd, .events = POLLIN };
+		uint64_t now;
+
+		(void)poll(&p, 1, 20);
+		sup_receive(m);
+		now = real_ms();
+		if (now >= next_tick) {
+			dnp_sup_tick(m->s, now);
+			next_tick = now + 20;
+		}
+		sup_log_news(m, now);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct sup_main m = {
+		.tw = DNP_LFM_T_WRITE_DEFAULT,
+		.tr = DNP_LFM_T_READ_DEFAULT,
+		.fd = -1,
+	};
+	struct sigaction act = { 0 };
+	int r = sup_args(argc, argv, &m);
+
+	if (r >= 0)
+		return r;
+	m.log = stdout;
+	if (sup_open(&m))
+		return 1;
+	if (dnp_sup_create(&m.sc, real_ms(), &m.s)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	act.sa_handler = on_stop;
+	sigaction(SIGTERM, &act, NULL);
+	sigaction(SIGINT, &act, NULL);
+	fprintf(m.log,
+		"%" PRIu64 ".%03u supervisor up: torus %ux%ux%u, T_write %u ms, T_read %u ms, "
+		"silence %" PRIu64 " ms\n",
+		real_ms() / 1000, (unsigned)(real_ms() % 1000), m.sc.torus.dim[0],
+		m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr, m.sc.silence_ms);
+	fflush(m.log);
+	sup_serve(&m);
+	dnp_sup_destroy(m.s);
+	close(m.fd);
+	if (m.log != stdout)
+		fclose(m.log);
+	return 0;
+}

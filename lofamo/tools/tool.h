@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tool.h — what the LO|FA|MO processes (dnp-hfm, dnp-supervisor,
+ * dnp-lab-lofamo) share on their command lines: numbers through
+ * common/dnp_parse.h, the timer pair checked against the register rule
+ * (T_write < T_read, lofamo_abi.h), and the end of every option switch
+ * (--help to standard output with status 0, anything unknown to standard
+ * error with status 2). Each prints why it refused, prefixed with the
+ * program's name.
+ */
+#ifndef LOFAMO_TOOL_H
+#define LOFAMO_TOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* --opt's value as a number in 0..max. 0, or -EINVAL after printing why. */
+int lfm_tool_u32(const char *prog, const char *opt, const char *arg, uint32_t max, uint32_t *out);
+/* T_write and T_read (ms) as the timer register takes them. 0, or -EINVAL after printing why. */
+int lfm_tool_timer(const char *prog, uint32_t tw, uint32_t tr);
+/*
+ * The default branch of an option switch: c is 'h' (--help: usage on
+ * standard output, returns 0) or anything else (usage on standard error,
+ * returns 2). The caller exits with the result.
+ */
+int lfm_tool_usage_exit(int c, void (*usage)(FILE *f));
+
+#endif
