@@ -28,17 +28,8 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 	r = dnp_put(ep->dom->d, pe->stage_mem + (size_t)k * DFI_SLOT, s->len, pe->c, pe->port,
 		    pe->ring_va + (uint64_t)(s->seq % DFI_K) * DFI_SLOT, pe->ring_key,
 		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK);
-	if (r == 0) {
-		if (s->state == S_PENDING)
-			pe->pending--;
-		s->state = S_INFLIGHT;
-		return;
-	}
-	if (s->state != S_PENDING) {
-		s->state = S_PENDING;
-		pe->pending++;
-	}
-	if (r != -EAGAIN)
+	dnp_stage_issued(&s->state, &pe->pending, r);
+	if (r != 0 && r != -EAGAIN)
 		dfi_fail(ep, r, "PUT");
 }
 

@@ -45,6 +45,7 @@
 #include "dnp_yield.h"
 #include "regcache.h"
 #include "reqtab.h"
+#include "stage.h"
 
 #define DFI_NAME "dnp"
 #define DFI_FABRIC "dnp-torus"
@@ -56,11 +57,11 @@ enum {
 	C_GET = 3,
 	C_RMA = 4
 };
-/* States of a staging slot. */
+/* States of a staging slot (stage.h). */
 enum {
-	S_FREE = 0,
-	S_PENDING,
-	S_INFLIGHT
+	S_FREE = DNP_STAGE_FREE,
+	S_PENDING = DNP_STAGE_PENDING,
+	S_INFLIGHT = DNP_STAGE_INFLIGHT
 };
 /* Kinds of requests. */
 enum {
