@@ -8,10 +8,14 @@
  * queries (dnpctl status) with the torus map, JSON or the log.
  *
  *   dnp-supervisor --torus XxYxZ --listen HOST:PORT [--listen-fd N] [--silence-ms MS]
- *                  [--t-write MS --t-read MS] [--log FILE]
+ *                  [--t-write MS --t-read MS] [--log FILE] [--http HOST:PORT]
  *
  * --listen-fd: the UDP socket is already bound (by dnp-run) and open as
  * descriptor N; HOST:PORT is then only what the log says.
+ *
+ * --http (or DNP_SUPERVISOR_HTTP): the live fault map, a page that draws the
+ * picture in a browser (lofamo/tools/web/web.h). Port 0 takes any free port;
+ * the log says the URL.
  *
  * Times in the picture and the log are CLOCK_REALTIME milliseconds (so that
  * drills can compare them with the moment they injected a fault).
@@ -31,10 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+
 #include "dnp_parse.h"
 #include "regs.h"
 #include "sup.h"
 #include "tool.h"
+#include "web.h"
 
 static atomic_bool stop;
 
@@ -58,21 +65,45 @@ static void usage(FILE *f)
 		"usage: dnp-supervisor --torus XxYxZ --listen HOST:PORT [--silence-ms MS]\n"
 		"                      [--t-write MS --t-read MS] [--log FILE]\n"
 		"  --silence-ms MS   an HFM silent this long is 'silent' (default 2 x T_read + T_write)\n"
-		"  --log FILE        append the event log to FILE (default: standard output)\n");
+		"  --log FILE        append the event log to FILE (default: standard output)\n"
+		"  --http HOST:PORT  serve the live fault map there (default: $DNP_SUPERVISOR_HTTP;\n"
+		"                    use a loopback address unless the network is trusted)\n");
 }
 
 struct sup_main {
 	struct dnp_sup_conf sc;
 	uint32_t tw, tr;
-	const char *listen_at, *log_path;
+	const char *listen_at, *log_path, *http_at;
 	struct sockaddr_in sa;
 	int fd;
 	FILE *log;
 	struct dnp_sup *s;
 	uint64_t logged, nstall, stall_ms, seen_stalls;
+	struct sockaddr_in http_sa;
+	struct dnp_web *web; /* NULL without --http */
+	char *json;          /* the picture rendered for the web */
+	size_t json_cap;
+	uint64_t next_publish;
 };
 
 #define PROG "dnp-supervisor"
+
+/* --http's A.B.C.D:PORT, where a port of 0 asks for any free one. 0 or -EINVAL. */
+static int sup_parse_http(const char *s, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(s, ':');
+	char tmp[INET_ADDRSTRLEN + 3];
+
+	if (!colon || strcmp(colon + 1, "0"))
+		return dnp_parse_ipv4_port(s, sa) ? -EINVAL : 0;
+	if ((size_t)(colon - s) >= INET_ADDRSTRLEN)
+		return -EINVAL;
+	snprintf(tmp, sizeof(tmp), "%.*s:1", (int)(colon - s), s);
+	if (dnp_parse_ipv4_port(tmp, sa))
+		return -EINVAL;
+	sa->sin_port = 0;
+	return 0;
+}
 
 /* The command line into m. Returns -1 to go on, else the exit status. */
 static int sup_args(int argc, char **argv, struct sup_main *m)
@@ -85,6 +116,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "t-read", required_argument, NULL, 'R' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "listen-fd", required_argument, NULL, 'F' },
+		{ "http", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -92,7 +124,10 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	uint32_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:h", lo, NULL)) != -1) {
+	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
+	if (m->http_at && !*m->http_at)
+		m->http_at = NULL;
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -129,12 +164,20 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 				return 2;
 			m->fd = (int)v;
 			break;
+		case 'H':
+			m->http_at = optarg;
+			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}
 	}
 	if (!have_torus || !m->listen_at || optind != argc)
 		return lfm_tool_usage_exit('?', usage);
+	if (m->http_at && sup_parse_http(m->http_at, &m->http_sa)) {
+		fprintf(stderr, PROG ": bad --http '%s' (want A.B.C.D:PORT, port 0 for any)\n",
+			m->http_at);
+		return 2;
+	}
 	if (lfm_tool_timer(PROG, m->tw, m->tr))
 		return 2;
 	if (!m->sc.silence_ms)
@@ -201,6 +244,58 @@ static void sup_receive(struct sup_main *m)
 	}
 }
 
+/* The fault map: starts the HTTP side and says where. 0 or 1 (said why). */
+static int sup_web_open(struct sup_main *m)
+{
+	char host[INET_ADDRSTRLEN];
+	int r;
+
+	if (!m->http_at)
+		return 0;
+	r = dnp_web_create(&m->http_sa, &m->web);
+	if (r) {
+		fprintf(stderr, PROG ": --http %s: %s\n", m->http_at,
+			r == -ENOTSUP ? "built without libmicrohttpd" : strerror(-r));
+		return 1;
+	}
+	inet_ntop(AF_INET, &m->http_sa.sin_addr, host, sizeof(host));
+	fprintf(m->log, "%" PRIu64 ".%03u supervisor: fault map on http://%s:%u/\n",
+		real_ms() / 1000, (unsigned)(real_ms() % 1000), host, dnp_web_port(m->web));
+	fflush(m->log);
+	return 0;
+}
+
+/*
+ * The picture for the fault map, at most every 250 ms and only while a
+ * browser asks (or before the first): rendered whole, however large the
+ * torus (the buffer grows until the JSON fits).
+ */
+static void sup_web_publish(struct sup_main *m, uint64_t now)
+{
+	size_t len;
+
+	if (!m->web || now < m->next_publish || !dnp_web_wanted(m->web, now, 5000))
+		return;
+	m->next_publish = now + 250;
+	for (;;) {
+		if (m->json_cap) {
+			len = dnp_sup_render(m->s, DNP_SVC_Q_JSON, now, m->json, m->json_cap);
+			if (len + 1 < m->json_cap)
+				break;
+		}
+		if (m->json_cap >= (64u << 20)) /* a 16x16x16 picture is about 2 MB */
+			return;
+		free(m->json);
+		m->json_cap = m->json_cap ? m->json_cap * 2 : (256u << 10);
+		m->json = malloc(m->json_cap);
+		if (!m->json) {
+			m->json_cap = 0;
+			return;
+		}
+	}
+	(void)dnp_web_publish(m->web, m->json, len);
+}
+
 /* The supervisor's own stalls and the picture's new events, to the log. */
 static void sup_log_news(struct sup_main *m, uint64_t now)
 {
@@ -239,6 +334,7 @@ static void sup_serve(struct sup_main *m)
 			next_tick = now + 20;
 		}
 		sup_log_news(m, now);
+		sup_web_publish(m, now);
 	}
 }
 
@@ -270,7 +366,11 @@ int main(int argc, char **argv)
 		real_ms() / 1000, (unsigned)(real_ms() % 1000), m.sc.torus.dim[0],
 		m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr, m.sc.silence_ms);
 	fflush(m.log);
+	if (sup_web_open(&m))
+		return 1;
 	sup_serve(&m);
+	dnp_web_destroy(m.web);
+	free(m.json);
 	dnp_sup_destroy(m.s);
 	close(m.fd);
 	if (m.log != stdout)
