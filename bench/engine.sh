@@ -5,7 +5,8 @@
 # memcpy of the same blocks in the same run; REPS runs (default 5), medians.
 #
 #   bench/engine.sh BUILD_DIR [--quick]
-# Writes bench/results/<date>-<host>-engine.csv (transport,peer,test,bytes,rep,value,unit)
+# Writes $BENCH_OUT/<date>-<host>-engine.csv (transport,peer,test,bytes,rep,value,unit;
+# BENCH_OUT defaults to results/bench/, untracked; ./dnp bench engine --save: bench/results/)
 # and prints the table and the two goals (>= 10 M 8-byte packets/s on one core;
 # 4 KiB PUTs at >= half the memcpy bandwidth).
 set -u
@@ -14,10 +15,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 reps=${REPS:-5}
 secs=1
 [ "${2:-}" = --quick ] && { reps=${REPS:-3}; secs=0.5; }
-out=$here/results/$(date -u +%Y-%m-%d)-$(hostname -s 2>/dev/null || hostname)-engine.csv
+outdir=${BENCH_OUT:-$(cd "$here/.." && pwd)/results/bench}
+out=$outdir/$(date -u +%Y-%m-%d)-$(hostname -s 2>/dev/null || hostname)-engine.csv
 prog=$build/bench/engine_bench
 [ -x "$prog" ] || { echo "bench: $prog is not built" >&2; exit 1; }
-mkdir -p "$here/results"
+mkdir -p "$outdir"
 # one core: the engine_bench thread on CPU 0 (both engines, as one daemon's core would)
 echo "bench engine: $reps reps of ${secs}s per size, pinned to CPU 0"
 taskset -c 0 "$prog" --reps "$reps" --seconds "$secs" --csv >"$out" || exit 1

@@ -29,7 +29,9 @@
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
 # per rep), for the cost breakdown of an 8-byte PUT.
 #
-# Writes bench/results/<date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
+# Writes into $BENCH_OUT (default results/bench/, ignored by git; ./dnp bench
+# --save sets bench/results/, ./dnp bench --out DIR sets DIR):
+# <date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
 # <date>-<host>-more.csv (CPU cost and engine ceiling, same columns),
 # <date>-<host>-machine.txt, <date>-<host>.md (tables, breakdown, goals) and
 # <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
@@ -40,7 +42,7 @@ quick=0
 [ "${2:-}" = --quick ] && quick=1
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
-outdir=${BENCH_OUT:-$here/results}
+outdir=${BENCH_OUT:-$(cd "$here/.." && pwd)/results/bench}
 stamp=$(date -u +%Y-%m-%d)
 host=$(hostname -s 2>/dev/null || hostname)
 base=$outdir/$stamp-$host$([ $quick = 1 ] && echo -quick)

@@ -14,7 +14,8 @@
 #   - the baseline: raw DPDK frame ping-pong and stream between the same two
 #     namespaces on the same veth (transport/dpdk/dpdk_pingpong, two
 #     busy-polling processes pinned to CPUs 0 and 1, no daemon).
-# Writes bench/results/<date>-<host>-dpdk.md and .csv (raw per-run rows); the
+# Writes $BENCH_OUT/<date>-<host>-dpdk.md and .csv (default results/bench/, ignored by
+# git; ./dnp bench-dpdk --save: bench/results/) (raw per-run rows); the
 # tables hold the median over runs of each run's median (latency) or rate.
 set -u
 build=${1:-build}
@@ -24,7 +25,7 @@ bw_sizes=${BENCH_BW_SIZES:-8,512,4096,65536,1048576,4194304}
 raw_sizes=64,1518,4192
 here=$(cd "$(dirname "$0")" && pwd)
 netns_sh=$here/../tests/testbed/netns.sh
-outdir=$here/results
+outdir=${BENCH_OUT:-$(cd "$here/.." && pwd)/results/bench}
 stamp=$(date -u +%Y-%m-%d)
 host=$(hostname -s 2>/dev/null || hostname)
 md=$outdir/$stamp-$host-dpdk.md

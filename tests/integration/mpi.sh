@@ -31,7 +31,8 @@ fi
 tmp=$(mktemp -d /tmp/mpi-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-mpirun_dnp() { DNP_BUILD=$build "$src/dnp" mpirun --timeout 150 "$@"; }
+# the programs run in $tmp (--out), where the checks below read their files
+mpirun_dnp() { DNP_BUILD=$build "$src/dnp" mpirun --out "$tmp" --timeout 150 "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 # The transport a test name asks for (NAME-udp, NAME-dpdk; shm otherwise),
 # skipping dpdk where it cannot run.
