@@ -187,11 +187,19 @@ static void vb_hs_handle(struct dnp_verbs *v, const struct dnp_verbs_hello *h)
 		if (!r)
 			r = vb_qp_connect(v, h);
 		if (r) {
-			fprintf(stderr, "verbs: connecting QP %u to peer QP %u: %s\n",
-				v->qp->qp_num, h->qpn, strerror(-r));
-			vb_self_reset(v);
+			/*
+			 * No route (carrier down, address gone): stay unconnected and
+			 * try again at the peer's next hello; say it once.
+			 */
+			if (!v->connect_warned)
+				fprintf(stderr, "verbs: connecting QP %u to peer QP %u: %s\n",
+					v->qp->qp_num, h->qpn, strerror(-r));
+			v->connect_warned = true;
+			if (vb_qp_reset(v))
+				v->fatal = true;
 			return;
 		}
+		v->connect_warned = false;
 		v->peer_nonce = h->nonce;
 		v->peer_qpn = h->qpn;
 		v->peer_psn = h->psn;

@@ -55,6 +55,7 @@ struct dnp_verbs {
 	uint8_t port_mtu; /* enum ibv_mtu */
 	int gid_index;
 	union ibv_gid gid;
+	int ifindex; /* the GID's network device (RoCE), or 0 */
 	uint16_t lid;
 	bool roce; /* Ethernet link layer: addressed by GID only */
 	/* Send ring: slots [tx_tail, tx_head) await their completions. */
@@ -73,6 +74,7 @@ struct dnp_verbs {
 	bool connected;        /* QP in RTS towards peer_* */
 	bool acked;            /* the peer has shown it knows this instance */
 	bool was_connected;
+	bool connect_warned; /* the last connect failed and was reported */
 	bool fatal;
 	uint64_t next_hello, next_check;
 	uint32_t polls; /* rx_burst calls: the clock is read every 64th */

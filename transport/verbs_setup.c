@@ -218,10 +218,16 @@ int dnp_verbs_pick_device(struct dnp_verbs *v, const char *options, const char *
 	ibv_free_device_list(list);
 	if (r)
 		return r;
-	if (ibv_query_gid(v->ctx, v->port, v->gid_index, &v->gid)) {
-		fprintf(stderr, "verbs: GID index %d of port %u unreadable\n", v->gid_index,
-			v->port);
-		return -ENXIO;
+	{
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(v->ctx, v->port, (uint32_t)v->gid_index, &e, 0)) {
+			fprintf(stderr, "verbs: GID index %d of port %u is empty or unreadable\n",
+				v->gid_index, v->port);
+			return -ENXIO;
+		}
+		v->gid = e.gid;
+		v->ifindex = (int)e.ndev_ifindex;
 	}
 	if (v->roce && !memcmp(&v->gid, &(union ibv_gid){ 0 }, sizeof(v->gid))) {
 		fprintf(stderr, "verbs: GID index %d of port %u is empty\n", v->gid_index, v->port);
@@ -246,6 +252,13 @@ int dnp_verbs_hs_socket(struct dnp_verbs *v, const char *local, const char *remo
 		r = -errno;
 		goto out;
 	}
+	/*
+	 * The handshake takes the RDMA port's own network device when allowed
+	 * (CAP_NET_RAW): then it breaks when that wire breaks, and never goes
+	 * through another interface (or loopback, between addresses of one host).
+	 */
+	if (v->ifindex > 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &v->ifindex, sizeof(v->ifindex));
 	for (int i = 0; bind(fd, loc->ai_addr, loc->ai_addrlen) < 0; i++) {
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = 2000000 };
 

@@ -11,7 +11,8 @@
 # alltoall (2x2x1, dnp_alltoall), cut (2x2x1: one link's veth pair down under
 # a ping-pong that then detours), perftest (ib_send_lat, ib_write_lat,
 # ib_write_bw and dnp_pingpong/dnp_bw on the same rxe devices; figures to
-# /tmp/vmout/bench.txt). Scenarios sharing a torus run on one set of daemons.
+# /tmp/vmout/bench.txt, for bench/verbs.sh). Scenarios sharing a torus run on
+# one set of daemons.
 #
 # The rxe devices: Linux 6.1's rxe sends and receives in the initial network
 # namespace only, so every veth pair stays in it; link k of the torus is the
@@ -205,40 +206,105 @@ sc_alltoall() {
 	echo "PASS: verbs-alltoall"
 }
 
+link_state() { # ID DIR: the state word of dnpctl stats
+	"$ctl" --socket "$run/node-$1.sock" stats 2>/dev/null |
+		awk -v d="$2" '$1 == "link" && $2 == d && $3 == "state" {print $4; exit}'
+}
+
 sc_cut() {
-	# Node 0's X+ link (n0k0 <-> n1k0) goes down under a ping-pong 0 -> 1.
-	DNP_APP_TIMEOUT=60 DNP_SOCKET=$run/node-1.sock "$pp" --peer 1,0,0 --sizes 4096 \
-		--iters 3000 --verify >"$run/pp-cb.out" 2>&1 &
+	# The cable of node 0's X+ (n0k0 <-> n1k0) is cut under a ping-pong 0 <-> 1:
+	# PUTs in flight on it may fail ("a link on the path broke"); then both
+	# ends report it BROKEN and new PUTs take the detour (X-, the other cable).
+	DNP_APP_TIMEOUT=20 DNP_SOCKET=$run/node-1.sock "$pp" --peer 1,0,0 --sizes 4096 \
+		--iters 100000000 >/dev/null 2>&1 &
 	local b=$!
-	DNP_APP_TIMEOUT=60 DNP_SOCKET=$run/node-0.sock "$pp" --peer 1,0,0 --sizes 4096 \
-		--iters 3000 --verify >"$run/pp-ca.out" 2>&1 &
-	local a=$!
+	DNP_APP_TIMEOUT=20 DNP_SOCKET=$run/node-0.sock "$pp" --peer 1,0,0 --sizes 4096 \
+		--iters 100000000 >"$run/pp-cut.out" 2>&1 &
+	local a=$! i=0
 	sleep 2
-	echo "+ ip link set n0k0 down (node 0 X+ <-> node 1 X-)"
+	echo "+ ip link set n0k0 down; ip link set n1k0 down (node 0 X+ <-> node 1 X-)"
 	ip link set n0k0 down
 	ip link set n1k0 down
-	wait $a
-	local ra=$?
-	wait $b
-	local rb=$?
-	"$ctl" --socket "$run/node-0.sock" stats | grep -E '^link X\+ state' | sed 's/^/node 0: /'
-	[ $ra = 0 ] && [ $rb = 0 ] || {
-		cat "$run/pp-ca.out"
-		fail "ping-pong 0 <-> 1 did not survive the cut X+ link"
+	until [ "$(link_state 0 X+)" = BROKEN ] && [ "$(link_state 1 X-)" = BROKEN ]; do
+		i=$((i + 1))
+		[ $i -le 300 ] || break
+		sleep 0.1
+	done
+	kill $a $b 2>/dev/null
+	wait $a $b 2>/dev/null
+	echo "node 0 X+ $(link_state 0 X+), X- $(link_state 0 X-); node 1 X- $(link_state 1 X-)"
+	[ "$(link_state 0 X+)" = BROKEN ] || fail "node 0 does not report its cut X+ link BROKEN"
+	[ "$(link_state 1 X-)" = BROKEN ] || fail "node 1 does not report its cut X- link BROKEN"
+	pingpong 0 1 100 8,4096,65536 --verify || {
+		fail "verified ping-pong 0 <-> 1 on the detour"
 		return
 	}
-	pingpong 0 1 50 8,65536 --verify || {
-		fail "ping-pong after the cut"
-		return
-	}
-	"$ctl" --socket "$run/node-0.sock" stats | grep -Eq '^link X\+ state (BROKEN|DOWN)' ||
-		fail "node 0 does not report its cut X+ link"
 	echo "PASS: verbs-cut"
+}
+
+# perf_pair CMD ARGS...: a perftest server on rxe0k0 and its client on rxe1k0
+# (the devices of node 0's X+ link and node 1's X-); prints the client's output.
+perf_pair() {
+	local cmd=$1
+	shift
+	timeout 120 "$cmd" -d rxe0k0 -x 1 -F "$@" >"$run/perf-srv.out" 2>&1 &
+	local s=$!
+	sleep 1
+	timeout 120 "$cmd" -d rxe1k0 -x 1 -F "$@" 10.77.0.1 2>&1
+	wait $s
+}
+
+# dnp_figures VARIANT ROUND: 8-byte ping-pong median and 1 MiB PUT bandwidth.
+dnp_figures() {
+	local v=$1 r=$2 med mbps
+	DNP_APP_TIMEOUT=120 DNP_SOCKET=$run/node-1.sock "$pp" --peer 1,0,0 --sizes 8 \
+		--iters 3000 --csv >/dev/null 2>&1 &
+	local b=$!
+	med=$(DNP_APP_TIMEOUT=120 DNP_SOCKET=$run/node-0.sock "$pp" --peer 1,0,0 --sizes 8 \
+		--iters 3000 --csv 2>/dev/null | awk -F, '$1 == 8 {print $4}')
+	wait $b
+	DNP_APP_TIMEOUT=120 DNP_SOCKET=$run/node-1.sock "$bw" --peer 1,0,0 --sizes 1M \
+		--iters 300 --csv >/dev/null 2>&1 &
+	b=$!
+	mbps=$(DNP_APP_TIMEOUT=120 DNP_SOCKET=$run/node-0.sock "$bw" --peer 1,0,0 --sizes 1M \
+		--iters 300 --csv 2>/dev/null | awk -F, '$1 == 1048576 {print $3}')
+	wait $b
+	echo "$r dnp-$v lat8_us ${med:--}" >>"$out/bench.txt"
+	echo "$r dnp-$v bw1M_MBps ${mbps:--}" >>"$out/bench.txt"
+}
+
+# Figures for bench/verbs.sh: perftest and SoftDNP on the same rxe pair, in
+# alternating rounds (BENCH_ROUNDS, default 3); "ROUND NAME METRIC VALUE" lines
+# in /tmp/vmout/bench.txt. SoftDNP variants: uc and rc QPs (adaptive idle),
+# uc with --idle busy.
+sc_perftest() {
+	local r v t
+	for ((r = 1; r <= ${BENCH_ROUNDS:-3}; r++)); do
+		stop_all
+		t=$(perf_pair ib_send_lat -s 8 -n 5000 | awk '$1 == 8 {print $5}')
+		echo "$r ib_send_lat lat8_us ${t:--}" >>"$out/bench.txt"
+		t=$(perf_pair ib_write_lat -s 8 -n 5000 | awk '$1 == 8 {print $5}')
+		echo "$r ib_write_lat lat8_us ${t:--}" >>"$out/bench.txt"
+		t=$(perf_pair ib_write_bw -s 1048576 -n 300 | awk '$1 == 1048576 {print $4}')
+		echo "$r ib_write_bw bw1M_MBps ${t:--}" >>"$out/bench.txt"
+		for v in uc rc uc-busy; do
+			stop_all
+			rm -f "$run"/node-*.up
+			for n in 0 1; do
+				sed -i '/^verbs_qp/d' "$run/node-$n.ini"
+				echo "verbs_qp = ${v%-busy}" >>"$run/node-$n.ini"
+			done
+			if [ "$v" = uc-busy ]; then all_up --idle busy; else all_up; fi || continue
+			dnp_figures "$v" "$r"
+		done
+	done
+	stop_all
+	cat "$out/bench.txt"
 }
 
 for sc in "$@"; do
 	case $sc in
-	pingpong | rejoin)
+	pingpong | rejoin | perftest)
 		[ "${TORUS:-}" = 2x1 ] || {
 			torus_down
 			torus_up 2 1 || fail "rxe testbed 2x1x1"
