@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport_reg_dpdk — the registry's optional backends when DPDK is built
- * (transport/meson.build picks this file or transport_reg_none.c).
+ * transport_reg_dpdk — the registry's optional backends when DPDK is built and libibverbs is not
+ * (transport/meson.build picks one transport_reg_*.c).
  */
 #include "dpdk.h"
 #include "transport.h"

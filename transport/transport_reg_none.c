@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport_reg_none — the registry's optional backends when none is built
- * (transport/meson.build picks this file or transport_reg_dpdk.c).
+ * transport_reg_none — the registry's optional backends when neither DPDK nor libibverbs is built
+ * (transport/meson.build picks one transport_reg_*.c).
  */
 #include "transport.h"
 #include "transport_priv.h"

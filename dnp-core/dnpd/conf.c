@@ -64,7 +64,10 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --socket PATH            the application socket instead of\n"
 		"                           DIR/node-<id>.sock (e.g. /run/dnp/dnpd.sock, the\n"
 		"                           default of dnp_open(NULL))\n"
-		"  --transport shm|udp|dpdk virtual-link backend (default shm; dpdk when built)\n"
+		"  --transport shm|udp|dpdk|verbs  virtual-link backend (default shm; dpdk,\n"
+		"                           verbs when built; verbs: docs/verbs.md)\n"
+		"  --verbs-dev NAME, --gid-index N  verbs: RDMA device and GID index (default:\n"
+		"                           the GID of the link's local address)\n"
 		"  --eal \"ARGS\"             dpdk: EAL arguments, blank-separated (default\n"
 		"                           \"%s\")\n"
 		"  --dpdk-links af_packet|memif  dpdk links without --config addresses:\n"
@@ -198,11 +201,24 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "socket"))
 		return !*v ? -EINVAL : dnpd_copy(c->socket, sizeof(c->socket), v);
 	if (!strcmp(key, "transport"))
-		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") ?
+		return strcmp(v, "shm") && strcmp(v, "udp") && strcmp(v, "dpdk") &&
+				       strcmp(v, "verbs") ?
 			       -EINVAL :
 			       dnpd_copy(c->transport, sizeof(c->transport), v);
 	if (!strcmp(key, "eal"))
 		return dnpd_copy(c->eal, sizeof(c->eal), v);
+	/* verbs (transport/verbs.h): backend options, the latest first (it wins). */
+	if (!strcmp(key, "verbs_dev") || !strcmp(key, "gid_index") || !strcmp(key, "verbs_qp")) {
+		char old[sizeof(c->topts)];
+		const char *k = key[0] == 'g' ? "gid" : key[6] == 'd' ? "dev" : "qp";
+		int w;
+
+		memcpy(old, c->topts, sizeof(old));
+		w = snprintf(c->topts, sizeof(c->topts), "%s=%s%s%s", k, v, old[0] ? "," : "", old);
+		if (!*v || strchr(v, ',') || w < 0 || (size_t)w >= sizeof(c->topts))
+			return -EINVAL;
+		return 0;
+	}
 	if (!strcmp(key, "dpdk_links") || !strcmp(key, "dpdk-links")) {
 		if (strcmp(v, "af_packet") && strcmp(v, "memif"))
 			return -EINVAL;
@@ -293,6 +309,8 @@ enum {
 	OPT_CMD_TIMEOUT,
 	OPT_IMPAIR,
 	OPT_VCS,
+	OPT_VERBS_DEV,
+	OPT_GID_INDEX,
 };
 
 static const struct option dnpd_opts[] = {
@@ -314,6 +332,8 @@ static const struct option dnpd_opts[] = {
 	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT },
 	{ "impair", required_argument, NULL, OPT_IMPAIR }, /* indexed by OPT_* - 256 */
 	{ "vcs", required_argument, NULL, OPT_VCS },
+	{ "verbs-dev", required_argument, NULL, OPT_VERBS_DEV },
+	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -398,6 +418,12 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		case OPT_VCS:
 			key = "vcs";
 			break;
+		case OPT_VERBS_DEV:
+			key = "verbs_dev";
+			break;
+		case OPT_GID_INDEX:
+			key = "gid_index";
+			break;
 		case OPT_CONFIG:
 			continue;
 		default:
@@ -426,7 +452,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			c->torus.dim[2]);
 		return -EINVAL;
 	}
-	if (!strcmp(c->transport, "udp") &&
+	if ((!strcmp(c->transport, "udp") || !strcmp(c->transport, "verbs")) &&
 	    c->udp_base_port + (uint64_t)dnp_torus_size(&c->torus) * 8u > 65536u) {
 		fprintf(stderr, "dnpd: --udp-base-port %u leaves no room for %u nodes\n",
 			c->udp_base_port, dnp_torus_size(&c->torus));
@@ -479,7 +505,8 @@ int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, ch
 		 */
 		n = snprintf(local, len, "af_packet:d%u-%s", id, dnpd_dir_keys[dir]);
 		m = snprintf(remote, len, "%s", local);
-	} else if (!strcmp(c->transport, "udp")) {
+	} else if (!strcmp(c->transport, "udp") || !strcmp(c->transport, "verbs")) {
+		/* verbs: the handshake socket's address, as udp's (transport/verbs.h) */
 		unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
 
 		n = snprintf(local, len, "127.0.0.1:%u", c->udp_base_port + id * 8u + dir);

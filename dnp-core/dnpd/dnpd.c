@@ -464,6 +464,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 		tc.side = l->side;
 		tc.frame_max = DNP_MAX_FRAME;
 		tc.depth = DNPD_LINK_DEPTH;
+		tc.options = d->conf.topts[0] ? d->conf.topts : NULL;
 		/* shm: ring the neighbour's own doorbell, so it sleeps on one futex word. */
 		tc.peer_bell = d->poll_mode ? NULL : bell;
 		r = ops->open(&tc, &l->t);

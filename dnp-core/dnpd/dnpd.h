@@ -60,6 +60,7 @@ struct dnpd_conf {
 	char socket[PATH_MAX]; /* application socket ("" = RUN_DIR/node-<id>.sock) */
 	char transport[16];    /* "shm" (default), "udp" or "dpdk" */
 	char eal[512];         /* dpdk: EAL arguments ("" = the backend's init_default) */
+	char topts[256];       /* verbs: backend options "dev=..,gid=..,qp=.." or "" */
 	bool dpdk_memif;       /* dpdk links default to memif sockets in run_dir */
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
