@@ -51,6 +51,7 @@
 #include "doorbell.h"
 #include "engine.h"
 #include "impair.h"
+#include "pcap.h"
 #include "transport.h"
 
 #define DNPD_BURST 32u
@@ -147,6 +148,7 @@ struct dnpd {
 	struct dnpd_link link[DNP_NDIRS];
 	struct dnpd_sess_srv *sess;
 	struct dnp_doorbell *bell;
+	struct dnp_pcap *pcap; /* --pcap: the capture of every link, or NULL */
 	bool poll_mode;
 	bool nowait_links; /* some link has no wait fd: bounded sleeps (dpdk) */
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
@@ -1161,6 +1163,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 
 	work = dnpd_sess_service(d->sess);
 	dnpd_impair_poll(d, now);
+	dnp_pcap_tick(d->pcap);
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		enum dnp_link_state st;
@@ -1501,6 +1504,10 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 	r = dnpd_impair_confs(d->conf.impair, imp);
 	if (r)
 		return r;
+	if (d->conf.pcap[0] && !d->pcap && (r = dnp_pcap_open(d->conf.pcap, &d->pcap))) {
+		dnpd_log(DNPD_ERR, "--pcap %s: %s", d->conf.pcap, strerror(-r));
+		return r;
+	}
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		char bell[PATH_MAX];
@@ -1539,6 +1546,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				return r;
 			}
 			l->t = w;
+			dnp_impair_capture(w, d->pcap);
 		}
 		l->ops = &dnp_transport_impair;
 		l->exists = true;
@@ -1749,6 +1757,9 @@ out_links:
 	free(d->wire);
 	d->wire = NULL;
 	dnpd_close_links(d);
+	if (dnp_pcap_close(d->pcap))
+		dnpd_log(DNPD_ERR, "--pcap %s: a write failed, the capture is cut", d->conf.pcap);
+	d->pcap = NULL;
 	if (d->tp_started && d->tp_started->fini && d->tp_started->fini())
 		d->quick_exit = true;
 	d->tp_started = NULL;
