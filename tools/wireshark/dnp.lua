@@ -408,7 +408,7 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 		if retx then t:add_proto_expert_info(e.retx) end
 	else
 		note = payload(tvb, t, kind, lflags, plen, n - PAYLOAD_OFF)
-		t:add_proto_expert_info(e.fragment)
+		if not whole then t:add_proto_expert_info(e.fragment) end
 	end
 
 	local info = KIND[kind] or ("kind " .. kind)
