@@ -11,6 +11,7 @@
  * frame (or after DNP_IMPAIR_REORDER_MAX_NS if no other frame comes).
  */
 #include "impair.h"
+#include "pcap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -259,6 +260,7 @@ struct impair {
 	uint64_t ro_since;
 	uint8_t *scratch;
 	struct dnp_impair_stats st;
+	struct dnp_pcap *cap; /* records the frames as they pass below us, or NULL */
 };
 
 static struct impair *to_imp(struct dnp_transport *t)
@@ -304,8 +306,11 @@ static void apply_conf(struct impair *m, const struct dnp_impair_conf *c)
 static int send1(struct impair *m, const uint8_t *d, uint32_t len)
 {
 	struct dnp_tx_frame f = { d, len };
+	int r = m->iops->tx_burst(m->inner, &f, 1);
 
-	return m->iops->tx_burst(m->inner, &f, 1);
+	if (m->cap && r == 1)
+		dnp_pcap_tx(m->cap, m->dir, &f, 1);
+	return r;
 }
 
 /*
@@ -393,8 +398,13 @@ static int imp_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 	uint64_t now;
 	unsigned i;
 
-	if (!m->on && m->h_head == m->h_tail && !m->ro_len)
-		return m->iops->tx_burst(m->inner, f, n);
+	if (!m->on && m->h_head == m->h_tail && !m->ro_len) {
+		int r = m->iops->tx_burst(m->inner, f, n);
+
+		if (m->cap && r > 0)
+			dnp_pcap_tx(m->cap, m->dir, f, (unsigned)r);
+		return r;
+	}
 	now = mono_ns();
 	if (!flush_held(m, now))
 		return 0;
@@ -456,10 +466,14 @@ static int imp_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 static int imp_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
 {
 	struct impair *m = to_imp(t);
+	int r;
 
 	if (m->h_head != m->h_tail || m->ro_len)
 		(void)flush_held(m, mono_ns());
-	return m->iops->rx_burst(m->inner, f, n);
+	r = m->iops->rx_burst(m->inner, f, n);
+	if (m->cap && r > 0)
+		dnp_pcap_rx(m->cap, m->dir, f, (unsigned)r);
+	return r;
 }
 
 bool dnp_impair_flush(struct dnp_transport *t)
@@ -574,6 +588,11 @@ err : {
 void dnp_impair_set(struct dnp_transport *t, const struct dnp_impair_conf *c)
 {
 	apply_conf(to_imp(t), c);
+}
+
+void dnp_impair_capture(struct dnp_transport *t, struct dnp_pcap *p)
+{
+	to_imp(t)->cap = p;
 }
 
 const struct dnp_impair_stats *dnp_impair_stats(const struct dnp_transport *t)

@@ -98,6 +98,8 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --impair SPEC            impair the frames this node sends (repeatable):\n"
 		"                           dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,\n"
 		"                           reorder=P%%,delay=Nus,seed=N (docs/dnpd.md)\n"
+		"  --pcap FILE              write every frame of every link to a pcapng file\n"
+		"                           (docs/protocol.md, \"Capturing and reading frames\")\n"
 		"  --cmd-timeout-ms N       a command not completed N ms after its submission\n"
 		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  --vcs N                  virtual channels per link, 2..%u (default %u);\n"
@@ -271,6 +273,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		memcpy(c->impair + have, v, add + 1);
 		return 0;
 	}
+	if (!strcmp(key, "pcap"))
+		return dnpd_copy(c->pcap, sizeof(c->pcap), v) || !v[0] ? -EINVAL : 0;
 	if (!strcmp(key, "cmd_timeout_ms") || !strcmp(key, "cmd-timeout-ms"))
 		return dnpd_parse_u64(v, 86400000ull, &c->cmd_timeout_ms) ? -EINVAL : 0;
 	if (!strcmp(key, "vcs")) {
@@ -311,6 +315,7 @@ enum {
 	OPT_VCS,
 	OPT_VERBS_DEV,
 	OPT_GID_INDEX,
+	OPT_PCAP,
 };
 
 static const struct option dnpd_opts[] = {
@@ -334,6 +339,7 @@ static const struct option dnpd_opts[] = {
 	{ "vcs", required_argument, NULL, OPT_VCS },
 	{ "verbs-dev", required_argument, NULL, OPT_VERBS_DEV },
 	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
+	{ "pcap", required_argument, NULL, OPT_PCAP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -423,6 +429,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			break;
 		case OPT_GID_INDEX:
 			key = "gid_index";
+			break;
+		case OPT_PCAP:
+			key = "pcap";
 			break;
 		case OPT_CONFIG:
 			continue;

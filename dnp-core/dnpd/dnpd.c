@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "dnpd_int.h"
+#include "pcap.h"
 
 static atomic_bool dnpd_stop;
 static struct dnp_doorbell *dnpd_sig_bell;
@@ -91,6 +92,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 
 	work = dnpd_sess_service(d->sess);
 	dnpd_impair_poll(d, now);
+	dnp_pcap_tick(d->pcap);
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		enum dnp_link_state st;
@@ -443,6 +445,10 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 	r = dnpd_impair_confs(d->conf.impair, imp);
 	if (r)
 		return r;
+	if (d->conf.pcap[0] && !d->pcap && (r = dnp_pcap_open(d->conf.pcap, &d->pcap))) {
+		dnpd_log(DNPD_ERR, "--pcap %s: %s", d->conf.pcap, strerror(-r));
+		return r;
+	}
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		char bell[PATH_MAX];
@@ -482,6 +488,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				return r;
 			}
 			l->t = w;
+			dnp_impair_capture(w, d->pcap);
 		}
 		l->ops = &dnp_transport_impair;
 		l->exists = true;
@@ -726,6 +733,9 @@ out_links:
 	free(d->wire);
 	d->wire = NULL;
 	dnpd_close_links(d);
+	if (dnp_pcap_close(d->pcap))
+		dnpd_log(DNPD_ERR, "--pcap %s: a write failed, the capture is cut", d->conf.pcap);
+	d->pcap = NULL;
 	if (d->tp_started && d->tp_started->fini && d->tp_started->fini())
 		d->quick_exit = true;
 	d->tp_started = NULL;

@@ -73,6 +73,7 @@ struct dnpd_conf {
 	unsigned vcs;               /* virtual channels per link, 2..DNP_MAX_VC */
 	char config[PATH_MAX];      /* --config FILE or "" */
 	char impair[1024];          /* --impair specs joined by ';' (transport/impair.h), or "" */
+	char pcap[PATH_MAX]; /* --pcap FILE: capture every link's frames (transport/pcap.h) */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];

@@ -129,6 +129,7 @@ struct dnpd {
 	struct dnpd_link link[DNP_NDIRS];
 	struct dnpd_sess_srv *sess;
 	struct dnp_doorbell *bell;
+	struct dnp_pcap *pcap; /* --pcap: the capture of every link, or NULL */
 	bool poll_mode;
 	bool nowait_links; /* some link has no wait fd: bounded sleeps (dpdk) */
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
