@@ -212,7 +212,7 @@ a=$(awk "$C"' $KIND == 7 && $WKIND == 2 && $DIR == "0x00000001" && $SRC == "1,0,
 [ "$q" -ge 1 ] && [ "$a" -ge 1 ] || fail "wiring DIAGs: $q queries, $a answers"
 # ... and LO|FA|MO DIAGs of node 1 once its HFM died.
 awk "$C"'
-$KIND == 7 && $DMAGIC != "" {
+$KIND == 7 && $DMAGIC != "" && $RETX == "0" {
 	n++
 	if ($DMAGIC != "0x4744" || $DNODE != 1 || $SRC != "1,0,0" || $DIR != "0x00000001") {
 		print "DIAG " NR ": magic " $DMAGIC " node " $DNODE " from " $SRC; bad++
