@@ -17,6 +17,8 @@ reps=${REPS:-5}
 date=$(date -u +%Y-%m-%d)
 out=$top/bench/results/mpi-$date.md
 csv=$top/bench/results/mpi-$date.csv
+# the load before anything of ours runs: above 0.5, other work shares the machine
+load0=$(cut -d' ' -f1 /proc/loadavg)
 tmp=$(mktemp -d /tmp/mpi-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 lock() { ${DNP_BENCH_LOCK:-flock /tmp/softdnp-heavy.lock} "$@"; }
@@ -99,7 +101,9 @@ med() {
 	echo "2 ranks, median of $reps runs; \`dnp_pingpong\` (PUT ping-pong, median of 2000) on the"
 	echo "same 2x1x1 torus. Latency = NetPIPE's one-way time (half round trip). CPU:"
 	echo "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores; load average"
-	echo "at the end of the run: $(cut -d' ' -f1-3 /proc/loadavg) (other jobs shared the machine)."
+	echo "at the start $load0, at the end of the run $(cut -d' ' -f1-3 /proc/loadavg)$(
+		[ "${REPORT_ONLY:-0}" != 1 ] && awk -v l="$load0" 'BEGIN { exit !(l > 0.5) }' &&
+			echo " (other work shared the machine: the load was above 0.5 before the run)")."
 	echo
 	echo "| path | 8 B latency, median [us] | best [us] | 1 MiB bandwidth, median [MB/s] | best [MB/s] |"
 	echo "| --- | ---: | ---: | ---: | ---: |"

@@ -14,15 +14,19 @@
  *   collectives  barrier, bcast from every root, reduce/allreduce (sum, min,
  *                max on int, long and double), gather
  *   slow         every rank floods rank 0 (eager and rendez-vous) while rank 0
- *                sleeps before receiving: senders stall on credits (counted),
- *                nothing is lost, rank 0 receives everything in order
+ *                does not receive; each sender, once it has seen a credit
+ *                stall, creates a file in DNP_RUN_DIR, and rank 0 receives once
+ *                all are there: nothing is lost, rank 0 receives everything in
+ *                order
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "presto.h"
@@ -232,33 +236,32 @@ static void check_msg(int me, int n, int ntags, unsigned phase, unsigned per,
 	      "phase %u from %d msg %u: bytes differ", phase, d->src, kk);
 }
 
-/*
- * Runs the plan of phase `phase`: per rank `per` messages. any: receives
- * are ANY_SOURCE/ANY_TAG, else directed (source, tag) receives posted in a
- * shuffled order. MPI orders matching, not completion: a receive posted
- * earlier gets an earlier message of the same sender (any), or of the same
- * (sender, tag) (directed). Completed receives are checked against that.
- */
-static void random_phase(struct presto *p, unsigned per, int ntags, unsigned phase, bool any)
-{
-	int me = presto_rank(p), n = presto_size(p), src, r, flag;
-	unsigned k, nexp = 0, sent = 0, got = 0, i, sk = 0, rk = 0;
-	unsigned *next_k = calloc((size_t)n * (size_t)ntags, sizeof(unsigned));
-	unsigned *next_from = calloc((size_t)n, sizeof(unsigned));
-	struct {
-		int src, tag;
-	} * exp;
-	struct done_rx *dn;
-	struct slot ss[WIN], rs[WIN];
-	struct presto_status st;
-	uint64_t shuf = 12345 + (uint64_t)me;
+/* A message this rank expects: its sender and tag. */
+struct exp_rx {
+	int src, tag;
+};
 
+/*
+ * The messages rank me expects in phase `phase` (per messages per rank), in
+ * a shuffled order (the directed receives' posting order); *nexp their
+ * count. NULL if out of memory.
+ */
+static struct exp_rx *expected_list(int me, int n, int ntags, unsigned per, unsigned phase,
+				    unsigned *nexp)
+{
+	uint64_t shuf = 12345 + (uint64_t)me;
+	struct exp_rx *exp;
+	unsigned i = 0, k;
+	int src;
+
+	*nexp = 0;
 	for (src = 0; src < n; src++)
 		for (k = 0; k < per; k++)
-			nexp += plan(src, k, n, ntags, phase).dst == me;
-	exp = calloc(nexp + 1, sizeof(*exp));
-	dn = calloc(nexp + 1, sizeof(*dn));
-	for (src = 0, i = 0; src < n; src++)
+			*nexp += plan(src, k, n, ntags, phase).dst == me;
+	exp = calloc(*nexp + 1, sizeof(*exp));
+	if (!exp)
+		return NULL;
+	for (src = 0; src < n; src++)
 		for (k = 0; k < per; k++) {
 			struct rmsg m = plan(src, k, n, ntags, phase);
 
@@ -268,13 +271,61 @@ static void random_phase(struct presto *p, unsigned per, int ntags, unsigned pha
 				i++;
 			}
 		}
-	for (i = nexp; i > 1; i--) {
+	for (i = *nexp; i > 1; i--) {
 		unsigned j = (unsigned)(rng_next(&shuf) % i);
-		__typeof__(*exp) t = exp[i - 1];
+		struct exp_rx t = exp[i - 1];
 
 		exp[i - 1] = exp[j];
 		exp[j] = t;
 	}
+	return exp;
+}
+
+/*
+ * Any-source receives, in posting order: each sender's messages must come in
+ * the sender's order; each is checked against the plan.
+ */
+static void check_any_order(int me, int n, int ntags, unsigned phase, unsigned per,
+			    const struct done_rx *dn, unsigned nexp)
+{
+	unsigned *next_from = calloc((size_t)n, sizeof(unsigned));
+
+	CHECK(next_from != NULL, "out of memory");
+	for (unsigned i = 0; next_from && i < nexp; i++) {
+		const struct done_rx *d = &dn[i];
+		unsigned k;
+
+		if (d->src < 0 || d->src >= n)
+			continue;
+		k = next_from[d->src];
+		while (k < per && plan(d->src, k, n, ntags, phase).dst != me)
+			k++;
+		next_from[d->src] = k + 1;
+		check_msg(me, n, ntags, phase, per, d, k);
+	}
+	free(next_from);
+}
+
+/*
+ * Runs the plan of phase `phase`: per rank `per` messages. any: receives
+ * are ANY_SOURCE/ANY_TAG, else directed (source, tag) receives posted in a
+ * shuffled order. MPI orders matching, not completion: a receive posted
+ * earlier gets an earlier message of the same sender (any), or of the same
+ * (sender, tag) (directed). Completed receives are checked against that.
+ */
+static void random_phase(struct presto *p, unsigned per, int ntags, unsigned phase, bool any)
+{
+	int me = presto_rank(p), n = presto_size(p), r, flag;
+	unsigned nexp = 0, sent = 0, got = 0, i, sk = 0, rk = 0;
+	unsigned *next_k = calloc((size_t)n * (size_t)ntags, sizeof(unsigned));
+	struct exp_rx *exp = expected_list(me, n, ntags, per, phase, &nexp);
+	struct done_rx *dn = calloc(nexp + 1, sizeof(*dn));
+	struct slot ss[WIN], rs[WIN];
+	struct presto_status st;
+
+	CHECK(next_k && exp && dn, "out of memory");
+	if (!next_k || !exp || !dn)
+		goto out;
 	memset(ss, 0, sizeof(ss));
 	memset(rs, 0, sizeof(rs));
 	while (got < nexp || sent < per) {
@@ -353,28 +404,17 @@ static void random_phase(struct presto *p, unsigned per, int ntags, unsigned pha
 			}
 		}
 	}
-	/* any-source: in posting order, each sender's messages come in its order */
-	for (i = 0; any && i < nexp; i++) {
-		struct done_rx *d = &dn[i];
-
-		if (d->src < 0 || d->src >= n)
-			continue;
-		k = next_from[d->src];
-		while (k < per && plan(d->src, k, n, ntags, phase).dst != me)
-			k++;
-		next_from[d->src] = k + 1;
-		check_msg(me, n, ntags, phase, per, d, k);
-	}
+	if (any)
+		check_any_order(me, n, ntags, phase, per, dn, nexp);
 	printf("ok: phase %u: sent %u, received %u of %u expected (%s)\n", phase, sent, got, nexp,
 	       any ? "any-source any-tag, per-sender order" :
 		     "directed, shuffled posting order, per-(sender, tag) order");
 out:
-	for (i = 0; i < nexp; i++)
+	for (i = 0; dn && i < nexp; i++)
 		free(dn[i].data);
 	free(dn);
 	free(exp);
 	free(next_k);
-	free(next_from);
 }
 
 static void random_mode(struct presto *p, unsigned total)
@@ -477,6 +517,92 @@ static void collectives(struct presto *p)
 
 /* ---- back-pressure ---- */
 
+/*
+ * The slow mode's handshake, through files in the torus's run directory
+ * (DNP_RUN_DIR, set by dnp-run): a sender creates presto-slow.RANK once it has
+ * seen its queue to rank 0 run out of credits; rank 0 starts receiving once
+ * every sender's file is there (a bounded wait). It replaces a fixed sleep,
+ * which proved nothing on a slow machine and wasted time on a fast one.
+ */
+#define SLOW_WAIT_S 60
+
+static void slow_flag_path(char *path, size_t cap, int rank)
+{
+	const char *dir = getenv("DNP_RUN_DIR");
+
+	snprintf(path, cap, "%s/presto-slow.%d", dir ? dir : "/tmp", rank);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * A sender: drives its requests (presto_test) until it has seen a credit
+ * stall, then says so; returns the sends completed meanwhile.
+ */
+static unsigned slow_stall_then_flag(struct presto *p, struct presto_req **q, uint8_t **bufs,
+				     unsigned per)
+{
+	struct presto_stats s;
+	double t_end = now_s() + SLOW_WAIT_S;
+	unsigned done = 0;
+	char path[512];
+	int fd;
+
+	for (;;) {
+		presto_get_stats(p, &s);
+		if (s.credit_stalls > 0 || now_s() > t_end)
+			break;
+		for (unsigned k = 0; k < per; k++) {
+			int flag = 0;
+
+			if (!q[k])
+				continue;
+			CHECK(presto_test(p, &q[k], &flag, NULL) == 0, "flood send %u", k);
+			if (flag || !q[k]) {
+				free(bufs[k]);
+				bufs[k] = NULL;
+				q[k] = NULL;
+				done++;
+			}
+		}
+	}
+	CHECK(s.credit_stalls > 0, "no credit stall in %d s while rank 0 did not receive",
+	      SLOW_WAIT_S);
+	/* rank 0 waits for this file either way, so that the run ends */
+	slow_flag_path(path, sizeof(path), presto_rank(p));
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	CHECK(fd >= 0, "%s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return done;
+}
+
+/* Rank 0: waits until every sender has said it stalled; the count that did. */
+static int slow_wait_flags(int n)
+{
+	double t_end = now_s() + SLOW_WAIT_S + 10;
+	char path[512];
+	int have = 0;
+
+	while (have < n - 1 && now_s() < t_end) {
+		have = 0;
+		for (int r = 1; r < n; r++) {
+			slow_flag_path(path, sizeof(path), r);
+			have += access(path, F_OK) == 0;
+		}
+		if (have < n - 1)
+			usleep(10000);
+	}
+	CHECK(have == n - 1, "%d of %d senders said they stalled on credits", have, n - 1);
+	return have;
+}
+
 static void slow(struct presto *p)
 {
 	int me = presto_rank(p), n = presto_size(p);
@@ -487,9 +613,11 @@ static void slow(struct presto *p)
 	uint8_t *b = malloc(em * 4);
 	int src;
 
+	CHECK(getenv("DNP_RUN_DIR") != NULL, "DNP_RUN_DIR unset (run under dnp-run)");
 	if (me != 0) {
 		struct presto_req **q = calloc(per, sizeof(*q));
 		uint8_t **bufs = calloc(per, sizeof(*bufs));
+		unsigned early;
 
 		for (k = 0; k < per; k++) {
 			size_t len = k % 10 == 9 ? em * 3 : k % (em + 1);
@@ -498,20 +626,23 @@ static void slow(struct presto *p)
 			fill(bufs[k], len, rseed(me, k, 9));
 			CHECK(presto_isend(p, bufs[k], len, 0, (int)k, &q[k]) == 0, "isend");
 		}
-		/* rank 0 is asleep: we are stalled on credits, yet it answers a ping later */
+		/* rank 0 does not receive until we stalled on credits: nothing is lost */
+		early = slow_stall_then_flag(p, q, bufs, per);
 		for (k = 0; k < per; k++) {
+			if (!q[k])
+				continue;
 			CHECK(presto_wait(p, &q[k], NULL) == 0, "flood send %u", k);
 			free(bufs[k]);
 		}
 		presto_get_stats(p, &s);
-		CHECK(s.credit_stalls > 0, "no credit stall seen (stalls %llu)",
-		      (unsigned long long)s.credit_stalls);
-		printf("ok: %u sends to a sleeping rank 0 completed, %llu credit stalls\n", per,
-		       (unsigned long long)s.credit_stalls);
+		printf("ok: %u sends to a rank 0 not receiving completed (%u before it began), "
+		       "%llu credit stalls\n",
+		       per, early, (unsigned long long)s.credit_stalls);
 		free(q);
 		free(bufs);
 	} else {
-		sleep(2);
+		int have = slow_wait_flags(n);
+
 		/* Directed receives in reverse sender order, each sender's messages in order. */
 		for (src = n - 1; src > 0; src--)
 			for (k = 0; k < per; k++) {
@@ -521,8 +652,9 @@ static void slow(struct presto *p)
 				CHECK(st.len == len && diff(b, len, rseed(src, k, 9)) < 0,
 				      "flood msg %u from %d", k, src);
 			}
-		printf("ok: %u flood messages from %d ranks received in order\n", per * (n - 1),
-		       n - 1);
+		printf("ok: %d senders stalled on credits; %u flood messages from %d ranks "
+		       "received in order\n",
+		       have, per * (n - 1), n - 1);
 	}
 	free(b);
 }

@@ -88,14 +88,33 @@ export DRILL_LINK_TIMEOUT_MS=400
 export DRILL_CMD_TIMEOUT_MS=1500
 rc=0
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+err=$(mktemp /tmp/lofamo-drill.XXXXXX)
+trap 'rm -f "$err"' EXIT
 for s in $scens; do
+	src=0
 	out=$("$build/apps/dnp-run" --torus "$torus" --transport "$transport" --drill --timeout $((soak + 120)) \
 		--dnpd-arg --credit-timeout-ms --dnpd-arg $DRILL_LINK_TIMEOUT_MS \
 		--dnpd-arg --cmd-timeout-ms --dnpd-arg $DRILL_CMD_TIMEOUT_MS \
 		--lofamo-arg --t-write --lofamo-arg "$tw" --lofamo-arg --t-read --lofamo-arg "$tr" \
-		-- "$self" --inner "$s" "$tw" "$tr" "$csv" "$transport" "$soak" 2>/tmp/lofamo-drill.$$.err) || rc=1
-	echo "$out" | sed -n 's/^\[0,0,0\] //p'
-	[ $rc = 0 ] || cat /tmp/lofamo-drill.$$.err >&2
-	rm -f /tmp/lofamo-drill.$$.err
+		-- "$self" --inner "$s" "$tw" "$tr" "$csv" "$transport" "$soak" 2>"$err") || src=1
+	if [ $src = 1 ]; then
+		rc=1
+		# A failing drill: node 0's verdict after the run's output, then the
+		# lines of stderr that name a fault, then its last lines (meson test
+		# --print-errorlogs shows the last 100 lines of stdout and stderr).
+		v=$(echo "$out" | sed -n 's/^\[0,0,0\] //p')
+		[ -n "$v" ] || v="FAIL: dnp-run exited non-zero and node 0 printed no verdict"
+		echo "--- drill $s over $transport: verdict" >&2
+		echo "$v" >&2
+		echo "--- stderr of the run, lines naming a fault" >&2
+		grep -Ei 'fail|error|false alarm|timed out|not heal|never|traceback|unknown' "$err" |
+			tail -n 25 >&2
+		echo "--- stderr of the run, last lines" >&2
+		tail -n 25 "$err" >&2
+		# and once more on stdout, for ./dnp drill's saved output and the CSV
+		echo "$v"
+	else
+		echo "$out" | sed -n 's/^\[0,0,0\] //p'
+	fi
 done
 exit $rc

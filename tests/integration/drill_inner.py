@@ -221,7 +221,16 @@ def main():
         # Once the neighbours have reported their links to the victim broken
         # (the torus knows it lost the node), dnp-run starts its dnpd again
         # with the same arguments (SIGUSR1).
-        wait_for(lambda p: True if "broken" in p["nodes"][v]["links"].values() else None, 5, 30)
+        broke = wait_for(lambda p: True if "broken" in p["nodes"][v]["links"].values() else None,
+                         5, 30)
+        if broke is None:
+            # without it the restart would race the failure it is meant to follow
+            sys.stderr.write("drill restart: no neighbour reported its link to the victim "
+                             "broken; now:\n")
+            sys.stderr.write(show([]))
+            print("drill restart over %s: FAIL (the neighbours never reported their links to "
+                  "node %d broken; no restart)" % (transport, v))
+            return 1
         up = os.path.join(d, "node-%d.up" % v)
         try:
             os.unlink(up)

@@ -11,8 +11,10 @@
 #     senders retransmitted; duplicated frames were seen as duplicates, and
 #     reordered ones as out of order, by the receivers;
 #   - `dnpctl impair off` turns it off at run time (before the counters are
-#     read, so that keep-alive credits do not meet new faults meanwhile: the
-#     injection counters stand still afterwards).
+#     read, so that keep-alive credits do not meet new faults meanwhile); the
+#     counters are read once they stand still (two reads alike), and a second
+#     all-to-all after that must leave the injection counters unchanged.
+# No fixed sleeps: every wait is for a file or a state, with a bound.
 # usage: impair.sh BUILD_DIR shm|udp
 # Exit: 0 pass, 1 fail, 77 skip (daemon or apps not built).
 set -u
@@ -42,10 +44,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
+# fail WHY: the verdict, then the counters and the logs' last lines, all within
+# the last 100 lines that meson test --print-errorlogs shows.
 fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/dnpd-*.log "$dir"/a2a-*.out; do
-		[ -e "$f" ] && { echo "--- $f"; tail -n 10 "$f"; }
+	echo "FAIL: $tr-impair: $*"
+	[ -e "$dir/stats" ] && { echo "--- counters"; grep -E '^engine ' "$dir/stats" | head -n 8; }
+	for f in "$dir"/dnpd-*.log; do
+		[ -e "$f" ] && { echo "--- $f"; tail -n 4 "$f"; }
+	done
+	for f in "$dir"/a2a-*.out; do
+		[ -e "$f" ] && { echo "--- $f"; tail -n 2 "$f"; }
 	done
 	exit 1
 }
@@ -81,18 +89,38 @@ for p in $apids; do wait "$p" || rc=1; done
 n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
 [ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes"
 
-# Impairment off everywhere (run time), let what is in flight land, then count.
+# stats FILE: every daemon's counters into FILE (a dnpctl that fails fails the test).
+stats() {
+	: >"$1"
+	for id in 0 1 2 3 4 5 6 7; do
+		"$ctl" --socket "$dir/node-$id.sock" stats >>"$1" || fail "dnpctl stats on node $id"
+	done
+}
+sum() { # LINE_FILTER FIELD [FILE]
+	awk -v pat="$1" -v f="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) }
+		END { print s + 0 }' "${3:-$dir/stats}"
+}
+# counted FILE: the counters the verdict compares, on one line
+counted() {
+	echo "$(sum ' impair ' frames "$1") $(sum ' impair ' corrupted "$1")" \
+		"$(sum '^engine ' rx_crc_errors "$1") $(sum 'rx_dup' rx_dup "$1")"
+}
+
+# Impairment off everywhere (run time); what is in flight lands: the counters
+# are read once two reads in a row agree (10 s at most).
 for id in 0 1 2 3 4 5 6 7; do
 	"$ctl" --socket "$dir/node-$id.sock" impair off || fail "dnpctl impair off"
 done
-sleep 0.5
-for id in 0 1 2 3 4 5 6 7; do
-	"$ctl" --socket "$dir/node-$id.sock" stats
-done >"$dir/stats"
-sum() { # LINE_FILTER FIELD
-	awk -v pat="$1" -v f="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) }
-		END { print s + 0 }' "$dir/stats"
-}
+stats "$dir/stats"
+i=0
+while :; do
+	stats "$dir/stats.next"
+	[ "$(counted "$dir/stats")" = "$(counted "$dir/stats.next")" ] && break
+	mv "$dir/stats.next" "$dir/stats"
+	i=$((i + 1))
+	[ $i -le 100 ] || fail "the counters never stood still after impair off"
+	sleep 0.1
+done
 corrupted=$(sum ' impair ' corrupted)
 dropped=$(sum ' impair ' dropped)
 duplicated=$(sum ' impair ' duplicated)
@@ -113,14 +141,22 @@ echo "seen:     crc_errors $crc retx_frames $retx retx_rounds $rounds rx_dup $du
 [ "$reordered" -gt 0 ] && [ "$ooo" -gt 0 ] || fail "reordering not seen"
 grep -q 'state BROKEN' "$dir/stats" && fail "a link broke"
 
-# Run-time change: every link says off, and nothing more was injected.
+# Run-time change: every link says off, and a second all-to-all (traffic on
+# every link) meets no fault: the injection counters do not move.
 n=$(grep -c ' impair off ' "$dir/stats")
 [ "$n" -eq 48 ] || fail "$n of 48 links show 'impair off' after dnpctl impair off"
-sleep 0.3
+apids=""
 for id in 0 1 2 3 4 5 6 7; do
-	"$ctl" --socket "$dir/node-$id.sock" stats
-done >"$dir/stats2"
-f2=$(awk '/ impair / { for (i = 1; i < NF; i++) if ($i == "frames") s += $(i + 1) } END { print s + 0 }' "$dir/stats2")
+	DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes 1,65536 >"$dir/a2a-$id.out" 2>&1 &
+	apids="$apids $!"
+done
+rc=0
+for p in $apids; do wait "$p" || rc=1; done
+[ $rc -eq 0 ] || fail "an all-to-all instance failed with impairment off"
+n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
+[ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes with impairment off"
+stats "$dir/stats2"
+f2=$(sum ' impair ' frames "$dir/stats2")
 [ "$f2" -eq "$frames" ] || fail "frames were still impaired after off ($frames -> $f2)"
 "$ctl" --socket "$dir/node-0.sock" impair 'loss=200%' 2>/dev/null && fail "a bad spec was accepted"
 echo "PASS: $tr-impair"

@@ -5,7 +5,8 @@
 #   fi-info       `fi_info -p dnp` lists the provider (no daemon needed)
 #   fi-check      fabric/fi_dnp_check: matching, truncation, cancel, CQ errors, RMA (2x1x1)
 #   fi-pingpong   Debian's fi_pingpong -e rdm between nodes 0 and 1, data checked (2x1x1)
-#   netpipe       NPopenmpi over `./dnp mpirun --torus 2x1x1` up to 8 KiB
+#   netpipe       NPopenmpi -i (integrity: every byte checked) over `./dnp mpirun
+#                 --torus 2x1x1`, 1 B to 8 KiB
 #   netpipe-dpdk  the same over --transport dpdk (root, DPDK build; namespace testbed)
 #   lammps        LAMMPS melt, 8 ranks on 2x2x2: thermo table identical to 8 ranks
 #                 over Open MPI's own shared memory (pml ob1, btl self,vader)
@@ -69,7 +70,15 @@ fi-pingpong)
 #!/bin/sh
 case \$DNP_NODE_ID in
 0) exec fi_pingpong -p dnp -e rdm -B $port -I 10 -c -S all ;;
-1) sleep 0.5; exec fi_pingpong -p dnp -e rdm -P $port -I 10 -c -S all 127.0.0.1 ;;
+1)
+	# the client starts once the server listens on its out-of-band port (10 s at most)
+	i=0
+	until ss -Hltn 'sport = :$port' | grep -q .; do
+		i=\$((i + 1))
+		[ \$i -le 200 ] || { echo "fi_pingpong server never listened on port $port" >&2; exit 1; }
+		sleep 0.05
+	done
+	exec fi_pingpong -p dnp -e rdm -P $port -I 10 -c -S all 127.0.0.1 ;;
 esac
 PP
 	chmod +x pp.sh
@@ -83,12 +92,24 @@ PP
 netpipe)
 	need NPopenmpi netpipe-openmpi
 	need mpirun openmpi-bin
-	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -p 0 -u 8192 -o np.out >out 2>&1
+	# NetPIPE's integrity mode (-i): the messages of every size it picks up to
+	# 8 KiB (23 sizes, 5 B to 8,193 B) are filled with a known pattern and
+	# checked on arrival, 100 times per size.
+	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -i -n 100 -u 8200 -o np.out >out 2>&1
 	rc=$?
 	tail -5 out
-	[ $rc -eq 0 ] || fail "NPopenmpi exited $rc"
-	# np.out: bytes, Mbps, seconds per transfer; the last size must be there
+	[ $rc -eq 0 ] || fail "NPopenmpi -i exited $rc"
+	[ -s np.out ] || fail "NetPIPE wrote no np.out"
+	# np.out in integrity mode: bytes, repetitions; one line per size
+	sizes=$(wc -l <np.out)
+	passed=$(grep -c 'Integrity check passed' out)
+	if grep -q 'Integrity check failed' out; then
+		grep 'Integrity check failed' out | head -n 5
+		fail "NetPIPE's integrity check failed"
+	fi
+	[ "$passed" -eq "$sizes" ] || fail "$passed sizes passed the integrity check, of $sizes"
 	awk '$1 >= 8192 { ok = 1 } END { exit !ok }' np.out || fail "NetPIPE did not reach 8 KiB"
+	echo "integrity check passed for $sizes sizes up to $(tail -n 1 np.out | awk '{ print $1 }') bytes"
 	;;
 lammps)
 	need lmp lammps

@@ -111,14 +111,26 @@ echo "+ dnp-run --torus 2x2x2 --transport $tr -- $*"
 "$run" --torus 2x2x2 --transport "$tr" --timeout 100 -- "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
-if [ $rc -ne 0 ]; then
-	echo "FAIL: dnp-run exited $rc"
+
+# fail WHY: the verdict after the run's output (whose last lines are daemon
+# shutdown messages), then the lines that say what went wrong: the programs'
+# (prefixed [x,y,z]), dnp-run's summary, the daemons' errors; so that meson
+# test --print-errorlogs (the last 100 lines) shows them.
+fail() {
+	echo "FAIL: $tr-$sc: $*"
+	echo "--- the programs' lines naming a problem"
+	grep -E '^\[[0-9]+,[0-9]+,[0-9]+\] ' "$out" |
+		grep -Ei 'fail|error|unrecognized|unknown|invalid|timed? ?out|abort|mismatch|unexpected|refused|sanitizer|assert|expected' |
+		grep -Ev '\] PASS' | tail -n 30
+	echo "--- dnp-run"
+	grep -E '^dnp-run:' "$out" | tail -n 12
+	echo "--- the daemons' errors"
+	grep -E '^\[dnpd ' "$out" | grep -Ei 'error|fail|abort|sanitizer|assert|overflow|refused' | tail -n 10
+	echo "FAIL: $tr-$sc: $*"
 	exit 1
-fi
+}
+[ $rc -eq 0 ] || fail "dnp-run exited $rc"
 n=$(grep -Ec "$want_pat" "$out")
-if [ "$n" -lt "$want_n" ]; then
-	echo "FAIL: expected $want_n lines matching '$want_pat', found $n"
-	exit 1
-fi
+[ "$n" -ge "$want_n" ] || fail "expected $want_n lines matching '$want_pat', found $n"
 echo "PASS: $tr-$sc"
 exit 0
