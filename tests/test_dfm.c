@@ -522,6 +522,43 @@ static void test_dfm_engine_diag_path(void **state)
 		dnp_engine_destroy(e[i]);
 }
 
+/*
+ * A quiet link (a keep-alive frame every 5 ms, 50 per T_read) with one CRC
+ * error: one error in a few thousand frames says nothing about a 100 ppm
+ * threshold, and the link must stay ok (before, the error alone made it SICK
+ * at the next T_read: 1 in 50 frames is 20,000 ppm). A real fault on the
+ * same link, 3 more errors in its next 100 frames, is SICK with 99.9 % confidence
+ * within two T_reads.
+ */
+static void test_dfm_one_crc_error_not_sick(void **state)
+{
+	struct fx f;
+	uint64_t t;
+
+	(void)state;
+	fx_init(&f, 2, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 10, 0, NULL, NULL, 0);
+	for (t = 10; t < 10 + 20 * DNP_LFM_T_READ_DEFAULT; t++) {
+		if (t % 5 == 0)
+			f.in.rx_frames[DNP_DIR_XP] += 1;
+		if (t == 400)
+			f.in.crc_errors[DNP_DIR_XP] += 1;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+		assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+				 DNP_LFM_LINK_OK);
+	}
+	for (unsigned k = 0; k < 2 * DNP_LFM_T_READ_DEFAULT; k++, t++) {
+		if (t % 5 == 0)
+			f.in.rx_frames[DNP_DIR_XP] += 1;
+		if (k == 10 || k == 100 || k == 200)
+			f.in.crc_errors[DNP_DIR_XP] += 1;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_SICK);
+	dnp_dfm_destroy(f.d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -536,6 +573,7 @@ int main(void)
 		cmocka_unit_test(test_dfm_sensor_thresholds),
 		cmocka_unit_test(test_dfm_diag_codec),
 		cmocka_unit_test(test_dfm_engine_diag_path),
+		cmocka_unit_test(test_dfm_one_crc_error_not_sick),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -278,6 +279,300 @@ static void test_sup_render(void **state)
 	dnp_sup_destroy(s);
 }
 
+/*
+ * A clock stepped back 1 s under the supervisor: its callers must give it a
+ * monotonic clock (dnp-supervisor does), but even a now that goes back is no
+ * silence. Before, every node whose last report was "in the future" turned
+ * silent at once (16 false events on the 2x2x2 torus: host silent, dnp
+ * unknown). The wall clock only stamps: an offset given to dnp_sup_wall moves
+ * the events' times and nothing else.
+ */
+static void test_sup_clock_step(void **state)
+{
+	struct dnp_sup *s = all_healthy(1000);
+	struct dnp_svc_alarm al = { .id = 1, .kind = DNP_SVC_AL_SENSOR, .level = DNP_LFM_ALARM };
+	const struct dnp_sup_event *e;
+	uint64_t before;
+
+	(void)state;
+	for (uint64_t t = 1000; t < 1600; t += 20) {
+		if (t % 100 == 0)
+			for (uint32_t i = 0; i < 8; i++)
+				health(s, i, t, dnp_word(1), ALIVE, NULL, 0, NULL);
+		dnp_sup_tick(s, t);
+	}
+	before = dnp_sup_nevents(s);
+	/* the clock steps back by 1 s and runs on from there */
+	for (uint64_t t = 1600; t < 2600; t += 20) {
+		if (t % 100 == 0)
+			for (uint32_t i = 0; i < 8; i++)
+				health(s, i, t - 1000, dnp_word(1), ALIVE, NULL, 0, NULL);
+		dnp_sup_tick(s, t - 1000);
+		for (uint32_t i = 0; i < 8; i++)
+			assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_OK);
+	}
+	assert_int_equal(dnp_sup_nevents(s), before);
+	/* monotonic time, wall clock 1 s behind it: stamps follow the wall clock */
+	dnp_sup_wall(s, -1000);
+	health(s, 5, 1700, dnp_word(1), ALIVE, &al, 1, NULL);
+	e = dnp_sup_event(s, dnp_sup_nevents(s) - 1);
+	assert_non_null(e);
+	assert_int_equal(e->t_ms, 700);
+	dnp_sup_destroy(s);
+}
+
+/* A HEALTH of a given sequence number and incarnation, with alarms; returns the ACK. */
+static struct dnp_svc_msg health_inc(struct dnp_sup *s, uint32_t node, uint64_t now, uint32_t seq,
+				     uint32_t inc, const struct dnp_svc_alarm *al, unsigned nal)
+{
+	struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = node, .seq = seq }, a = { 0 };
+	uint8_t buf[512], rep[64];
+	int n, r;
+
+	m.u.health.dnp_status = dnp_word(1);
+	m.u.health.flags = ALIVE;
+	m.u.health.incarnation = inc;
+	m.u.health.nalarm = nal;
+	if (nal)
+		memcpy(m.u.health.alarm, al, nal * sizeof(*al));
+	n = dnp_svc_encode(&m, buf, sizeof(buf));
+	assert_true(n > 0);
+	r = dnp_sup_on_msg(s, buf, (size_t)n, now, rep, sizeof(rep));
+	assert_true(r > 0);
+	assert_int_equal(dnp_svc_decode(rep, (size_t)r, &a), 0);
+	return a;
+}
+
+/*
+ * An HFM restarts: its alarm ids count from 1 again. Its first HEALTH
+ * carries no alarm (before, that reset nothing and set last.seq low, so the
+ * old counter stayed and the new alarms 1..3 were acknowledged as repeats
+ * and never logged). Its new incarnation id makes them new; an ACK names
+ * the incarnation, and an HFM takes only its own (dnp_svc_ack_mine).
+ */
+static void test_sup_hfm_restart(void **state)
+{
+	struct dnp_sup *s = all_healthy(1000);
+	struct dnp_svc_alarm al[3];
+	struct dnp_svc_msg a;
+	uint64_t alarms, msgs, bad;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		al[i] = (struct dnp_svc_alarm){ .id = i + 1,
+						.kind = DNP_SVC_AL_SENSOR,
+						.subject = (uint8_t)i,
+						.level = DNP_LFM_WARNING };
+	for (uint32_t q = 1; q <= 50; q++)
+		a = health_inc(s, 6, 1000 + q, q, 0xaaaa, al, 3);
+	assert_int_equal(a.u.ack.ack, 3);
+	assert_int_equal(a.u.ack.incarnation, 0xaaaa);
+	/* more alarms of the first run: 4..5 */
+	al[0].id = 4;
+	al[1].id = 5;
+	a = health_inc(s, 6, 1100, 51, 0xaaaa, al, 2);
+	assert_int_equal(a.u.ack.ack, 5);
+	dnp_sup_counts(s, &msgs, &alarms, &bad);
+	assert_int_equal(alarms, 5);
+	/* restarted: a plain HEALTH first, then its alarms 1..2 */
+	a = health_inc(s, 6, 1200, 1, 0xbbbb, NULL, 0);
+	assert_int_equal(a.u.ack.incarnation, 0xbbbb);
+	assert_false(dnp_svc_ack_mine(&a, 6, 0xaaaa));
+	assert_true(dnp_svc_ack_mine(&a, 6, 0xbbbb));
+	assert_false(dnp_svc_ack_mine(&a, 5, 0xbbbb));
+	al[0] = (struct dnp_svc_alarm){ .id = 1, .kind = DNP_SVC_AL_DNP, .level = 1 };
+	al[1] = (struct dnp_svc_alarm){ .id = 2, .kind = DNP_SVC_AL_DNP, .level = 0 };
+	a = health_inc(s, 6, 1210, 2, 0xbbbb, al, 2);
+	assert_int_equal(a.u.ack.ack, 2);
+	dnp_sup_counts(s, &msgs, &alarms, &bad);
+	assert_int_equal(alarms, 7);
+	assert_true(logged(s, 6, "alarm dnp omission", SUP_P_SERVICE));
+	assert_true(logged(s, 6, "alarm dnp back", SUP_P_SERVICE));
+	dnp_sup_destroy(s);
+}
+
+/*
+ * The HFM's view of the service network: a supervisor that starts late is
+ * not a cut (before, an HFM that had never heard one raised the svcnet
+ * alarm T_read + T_write after its own start); once heard, silence for
+ * longer than the limit is.
+ */
+static void test_svc_watch_late_supervisor(void **state)
+{
+	struct dnp_svc_watch w = { 0 };
+
+	(void)state;
+	assert_false(dnp_svc_watch_cut(&w, 10000, 350));
+	dnp_svc_watch_ack(&w, 10000);
+	assert_false(dnp_svc_watch_cut(&w, 10350, 350));
+	assert_true(dnp_svc_watch_cut(&w, 10351, 350));
+	assert_false(dnp_svc_watch_cut(&w, 9000, 350)); /* a time before the ACK: no age */
+}
+
+/*
+ * A tiny JSON checker (RFC 8259 grammar, no number or escape subtleties
+ * beyond what the picture uses): returns the position after one value, or
+ * NULL when the text is not JSON there.
+ */
+static const char *json_value(const char *p);
+
+static const char *json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\' && !*++p)
+			return NULL;
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_list(const char *p, char close, bool members)
+{
+	p = json_ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (members) {
+			p = json_string(json_ws(p));
+			if (!p || *(p = json_ws(p)) != ':')
+				return NULL;
+			p++;
+		}
+		p = json_value(p);
+		if (!p)
+			return NULL;
+		p = json_ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *json_value(const char *p)
+{
+	p = json_ws(p);
+	if (*p == '{')
+		return json_list(p, '}', true);
+	if (*p == '[')
+		return json_list(p, ']', false);
+	if (*p == '"')
+		return json_string(p);
+	if (*p == '-' || (*p >= '0' && *p <= '9')) {
+		p += *p == '-';
+		while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' ||
+		       *p == '+' || *p == '-')
+			p++;
+		return p;
+	}
+	for (const char *lit = "true\0false\0null\0"; *lit; lit += strlen(lit) + 1)
+		if (!strncmp(p, lit, strlen(lit)))
+			return p + strlen(lit);
+	return NULL;
+}
+
+static bool json_ok(const char *text)
+{
+	const char *end = json_value(text);
+
+	return end && !*json_ws(end);
+}
+
+/*
+ * The picture of an all-healthy 16x16x16 torus (4096 nodes, about 1 MB of
+ * JSON): asked whole, the answer no longer ends mid-token (before, it was
+ * cut at 60,000 bytes: invalid JSON from about 150 nodes on); asked in
+ * pages, it arrives whole, byte for byte the rendering, valid JSON.
+ */
+static void test_sup_picture_paged(void **state)
+{
+	static uint8_t buf[DNP_SVC_MAX_DGRAM];
+	struct dnp_sup_conf c = { .silence_ms = 600 };
+	struct dnp_svc_msg q = { .type = DNP_SVC_STATUS, .seq = 7 }, a;
+	struct dnp_svc_pages pg;
+	struct dnp_sup *s;
+	char *whole;
+	size_t len;
+	unsigned pages = 0;
+	int r;
+
+	(void)state;
+	dnp_torus_init(&c.torus, 16, 16, 16);
+	assert_int_equal(dnp_sup_create(&c, 1000, &s), 0);
+	for (uint32_t i = 0; i < 4096; i++) {
+		uint8_t h[512], rep[64];
+		struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = i, .seq = 1 };
+
+		m.u.health.dnp_status = dnp_word(1);
+		m.u.health.flags = ALIVE;
+		r = dnp_svc_encode(&m, h, sizeof(h));
+		assert_true(dnp_sup_on_msg(s, h, (size_t)r, 1000, rep, sizeof(rep)) > 0);
+	}
+	/* whole: one TEXT, still valid JSON */
+	q.u.status.flags = DNP_SVC_Q_JSON;
+	r = dnp_sup_on_status(s, &q, 1010, buf, sizeof(buf));
+	assert_true(r > 0);
+	assert_int_equal(dnp_svc_decode(buf, (size_t)r, &a), 0);
+	assert_int_equal(a.type, DNP_SVC_TEXT);
+	{
+		char *t = strndup(a.u.text.text, a.u.text.len);
+
+		assert_true(json_ok(t));
+		assert_non_null(strstr(t, "\"error\""));
+		free(t);
+	}
+	/* in pages: the whole rendering */
+	dnp_svc_pages_init(&pg, DNP_SVC_Q_JSON, 9);
+	do {
+		struct dnp_svc_msg qq;
+
+		r = dnp_svc_pages_request(&pg, buf, sizeof(buf));
+		assert_true(r > 0);
+		assert_int_equal(dnp_svc_decode(buf, (size_t)r, &qq), 0);
+		r = dnp_sup_on_status(s, &qq, 1020, buf, sizeof(buf));
+		assert_true(r > 0 && r <= (int)DNP_SVC_MAX_DGRAM);
+		assert_int_equal(dnp_svc_decode(buf, (size_t)r, &a), 0);
+		r = dnp_svc_pages_take(&pg, &a);
+		assert_true(r >= 0);
+		pages++;
+	} while (r == 0);
+	assert_true(pages > 10);
+	assert_int_equal(dnp_sup_render_all(s, DNP_SVC_Q_JSON, 1020, &whole, &len), 0);
+	assert_int_equal(pg.got, len);
+	assert_memory_equal(pg.buf, whole, len);
+	assert_true(json_ok(pg.buf));
+	assert_non_null(strstr(pg.buf, "\"healthy\":4096"));
+	/* a page of a new snapshot starts the assembly over */
+	pg.started = true;
+	pg.snap += 1000;
+	a.u.page.offset = 0;
+	assert_int_equal(dnp_svc_pages_take(&pg, &a), -EAGAIN);
+	assert_int_equal(pg.got, 0);
+	dnp_svc_pages_fini(&pg);
+	free(whole);
+	/* the map of 4096 nodes still fits one datagram: whole */
+	q.u.status.flags = 0;
+	r = dnp_sup_on_status(s, &q, 1030, buf, sizeof(buf));
+	assert_int_equal(dnp_svc_decode(buf, (size_t)r, &a), 0);
+	assert_int_equal(dnp_sup_render_all(s, 0, 1030, &whole, &len), 0);
+	assert_int_equal(a.u.text.len, len);
+	assert_memory_equal(a.u.text.text, whole, len);
+	assert_non_null(strstr(whole, "4096 of 4096 nodes healthy"));
+	free(whole);
+	dnp_sup_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +583,10 @@ int main(void)
 		cmocka_unit_test(test_sup_inference),
 		cmocka_unit_test(test_sup_own_stall),
 		cmocka_unit_test(test_sup_render),
+		cmocka_unit_test(test_sup_clock_step),
+		cmocka_unit_test(test_sup_hfm_restart),
+		cmocka_unit_test(test_svc_watch_late_supervisor),
+		cmocka_unit_test(test_sup_picture_paged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -587,6 +588,66 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
  * killed predecessor's .up file removed. Errors: -errno of mkdir, the
  * doorbell's, -ENAMETOOLONG.
  */
+/*
+ * One daemon per node and run directory: DIR/node-<id>.lock, locked with
+ * flock() for the daemon's life and holding its pid. A second daemon finds
+ * it locked and stops before it touches any file of the live one (before,
+ * it removed the live daemon's .up file, failed on a link with "Device or
+ * resource busy", and its clean-up deleted the live daemon's doorbell).
+ * The lock, not the file, says who runs: a killed daemon's file is taken
+ * over. The file is locked only if it is still the one at the path (a
+ * stopping daemon removes it). Errors: -EADDRINUSE (said why), -errno.
+ */
+static int dnpd_lock_node(struct dnpd *d)
+{
+	uint32_t id = dnp_torus_id(&d->conf.torus, d->conf.self);
+	char buf[32];
+	int fd, n;
+
+	for (int tries = 0; tries < 8; tries++) {
+		struct stat a, b;
+
+		fd = open(d->pid_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			n = -errno;
+			dnpd_log(DNPD_ERR, "%s: %s", d->pid_path, strerror(errno));
+			return n;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			long pid = 0;
+
+			n = (int)pread(fd, buf, sizeof(buf) - 1, 0);
+			buf[n > 0 ? n : 0] = 0;
+			pid = strtol(buf, NULL, 10);
+			close(fd);
+			dnpd_log(DNPD_ERR, "node %u already runs here (pid %ld, %s): not starting",
+				 id, pid, d->pid_path);
+			return -EADDRINUSE;
+		}
+		if (fstat(fd, &a) == 0 && stat(d->pid_path, &b) == 0 && a.st_ino == b.st_ino &&
+		    a.st_dev == b.st_dev)
+			break;
+		close(fd); /* removed by a daemon that stopped meanwhile: lock the new one */
+		fd = -1;
+	}
+	if (fd < 0)
+		return -EAGAIN;
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		dnpd_log(DNPD_WARN, "%s: cannot write our pid", d->pid_path);
+	d->pid_fd = fd;
+	return 0;
+}
+
+static void dnpd_unlock_node(struct dnpd *d)
+{
+	if (d->pid_fd < 0)
+		return;
+	unlink(d->pid_path); /* while locked: nobody else holds this file */
+	close(d->pid_fd);
+	d->pid_fd = -1;
+}
+
 static int dnpd_files_open(struct dnpd *d)
 {
 	int r;
@@ -599,15 +660,20 @@ static int dnpd_files_open(struct dnpd *d)
 	if (dnpd_path(&d->conf, ".bell", d->bell_path, sizeof(d->bell_path)) ||
 	    dnpd_path(&d->conf, ".sock", d->sock_path, sizeof(d->sock_path)) ||
 	    dnpd_path(&d->conf, ".up", d->up_path, sizeof(d->up_path)) ||
-	    dnpd_path(&d->conf, ".impair", d->impair_path, sizeof(d->impair_path))) {
+	    dnpd_path(&d->conf, ".impair", d->impair_path, sizeof(d->impair_path)) ||
+	    dnpd_path(&d->conf, ".lock", d->pid_path, sizeof(d->pid_path))) {
 		dnpd_log(DNPD_ERR, "run dir path too long");
 		return -ENAMETOOLONG;
 	}
-	unlink(d->up_path); /* left by a daemon that was killed */
+	r = dnpd_lock_node(d);
+	if (r)
+		return r;   /* another daemon is this node: touch none of its files */
+	unlink(d->up_path); /* left by a predecessor that was killed */
 
 	r = dnp_doorbell_map(d->bell_path, &d->bell);
 	if (r) {
 		dnpd_log(DNPD_ERR, "doorbell %s: %s", d->bell_path, strerror(-r));
+		dnpd_unlock_node(d);
 		return r;
 	}
 	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->poll_mode,
@@ -746,12 +812,13 @@ out_bell:
 	dnpd_sig_bell = NULL;
 	dnp_doorbell_unmap(d->bell);
 	unlink(d->bell_path);
+	dnpd_unlock_node(d);
 	return r;
 }
 
 int main(int argc, char **argv)
 {
-	static struct dnpd d; /* large (link backlogs hang off it); one per process */
+	static struct dnpd d = { .pid_fd = -1 }; /* large (link backlogs hang off it) */
 	int r;
 
 	dnpd_conf_default(&d.conf);

@@ -144,6 +144,8 @@ struct dnpd {
 	uint32_t bell_seen;     /* the doorbell's seq when armed */
 	uint64_t quiet_next;    /* next engine run while quiet */
 	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX], impair_path[PATH_MAX];
+	char pid_path[PATH_MAX];      /* DIR/node-<id>.lock: our pid, flock()ed while we run */
+	int pid_fd;                   /* its descriptor, or -1 */
 	struct timespec impair_mtime; /* of DIR/node-<id>.impair when last applied */
 	uint64_t impair_next;         /* next look at that file */
 	uint64_t activity;            /* sum of engine counters that mean real traffic */

@@ -172,14 +172,36 @@ static unsigned sensor_level(const struct dnp_lfm_regs *r, unsigned s, int32_t v
 }
 
 /*
- * One T_read window of a link's counters: sick when CRC errors per million
- * frames exceed crc_ppm. A window with fewer than crc_min_frames frames is
- * not judged healthy, and not thrown away either: it grows into the next
- * T_read until it holds enough frames. It is judged sick at once, though,
- * when it already holds more errors than a full window of crc_min_frames
- * may (it would be over the threshold even if it were filled up to the floor
- * with clean frames). On a link that carries little besides keep-alive
- * credits and acks, waiting for the floor made the verdict late.
+ * A lower confidence bound of a Poisson rate, in thousandths of an event:
+ * with e events seen, the true mean is above crc_lo_milli(e) / 1000 with
+ * 99.9 % confidence (one-sided: chi2(0.001, 2e) / 2, tabulated to e = 12,
+ * then the Wilson-Hilferty form e (1 - 1/9e - 3.09/3 sqrt(e))^3, within 1 %).
+ */
+static uint64_t crc_lo_milli(uint64_t e)
+{
+	static const uint16_t lo[13] = { 0,    1,    45,   191,  429,  739, 1107,
+					 1520, 1971, 2452, 2961, 3491, 4042 };
+	double x = (double)e, r = x, c;
+
+	if (e < 13)
+		return lo[e];
+	for (unsigned i = 0; i < 64 && r * r - x > 1e-6 * x; i++)
+		r = 0.5 * (r + x / r); /* sqrt(x), without libm */
+	c = 1.0 - 1.0 / (9.0 * x) - 3.09 / (3.0 * r);
+	return (uint64_t)(x * c * c * c * 1000.0);
+}
+
+/*
+ * One window of a link's counters, from T_read to T_read: SICK only when the
+ * error rate is over crc_ppm with confidence, i.e. when even the lower 99.9 %
+ * bound of the CRC errors seen, over the frames of the window, exceeds
+ * crc_ppm per million. One error in a few thousand frames is then not enough
+ * (a 100 ppm threshold takes 3 errors in 1,900 frames, 10 in 29,000), while a
+ * burst on a quiet link is judged at once. A window is judged healthy once
+ * it holds crc_min_frames frames and its own ratio is at most crc_ppm; a
+ * window in between (over the threshold, not yet with confidence, or too
+ * short) is not thrown away: it grows into the next T_read until one verdict
+ * is certain, and the previous verdict stands meanwhile.
  */
 static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 {
@@ -190,12 +212,13 @@ static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 		uint64_t f = in->rx_frames[i] - d->win_frames[i];
 		uint64_t e = in->crc_errors[i] - d->win_crc[i];
 		uint64_t all = f + e;
+		bool sick = crc_lo_milli(e) * 1000u > (uint64_t)ppm * all;
 
-		if (all < (min ? min : 1) && e * 1000000u <= (uint64_t)ppm * min)
-			continue; /* too few frames to judge: keep the verdict and the window */
+		if (!sick && (all < (min ? min : 1) || e * 1000000u > (uint64_t)ppm * all))
+			continue; /* no verdict yet: keep the window and the last verdict */
 		d->win_frames[i] = in->rx_frames[i];
 		d->win_crc[i] = in->crc_errors[i];
-		d->sick[i] = e * 1000000u > (uint64_t)ppm * all;
+		d->sick[i] = sick;
 	}
 }
 

@@ -165,9 +165,11 @@ static_assert(sizeof(struct dnp_lfm_rfd) == 16, "remote fault descriptor is 16 b
 /*
  * Thresholds. Sensor values are in milli-units: m°C, mV, mW. A reading is at
  * warning from warn[s] on and at alarm from alarm[s] on (over-threshold; the
- * voltage also has under-thresholds). crc_ppm: a link is sick when, over one
- * T_read window, CRC errors per million received frames exceed it (with at
- * least crc_min_frames frames in the window). max_hops: a delivered packet
+ * voltage also has under-thresholds). crc_ppm: a link is sick when the CRC
+ * errors per million received frames exceed it with 99.9 % confidence (the
+ * lower bound of the errors seen over the window's frames; a window grows
+ * over T_reads until a verdict is certain), healthy again after a window of
+ * at least crc_min_frames frames at or under it (docs/lofamo.md). max_hops: a delivered packet
  * with more hops is counted as misrouted (recorded, not a fault by itself).
  */
 struct dnp_lfm_thresholds {

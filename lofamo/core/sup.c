@@ -17,6 +17,11 @@ struct dnp_sup {
 	uint64_t msgs, alarms, bad;
 	uint64_t last_call_ms; /* time of the previous on_msg or tick */
 	uint64_t stalls, stalled_ms;
+	int64_t wall_off; /* wall clock - the caller's monotonic clock, ms: stamps only */
+	/* The last rendering served in pages (dnp_sup_on_status). */
+	char *page;
+	size_t page_len;
+	uint32_t page_snap, page_flags;
 };
 
 static const char *const dir_names[DNP_LFM_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
@@ -71,6 +76,7 @@ void dnp_sup_destroy(struct dnp_sup *s)
 		return;
 	free(s->nodes);
 	free(s->log);
+	free(s->page);
 	free(s);
 }
 
@@ -81,12 +87,21 @@ static void logf_(struct dnp_sup *s, uint64_t t, uint32_t node, unsigned path, c
 	struct dnp_sup_event *e = &s->log[s->nlog++ % DNP_SUP_LOG];
 	va_list ap;
 
-	e->t_ms = t;
+	e->t_ms = (uint64_t)((int64_t)t + s->wall_off);
 	e->node = node;
 	e->path = (uint8_t)path;
 	va_start(ap, fmt);
 	vsnprintf(e->what, sizeof(e->what), fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * How long ago t was. A t in the future (a caller whose clock went back, as a
+ * wall clock may) is no age at all: never a silence.
+ */
+static uint64_t age(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
 }
 
 /*
@@ -110,13 +125,13 @@ static void catch_up(struct dnp_sup *s, uint64_t now)
 		struct dnp_sup_node *nd = &s->nodes[i];
 
 		if (nd->heard)
-			nd->last_ms = now - nd->last_ms > gap ? nd->last_ms + gap : now;
+			nd->last_ms = age(now, nd->last_ms) > gap ? nd->last_ms + gap : now;
 	}
 }
 
 static bool fresh(const struct dnp_sup *s, const struct dnp_sup_node *nd, uint64_t now)
 {
-	return nd->heard && now - nd->last_ms < s->c.silence_ms;
+	return nd->heard && age(now, nd->last_ms) < s->c.silence_ms;
 }
 
 /* What the fresh neighbours of id say about it: a relayed host fault, and their links to it. */
@@ -315,9 +330,13 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 	nd = &s->nodes[m.node];
 	s->msgs++;
 	nd->msgs++;
-	/* An HFM that restarted counts its alarms from 1 again. */
-	if (m.u.health.nalarm && m.u.health.alarm[m.u.health.nalarm - 1].id + 1 < nd->next_alarm &&
-	    m.seq < nd->last.seq)
+	/*
+	 * An HFM that restarted counts its alarms from 1 again: a new
+	 * incarnation id says so (svc.h). An HFM without one (0) is taken as
+	 * restarted when its sequence numbers start over.
+	 */
+	if (nd->heard && (m.u.health.incarnation != nd->last.u.health.incarnation ||
+			  (!m.u.health.incarnation && m.seq < nd->last.seq)))
 		nd->next_alarm = 0;
 	for (unsigned i = 0; i < m.u.health.nalarm; i++) {
 		const struct dnp_svc_alarm *a = &m.u.health.alarm[i];
@@ -334,6 +353,7 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 	derive_around(s, m.node, now_ms);
 	ack.node = m.node;
 	ack.seq = m.seq;
+	ack.u.ack.incarnation = m.u.health.incarnation;
 	ack.u.ack.ack = nd->next_alarm ? nd->next_alarm - 1 : 0;
 	return dnp_svc_encode(&ack, reply, cap);
 }
@@ -343,6 +363,11 @@ void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms)
 	catch_up(s, now_ms);
 	for (uint32_t i = 0; i < s->n; i++)
 		derive(s, i, now_ms);
+}
+
+void dnp_sup_wall(struct dnp_sup *s, int64_t wall_minus_now_ms)
+{
+	s->wall_off = wall_minus_now_ms;
 }
 
 void dnp_sup_stalls(const struct dnp_sup *s, uint64_t *count, uint64_t *total_ms)
@@ -380,6 +405,7 @@ void dnp_sup_counts(const struct dnp_sup *s, uint64_t *msgs, uint64_t *alarms, u
 struct out {
 	char *b;
 	size_t cap, len;
+	size_t need; /* the length of the whole rendering, cut or not */
 };
 
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -388,12 +414,16 @@ static void put(struct out *o, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (o->len + 1 >= o->cap)
-		return;
 	va_start(ap, fmt);
-	n = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
+	if (o->len + 1 >= o->cap)
+		n = vsnprintf(NULL, 0, fmt, ap);
+	else
+		n = vsnprintf(o->b + o->len, o->cap - o->len, fmt, ap);
 	va_end(ap);
-	if (n > 0)
+	if (n <= 0)
+		return;
+	o->need += (size_t)n;
+	if (o->len + 1 < o->cap)
 		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap - 1;
 }
 
@@ -414,7 +444,8 @@ static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
 	unsigned healthy = 0;
 
 	put(o, "{\"t_ms\":%" PRIu64 ",\"torus\":[%u,%u,%u],\"silence_ms\":%" PRIu64 ",\"nodes\":[",
-	    now, s->c.torus.dim[0], s->c.torus.dim[1], s->c.torus.dim[2], s->c.silence_ms);
+	    (uint64_t)((int64_t)now + s->wall_off), s->c.torus.dim[0], s->c.torus.dim[1],
+	    s->c.torus.dim[2], s->c.silence_ms);
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct dnp_sup_node *nd = &s->nodes[i];
 		struct dnp_coord c = dnp_torus_coord(&s->c.torus, i);
@@ -571,14 +602,12 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 	}
 }
 
-size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char *buf,
-		      size_t cap)
+static void render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, struct out *out)
 {
-	struct out o = { buf, cap, 0 };
+	struct out o = *out;
 
-	if (!cap)
-		return 0;
-	buf[0] = 0;
+	if (o.cap)
+		o.b[0] = 0;
 	if (flags & DNP_SVC_Q_JSON) {
 		render_json(s, now_ms, &o);
 	} else if (flags & DNP_SVC_Q_LOG) {
@@ -594,5 +623,113 @@ size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, 
 	} else {
 		render_map(s, flags & DNP_SVC_Q_COLOUR, &o);
 	}
+	*out = o;
+}
+
+size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char *buf,
+		      size_t cap)
+{
+	struct out o = { buf, cap, 0, 0 };
+
+	if (!cap)
+		return 0;
+	render(s, flags, now_ms, &o);
 	return o.len;
+}
+
+int dnp_sup_render_all(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char **text,
+		       size_t *len)
+{
+	struct out o = { NULL, 0, 0, 0 };
+	char *b;
+
+	render(s, flags, now_ms, &o); /* measures */
+	b = malloc(o.need + 1);
+	if (!b)
+		return -ENOMEM;
+	o = (struct out){ b, o.need + 1, 0, 0 };
+	render(s, flags, now_ms, &o);
+	*text = b;
+	*len = o.len;
+	return 0;
+}
+
+/*
+ * A whole picture that does not fit one TEXT: never cut mid-token. JSON gets
+ * a short valid object saying so, the map and the log their first lines and a
+ * last one saying how much is missing.
+ */
+static size_t too_big(unsigned flags, const char *text, size_t len, char *buf, size_t cap)
+{
+	struct out o = { buf, cap, 0, 0 };
+	size_t keep;
+
+	if (flags & DNP_SVC_Q_JSON) {
+		put(&o,
+		    "{\"error\":\"the picture (%zu bytes) does not fit one datagram: ask for it in "
+		    "pages (DNP_SVC_Q_PAGED)\",\"bytes\":%zu}\n",
+		    len, len);
+		return o.len;
+	}
+	keep = cap > 200 ? cap - 200 : 0;
+	while (keep && text[keep - 1] != '\n')
+		keep--;
+	memcpy(buf, text, keep);
+	o.len = keep;
+	put(&o, "... %zu more bytes: ask for the picture in pages (DNP_SVC_Q_PAGED)\n", len - keep);
+	return o.len;
+}
+
+int dnp_sup_on_status(struct dnp_sup *s, const struct dnp_svc_msg *q, uint64_t now_ms, void *reply,
+		      size_t cap)
+{
+	struct dnp_svc_msg a = { .seq = q->seq };
+	unsigned flags = q->u.status.flags & ~DNP_SVC_Q_PAGED;
+	char *small;
+	int r;
+
+	if (q->type != DNP_SVC_STATUS)
+		return -EPROTO;
+	/* A first page (or another view) renders anew; later pages read that snapshot. */
+	if (!(q->u.status.flags & DNP_SVC_Q_PAGED) || q->u.status.offset == 0 || !s->page ||
+	    flags != s->page_flags) {
+		char *text;
+		size_t len;
+
+		dnp_sup_tick(s, now_ms);
+		r = dnp_sup_render_all(s, flags, now_ms, &text, &len);
+		if (r)
+			return r;
+		free(s->page);
+		s->page = text;
+		s->page_len = len;
+		s->page_flags = flags;
+		s->page_snap++;
+	}
+	if (!(q->u.status.flags & DNP_SVC_Q_PAGED)) {
+		a.type = DNP_SVC_TEXT;
+		a.u.text.text = s->page;
+		a.u.text.len = s->page_len;
+		if (s->page_len <= DNP_SVC_TEXT_MAX)
+			return dnp_svc_encode(&a, reply, cap);
+		small = malloc(DNP_SVC_TEXT_MAX);
+		if (!small)
+			return -ENOMEM;
+		a.u.text.text = small;
+		a.u.text.len = too_big(flags, s->page, s->page_len, small, DNP_SVC_TEXT_MAX);
+		r = dnp_svc_encode(&a, reply, cap);
+		free(small);
+		return r;
+	}
+	if (q->u.status.offset > s->page_len || s->page_len > UINT32_MAX)
+		return -ERANGE;
+	a.type = DNP_SVC_PAGE;
+	a.u.page.snap = s->page_snap;
+	a.u.page.offset = q->u.status.offset;
+	a.u.page.total = (uint32_t)s->page_len;
+	a.u.page.text = s->page + q->u.status.offset;
+	a.u.page.len = s->page_len - q->u.status.offset;
+	if (a.u.page.len > DNP_SVC_PAGE_MAX)
+		a.u.page.len = DNP_SVC_PAGE_MAX;
+	return dnp_svc_encode(&a, reply, cap);
 }

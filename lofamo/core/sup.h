@@ -25,8 +25,17 @@
  * node that really died is declared at most the stall's length later. This
  * is the late-reader rule of the mutual watchdog, on the service network.
  *
+ * Time: every now_ms is the caller's monotonic clock (dnp-supervisor:
+ * CLOCK_MONOTONIC; the lab: virtual time). Silences, stalls and freshness are
+ * measured on it only, and a now_ms earlier than a report's arrival counts
+ * as no age (never a silence). The wall clock only stamps: events and the
+ * JSON picture carry now_ms + the offset given to dnp_sup_wall (0 by
+ * default), so a wall clock stepped back or forth moves the stamps and
+ * nothing else.
+ *
  * Memory: allocated by dnp_sup_create; the event log is a ring of
- * DNP_SUP_LOG entries. One thread.
+ * DNP_SUP_LOG entries; the last picture served in pages is kept until the
+ * next first page. One thread.
  */
 #ifndef DNP_SUP_H
 #define DNP_SUP_H
@@ -102,6 +111,19 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 		   size_t cap);
 /* Re-derives the picture at now_ms (silence, relay, inference), logging changes. */
 void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms);
+/* The wall clock minus the clock of now_ms, in ms: what event stamps add (see above). */
+void dnp_sup_wall(struct dnp_sup *s, int64_t wall_minus_now_ms);
+/*
+ * A decoded STATUS query: writes the answer into reply and returns its
+ * length. Without DNP_SVC_Q_PAGED one TEXT with the whole picture, or, when
+ * it exceeds DNP_SVC_TEXT_MAX, a short answer that is still well-formed (JSON:
+ * an object with "error" and "bytes"). With it, the PAGE at the asked offset
+ * of a picture rendered at offset 0 and kept for the later pages (svc.h,
+ * struct dnp_svc_pages). Errors: -EPROTO (not a STATUS), -ERANGE (offset past
+ * the picture), -ENOMEM, dnp_svc_encode's.
+ */
+int dnp_sup_on_status(struct dnp_sup *s, const struct dnp_svc_msg *q, uint64_t now_ms, void *reply,
+		      size_t cap);
 
 const struct dnp_sup_node *dnp_sup_node(const struct dnp_sup *s, uint32_t id);
 /* Events logged so far (monotonic count) and the i-th (NULL once overwritten). */
@@ -116,6 +138,9 @@ void dnp_sup_stalls(const struct dnp_sup *s, uint64_t *count, uint64_t *total_ms
  * flags: DNP_SVC_Q_JSON, DNP_SVC_Q_COLOUR (map), DNP_SVC_Q_LOG. */
 size_t dnp_sup_render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char *buf,
 		      size_t cap);
+/* The whole rendering, never cut, in a malloc'ed *text (NUL-terminated). 0 or -ENOMEM. */
+int dnp_sup_render_all(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, char **text,
+		       size_t *len);
 
 const char *dnp_sup_host_name(unsigned h);
 const char *dnp_sup_dnp_name(unsigned d);

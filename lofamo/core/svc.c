@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "le.h"
@@ -38,6 +39,11 @@ int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 			return -EINVAL;
 		len = HDR + m->u.text.len;
 		break;
+	case DNP_SVC_PAGE:
+		if (m->u.page.len > DNP_SVC_PAGE_MAX)
+			return -EINVAL;
+		len = HDR + DNP_SVC_PAGE_HDR + m->u.page.len;
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -58,6 +64,7 @@ int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 		lfm_put16(p + 20, m->u.health.t_write_ms);
 		lfm_put16(p + 22, m->u.health.t_read_ms);
 		lfm_put32(p + 24, m->u.health.epoch);
+		lfm_put32(p + 28, m->u.health.incarnation);
 		p += 32;
 		for (unsigned i = 0; i < DNP_LFM_NDIRS; i++, p += 8)
 			lfm_put64(p, m->u.health.rfd[i]);
@@ -76,12 +83,21 @@ int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 		break;
 	case DNP_SVC_ACK:
 		lfm_put32(p, m->u.ack.ack);
+		lfm_put32(p + 4, m->u.ack.incarnation);
 		break;
 	case DNP_SVC_STATUS:
 		lfm_put32(p, m->u.status.flags);
+		lfm_put32(p + 4, m->u.status.offset);
 		break;
 	case DNP_SVC_TEXT:
 		memcpy(p, m->u.text.text, m->u.text.len);
+		break;
+	case DNP_SVC_PAGE:
+		lfm_put32(p, m->u.page.snap);
+		lfm_put32(p + 4, m->u.page.offset);
+		lfm_put32(p + 8, m->u.page.total);
+		lfm_put32(p + 12, 0);
+		memcpy(p + DNP_SVC_PAGE_HDR, m->u.page.text, m->u.page.len);
 		break;
 	}
 	return (int)len;
@@ -106,7 +122,7 @@ int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m)
 			return -EBADMSG;
 		n = p[32 + 8 * DNP_LFM_NDIRS];
 		if (n > DNP_SVC_MAX_ALARMS || len != HEALTH_FIXED + ALARM_BYTES * n ||
-		    !zero(p + 28, 4) || !zero(p + 32 + 8 * DNP_LFM_NDIRS + 1, 7))
+		    !zero(p + 32 + 8 * DNP_LFM_NDIRS + 1, 7))
 			return -EBADMSG;
 		m->u.health.host_status = lfm_get64(p);
 		m->u.health.dnp_status = lfm_get64(p + 8);
@@ -114,6 +130,7 @@ int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m)
 		m->u.health.t_write_ms = lfm_get16(p + 20);
 		m->u.health.t_read_ms = lfm_get16(p + 22);
 		m->u.health.epoch = lfm_get32(p + 24);
+		m->u.health.incarnation = lfm_get32(p + 28);
 		p += 32;
 		for (unsigned i = 0; i < DNP_LFM_NDIRS; i++, p += 8)
 			m->u.health.rfd[i] = lfm_get64(p);
@@ -135,18 +152,109 @@ int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m)
 	}
 	case DNP_SVC_ACK:
 	case DNP_SVC_STATUS:
-		if (len != HDR + 8u || !zero(p + 4, 4))
+		if (len != HDR + 8u)
 			return -EBADMSG;
-		if (m->type == DNP_SVC_ACK)
+		if (m->type == DNP_SVC_ACK) {
 			m->u.ack.ack = lfm_get32(p);
-		else
+			m->u.ack.incarnation = lfm_get32(p + 4);
+		} else {
 			m->u.status.flags = lfm_get32(p);
+			m->u.status.offset = lfm_get32(p + 4);
+			if (!(m->u.status.flags & DNP_SVC_Q_PAGED) && m->u.status.offset)
+				return -EBADMSG;
+		}
 		return 0;
 	case DNP_SVC_TEXT:
 		m->u.text.text = (const char *)p;
 		m->u.text.len = len - HDR;
 		return 0;
+	case DNP_SVC_PAGE:
+		if (len < HDR + DNP_SVC_PAGE_HDR ||
+		    len - HDR - DNP_SVC_PAGE_HDR > DNP_SVC_PAGE_MAX || !zero(p + 12, 4))
+			return -EBADMSG;
+		m->u.page.snap = lfm_get32(p);
+		m->u.page.offset = lfm_get32(p + 4);
+		m->u.page.total = lfm_get32(p + 8);
+		m->u.page.text = (const char *)p + DNP_SVC_PAGE_HDR;
+		m->u.page.len = len - HDR - DNP_SVC_PAGE_HDR;
+		if (m->u.page.offset > m->u.page.total ||
+		    m->u.page.len > m->u.page.total - m->u.page.offset)
+			return -EBADMSG;
+		return 0;
 	default:
 		return -EBADMSG;
 	}
+}
+
+void dnp_svc_pages_init(struct dnp_svc_pages *p, uint32_t flags, uint32_t seq)
+{
+	memset(p, 0, sizeof(*p));
+	p->flags = flags | DNP_SVC_Q_PAGED;
+	p->seq = seq;
+}
+
+int dnp_svc_pages_request(const struct dnp_svc_pages *p, void *buf, size_t cap)
+{
+	struct dnp_svc_msg q = { .type = DNP_SVC_STATUS, .seq = p->seq };
+
+	q.u.status.flags = p->flags;
+	q.u.status.offset = p->got;
+	return dnp_svc_encode(&q, buf, cap);
+}
+
+int dnp_svc_pages_take(struct dnp_svc_pages *p, const struct dnp_svc_msg *m)
+{
+	const uint32_t off = m->u.page.offset;
+
+	if (m->type != DNP_SVC_PAGE || m->seq != p->seq)
+		return -EBADMSG;
+	if (p->started && m->u.page.snap != p->snap) {
+		p->started = false; /* rendered anew meanwhile: start over */
+		p->got = 0;
+		return -EAGAIN;
+	}
+	if (off != p->got || (p->started && m->u.page.total != p->total))
+		return -EBADMSG; /* a late duplicate of a page we have */
+	if (!p->started) {
+		char *b;
+
+		if (m->u.page.total > DNP_SVC_PICTURE_MAX)
+			return -EFBIG;
+		b = realloc(p->buf, (size_t)m->u.page.total + 1);
+		if (!b)
+			return -ENOMEM;
+		p->buf = b;
+		p->snap = m->u.page.snap;
+		p->total = m->u.page.total;
+		p->started = true;
+	}
+	if (!m->u.page.len && p->got < p->total)
+		return -EBADMSG; /* no progress */
+	memcpy(p->buf + p->got, m->u.page.text, m->u.page.len);
+	p->got += (uint32_t)m->u.page.len;
+	p->buf[p->got] = 0;
+	return p->got == p->total ? 1 : 0;
+}
+
+void dnp_svc_pages_fini(struct dnp_svc_pages *p)
+{
+	free(p->buf);
+	p->buf = NULL;
+}
+
+bool dnp_svc_ack_mine(const struct dnp_svc_msg *m, uint32_t node, uint32_t incarnation)
+{
+	return m->type == DNP_SVC_ACK && m->node == node &&
+	       (!m->u.ack.incarnation || m->u.ack.incarnation == incarnation);
+}
+
+void dnp_svc_watch_ack(struct dnp_svc_watch *w, uint64_t now)
+{
+	w->heard = true;
+	w->last_ack = now;
+}
+
+bool dnp_svc_watch_cut(const struct dnp_svc_watch *w, uint64_t now, uint64_t limit)
+{
+	return w->heard && now > w->last_ack && now - w->last_ack > limit;
 }

@@ -11,16 +11,32 @@
  *                               and every alarm not yet acknowledged (oldest
  *                               first, at most DNP_SVC_MAX_ALARMS)
  *   supervisor -> HFM   ACK     answers every HEALTH: alarms up to 'ack' (cumulative id)
- *   dnpctl -> supervisor STATUS asks for the picture (map, JSON or event log)
- *   supervisor -> dnpctl TEXT   the answer (one datagram, truncated at DNP_SVC_TEXT_MAX)
+ *                               of the HFM incarnation it names
+ *   dnpctl -> supervisor STATUS asks for the picture (map, JSON or event log),
+ *                               whole (one TEXT) or, with DNP_SVC_Q_PAGED, the
+ *                               page at byte 'offset'
+ *   supervisor -> dnpctl TEXT   the whole answer in one datagram; a picture
+ *                               larger than DNP_SVC_TEXT_MAX is never cut
+ *                               mid-token: the answer then says to ask in pages
+ *   supervisor -> dnpctl PAGE   one page of a picture rendered once (snapshot
+ *                               'snap', 'total' bytes); struct dnp_svc_pages
+ *                               asks for and joins the pages
+ *
+ * Incarnations: an HFM draws a random non-zero incarnation id at start and
+ * sends it in every HEALTH. Its alarm ids count from 1 in each incarnation,
+ * so a new incarnation tells the supervisor to forget the old alarm counter;
+ * an ACK names the incarnation it acknowledges, so an ACK meant for a
+ * predecessor never clears a newer HFM's alarms.
  *
  * All fields little-endian, a 16-byte header (magic, version, type, node,
- * seq). Pure functions on caller buffers; any thread. Datagrams come from
+ * seq). Pure functions on caller buffers (the page assembler alone allocates
+ * its picture); any thread. Datagrams come from
  * the network: dnp_svc_decode checks every length and field.
  */
 #ifndef DNP_SVC_H
 #define DNP_SVC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,12 +47,15 @@
 #define DNP_SVC_MAX_ALARMS 8u
 #define DNP_SVC_TEXT_MAX 60000u
 #define DNP_SVC_MAX_DGRAM (16u + DNP_SVC_TEXT_MAX)
+#define DNP_SVC_PAGE_HDR 16u /* snap, offset, total, reserved */
+#define DNP_SVC_PAGE_MAX (DNP_SVC_TEXT_MAX - DNP_SVC_PAGE_HDR)
 
 enum dnp_svc_type {
 	DNP_SVC_HEALTH = 1,
 	DNP_SVC_ACK = 2,
 	DNP_SVC_STATUS = 3,
 	DNP_SVC_TEXT = 4,
+	DNP_SVC_PAGE = 5,
 };
 
 /* What an HFM alarm is about. */
@@ -63,6 +82,7 @@ struct dnp_svc_alarm {
 #define DNP_SVC_Q_JSON 0x1u
 #define DNP_SVC_Q_COLOUR 0x2u
 #define DNP_SVC_Q_LOG 0x4u
+#define DNP_SVC_Q_PAGED 0x8u /* answer with the PAGE at 'offset' */
 
 struct dnp_svc_msg {
 	uint8_t type;
@@ -73,20 +93,30 @@ struct dnp_svc_msg {
 			uint32_t flags;
 			uint16_t t_write_ms, t_read_ms;
 			uint32_t epoch;
+			uint32_t incarnation; /* the HFM's, random, non-zero (0: an old HFM) */
 			uint64_t rfd[DNP_LFM_NDIRS];
 			unsigned nalarm;
 			struct dnp_svc_alarm alarm[DNP_SVC_MAX_ALARMS];
 		} health;
 		struct {
 			uint32_t ack;
+			uint32_t incarnation; /* of the HEALTH it answers */
 		} ack;
 		struct {
 			uint32_t flags;
+			uint32_t offset; /* with DNP_SVC_Q_PAGED: the first byte wanted */
 		} status;
 		struct {
 			const char *text; /* points into the datagram; not NUL-terminated */
 			size_t len;
 		} text;
+		struct {
+			uint32_t snap;    /* the rendering this page belongs to */
+			uint32_t offset;  /* of its first byte in the whole picture */
+			uint32_t total;   /* bytes of the whole picture */
+			const char *text; /* points into the datagram; not NUL-terminated */
+			size_t len;       /* <= DNP_SVC_PAGE_MAX */
+		} page;
 	} u;
 };
 
@@ -94,5 +124,59 @@ struct dnp_svc_msg {
 int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap);
 /* 0, or -EBADMSG (length, magic, version, type, counts, reserved bytes or kinds). */
 int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m);
+
+/*
+ * The HFM's side (dnp-hfm, and the lab's simulated HFM). An ACK is ours when
+ * it names our node and our incarnation (an ACK without one, 0, comes from
+ * an older supervisor and is taken).
+ */
+bool dnp_svc_ack_mine(const struct dnp_svc_msg *m, uint32_t node, uint32_t incarnation);
+/*
+ * The service network as an HFM sees it: cut when the supervisor, once
+ * heard, has acknowledged nothing for 'limit'. A supervisor that starts
+ * later than the HFM is not a cut (as the DFM does not judge a host that has
+ * not validated its register yet): until the first ACK nothing is judged.
+ * Times in any one unit.
+ */
+struct dnp_svc_watch {
+	bool heard;
+	uint64_t last_ack;
+};
+void dnp_svc_watch_ack(struct dnp_svc_watch *w, uint64_t now);
+bool dnp_svc_watch_cut(const struct dnp_svc_watch *w, uint64_t now, uint64_t limit);
+
+/*
+ * The client's side of a paged picture (dnpctl status): ask for offset 0,
+ * then for each next offset, until the picture is whole. Every page must
+ * belong to the same snapshot; when the supervisor rendered a new one
+ * meanwhile (another client, a restart) the assembly starts over.
+ *
+ *   struct dnp_svc_pages p;
+ *   dnp_svc_pages_init(&p, flags, seq);
+ *   do { send(dnp_svc_pages_request(&p, buf, cap)); recv + decode -> m; }
+ *   while ((r = dnp_svc_pages_take(&p, &m)) == 0 || r == -EAGAIN);
+ *   fwrite(p.buf, 1, p.got, stdout); dnp_svc_pages_fini(&p);
+ *
+ * The buffer grows with malloc to the picture's size (at most
+ * DNP_SVC_PICTURE_MAX); the caller owns p and frees it with _fini.
+ */
+#define DNP_SVC_PICTURE_MAX (64u << 20)
+struct dnp_svc_pages {
+	uint32_t flags, seq;
+	uint32_t snap, total, got; /* got: bytes joined so far */
+	bool started;              /* a first page fixed snap and total */
+	char *buf;
+};
+void dnp_svc_pages_init(struct dnp_svc_pages *p, uint32_t flags, uint32_t seq);
+/* The STATUS asking for the next page: its length, or dnp_svc_encode's errors. */
+int dnp_svc_pages_request(const struct dnp_svc_pages *p, void *buf, size_t cap);
+/*
+ * Takes one answer. Returns 1 (the picture is whole in p->buf, p->got
+ * bytes), 0 (ask for the next page), -EAGAIN (a new snapshot: start over,
+ * already reset), -EBADMSG (not a PAGE of this request, or inconsistent;
+ * ignore it and ask again), -EFBIG (over DNP_SVC_PICTURE_MAX), -ENOMEM.
+ */
+int dnp_svc_pages_take(struct dnp_svc_pages *p, const struct dnp_svc_msg *m);
+void dnp_svc_pages_fini(struct dnp_svc_pages *p);
 
 #endif

@@ -17,8 +17,11 @@
  *     supervisor acknowledges it (lofamo/core/svc.h);
  *   - sets the timer and mask registers when asked to (--t-write/--t-read,
  *     --mask), refusing a timer with T_write >= T_read.
- * The service network is considered cut when no acknowledgement came for
- * T_read + T_write. SIGUSR1 simulates a cut of this node's service network (every
+ * The service network is considered cut when the supervisor, once heard,
+ * acknowledged nothing for T_read + T_write (a supervisor that starts after
+ * the HFM is late, not a cut). Each run draws an incarnation id that every
+ * HEALTH carries: the supervisor then knows a restarted HFM's alarms, which
+ * count from 1 again, are new (svc.h). SIGUSR1 simulates a cut of this node's service network (every
  * datagram in or out is dropped) and a second SIGUSR1 mends it.
  *
  *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,7 +87,9 @@ struct hfm {
 	uint64_t last_dnp; /* DNP status word at the last alarm check */
 	uint64_t last_rfd_kind[DNP_LFM_NDIRS];
 	uint64_t host_status;
-	uint64_t last_ack_ns, start_ns;
+	uint64_t start_ns;
+	struct dnp_svc_watch svc; /* the supervisor's acknowledgements (svc.h) */
+	uint32_t incarnation;     /* random, non-zero: this run of the HFM (svc.h) */
 	bool urgent;
 };
 
@@ -191,7 +197,7 @@ static uint64_t host_check(struct hfm *h, uint64_t now, bool slow)
 	 * the relay that follows (the DFM reads our register every T_read)
 	 * would miss the 3 x T_read awareness budget.
 	 */
-	if (now - h->last_ack_ns > ((uint64_t)h->tr + h->tw) * 1000000ull)
+	if (dnp_svc_watch_cut(&h->svc, now, ((uint64_t)h->tr + h->tw) * 1000000ull))
 		svc = DNP_LFM_ALARM;
 	w &= ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
 	w |= (uint64_t)svc << (2 * DNP_LFM_HDEV_SVCNET);
@@ -238,6 +244,7 @@ static void send_health(struct hfm *h)
 		(h->dnp_alive ? DNP_SVC_F_DNP_ALIVE : 0) | (h->dnp_seen ? DNP_SVC_F_DNP_SEEN : 0);
 	m.u.health.t_write_ms = (uint16_t)h->tw;
 	m.u.health.t_read_ms = (uint16_t)h->tr;
+	m.u.health.incarnation = h->incarnation;
 	if (h->r) {
 		m.u.health.dnp_status =
 			atomic_load_explicit(&h->r->dnp.status, memory_order_acquire);
@@ -263,9 +270,9 @@ static void recv_acks(struct hfm *h, uint64_t now)
 		unsigned k = 0;
 
 		if (atomic_load(&hfm_cut) || dnp_svc_decode(buf, (size_t)n, &m) ||
-		    m.type != DNP_SVC_ACK || m.node != h->node)
+		    !dnp_svc_ack_mine(&m, h->node, h->incarnation))
 			continue;
-		h->last_ack_ns = now;
+		dnp_svc_watch_ack(&h->svc, now);
 		while (k < h->npend && h->pend[k].id <= m.u.ack.ack)
 			k++;
 		memmove(h->pend, h->pend + k, sizeof(h->pend[0]) * (h->npend - k));
@@ -444,7 +451,7 @@ static void hfm_run(struct hfm *h, const struct hfm_args *a)
 {
 	uint64_t next_write, next_read, next_hb, next_slow, wake;
 
-	h->start_ns = h->last_ack_ns = mono_ns();
+	h->start_ns = mono_ns();
 	next_write = next_hb = next_slow = h->start_ns;
 	next_read = h->start_ns + (uint64_t)h->tr * 1000000ull;
 	while (!atomic_load(&hfm_stop)) {
@@ -507,6 +514,9 @@ int main(int argc, char **argv)
 		h.tw = a.set_tw;
 		h.tr = a.set_tr;
 	}
+	if (getrandom(&h.incarnation, sizeof(h.incarnation), 0) != sizeof(h.incarnation) ||
+	    !h.incarnation)
+		h.incarnation = (uint32_t)getpid() | 1u;
 	hfm_run(&h, &a);
 	if (h.late_reads)
 		fprintf(stderr,

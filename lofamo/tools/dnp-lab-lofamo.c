@@ -63,7 +63,8 @@ static const char *const scen_want[S_N] = { "dnp faulty", "host faulty", "host d
 struct hfm {
 	bool alive, cut;
 	bool dnp_seen, dnp_alive;
-	uint64_t last_dnp, host_status, last_ack;
+	uint64_t last_dnp, host_status;
+	struct dnp_svc_watch svc; /* acknowledgements, as dnp-hfm judges them */
 	uint8_t rfd_kind[DNP_LFM_NDIRS];
 	uint32_t seq, next_id;
 	struct dnp_svc_alarm pend[MAX_PEND];
@@ -126,7 +127,7 @@ static void hfm_step(struct lab *L, uint32_t id, uint64_t t)
 	if (t >= h->next_w) {
 		uint64_t w = h->host_status & ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
 
-		if (t - h->last_ack > (uint64_t)L->tr + L->tw)
+		if (dnp_svc_watch_cut(&h->svc, t, (uint64_t)L->tr + L->tw))
 			w |= (uint64_t)DNP_LFM_ALARM << (2 * DNP_LFM_HDEV_SVCNET);
 		if (w != h->host_status)
 			hfm_alarm(h, DNP_SVC_AL_HOST, DNP_LFM_HDEV_SVCNET,
@@ -198,7 +199,7 @@ static void hfm_step(struct lab *L, uint32_t id, uint64_t t)
 			unsigned k = 0;
 
 			L->svc_bytes += (uint64_t)r + UDP_OVERHEAD;
-			h->last_ack = t;
+			dnp_svc_watch_ack(&h->svc, t);
 			while (k < h->npend && h->pend[k].id <= a.u.ack.ack)
 				k++;
 			memmove(h->pend, h->pend + k, sizeof(h->pend[0]) * (h->npend - k));

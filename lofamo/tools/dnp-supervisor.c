@@ -17,8 +17,15 @@
  * picture in a browser (lofamo/tools/web/web.h). Port 0 takes any free port;
  * the log says the URL.
  *
- * Times in the picture and the log are CLOCK_REALTIME milliseconds (so that
- * drills can compare them with the moment they injected a fault).
+ * The supervisor's rules (silence, stalls) run on CLOCK_MONOTONIC only: a
+ * wall clock stepped back or forth changes no verdict. The wall clock only
+ * stamps: times in the picture and the log are CLOCK_REALTIME milliseconds
+ * (so that drills can compare them with the moment they injected a fault),
+ * read afresh at every call (dnp_sup_wall).
+ *
+ * A picture larger than one datagram is served in pages (svc.h,
+ * DNP_SVC_Q_PAGED): a client that asks for the whole one in a single TEXT
+ * then gets a short, still well-formed answer that says so.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,12 +58,26 @@ static void on_stop(int sig)
 	atomic_store(&stop, true);
 }
 
-static uint64_t real_ms(void)
+static uint64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static uint64_t real_ms(void)
+{
+	return clock_ms(CLOCK_REALTIME);
+}
+
+/* The supervisor's time (monotonic); its stamps get the wall clock's offset now. */
+static uint64_t sup_now(struct dnp_sup *s)
+{
+	uint64_t mono = clock_ms(CLOCK_MONOTONIC);
+
+	dnp_sup_wall(s, (int64_t)(real_ms() - mono));
+	return mono;
 }
 
 static void usage(FILE *f)
@@ -213,7 +234,6 @@ static int sup_open(struct sup_main *m)
 static void sup_receive(struct sup_main *m)
 {
 	static uint8_t buf[DNP_SVC_MAX_DGRAM], out[DNP_SVC_MAX_DGRAM];
-	static char text[DNP_SVC_TEXT_MAX];
 
 	for (;;) {
 		struct sockaddr_in from;
@@ -226,15 +246,9 @@ static void sup_receive(struct sup_main *m)
 
 		if (n < 0)
 			break;
-		now = real_ms();
+		now = sup_now(m->s);
 		if (dnp_svc_decode(buf, (size_t)n, &q) == 0 && q.type == DNP_SVC_STATUS) {
-			struct dnp_svc_msg t = { .type = DNP_SVC_TEXT, .seq = q.seq };
-
-			dnp_sup_tick(m->s, now);
-			t.u.text.text = text;
-			t.u.text.len =
-				dnp_sup_render(m->s, q.u.status.flags, now, text, sizeof(text));
-			r = dnp_svc_encode(&t, out, sizeof(out));
+			r = dnp_sup_on_status(m->s, &q, now, out, sizeof(out));
 		} else {
 			r = dnp_sup_on_msg(m->s, buf, (size_t)n, now, out, sizeof(out));
 		}
@@ -297,8 +311,10 @@ static void sup_web_publish(struct sup_main *m, uint64_t now)
 }
 
 /* The supervisor's own stalls and the picture's new events, to the log. */
-static void sup_log_news(struct sup_main *m, uint64_t now)
+static void sup_log_news(struct sup_main *m)
 {
+	uint64_t now = real_ms();
+
 	dnp_sup_stalls(m->s, &m->nstall, &m->stall_ms);
 	if (m->nstall != m->seen_stalls) {
 		fprintf(m->log,
@@ -320,7 +336,7 @@ static void sup_log_news(struct sup_main *m, uint64_t now)
 
 static void sup_serve(struct sup_main *m)
 {
-	uint64_t next_tick = real_ms();
+	uint64_t next_tick = sup_now(m->s);
 
 	while (!atomic_load(&stop)) {
 		struct pollfd p = { .fd = m->fd, .events = POLLIN };
@@ -328,12 +344,12 @@ static void sup_serve(struct sup_main *m)
 
 		(void)poll(&p, 1, 20);
 		sup_receive(m);
-		now = real_ms();
+		now = sup_now(m->s);
 		if (now >= next_tick) {
 			dnp_sup_tick(m->s, now);
 			next_tick = now + 20;
 		}
-		sup_log_news(m, now);
+		sup_log_news(m);
 		sup_web_publish(m, now);
 	}
 }
@@ -353,7 +369,7 @@ int main(int argc, char **argv)
 	m.log = stdout;
 	if (sup_open(&m))
 		return 1;
-	if (dnp_sup_create(&m.sc, real_ms(), &m.s)) {
+	if (dnp_sup_create(&m.sc, clock_ms(CLOCK_MONOTONIC), &m.s)) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return 1;
 	}

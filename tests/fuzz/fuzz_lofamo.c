@@ -4,7 +4,8 @@
  * payload (dnp_dfm_diag_decode, torus frames) and the service-network
  * datagram (dnp_svc_decode, then the supervisor taking it). What decodes
  * must re-encode to the very same bytes (both formats are canonical);
- * nothing may crash. The first input byte picks the parser.
+ * nothing may crash. A STATUS is answered (whole or a page), a PAGE is fed
+ * to the client's page assembler. The first input byte picks the parser.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct dnp_sup *sup;
+	static struct dnp_svc_pages pages;
 	static uint8_t out[DNP_SVC_MAX_DGRAM];
 
 	if (size < 1)
@@ -28,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dnp_torus_init(&c.torus, 4, 4, 4);
 		if (dnp_sup_create(&c, 0, &sup))
 			abort();
+		dnp_svc_pages_init(&pages, DNP_SVC_Q_JSON, 0);
 	}
 	if (data[0] & 1) {
 		struct dnp_dfm_diag_msg m;
@@ -46,6 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			n = dnp_svc_encode(&m, out, sizeof(out));
 			if (n != (int)(size - 1) || memcmp(out, data + 1, size - 1))
 				abort();
+			if (m.type == DNP_SVC_STATUS)
+				(void)dnp_sup_on_status(sup, &m, 1000, out, sizeof(out));
+			else if (m.type == DNP_SVC_PAGE && dnp_svc_pages_take(&pages, &m) == 1) {
+				dnp_svc_pages_fini(&pages); /* whole: start a new one */
+				dnp_svc_pages_init(&pages, DNP_SVC_Q_JSON, 0);
+			}
 		}
 		(void)dnp_sup_on_msg(sup, data + 1, size - 1, 1000, out, sizeof(out));
 		dnp_sup_tick(sup, 1000);
