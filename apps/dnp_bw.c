@@ -49,44 +49,26 @@ static void usage(FILE *f)
 		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
+static int bw_opt(void *ctx, int c, const char *arg)
+{
+	struct bw_opts *o = ctx;
+
+	if (c != 'W')
+		return -EINVAL;
+	return app_parse_count(arg, 1, &o->window);
+}
+
+/* Returns -1 to go on, else the exit status. */
 static int parse_opts(int argc, char **argv, struct bw_opts *o)
 {
-	static const struct option lo[] = {
-		{ "peer", required_argument, NULL, 'p' },
-		{ "sizes", required_argument, NULL, 's' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "window", required_argument, NULL, 'W' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "csv", no_argument, NULL, 'c' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	static const struct app_bench_cli cli = {
+		PROG, usage, { "window", required_argument, NULL, 'W' }, "W:", bw_opt
 	};
-	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	app_bench_defaults(&o->b, 8);
 	o->window = 32;
-	while ((c = getopt_long(argc, argv, "p:s:n:W:w:cvh", lo, NULL)) != -1) {
-		r = app_bench_opt(&o->b, c, optarg);
-		if (r < 0)
-			return r;
-		if (r)
-			continue;
-		switch (c) {
-		case 'W':
-			o->window = (unsigned)strtoul(optarg, NULL, 0);
-			if (!o->window)
-				return -EINVAL;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
-		}
-	}
-	return optind == argc ? 0 : -EINVAL;
+	return app_bench_parse(argc, argv, &cli, &o->b, o);
 }
 
 static unsigned iters_for(const struct bw_opts *o, uint64_t size)
@@ -458,40 +440,21 @@ out:
 	return r;
 }
 
+static int bw_run(struct app *a, void *ctx, struct dnp_coords peer, bool is_tx)
+{
+	return is_tx ? run_tx(a, ctx, peer) : run_rx(a, ctx, peer);
+}
+
 int main(int argc, char **argv)
 {
-	struct dnp_coords peer, origin = { 0, 0, 0 };
 	struct bw_opts o;
 	struct app a;
-	bool is_tx;
 	int r;
 
-	if (parse_opts(argc, argv, &o) < 0) {
-		usage(stderr);
-		return 2;
-	}
+	r = parse_opts(argc, argv, &o);
+	if (r >= 0)
+		return r;
 	if (app_open(&a, PROG) < 0)
 		return 1;
-	is_tx = app_coords_eq(a.self, origin);
-	if (o.b.have_peer) {
-		peer = o.b.peer;
-	} else {
-		peer.x = 1 % a.dims.x;
-		peer.y = 0;
-		peer.z = 0;
-	}
-	if (!is_tx && !app_coords_eq(a.self, peer)) {
-		app_close(&a); /* not part of this measurement */
-		return 0;
-	}
-	if (peer.x >= a.dims.x || peer.y >= a.dims.y || peer.z >= a.dims.z ||
-	    app_coords_eq(peer, origin)) {
-		fprintf(stderr, PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus\n",
-			peer.x, peer.y, peer.z, a.dims.x, a.dims.y, a.dims.z);
-		app_close(&a);
-		return 2;
-	}
-	r = is_tx ? run_tx(&a, &o, peer) : run_rx(&a, &o, origin);
-	app_close(&a);
-	return r < 0 ? 1 : 0;
+	return app_run_pair(&a, &o.b, PROG, NULL, bw_run, &o);
 }
