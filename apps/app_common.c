@@ -516,6 +516,28 @@ int app_ctrl_exchange_all(struct app *a, const struct app_ctrl *mine, struct app
 	return 0;
 }
 
+int app_offer_buffer(struct app *a, unsigned dst, uint32_t tag, void *buf, size_t len,
+		     const char *prog)
+{
+	struct app_ctrl c;
+	uint32_t key;
+	int r = dnp_register(a->d, buf, len, DNP_BUF_PUT_TARGET, &key);
+
+	if (r < 0) {
+		fprintf(stderr, "%s: register %zu bytes: %s\n", prog, len, dnp_strerror(r));
+		return r;
+	}
+	memset(&c, 0, sizeof(c));
+	c.tag = tag;
+	c.a = (uintptr_t)buf;
+	c.b = key;
+	r = app_ctrl_send(a, dst, &c);
+	if (r < 0)
+		fprintf(stderr, "%s: sending the buffer address to node %u: %s\n", prog, dst,
+			dnp_strerror(r));
+	return r;
+}
+
 int app_barrier(struct app *a, uint32_t tag)
 {
 	struct app_ctrl c;
@@ -769,6 +791,24 @@ int app_bench_parse(int argc, char **argv, const struct app_bench_cli *cli,
 		return app_cli_usage_error(cli->prog, cli->usage, "unexpected argument '%s'",
 					   argv[optind]);
 	return -1;
+}
+
+unsigned app_bench_iters(const struct app_bench_opts *o, uint64_t size, uint64_t budget,
+			 unsigned lo, unsigned hi)
+{
+	uint64_t n;
+
+	if (o->iters)
+		return o->iters;
+	n = budget / (size ? size : 1);
+	return n > hi ? hi : n < lo ? lo : (unsigned)n;
+}
+
+void app_bench_usage_common(FILE *f)
+{
+	fprintf(f, "  LIST: comma-separated sizes, K/M/G suffixes (default 8,32,...,2M,4M).\n"
+		   "  --csv: machine-readable rows. --help, --version.\n"
+		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
 uint64_t app_bench_max_size(const struct app_bench_opts *o)

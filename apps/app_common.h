@@ -117,6 +117,12 @@ int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c);
 int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
 /* Same without waiting (one poll of the event queue): 0 or -EAGAIN. */
 int app_ctrl_recv_nowait(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
+/*
+ * Registers buf as a PUT target and sends node dst its address (a) and key
+ * (b) in a control message of this tag. 0 or -errno (printed, prog first).
+ */
+int app_offer_buffer(struct app *a, unsigned dst, uint32_t tag, void *buf, size_t len,
+		     const char *prog);
 /* Every node sends (tag) to every other and waits for theirs. */
 int app_barrier(struct app *a, uint32_t tag);
 /*
@@ -160,6 +166,11 @@ void app_bench_defaults(struct app_bench_opts *o, unsigned warmup);
  */
 int app_bench_opt(struct app_bench_opts *o, int c, const char *arg);
 uint64_t app_bench_max_size(const struct app_bench_opts *o);
+/* The usage lines every benchmark shares (sizes, --csv, --help, dnp-run). */
+void app_bench_usage_common(FILE *f);
+/* Iterations for a size: --iters if given, else budget bytes' worth within [lo, hi]. */
+unsigned app_bench_iters(const struct app_bench_opts *o, uint64_t size, uint64_t budget,
+			 unsigned lo, unsigned hi);
 
 /* What a benchmark adds to the shared options (app_bench_parse). */
 struct app_bench_cli {

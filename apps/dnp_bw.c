@@ -43,10 +43,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--sizes LIST] [--iters N] [--window W]\n"
 		   "              [--warmup N] [--csv] [--verify]\n"
 		   "  one-way PUT bandwidth from node (0,0,0) to its +X neighbour (or --peer).\n"
-		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
 		   "  --verify (test mode): every message has its own bytes and its own slot\n"
-		   "  at the receiver, which checks each one and returns credits.\n"
-		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
+		   "  at the receiver, which checks each one and returns credits.\n");
+	app_bench_usage_common(f);
 }
 
 static int bw_opt(void *ctx, int c, const char *arg)
@@ -73,12 +72,7 @@ static int parse_opts(int argc, char **argv, struct bw_opts *o)
 
 static unsigned iters_for(const struct bw_opts *o, uint64_t size)
 {
-	uint64_t n;
-
-	if (o->b.iters)
-		return o->b.iters;
-	n = (128ull << 20) / (size ? size : 1);
-	return n > 20000 ? 20000 : n < 32 ? 32 : (unsigned)n;
+	return app_bench_iters(&o->b, size, 128ull << 20, 32, 20000);
 }
 
 /* --verify: slots of this size in the receiver buffer (at most the window). */
@@ -383,26 +377,14 @@ static int run_rx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 	uint8_t *rbuf = app_alloc(a, msz);
 	struct dnp_event ev;
 	struct app_ctrl c;
-	uint32_t key;
 	bool bad;
 	int r;
 
 	if (!rbuf)
 		return -ENOMEM;
-	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
-	if (r < 0) {
-		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
-		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	c.tag = TAG_ADDR;
-	c.a = (uintptr_t)rbuf;
-	c.b = key;
-	r = app_ctrl_send(a, peer_id, &c);
-	if (r < 0) {
-		fprintf(stderr, PROG ": sending the buffer address: %s\n", dnp_strerror(r));
+	r = app_offer_buffer(a, peer_id, TAG_ADDR, rbuf, msz, PROG);
+	if (r < 0)
 		goto out;
-	}
 	for (k = 0; k < o->b.nsizes; k++) {
 		n = iters_for(o, o->b.sizes[k]) + o->b.warmup;
 		if (o->b.verify) {

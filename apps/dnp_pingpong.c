@@ -38,10 +38,9 @@ static void usage(FILE *f)
 		   "                    [--warmup N] [--csv] [--verify]\n"
 		   "  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
 		   "  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
-		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
 		   "  --verify (test mode): every message has its own bytes, and both sides\n"
-		   "  check each one they receive (its address, length and every byte).\n"
-		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
+		   "  check each one they receive (its address, length and every byte).\n");
+	app_bench_usage_common(f);
 }
 
 static int pp_opt(void *ctx, int c, const char *arg)
@@ -69,12 +68,7 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 
 static unsigned iters_for(const struct pp_opts *o, uint64_t size)
 {
-	uint64_t n;
-
-	if (o->b.iters)
-		return o->b.iters;
-	n = (64ull << 20) / (size ? size : 1);
-	return n > 1000 ? 1000 : n < 20 ? 20 : (unsigned)n;
+	return app_bench_iters(&o->b, size, 64ull << 20, 20, 1000);
 }
 
 static void print_header(const struct pp_opts *o)
@@ -271,22 +265,13 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 	struct app_msg m;
 	struct dnp_event ev;
 	double *v = NULL;
-	uint32_t key, rkey;
+	uint32_t rkey;
 	int r;
 
 	if (!sbuf || !rbuf)
 		return -ENOMEM;
 	app_pattern_fill(sbuf, msz, a->id, peer_id, msz, 1);
-	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
-	if (r < 0) {
-		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
-		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	c.tag = TAG_ADDR;
-	c.a = (uintptr_t)rbuf;
-	c.b = key;
-	r = app_ctrl_send(a, peer_id, &c);
+	r = app_offer_buffer(a, peer_id, TAG_ADDR, rbuf, msz, PROG);
 	if (r == 0)
 		r = app_ctrl_recv(a, peer_id, TAG_ADDR, &m);
 	if (r < 0) {
