@@ -37,6 +37,7 @@
 
 #include "dnp.h"
 #include "dnp_futex.h"
+#include "dnp_parse.h"
 #include "dnp_session.h"
 #include "dnp_yield.h"
 #include "ring.h"
@@ -384,35 +385,20 @@ static int dnp_request(struct dnp *d, struct dnp_sess_msg *m)
 
 /* ----------------------------------------------------------------- open */
 
-static uint64_t dnp_env_u64(const char *name, uint64_t dflt)
+/*
+ * A number from the environment (dnp_parse_size: decimal or 0x, K/M/G/T
+ * suffixes); unset or empty: dflt. 0, or -EINVAL for a malformed value or one
+ * that does not fit (never a silent wrap).
+ */
+static int dnp_env_u64(const char *name, uint64_t dflt, uint64_t *out)
 {
 	const char *s = getenv(name);
-	unsigned long long v;
-	char *end;
 
-	if (!s || !*s)
-		return dflt;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno)
-		return dflt;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		break;
-	default:
-		break;
+	if (!s || !*s) {
+		*out = dflt;
+		return 0;
 	}
-	return v;
+	return dnp_parse_size(s, out) ? -EINVAL : 0;
 }
 
 static int dnp_map_session(struct dnp *d, const int *fds)
@@ -555,6 +541,7 @@ int dnp_open(const char *path, struct dnp **out)
 	struct dnp_sess_msg m = { 0 };
 	int fds[DNP_SESS_NFDS] = { -1, -1, -1, -1 };
 	unsigned nfds = 0, i;
+	uint64_t env_port;
 	struct dnp *d;
 	int r;
 
@@ -590,8 +577,14 @@ int dnp_open(const char *path, struct dnp **out)
 	m.magic = DNP_SESS_MAGIC;
 	m.version = DNP_SESS_VERSION;
 	m.type = DNP_SESS_HELLO;
-	m.arg32 = (uint32_t)dnp_env_u64("DNP_PORT", DNP_SESS_PORT_ANY);
-	m.va = dnp_env_u64("DNP_HEAP_SIZE", 0);
+	r = dnp_env_u64("DNP_PORT", DNP_SESS_PORT_ANY, &env_port);
+	if (!r)
+		r = dnp_env_u64("DNP_HEAP_SIZE", 0, &m.va);
+	if (!r && env_port > UINT32_MAX)
+		r = -EINVAL;
+	if (r)
+		goto err_sock;
+	m.arg32 = (uint32_t)env_port;
 	r = dnp_send_msg(d->sock, &m);
 	if (r)
 		goto err_sock;

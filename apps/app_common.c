@@ -4,7 +4,11 @@
  */
 #include "app_common.h"
 
+#include "app_cli.h"
+#include "dnp_parse.h"
+
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +36,9 @@ uint64_t app_now_ns(void)
 static int app_env_int(const char *name, int def)
 {
 	const char *s = getenv(name);
-	char *end;
-	long v;
+	uint64_t v;
 
-	if (!s || !*s)
-		return def;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v > 1000000)
+	if (!s || !*s || dnp_parse_u64_max(s, 1000000, &v))
 		return def;
 	return (int)v;
 }
@@ -64,6 +64,7 @@ int app_open(struct app *a, const char *prog)
 {
 	const char *pp;
 	unsigned i;
+	uint64_t v;
 	int r;
 
 	memset(a, 0, sizeof(*a));
@@ -85,7 +86,14 @@ int app_open(struct app *a, const char *prog)
 	a->id = app_id_of(a, a->self);
 	a->port = dnp_port(a->d);
 	pp = getenv("DNP_PEER_PORT");
-	a->peer_port = pp && *pp ? (unsigned)atoi(pp) : a->port;
+	a->peer_port = a->port;
+	if (pp && *pp && dnp_parse_u64_max(pp, 255, &v)) {
+		r = -EINVAL;
+		fprintf(stderr, "%s: DNP_PEER_PORT=%s is not a port (0..255)\n", prog, pp);
+		goto err_close;
+	}
+	if (pp && *pp)
+		a->peer_port = (unsigned)v;
 
 	a->stash = calloc(APP_STASH, sizeof(*a->stash));
 	a->msgq = calloc(APP_MSGQ, sizeof(*a->msgq));
@@ -469,7 +477,21 @@ int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out
 	}
 }
 
-int app_barrier(struct app *a, uint32_t tag)
+int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog, const char *hint,
+		 int (*run)(struct app *a, void *ctx, struct dnp_coords peer, bool is_a), void *ctx)
+{
+	struct dnp_coords peer, origin = { 0, 0, 0 };
+	int r = app_pick_pair(a, o, prog, hint, &peer);
+
+	if (r > 0)
+		r = run(a, ctx, peer, app_coords_eq(a->self, origin)) < 0 ? 1 : 0;
+	else
+		r = r < 0 ? 2 : 0; /* 0: not part of this measurement */
+	app_close(a);
+	return r;
+}
+
+int app_ctrl_exchange_all(struct app *a, const struct app_ctrl *mine, struct app_msg *theirs)
 {
 	struct app_ctrl c;
 	struct app_msg m;
@@ -479,8 +501,7 @@ int app_barrier(struct app *a, uint32_t tag)
 	for (id = 0; id < a->nnodes; id++) {
 		if (id == a->id)
 			continue;
-		memset(&c, 0, sizeof(c));
-		c.tag = tag;
+		c = *mine;
 		r = app_ctrl_send(a, id, &c);
 		if (r < 0)
 			return r;
@@ -488,11 +509,60 @@ int app_barrier(struct app *a, uint32_t tag)
 	for (id = 0; id < a->nnodes; id++) {
 		if (id == a->id)
 			continue;
-		r = app_ctrl_recv(a, id, tag, &m);
+		r = app_ctrl_recv(a, id, mine->tag, theirs ? &theirs[id] : &m);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+int app_offer_buffer(struct app *a, unsigned dst, uint32_t tag, void *buf, size_t len,
+		     const char *prog)
+{
+	struct app_ctrl c;
+	uint32_t key;
+	int r = dnp_register(a->d, buf, len, DNP_BUF_PUT_TARGET, &key);
+
+	if (r < 0) {
+		fprintf(stderr, "%s: register %zu bytes: %s\n", prog, len, dnp_strerror(r));
+		return r;
+	}
+	memset(&c, 0, sizeof(c));
+	c.tag = tag;
+	c.a = (uintptr_t)buf;
+	c.b = key;
+	r = app_ctrl_send(a, dst, &c);
+	if (r < 0)
+		fprintf(stderr, "%s: sending the buffer address to node %u: %s\n", prog, dst,
+			dnp_strerror(r));
+	return r;
+}
+
+int app_barrier(struct app *a, uint32_t tag)
+{
+	struct app_ctrl c;
+
+	memset(&c, 0, sizeof(c));
+	c.tag = tag;
+	return app_ctrl_exchange_all(a, &c, NULL);
+}
+
+int app_pick_pair(const struct app *a, const struct app_bench_opts *o, const char *prog,
+		  const char *hint, struct dnp_coords *peer)
+{
+	struct dnp_coords origin = { 0, 0, 0 }, p = { 1 % a->dims.x, 0, 0 };
+
+	if (o->have_peer)
+		p = o->peer;
+	if (!app_coords_eq(a->self, origin) && !app_coords_eq(a->self, p))
+		return 0;
+	if (p.x >= a->dims.x || p.y >= a->dims.y || p.z >= a->dims.z || app_coords_eq(p, origin)) {
+		fprintf(stderr, "%s: peer %u,%u,%u is not another node of the %ux%ux%u torus%s\n",
+			prog, p.x, p.y, p.z, a->dims.x, a->dims.y, a->dims.z, hint ? hint : "");
+		return -EINVAL;
+	}
+	*peer = app_coords_eq(a->self, origin) ? p : origin;
+	return 1;
 }
 
 /* splitmix64: a cheap, well-mixed generator for the data patterns. */
@@ -555,56 +625,25 @@ long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t 
 
 int app_parse_size(const char *s, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	return dnp_parse_size(s, out);
 }
 
 int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max)
 {
-	char tmp[1024], *tok, *save = NULL;
-	unsigned n = 0;
+	return app_cli_sizes(s, sizes, max);
+}
 
-	if (strlen(s) >= sizeof(tmp))
-		return -EINVAL;
-	strcpy(tmp, s);
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == max || app_parse_size(tok, &sizes[n]) < 0)
-			return -EINVAL;
-		n++;
-	}
-	return n ? (int)n : -EINVAL;
+int app_parse_count(const char *s, unsigned min, unsigned *out)
+{
+	uint64_t v;
+	int r = dnp_parse_u64_max(s, UINT32_MAX, &v);
+
+	if (r)
+		return r;
+	if (v < min)
+		return -ERANGE;
+	*out = (unsigned)v;
+	return 0;
 }
 
 static int app_cmp_double(const void *p, const void *q)
@@ -681,11 +720,11 @@ int app_bench_opt(struct app_bench_opts *o, int c, const char *arg)
 		o->nsizes = (unsigned)r;
 		return 1;
 	case 'n':
-		o->iters = (unsigned)strtoul(arg, NULL, 0);
-		return o->iters ? 1 : -EINVAL;
+		r = app_parse_count(arg, 1, &o->iters);
+		return r ? r : 1;
 	case 'w':
-		o->warmup = (unsigned)strtoul(arg, NULL, 0);
-		return 1;
+		r = app_parse_count(arg, 0, &o->warmup);
+		return r ? r : 1;
 	case 'c':
 		o->csv = true;
 		return 1;
@@ -695,6 +734,81 @@ int app_bench_opt(struct app_bench_opts *o, int c, const char *arg)
 	default:
 		return 0;
 	}
+}
+
+/* "--name" of the option with getopt value c. */
+static const char *app_opt_name(const struct option *lo, int c, char *buf, size_t len)
+{
+	for (; lo->name; lo++)
+		if (lo->val == c) {
+			snprintf(buf, len, "--%s", lo->name);
+			return buf;
+		}
+	snprintf(buf, len, "-%c", c);
+	return buf;
+}
+
+int app_bench_parse(int argc, char **argv, const struct app_bench_cli *cli,
+		    struct app_bench_opts *o, void *ctx)
+{
+	static const struct option shared[] = {
+		{ "peer", required_argument, NULL, 'p' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "csv", no_argument, NULL, 'c' },
+		{ "verify", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+	};
+	struct option lo[sizeof(shared) / sizeof(shared[0]) + 2];
+	const size_t ns = sizeof(shared) / sizeof(shared[0]);
+	char shorts[64], name[64];
+	size_t n = 0;
+	int c, r;
+
+	memcpy(lo, shared, sizeof(shared));
+	if (cli->extra.name)
+		lo[ns + n++] = cli->extra;
+	memset(&lo[ns + n], 0, sizeof(lo[0]));
+	snprintf(shorts, sizeof(shorts), ":p:s:n:w:cvhV%s",
+		 cli->extra_short ? cli->extra_short : "");
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		if (c == 'h' || c == 'V' || c == ':' || c == '?')
+			return app_cli_other(cli->prog, cli->usage, c, argv);
+		r = app_bench_opt(o, c, optarg);
+		if (r == 0 && cli->opt)
+			r = cli->opt(ctx, c, optarg) < 0 ? -EINVAL : 1;
+		if (r < 0)
+			return app_cli_bad_value(cli->prog, cli->usage,
+						 app_opt_name(lo, c, name, sizeof(name)), optarg);
+		if (r == 0)
+			return app_cli_usage_error(cli->prog, cli->usage, "unknown option '%s'",
+						   app_opt_name(lo, c, name, sizeof(name)));
+	}
+	if (optind != argc)
+		return app_cli_usage_error(cli->prog, cli->usage, "unexpected argument '%s'",
+					   argv[optind]);
+	return -1;
+}
+
+unsigned app_bench_iters(const struct app_bench_opts *o, uint64_t size, uint64_t budget,
+			 unsigned lo, unsigned hi)
+{
+	uint64_t n;
+
+	if (o->iters)
+		return o->iters;
+	n = budget / (size ? size : 1);
+	return n > hi ? hi : n < lo ? lo : (unsigned)n;
+}
+
+void app_bench_usage_common(FILE *f)
+{
+	fprintf(f, "  LIST: comma-separated sizes, K/M/G suffixes (default 8,32,...,2M,4M).\n"
+		   "  --csv: machine-readable rows. --help, --version.\n"
+		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
 uint64_t app_bench_max_size(const struct app_bench_opts *o)

@@ -26,6 +26,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <getopt.h>
 
 #include "dnp.h"
 
@@ -114,8 +117,20 @@ int app_ctrl_send(struct app *a, unsigned dst, struct app_ctrl *c);
 int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
 /* Same without waiting (one poll of the event queue): 0 or -EAGAIN. */
 int app_ctrl_recv_nowait(struct app *a, unsigned src, uint32_t tag, struct app_msg *out);
+/*
+ * Registers buf as a PUT target and sends node dst its address (a) and key
+ * (b) in a control message of this tag. 0 or -errno (printed, prog first).
+ */
+int app_offer_buffer(struct app *a, unsigned dst, uint32_t tag, void *buf, size_t len,
+		     const char *prog);
 /* Every node sends (tag) to every other and waits for theirs. */
 int app_barrier(struct app *a, uint32_t tag);
+/*
+ * Sends mine (its tag included) to every other node, then receives the
+ * message of that tag from each; theirs (NULL: dropped) has a slot per node
+ * id. 0 or -errno.
+ */
+int app_ctrl_exchange_all(struct app *a, const struct app_ctrl *mine, struct app_msg *theirs);
 
 /* Deterministic pattern of message (src, dst, size, salt): byte i. */
 void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
@@ -124,10 +139,12 @@ void app_pattern_fill(void *buf, size_t len, uint32_t src, uint32_t dst, uint64_
 long long app_pattern_check(const void *buf, size_t len, uint32_t src, uint32_t dst, uint64_t size,
 			    uint32_t salt);
 
-/* Sizes: "8,64,4K,1M" (K/M/G suffixes). Returns the count, -EINVAL. */
+/* Sizes: "8,64,4K,1M" (dnp_parse_sizes). Returns the count, -EINVAL, -ERANGE. */
 int app_parse_sizes(const char *s, uint64_t *sizes, unsigned max);
-/* Size with an optional K/M/G suffix. -EINVAL. */
+/* A size with an optional K/M/G/T suffix (dnp_parse_size). 0, -EINVAL, -ERANGE. */
 int app_parse_size(const char *s, uint64_t *out);
+/* A count (dnp_parse_u64) of at least min, at most UINT32_MAX. 0, -EINVAL, -ERANGE. */
+int app_parse_count(const char *s, unsigned min, unsigned *out);
 
 /* Options shared by the benchmark programs (dnp_pingpong, dnp_bw). */
 #define APP_MAX_SIZES 64
@@ -149,6 +166,45 @@ void app_bench_defaults(struct app_bench_opts *o, unsigned warmup);
  */
 int app_bench_opt(struct app_bench_opts *o, int c, const char *arg);
 uint64_t app_bench_max_size(const struct app_bench_opts *o);
+/* The usage lines every benchmark shares (sizes, --csv, --help, dnp-run). */
+void app_bench_usage_common(FILE *f);
+/* Iterations for a size: --iters if given, else budget bytes' worth within [lo, hi]. */
+unsigned app_bench_iters(const struct app_bench_opts *o, uint64_t size, uint64_t budget,
+			 unsigned lo, unsigned hi);
+
+/* What a benchmark adds to the shared options (app_bench_parse). */
+struct app_bench_cli {
+	const char *prog;
+	void (*usage)(FILE *f);
+	struct option extra;     /* its own long option (name NULL: none) */
+	const char *extra_short; /* its getopt letter ("W:", "l") */
+	/* handles one of its own options: 0, or -EINVAL for a bad value */
+	int (*opt)(void *ctx, int c, const char *arg);
+};
+/*
+ * Parses a benchmark's command line (the shared options, --help, --version
+ * and cli's own) into o, handing its own options to cli->opt(ctx, ...).
+ * Returns -1 to go on, else the exit status: 0 after --help or --version,
+ * 2 after a usage error (app_cli.h: printed with the usage).
+ */
+int app_bench_parse(int argc, char **argv, const struct app_bench_cli *cli,
+		    struct app_bench_opts *o, void *ctx);
+/*
+ * Who plays what in a two-node measurement: A is (0,0,0), B its +X
+ * neighbour or o->peer. Returns 1 with *peer set (B for A, A for B), 0 when
+ * this node plays no part, -EINVAL (printed, with hint appended) when the
+ * peer is not another node of the torus.
+ */
+int app_pick_pair(const struct app *a, const struct app_bench_opts *o, const char *prog,
+		  const char *hint, struct dnp_coords *peer);
+/*
+ * app_pick_pair(), then run(a, ctx, peer, is_a) on the two nodes of the
+ * pair, then app_close(a). Returns the exit status: 0 (run succeeded, or
+ * this node plays no part), 1 (run failed), 2 (bad peer).
+ */
+int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog, const char *hint,
+		 int (*run)(struct app *a, void *ctx, struct dnp_coords peer, bool is_a),
+		 void *ctx);
 
 /* Statistics over n samples (sorted in place). */
 struct app_stats {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app_cli.h"
 #include "app_common.h"
 
 #define PROG "dnp_alltoall"
@@ -110,42 +111,47 @@ static int handle(struct a2a *t, const struct dnp_event *ev)
 static int exchange_addresses(struct a2a *t)
 {
 	struct app *a = &t->a;
+	struct app_msg *m = calloc(a->nnodes, sizeof(*m));
 	struct app_ctrl c;
-	struct app_msg m;
 	uint32_t key;
-	unsigned id;
 	int r;
 
+	if (!m)
+		return -ENOMEM;
 	r = dnp_register(a->d, t->rbuf, t->region * a->nnodes, DNP_BUF_PUT_TARGET, &key);
 	if (r < 0) {
 		fprintf(stderr, PROG ": register %llu bytes: %s\n",
 			(unsigned long long)(t->region * a->nnodes), dnp_strerror(r));
+		free(m);
 		return r;
 	}
-	for (id = 0; id < a->nnodes; id++) {
-		if (id == a->id)
-			continue;
-		memset(&c, 0, sizeof(c));
-		c.tag = TAG_ADDR;
-		c.a = (uintptr_t)t->rbuf;
-		c.b = key;
-		r = app_ctrl_send(a, id, &c);
-		if (r < 0) {
-			fprintf(stderr, PROG ": address to node %u: %s\n", id, dnp_strerror(r));
-			return r;
-		}
+	memset(&c, 0, sizeof(c));
+	c.tag = TAG_ADDR;
+	c.a = (uintptr_t)t->rbuf;
+	c.b = key;
+	r = app_ctrl_exchange_all(a, &c, m);
+	if (r < 0)
+		fprintf(stderr, PROG ": exchanging addresses: %s\n", dnp_strerror(r));
+	for (unsigned id = 0; r == 0 && id < a->nnodes; id++) {
+		t->peer_va[id] = m[id].c.a;
+		t->peer_key[id] = (uint32_t)m[id].c.b;
 	}
-	for (id = 0; id < a->nnodes; id++) {
-		if (id == a->id)
-			continue;
-		r = app_ctrl_recv(a, id, TAG_ADDR, &m);
-		if (r < 0) {
-			fprintf(stderr, PROG ": address from node %u: %s\n", id, dnp_strerror(r));
-			return r;
-		}
-		t->peer_va[id] = m.c.a;
-		t->peer_key[id] = (uint32_t)m.c.b;
-	}
+	free(m);
+	return r;
+}
+
+/* Takes one event (waiting for it) and counts a completion in *done. 0 or -errno. */
+static int reap_one(struct a2a *t, unsigned *done)
+{
+	struct dnp_event ev;
+	int r = app_next_event(&t->a, &ev, t->a.timeout_ms);
+
+	if (r <= 0)
+		return r ? r : -ETIMEDOUT;
+	r = handle(t, &ev);
+	if (r < 0)
+		return r;
+	*done += (unsigned)r;
 	return 0;
 }
 
@@ -153,7 +159,6 @@ static int put_all(struct a2a *t)
 {
 	struct app *a = &t->a;
 	unsigned total = (a->nnodes - 1) * t->nsizes, issued = 0, done = 0, id, k;
-	struct dnp_event ev;
 	uint64_t cookie;
 	int r;
 
@@ -174,25 +179,17 @@ static int put_all(struct a2a *t)
 						return r;
 					}
 				}
-				r = app_next_event(a, &ev, a->timeout_ms);
-				if (r <= 0)
-					return r ? r : -ETIMEDOUT;
-				r = handle(t, &ev);
+				r = reap_one(t, &done);
 				if (r < 0)
 					return r;
-				done += (unsigned)r;
 			}
 			issued++;
 		}
 	}
 	while (done < total) {
-		r = app_next_event(a, &ev, a->timeout_ms);
-		if (r <= 0)
-			return r ? r : -ETIMEDOUT;
-		r = handle(t, &ev);
+		r = reap_one(t, &done);
 		if (r < 0)
 			return r;
-		done += (unsigned)r;
 	}
 	return 0;
 }
@@ -200,32 +197,15 @@ static int put_all(struct a2a *t)
 static int finish(struct a2a *t)
 {
 	struct app *a = &t->a;
-	unsigned expect = (a->nnodes - 1) * t->nsizes, id;
+	unsigned expect = (a->nnodes - 1) * t->nsizes;
 	uint64_t deadline;
 	struct dnp_event ev;
-	struct app_ctrl c;
-	struct app_msg m;
 	int r;
 
-	for (id = 0; id < a->nnodes; id++) {
-		if (id == a->id)
-			continue;
-		memset(&c, 0, sizeof(c));
-		c.tag = TAG_DONE;
-		r = app_ctrl_send(a, id, &c);
-		if (r < 0) {
-			fprintf(stderr, PROG ": DONE to node %u: %s\n", id, dnp_strerror(r));
-			return r;
-		}
-	}
-	for (id = 0; id < a->nnodes; id++) {
-		if (id == a->id)
-			continue;
-		r = app_ctrl_recv(a, id, TAG_DONE, &m);
-		if (r < 0) {
-			fprintf(stderr, PROG ": DONE from node %u: %s\n", id, dnp_strerror(r));
-			return r;
-		}
+	r = app_barrier(a, TAG_DONE);
+	if (r < 0) {
+		fprintf(stderr, PROG ": DONE from every node: %s\n", dnp_strerror(r));
+		return r;
 	}
 	/* Every sender saw its TX_DONEs, so the RX events are queued or about to be. */
 	deadline = app_now_ns() + 5000000000ull;
@@ -267,7 +247,8 @@ static void verify(struct a2a *t)
 	}
 }
 
-int main(int argc, char **argv)
+/* The command line into t. Returns -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, struct a2a *t)
 {
 	static const struct option lo[] = {
 		{ "sizes", required_argument, NULL, 's' },
@@ -275,52 +256,57 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "detours", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int c, r;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:W:vdhV", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			r = app_parse_sizes(optarg, t->sizes, MAX_SIZES);
+			if (r < 0)
+				return app_cli_bad_value(PROG, usage, "--sizes", optarg);
+			t->nsizes = (unsigned)r;
+			break;
+		case 'W':
+			if (app_parse_count(optarg, 0, &t->window) < 0)
+				return app_cli_bad_value(PROG, usage, "--window", optarg);
+			if (!t->window)
+				t->window = 1;
+			break;
+		case 'v':
+			t->verbose = true;
+			break;
+		case 'd':
+			t->detours = true;
+			break;
+		default: /* --help, --version, usage errors */
+			return app_cli_other(PROG, usage, c, argv);
+		}
+	}
+	if (optind != argc)
+		return app_cli_usage_error(PROG, usage, "unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
 	static struct a2a t;
 	struct app *a = &t.a;
 	uint64_t t0, bytes = 0;
 	unsigned id, k;
-	int c, r;
+	int r;
 
 	t.sizes[0] = 1;
 	t.sizes[1] = 4096;
 	t.sizes[2] = 1048577;
 	t.nsizes = 3;
 	t.window = 64;
-	while ((c = getopt_long(argc, argv, "s:W:vdh", lo, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			r = app_parse_sizes(optarg, t.sizes, MAX_SIZES);
-			if (r < 0) {
-				usage(stderr);
-				return 2;
-			}
-			t.nsizes = (unsigned)r;
-			break;
-		case 'W':
-			t.window = (unsigned)strtoul(optarg, NULL, 0);
-			if (!t.window)
-				t.window = 1;
-			break;
-		case 'v':
-			t.verbose = true;
-			break;
-		case 'd':
-			t.detours = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
+	r = parse_opts(argc, argv, &t);
+	if (r >= 0)
+		return r;
 	for (k = 0; k < t.nsizes; k++) {
 		t.offs[k] = t.region;
 		t.region += (t.sizes[k] + ALIGN - 1) / ALIGN * ALIGN;

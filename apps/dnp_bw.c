@@ -43,60 +43,36 @@ static void usage(FILE *f)
 	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--sizes LIST] [--iters N] [--window W]\n"
 		   "              [--warmup N] [--csv] [--verify]\n"
 		   "  one-way PUT bandwidth from node (0,0,0) to its +X neighbour (or --peer).\n"
-		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
 		   "  --verify (test mode): every message has its own bytes and its own slot\n"
-		   "  at the receiver, which checks each one and returns credits.\n"
-		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
+		   "  at the receiver, which checks each one and returns credits.\n");
+	app_bench_usage_common(f);
 }
 
+static int bw_opt(void *ctx, int c, const char *arg)
+{
+	struct bw_opts *o = ctx;
+
+	if (c != 'W')
+		return -EINVAL;
+	return app_parse_count(arg, 1, &o->window);
+}
+
+/* Returns -1 to go on, else the exit status. */
 static int parse_opts(int argc, char **argv, struct bw_opts *o)
 {
-	static const struct option lo[] = {
-		{ "peer", required_argument, NULL, 'p' },
-		{ "sizes", required_argument, NULL, 's' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "window", required_argument, NULL, 'W' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "csv", no_argument, NULL, 'c' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	static const struct app_bench_cli cli = {
+		PROG, usage, { "window", required_argument, NULL, 'W' }, "W:", bw_opt
 	};
-	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	app_bench_defaults(&o->b, 8);
 	o->window = 32;
-	while ((c = getopt_long(argc, argv, "p:s:n:W:w:cvh", lo, NULL)) != -1) {
-		r = app_bench_opt(&o->b, c, optarg);
-		if (r < 0)
-			return r;
-		if (r)
-			continue;
-		switch (c) {
-		case 'W':
-			o->window = (unsigned)strtoul(optarg, NULL, 0);
-			if (!o->window)
-				return -EINVAL;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
-		}
-	}
-	return optind == argc ? 0 : -EINVAL;
+	return app_bench_parse(argc, argv, &cli, &o->b, o);
 }
 
 static unsigned iters_for(const struct bw_opts *o, uint64_t size)
 {
-	uint64_t n;
-
-	if (o->b.iters)
-		return o->b.iters;
-	n = (128ull << 20) / (size ? size : 1);
-	return n > 20000 ? 20000 : n < 32 ? 32 : (unsigned)n;
+	return app_bench_iters(&o->b, size, 128ull << 20, 32, 20000);
 }
 
 /* --verify: slots of this size in the receiver buffer (at most the window). */
@@ -401,26 +377,14 @@ static int run_rx(struct app *a, const struct bw_opts *o, struct dnp_coords peer
 	uint8_t *rbuf = app_alloc(a, msz);
 	struct dnp_event ev;
 	struct app_ctrl c;
-	uint32_t key;
 	bool bad;
 	int r;
 
 	if (!rbuf)
 		return -ENOMEM;
-	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
-	if (r < 0) {
-		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
-		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	c.tag = TAG_ADDR;
-	c.a = (uintptr_t)rbuf;
-	c.b = key;
-	r = app_ctrl_send(a, peer_id, &c);
-	if (r < 0) {
-		fprintf(stderr, PROG ": sending the buffer address: %s\n", dnp_strerror(r));
+	r = app_offer_buffer(a, peer_id, TAG_ADDR, rbuf, msz, PROG);
+	if (r < 0)
 		goto out;
-	}
 	for (k = 0; k < o->b.nsizes; k++) {
 		n = iters_for(o, o->b.sizes[k]) + o->b.warmup;
 		if (o->b.verify) {
@@ -458,40 +422,21 @@ out:
 	return r;
 }
 
+static int bw_run(struct app *a, void *ctx, struct dnp_coords peer, bool is_tx)
+{
+	return is_tx ? run_tx(a, ctx, peer) : run_rx(a, ctx, peer);
+}
+
 int main(int argc, char **argv)
 {
-	struct dnp_coords peer, origin = { 0, 0, 0 };
 	struct bw_opts o;
 	struct app a;
-	bool is_tx;
 	int r;
 
-	if (parse_opts(argc, argv, &o) < 0) {
-		usage(stderr);
-		return 2;
-	}
+	r = parse_opts(argc, argv, &o);
+	if (r >= 0)
+		return r;
 	if (app_open(&a, PROG) < 0)
 		return 1;
-	is_tx = app_coords_eq(a.self, origin);
-	if (o.b.have_peer) {
-		peer = o.b.peer;
-	} else {
-		peer.x = 1 % a.dims.x;
-		peer.y = 0;
-		peer.z = 0;
-	}
-	if (!is_tx && !app_coords_eq(a.self, peer)) {
-		app_close(&a); /* not part of this measurement */
-		return 0;
-	}
-	if (peer.x >= a.dims.x || peer.y >= a.dims.y || peer.z >= a.dims.z ||
-	    app_coords_eq(peer, origin)) {
-		fprintf(stderr, PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus\n",
-			peer.x, peer.y, peer.z, a.dims.x, a.dims.y, a.dims.z);
-		app_close(&a);
-		return 2;
-	}
-	r = is_tx ? run_tx(&a, &o, peer) : run_rx(&a, &o, origin);
-	app_close(&a);
-	return r < 0 ? 1 : 0;
+	return app_run_pair(&a, &o.b, PROG, NULL, bw_run, &o);
 }

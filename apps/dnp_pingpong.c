@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app_cli.h"
 #include "app_common.h"
 
 #define PROG "dnp_pingpong"
@@ -37,57 +38,37 @@ static void usage(FILE *f)
 		   "                    [--warmup N] [--csv] [--verify]\n"
 		   "  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
 		   "  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
-		   "  LIST: comma-separated sizes, K/M suffixes (default 8,32,...,2M,4M).\n"
 		   "  --verify (test mode): every message has its own bytes, and both sides\n"
-		   "  check each one they receive (its address, length and every byte).\n"
-		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
+		   "  check each one they receive (its address, length and every byte).\n");
+	app_bench_usage_common(f);
 }
 
+static int pp_opt(void *ctx, int c, const char *arg)
+{
+	struct pp_opts *o = ctx;
+
+	(void)arg;
+	if (c != 'l')
+		return -EINVAL;
+	o->loopback = true;
+	return 0;
+}
+
+/* Returns -1 to go on, else the exit status. */
 static int parse_opts(int argc, char **argv, struct pp_opts *o)
 {
-	static const struct option lo[] = {
-		{ "peer", required_argument, NULL, 'p' },
-		{ "loopback", no_argument, NULL, 'l' },
-		{ "sizes", required_argument, NULL, 's' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "csv", no_argument, NULL, 'c' },
-		{ "verify", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	static const struct app_bench_cli cli = {
+		PROG, usage, { "loopback", no_argument, NULL, 'l' }, "l", pp_opt
 	};
-	int c, r;
 
 	memset(o, 0, sizeof(*o));
 	app_bench_defaults(&o->b, 200); /* lets the scheduler settle the four processes first */
-	while ((c = getopt_long(argc, argv, "p:ls:n:w:cvh", lo, NULL)) != -1) {
-		r = app_bench_opt(&o->b, c, optarg);
-		if (r < 0)
-			return r;
-		if (r)
-			continue;
-		switch (c) {
-		case 'l':
-			o->loopback = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			return -EINVAL;
-		}
-	}
-	return optind == argc ? 0 : -EINVAL;
+	return app_bench_parse(argc, argv, &cli, &o->b, o);
 }
 
 static unsigned iters_for(const struct pp_opts *o, uint64_t size)
 {
-	uint64_t n;
-
-	if (o->b.iters)
-		return o->b.iters;
-	n = (64ull << 20) / (size ? size : 1);
-	return n > 1000 ? 1000 : n < 20 ? 20 : (unsigned)n;
+	return app_bench_iters(&o->b, size, 64ull << 20, 20, 1000);
 }
 
 static void print_header(const struct pp_opts *o)
@@ -284,22 +265,13 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 	struct app_msg m;
 	struct dnp_event ev;
 	double *v = NULL;
-	uint32_t key, rkey;
+	uint32_t rkey;
 	int r;
 
 	if (!sbuf || !rbuf)
 		return -ENOMEM;
 	app_pattern_fill(sbuf, msz, a->id, peer_id, msz, 1);
-	r = dnp_register(a->d, rbuf, msz, DNP_BUF_PUT_TARGET, &key);
-	if (r < 0) {
-		fprintf(stderr, PROG ": register: %s\n", dnp_strerror(r));
-		return r;
-	}
-	memset(&c, 0, sizeof(c));
-	c.tag = TAG_ADDR;
-	c.a = (uintptr_t)rbuf;
-	c.b = key;
-	r = app_ctrl_send(a, peer_id, &c);
+	r = app_offer_buffer(a, peer_id, TAG_ADDR, rbuf, msz, PROG);
 	if (r == 0)
 		r = app_ctrl_recv(a, peer_id, TAG_ADDR, &m);
 	if (r < 0) {
@@ -391,47 +363,27 @@ out:
 	return r;
 }
 
+static int pp_run(struct app *a, void *ctx, struct dnp_coords peer, bool is_a)
+{
+	return run_pingpong(a, ctx, peer, is_a);
+}
+
 int main(int argc, char **argv)
 {
-	struct dnp_coords peer, origin = { 0, 0, 0 };
+	struct dnp_coords origin = { 0, 0, 0 };
 	struct pp_opts o;
 	struct app a;
-	bool is_a;
 	int r;
 
-	if (parse_opts(argc, argv, &o) < 0) {
-		usage(stderr);
-		return 2;
-	}
+	r = parse_opts(argc, argv, &o);
+	if (r >= 0)
+		return r;
 	if (app_open(&a, PROG) < 0)
 		return 1;
-	is_a = app_coords_eq(a.self, origin);
 	if (o.loopback) {
-		r = is_a ? run_loopback(&a, &o) : 0;
+		r = app_coords_eq(a.self, origin) ? run_loopback(&a, &o) : 0;
 		app_close(&a);
 		return r < 0 ? 1 : 0;
 	}
-	if (o.b.have_peer) {
-		peer = o.b.peer;
-	} else {
-		peer.x = 1 % a.dims.x;
-		peer.y = 0;
-		peer.z = 0;
-	}
-	if (!is_a && !app_coords_eq(a.self, peer)) {
-		app_close(&a); /* not part of this measurement */
-		return 0;
-	}
-	if (peer.x >= a.dims.x || peer.y >= a.dims.y || peer.z >= a.dims.z ||
-	    app_coords_eq(peer, origin)) {
-		fprintf(stderr,
-			PROG ": peer %u,%u,%u is not another node of the %ux%ux%u torus "
-			     "(use --loopback for one node)\n",
-			peer.x, peer.y, peer.z, a.dims.x, a.dims.y, a.dims.z);
-		app_close(&a);
-		return 2;
-	}
-	r = run_pingpong(&a, &o, is_a ? peer : origin, is_a);
-	app_close(&a);
-	return r < 0 ? 1 : 0;
+	return app_run_pair(&a, &o.b, PROG, " (use --loopback for one node)", pp_run, &o);
 }

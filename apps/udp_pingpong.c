@@ -32,6 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app_cli.h"
+#include "dnp_parse.h"
+
 #define PROG "udp_pingpong"
 #define MAX_SIZES 64
 #define CHUNK 65000u
@@ -49,39 +52,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	if (end == s)
-		return -EINVAL;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_sizes(const char *s, struct opts *o)
-{
-	char tmp[1024], *tok, *save = NULL;
-
-	if (strlen(s) >= sizeof(tmp))
-		return -EINVAL;
-	strcpy(tmp, s);
-	o->nsizes = 0;
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == MAX_SIZES || parse_size(tok, &o->sizes[o->nsizes]) < 0)
-			return -EINVAL;
-		o->nsizes++;
-	}
-	return o->nsizes ? 0 : -EINVAL;
 }
 
 static unsigned iters_for(const struct opts *o, uint64_t size)
@@ -214,11 +184,30 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " [--sizes LIST] [--iters N] [--warmup N] [--busy] [--tcp]\n"
-		"                    [--cpus A,B] [--csv]\n"
+		"                    [--cpus A,B] [--csv] [--help] [--version]\n"
 		"  UDP (or TCP) ping-pong between two processes over loopback (half round trip).\n");
 }
 
-int main(int argc, char **argv)
+static int parse_cpus(const char *s, int cpu[2])
+{
+	uint64_t v[2];
+	char a[32];
+	const char *comma = strchr(s, ',');
+
+	if (!comma || (size_t)(comma - s) >= sizeof(a))
+		return -EINVAL;
+	memcpy(a, s, (size_t)(comma - s));
+	a[comma - s] = 0;
+	if (dnp_parse_u64_max(a, CPU_SETSIZE - 1, &v[0]) ||
+	    dnp_parse_u64_max(comma + 1, CPU_SETSIZE - 1, &v[1]))
+		return -EINVAL;
+	cpu[0] = (int)v[0];
+	cpu[1] = (int)v[1];
+	return 0;
+}
+
+/* Parses the command line into o. Returns -1 to go on, else the exit status. */
+static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
 		{ "sizes", required_argument, NULL, 's' },
@@ -229,61 +218,147 @@ int main(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "csv", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sockaddr_in aa, ab;
-	struct opts o;
-	uint64_t maxs = 1, s, t0;
-	unsigned i, k, n, nmax = 0;
-	uint8_t *buf;
-	double *v;
-	int sa, sb, c, r = 0, status;
-	pid_t pid;
+	uint64_t v;
+	int c, r;
 
-	memset(&o, 0, sizeof(o));
-	o.warmup = 10;
-	o.cpu[0] = o.cpu[1] = -1;
-	for (s = 8; s <= (2u << 20); s *= 4)
-		o.sizes[o.nsizes++] = s;
-	o.sizes[o.nsizes++] = 4u << 20;
-	while ((c = getopt_long(argc, argv, "s:n:w:btC:ch", lo, NULL)) != -1) {
+	memset(o, 0, sizeof(*o));
+	o->warmup = 10;
+	o->cpu[0] = o->cpu[1] = -1;
+	for (uint64_t s = 8; s <= (2u << 20); s *= 4)
+		o->sizes[o->nsizes++] = s;
+	o->sizes[o->nsizes++] = 4u << 20;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:n:w:btC:chV", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (parse_sizes(optarg, &o) < 0) {
-				usage(stderr);
-				return 2;
-			}
+			r = app_cli_sizes(optarg, o->sizes, MAX_SIZES);
+			if (r < 0)
+				return app_cli_bad_value(PROG, usage, "--sizes", optarg);
+			o->nsizes = (unsigned)r;
 			break;
 		case 'n':
-			o.iters = (unsigned)strtoul(optarg, NULL, 0);
-			break;
 		case 'w':
-			o.warmup = (unsigned)strtoul(optarg, NULL, 0);
+			if (dnp_parse_u64_max(optarg, UINT32_MAX, &v))
+				return app_cli_bad_value(PROG, usage,
+							 c == 'n' ? "--iters" : "--warmup", optarg);
+			*(c == 'n' ? &o->iters : &o->warmup) = (unsigned)v;
 			break;
 		case 'b':
-			o.busy = true;
+			o->busy = true;
 			break;
 		case 't':
-			o.tcp = true;
+			o->tcp = true;
 			break;
 		case 'C':
-			if (sscanf(optarg, "%d,%d", &o.cpu[0], &o.cpu[1]) != 2 || o.cpu[0] < 0 ||
-			    o.cpu[1] < 0) {
-				usage(stderr);
-				return 2;
-			}
+			if (parse_cpus(optarg, o->cpu) < 0)
+				return app_cli_bad_value(PROG, usage, "--cpus", optarg);
 			break;
 		case 'c':
-			o.csv = true;
+			o->csv = true;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		default: /* --help, --version, usage errors */
+			return app_cli_other(PROG, usage, c, argv);
 		}
 	}
+	if (optind < argc)
+		return app_cli_usage_error(PROG, usage, "unexpected argument '%s'", argv[optind]);
+	return -1;
+}
+
+/* Creates the two connected sockets (UDP pair or one TCP connection). */
+static int open_pair(const struct opts *o, int *sa, int *sb)
+{
+	struct sockaddr_in aa, ab;
+
+	if (o->tcp) {
+		*sa = *sb = -1;
+		return tcp_pair(sa, sb);
+	}
+	*sa = mksock(&aa);
+	*sb = mksock(&ab);
+	if (*sa < 0 || *sb < 0 || connect(*sa, (struct sockaddr *)&ab, sizeof(ab)) < 0 ||
+	    connect(*sb, (struct sockaddr *)&aa, sizeof(aa)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* B: echoes every message back (the child process). */
+static void echo_all(const struct opts *o, int sb, uint8_t *buf)
+{
+	pin(o->cpu[1]);
+	for (unsigned k = 0; k < o->nsizes; k++) {
+		unsigned n = iters_for(o, o->sizes[k]) + o->warmup;
+
+		for (unsigned i = 0; i < n; i++)
+			if (recv_msg(sb, buf, o->sizes[k], o->busy) < 0 ||
+			    send_msg(sb, buf, o->sizes[k]) < 0)
+				_exit(1);
+	}
+	_exit(0);
+}
+
+static void print_header(const struct opts *o)
+{
+	if (o->csv)
+		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
+	else
+		printf("# %s ping-pong over loopback (%s receive): half round trip\n"
+		       "%10s %10s %12s %12s %12s\n",
+		       o->tcp ? "TCP" : "UDP", o->busy ? "busy-poll" : "blocking", "bytes",
+		       "iterations", "t_min[us]", "t_median[us]", "t_p99[us]");
+}
+
+/* A: times n round trips of one size (after the warm-up) and prints its row. */
+static int measure(const struct opts *o, int sa, uint8_t *buf, uint64_t size, double *v)
+{
+	unsigned n = iters_for(o, size), i, p;
+	uint64_t t0;
+	double med;
+	int r;
+
+	for (i = 0; i < n + o->warmup; i++) {
+		t0 = now_ns();
+		r = send_msg(sa, buf, size);
+		if (r == 0)
+			r = recv_msg(sa, buf, size, o->busy);
+		if (r < 0) {
+			fprintf(stderr, PROG ": %llu bytes: %s\n", (unsigned long long)size,
+				strerror(-r));
+			return r;
+		}
+		if (i >= o->warmup)
+			v[i - o->warmup] = (double)(now_ns() - t0) / 2000.0;
+	}
+	qsort(v, n, sizeof(*v), cmp_double);
+	med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	p = (unsigned)((99ull * n + 99) / 100);
+	if (o->csv)
+		printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)size, n, v[0], med,
+		       v[p - 1]);
+	else
+		printf("%10llu %10u %12.3f %12.3f %12.3f\n", (unsigned long long)size, n, v[0], med,
+		       v[p - 1]);
+	fflush(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t maxs = 1;
+	unsigned k, nmax = 0;
+	int sa, sb, r = 0, status;
+	struct opts o;
+	uint8_t *buf;
+	double *v;
+	pid_t pid;
+
+	r = parse_opts(argc, argv, &o);
+	if (r >= 0)
+		return r;
+	r = 0;
 	for (k = 0; k < o.nsizes; k++) {
 		if (o.sizes[k] > maxs)
 			maxs = o.sizes[k];
@@ -292,17 +367,9 @@ int main(int argc, char **argv)
 	}
 	buf = malloc(maxs > CHUNK ? maxs : CHUNK);
 	v = calloc(nmax, sizeof(*v));
-	if (o.tcp) {
-		sa = sb = -1;
-		errno = -tcp_pair(&sa, &sb);
-	} else {
-		sa = mksock(&aa);
-		sb = mksock(&ab);
-	}
-	if (!buf || !v || sa < 0 || sb < 0 ||
-	    (!o.tcp && (connect(sa, (struct sockaddr *)&ab, sizeof(ab)) < 0 ||
-			connect(sb, (struct sockaddr *)&aa, sizeof(aa)) < 0))) {
-		fprintf(stderr, PROG ": setup failed: %s\n", strerror(errno));
+	r = open_pair(&o, &sa, &sb);
+	if (!buf || !v || r < 0) {
+		fprintf(stderr, PROG ": setup failed: %s\n", strerror(r < 0 ? -r : ENOMEM));
 		return 1;
 	}
 	memset(buf, 0xab, maxs > CHUNK ? maxs : CHUNK);
@@ -313,59 +380,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
-		/* B: echo every message back. */
 		close(sa);
-		pin(o.cpu[1]);
-		for (k = 0; k < o.nsizes; k++) {
-			n = iters_for(&o, o.sizes[k]) + o.warmup;
-			for (i = 0; i < n; i++) {
-				if (recv_msg(sb, buf, o.sizes[k], o.busy) < 0 ||
-				    send_msg(sb, buf, o.sizes[k]) < 0)
-					_exit(1);
-			}
-		}
-		_exit(0);
+		echo_all(&o, sb, buf);
 	}
 	close(sb);
 	pin(o.cpu[0]);
-	if (o.csv)
-		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us\n");
-	else
-		printf("# %s ping-pong over loopback (%s receive): half round trip\n"
-		       "%10s %10s %12s %12s %12s\n",
-		       o.tcp ? "TCP" : "UDP", o.busy ? "busy-poll" : "blocking", "bytes",
-		       "iterations", "t_min[us]", "t_median[us]", "t_p99[us]");
-	for (k = 0; k < o.nsizes && r == 0; k++) {
-		n = iters_for(&o, o.sizes[k]);
-		for (i = 0; i < n + o.warmup; i++) {
-			t0 = now_ns();
-			r = send_msg(sa, buf, o.sizes[k]);
-			if (r == 0)
-				r = recv_msg(sa, buf, o.sizes[k], o.busy);
-			if (r < 0) {
-				fprintf(stderr, PROG ": %llu bytes: %s\n",
-					(unsigned long long)o.sizes[k], strerror(-r));
-				break;
-			}
-			if (i >= o.warmup)
-				v[i - o.warmup] = (double)(now_ns() - t0) / 2000.0;
-		}
-		if (r < 0)
-			break;
-		qsort(v, n, sizeof(*v), cmp_double);
-		{
-			double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-			unsigned p = (unsigned)((99ull * n + 99) / 100);
-
-			if (o.csv)
-				printf("%llu,%u,%.3f,%.3f,%.3f\n", (unsigned long long)o.sizes[k],
-				       n, v[0], med, v[p - 1]);
-			else
-				printf("%10llu %10u %12.3f %12.3f %12.3f\n",
-				       (unsigned long long)o.sizes[k], n, v[0], med, v[p - 1]);
-		}
-		fflush(stdout);
-	}
+	print_header(&o);
+	for (k = 0; k < o.nsizes && r == 0; k++)
+		r = measure(&o, sa, buf, o.sizes[k], v);
 	if (r < 0)
 		kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);

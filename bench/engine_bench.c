@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dnp_parse.h"
 #include "engine.h"
 
 #define PROG "engine_bench"
@@ -260,25 +261,21 @@ static void frames_per_put(struct node n[2])
 	       (unsigned long long)rx_refused);
 }
 
+/* --sizes: dnp_parse_sizes(), each 1..DNP_MAX_PAYLOAD. */
 static int parse_sizes(const char *s, uint32_t *sz, unsigned *n)
 {
-	char tmp[256], *tok, *save = NULL;
+	uint64_t v[MAX_SIZES];
+	int k = dnp_parse_sizes(s, v, MAX_SIZES);
 
-	if (strlen(s) >= sizeof(tmp))
-		return -EINVAL;
-	strcpy(tmp, s);
-	*n = 0;
-	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *end;
-		unsigned long v = strtoul(tok, &end, 0);
-
-		if (*end == 'K' || *end == 'k')
-			v <<= 10, end++;
-		if (*end || v == 0 || v > DNP_MAX_PAYLOAD || *n == MAX_SIZES)
-			return -EINVAL;
-		sz[(*n)++] = (uint32_t)v;
+	if (k < 0)
+		return k;
+	for (int i = 0; i < k; i++) {
+		if (v[i] == 0 || v[i] > DNP_MAX_PAYLOAD)
+			return -ERANGE;
+		sz[i] = (uint32_t)v[i];
 	}
-	return *n ? 0 : -EINVAL;
+	*n = (unsigned)k;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -295,7 +292,7 @@ int main(int argc, char **argv)
 	uint32_t sizes[MAX_SIZES] = { 8, 64, 4096 }, key;
 	unsigned nsizes = 3, reps = 3, k, r;
 	double seconds = 1.0;
-	uint64_t limit = 0;
+	uint64_t limit = 0, ns;
 	bool csv = false;
 	struct node n[2] = { 0 };
 	int c;
@@ -309,18 +306,25 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 't':
-			seconds = strtod(optarg, NULL);
+		case 't': /* a bare number is seconds; "50ms" works too */
+			if (dnp_parse_duration_ns(optarg, 1000000000ull, &ns)) {
+				fprintf(stderr, PROG ": bad --seconds '%s'\n", optarg);
+				return 2;
+			}
+			seconds = (double)ns / 1e9;
 			break;
 		case 'r':
-			reps = (unsigned)strtoul(optarg, NULL, 0);
+			if (dnp_parse_u64_max(optarg, UINT32_MAX, &ns)) {
+				fprintf(stderr, PROG ": bad --reps '%s'\n", optarg);
+				return 2;
+			}
+			reps = (unsigned)ns;
 			break;
 		case 'c':
 			csv = true;
 			break;
 		case 'p':
-			limit = strtoull(optarg, NULL, 0);
-			if (!limit) {
+			if (dnp_parse_u64(optarg, &limit) || !limit) {
 				fprintf(stderr, PROG ": bad --puts\n");
 				return 2;
 			}

@@ -6,8 +6,9 @@
 #include "transport_priv.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "dnp_parse.h"
 
 bool dnp_transport_opt(const char *options, const char *key, char *val, size_t len)
 {
@@ -38,16 +39,14 @@ bool dnp_transport_opt(const char *options, const char *key, char *val, size_t l
 
 int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out)
 {
-	char buf[32], *end;
-	unsigned long long v;
+	char buf[32];
+	uint64_t v;
 
 	if (!dnp_transport_opt(options, key, buf, sizeof(buf))) {
 		*out = def;
 		return 0;
 	}
-	errno = 0;
-	v = strtoull(buf, &end, 0);
-	if (errno || end == buf || *end != '\0')
+	if (dnp_parse_u64(buf, &v))
 		return -EINVAL;
 	*out = v;
 	return 0;

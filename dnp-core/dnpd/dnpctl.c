@@ -47,6 +47,7 @@
 #include <netinet/in.h>
 #include <stdatomic.h>
 
+#include "dnp_parse.h"
 #include "dnp_session.h"
 #include "dnpd.h"
 #include "impair.h"
@@ -387,18 +388,13 @@ static int dnpctl_impair(const char *sock, const char *specs)
 static int dnpctl_status(const char *addr, unsigned flags)
 {
 	static uint8_t buf[DNP_SVC_MAX_DGRAM];
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa;
 	struct dnp_svc_msg q = { .type = DNP_SVC_STATUS, .seq = (uint32_t)getpid() }, a;
-	const char *colon = addr ? strrchr(addr, ':') : NULL;
-	char host[64];
 	int fd, n;
 
-	if (!colon || (size_t)(colon - addr) >= sizeof(host))
+	if (!addr)
 		return -EDESTADDRREQ;
-	memcpy(host, addr, (size_t)(colon - addr));
-	host[colon - addr] = 0;
-	sa.sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	if (dnp_parse_ipv4_port(addr, &sa))
 		return -EINVAL;
 	q.u.status.flags = flags;
 	n = dnp_svc_encode(&q, buf, sizeof(buf));
@@ -452,9 +448,17 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 	if (!sock)
 		return -EDESTADDRREQ;
 	if (!strcmp(argv[0], "timer")) {
-		uint32_t tw = (uint32_t)strtoul(argv[1], NULL, 10);
-		uint32_t tr = (uint32_t)strtoul(argv[2], NULL, 10);
+		uint64_t v[2];
+		uint32_t tw, tr;
 
+		if (dnp_parse_u64_max(argv[1], UINT32_MAX, &v[0]) ||
+		    dnp_parse_u64_max(argv[2], UINT32_MAX, &v[1])) {
+			fprintf(stderr, "dnpctl: timer %s %s: want two numbers of milliseconds\n",
+				argv[1], argv[2]);
+			return 2;
+		}
+		tw = (uint32_t)v[0];
+		tr = (uint32_t)v[1];
 		e = dnp_lfm_timer_check(tw, tr);
 		if (e) {
 			fprintf(stderr, "dnpctl: timer T_write %u ms, T_read %u ms refused: %s\n",
@@ -521,10 +525,9 @@ int main(int argc, char **argv)
 			all = true;
 			break;
 		case 'w': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
+			uint64_t v;
 
-			if (*end || end == optarg || v > 600000) {
+			if (dnp_parse_duration_ms(optarg, &v) || v > 600000) {
 				fprintf(stderr, "dnpctl: --wait-ms %s: want 0..600000\n", optarg);
 				return 2;
 			}

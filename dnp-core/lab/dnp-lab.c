@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnp_parse.h"
 #include "lab.h"
 
 static void usage(FILE *f)
@@ -133,21 +134,17 @@ static const struct option run_opts[] = {
 
 static int parse_u64(const char *s, uint64_t *v)
 {
-	char *end;
-
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return (end == s || *end || errno || *s == '-') ? -EINVAL : 0;
+	return dnp_parse_u64(s, v);
 }
 
 static int parse_u32(const char *s, uint32_t *v)
 {
 	uint64_t x;
+	int r = dnp_parse_u64_max(s, UINT32_MAX, &x);
 
-	if (parse_u64(s, &x) || x > UINT32_MAX)
-		return -EINVAL;
-	*v = (uint32_t)x;
-	return 0;
+	if (!r)
+		*v = (uint32_t)x;
+	return r;
 }
 
 static int parse_prob(const char *s, double *p)
@@ -165,23 +162,28 @@ static int parse_prob(const char *s, double *p)
 	return *end ? -EINVAL : 0;
 }
 
+/* NODE:DIR[@T] */
 static int parse_silence(const char *s, struct dnp_lab_conf *c)
 {
-	unsigned node, dir;
-	unsigned long long at = 0;
-	int n;
+	char buf[64], *dir, *at;
+	uint64_t node, d, t = 0;
 
-	if (sscanf(s, "%u:%u%n", &node, &dir, &n) != 2 || dir >= DNP_NDIRS || node > 0xffffff)
+	if (strlen(s) >= sizeof(buf))
 		return -EINVAL;
-	if (s[n] == '@') {
-		if (sscanf(s + n + 1, "%llu", &at) != 1)
-			return -EINVAL;
-	} else if (s[n]) {
+	strcpy(buf, s);
+	dir = strchr(buf, ':');
+	if (!dir)
 		return -EINVAL;
-	}
+	*dir++ = 0;
+	at = strchr(dir, '@');
+	if (at)
+		*at++ = 0;
+	if (dnp_parse_u64_max(buf, 0xffffff, &node) || dnp_parse_u64_max(dir, DNP_NDIRS - 1, &d) ||
+	    (at && dnp_parse_u64(at, &t)))
+		return -EINVAL;
 	c->silence_node = (int)node;
-	c->silence_dir = dir;
-	c->silence_at = at;
+	c->silence_dir = (unsigned)d;
+	c->silence_at = t;
 	c->allow_errors = true;
 	return 0;
 }
@@ -389,13 +391,12 @@ static int run_parse_args(int argc, char **argv, struct run_args *a, bool *done)
 			return 2;
 		}
 	if (a->random_faults) {
-		unsigned cuts, kills;
-		unsigned long long t_end;
-		int n = 0;
+		uint64_t v[3];
 
-		if (sscanf(a->random_faults, "%u,%u,%llu%n", &cuts, &kills, &t_end, &n) != 3 ||
-		    a->random_faults[n] ||
-		    dnp_lab_random_faults(&a->c, cuts, kills, t_end, a->c.seed)) {
+		/* C,K,T: three numbers (dnp_parse_sizes, which also takes a K/M suffix) */
+		if (dnp_parse_sizes(a->random_faults, v, 3) != 3 || v[0] > UINT32_MAX ||
+		    v[1] > UINT32_MAX ||
+		    dnp_lab_random_faults(&a->c, (unsigned)v[0], (unsigned)v[1], v[2], a->c.seed)) {
 			fprintf(stderr, "dnp-lab: bad value for --random-faults: %s\n",
 				a->random_faults);
 			return 2;

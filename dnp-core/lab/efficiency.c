@@ -14,6 +14,8 @@
 
 #include "efficiency.h"
 
+#include "dnp_parse.h"
+
 #define EFF_WIRE_SLOTS 1024u /* > L_R + L_L: words in flight, indexed by visibility time */
 #define EFF_FRAMING 4u       /* magic, start, header, footer (report: P = 64 bytes) */
 #define EFF_TOLERANCE 0.05
@@ -204,6 +206,25 @@ out:
 	m->burst = 0;
 }
 
+/* The measured efficiency: over the stall periods, else over the plain window after warm-up. */
+static void eff_result(const struct dnp_lab_eff_conf *c, const struct eff_meter *m, uint64_t end,
+		       uint64_t payload_after_warmup, struct dnp_lab_eff_result *r)
+{
+	if (r->stalls > 0) {
+		r->window = m->r_last - m->r_first;
+		r->payload = m->p_last - m->p_first;
+		r->wait_mean = (double)m->wait_sum / r->stalls;
+		r->period = (double)r->window / r->stalls;
+		r->burst_words = (double)m->burst_sum / r->stalls;
+	} else {
+		/* Never stalled in the window: plain window. */
+		r->window = end - c->warmup;
+		r->payload = payload_after_warmup;
+		r->wait_min = 0;
+	}
+	r->measured = (double)r->payload / r->window;
+}
+
 int dnp_lab_eff_simulate(const struct dnp_lab_eff_conf *c, struct dnp_lab_eff_result *r)
 {
 	const uint64_t delay = (uint64_t)c->remote_latency + c->local_latency;
@@ -306,19 +327,7 @@ int dnp_lab_eff_simulate(const struct dnp_lab_eff_conf *c, struct dnp_lab_eff_re
 		rc = -EIO; /* a word was lost on the simulated wire: a bug here */
 		goto out;
 	}
-	if (r->stalls > 0) {
-		r->window = m.r_last - m.r_first;
-		r->payload = m.p_last - m.p_first;
-		r->wait_mean = (double)m.wait_sum / r->stalls;
-		r->period = (double)r->window / r->stalls;
-		r->burst_words = (double)m.burst_sum / r->stalls;
-	} else {
-		/* Never stalled in the window: plain window. */
-		r->window = end - c->warmup;
-		r->payload = sent_payload - p_warm;
-		r->wait_min = 0;
-	}
-	r->measured = (double)r->payload / r->window;
+	eff_result(c, &m, end, sent_payload - p_warm, r);
 out:
 	dnp_link_destroy(a.l);
 	dnp_link_destroy(b.l);
@@ -376,17 +385,7 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *v)
 {
-	char *e;
-	unsigned long long x;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(s, &e, 0);
-	if (errno || *e || x > max)
-		return -EINVAL;
-	*v = x;
-	return 0;
+	return dnp_parse_u64_max(s, max, v);
 }
 
 /* Accepts "--name V" and "--name=V". Returns 1 if argv[*i] is that option. */

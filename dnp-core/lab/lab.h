@@ -173,7 +173,8 @@ struct dnp_lab_result {
 
 /* Lab defaults: hardware-like link (bw 1, latency 35, C 35, 512-word FIFO, T_RED 506). */
 void dnp_lab_conf_default(struct dnp_lab_conf *c);
-/* Parses "1,4097,1M" (suffixes K, M) into c->sizes. -EINVAL / -E2BIG. */
+/* Parses "1,4097,1M" (dnp_parse_sizes: K, M, G suffixes; each at most 4 GiB - 1)
+ * into c->sizes. -EINVAL / -E2BIG (more than DNP_LAB_MAX_SIZES). */
 int dnp_lab_parse_sizes(const char *s, struct dnp_lab_conf *c);
 const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
 /* -EINVAL if unknown. */

@@ -46,6 +46,8 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "dnp_parse.h"
+
 #define DNP_DPDK_BURST 32u
 #define DNP_DPDK_MIN_MTU 256u
 #define DNP_DPDK_DEFAULT_REASM 64u
@@ -378,8 +380,7 @@ static int port_resolve(const char *local, unsigned side, uint32_t wait_ms, uint
 	char name[RTE_ETH_NAME_MAX_LEN], devargs[PATH_MAX + 128];
 	const char *comma;
 	size_t nlen;
-	char *end;
-	unsigned long v;
+	uint64_t v;
 	int ret;
 
 	*hotplugged = false;
@@ -420,9 +421,7 @@ static int port_resolve(const char *local, unsigned side, uint32_t wait_ms, uint
 			usleep(10000);
 		}
 	}
-	errno = 0;
-	v = strtoul(local, &end, 10);
-	if (!errno && *end == '\0' && end != local) {
+	if (dnp_parse_u64(local, &v) == 0) {
 		if (v >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port((uint16_t)v))
 			return -ENODEV;
 		*id = (uint16_t)v;
@@ -517,13 +516,63 @@ static int memif_client_connect(uint16_t id, uint32_t wait_ms)
 	return -ETIMEDOUT;
 }
 
+/*
+ * A port this process has open already: an idle one is reused (what arrived
+ * meanwhile is dropped), a busy one is shared when both opens allow it.
+ * 0, -EBUSY or the error of port_set_mtu().
+ */
+static int port_reuse(struct dnp_dpdk_port *p, const struct port_req *r, uint16_t id)
+{
+	if (p->nlinks == 0) {
+		struct rte_mbuf *mb[DNP_DPDK_BURST];
+		uint16_t n;
+
+		while ((n = rte_eth_rx_burst(id, 0, mb, DNP_DPDK_BURST)) > 0)
+			rte_pktmbuf_free_bulk(mb, n);
+		p->shared = r->shared;
+		return port_set_mtu(p, r);
+	}
+	if (!p->shared || !r->shared || p->nlinks == DNP_DPDK_PORT_LINKS)
+		return -EBUSY;
+	return 0;
+}
+
+/*
+ * The ethdev MTU (what some PMDs accept; af_packet/memif cap it at 1500) and
+ * the mbuf data room, fixed for the port's life (the pool) and sized by the
+ * first open; then the port's MTU. 0 or -EINVAL.
+ */
+static int port_size_mtu(struct dnp_dpdk_port *p, const struct port_req *r,
+			 const struct rte_eth_dev_info *info)
+{
+	uint32_t max_mtu = info->max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
+				   info->max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN :
+				   RTE_ETHER_MTU;
+
+	if (info->max_mtu && max_mtu > info->max_mtu)
+		max_mtu = info->max_mtu;
+	p->ethdev_mtu = (uint16_t)(max_mtu < 9000 ? max_mtu : 9000);
+	if (r->mbuf_opt) {
+		p->data_room = r->mbuf_opt;
+	} else if (p->ctl_fd >= 0) {
+		p->data_room = DNP_DPDK_KERNEL_MBUF;
+	} else {
+		p->data_room = 0xffffu - RTE_PKTMBUF_HEADROOM; /* no limit yet */
+		if (port_set_mtu(p, r) == 0)
+			p->data_room = (p->eth_mtu + RTE_ETHER_HDR_LEN + 63) & ~63u;
+	}
+	if (p->data_room + RTE_PKTMBUF_HEADROOM > UINT16_MAX || port_set_mtu(p, r) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 {
 	struct rte_eth_conf ec;
 	struct rte_eth_dev_info info;
 	struct dnp_dpdk_port *p;
 	char pname[RTE_MEMPOOL_NAMESIZE];
-	uint32_t nb_mbufs, max_mtu;
+	uint32_t nb_mbufs;
 	uint16_t id, nb_rxd, nb_txd;
 	bool hot, jumbo, client;
 	int ret;
@@ -532,25 +581,11 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	if (ret < 0)
 		return ret;
 	p = dnp_dpdk_ports[id];
-	if (p && p->nlinks == 0) {
-		/* an idle EAL port: reuse it, dropping what arrived meanwhile */
-		struct rte_mbuf *mb[DNP_DPDK_BURST];
-		uint16_t n;
-
-		while ((n = rte_eth_rx_burst(id, 0, mb, DNP_DPDK_BURST)) > 0)
-			rte_pktmbuf_free_bulk(mb, n);
-		p->shared = r->shared;
-		ret = port_set_mtu(p, r);
-		if (ret < 0)
-			return ret;
-		*out = p;
-		return 0;
-	}
 	if (p) {
-		if (!p->shared || !r->shared || p->nlinks == DNP_DPDK_PORT_LINKS)
-			return -EBUSY;
-		*out = p;
-		return 0;
+		ret = port_reuse(p, r, id);
+		if (ret == 0)
+			*out = p;
+		return ret;
 	}
 	ret = rte_eth_dev_info_get(id, &info);
 	if (ret < 0)
@@ -565,26 +600,8 @@ static int port_open(const struct port_req *r, struct dnp_dpdk_port **out)
 	port_kernel_if(p, &info);
 	p->jumbo = jumbo;
 
-	/* The ethdev MTU bounds what some PMDs accept; af_packet/memif cap it at 1500. */
-	max_mtu = info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN ?
-			  info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN :
-			  RTE_ETHER_MTU;
-	if (info.max_mtu && max_mtu > info.max_mtu)
-		max_mtu = info.max_mtu;
-	p->ethdev_mtu = (uint16_t)(max_mtu < 9000 ? max_mtu : 9000);
-
-	/* mbuf data room: fixed for the port's life (the pool), sized by the first open */
-	if (r->mbuf_opt) {
-		p->data_room = r->mbuf_opt;
-	} else if (p->ctl_fd >= 0) {
-		p->data_room = DNP_DPDK_KERNEL_MBUF;
-	} else {
-		p->data_room = 0xffffu - RTE_PKTMBUF_HEADROOM; /* no limit yet */
-		if (port_set_mtu(p, r) == 0)
-			p->data_room = (p->eth_mtu + RTE_ETHER_HDR_LEN + 63) & ~63u;
-	}
-	ret = -EINVAL;
-	if (p->data_room + RTE_PKTMBUF_HEADROOM > UINT16_MAX || port_set_mtu(p, r) < 0)
+	ret = port_size_mtu(p, r, &info);
+	if (ret < 0)
 		goto err_free;
 
 	memset(&ec, 0, sizeof(ec));
