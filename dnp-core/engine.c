@@ -43,6 +43,8 @@ static uint64_t timeout_period(const struct dnp_engine *e)
 
 	if (e->c.reasm_timeout && (!t || e->c.reasm_timeout < t))
 		t = e->c.reasm_timeout;
+	if (e->c.query_timeout && (!t || e->c.query_timeout < t))
+		t = e->c.query_timeout;
 	return t ? t / 4 + 1 : 0;
 }
 
@@ -53,11 +55,16 @@ static void check_timeouts(struct dnp_engine *e, uint64_t now)
 	if (!period || now < e->next_timeout_check)
 		return;
 	e->next_timeout_check = now + period;
-	if (e->c.cmd_timeout)
+	if ((e->c.cmd_timeout || e->c.query_timeout) && e->nactive)
 		for (uint32_t i = 0; i < e->c.max_commands; i++) {
 			struct slot *s = &e->slots[i];
-			if (s->state == SLOT_ACTIVE && now - s->t_submit > e->c.cmd_timeout)
-				engine_fail_cmd(e, s, -ETIMEDOUT);
+			if (s->state != SLOT_ACTIVE)
+				continue;
+			if (e->c.cmd_timeout && now - s->t_submit > e->c.cmd_timeout)
+				engine_fail_cmd(e, s, -ETIMEDOUT); /* the last resort */
+			else if (e->c.query_timeout && !s->injecting && s->c.op != DNP_OP_GET &&
+				 (s->ask || now - s->t_wait >= e->c.query_timeout))
+				engine_query_due(e, s, now); /* its report is late: ask */
 		}
 	if (e->c.reasm_timeout && e->nsends)
 		for (uint32_t i = 0; i < e->c.max_sends; i++) {
@@ -262,7 +269,8 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 		    x->ack_since + e->c.ack_delay < t)
 			t = x->ack_since + e->c.ack_delay;
 	}
-	if (((e->c.cmd_timeout && e->nactive) || (e->c.reasm_timeout && e->nsends)) &&
+	if ((((e->c.cmd_timeout || e->c.query_timeout) && e->nactive) ||
+	     (e->c.reasm_timeout && e->nsends)) &&
 	    e->next_timeout_check < t)
 		t = e->next_timeout_check;
 	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
@@ -439,6 +447,33 @@ static bool pow2(uint32_t v)
 	return v >= 2 && (v & (v - 1)) == 0;
 }
 
+/*
+ * The outcome history (docs/protocol.md, "Outcome queries"): an entry per
+ * source node and command slot, none when that is too big. 0 or -ENOMEM.
+ */
+static int outcome_create(struct dnp_engine *e, const struct dnp_engine_conf *c)
+{
+	/* the outcome history: a slot per source node and command slot (no history if too big) */
+	e->outcome_slots = 1;
+	while (e->outcome_slots < c->max_commands)
+		e->outcome_slots <<= 1;
+	e->outcome_rows = dnp_torus_size(&c->torus);
+	if ((uint64_t)e->outcome_rows * e->outcome_slots > OUTCOME_MAX)
+		e->outcome_slots = 0; /* no history: queries get no answer */
+	else if (!(e->outcomes = calloc((size_t)dnp_torus_size(&c->torus) * e->outcome_slots,
+					sizeof(*e->outcomes))))
+		return -ENOMEM;
+	/*
+	 * Message ids start from a generation drawn from the key secret: a
+	 * restarted node (dnpd draws a new secret) does not reuse the ids its
+	 * peers' outcome histories hold, but by chance (one in 65,536 per slot).
+	 */
+	e->gen = (uint32_t)(c->key_secret[0] ^ c->key_secret[0] >> 32 ^ c->key_secret[1] ^
+			    c->key_secret[1] >> 32) &
+		 0xffffu;
+	return 0;
+}
+
 int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out)
 {
 	if (!c || !out || !c->mem || !c->mem->read || !c->mem->write || !c->max_ports ||
@@ -517,6 +552,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->nputs =
 		dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus) : PUTTRACK_MAX;
 	e->puts = calloc(e->nputs, sizeof(*e->puts));
+	if (outcome_create(e, c) < 0)
+		goto fail;
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts)
 		goto fail;
@@ -567,5 +604,6 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->posts);
 	free(e->sends);
 	free(e->puts);
+	free(e->outcomes);
 	free(e);
 }

@@ -32,9 +32,12 @@
  *   -ENOENT        a SEND fragment's bytes fall outside every SEND-target buffer
  *   -EBUSY         more than max_sends multi-packet SENDs arriving at once
  *   -EOVERFLOW     the target port's event queue stayed full for deliver_timeout
- *   -EHOSTUNREACH  destination outside the torus / no route
- *   -ENOLINK       a link on the path broke
- *   -ETIMEDOUT     not completed within cmd_timeout (e.g. its report was lost)
+ *   -EHOSTUNREACH  destination outside the torus / no route (also when a
+ *                  query is due and no route to ask over is left)
+ *   -ENOLINK       a link on the path broke; or the target declared the
+ *                  PUT/SEND not delivered and its resends failed too
+ *   -ETIMEDOUT     not completed within cmd_timeout and no answer to be had
+ *                  (outcome queries: query_timeout; docs/protocol.md)
  *   -EFAULT        application memory could not be read or written
  *   -EINVAL        bad command (dnp_cmd_check)
  * Besides completions, a port gets RX_PUT / RX_SEND for messages that
@@ -106,6 +109,9 @@ struct dnp_mem_ops {
 	int (*flush)(void *ctx, unsigned port, uint64_t va, uint64_t len);
 };
 
+/* Times a PUT or SEND is sent again after its target said it was never applied. */
+#define DNP_ENGINE_RESENDS 3u
+
 struct dnp_engine_conf {
 	struct dnp_torus torus;
 	struct dnp_coord self;
@@ -133,6 +139,23 @@ struct dnp_engine_conf {
 	uint64_t cmd_timeout;
 	uint64_t reasm_timeout;
 	uint64_t deliver_timeout;
+	/*
+	 * Outcome queries (docs/protocol.md, "Outcome queries"), in the
+	 * caller's time unit; 0 = none (the lab's default).
+	 * query_timeout: a PUT or SEND whose packets all left and whose report
+	 *   has not come this long after (a few round trips) is asked about:
+	 *   a QUERY to its target, again every query_timeout. The target
+	 *   answers with the outcome it recorded (the command completes with
+	 *   it), or that the message was never applied and never will be (the
+	 *   command is sent again, at most DNP_ENGINE_RESENDS times, else
+	 *   fails with -ENOLINK). When no route to the target is left at that
+	 *   moment the command fails with -EHOSTUNREACH. GETs are not asked
+	 *   about (their data is their report): cmd_timeout stays their bound.
+	 * Every engine records the outcome of the messages it received
+	 *   (max_commands per source node, rounded up to a power of two) and
+	 *   answers queries whether or not it asks any itself.
+	 */
+	uint64_t query_timeout;
 	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
 	 * any frame was accepted, instead of only every credit_period. Meant
@@ -204,6 +227,10 @@ struct dnp_engine_stats {
 	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
 	uint64_t cmpl_frames;        /* CMPL packets made here (one may report many messages) */
 	uint64_t rx_nobuf; /* frames that found no buffer free (most: ack and credits only) */
+	/* Outcome queries (docs/protocol.md, "Outcome queries"). */
+	uint64_t query_tx, query_rx; /* QUERY packets sent by this node / answered here */
+	uint64_t query_resends;      /* commands sent again after "not delivered" */
+	uint64_t rx_refused;         /* packets of a message declared not delivered, not applied */
 };
 
 struct dnp_engine;

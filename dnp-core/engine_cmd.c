@@ -7,6 +7,8 @@
  */
 #include "engine_priv.h"
 
+static_assert(DNP_PKT_RETRY == 1, "slot.retry is the status byte of its packets");
+
 struct slot *engine_slot_by_msg(struct dnp_engine *e, uint32_t msg_id)
 {
 	uint32_t i = msg_id & 0xffffu;
@@ -131,6 +133,7 @@ static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t l
 	h->key = s->c.remote_key;
 	h->timestamp = (uint32_t)now;
 	h->flags = 0;
+	h->status = s->retry; /* DNP_PKT_RETRY: sent again after "not delivered" */
 	if (s->c.op == DNP_OP_GET) {
 		h->kind = DNP_PKT_GET_REQ;
 		h->va = s->c.remote_va;
@@ -345,8 +348,10 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
 	s->offset += is_getreq ? s->c.len : len;
-	if (s->offset >= s->c.len || is_getreq)
+	if (s->offset >= s->c.len || is_getreq) {
 		engine_inj_pop(e, qi); /* it now waits for its completion report */
+		s->t_wait = now;
+	}
 	return true;
 }
 

@@ -10,7 +10,11 @@ void engine_handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status)
 {
 	struct slot *s = engine_slot_by_msg(e, msg_id);
 
-	if (s)
+	if (!s)
+		return;
+	if (status == -(int)DNP_CMPL_NOT_DELIVERED) /* the answer to a QUERY */
+		engine_outcome_resend(e, s, e->now);
+	else
 		engine_fail_cmd(e, s, status);
 }
 
@@ -105,6 +109,8 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		engine_handle_cmpl(e, msg_id, status);
 		return 0;
 	}
+	if (status) /* for queries, even if this report is lost (successes: engine_deliver_rx_done) */
+		engine_outcome_record(e, dnp_torus_id(&e->c.torus, to), msg_id, status);
 	struct cmplb *b = cmplb_find(e, to, to_port);
 
 	if (status) {

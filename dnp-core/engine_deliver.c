@@ -27,8 +27,8 @@ int engine_deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int r
  * The last fragment of a PUT or SEND was written: event 'type' for the
  * receiving port (its room was checked), then the report to the sender.
  */
-int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
-			   uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
+			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now)
 {
 	uint8_t oport;
 	struct dnp_coord owner = engine_pkt_owner(h, &oport);
@@ -47,6 +47,7 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, st
 
 	engine_evq_push(e, q, &ev);
 	e->st.hops_total += h->hops;
+	engine_outcome_record(e, src, h->msg_id, 0); /* for queries, even if the report is lost */
 	return engine_send_cmpl(e, owner, oport, h->msg_id, 0, now);
 }
 
@@ -88,9 +89,8 @@ int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t
 }
 
 /* Follows the fragment sequence of PUTs from h's source; true if h completes one whole. */
-static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
+static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src)
 {
-	uint32_t src = dnp_torus_id(&e->c.torus, h->src);
 	/* nputs is the torus size unless that is above PUTTRACK_MAX: no division then */
 	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
@@ -119,7 +119,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
-	bool whole = put_track(e, h);
+	uint32_t src = dnp_torus_id(&e->c.torus, h->src);
+	bool whole = put_track(e, h, src);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
 	rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
@@ -127,7 +128,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 		return engine_deliver_fail(e, h, -ENOLINK, now); /* fragments lost on the way */
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
-	return engine_deliver_rx_done(e, h, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
+	return engine_deliver_rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset,
+				      now);
 }
 
 static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
@@ -217,6 +219,9 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 			engine_handle_cmpl(e, le32toh(id), -(int)h->status);
 		}
 		return 0;
+	case DNP_PKT_QUERY:
+		engine_query_take(e, h, payload, now);
+		return 0;
 	case DNP_PKT_DIAG:
 		engine_diag_take(e, h, payload);
 		return 0;
@@ -239,6 +244,11 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	if (!engine_coord_self(e, engine_pkt_owner(h, &oport)) &&
 	    !engine_pool_has(e, CMPL_FRAME_MAX))
 		return -EAGAIN;
+	/* a message declared not delivered to a QUERY is never applied but as its resend */
+	if (e->nrefused && engine_outcome_refuse(e, h, now)) {
+		e->st.rx_refused++;
+		return 0;
+	}
 	if ((h->flags & DNP_PKT_F_LAST) && q && q->open &&
 	    (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND) && !engine_evq_room(e, q))
 		return DELIVER_FULL;

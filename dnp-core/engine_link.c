@@ -7,18 +7,6 @@
  */
 #include "engine_priv.h"
 
-/* Hands p to link dir (credit was checked). */
-void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc, struct pkt *p,
-			 uint64_t now)
-{
-	struct xlink *x = &e->links[dir];
-
-	p->h.vc = (uint8_t)vc;
-	dnp_pkt_set_vc(p->frame, vc); /* the CRC is recomputed when it is sent */
-	p->seq = dnp_link_seq_push(x->l, p, now);
-	dnp_link_commit(x->l, vc, p->words);
-}
-
 /* A data packet that cannot go anywhere: tell its owner, free it. */
 void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now)
 {
@@ -26,7 +14,9 @@ void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	struct dnp_coord owner = engine_pkt_owner(&p->h, &oport);
 
 	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG &&
-	    p->h.kind != DNP_PKT_ROUTE)
+	    p->h.kind != DNP_PKT_ROUTE && p->h.kind != DNP_PKT_QUERY &&
+	    !(status == -ENOLINK && engine_coord_self(e, owner) &&
+	      engine_query_soon(e, p->h.msg_id)))
 		(void)engine_send_cmpl(e, owner, oport, p->h.msg_id, status, now);
 	engine_pkt_put(e, p);
 }

@@ -18,6 +18,8 @@
  *                     routing state (cables, ROUTE announcements, first hops)
  *   engine_link.c     link events (broken, up again) and frame intake
  *                     (dnp_engine_rx)
+ *   engine_outcome.c  outcome history, QUERY packets and resends (completion
+ *                     recovery, docs/protocol.md "Outcome queries")
  *   engine_diag.c     DIAG packets of the LO|FA|MO fault manager
  * The library is built as one unity translation unit (dnp-core/meson.build),
  * so functions declared here are still inlined across these files; every
@@ -115,7 +117,11 @@ struct slot {
 	uint16_t via;   /* route plan (route.h): 0 direct, else through a via */
 	uint8_t hop_vc; /* VC of its first hop, as routed while router.ver was rver */
 	uint32_t rver;
-	uint64_t got; /* GET: response bytes received */
+	uint64_t got;    /* GET: response bytes received */
+	uint64_t t_wait; /* its last packet or its last QUERY left (query_timeout) */
+	uint8_t retry;   /* sent again after "not delivered": its packets say so */
+	uint8_t resends; /* times it was sent again */
+	uint8_t ask;     /* a QUERY is due at once (a link broke under its packets) */
 };
 
 /*
@@ -209,6 +215,27 @@ struct cmplb {
 #define CMPL_FRAME_MAX (DNP_FRAME_OVERHEAD + DNP_CMPL_MAX_EXTRA * 4u) /* the largest CMPL frame */
 static_assert(CMPL_FRAME_MAX <= SMALL_FRAME, "a full batch fits a small packet buffer");
 
+/*
+ * The outcome of a message this node received from one source node, by the
+ * slot index of its id (msg_id & 0xffff, < outcome_slots): kept until a
+ * later message of the same slot replaces it (docs/protocol.md, "Outcome
+ * queries").
+ */
+enum outcome_state {
+	OUT_EMPTY = 0,
+	OUT_DONE,     /* reported with 'status' */
+	OUT_REFUSED,  /* declared not delivered: its packets are not applied */
+	OUT_RETRYING, /* ... and its resend is being applied */
+	OUT_RETRIED   /* the resend was reported with 'status'; the original stays refused */
+};
+struct outcome {
+	uint32_t msg_id;
+	uint8_t state;  /* enum outcome_state */
+	uint8_t status; /* positive errno, 0 = success */
+};
+/* Outcome entries at most (source nodes x slots): beyond it, no history. */
+#define OUTCOME_MAX (1u << 23)
+
 /* The head of an input FIFO waiting for room in a port's event queue. */
 struct inwait {
 	bool on;
@@ -260,6 +287,10 @@ struct dnp_engine {
 	struct puttrack *puts; /* by source node id modulo nputs */
 	uint32_t nputs;
 	struct hopc hopc[HOPC];
+	struct outcome *outcomes; /* by source node id, then slot index; NULL: none */
+	uint32_t outcome_slots;   /* per source node, a power of two */
+	uint32_t outcome_rows;    /* source nodes: the torus size */
+	uint32_t nrefused;        /* entries in state OUT_REFUSED, OUT_RETRYING or OUT_RETRIED */
 	struct cmplb cmplb[CMPLB];
 	uint32_t ncmplb;     /* batches with n > 0 */
 	uint32_t cmplb_next; /* the batch a new sender takes over when all are open */
@@ -477,8 +508,8 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 /* A refused data packet: counted and reported to its owner once per message. Returns 0. */
 int engine_deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int rc, uint64_t now);
 /* The last fragment of a PUT/SEND was written: RX event (room checked) and report. */
-int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct evq *q,
-			   uint8_t type, uint8_t op, uint64_t va, uint64_t now);
+int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
+			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now);
 /* The writes into [va, va + len) of port landed (dnp_mem_ops.flush): 0 or -EFAULT. */
 int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t len);
 /* A message waited deliver_timeout for event room: it fails back with -EOVERFLOW. */
@@ -539,12 +570,92 @@ bool engine_route_inputs(struct dnp_engine *e, uint64_t now);
  */
 
 /* Hands p to link dir (credit was checked). */
-void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc, struct pkt *p,
-			 uint64_t now);
+static inline void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc,
+				       struct pkt *p, uint64_t now)
+{
+	struct xlink *x = &e->links[dir];
+
+	p->h.vc = (uint8_t)vc;
+	dnp_pkt_set_vc(p->frame, vc); /* the CRC is recomputed when it is sent */
+	p->seq = dnp_link_seq_push(x->l, p, now);
+	dnp_link_commit(x->l, vc, p->words);
+}
 /* A packet that cannot go anywhere: its owner is told status (data packets), p is freed. */
 void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now);
 /* Link dir broke (the link module said so, or the driver did). */
 void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now);
+
+/* ------------------------------------------ outcome queries (engine_outcome.c) */
+/*
+ * A target records the outcome of each PUT and SEND it reports (and of a
+ * message it declares not delivered), per source node and slot index of
+ * the message id, so that a source can ask again (QUERY) for a report that
+ * was lost. A message declared not delivered is never applied afterwards,
+ * except as its resend (status DNP_PKT_RETRY), which is applied once.
+ * The source asks about a PUT or SEND whose report is late (query_timeout),
+ * sends it again when the answer is "not delivered", and fails it at once
+ * when no route to its target is left.
+ */
+
+/* The entry of msg_id from source node id 'src' (< torus size), or NULL (no history for it). */
+static inline struct outcome *engine_outcome_of(struct dnp_engine *e, uint32_t src, uint32_t msg_id)
+{
+	uint32_t idx = msg_id & 0xffffu;
+
+	if (idx >= e->outcome_slots || src >= e->outcome_rows) /* outcome_slots 0: no history */
+		return NULL;
+	return &e->outcomes[(size_t)src * e->outcome_slots + idx];
+}
+/* The same by coordinates (any: out of the torus, NULL or another node's entry). */
+static inline struct outcome *engine_outcome_at(struct dnp_engine *e, struct dnp_coord src,
+						uint32_t msg_id)
+{
+	return engine_outcome_of(e, dnp_torus_id(&e->c.torus, src), msg_id);
+}
+/* engine_outcome_record for an entry that holds a message declared not delivered. */
+void engine_outcome_record_slow(struct dnp_engine *e, struct outcome *o, uint32_t msg_id,
+				int status);
+/*
+ * The report of msg_id from source node id src leaves with status (0 or
+ * -errno): recorded. Successes are recorded at delivery, errors by
+ * engine_send_cmpl.
+ */
+static inline void engine_outcome_record(struct dnp_engine *e, uint32_t src, uint32_t msg_id,
+					 int status)
+{
+	struct outcome *o = engine_outcome_of(e, src, msg_id);
+
+	if (!o)
+		return;
+	if (o->state >= OUT_REFUSED) { /* (an answer "not delivered" finds its entry so) */
+		engine_outcome_record_slow(e, o, msg_id, status);
+		return;
+	}
+	*o = (struct outcome){ .msg_id = msg_id,
+			       .state = OUT_DONE,
+			       .status = (uint8_t)(status < 0 ? -status : status) };
+}
+/*
+ * Must this PUT or SEND packet not be applied (its message was declared
+ * not delivered, or it is a resend of one already reported)? A resend of a
+ * reported message has that report sent again (on its last packet). Only
+ * asked while some message is declared not delivered (nrefused): a resend
+ * follows such a declaration.
+ */
+bool engine_outcome_refuse(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now);
+/* A QUERY from h->src: each id answered with its outcome, when known. */
+void engine_query_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		       uint64_t now);
+/* The report of s is late: a QUERY to its target, or -EHOSTUNREACH with no route left. */
+void engine_query_due(struct dnp_engine *e, struct slot *s, uint64_t now);
+/*
+ * Packets of this node's command msg_id were lost with a link, which may or
+ * may not have delivered them: true when a QUERY will tell (query_timeout
+ * set, a PUT or SEND whose packets all left), asked in this engine round.
+ */
+bool engine_query_soon(struct dnp_engine *e, uint32_t msg_id);
+/* The target of s said it never applied it: sent again, or failed -ENOLINK. */
+void engine_outcome_resend(struct dnp_engine *e, struct slot *s, uint64_t now);
 
 /* ------------------------------------------------------- DIAG (engine_diag.c) */
 

@@ -191,5 +191,6 @@ int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
 	engine_send_end(e, a);
-	return engine_deliver_rx_done(e, h, q, DNP_EV_RX_SEND, DNP_OP_SEND, a->va, now);
+	return engine_deliver_rx_done(e, h, dnp_torus_id(&e->c.torus, h->src), q, DNP_EV_RX_SEND,
+				      DNP_OP_SEND, a->va, now);
 }

@@ -128,7 +128,7 @@ static inline uint64_t get64(const uint8_t *p, unsigned off)
 
 static bool kind_known(unsigned kind)
 {
-	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_ROUTE;
+	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_QUERY;
 }
 
 /* Kinds that move message bytes and so travel sequenced (retransmittable). */
@@ -193,7 +193,8 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		return -EINVAL;
 	if (h->kind == DNP_PKT_GET_REQ && h->len != DNP_GET_DESC_BYTES)
 		return -EINVAL;
-	if (h->kind == DNP_PKT_CMPL && (h->len % 4u || h->len > DNP_CMPL_MAX_EXTRA * 4u))
+	if ((h->kind == DNP_PKT_CMPL || h->kind == DNP_PKT_QUERY) &&
+	    (h->len % 4u || h->len > DNP_CMPL_MAX_EXTRA * 4u))
 		return -EINVAL;
 
 	if (!kind_is_fragment(h->kind))
@@ -501,6 +502,7 @@ const char *dnp_pkt_kind_name(unsigned kind)
 		[DNP_PKT_GET_REQ] = "GET_REQ", [DNP_PKT_GET_RESP] = "GET_RESP",
 		[DNP_PKT_CMPL] = "CMPL",       [DNP_PKT_CREDIT] = "CREDIT",
 		[DNP_PKT_DIAG] = "DIAG",       [DNP_PKT_ROUTE] = "ROUTE",
+		[DNP_PKT_QUERY] = "QUERY",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

@@ -55,7 +55,20 @@ enum dnp_pkt_kind {
 	DNP_PKT_CREDIT = 6,   /* link control: credits + ack, never forwarded */
 	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
 	DNP_PKT_ROUTE = 8,    /* link states a node tells its neighbours (docs/routing.md) */
+	DNP_PKT_QUERY = 9,    /* outcome query for msg_id (+ ids in payload, as CMPL) */
 };
+
+/*
+ * CMPL status answering a QUERY: the target never applied the message and
+ * never will (docs/protocol.md, "Outcome queries"). Not an errno (< 256).
+ */
+#define DNP_CMPL_NOT_DELIVERED 255u
+/*
+ * Status byte of a PUT or SEND packet (0 otherwise): the message is sent
+ * again after its target answered DNP_CMPL_NOT_DELIVERED (docs/protocol.md,
+ * "Outcome queries").
+ */
+#define DNP_PKT_RETRY 1u
 
 /* Reserved bits of the footer's via code (route.h: DNP_VIA_RSVD). */
 #define DNP_PKT_VIA_RSVD 0x3000u

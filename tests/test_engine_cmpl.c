@@ -423,6 +423,190 @@ static void test_engine_pool_short_dnpd_links(void **state)
 	pool_short_body();
 }
 
+/* The next event of (node, port) but LINK ones, within max_steps. */
+static bool next_event_nolink(unsigned node, unsigned port, struct dnp_event *ev,
+			      unsigned max_steps)
+{
+	do
+		if (!next_event(node, port, ev, max_steps))
+			return false;
+	while (ev->type == DNP_EV_LINK);
+	return true;
+}
+
+/* The first hop node 0 takes towards node 1. */
+static unsigned first_dir_to_1(void)
+{
+	struct dnp_hop hop;
+
+	assert_int_equal(dnp_route_step(dnp_engine_router(nodes[0].e),
+					(struct dnp_coord){ 0, 0, 0 },
+					(struct dnp_coord){ 1, 0, 0 }, 0, DNP_DIR_LOCAL, 0, &hop),
+			 0);
+	return hop.dir;
+}
+
+/*
+ * Every report of node 1 is lost until its link gives up on them: an
+ * outcome query then has the PUT complete with its true status, long
+ * before the command deadline (without queries: -ETIMEDOUT at it).
+ */
+static void test_engine_query_recovers_lost_cmpl(void **state)
+{
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	fill(nodes[0].mem[0], 9000, 5);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 45);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event_nolink(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	/* node 1's link that carried the reports gives up: they are lost with it */
+	for (unsigned s = 0;
+	     s < 400000 && dnp_engine_link_state(nodes[1].e, DNP_DIR_XP) != DNP_LINK_BROKEN &&
+	     dnp_engine_link_state(nodes[1].e, DNP_DIR_XM) != DNP_LINK_BROKEN;
+	     s++)
+		pump(1);
+	drop_kind = -1;
+	assert_true(next_event_nolink(0, 0, &ev, 100000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.cookie, 45);
+	assert_true(now < t_cmd);
+	assert_true(dnp_engine_stats(nodes[0].e)->query_tx >= 1);
+	assert_true(dnp_engine_stats(nodes[1].e)->query_rx >= 1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 0); /* it was applied */
+	pump(20000); /* one completion, one RX event */
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	assert_false(next_event_nolink(1, 0, &ev, 1));
+}
+
+/*
+ * The link a PUT left on breaks before its target got it: the target,
+ * asked, declares it not delivered; it is sent again on the other cable
+ * and applied once (without queries: -ENOLINK, nothing written).
+ */
+static void test_engine_put_resent_after_path_break_applied_once(void **state)
+{
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	drop_node = 0;
+	drop_kind = DNP_PKT_PUT;
+	drop_dir = (int)first_dir_to_1();
+	fill(nodes[0].mem[0], 300, 6);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 64, key, 300, 46);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event_nolink(0, 0, &ev, 400000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.cookie, 46);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, (unsigned)drop_dir), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 1);
+	assert_true(next_event_nolink(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_int_equal(ev.va, BASE + 64);
+	assert_memory_equal(nodes[1].mem[0] + 64, nodes[0].mem[0], 300);
+	pump(20000); /* applied once: one RX event, one completion */
+	assert_false(next_event_nolink(1, 0, &ev, 1));
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_refused, 0);
+}
+
+/*
+ * The PUT was applied but its report is lost, and then every cable of
+ * node 0 breaks: no route to ask over, so it fails with -EHOSTUNREACH at
+ * its next query, not at the command deadline with -ETIMEDOUT.
+ */
+static void test_engine_unreachable_target_fails_fast(void **state)
+{
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 100, 47);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event_nolink(1, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	for (unsigned d = 0; d < 2; d++)
+		dnp_engine_link_down(nodes[0].e, d, now);
+	uint64_t t0 = now;
+	assert_true(next_event_nolink(0, 0, &ev, 100000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EHOSTUNREACH);
+	assert_int_equal(ev.cookie, 47);
+	assert_true(now - t0 <= 2 * t_query); /* the next query, in simulated time */
+}
+
+/*
+ * The target is slow (its event queue full): a PUT waits at the head of its
+ * input while its link breaks, and a query over the other cable finds it not
+ * delivered. When the application drains its events, both the original and
+ * the resend reach delivery: the message is applied once (the original is
+ * refused), and completes once.
+ */
+static void test_engine_late_original_refused(void **state)
+{
+	t_cmd = 1000000;
+	t_query = 3000;
+	evq_slots = 2;
+	evq_node = 1;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	for (unsigned i = 0; i < 2; i++) { /* two RX events fill node 1's queue */
+		struct dnp_cmd f = put_cmd(1, 0, BASE, BASE, key, 8, 100 + i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &f, now), 0);
+		assert_true(next_event_nolink(0, 0, &ev, 1000));
+		assert_int_equal(ev.status, 0);
+	}
+	fill(nodes[0].mem[0] + 4096, 200, 8);
+	struct dnp_cmd c = put_cmd(1, 0, BASE + 4096, BASE + 4096, key, 200, 48);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	pump(200); /* it arrived and was acked; it waits for room at node 1 */
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->pkts_delivered, 2);
+	dnp_engine_link_down(nodes[0].e, first_dir_to_1(), now);
+	for (unsigned s = 0; s < 20000 && !dnp_engine_stats(nodes[0].e)->query_resends; s++)
+		pump(1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 1);
+	unsigned rx = 0, mine = 0;
+	for (unsigned s = 0; s < 20000; s++) { /* the application drains its events */
+		while (dnp_engine_poll_events(nodes[1].e, 0, &ev, 1) == 1)
+			if (ev.type == DNP_EV_RX_PUT && (rx++, ev.va == BASE + 4096))
+				mine++;
+		pump(1);
+	}
+	assert_int_equal(rx, 3);
+	assert_int_equal(mine, 1);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_refused, 1);
+	assert_memory_equal(nodes[1].mem[0] + 4096, nodes[0].mem[0] + 4096, 200);
+	assert_true(next_event_nolink(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.cookie, 48);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,6 +615,11 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_pool_short_hw_credits, teardown),
 		cmocka_unit_test_teardown(test_engine_pool_short_dnpd_links, teardown),
 		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
+		cmocka_unit_test_teardown(test_engine_query_recovers_lost_cmpl, teardown),
+		cmocka_unit_test_teardown(test_engine_put_resent_after_path_break_applied_once,
+					  teardown),
+		cmocka_unit_test_teardown(test_engine_unreachable_target_fails_fast, teardown),
+		cmocka_unit_test_teardown(test_engine_late_original_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
 		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
 		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),

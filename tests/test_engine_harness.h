@@ -126,11 +126,13 @@ static const struct dnp_mem_ops ops_flush = { .read = mem_read,
 
 /* Per-test settings applied by setup_nodes (reset by teardown). */
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
+static uint64_t t_query;                   /* query_timeout (0 = no outcome queries) */
 static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
 static int pool_node = -1;                 /* this node gets the pools below */
 static uint32_t pool_small_n, pool_big_n;  /* its packet buffers (0: the engine sizes them) */
 static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
+static int drop_dir = -1;                  /* ... sent on this link only (-1: any) */
 static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
 static int hold_node = -1; /* pump neither runs nor drains this node (its input piles up) */
 static unsigned nnodes;
@@ -154,6 +156,7 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	c.cmd_timeout = t_cmd;
 	c.reasm_timeout = t_reasm;
 	c.deliver_timeout = t_deliver;
+	c.query_timeout = t_query;
 	if (evq_slots && i == evq_node)
 		c.event_queue = evq_slots;
 	if ((int)i == pool_node) {
@@ -197,12 +200,12 @@ static int teardown(void **state)
 	exact_prompt = false;
 	ack_delay = 0;
 	reset_period = 0;
-	t_cmd = t_reasm = t_deliver = 0;
+	t_cmd = t_reasm = t_deliver = t_query = 0;
 	evq_slots = 0;
 	evq_node = 1;
 	pool_node = -1;
 	pool_small_n = pool_big_n = 0;
-	drop_node = drop_kind = -1;
+	drop_node = drop_kind = drop_dir = -1;
 	drop_seq = -1;
 	hold_node = -1;
 	defer = false;
@@ -240,6 +243,7 @@ static void pump(unsigned steps)
 					struct dnp_pkt_hdr h;
 					const uint8_t *pl;
 					if ((int)i == drop_node &&
+					    (drop_dir < 0 || (int)d == drop_dir) &&
 					    dnp_pkt_decode(copy, f[k].len, &h, &pl) == 0 &&
 					    (int)h.kind == drop_kind)
 						continue; /* lost on the wire */

@@ -669,7 +669,7 @@ static void test_pkt_decode_ebadmsg(void **state)
 
 	f[24] = (uint8_t)((f[24] & 0xf0) | 0);
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
-	f[24] = (uint8_t)((f[24] & 0xf0) | 9);
+	f[24] = (uint8_t)((f[24] & 0xf0) | 10); /* past DNP_PKT_QUERY */
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
 }
 
@@ -895,7 +895,8 @@ static void test_pkt_kind_name(void **state)
 	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_DIAG), "DIAG");
 	assert_string_equal(dnp_pkt_kind_name(0), "?");
 	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_ROUTE), "ROUTE");
-	assert_string_equal(dnp_pkt_kind_name(9), "?");
+	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_QUERY), "QUERY");
+	assert_string_equal(dnp_pkt_kind_name(10), "?");
 	assert_string_equal(dnp_pkt_kind_name(~0u), "?");
 }
 

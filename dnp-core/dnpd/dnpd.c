@@ -569,6 +569,8 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.cmd_timeout = d->conf.cmd_timeout_ms * 1000000ull;
 	ec.reasm_timeout = DNPD_REASM_TIMEOUT_NS;
 	ec.deliver_timeout = DNPD_DELIVER_TIMEOUT_NS;
+	/* outcome queries (engine.h): a late report is asked about after 100 ms */
+	ec.query_timeout = ec.cmd_timeout ? 100000000ull : 0;
 	/* Keys are the only protection of a buffer: their secret is random. */
 	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
 		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");
