@@ -14,6 +14,7 @@
 #include "verbs_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,50 @@ static int vb_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, un
 	return (int)k;
 }
 
+/* Drains pending CQ events (non-blocking channel), then asks for the next one. */
+static void vb_arm(struct dnp_verbs *v)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	while (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	if (ibv_req_notify_cq(v->rcq, 0) == 0)
+		v->armed = true;
+}
+
+/* A completion came while armed: its event is (or will be) on the channel. */
+static void vb_disarm(struct dnp_verbs *v)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	if (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	v->armed = false;
+}
+
+/*
+ * Polls the receive CQ. Only after DNP_VERBS_ARM_POLLS empty polls in a row
+ * (the daemon is about to go idle) is the CQ armed, so that the channel fd
+ * wakes a sleeping daemon; a stream of completions costs no system call.
+ */
+static int vb_rx_poll(struct dnp_verbs *v, struct ibv_wc *wc, unsigned n)
+{
+	int got = n ? ibv_poll_cq(v->rcq, (int)n, wc) : 0;
+
+	if (got > 0) {
+		v->empty = 0;
+		if (v->armed)
+			vb_disarm(v);
+	} else if (got == 0 && n && v->chan && !v->armed && ++v->empty >= DNP_VERBS_ARM_POLLS) {
+		vb_arm(v);
+		/* What completed before the arming raised no event: look again. */
+		got = ibv_poll_cq(v->rcq, (int)n, wc);
+	}
+	return got;
+}
+
 static int vb_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
 {
 	struct dnp_verbs *v = to_vb(t);
@@ -347,7 +392,7 @@ static int vb_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned
 	}
 	if (n > DNP_VERBS_BATCH)
 		n = DNP_VERBS_BATCH;
-	got = n ? ibv_poll_cq(v->rcq, (int)n, wc) : 0;
+	got = vb_rx_poll(v, wc, n);
 	for (int i = 0; i < got; i++) {
 		uint32_t s = (uint32_t)wc[i].wr_id;
 
@@ -380,8 +425,13 @@ static void vb_free(struct dnp_verbs *v)
 		ibv_destroy_qp(v->qp);
 	if (v->scq)
 		ibv_destroy_cq(v->scq);
-	if (v->rcq)
+	if (v->rcq) {
+		if (v->armed)
+			vb_disarm(v);
 		ibv_destroy_cq(v->rcq);
+	}
+	if (v->chan)
+		ibv_destroy_comp_channel(v->chan);
 	if (v->mr)
 		ibv_dereg_mr(v->mr);
 	if (v->pd)
@@ -429,8 +479,15 @@ static int vb_create(struct dnp_verbs *v)
 			strerror(errno));
 		return -(errno ? errno : ENOMEM);
 	}
+	if (v->want_wait) {
+		v->chan = ibv_create_comp_channel(v->ctx);
+		if (!v->chan)
+			return -(errno ? errno : ENOMEM);
+		if (fcntl(v->chan->fd, F_SETFL, fcntl(v->chan->fd, F_GETFL) | O_NONBLOCK) < 0)
+			return -errno;
+	}
 	v->scq = ibv_create_cq(v->ctx, cqe, NULL, NULL, 0);
-	v->rcq = ibv_create_cq(v->ctx, cqe, NULL, NULL, 0);
+	v->rcq = ibv_create_cq(v->ctx, cqe, NULL, v->chan, 0);
 	if (!v->scq || !v->rcq)
 		return -(errno ? errno : ENOMEM);
 	qa.send_cq = v->scq;
@@ -453,6 +510,7 @@ static int vb_create(struct dnp_verbs *v)
 static int vb_parse(struct dnp_verbs *v, const struct dnp_transport_conf *c)
 {
 	char qp[8] = "uc";
+	uint32_t w;
 
 	if (!c->local || !c->remote || c->frame_max == 0 || c->frame_max > 65000 || c->depth < 2 ||
 	    (c->depth & (c->depth - 1)) != 0 || c->depth > 32768)
@@ -464,6 +522,9 @@ static int vb_parse(struct dnp_verbs *v, const struct dnp_transport_conf *c)
 		v->qp_type = IBV_QPT_RC;
 	else
 		return -EINVAL;
+	if (dnp_transport_opt_u32(c->options, "wait", 1, 1, &w))
+		return -EINVAL;
+	v->want_wait = w != 0;
 	v->frame_max = c->frame_max;
 	v->depth = c->depth;
 	v->slot = (c->frame_max + 63u) & ~63u;
@@ -530,8 +591,9 @@ static uint32_t vb_mtu(const struct dnp_transport *t)
 
 static int vb_wait_fd(const struct dnp_transport *t)
 {
-	(void)t;
-	return -1;
+	const struct dnp_verbs *v = to_vb_c(t);
+
+	return v->chan ? v->chan->fd : -1;
 }
 
 static bool vb_up(const struct dnp_transport *t)

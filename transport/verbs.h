@@ -23,8 +23,7 @@
  * open with a message on stderr.
  * Errors of open: -EINVAL (bad conf or option), -ENODEV (no such device, no
  * RDMA device at all), -ENXIO (no such port or GID, port not active),
- * -ENOMEM, -EPROTO (MTU too small for frame_max), -errno of the verbs or
- * socket call that failed.
+ * -ENOMEM, -errno of the verbs or socket call that failed.
  *
  * Memory: per link one registered region holding depth send slots and depth
  * receive slots of frame_max bytes (64-byte multiples). tx_burst copies the
@@ -34,9 +33,13 @@
  * such as rxe make one per post_send burst). Frames sent before the peer is
  * connected are dropped (counted by the link layer as losses).
  *
- * wait_fd is -1 (arming a completion channel would cost a system call per
- * idle poll): dnpd sleeps in bounded steps, as with dpdk. up() is false only
- * after a fatal error, or between an RC QP failure and its reconnection.
+ * wait_fd is the fd of a completion channel of the receive CQ: rx_burst arms
+ * the CQ only after DNP_VERBS_ARM_POLLS empty polls in a row (about to go
+ * idle: one system call per idle period, none while completions stream), so
+ * a daemon asleep in poll() wakes when a frame arrives. Option "wait=0": no
+ * channel, wait_fd -1 (dnpd then sleeps in bounded steps, as with dpdk).
+ * up() is false only after a fatal error, or between an RC QP failure and
+ * its reconnection.
  * Single-threaded: every call of a link from one thread at a time.
  */
 #ifndef DNP_TRANSPORT_VERBS_H

@@ -18,6 +18,7 @@
 #define DNP_VERBS_BATCH 32u            /* completions polled and WRs chained per call */
 #define DNP_VERBS_HELLO_NS 20000000ull /* handshake resend while unanswered: 20 ms */
 #define DNP_VERBS_CHECK_NS 1000000ull  /* handshake socket looked at while connected: 1 ms */
+#define DNP_VERBS_ARM_POLLS 16u        /* empty receive polls before arming the CQ event */
 #define DNP_VERBS_MAGIC 0x44764231u    /* "DvB1" */
 #define DNP_VERBS_VERSION 1u
 #define DNP_VERBS_HELLO_ACKED 0x1u /* the sender has seen that the receiver knows it */
@@ -44,6 +45,9 @@ struct dnp_verbs {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;
+	struct ibv_comp_channel *chan; /* rcq's events: the wait fd (NULL: option wait=0) */
+	bool armed;                    /* rcq notification requested, event not consumed */
+	uint32_t empty;                /* empty receive polls in a row */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *mem; /* depth send slots, then depth receive slots */
@@ -76,6 +80,7 @@ struct dnp_verbs {
 	bool was_connected;
 	bool connect_warned; /* the last connect failed and was reported */
 	bool fatal;
+	bool want_wait; /* option wait (default 1): a completion channel for wait_fd */
 	uint64_t next_hello, next_check;
 	uint32_t polls; /* rx_burst calls: the clock is read every 64th */
 	uint32_t max_inline;

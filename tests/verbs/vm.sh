@@ -18,7 +18,8 @@
 # /var/cache/softdnp-verbs, extracted, never installed). KVM is tried first
 # with a boot timeout (a KVM guest hung after "Probing EDD" on this machine),
 # then TCG. Environment: VERBS_ACCEL=tcg|kvm forces one, VERBS_TIMEOUT
-# (seconds, default 600) bounds the whole run, VERBS_SMP (default 2).
+# (seconds, default 600) bounds the whole run, VERBS_SMP (default 2) sets the
+# vCPUs; BENCH_ROUNDS is passed on to the guest.
 set -u
 
 skip() {
@@ -167,6 +168,10 @@ make_initrd
 # The command the guest runs (a host path: the host root is the guest's root).
 {
 	echo "cd $(printf '%q' "$PWD") || exit 2"
+	# The few settings the guest scripts read (the guest starts with a bare environment).
+	for v in BENCH_ROUNDS; do
+		[ -n "${!v:-}" ] && echo "export $v=$(printf '%q' "${!v}")"
+	done
 	printf '%q ' "$@"
 	echo
 } >"$OUT/cmd"
