@@ -3,6 +3,7 @@
  * conf — dnpd's command line and topology file into struct dnpd_conf, and
  * the link addresses derived from it (docs/dnpd.md, "Run directory").
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -344,6 +345,33 @@ static const struct option dnpd_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The configuration key each option sets (dnpd_conf_set), indexed by OPT_* - OPT_TORUS. */
+static const char *const dnpd_opt_keys[] = {
+	[OPT_TORUS - OPT_TORUS] = "torus",
+	[OPT_COORD - OPT_TORUS] = "coord",
+	[OPT_RUNDIR - OPT_TORUS] = "run_dir",
+	[OPT_TRANSPORT - OPT_TORUS] = "transport",
+	[OPT_UDP_BASE - OPT_TORUS] = "udp_base_port",
+	[OPT_IDLE - OPT_TORUS] = "idle",
+	[OPT_CPU - OPT_TORUS] = "cpu",
+	[OPT_CONFIG - OPT_TORUS] = NULL, /* read in pass 1 */
+	[OPT_LOG - OPT_TORUS] = "log_level",
+	[OPT_CREDIT_PERIOD - OPT_TORUS] = "credit_period_us",
+	[OPT_CREDIT_TIMEOUT - OPT_TORUS] = "credit_timeout_ms",
+	[OPT_HEAP - OPT_TORUS] = "heap_size",
+	[OPT_EAL - OPT_TORUS] = "eal",
+	[OPT_DPDK_LINKS - OPT_TORUS] = "dpdk_links",
+	[OPT_SOCKET - OPT_TORUS] = "socket",
+	[OPT_CMD_TIMEOUT - OPT_TORUS] = "cmd_timeout_ms",
+	[OPT_IMPAIR - OPT_TORUS] = "impair",
+	[OPT_VCS - OPT_TORUS] = "vcs",
+	[OPT_VERBS_DEV - OPT_TORUS] = "verbs_dev",
+	[OPT_GID_INDEX - OPT_TORUS] = "gid_index",
+	[OPT_PCAP - OPT_TORUS] = "pcap",
+};
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_PCAP - OPT_TORUS + 1,
+	      "one key per option");
+
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 {
 	int opt, r;
@@ -370,75 +398,15 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 	opterr = 1;
 	optind = 0;
 	while ((opt = getopt_long(argc, argv, "h", dnpd_opts, NULL)) != -1) {
-		const char *key = NULL;
+		const char *key;
 
-		switch (opt) {
-		case OPT_TORUS:
-			key = "torus";
-			break;
-		case OPT_COORD:
-			key = "coord";
-			break;
-		case OPT_RUNDIR:
-			key = "run_dir";
-			break;
-		case OPT_TRANSPORT:
-			key = "transport";
-			break;
-		case OPT_UDP_BASE:
-			key = "udp_base_port";
-			break;
-		case OPT_IDLE:
-			key = "idle";
-			break;
-		case OPT_CPU:
-			key = "cpu";
-			break;
-		case OPT_LOG:
-			key = "log_level";
-			break;
-		case OPT_CREDIT_PERIOD:
-			key = "credit_period_us";
-			break;
-		case OPT_CREDIT_TIMEOUT:
-			key = "credit_timeout_ms";
-			break;
-		case OPT_HEAP:
-			key = "heap_size";
-			break;
-		case OPT_EAL:
-			key = "eal";
-			break;
-		case OPT_DPDK_LINKS:
-			key = "dpdk_links";
-			break;
-		case OPT_IMPAIR:
-			key = "impair";
-			break;
-		case OPT_SOCKET:
-			key = "socket";
-			break;
-		case OPT_CMD_TIMEOUT:
-			key = "cmd_timeout_ms";
-			break;
-		case OPT_VCS:
-			key = "vcs";
-			break;
-		case OPT_VERBS_DEV:
-			key = "verbs_dev";
-			break;
-		case OPT_GID_INDEX:
-			key = "gid_index";
-			break;
-		case OPT_PCAP:
-			key = "pcap";
-			break;
-		case OPT_CONFIG:
+		if (opt == OPT_CONFIG)
 			continue;
-		default:
+		if (opt < OPT_TORUS || opt > OPT_PCAP) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
+		key = dnpd_opt_keys[opt - OPT_TORUS];
 		if (dnpd_conf_set(c, key, optarg)) {
 			fprintf(stderr, "dnpd: bad value for --%s: '%s'\n",
 				dnpd_opts[opt - 256].name, optarg);
