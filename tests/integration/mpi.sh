@@ -99,15 +99,16 @@ netpipe)
 	mpirun_dnp --torus 2x1x1 --transport $tr -- NPopenmpi -i -n 100 -u 8200 -o np.out >out 2>&1
 	rc=$?
 	tail -5 out
+	# NetPIPE exits 1 at the first bad word: name it before the exit status
+	if grep -q 'Integrity check failed' out; then
+		grep 'Integrity check failed' out | head -n 5
+		fail "NetPIPE's integrity check failed (after $(grep -c 'Integrity check passed' out) sizes passed)"
+	fi
 	[ $rc -eq 0 ] || fail "NPopenmpi -i exited $rc"
 	[ -s np.out ] || fail "NetPIPE wrote no np.out"
 	# np.out in integrity mode: bytes, repetitions; one line per size
 	sizes=$(wc -l <np.out)
 	passed=$(grep -c 'Integrity check passed' out)
-	if grep -q 'Integrity check failed' out; then
-		grep 'Integrity check failed' out | head -n 5
-		fail "NetPIPE's integrity check failed"
-	fi
 	[ "$passed" -eq "$sizes" ] || fail "$passed sizes passed the integrity check, of $sizes"
 	awk '$1 >= 8192 { ok = 1 } END { exit !ok }' np.out || fail "NetPIPE did not reach 8 KiB"
 	echo "integrity check passed for $sizes sizes up to $(tail -n 1 np.out | awk '{ print $1 }') bytes"
