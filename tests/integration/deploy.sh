@@ -95,21 +95,21 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d /usr/lib/systemd/system ];
 	root=$dir/root
 	mkdir -p "$root/etc/systemd/system" "$root/usr/lib/systemd" "$root/usr/local/bin"
 	cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/"
-	cp "$src/deploy/systemd/dnpd@.service" "$src/deploy/systemd/dnp-hfm@.service" \
-		"$root/etc/systemd/system/"
+	cp "$build/deploy/dnpd@.service" "$build/deploy/dnp-hfm@.service" \
+		"$build/deploy/dnp-supervisor.service" "$root/etc/systemd/system/"
 	# Every ExecStart program must be one that meson installs (default prefix).
 	meson introspect --installed "$build" 2>/dev/null |
 		python3 -c 'import json, sys; [print(v) for v in json.load(sys.stdin).values()]' \
 		>"$dir/installed"
-	for u in dnpd@.service dnp-hfm@.service; do
-		exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$src/deploy/systemd/$u")
+	for u in dnpd@.service dnp-hfm@.service dnp-supervisor.service; do
+		exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$build/deploy/$u")
 		grep -qx "$exe" "$dir/installed" ||
 			bad "$u: ExecStart program $exe is not where meson installs it ($(grep bin/ "$dir/installed" | tr '\n' ' '))"
-		cp "$build/$(basename "$exe" | sed 's/^dnpd$/dnp-core\/dnpd\/dnpd/; s/^dnp-hfm$/lofamo\/dnp-hfm/')" \
+		cp "$build/$(basename "$exe" | sed 's/^dnpd$/dnp-core\/dnpd\/dnpd/; s/^dnp-\(hfm\|supervisor\)$/lofamo\/&/')" \
 			"$root$exe"
 	done
 	if systemd-analyze verify --root="$root" dnpd@alice.service dnp-hfm@alice.service \
-		>"$dir/verify" 2>&1; then
+		dnp-supervisor.service >"$dir/verify" 2>&1; then
 		ran=1
 		echo "ok: systemd-analyze verify dnpd@alice.service dnp-hfm@alice.service"
 	else
@@ -119,7 +119,7 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d /usr/lib/systemd/system ];
 	fi
 	# The check can fail: a unit naming a program that is not there.
 	sed 's|^ExecStart=/usr/local/bin/dnpd |ExecStart=/usr/local/bin/dnpd-missing |' \
-		"$src/deploy/systemd/dnpd@.service" >"$root/etc/systemd/system/dnpd@.service"
+		"$build/deploy/dnpd@.service" >"$root/etc/systemd/system/dnpd@.service"
 	systemd-analyze verify --root="$root" dnpd@alice.service >"$dir/verify2" 2>&1 &&
 		bad "systemd-analyze verify accepted a unit whose ExecStart program is missing"
 else
@@ -134,7 +134,7 @@ elif ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&
 	! getent passwd nobody >/dev/null; then
 	echo "skipped: needs unshare and setpriv (util-linux) and the user nobody"
 else
-	unit=$src/deploy/systemd/dnpd@.service
+	unit=$build/deploy/dnpd@.service
 	exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 	user=$(sed -n 's/^User=//p' "$unit" | sed 's/%i/nobody/')
 	envfile=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
