@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "dnpd_int.h"
+#include "notify.h"
 #include "pcap.h"
 
 static atomic_bool dnpd_stop;
@@ -76,10 +77,12 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 			close(fd);
 			d->up_file = true;
 			dnpd_log(DNPD_INFO, "all links UP: %s", d->up_path);
+			dnpd_notify_links(true);
 		}
 	} else if (!all_up && d->up_file) {
 		unlink(d->up_path);
 		d->up_file = false;
+		dnpd_notify_links(false);
 	}
 }
 
@@ -792,6 +795,7 @@ static int dnpd_run(struct dnpd *d)
 	dnpd_loop(d);
 
 	dnpd_log(DNPD_INFO, "stopping");
+	dnpd_notify_stopping();
 	dnpd_sig_wake_fd = -1;
 	dnpd_sess_destroy(d->sess);
 	d->sess = NULL;

@@ -17,6 +17,11 @@
  * picture in a browser (lofamo/tools/web/web.h). Port 0 takes any free port;
  * the log says the URL.
  *
+ * --on-fault CMD, --on-heal CMD (or DNP_SUPERVISOR_ON_FAULT / _ON_HEAL, e.g.
+ * from /etc/dnp/supervisor.env): "sh -c CMD" once when a node turns faulty
+ * and once when it is healthy again, the event in its environment
+ * (DNP_EVENT, DNP_NODE_ID, ..., DNP_EVENT_JSON: tools/hooks.h).
+ *
  * The supervisor's rules (silence, stalls) run on CLOCK_MONOTONIC only: a
  * wall clock stepped back or forth changes no verdict. The wall clock only
  * stamps: times in the picture and the log are CLOCK_REALTIME milliseconds
@@ -45,6 +50,7 @@
 #include <arpa/inet.h>
 
 #include "dnp_parse.h"
+#include "hooks.h"
 #include "regs.h"
 #include "sup.h"
 #include "tool.h"
@@ -88,7 +94,10 @@ static void usage(FILE *f)
 		"  --silence-ms MS   an HFM silent this long is 'silent' (default 2 x T_read + T_write)\n"
 		"  --log FILE        append the event log to FILE (default: standard output)\n"
 		"  --http HOST:PORT  serve the live fault map there (default: $DNP_SUPERVISOR_HTTP;\n"
-		"                    use a loopback address unless the network is trusted)\n");
+		"                    use a loopback address unless the network is trusted)\n"
+		"  --on-fault CMD    run 'sh -c CMD' when a node turns faulty (default:\n"
+		"                    $DNP_SUPERVISOR_ON_FAULT); the event is in DNP_EVENT_JSON\n"
+		"  --on-heal CMD     the same when it is healthy again ($DNP_SUPERVISOR_ON_HEAL)\n");
 }
 
 struct sup_main {
@@ -105,6 +114,8 @@ struct sup_main {
 	char *json;          /* the picture rendered for the web */
 	size_t json_cap;
 	uint64_t next_publish;
+	const char *on_fault, *on_heal;
+	struct dnp_hooks *hooks; /* NULL without --on-fault and --on-heal */
 };
 
 #define PROG "dnp-supervisor"
@@ -138,6 +149,8 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "log", required_argument, NULL, 'L' },
 		{ "listen-fd", required_argument, NULL, 'F' },
 		{ "http", required_argument, NULL, 'H' },
+		{ "on-fault", required_argument, NULL, 'O' },
+		{ "on-heal", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -145,10 +158,12 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	uint32_t v;
 	int c;
 
+	m->on_fault = getenv("DNP_SUPERVISOR_ON_FAULT");
+	m->on_heal = getenv("DNP_SUPERVISOR_ON_HEAL");
 	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
 	if (m->http_at && !*m->http_at)
 		m->http_at = NULL;
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -187,6 +202,12 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 			break;
 		case 'H':
 			m->http_at = optarg;
+			break;
+		case 'O':
+			m->on_fault = optarg;
+			break;
+		case 'E':
+			m->on_heal = optarg;
 			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);
@@ -279,6 +300,32 @@ static int sup_web_open(struct sup_main *m)
 	return 0;
 }
 
+/* --on-fault / --on-heal: at most 4 at once, each killed after 60 s. 0 or 1 (said why). */
+static int sup_hooks_open(struct sup_main *m)
+{
+	struct dnp_hooks_conf hc = {
+		.on_fault = m->on_fault,
+		.on_heal = m->on_heal,
+		.nnodes = dnp_torus_size(&m->sc.torus),
+		.dim = { m->sc.torus.dim[0], m->sc.torus.dim[1], m->sc.torus.dim[2] },
+		.max_running = 4,
+		.timeout_ms = 60000,
+		.log = m->log,
+	};
+
+	if ((!m->on_fault || !*m->on_fault) && (!m->on_heal || !*m->on_heal))
+		return 0;
+	if (dnp_hooks_create(&hc, &m->hooks)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return 1;
+	}
+	fprintf(m->log, "%" PRIu64 ".%03u supervisor: on-fault '%s', on-heal '%s'\n",
+		real_ms() / 1000, (unsigned)(real_ms() % 1000), m->on_fault ? m->on_fault : "",
+		m->on_heal ? m->on_heal : "");
+	fflush(m->log);
+	return 0;
+}
+
 /*
  * The picture for the fault map, at most every 250 ms and only while a
  * browser asks (or before the first): rendered whole, however large the
@@ -310,6 +357,22 @@ static void sup_web_publish(struct sup_main *m, uint64_t now)
 	(void)dnp_web_publish(m->web, m->json, len);
 }
 
+/* A node's state after an event, for --on-fault / --on-heal (once per transition: hooks.h). */
+static void sup_hooks_note(struct sup_main *m, const struct dnp_sup_event *ev)
+{
+	const struct dnp_sup_node *n = dnp_sup_node(m->s, ev->node);
+	struct dnp_hooks_state st = { .t_ms = ev->t_ms };
+
+	if (!n)
+		return;
+	st.faulty = n->host == SUP_H_FAULTY || n->host == SUP_H_SILENT || n->host == SUP_H_DEAD ||
+		    n->dnp == SUP_D_FAULTY || n->dnp == SUP_D_DEAD;
+	st.host = dnp_sup_host_name(n->host);
+	st.dnp = dnp_sup_dnp_name(n->dnp);
+	st.path = dnp_sup_path_name(n->path);
+	(void)dnp_hooks_set(m->hooks, ev->node, &st);
+}
+
 /* The supervisor's own stalls and the picture's new events, to the log. */
 static void sup_log_news(struct sup_main *m)
 {
@@ -330,6 +393,8 @@ static void sup_log_news(struct sup_main *m)
 			fprintf(m->log, "%" PRIu64 ".%03u node %u %s (%s)\n", ev->t_ms / 1000,
 				(unsigned)(ev->t_ms % 1000), ev->node, ev->what,
 				dnp_sup_path_name(ev->path));
+		if (ev && m->hooks)
+			sup_hooks_note(m, ev);
 	}
 	fflush(m->log);
 }
@@ -350,6 +415,8 @@ static void sup_serve(struct sup_main *m)
 			next_tick = now + 20;
 		}
 		sup_log_news(m);
+		if (m->hooks)
+			dnp_hooks_poll(m->hooks, dnp_hooks_now_ms());
 		sup_web_publish(m, now);
 	}
 }
@@ -382,9 +449,10 @@ int main(int argc, char **argv)
 		real_ms() / 1000, (unsigned)(real_ms() % 1000), m.sc.torus.dim[0],
 		m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr, m.sc.silence_ms);
 	fflush(m.log);
-	if (sup_web_open(&m))
+	if (sup_web_open(&m) || sup_hooks_open(&m))
 		return 1;
 	sup_serve(&m);
+	dnp_hooks_destroy(m.hooks);
 	dnp_web_destroy(m.web);
 	free(m.json);
 	dnp_sup_destroy(m.s);

@@ -95,23 +95,23 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d /usr/lib/systemd/system ];
 	root=$dir/root
 	mkdir -p "$root/etc/systemd/system" "$root/usr/lib/systemd" "$root/usr/local/bin"
 	cp -a /usr/lib/systemd/system "$root/usr/lib/systemd/"
-	cp "$src/deploy/systemd/dnpd@.service" "$src/deploy/systemd/dnp-hfm@.service" \
-		"$root/etc/systemd/system/"
+	cp "$build/deploy/dnpd@.service" "$build/deploy/dnp-hfm@.service" \
+		"$build/deploy/dnp-supervisor.service" "$root/etc/systemd/system/"
 	# Every ExecStart program must be one that meson installs (default prefix).
 	meson introspect --installed "$build" 2>/dev/null |
 		python3 -c 'import json, sys; [print(v) for v in json.load(sys.stdin).values()]' \
 		>"$dir/installed"
-	for u in dnpd@.service dnp-hfm@.service; do
-		exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$src/deploy/systemd/$u")
+	for u in dnpd@.service dnp-hfm@.service dnp-supervisor.service; do
+		exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$build/deploy/$u")
 		grep -qx "$exe" "$dir/installed" ||
 			bad "$u: ExecStart program $exe is not where meson installs it ($(grep bin/ "$dir/installed" | tr '\n' ' '))"
-		cp "$build/$(basename "$exe" | sed 's/^dnpd$/dnp-core\/dnpd\/dnpd/; s/^dnp-hfm$/lofamo\/dnp-hfm/')" \
+		cp "$build/$(basename "$exe" | sed 's/^dnpd$/dnp-core\/dnpd\/dnpd/; s/^dnp-\(hfm\|supervisor\)$/lofamo\/&/')" \
 			"$root$exe"
 	done
 	if systemd-analyze verify --root="$root" dnpd@alice.service dnp-hfm@alice.service \
-		>"$dir/verify" 2>&1; then
+		dnp-supervisor.service >"$dir/verify" 2>&1; then
 		ran=1
-		echo "ok: systemd-analyze verify dnpd@alice.service dnp-hfm@alice.service"
+		echo "ok: systemd-analyze verify dnpd@alice.service dnp-hfm@alice.service dnp-supervisor.service"
 	else
 		ran=1
 		cat "$dir/verify"
@@ -119,7 +119,7 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d /usr/lib/systemd/system ];
 	fi
 	# The check can fail: a unit naming a program that is not there.
 	sed 's|^ExecStart=/usr/local/bin/dnpd |ExecStart=/usr/local/bin/dnpd-missing |' \
-		"$src/deploy/systemd/dnpd@.service" >"$root/etc/systemd/system/dnpd@.service"
+		"$build/deploy/dnpd@.service" >"$root/etc/systemd/system/dnpd@.service"
 	systemd-analyze verify --root="$root" dnpd@alice.service >"$dir/verify2" 2>&1 &&
 		bad "systemd-analyze verify accepted a unit whose ExecStart program is missing"
 else
@@ -134,7 +134,7 @@ elif ! command -v unshare >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&
 	! getent passwd nobody >/dev/null; then
 	echo "skipped: needs unshare and setpriv (util-linux) and the user nobody"
 else
-	unit=$src/deploy/systemd/dnpd@.service
+	unit=$build/deploy/dnpd@.service
 	exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 	user=$(sed -n 's/^User=//p' "$unit" | sed 's/%i/nobody/')
 	envfile=$(sed -n 's/^EnvironmentFile=-\{0,1\}//p' "$unit")
@@ -158,6 +158,17 @@ else
 	cp "$pp" "$dir/bin/apps/"
 	find "$build/api" -maxdepth 1 -name 'libdnp.so*' ! -type d -exec cp -P {} "$dir/bin/api/" \;
 	chmod -R a+rX "$dir/bin"
+	# Type=notify: what dnpd tells systemd's NOTIFY_SOCKET, recorded (READY=1, STOPPING=1).
+	cat >"$dir/notify.py" <<'EOF'
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o666)
+with open(sys.argv[2], "w") as f:
+    while True:
+        f.write(s.recv(4096).decode(errors="replace").replace("\n", " ") + "\n")
+        f.flush()
+EOF
 	for h in 0 1; do
 		up=$dir/etc$h
 		mkdir -p "$up/dnp" "$dir/work$h"
@@ -175,8 +186,12 @@ mkdir -m ${rtmode:-0755} /run/$rtdir && chown $user /run/$rtdir || exit 1
 # EnvironmentFile=: its assignments; ExecStart's \$DNPD_OPTS split into words
 DNPD_OPTS=\$(sh -c '. $envfile; printf %s "\$DNPD_OPTS"')
 echo "host $h: $exec_start (DNPD_OPTS=\$DNPD_OPTS)"
+python3 $dir/notify.py /run/notify.sock $dir/notify-$h &
+l=\$!
+n=50
+while [ ! -S /run/notify.sock ] && [ \$n -gt 0 ]; do sleep 0.1; n=\$((n - 1)); done
 setpriv --reuid=$user --regid=\$(id -g $user) --clear-groups env -i PATH=/usr/bin:/bin \\
-	DNPD_OPTS="\$DNPD_OPTS" sh -c 'exec $exec_start' 2>$dir/dnpd-$h.log &
+	NOTIFY_SOCKET=/run/notify.sock DNPD_OPTS="\$DNPD_OPTS" sh -c 'exec $exec_start' 2>$dir/dnpd-$h.log &
 d=\$!
 n=200
 while [ ! -e /run/dnp/node-$h.up ] && [ \$n -gt 0 ]; do sleep 0.1; n=\$((n - 1)); done
@@ -190,6 +205,8 @@ as_user /usr/local/bin/dnpctl sensor volt 1500 >$dir/sensor-$h.out 2>&1 || rc=3
 kill -TERM \$d
 wait \$d
 echo "host $h: dnpd exit \$?" >>$dir/stop-$h
+sleep 0.2
+kill \$l
 [ -e /run/dnp/dnpd.sock ] && echo "host $h: socket left" >>$dir/stop-$h
 exit \$rc
 EOF
@@ -207,6 +224,11 @@ EOF
 		grep -q 'exit 0$' "$dir/stop-$h" 2>/dev/null || bad "host $h: dnpd did not exit 0 on SIGTERM"
 		grep -q 'socket left' "$dir/stop-$h" 2>/dev/null && bad "host $h: /run/dnp/dnpd.sock left behind"
 		[ "$(grep -c ' ok$' "$dir/topo-$h.out")" -eq 2 ] || bad "host $h: dnpctl topo: not 2 links ok"
+		sed 's/^/  | notify: /' "$dir/notify-$h" 2>/dev/null
+		if ldd "$dnpd" | grep -q libsystemd; then
+			grep -q '^READY=1' "$dir/notify-$h" || bad "host $h: dnpd sent no READY=1 (Type=notify)"
+			grep -q '^STOPPING=1' "$dir/notify-$h" || bad "host $h: dnpd sent no STOPPING=1"
+		fi
 	done
 	pids=
 	grep -Eq '^ +4096 +20 ' "$dir/pp-0.out" || bad "host 0: no 4096-byte ping-pong row"

@@ -12,7 +12,8 @@
 # dnpd per host as a job step:
 #  1. sbatch --wait -N 8 dnp-slurm --topo DIR -- dnp_alltoall: the sbatch
 #     wrapper (the batch script runs on host n0, inside its namespace); every
-#     rank must report "all bytes verified";
+#     rank must report "all bytes verified", and the wrapper's LO|FA|MO
+#     supervisor must show all eight nodes (their dnp-hfm) healthy;
 #  2. salloc -N 8 with the steps written out by hand: srun dnpd on every host,
 #     then srun dnp_pingpong --peer 1,1,1 where each rank finds its host's
 #     daemon only through DNP_SOCKET=RUN/%N/dnpd.sock (libdnp expands %N to
@@ -89,6 +90,10 @@ n=$(grep -c 'all bytes verified' "$dir/job1.out")
 [ "$n" -eq 8 ] || bad "job 1: $n of 8 ranks verified their bytes"
 hosts=$(grep -o 'node [01],[01],[01]' "$dir/job1.out" | sort -u | wc -l)
 [ "$hosts" -eq 8 ] || bad "job 1: ranks on $hosts distinct torus nodes, not 8"
+# dnp-slurm's LO|FA|MO: a dnp-hfm beside every dnpd, the job's supervisor
+# on the batch host; its picture after the program has all eight nodes.
+grep -q 'dnp-slurm: LO|FA|MO picture: 8 of 8 nodes healthy' "$dir/job1.out" ||
+	bad "job 1: dnp-slurm did not show an all-healthy LO|FA|MO picture of 8 nodes"
 
 # Job 2: steps by hand, the daemon found through DNP_SOCKET with %N.
 cat >"$dir/job2.sh" <<EOF
