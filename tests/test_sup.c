@@ -573,6 +573,59 @@ static void test_sup_picture_paged(void **state)
 	dnp_sup_destroy(s);
 }
 
+/*
+ * The cluster key (docs/security.md, "The service network"): a signed HEALTH
+ * verifies under its key only, any changed byte breaks it, an unsigned one is
+ * refused, and a signed one is not taken by dnp_svc_decode before its tag was
+ * checked. A replayed HEALTH of the same HFM incarnation is dropped.
+ */
+static void test_svc_signed(void **state)
+{
+	struct dnp_svc_key key, other;
+	struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = 2, .seq = 9 }, back;
+	uint8_t buf[512], copy[512];
+	int n, s;
+
+	(void)state;
+	assert_int_equal(dnp_svc_key_parse("000102030405060708090a0b0c0d0e0f\n", &key), 0);
+	assert_int_equal(dnp_svc_key_parse("000102030405060708090a0b0c0d0e1f", &other), 0);
+	assert_int_equal(dnp_svc_key_parse("00010203", &other), -EINVAL);
+	assert_int_equal(dnp_svc_key_parse("000102030405060708090a0b0c0d0eXf", &other), -EINVAL);
+	assert_int_equal(dnp_svc_key_parse("000102030405060708090a0b0c0d0e1f", &other), 0);
+	m.u.health.incarnation = 77;
+	n = dnp_svc_encode(&m, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(dnp_svc_verify(buf, (size_t)n, &key), -EACCES); /* unsigned */
+	s = dnp_svc_sign(buf, (size_t)n, sizeof(buf), &key);
+	assert_int_equal(s, n + (int)DNP_SVC_TAG);
+	assert_int_equal(dnp_svc_decode(buf, (size_t)s, &back), -EBADMSG); /* not verified yet */
+	memcpy(copy, buf, (size_t)s);
+	assert_int_equal(dnp_svc_verify(copy, (size_t)s, &other), -EACCES);
+	for (int i = 0; i < s; i++) {
+		memcpy(copy, buf, (size_t)s);
+		copy[i] ^= 0x10;
+		assert_int_equal(dnp_svc_verify(copy, (size_t)s, &key), -EACCES);
+	}
+	assert_int_equal(dnp_svc_verify(buf, (size_t)s, &key), n);
+	assert_int_equal(dnp_svc_decode(buf, (size_t)n, &back), 0);
+	assert_int_equal(back.u.health.incarnation, 77);
+	assert_int_equal(dnp_svc_sign(buf, (size_t)n, (size_t)n + 4, &key), -ENOBUFS);
+	/* replay: the same HEALTH again is not newer than the last one */
+	{
+		struct dnp_sup *sp = all_healthy(1000);
+		uint8_t rep[64];
+
+		n = dnp_svc_encode(&m, buf, sizeof(buf));
+		assert_true(dnp_sup_on_msg(sp, buf, (size_t)n, 1010, rep, sizeof(rep)) > 0);
+		assert_int_equal(dnp_sup_on_msg(sp, buf, (size_t)n, 1020, rep, sizeof(rep)),
+				 -EALREADY);
+		m.seq++;
+		n = dnp_svc_encode(&m, buf, sizeof(buf));
+		assert_true(dnp_sup_on_msg(sp, buf, (size_t)n, 1030, rep, sizeof(rep)) > 0);
+		dnp_sup_destroy(sp);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_sup_hfm_restart),
 		cmocka_unit_test(test_svc_watch_late_supervisor),
 		cmocka_unit_test(test_sup_picture_paged),
+		cmocka_unit_test(test_svc_signed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dnp_parse.h"
 #include "dnpd.h"
 #include "pkt.h"
 #include "transport.h"
@@ -112,37 +113,16 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		DNP_MAX_VC, DNP_MAX_VC);
 }
 
+/*
+ * A number of the command line or topology file, with the size suffixes of
+ * dnp_parse_size (common/dnp_parse.h: "64K", "1M", 0x...; a value that
+ * overflows is refused, never wrapped), at most max. 0 or -EINVAL.
+ */
 static int dnpd_parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v;
 
-	if (!s || !*s)
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end || v > max)
+	if (dnp_parse_size(s, &v) || v > max)
 		return -EINVAL;
 	*out = v;
 	return 0;

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dnp_parse.h"
 #include "dnpd_int.h"
 #include "notify.h"
 #include "pcap.h"
@@ -619,14 +620,15 @@ static int dnpd_lock_node(struct dnpd *d)
 			return n;
 		}
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			long pid = 0;
+			uint64_t pid = 0;
 
 			n = (int)pread(fd, buf, sizeof(buf) - 1, 0);
 			buf[n > 0 ? n : 0] = 0;
-			pid = strtol(buf, NULL, 10);
+			buf[strcspn(buf, "\n")] = 0;
+			(void)dnp_parse_u64(buf, &pid); /* 0 when the holder wrote none yet */
 			close(fd);
-			dnpd_log(DNPD_ERR, "node %u already runs here (pid %ld, %s): not starting",
-				 id, pid, d->pid_path);
+			dnpd_log(DNPD_ERR, "node %u already runs here (pid %llu, %s): not starting",
+				 id, (unsigned long long)pid, d->pid_path);
 			return -EADDRINUSE;
 		}
 		if (fstat(fd, &a) == 0 && stat(d->pid_path, &b) == 0 && a.st_ino == b.st_ino &&

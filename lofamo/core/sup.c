@@ -328,6 +328,12 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 		return -ERANGE;
 	}
 	nd = &s->nodes[m.node];
+	/* Not newer than the last HEALTH of this incarnation: late or replayed. */
+	if (nd->heard && m.u.health.incarnation &&
+	    m.u.health.incarnation == nd->last.u.health.incarnation && m.seq <= nd->last.seq) {
+		s->bad++;
+		return -EALREADY;
+	}
 	s->msgs++;
 	nd->msgs++;
 	/*

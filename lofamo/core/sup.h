@@ -105,7 +105,8 @@ void dnp_sup_destroy(struct dnp_sup *s);
  * A datagram from the service network. For a HEALTH, writes the ACK to send
  * back into reply and returns its length; 0 when nothing is to be answered.
  * Errors: -EBADMSG (does not decode), -ERANGE (node outside the torus),
- * -EPROTO (a type the supervisor does not take).
+ * -EPROTO (a type the supervisor does not take), -EALREADY (a HEALTH not
+ * newer than the last one of the same HFM incarnation: late or replayed).
  */
 int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms, void *reply,
 		   size_t cap);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keygen.h"
 #include "le.h"
 #include "svc.h"
 
@@ -257,4 +258,56 @@ void dnp_svc_watch_ack(struct dnp_svc_watch *w, uint64_t now)
 bool dnp_svc_watch_cut(const struct dnp_svc_watch *w, uint64_t now, uint64_t limit)
 {
 	return w->heard && now > w->last_ack && now - w->last_ack > limit;
+}
+
+int dnp_svc_key_parse(const char *hex, struct dnp_svc_key *key)
+{
+	uint64_t k[2] = { 0, 0 };
+
+	for (unsigned i = 0; i < 32; i++) {
+		char ch = hex[i];
+		unsigned v = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0') :
+			     ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10) :
+			     ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10) :
+						      16u;
+
+		if (v > 15)
+			return -EINVAL;
+		k[i / 16] = k[i / 16] << 4 | v;
+	}
+	if (hex[32] && hex[32] != '\n')
+		return -EINVAL;
+	key->k[0] = k[0];
+	key->k[1] = k[1];
+	return 0;
+}
+
+int dnp_svc_sign(void *buf, size_t len, size_t cap, const struct dnp_svc_key *key)
+{
+	uint8_t *p = buf;
+
+	if (len < HDR || p[6])
+		return -EBADMSG;
+	if (cap < len + DNP_SVC_TAG)
+		return -ENOBUFS;
+	p[6] = DNP_SVC_F_TAGGED;
+	lfm_put64(p + len, dnp_siphash24(key->k, p, len));
+	return (int)(len + DNP_SVC_TAG);
+}
+
+int dnp_svc_verify(void *buf, size_t len, const struct dnp_svc_key *key)
+{
+	uint8_t *p = buf;
+	uint64_t want, got, diff;
+
+	if (len < HDR + DNP_SVC_TAG || p[6] != DNP_SVC_F_TAGGED)
+		return -EACCES;
+	len -= DNP_SVC_TAG;
+	want = dnp_siphash24(key->k, p, len);
+	got = lfm_get64(p + len);
+	diff = want ^ got; /* no early exit on the first differing byte */
+	if (diff)
+		return -EACCES;
+	p[6] = 0;
+	return (int)len;
 }

@@ -46,7 +46,8 @@
 #define DNP_SVC_VERSION 1u
 #define DNP_SVC_MAX_ALARMS 8u
 #define DNP_SVC_TEXT_MAX 60000u
-#define DNP_SVC_MAX_DGRAM (16u + DNP_SVC_TEXT_MAX)
+#define DNP_SVC_TAG 8u /* SipHash-2-4 tag under the cluster key (dnp_svc_sign) */
+#define DNP_SVC_MAX_DGRAM (16u + DNP_SVC_TEXT_MAX + DNP_SVC_TAG)
 #define DNP_SVC_PAGE_HDR 16u /* snap, offset, total, reserved */
 #define DNP_SVC_PAGE_MAX (DNP_SVC_TEXT_MAX - DNP_SVC_PAGE_HDR)
 
@@ -124,6 +125,30 @@ struct dnp_svc_msg {
 int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap);
 /* 0, or -EBADMSG (length, magic, version, type, counts, reserved bytes or kinds). */
 int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m);
+
+/*
+ * Authentication with a cluster key (docs/security.md, "The service
+ * network"). A signed datagram has header byte 6 set to DNP_SVC_F_TAGGED and
+ * ends with an 8-byte SipHash-2-4 tag, under the 128-bit cluster key, of all
+ * the bytes before it. dnp_svc_verify checks the tag and turns the datagram
+ * back into a plain one (flag cleared, tag dropped) for dnp_svc_decode, which
+ * refuses a datagram still flagged. A tag proves the sender knows the key,
+ * not that the datagram is new: the supervisor drops a HEALTH that is not
+ * newer than the last of its HFM incarnation.
+ */
+#define DNP_SVC_F_TAGGED 0x01u
+struct dnp_svc_key {
+	uint64_t k[2];
+};
+/* "32 hex digits" (a key file's first line) into a key. 0 or -EINVAL. */
+int dnp_svc_key_parse(const char *hex, struct dnp_svc_key *key);
+/* Signs the datagram buf[0..len): returns len + DNP_SVC_TAG, or -ENOBUFS, -EBADMSG. */
+int dnp_svc_sign(void *buf, size_t len, size_t cap, const struct dnp_svc_key *key);
+/*
+ * Checks a signed datagram; on success clears its flag and returns its
+ * length without the tag. -EACCES: not signed, or the tag is wrong.
+ */
+int dnp_svc_verify(void *buf, size_t len, const struct dnp_svc_key *key);
 
 /*
  * The HFM's side (dnp-hfm, and the lab's simulated HFM). An ACK is ours when

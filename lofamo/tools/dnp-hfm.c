@@ -25,7 +25,7 @@
  * datagram in or out is dropped) and a second SIGUSR1 mends it.
  *
  *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
- *           [--mask HEX]
+ *           [--mask HEX] [--key-file FILE]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -90,6 +90,8 @@ struct hfm {
 	uint64_t start_ns;
 	struct dnp_svc_watch svc; /* the supervisor's acknowledgements (svc.h) */
 	uint32_t incarnation;     /* random, non-zero: this run of the HFM (svc.h) */
+	bool keyed;               /* --key-file: HEALTHs signed, only signed ACKs taken */
+	struct dnp_svc_key key;
 	bool urgent;
 };
 
@@ -256,6 +258,8 @@ static void send_health(struct hfm *h)
 	m.u.health.nalarm = h->npend < DNP_SVC_MAX_ALARMS ? h->npend : DNP_SVC_MAX_ALARMS;
 	memcpy(m.u.health.alarm, h->pend, sizeof(h->pend[0]) * m.u.health.nalarm);
 	n = dnp_svc_encode(&m, buf, sizeof(buf));
+	if (n > 0 && h->keyed)
+		n = dnp_svc_sign(buf, (size_t)n, sizeof(buf), &h->key);
 	if (n > 0 && !atomic_load(&hfm_cut))
 		(void)send(h->fd, buf, (size_t)n, MSG_DONTWAIT);
 }
@@ -269,6 +273,8 @@ static void recv_acks(struct hfm *h, uint64_t now)
 		struct dnp_svc_msg m;
 		unsigned k = 0;
 
+		if (h->keyed && (n = dnp_svc_verify(buf, (size_t)n, &h->key)) < 0)
+			continue; /* unsigned, or not signed with our key */
 		if (atomic_load(&hfm_cut) || dnp_svc_decode(buf, (size_t)n, &m) ||
 		    !dnp_svc_ack_mine(&m, h->node, h->incarnation))
 			continue;
@@ -282,12 +288,14 @@ static void recv_acks(struct hfm *h, uint64_t now)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dnp-hfm --regs PATH --node ID --supervisor HOST:PORT\n"
-		   "               [--t-write MS --t-read MS] [--mask HEX]\n"
-		   "  --regs PATH       the DNP's register block (DIR/node-<id>.lofamo)\n"
-		   "  --t-write/--t-read  set the timer register (T_write < T_read, ms)\n"
-		   "  --mask HEX        set the DFM mask register (fault kinds reported)\n"
-		   "SIGUSR1 toggles a simulated cut of this node's service network.\n");
+	fprintf(f,
+		"usage: dnp-hfm --regs PATH --node ID --supervisor HOST:PORT\n"
+		"               [--t-write MS --t-read MS] [--mask HEX]\n"
+		"  --regs PATH       the DNP's register block (DIR/node-<id>.lofamo)\n"
+		"  --t-write/--t-read  set the timer register (T_write < T_read, ms)\n"
+		"  --mask HEX        set the DFM mask register (fault kinds reported)\n"
+		"  --key-file FILE   cluster key (32 hex digits): sign HEALTHs, take signed ACKs\n"
+		"SIGUSR1 toggles a simulated cut of this node's service network.\n");
 }
 
 #define PROG "dnp-hfm"
@@ -309,6 +317,7 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 		{ "t-write", required_argument, NULL, 'w' },
 		{ "t-read", required_argument, NULL, 'R' },
 		{ "mask", required_argument, NULL, 'm' },
+		{ "key-file", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -316,7 +325,7 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			h->regs_path = optarg;
@@ -348,6 +357,11 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 				fprintf(stderr, PROG ": bad --mask '%s' (hexadecimal)\n", optarg);
 				return 2;
 			}
+			break;
+		case 'K':
+			if (lfm_tool_key(PROG, optarg, &h->key))
+				return 2;
+			h->keyed = true;
 			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);

@@ -20,7 +20,7 @@
  *
  *   dnp-lab-lofamo [--torus XxYxZ[,XxYxZ...]] [--scenario S[,S...]] [--csv]
  *                  [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]
- *                  [--expect S:PATH:MS[,...]]
+ *                  [--expect S:PATH:MS[,...]] [--picture FILE]
  *
  * The lab is deterministic: --expect S:PATH:MS makes a scenario assert
  * the report path and the awareness time (virtual ms) it must show.
@@ -285,8 +285,41 @@ struct result {
 	double diag_steady, diag_fault, svc_steady, svc_fault, sup_steady, sup_fault;
 };
 
+/*
+ * The supervisor's JSON picture at now, asked for in pages and joined as
+ * dnpctl does (svc.h, struct dnp_svc_pages), written to path: the code that
+ * serves a real supervisor's picture, on a torus of any size.
+ */
+static int lab_picture(struct dnp_sup *sup, uint64_t now, const char *path)
+{
+	static uint8_t buf[DNP_SVC_MAX_DGRAM];
+	struct dnp_svc_pages pg;
+	FILE *f;
+	int r;
+
+	dnp_svc_pages_init(&pg, DNP_SVC_Q_JSON, 1);
+	do {
+		struct dnp_svc_msg q, a;
+
+		r = dnp_svc_pages_request(&pg, buf, sizeof(buf));
+		if (r > 0)
+			r = dnp_svc_decode(buf, (size_t)r, &q) ?:
+				    dnp_sup_on_status(sup, &q, now, buf, sizeof(buf));
+		if (r > 0)
+			r = dnp_svc_decode(buf, (size_t)r, &a) ?: dnp_svc_pages_take(&pg, &a);
+	} while (r == 0 || r == -EAGAIN);
+	if (r == 1) {
+		f = fopen(path, "we");
+		r = f && fwrite(pg.buf, 1, pg.got, f) == pg.got ? 0 : -EIO;
+		if (f && fclose(f))
+			r = -EIO;
+	}
+	dnp_svc_pages_fini(&pg);
+	return r < 0 ? r : 0;
+}
+
 static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigned tr,
-		   unsigned link_ms, unsigned step, struct result *res)
+		   unsigned link_ms, unsigned step, const char *picture, struct result *res)
 {
 	struct lab L = { .t = *t, .tw = tw, .tr = tr, .link_ms = link_ms, .step = step };
 	struct dnp_sup_conf sc_conf = { .torus = *t, .silence_ms = 2ull * tr + tw, .stall_ms = tw };
@@ -391,6 +424,8 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	res->diag_fault = (double)(L.diag_bytes - d0) / L.n / (fault_len / 1000.0);
 	res->svc_fault = (double)(L.svc_bytes - s0) / L.n / (fault_len / 1000.0);
 	res->sup_fault = (double)(L.sup_msgs - m0) / (fault_len / 1000.0);
+	if (picture)
+		r = lab_picture(L.sup, t_end, picture);
 out:
 	for (uint32_t i = 0; i < L.n; i++)
 		dnp_dfm_destroy(L.nodes[i].dfm);
@@ -405,11 +440,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: dnp-lab-lofamo [--torus XxYxZ[,...]] [--scenario S[,...]] [--csv]\n"
 		"                      [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]\n"
-		"                      [--expect S:PATH:MS[,...]]\n"
+		"                      [--expect S:PATH:MS[,...]] [--picture FILE]\n"
 		"  default: tori 4x4x4,8x8x8,16x16x16, every scenario (kill-dnpd, kill-hfm,\n"
 		"  both, sensor, svcnet-cut), T_write 100, T_read 250, link timeout 400, step 5\n"
 		"  --expect: the scenario's fault must reach the picture by this report path\n"
-		"  (service, relay, inference, silence) exactly MS virtual ms after it\n");
+		"  (service, relay, inference, silence) exactly MS virtual ms after it\n"
+		"  --picture: the supervisor's JSON picture at the end of each run, asked in\n"
+		"  pages as dnpctl does, written to FILE (the last run's stays)\n");
 }
 
 #define PROG "dnp-lab-lofamo"
@@ -419,6 +456,7 @@ struct lab_args {
 	char tori[256], scens[256];
 	unsigned tw, tr, link_ms, step;
 	bool csv;
+	const char *picture; /* --picture FILE: the last run's JSON picture, joined from pages */
 	/* --expect: per scenario, the path and awareness time the run must show */
 	unsigned nexpect;
 	struct {
@@ -470,12 +508,13 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 		{ "link-timeout", required_argument, NULL, 'l' },
 		{ "step", required_argument, NULL, 'S' },
 		{ "expect", required_argument, NULL, 'e' },
+		{ "picture", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, r = 0;
 
-	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			snprintf(a->tori, sizeof(a->tori), "%s", optarg);
@@ -500,6 +539,9 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 			break;
 		case 'e':
 			r = lab_expect(a, optarg);
+			break;
+		case 'p':
+			a->picture = optarg;
 			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);
@@ -586,7 +628,8 @@ int main(int argc, char **argv)
 
 			if (a.scens[0] && !strstr(a.scens, scen_name[s]))
 				continue;
-			e = run_one(&t, (enum scen)s, a.tw, a.tr, a.link_ms, a.step, &res);
+			e = run_one(&t, (enum scen)s, a.tw, a.tr, a.link_ms, a.step, a.picture,
+				    &res);
 			if (e) {
 				fprintf(stderr, PROG ": %s\n", strerror(-e));
 				return 1;

@@ -9,6 +9,7 @@
  *
  *   dnp-supervisor --torus XxYxZ --listen HOST:PORT [--listen-fd N] [--silence-ms MS]
  *                  [--t-write MS --t-read MS] [--log FILE] [--http HOST:PORT]
+ *                  [--on-fault CMD] [--on-heal CMD] [--key-file FILE]
  *
  * --listen-fd: the UDP socket is already bound (by dnp-run) and open as
  * descriptor N; HOST:PORT is then only what the log says.
@@ -32,6 +33,7 @@
  * DNP_SVC_Q_PAGED): a client that asks for the whole one in a single TEXT
  * then gets a short, still well-formed answer that says so.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -97,7 +99,9 @@ static void usage(FILE *f)
 		"                    use a loopback address unless the network is trusted)\n"
 		"  --on-fault CMD    run 'sh -c CMD' when a node turns faulty (default:\n"
 		"                    $DNP_SUPERVISOR_ON_FAULT); the event is in DNP_EVENT_JSON\n"
-		"  --on-heal CMD     the same when it is healthy again ($DNP_SUPERVISOR_ON_HEAL)\n");
+		"  --on-heal CMD     the same when it is healthy again ($DNP_SUPERVISOR_ON_HEAL)\n"
+		"  --key-file FILE   cluster key (32 hex digits): only signed HEALTHs are taken,\n"
+		"                    and STATUS only signed or from a loopback address\n");
 }
 
 struct sup_main {
@@ -116,6 +120,9 @@ struct sup_main {
 	uint64_t next_publish;
 	const char *on_fault, *on_heal;
 	struct dnp_hooks *hooks; /* NULL without --on-fault and --on-heal */
+	bool keyed;              /* --key-file: datagrams must be signed (svc.h) */
+	struct dnp_svc_key key;
+	uint64_t refused; /* unsigned or badly signed datagrams dropped */
 };
 
 #define PROG "dnp-supervisor"
@@ -151,6 +158,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "http", required_argument, NULL, 'H' },
 		{ "on-fault", required_argument, NULL, 'O' },
 		{ "on-heal", required_argument, NULL, 'E' },
+		{ "key-file", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,7 +171,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
 	if (m->http_at && !*m->http_at)
 		m->http_at = NULL;
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -209,6 +217,11 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		case 'E':
 			m->on_heal = optarg;
 			break;
+		case 'K':
+			if (lfm_tool_key(PROG, optarg, &m->key))
+				return 2;
+			m->keyed = true;
+			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}
@@ -251,6 +264,34 @@ static int sup_open(struct sup_main *m)
 	return 0;
 }
 
+/*
+ * With a cluster key, what may be answered: a signed datagram (its tag is
+ * checked and dropped: *signed_ set), or an unsigned STATUS from a loopback
+ * address (a local dnpctl). Everything else is dropped unanswered, so an
+ * outsider can neither feed the picture nor make us send a large answer to
+ * an address it forged. Without a key everything is taken (a trusted
+ * service network, docs/security.md).
+ */
+static bool sup_admit(struct sup_main *m, uint8_t *buf, ssize_t *n, const struct sockaddr_in *from,
+		      bool *signed_)
+{
+	int v;
+
+	*signed_ = false;
+	if (!m->keyed)
+		return true;
+	v = dnp_svc_verify(buf, (size_t)*n, &m->key);
+	if (v >= 0) {
+		*n = v;
+		*signed_ = true;
+		return true;
+	}
+	if ((ntohl(from->sin_addr.s_addr) >> 24) == 127 && *n >= 16 && buf[5] == DNP_SVC_STATUS)
+		return true;
+	m->refused++;
+	return false;
+}
+
 /* Every datagram waiting in the socket: HEALTHs acknowledged, STATUS queries answered. */
 static void sup_receive(struct sup_main *m)
 {
@@ -263,16 +304,21 @@ static void sup_receive(struct sup_main *m)
 				     (struct sockaddr *)&from, &fl);
 		struct dnp_svc_msg q;
 		uint64_t now;
+		bool signed_;
 		int r;
 
 		if (n < 0)
 			break;
+		if (!sup_admit(m, buf, &n, &from, &signed_))
+			continue;
 		now = sup_now(m->s);
 		if (dnp_svc_decode(buf, (size_t)n, &q) == 0 && q.type == DNP_SVC_STATUS) {
 			r = dnp_sup_on_status(m->s, &q, now, out, sizeof(out));
 		} else {
 			r = dnp_sup_on_msg(m->s, buf, (size_t)n, now, out, sizeof(out));
 		}
+		if (r > 0 && signed_)
+			r = dnp_svc_sign(out, (size_t)r, sizeof(out), &m->key);
 		if (r > 0)
 			(void)sendto(m->fd, out, (size_t)r, MSG_DONTWAIT, (struct sockaddr *)&from,
 				     fl);
@@ -452,6 +498,10 @@ int main(int argc, char **argv)
 	if (sup_web_open(&m) || sup_hooks_open(&m))
 		return 1;
 	sup_serve(&m);
+	if (m.refused)
+		fprintf(m.log,
+			"supervisor: %" PRIu64 " unsigned or badly signed datagrams dropped\n",
+			m.refused);
 	dnp_hooks_destroy(m.hooks);
 	dnp_web_destroy(m.web);
 	free(m.json);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "dnp_parse.h"
 #include "regs.h"
+#include "svc.h"
 #include "tool.h"
 
 int lfm_tool_u32(const char *prog, const char *opt, const char *arg, uint32_t max, uint32_t *out)
@@ -31,4 +34,29 @@ int lfm_tool_usage_exit(int c, void (*usage)(FILE *f))
 {
 	usage(c == 'h' ? stdout : stderr);
 	return c == 'h' ? 0 : 2;
+}
+
+int lfm_tool_key(const char *prog, const char *path, struct dnp_svc_key *key)
+{
+	char line[80] = "";
+	struct stat st;
+	FILE *f = fopen(path, "re");
+	int e;
+
+	if (!f) {
+		e = -errno;
+		fprintf(stderr, "%s: key file %s: %s\n", prog, path, strerror(errno));
+		return e;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+		fprintf(stderr, "%s: warning: key file %s is readable by others\n", prog, path);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	if (dnp_svc_key_parse(line, key)) {
+		fprintf(stderr, "%s: key file %s: want 32 hex digits on its first line\n", prog,
+			path);
+		return -EINVAL;
+	}
+	return 0;
 }

@@ -18,6 +18,13 @@
 int lfm_tool_u32(const char *prog, const char *opt, const char *arg, uint32_t max, uint32_t *out);
 /* T_write and T_read (ms) as the timer register takes them. 0, or -EINVAL after printing why. */
 int lfm_tool_timer(const char *prog, uint32_t tw, uint32_t tr);
+struct dnp_svc_key;
+/*
+ * The cluster key from a file (32 hex digits on its first line; the file
+ * should be readable by its owner only: a warning otherwise). 0, or
+ * -EINVAL/-errno after printing why.
+ */
+int lfm_tool_key(const char *prog, const char *path, struct dnp_svc_key *key);
 /*
  * The default branch of an option switch: c is 'h' (--help: usage on
  * standard output, returns 0) or anything else (usage on standard error,

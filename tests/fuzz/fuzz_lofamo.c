@@ -5,7 +5,8 @@
  * datagram (dnp_svc_decode, then the supervisor taking it). What decodes
  * must re-encode to the very same bytes (both formats are canonical);
  * nothing may crash. A STATUS is answered (whole or a page), a PAGE is fed
- * to the client's page assembler. The first input byte picks the parser.
+ * to the client's page assembler, a signed datagram has its tag checked.
+ * The first input byte picks the parser.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (dnp_dfm_diag_decode(data + 1, size - 1, &m) == 0 &&
 		    (dnp_dfm_diag_encode(&m, out, sizeof(out)) != (int)(size - 1) ||
 		     memcmp(out, data + 1, size - 1)))
+			abort();
+		return 0;
+	}
+	if (data[0] & 2) { /* a signed datagram: the tag check must never crash */
+		static const struct dnp_svc_key key = { { 0x0123456789abcdefull, 42 } };
+		static uint8_t copy[DNP_SVC_MAX_DGRAM];
+		size_t len = size - 1 < sizeof(copy) ? size - 1 : sizeof(copy);
+		int v;
+
+		memcpy(copy, data + 1, len);
+		v = dnp_svc_verify(copy, len, &key);
+		if (v >= 0 && (copy[6] || (size_t)v + DNP_SVC_TAG != len))
 			abort();
 		return 0;
 	}
