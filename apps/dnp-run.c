@@ -14,7 +14,12 @@
  * (SIGTERM, then SIGKILL after a grace period, always by PID) and removes the
  * run directory. Exit status: 0 if every program exited 0 and every daemon
  * lived until the end (or, with --daemon-death continue|restart, whatever
- * the daemons did); 1 otherwise; 2 on bad usage.
+ * the daemons did); 1 otherwise; 2 on bad usage (a daemon that exits 2 before
+ * the programs start refused an argument dnp-run passed on: 2 as well) or a
+ * torus too large for this machine (run_guard.c; --oversubscribe).
+ *
+ * Whatever ends dnp-run, SIGKILL included, ends what it started: every
+ * process is started through its guard mode (run_guard.c).
  *
  * Daemons that die (fault drills): DIR/node-<id>.pid holds each daemon's PID.
  * --daemon-death fail (default) stops the run; continue lets it go on
@@ -48,6 +53,7 @@
 
 #include "app_cli.h"
 #include "dnp_parse.h"
+#include "impair.h"
 #include "torus.h"
 
 uint64_t now_ms(void)
@@ -109,6 +115,13 @@ static void usage(FILE *f)
 		"                        namespace testbed: on its service network (PREFIX-svc)\n"
 		"  --lofamo-arg ARG      extra argument for every dnp-hfm (repeatable)\n"
 		"  --drill               daemons and HFMs may die (fault drills): not a failure\n"
+		"  --output all|raw|nodeN  all (default): every line with its node's prefix;\n"
+		"                        raw: no prefix; nodeN: node N's standard output alone,\n"
+		"                        without prefix (every node's stderr stays, prefixed)\n"
+		"  --print-run-dir       say the run directory (stderr: \"dnp-run: run directory: DIR\")\n"
+		"  --oversubscribe       start a torus larger than this machine holds (by default\n"
+		"                        refused: about 32 MiB and one CPU share per node)\n"
+		"  --help, --version\n"
 		"SIGUSR1 to dnp-run (DNP_RUN_PID) restarts every daemon that died.\n"
 		"PROGRAM without a slash is looked up next to dnp-run first, then in $PATH.\n"
 		"Each instance gets DNP_SOCKET, DNP_NODE_ID, DNP_NNODES, DNP_TORUS, DNP_COORD.\n");
@@ -127,10 +140,29 @@ static int parse_uint(const char *opt, const char *s, unsigned long max, unsigne
 	return 0;
 }
 
+/* --output all|raw|nodeN. 1, or -EINVAL (said). */
+static int parse_output(struct run *r, const char *arg)
+{
+	uint64_t id;
+
+	if (!strcmp(arg, "all"))
+		r->output = OUTPUT_ALL;
+	else if (!strcmp(arg, "raw"))
+		r->output = OUTPUT_RAW;
+	else if (!strncmp(arg, "node", 4) && !dnp_parse_u64_max(arg + 4, MAX_NODES - 1, &id))
+		r->output = (int)id;
+	else {
+		msg("bad --output '%s' (all, raw or nodeN, e.g. node0)", arg);
+		return -EINVAL;
+	}
+	return 1;
+}
+
 /* What the command line says nothing about. */
 static void run_defaults(struct run *r)
 {
 	r->transport = "shm";
+	r->output = OUTPUT_ALL;
 	r->timeout_s = 300;
 	r->up_timeout_s = 20;
 	r->udp_base = -1;
@@ -222,6 +254,7 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 /* Options about the run itself. 1 handled, 0 not ours, -EINVAL. */
 static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus, bool *have_up)
 {
+	struct dnp_impair_conf imp;
 	struct dnp_torus t;
 
 	switch (c) {
@@ -254,7 +287,13 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 			return -EINVAL;
 		}
 		return 1;
-	case 'J': /* dnpd checks the spec */
+	case 'J':
+		if (dnp_impair_parse(arg, &imp) < 0) {
+			msg("bad --impair '%s' (dnpd --impair: dir=all|xp|..|zm,loss=P%%,corrupt=P%%,"
+			    "dup=P%%,reorder=P%%,delay=Nus,seed=N; docs/dnpd.md)",
+			    arg);
+			return -EINVAL;
+		}
 		if (r->nextra + 2 > MAX_EXTRA) {
 			msg("too many daemon arguments");
 			return -EINVAL;
@@ -264,6 +303,14 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 		return 1;
 	case 'K':
 		r->keep_dir = true;
+		return 1;
+	case 'O':
+		return parse_output(r, arg);
+	case 'Q':
+		r->print_dir = true;
+		return 1;
+	case 'F':
+		r->oversubscribe = true;
 		return 1;
 	case 'v':
 		r->verbose = true;
@@ -298,6 +345,10 @@ static int check_args(struct run *r, bool have_torus, bool have_up)
 		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
 		return -EINVAL;
 	}
+	if (r->output >= 0 && (unsigned)r->output >= r->n) {
+		msg("--output node%d: the torus has nodes 0..%u", r->output, r->n - 1);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -328,6 +379,9 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "drill", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "output", required_argument, NULL, 'O' },
+		{ "print-run-dir", no_argument, NULL, 'Q' },
+		{ "oversubscribe", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_torus = false, have_up = false;
@@ -335,7 +389,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 
 	run_defaults(r);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:hV", lo,
+	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:hVO:QF", lo,
 				NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
@@ -359,27 +413,12 @@ static int parse_args(int argc, char **argv, struct run *r)
 	return check_args(r, have_torus, have_up);
 }
 
-int main(int argc, char **argv)
+/* The signals dnp-run reads from a signalfd, and DNP_RUN_PID. 0 or -errno (said). */
+static int setup_signals(struct run *r)
 {
-	static struct run run;
-	struct run *r = &run;
+	char pid[24];
 	sigset_t mask;
-	unsigned id;
-	int e;
 
-	if (parse_args(argc, argv, r) < 0) {
-		usage(stderr);
-		return 2;
-	}
-	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp") &&
-	    strcmp(r->transport, "dpdk") && strcmp(r->transport, "memif"))
-		msg("note: transport '%s' passed to dnpd as is", r->transport);
-	if (resolve_paths(r) < 0)
-		return 1;
-	if (r->pin && sched_getaffinity(0, sizeof(r->cpus), &r->cpus) < 0) {
-		msg("--pin: sched_getaffinity: %s", strerror(errno));
-		return 1;
-	}
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -391,18 +430,20 @@ int main(int argc, char **argv)
 	r->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (r->sfd < 0) {
 		msg("signalfd: %s", strerror(errno));
-		return 1;
+		return -errno;
 	}
-	{
-		char pid[24];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	setenv("DNP_RUN_PID", pid, 1); /* for the programs: SIGUSR1 restarts dead daemons */
+	return 0;
+}
 
-		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		setenv("DNP_RUN_PID", pid, 1); /* for the programs: SIGUSR1 restarts dead daemons */
-	}
+/* The nodes and where their output goes (--output). 0 or -ENOMEM. */
+static int setup_nodes(struct run *r)
+{
 	r->nodes = calloc(r->n, sizeof(*r->nodes));
 	if (!r->nodes)
-		return 1;
-	for (id = 0; id < r->n; id++) {
+		return -ENOMEM;
+	for (unsigned id = 0; id < r->n; id++) {
 		struct node *nd = &r->nodes[id];
 
 		nd->x = id % r->dim[0];
@@ -412,14 +453,22 @@ int main(int argc, char **argv)
 		nd->s[0].fd = nd->s[1].fd = -1;
 		nd->s[0].out = stdout;
 		nd->s[1].out = stderr;
+		nd->s[0].prefix = r->output == OUTPUT_ALL ? nd->prefix : "";
+		nd->s[1].prefix = r->output == OUTPUT_RAW ? "" : nd->prefix;
+		nd->s[0].drop = r->output >= 0 && (unsigned)r->output != id;
 		nd->s[0].buf = malloc(LINE_MAX_BUF);
 		nd->s[1].buf = malloc(LINE_MAX_BUF);
 		if (!nd->s[0].buf || !nd->s[1].buf)
-			return 1;
+			return -ENOMEM;
 	}
-	if (make_run_dir(r) < 0)
-		return 1;
-	e = r->netns ? testbed_up(r) : 0;
+	return 0;
+}
+
+/* Testbed, daemons, LO|FA|MO, links up, programs: 0 or -errno (the run then failed). */
+static int start_run(struct run *r)
+{
+	int e = r->netns ? testbed_up(r) : 0;
+
 	if (e == 0) {
 		read_signals(r); /* a ^C during the testbed's set-up */
 		if (r->interrupted)
@@ -433,7 +482,37 @@ int main(int argc, char **argv)
 		e = wait_up(r);
 	if (e == 0 && !r->failed)
 		e = start_apps(r);
-	if (e < 0)
+	return e;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run run;
+	struct run *r = &run;
+	unsigned id;
+
+	if (argc > 1 && !strcmp(argv[1], RUN_GUARD_OPT))
+		return guard_main(argc, argv);
+	if (parse_args(argc, argv, r) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (check_fit(r) < 0)
+		return 2;
+	if (strcmp(r->transport, "shm") && strcmp(r->transport, "udp") &&
+	    strcmp(r->transport, "dpdk") && strcmp(r->transport, "memif"))
+		msg("note: transport '%s' passed to dnpd as is", r->transport);
+	if (resolve_paths(r) < 0 || guard_init() < 0)
+		return 1;
+	if (r->pin && sched_getaffinity(0, sizeof(r->cpus), &r->cpus) < 0) {
+		msg("--pin: sched_getaffinity: %s", strerror(errno));
+		return 1;
+	}
+	if (setup_signals(r) < 0 || setup_nodes(r) < 0 || make_run_dir(r) < 0)
+		return 1;
+	if (r->print_dir)
+		msg("run directory: %s", r->dir);
+	if (start_run(r) < 0)
 		r->failed = true;
 	if (r->failed)
 		abort_apps(r, NULL);
@@ -454,5 +533,7 @@ int main(int argc, char **argv)
 	close(r->sfd);
 	if (r->interrupted)
 		return 130;
+	if (r->usage_error)
+		return 2;
 	return r->failed ? 1 : 0;
 }

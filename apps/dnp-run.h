@@ -62,8 +62,10 @@ enum {
 extern char **environ;
 
 struct stream {
-	int fd;    /* read end of the pipe, -1 once closed */
-	FILE *out; /* where its lines go */
+	int fd;             /* read end of the pipe, -1 once closed */
+	FILE *out;          /* where its lines go */
+	const char *prefix; /* put before each line ("[x,y,z] " or "") */
+	bool drop;          /* --output nodeN: another node's stdout is not shown */
 	char *buf;
 	size_t len;
 };
@@ -119,7 +121,17 @@ struct run {
 	unsigned svc_port;
 	pid_t sup_pid;
 	pid_t *hfm_pid;
+	/* output and limits */
+	bool print_dir;     /* --print-run-dir */
+	bool oversubscribe; /* --oversubscribe: no fit check */
+	int output;         /* OUTPUT_ALL, OUTPUT_RAW or a node id (its stdout only) */
+	bool usage_error;   /* a daemon refused its arguments (exit 2) */
 };
+
+#define OUTPUT_ALL (-1)
+#define OUTPUT_RAW (-2)
+/* The hidden first option of dnp-run's guard mode (run_guard.c). */
+#define RUN_GUARD_OPT "--guard"
 
 /* Time in milliseconds (CLOCK_MONOTONIC). */
 uint64_t now_ms(void);
@@ -142,6 +154,20 @@ void dump_logs(struct run *r);
 int wait_up(struct run *r);
 int lofamo_start(struct run *r);
 void lofamo_stop(struct run *r);
+
+/* run_guard.c */
+/* Finds dnp-run's own path for guard_spawn(). 0 or -errno (said). */
+int guard_init(void);
+/* dnp-run --guard PPID SIG -- PROGRAM ARGS: never returns on success; the exit status otherwise. */
+int guard_main(int argc, char **argv);
+/*
+ * posix_spawn() of argv through guard mode: the child gets sig when dnp-run
+ * dies. Returns 0 or an errno value (as posix_spawn).
+ */
+int guard_spawn(pid_t *pid, const char *const *argv, const posix_spawn_file_actions_t *fa,
+		const posix_spawnattr_t *at, char *const *env, int sig);
+/* Does the torus fit this machine (memory, CPUs)? 0, or -E2BIG after saying what fits. */
+int check_fit(const struct run *r);
 
 /* run_apps.c */
 int start_apps(struct run *r);

@@ -90,7 +90,7 @@ int start_apps(struct run *r)
 		for (j = 1; j <= argc; j++)
 			argv[k++] = r->argv[j];
 		pin_for(r, id + 1); /* the program on the next CPU: it and its daemon both poll */
-		e = posix_spawn(&nd->apid, argv[0], &fa, &at, (char *const *)argv, env);
+		e = guard_spawn(&nd->apid, argv, &fa, &at, env, SIGKILL);
 		restore_affinity(r);
 		posix_spawn_file_actions_destroy(&fa);
 		close(p[0][1]);
@@ -121,7 +121,7 @@ out:
 	return -e;
 }
 
-/* Writes the complete lines of a stream with the node's prefix. */
+/* Writes the complete lines of a stream with its prefix (none, if dropped). */
 void emit_lines(struct node *nd, struct stream *s, bool flush_all)
 {
 	size_t start = 0, i;
@@ -129,11 +129,14 @@ void emit_lines(struct node *nd, struct stream *s, bool flush_all)
 	for (i = 0; i < s->len; i++) {
 		if (s->buf[i] != '\n')
 			continue;
-		fprintf(s->out, "%s%.*s\n", nd->prefix, (int)(i - start), s->buf + start);
+		if (!s->drop)
+			fprintf(s->out, "%s%.*s\n", s->prefix, (int)(i - start), s->buf + start);
 		start = i + 1;
 	}
 	if (flush_all && start < s->len) {
-		fprintf(s->out, "%s%.*s\n", nd->prefix, (int)(s->len - start), s->buf + start);
+		if (!s->drop)
+			fprintf(s->out, "%s%.*s\n", s->prefix, (int)(s->len - start),
+				s->buf + start);
 		start = s->len;
 	}
 	memmove(s->buf, s->buf + start, s->len - start);

@@ -51,6 +51,17 @@ static void reap(struct run *r)
 				if (nd->dexpected)
 					break;
 				describe_status(status, how, sizeof(how));
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 2 &&
+				    !nd->restarts && !nd->astarted) {
+					/* dnpd's usage error: an argument dnp-run passed on */
+					msg("dnpd of node %u,%u,%u refused its arguments (exit 2, "
+					    "its log follows)",
+					    nd->x, nd->y, nd->z);
+					r->usage_error = true;
+					r->failed = true;
+					abort_apps(r, NULL);
+					break;
+				}
 				if (r->drill) {
 					msg("drill: dnpd of node %u,%u,%u ended (%s)", nd->x, nd->y,
 					    nd->z, how);

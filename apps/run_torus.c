@@ -224,7 +224,7 @@ static int run_wait(struct run *r, const char *const *argv, const char *out_path
 	if (out_path)
 		posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC,
 						 0644);
-	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, env ? env : environ);
+	e = guard_spawn(&pid, argv, &fa, &at, env ? env : environ, SIGTERM);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (e) {
@@ -468,7 +468,7 @@ int spawn_daemon(struct run *r, unsigned id, bool restart)
 			&fa, 1, log, O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC), 0644);
 		posix_spawn_file_actions_adddup2(&fa, 1, 2);
 		pin_for(r, id);
-		e = posix_spawn(&nd->dpid, argv[0], &fa, &at, (char *const *)argv, environ);
+		e = guard_spawn(&nd->dpid, argv, &fa, &at, environ, SIGTERM);
 		restore_affinity(r);
 		posix_spawn_file_actions_destroy(&fa);
 		if (e) {
@@ -580,7 +580,7 @@ static pid_t lfm_spawn(const char *const *argv, const char *log, int pass_fd)
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	if (pass_fd >= 0) /* dup2 clears FD_CLOEXEC on the copy */
 		posix_spawn_file_actions_adddup2(&fa, pass_fd, 3);
-	e = posix_spawn(&pid, argv[0], &fa, &at, (char *const *)argv, environ);
+	e = guard_spawn(&pid, argv, &fa, &at, environ, SIGTERM);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (e) {

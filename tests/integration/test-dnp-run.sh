@@ -1,7 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Checks dnp-run against a stand-in daemon: environment, line prefixes,
-# exit codes, failure propagation, timeouts, a daemon dying, clean-up.
+# exit codes, failure propagation, timeouts, a daemon dying, clean-up,
+# --output and --print-run-dir, usage errors (exit 2, the bad option named),
+# the fit check, and that a dnp-run killed with SIGKILL leaves no process
+# behind (counted by the run directory in their command line or environment).
 # usage: test-dnp-run.sh BUILD_DIR FAKE_DNPD
 set -u
 run=$1/apps/dnp-run
@@ -70,6 +73,71 @@ check "unknown program -> exit 1" "[ $rc -eq 1 ] && grep -q 'not found' '$out'"
 "$run" --torus 2y2 -- true >"$out" 2>&1
 rc=$?
 check "bad torus -> usage error 2" "[ $rc -eq 2 ]"
+
+"$run" --torus 2x2x1 --output node2 --dnpd "$fake" -- sh -c 'echo "id=$DNP_NODE_ID"; echo "e$DNP_NODE_ID" >&2' \
+	>"$out" 2>/dev/null
+check "--output node2: node 2's stdout alone, no prefix" "[ \"\$(cat '$out')\" = id=2 ]"
+"$run" --torus 2x1x1 --output raw --dnpd "$fake" -- sh -c 'echo "id=$DNP_NODE_ID"' >"$out" 2>&1
+check "--output raw: every node, no prefix" \
+	"[ \$(grep -cx 'id=[01]' '$out') -eq 2 ] && ! grep -q '^\[' '$out'"
+
+usage_error() { # description, expected message, dnp-run arguments...
+	desc=$1 want=$2
+	shift 2
+	"$run" "$@" >"$out" 2>&1
+	rc=$?
+	check "$desc -> exit 2 naming it" "[ $rc -eq 2 ] && grep -q -- \"$want\" '$out'"
+}
+usage_error "unknown option" "unknown option '--bogus'" --bogus --torus 2x1x1 -- true
+usage_error "option without its value" "needs a value" --torus
+usage_error "bad --output" "bad --output 'nodeX'" --torus 2x1x1 --output nodeX -- true
+usage_error "--output of a node outside the torus" "node5" --torus 2x1x1 --output node5 -- true
+usage_error "overflowing --timeout" "bad --timeout '17179869185G'" --torus 2x1x1 --timeout 17179869185G -- true
+usage_error "a torus this machine cannot hold" "does not fit this machine" --torus 16x16x16 -- true
+usage_error "an impairment dnpd would refuse" "bad --impair 'loss=150%'" --torus 2x1x1 --impair loss=150% -- true
+"$run" --help >"$out" 2>/dev/null
+rc=$?
+check "--help: usage on stdout, exit 0" "[ $rc -eq 0 ] && grep -q '^usage: dnp-run' '$out'"
+"$run" --version >"$out" 2>&1
+rc=$?
+check "--version" "[ $rc -eq 0 ] && grep -qx 'dnp-run [0-9][0-9.]*' '$out'"
+
+# Lifetimes: kill -9 dnp-run, count what is left of the run.
+count_run() { # processes whose command line or environment name the run directory
+	n=0
+	for p in /proc/[0-9]*; do
+		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF "$1" ||
+			tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qF "$1"; then
+			n=$((n + 1))
+		fi
+	done
+	echo $n
+}
+err=$(mktemp)
+"$run" --torus 2x1x1 --print-run-dir --dnpd "$fake" -- \
+	sh -c ': >"$DNP_SOCKET.started"; exec sleep 60' >/dev/null 2>"$err" &
+pid=$!
+dir=
+for i in $(seq 100); do
+	dir=$(sed -n 's/^dnp-run: run directory: //p' "$err")
+	[ -n "$dir" ] && [ -e "$dir/node-0.sock.started" ] && [ -e "$dir/node-1.sock.started" ] && break
+	sleep 0.1
+done
+before=$(count_run "$dir")
+kill -9 $pid
+wait $pid 2>/dev/null
+after=$before
+for i in $(seq 100); do
+	after=$(count_run "$dir")
+	[ "$after" -eq 0 ] && break
+	sleep 0.1
+done
+cp "$err" "$out"
+check "--print-run-dir names the run directory" "[ -n '$dir' ]"
+check "kill -9 of dnp-run leaves no process of its run ($before before, $after after)" \
+	"[ $before -ge 4 ] && [ $after -eq 0 ]"
+rm -f "$err"
+[ -n "$dir" ] && rm -rf "$dir"
 
 check "run directories are made under \$XDG_RUNTIME_DIR and removed" \
 	"[ -z \"\$(ls -A '$XDG_RUNTIME_DIR')\" ]"
