@@ -9,7 +9,9 @@
  * Backends: "shm" (same host, SPSC rings in shared memory), "udp" (kernel UDP,
  * io_uring via liburing when available, plain non-blocking sockets
  * otherwise), "dpdk" (DPDK poll-mode Ethernet, transport/dpdk/dpdk.h and
- * docs/dpdk.md; registered only when the build found DPDK), later "verbs".
+ * docs/dpdk.md; registered only when the build found DPDK), "verbs" (RDMA
+ * verbs: RoCE, InfiniBand, Soft-RoCE; transport/verbs.h and docs/verbs.md;
+ * registered only when the build found libibverbs).
  *
  * Addresses are strings whose meaning is the backend's:
  *   shm: a path of a file in /dev/shm (or any tmpfs) naming the link; both

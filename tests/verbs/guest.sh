@@ -7,7 +7,8 @@
 #   guest.sh BUILD_DIR SCENARIO...
 #
 # Scenarios: pingpong (2x1x1, dnp_pingpong --verify), rejoin (2x1x1, node 1
-# killed with SIGKILL and started again, then a verified ping-pong),
+# killed with SIGKILL and started again, then a verified ping-pong), rc (both
+# again with RC QPs),
 # alltoall (2x2x1, dnp_alltoall), cut (2x2x1: one link's veth pair down under
 # a ping-pong that then detours), perftest (ib_send_lat, ib_write_lat,
 # ib_write_bw and dnp_pingpong/dnp_bw on the same rxe devices; figures to
@@ -302,9 +303,26 @@ sc_perftest() {
 	cat "$out/bench.txt"
 }
 
+# rc: the same torus restarted with RC QPs (verbs_qp = rc): a verified
+# ping-pong, then node 1 killed and restarted (the survivor's RC QP fails or is
+# reset by the new instance's handshake) and a verified ping-pong again.
+sc_rc() {
+	stop_all
+	rm -f "$run"/node-*.up
+	for n in 0 1; do echo "verbs_qp = rc" >>"$run/node-$n.ini"; done
+	all_up || return
+	pingpong 0 1 100 8,4096,65536 --verify || {
+		fail "verified ping-pong 0 <-> 1 over RC QPs"
+		return
+	}
+	echo "+ rejoin with RC QPs"
+	sc_rejoin
+	echo "PASS: verbs-rc"
+}
+
 for sc in "$@"; do
 	case $sc in
-	pingpong | rejoin | perftest)
+	pingpong | rejoin | perftest | rc)
 		[ "${TORUS:-}" = 2x1 ] || {
 			torus_down
 			torus_up 2 1 || fail "rxe testbed 2x1x1"

@@ -21,7 +21,7 @@ rm -rf "$out"
 lock=(flock /tmp/softdnp-heavy.lock)
 [ "${VERBS_LOCKED:-0}" = 1 ] && lock=()
 VERBS_TIMEOUT=${VERBS_TIMEOUT:-800} "${lock[@]}" "$src/vm.sh" "$out" "$src/guest.sh" "$build" \
-	pingpong rejoin alltoall cut
+	pingpong rejoin rc alltoall cut
 rc=$?
 [ -e "$out/guest.log" ] && cat "$out/guest.log"
 echo "accelerator: $(cat "$out/accel" 2>/dev/null)"

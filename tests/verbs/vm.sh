@@ -143,6 +143,7 @@ run_vm() {
 		-virtfs local,path="$OUT",mount_tag=vmout,security_model=none,multidevs=remap \
 		-serial "file:$OUT/console.$accel.log" -monitor none </dev/null >"$OUT/qemu.$accel.log" 2>&1 &
 	pid=$!
+	QPID=$pid
 	while [ ! -e "$OUT/booted" ]; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			wait "$pid"
@@ -162,6 +163,10 @@ run_vm() {
 
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
+# qemu runs under timeout(1), in a process group of its own: end it with us.
+QPID=
+trap '[ -n "$QPID" ] && kill "$QPID" 2>/dev/null' EXIT
+trap 'exit 1' INT TERM
 need_pkgs
 get_kernel
 make_initrd
