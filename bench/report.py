@@ -227,48 +227,45 @@ def main():
     # ---- perftest / OSU shaped
     w("## perftest-shaped tables (ib_write_lat / ib_write_bw columns)")
     w("")
-    for p, t in cols:
-        if not any(get(t, p, "lat", b) is not None or get(t, p, "bw", b) is not None
-                   for b in sizes):
-            continue
+    def shaped(p, t, lat_head, lat_row, bw_head, bw_row, rate):
+        """One perftest- or OSU-shaped block of column (p, t): the latency
+        rows, then, when there are any, the bandwidth rows with the message
+        rate (rate(m) formats it)."""
         w("```")
-        w("# %s  (cf. ib_write_lat)" % label(p, t))
-        w(" #bytes     t_typical[usec]")
+        w(lat_head[0] % label(p, t))
+        w(lat_head[1])
         for b in sizes:
             v = get(t, p, "lat", b)
             if v is not None:
-                w(" %-10d %-10.2f" % (b, v))
+                w(lat_row % (b, v))
         if any(get(t, p, "bw", b) is not None for b in sizes):
-            w("# %s  (cf. ib_write_bw)" % label(p, t))
-            w(" #bytes     BW average[MB/sec]   MsgRate[Mpps]")
+            w(bw_head[0] % label(p, t))
+            w(bw_head[1])
             for b in sizes:
                 v = get(t, p, "bw", b)
                 m = get(t, p, "msgrate", b)
                 if v is not None:
-                    w(" %-10d %-20.2f %s" % (b, v, "%.6f" % (m / 1e6) if m else "-"))
+                    w(bw_row % (b, v, rate(m) if m else "-"))
         w("```")
+
+    for p, t in cols:
+        if not any(get(t, p, "lat", b) is not None or get(t, p, "bw", b) is not None
+                   for b in sizes):
+            continue
+        shaped(p, t, ("# %s  (cf. ib_write_lat)", " #bytes     t_typical[usec]"),
+               " %-10d %-10.2f",
+               ("# %s  (cf. ib_write_bw)", " #bytes     BW average[MB/sec]   MsgRate[Mpps]"),
+               " %-10d %-20.2f %s", lambda m: "%.6f" % (m / 1e6))
     w("")
     w("## OSU-shaped tables (osu_latency, osu_bw, osu_mbw_mr)")
     w("")
     for p, t in cols:
         if get(t, p, "lat", sizes[0]) is None and get(t, p, "bw", sizes[0]) is None:
             continue
-        w("```")
-        w("# OSU-style Latency Test: %s" % label(p, t))
-        w("# Size          Latency (us)")
-        for b in sizes:
-            v = get(t, p, "lat", b)
-            if v is not None:
-                w("%-15d %.2f" % (b, v))
-        if any(get(t, p, "bw", b) is not None for b in sizes):
-            w("# OSU-style Bandwidth Test: %s" % label(p, t))
-            w("# Size      Bandwidth (MB/s)     Messages/s")
-            for b in sizes:
-                v = get(t, p, "bw", b)
-                m = get(t, p, "msgrate", b)
-                if v is not None:
-                    w("%-11d %-20.2f %s" % (b, v, "%.0f" % m if m else "-"))
-        w("```")
+        shaped(p, t, ("# OSU-style Latency Test: %s", "# Size          Latency (us)"),
+               "%-15d %.2f",
+               ("# OSU-style Bandwidth Test: %s", "# Size      Bandwidth (MB/s)     Messages/s"),
+               "%-11d %-20.2f %s", lambda m: "%.0f" % m)
     w("")
 
     # ---- hops

@@ -504,6 +504,16 @@ static void test_ring_hostile_header(void **state)
 	munmap(map, (size_t)pg * 2);
 }
 
+/* in[] := items 0..7, and cons := a consumer handle on the 8-slot ring at mem. */
+static void attach_consumer(void *mem, struct dnp_ring *cons, struct item in[8])
+{
+	for (unsigned i = 0; i < 8; i++)
+		in[i] = mkitem(i);
+	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
+					 sizeof(struct item), cons),
+			 0);
+}
+
 /*
  * A room the producer saw stays there even if the consumer moves head
  * backwards (or anywhere) meanwhile: the daemon takes events from its
@@ -516,11 +526,7 @@ static void test_ring_room_is_kept(void **state)
 	struct item in[8], out[8];
 
 	(void)state;
-	for (unsigned i = 0; i < 8; i++)
-		in[i] = mkitem(i);
-	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
-					 sizeof(struct item), &cons),
-			 0);
+	attach_consumer(mem, &cons, in);
 	assert_int_equal(dnp_ring_push_burst(r, in, 6), 6);
 	assert_int_equal(dnp_ring_pop_burst(&cons, out, 4), 4);
 	assert_int_equal(dnp_ring_room(r), 6);
@@ -551,11 +557,7 @@ static void test_ring_room_min_is_lazy(void **state)
 	uint64_t faults;
 
 	(void)state;
-	for (unsigned i = 0; i < 8; i++)
-		in[i] = mkitem(i);
-	assert_int_equal(dnp_ring_attach(mem, dnp_ring_memsize(8, sizeof(struct item)),
-					 sizeof(struct item), &cons),
-			 0);
+	attach_consumer(mem, &cons, in);
 	assert_int_equal(dnp_ring_push_burst(r, in, 2), 2);
 	assert_int_equal(dnp_ring_pop_burst(&cons, out, 2), 2);
 	assert_int_equal(dnp_ring_room_min(r, 4), 6); /* enough known: head not read */

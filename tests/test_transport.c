@@ -253,6 +253,19 @@ static void shm_path(char *path, size_t len, const char *name)
 	snprintf(path, len, "%s/%s", dir_path, name);
 }
 
+/* Opens both ends of the shm link NAME, whose path goes into path[256]; both opens must pass. */
+static void open_shm_pair(const char *name, char *path, struct dnp_transport **t0,
+			  struct dnp_transport **t1)
+{
+	struct dnp_transport_conf c0, c1;
+
+	shm_path(path, 256, name);
+	conf_shm(&c0, 0, path);
+	conf_shm(&c1, 1, path);
+	assert_int_equal(dnp_transport_shm.open(&c0, t0), 0);
+	assert_int_equal(dnp_transport_shm.open(&c1, t1), 0);
+}
+
 static void test_transport_find(void **state)
 {
 	assert_ptr_equal(dnp_transport_find("shm"), &dnp_transport_shm);
@@ -291,7 +304,6 @@ static void test_transport_shm_open_order(void **state)
 static void test_transport_shm_full_ring(void **state)
 {
 	const struct dnp_transport_ops *ops = &dnp_transport_shm;
-	struct dnp_transport_conf c0, c1;
 	struct dnp_transport *t0, *t1;
 	struct dnp_rx_frame rx[DEPTH];
 	struct dnp_tx_frame tx;
@@ -300,11 +312,7 @@ static void test_transport_shm_full_ring(void **state)
 	char path[256];
 	unsigned sent = 0;
 
-	shm_path(path, sizeof(path), "full.link");
-	conf_shm(&c0, 0, path);
-	conf_shm(&c1, 1, path);
-	assert_int_equal(ops->open(&c0, &t0), 0);
-	assert_int_equal(ops->open(&c1, &t1), 0);
+	open_shm_pair("full.link", path, &t0, &t1);
 	assert_int_equal(ops->mtu(t0), FRAME_MAX);
 	assert_int_equal(ops->wait_fd(t0), -1);
 	assert_true(ops->up(t0));
@@ -351,11 +359,7 @@ static void test_transport_shm_rings_peer_doorbell(void **state)
 	uint32_t s;
 
 	/* without peer_bell: the receiver's doorbell inside the link file */
-	shm_path(path, sizeof(path), "bell.link");
-	conf_shm(&c0, 0, path);
-	conf_shm(&c1, 1, path);
-	assert_int_equal(ops->open(&c0, &t0), 0);
-	assert_int_equal(ops->open(&c1, &t1), 0);
+	open_shm_pair("bell.link", path, &t0, &t1);
 	in_file = dnp_transport_shm_doorbell(t1);
 	assert_non_null(in_file);
 	tx.data = buf;
@@ -393,7 +397,6 @@ static void test_transport_shm_rings_peer_doorbell(void **state)
 static void test_transport_shm_rejects_bad_slot(void **state)
 {
 	const struct dnp_transport_ops *ops = &dnp_transport_shm;
-	struct dnp_transport_conf c0, c1;
 	struct dnp_transport *t0, *t1;
 	struct dnp_rx_frame rx[4];
 	uint8_t buf[64] = { 0 };
@@ -403,11 +406,7 @@ static void test_transport_shm_rejects_bad_slot(void **state)
 	void *map;
 	int fd;
 
-	shm_path(path, sizeof(path), "bad.link");
-	conf_shm(&c0, 0, path);
-	conf_shm(&c1, 1, path);
-	assert_int_equal(ops->open(&c0, &t0), 0);
-	assert_int_equal(ops->open(&c1, &t1), 0);
+	open_shm_pair("bad.link", path, &t0, &t1);
 	assert_int_equal(ops->tx_burst(t0, &tx, 1), 1);
 	/* file layout (shm.c): 4096-byte header, then ring 0; a slot starts with its u32 length */
 	fd = open(path, O_RDWR);
@@ -434,7 +433,6 @@ static void test_transport_shm_consumer_goes_by_seq(void **state)
 {
 	const struct dnp_transport_ops *ops = &dnp_transport_shm;
 	const uint32_t slot_size = (16u + FRAME_MAX + 63u) & ~63u; /* shm.c's geometry */
-	struct dnp_transport_conf c0, c1;
 	struct dnp_transport *t0, *t1;
 	struct dnp_rx_frame rx[4];
 	uint8_t buf[64] = { 0 };
@@ -444,11 +442,7 @@ static void test_transport_shm_consumer_goes_by_seq(void **state)
 	uint8_t *map;
 	int fd;
 
-	shm_path(path, sizeof(path), "seq.link");
-	conf_shm(&c0, 0, path);
-	conf_shm(&c1, 1, path);
-	assert_int_equal(ops->open(&c0, &t0), 0);
-	assert_int_equal(ops->open(&c1, &t1), 0);
+	open_shm_pair("seq.link", path, &t0, &t1);
 	fd = open(path, O_RDWR);
 	assert_true(fd >= 0);
 	map = mmap(NULL, 4096 + 2 * (size_t)slot_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

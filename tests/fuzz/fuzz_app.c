@@ -66,41 +66,40 @@ static void *mem_addr(const struct dnp_buf *buf, uint64_t va, size_t len)
 	return dnpd_sess_heap_addr(H.se, va, len);
 }
 
-static int mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
-		    size_t len, const struct dnp_mem_seq *seq)
+/* Both directions of the memory callbacks: only the session's port, else -EFAULT. */
+static int mem_io(unsigned port, const struct dnp_buf *buf, uint64_t va, void *data, size_t len,
+		  bool write)
 {
-	(void)seq;
 	void *p;
 
-	(void)ctx;
 	if (!H.se || port != H.se->port)
 		return -EFAULT;
 	if (len == 0)
 		return 0;
 	p = mem_addr(buf, va, len);
 	if (p) {
-		memcpy(dst, p, len);
+		if (write)
+			memcpy(p, data, len);
+		else
+			memcpy(data, p, len);
 		return 0;
 	}
-	return dnpd_sess_vm_io(H.se, va, dst, len, false, 0) ? -EFAULT : 0;
+	return dnpd_sess_vm_io(H.se, va, data, len, write, 0) ? -EFAULT : 0;
+}
+
+static int mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va, void *dst,
+		    size_t len, const struct dnp_mem_seq *seq)
+{
+	(void)ctx;
+	(void)seq;
+	return mem_io(port, buf, va, dst, len, false);
 }
 
 static int mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
 		     const void *src, size_t len)
 {
-	void *p;
-
 	(void)ctx;
-	if (!H.se || port != H.se->port)
-		return -EFAULT;
-	if (len == 0)
-		return 0;
-	p = mem_addr(buf, va, len);
-	if (p) {
-		memcpy(p, src, len);
-		return 0;
-	}
-	return dnpd_sess_vm_io(H.se, va, (void *)src, len, true, 0) ? -EFAULT : 0;
+	return mem_io(port, buf, va, (void *)src, len, true);
 }
 
 static const struct dnp_mem_ops mem_ops = { .read = mem_read, .write = mem_write };

@@ -33,33 +33,15 @@ dnpctl=$build/dnp-core/dnpd/dnpctl
 pp=$build/apps/dnp_pingpong
 ran=0
 fail=0
-pids=
-dir=$(mktemp -d /tmp/deploy-test.XXXXXX)
+. "$(dirname "$0")/lib.sh"
+run_dir "$(mktemp -d /tmp/deploy-test.XXXXXX)"
 chmod 755 "$dir"
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 bad() {
 	echo "FAIL: $*"
 	fail=1
 }
 [ -x "$dnpd" ] && [ -x "$dnpctl" ] && [ -x "$pp" ] || { echo "SKIP: dnpd, dnpctl or dnp_pingpong not built"; exit 77; }
 
-# wait_for SECONDS COMMAND...: polls every 0.1 s.
-wait_for() {
-	n=$(($1 * 10))
-	shift
-	while [ $n -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 
 # ---- 1. files found through the daemon, any socket name
 echo "--- 1. dnpctl sensor/impair with sockets not named node-<id>.sock"

@@ -21,24 +21,11 @@ ctl=$build/dnp-core/dnpd/dnpctl
 a2a=$build/apps/dnp_alltoall
 N=8
 
-for p in "$dnpd" "$ctl" "$a2a"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$dnpd" "$ctl" "$a2a"
 
-dir=/dev/shm/detour-$$
-mkdir -p "$dir" || exit 1
+run_dir /dev/shm/detour-$$
 base=$((21000 + ($$ % 2000) * 16))
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 fail() {
 	echo "FAIL: $*"
@@ -47,27 +34,16 @@ fail() {
 	done
 	exit 1
 }
-stats() { "$ctl" --socket "$dir/node-$1.sock" stats 2>/dev/null; }
 field() { # ID LINE_PREFIX FIELD
-	stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {
+	node_stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {
 		for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
-}
-wait_for() { # SECONDS COMMAND...
-	t=$1
-	shift
-	i=0
-	until "$@"; do
-		i=$((i + 1))
-		[ $i -le $((t * 20)) ] || return 1
-		sleep 0.05
-	done
 }
 all_know() { # N: every daemon knows N broken cables
 	for id in 0 1 2 3 4 5 6 7; do
 		[ "$(field "$id" routes broken_cables)" = "$1" ] || return 1
 	done
 }
-link_state() { stats "$1" | grep -q "^link $2 state $3"; }
+link_state() { node_stats "$1" | grep -q "^link $2 state $3"; }
 alltoall() { # TAG [--detours]: hops must equal the torus distance unless --detours
 	apids=""
 	for id in 0 1 2 3 4 5 6 7; do
@@ -88,9 +64,7 @@ for id in 0 1 2 3 4 5 6 7; do
 		--udp-base-port "$base" >"$dir/dnpd-$id.log" 2>&1 &
 	pids="$pids $!"
 done
-for id in 0 1 2 3 4 5 6 7; do
-	wait_for 60 test -e "$dir/node-$id.up" || fail "node $id links never came UP"
-done
+wait_links_up 60 0 1 2 3 4 5 6 7
 alltoall before
 all_know 0 || fail "a fault is known before any"
 
@@ -98,7 +72,7 @@ echo "+ cut the cable (0,0,0) X+ -- (1,0,0) X-"
 "$ctl" --socket "$dir/node-0.sock" impair 'dir=xp,loss=100%' || fail "dnpctl impair"
 "$ctl" --socket "$dir/node-1.sock" impair 'dir=xm,loss=100%' || fail "dnpctl impair"
 wait_for 20 link_state 0 X+ BROKEN || fail "node 0 X+ never BROKEN"
-wait_for 10 all_know 1 || { for id in 0 1 2 3 4 5 6 7; do stats $id; done >"$dir/stats"; \
+wait_for 10 all_know 1 || { for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"; \
 	fail "the broken cable did not reach every daemon"; }
 f2=$(field 2 engine pkts_forwarded)
 f3=$(field 3 engine pkts_forwarded)
@@ -118,10 +92,10 @@ echo "+ repair the cable"
 "$ctl" --socket "$dir/node-0.sock" impair off || fail "dnpctl impair off"
 "$ctl" --socket "$dir/node-1.sock" impair off || fail "dnpctl impair off"
 wait_for 30 link_state 0 X+ UP || fail "node 0 X+ never came back UP"
-wait_for 10 all_know 0 || { for id in 0 1 2 3 4 5 6 7; do stats $id; done >"$dir/stats"; \
+wait_for 10 all_know 0 || { for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"; \
 	fail "the repair did not reach every daemon"; }
 alltoall after
-for id in 0 1 2 3 4 5 6 7; do stats $id; done >"$dir/stats"
+for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"
 grep -q 'state BROKEN' "$dir/stats" && fail "a link is BROKEN at the end"
 echo "PASS: $tr-detour"
 exit 0

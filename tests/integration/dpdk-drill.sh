@@ -17,25 +17,9 @@ build=$1
 netns_sh=$2
 run=$build/apps/dnp-run
 ctl=$build/dnp-core/dnpd/dnpctl
-
-if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
-	echo "SKIP: this build has no DPDK (meson found no libdpdk)"
-	exit 77
-fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP: needs root (network namespaces, veth pairs, packet sockets)"
-	exit 77
-fi
-if ! command -v ip >/dev/null 2>&1; then
-	echo "SKIP: no 'ip' (iproute2)"
-	exit 77
-fi
-for p in "$run" "$ctl" "$build/apps/dnp_check"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_dpdk_testbed
+need_built "$run" "$ctl" "$build/apps/dnp_check"
 
 P=drill$$
 FLAG=/dev/shm/dnp-drill-$$
@@ -77,12 +61,8 @@ else
 	sock1=$(dirname "$sock")/node-1.sock
 	echo "+ ip -n $P-0 link set dev d0-xp down   (node 0 X+ <-> node 1 X-)"
 	ip -n "$P-0" link set dev d0-xp down
-	i=0
-	until "$ctl" --socket "$sock" stats 2>/dev/null | grep -q '^link X+ state BROKEN'; do
-		i=$((i + 1))
-		[ $i -le 400 ] || break
-		sleep 0.05
-	done
+	x_broken() { "$ctl" --socket "$sock" stats 2>/dev/null | grep -q '^link X+ state BROKEN'; }
+	wait_for 20 x_broken || :
 	: >"$FLAG.cut"
 	if ! wait_file "$FLAG.broken" 60; then
 		echo "FAIL: node 0 never finished reaping its PUTs"

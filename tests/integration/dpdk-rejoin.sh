@@ -16,6 +16,7 @@
 # usage: dpdk-rejoin.sh BUILD_DIR NETNS_SH
 # Exit: 0 pass, 1 fail, 77 skip (not root, DPDK or iproute2 missing).
 set -u
+. "$(dirname "$0")/lib.sh"
 
 if [ "${1:-}" = --inner ]; then
 	# Inside dnp-run: node 0 does the drill, the others have nothing to run.
@@ -27,7 +28,6 @@ if [ "${1:-}" = --inner ]; then
 	dir=$(dirname "$DNP_SOCKET")
 	now_ms() { date +%s%3N; }
 	fail() { echo "FAIL $*"; exit 1; }
-	stats() { "$ctl" --socket "$dir/node-$1.sock" stats 2>/dev/null; }
 	pingpong() { # PEER_ID PEER_COORD ITERS SIZES
 		DNP_SOCKET=$dir/node-$1.sock "$pp" --peer "$2" --iters "$3" --sizes "$4" \
 			>"$dir/pp-peer.out" 2>&1 &
@@ -37,19 +37,9 @@ if [ "${1:-}" = --inner ]; then
 		wait "$b"
 		[ $ra -eq 0 ] && [ $? -eq 0 ]
 	}
-	wait_for() { # SECONDS COMMAND...: until COMMAND succeeds
-		t=$1
-		shift
-		i=0
-		until "$@"; do
-			i=$((i + 1))
-			[ $i -le $((t * 20)) ] || return 1
-			sleep 0.05
-		done
-	}
-	x_state() { stats 0 | grep -q "^link X+ state $1"; }
+	x_state() { node_stats 0 | grep -q "^link X+ state $1"; }
 	all_up() { # ID
-		s=$(stats "$1") || return 1
+		s=$(node_stats "$1") || return 1
 		echo "$s" | grep -q '^link' && ! echo "$s" | grep -Eq 'state (INIT|BROKEN)'
 	}
 
@@ -59,15 +49,15 @@ if [ "${1:-}" = --inner ]; then
 	wait_for 20 x_state BROKEN || fail "X+ not BROKEN with its veth down"
 	# The detour (docs/routing.md): node 0 knows its X+ cable is broken, and
 	# traffic to node 1 takes the other cable, X- (the X ring has two nodes).
-	stats 0 | grep -Eq '^routes broken_cables [1-9]' || fail "node 0 does not know its broken cable"
+	node_stats 0 | grep -Eq '^routes broken_cables [1-9]' || fail "node 0 does not know its broken cable"
 	pingpong 1 1,0,0 50 8,4096 || fail "ping-pong 0 <-> 1 through the detour (X-)"
 	echo "PASS detour while X+ is down"
 	echo "+ ip -n $P-0 link set d0-xp up"
 	ip -n "$P-0" link set dev d0-xp up
 	wait_for 30 x_state UP || fail "X+ not UP again with its veth up"
 	pingpong 1 1,0,0 50 8,4096,65536 || fail "ping-pong 0 <-> 1 after the veth came back"
-	stats 0 | grep -E '^link X\+ (state|epoch)'
-	stats 0 | grep -Eq '^link X\+ epoch ([2-9]|[1-9][0-9]+) .* breaks [1-9]' ||
+	node_stats 0 | grep -E '^link X\+ (state|epoch)'
+	node_stats 0 | grep -Eq '^link X\+ epoch ([2-9]|[1-9][0-9]+) .* breaks [1-9]' ||
 		fail "X+ shows no break and new epoch"
 	echo "PASS veth-down-up"
 
@@ -85,7 +75,7 @@ if [ "${1:-}" = --inner ]; then
 	pingpong 3 1,1,0 1 8 || fail "first ping-pong through the restarted relay"
 	t_put=$(now_ms)
 	pingpong 3 1,1,0 50 8,4096,65536 || fail "ping-pong 0 <-> 3 after the rejoin"
-	fw=$(stats 1 | awk '$1 == "engine" { for (i = 2; i < NF; i++) if ($i == "pkts_forwarded") print $(i + 1) }')
+	fw=$(node_stats 1 | awk '$1 == "engine" { for (i = 2; i < NF; i++) if ($i == "pkts_forwarded") print $(i + 1) }')
 	[ "${fw:-0}" -gt 0 ] || fail "the restarted relay forwarded nothing"
 	echo "rejoin-times dpdk $((t_up - t0)) $((t_put - t0))"
 	echo "PASS rejoin"
@@ -95,24 +85,8 @@ fi
 build=$1
 netns_sh=$2
 run=$build/apps/dnp-run
-if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
-	echo "SKIP: this build has no DPDK (meson found no libdpdk)"
-	exit 77
-fi
-if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP: needs root (network namespaces, veth pairs, packet sockets)"
-	exit 77
-fi
-if ! command -v ip >/dev/null 2>&1; then
-	echo "SKIP: no 'ip' (iproute2)"
-	exit 77
-fi
-for p in "$run" "$build/apps/dnp_pingpong" "$build/dnp-core/dnpd/dnpctl"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+need_dpdk_testbed
+need_built "$run" "$build/apps/dnp_pingpong" "$build/dnp-core/dnpd/dnpctl"
 
 P=shrj$$
 out=$(mktemp)

@@ -25,24 +25,11 @@ ctl=$build/dnp-core/dnpd/dnpctl
 a2a=$build/apps/dnp_alltoall
 spec='loss=5%,reorder=1%,dup=0.5%,corrupt=0.1%'
 
-for p in "$dnpd" "$ctl" "$a2a"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$dnpd" "$ctl" "$a2a"
 
-dir=/dev/shm/selfheal-impair-$$
-mkdir -p "$dir" || exit 1
+run_dir /dev/shm/selfheal-impair-$$
 base=$((20000 + ($$ % 2000) * 16))
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 # fail WHY: the verdict, then the counters and the logs' last lines, all within
 # the last 100 lines that meson test --print-errorlogs shows.
@@ -65,14 +52,7 @@ for id in 0 1 2 3 4 5 6 7; do
 		>"$dir/dnpd-$id.log" 2>&1 &
 	pids="$pids $!"
 done
-for id in 0 1 2 3 4 5 6 7; do
-	i=0
-	while [ ! -e "$dir/node-$id.up" ]; do
-		i=$((i + 1))
-		[ $i -le 3000 ] || fail "node $id links never came UP"
-		sleep 0.01
-	done
-done
+wait_links_up 30 0 1 2 3 4 5 6 7
 
 echo "+ dnp_alltoall on 8 daemons, every link: $spec"
 DNP_APP_TIMEOUT=60

@@ -37,24 +37,11 @@ if ! command -v tshark >/dev/null 2>&1; then
 	echo "SKIP: tshark is not installed (Debian: apt-get install tshark)"
 	exit 77
 fi
-for p in "$dnpd" "$ctl" "$pp" "$hfm"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$dnpd" "$ctl" "$pp" "$hfm"
 
-dir=/dev/shm/softdnp-pcap-$$
-mkdir -p "$dir" || exit 1
+run_dir /dev/shm/softdnp-pcap-$$
 base=$((21000 + ($$ % 2000) * 16))
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 
 fail() {
 	echo "FAIL: $*"
@@ -101,14 +88,7 @@ start_torus() {
 		--udp-base-port "$base" >"$dir/dnpd-1.log" 2>&1 &
 	d1=$!
 	pids="$pids $d0 $d1"
-	for id in 0 1; do
-		i=0
-		while [ ! -e "$dir/node-$id.up" ]; do
-			i=$((i + 1))
-			[ $i -le 2000 ] || fail "node $id links never came UP"
-			sleep 0.01
-		done
-	done
+	wait_links_up 20 0 1
 }
 
 # pingpong SIZES: both instances, bounded; both must pass their checks.

@@ -24,26 +24,13 @@ dnpd=$build/dnp-core/dnpd/dnpd
 ctl=$build/dnp-core/dnpd/dnpctl
 pp=$build/apps/dnp_pingpong
 
-for p in "$dnpd" "$ctl" "$pp"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$dnpd" "$ctl" "$pp"
 
-dir=/dev/shm/selfheal-rejoin-$$
-mkdir -p "$dir" || exit 1
+run_dir /dev/shm/selfheal-rejoin-$$
 base=$((20000 + ($$ % 2000) * 16))
-pids=""
 bgpid=""
-cleanup() {
-	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+on_exit() { [ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null; }
 
 now_ms() { date +%s%3N; }
 
@@ -63,14 +50,7 @@ start_node() { # ID
 	pids="$pids $!"
 }
 
-wait_up() { # ID SECONDS
-	i=0
-	while [ ! -e "$dir/node-$1.up" ]; do
-		i=$((i + 1))
-		[ $i -le $(($2 * 100)) ] || return 1
-		sleep 0.01
-	done
-}
+wait_up() { wait_for "$2" test -e "$dir/node-$1.up"; } # ID SECONDS
 
 stat_of() { # ID FIELD: first value of FIELD on the engine line
 	"$ctl" --socket "$dir/node-$1.sock" stats | awk -v f="$2" '
