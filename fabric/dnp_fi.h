@@ -3,7 +3,8 @@
  * dnp_fi — the libfabric provider "dnp" (loaded by libfabric from
  * FI_PROVIDER_PATH as libdnp-fi.so): reliable datagram endpoints (FI_EP_RDM)
  * with FI_MSG, FI_TAGGED and FI_RMA over a SoftDNP daemon. docs/mpi.md
- * describes it for users; this header fixes what crosses the wire.
+ * describes it for users, dnp_fi_priv.h maps its sources; this header fixes
+ * what crosses the wire.
  *
  * Which daemon: $DNP_SOCKET, else the host's default socket. Under
  * `./dnp mpirun` (DNP_FI_RUN_DIR set), rank r of the job (OMPI_COMM_WORLD_RANK,

@@ -2,12 +2,15 @@
 /*
  * fi_dnp_check — checks of the libfabric provider "dnp" through the
  * libfabric API (FI_PROVIDER_PATH must name the directory of libdnp-fi.so).
- * One process opens two endpoints: A on node 0 ($DNP_RUN_DIR/node-0.sock)
- * and B on the last node of the torus, and checks, between them:
+ * One process opens three endpoints: A and C on node 0
+ * ($DNP_RUN_DIR/node-0.sock, two sessions) and B on the last node of the
+ * torus, and checks, between them:
  *   matching    tagged receives with ignore bits, directed vs FI_ADDR_UNSPEC,
  *               FI_MSG and FI_TAGGED kept apart, order of equal tags,
  *               unexpected messages, eager and rendez-vous sizes, byte-exact
  *   truncation  a short receive ends in a CQ error entry FI_ETRUNC with olen
+ *   directed    a receive directed at A refuses C's message of the same tag,
+ *               posted before it arrives or waiting unexpected, and takes A's
  *   cancel      fi_cancel of a posted receive gives FI_ECANCELED; a second
  *               cancel -FI_ENOENT; the canceled receive never matches
  *   cq errors   fi_cq_read returns -FI_EAVAIL while an error entry is queued
@@ -90,13 +93,15 @@ static void close_side(struct side *s)
 	fi_close(&s->fab->fid);
 }
 
-static struct side A, B;
+static struct side A, B, C;
+static fi_addr_t b_to_c; /* C in B's AV (B.peer is A) */
 
-/* Polls both CQs (each progresses its own endpoint) until s's CQ yields one entry. */
+/* Polls the CQs (each progresses its own endpoint) until s's CQ yields one entry. */
 static ssize_t next(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
 {
 	struct fi_cq_tagged_entry junk;
 	struct side *o = s == &A ? &B : &A;
+	struct side *o2 = s == &C ? &B : &C;
 	time_t t0 = time(NULL);
 	ssize_t r;
 
@@ -108,7 +113,10 @@ static ssize_t next(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_e
 			memset(err, 0, sizeof(*err));
 			return fi_cq_readerr(s->cq, err, 0) == 1 ? -FI_EAVAIL : -FI_EIO;
 		}
-		r = fi_cq_read(o->cq, &junk, 0); /* progress the other side only */
+		/* progress the other sides only */
+		r = fi_cq_read(o->cq, &junk, 0);
+		if (o2->cq)
+			r = fi_cq_read(o2->cq, &junk, 0);
 		if (time(NULL) - t0 > 20)
 			return -FI_ETIMEDOUT;
 	}
@@ -241,6 +249,75 @@ static void matching(void)
 	       "FI_MSG/FI_TAGGED, 200 in order)\n");
 }
 
+/* A tagged send from side s to its peer, completed. */
+static void send_from(struct side *s, uint8_t v, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	int ctx;
+	ssize_t r;
+
+	do
+		r = fi_tsend(s->ep, &v, 1, NULL, s->peer, tag, &ctx);
+	while (r == -FI_EAGAIN);
+	CHECK(r == 0, "tsend %zd", r);
+	r = next(s, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx, "send completion %zd", r);
+}
+
+/* B receives tag from src (FI_ADDR_UNSPEC: anyone); returns the byte, 0 on failure. */
+static uint8_t recv_at_b(fi_addr_t src, uint64_t tag)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	uint8_t v = 0;
+	int ctx;
+	ssize_t r;
+
+	CHECK(fi_trecv(B.ep, &v, 1, NULL, src, tag, 0, &ctx) == 0, "trecv");
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx, "receive of tag %lx: %zd", (unsigned long)tag, r);
+	return v;
+}
+
+/*
+ * Directed receive: C's message of the same tag must not match a receive
+ * directed at A, whether the receive waits for it (posted) or it waits for
+ * the receive (unexpected). C's marker message (another tag) follows it on
+ * the same pair, so once B has the marker, it has seen C's first message.
+ */
+static void directed(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	uint8_t va = 0;
+	int ctx;
+	ssize_t r;
+
+	/* posted before C's message arrives */
+	CHECK(fi_trecv(B.ep, &va, 1, NULL, B.peer, 0x3d, 0, &ctx) == 0, "directed trecv");
+	send_from(&C, 0xc1, 0x3d);
+	send_from(&C, 0xc2, 0x3e);
+	CHECK(recv_at_b(FI_ADDR_UNSPEC, 0x3e) == 0xc2, "C's marker");
+	send_from(&A, 0xa1, 0x3d);
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx && va == 0xa1,
+	      "posted receive directed at A took 0x%x (r %zd)", va, r);
+	CHECK(recv_at_b(b_to_c, 0x3d) == 0xc1, "C's message waits for a receive directed at C");
+	/* C's message unexpected when a receive directed at A is posted */
+	send_from(&C, 0xc3, 0x3f);
+	send_from(&C, 0xc4, 0x3e);
+	CHECK(recv_at_b(FI_ADDR_UNSPEC, 0x3e) == 0xc4, "C's marker");
+	va = 0;
+	CHECK(fi_trecv(B.ep, &va, 1, NULL, B.peer, 0x3f, 0, &ctx) == 0, "directed trecv");
+	send_from(&A, 0xa2, 0x3f);
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx && va == 0xa2,
+	      "receive directed at A took the unexpected 0x%x (r %zd)", va, r);
+	CHECK(recv_at_b(FI_ADDR_UNSPEC, 0x3f) == 0xc3, "C's unexpected message still there");
+	printf("ok: directed receives refuse another source (posted and unexpected)\n");
+}
+
 static void truncation_cancel(void)
 {
 	static uint8_t sb[100000], rb[100000];
@@ -359,7 +436,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(sa, sizeof(sa), "%s/node-0.sock", dir);
 	snprintf(sb, sizeof(sb), "%s/node-%d.sock", dir, atoi(nn) - 1);
-	if (open_side(&A, sa, FI_AV_TABLE) || open_side(&B, sb, FI_AV_MAP))
+	if (open_side(&A, sa, FI_AV_TABLE) || open_side(&B, sb, FI_AV_MAP) ||
+	    open_side(&C, sa, FI_AV_TABLE))
 		return 1;
 	len = sizeof(addr);
 	CHECK(fi_getname(&B.ep->fid, addr, &len) == 0 && len == 32, "getname");
@@ -367,6 +445,12 @@ int main(int argc, char **argv)
 	len = sizeof(addr);
 	CHECK(fi_getname(&A.ep->fid, addr, &len) == 0, "getname");
 	CHECK(fi_av_insert(B.av, addr, 1, &B.peer, 0, NULL) == 1, "av_insert");
+	len = sizeof(addr);
+	CHECK(fi_getname(&C.ep->fid, addr, &len) == 0, "getname");
+	CHECK(fi_av_insert(B.av, addr, 1, &b_to_c, 0, NULL) == 1, "av_insert");
+	len = sizeof(addr);
+	CHECK(fi_getname(&B.ep->fid, addr, &len) == 0, "getname");
+	CHECK(fi_av_insert(C.av, addr, 1, &C.peer, 0, NULL) == 1, "av_insert");
 	memset(addr, 0, 32);
 	{
 		fi_addr_t bad;
@@ -375,10 +459,12 @@ int main(int argc, char **argv)
 		      "a bad address is refused");
 	}
 	matching();
+	directed();
 	truncation_cancel();
 	rma();
 	close_side(&A);
 	close_side(&B);
+	close_side(&C);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 	printf("%s fi_dnp_check\n", fails ? "FAIL" : "PASS");

@@ -23,6 +23,7 @@
 #include "presto.h"
 #include "regcache.h"
 #include "reqtab.h"
+#include "stage.h"
 
 #define P_MAGIC 0x5052u /* "PR" */
 #define P_HDR 64u
@@ -50,9 +51,9 @@ enum p_cookie {
 	C_GET = 3
 };
 enum p_slot_state {
-	S_FREE = 0,
-	S_PENDING,
-	S_INFLIGHT
+	S_FREE = DNP_STAGE_FREE,
+	S_PENDING = DNP_STAGE_PENDING,
+	S_INFLIGHT = DNP_STAGE_INFLIGHT
 };
 
 struct p_hdr {
@@ -314,16 +315,9 @@ static void p_stage_issue(struct presto *p, int dst, unsigned k)
 	else
 		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
 			     dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
-	if (r == 0) {
-		if (s->state == S_PENDING)
-			pe->pending--;
-		s->state = S_INFLIGHT;
+	dnp_stage_issued(&s->state, &pe->pending, r);
+	if (r == 0)
 		return;
-	}
-	if (s->state != S_PENDING) {
-		s->state = S_PENDING;
-		pe->pending++;
-	}
 	s->not_before = 0;
 	if (r != -EAGAIN)
 		p_fail(p, r, "SEND", dst);

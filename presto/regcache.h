@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * regcache — the registration cache of Presto (presto.c) and of the
- * libfabric provider derived from it (fabric/dnp_fi.c): the user ranges a
+ * libfabric provider derived from it (fabric/dnp_fi_*.c): the user ranges a
  * rendez-vous exposes to its peer (PUT target and GET source with libdnp).
  *
  * An exact range (same address, same length) is registered once and shared:
@@ -30,7 +30,7 @@
  *
  * Everything is static inline, with no .c, for the reason given in
  * reqtab.h: tests/test_presto.c and the fuzz harnesses include presto.c or
- * dnp_fi.c and link no library. The cache calls dnp_register and
+ * fabric/dnp_fi_*.c and link no library. The cache calls dnp_register and
  * dnp_unregister, which those programs provide in place of libdnp.
  */
 #ifndef DNP_REGCACHE_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reqtab — the request table of Presto (presto.c) and of the libfabric
- * provider derived from it (fabric/dnp_fi.c): requests whose names leave the
+ * provider derived from it (fabric/dnp_fi_*.c): requests whose names leave the
  * process and come back, and the command cookie that carries those names to
  * the daemon and back.
  *
@@ -27,7 +27,7 @@
  * lock or the owner's thread).
  *
  * Everything is static inline, with no .c: tests/test_presto.c and the fuzz
- * harnesses include presto.c or dnp_fi.c and link no library, so a reqtab.c
+ * harnesses include presto.c or the provider's sources and link no library, so a reqtab.c
  * would have to be added to each of them.
  */
 #ifndef DNP_REQTAB_H

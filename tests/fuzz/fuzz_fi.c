@@ -3,7 +3,7 @@
  * libFuzzer harness for the receive path of the libfabric provider "dnp":
  * peers PUT headers and payloads into our eager rings and credit arrays,
  * and the daemon hands us events, so both are outside bytes. The harness
- * includes dnp_fi.c and replaces libdnp with a stand-in (a 2x2x1 torus,
+ * includes the provider's sources and replaces libdnp with a stand-in (a 2x2x1 torus,
  * every command completing at once). One endpoint with an AV entry, a
  * tagged, an untagged and a directed receive posted; then each 40-byte
  * record of the input becomes one event (type, peer, status, length,
@@ -15,7 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fabric/dnp_fi.c"
+#include "../../fabric/dnp_fi_attr.c"
+#include "../../fabric/dnp_fi_av.c"
+#include "../../fabric/dnp_fi_cq.c"
+#include "../../fabric/dnp_fi_ep.c"
+#include "../../fabric/dnp_fi_fabric.c"
+#include "../../fabric/dnp_fi_mr.c"
+#include "../../fabric/dnp_fi_msg.c"
+#include "../../fabric/dnp_fi_rma.c"
 #include "fuzz_libdnp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

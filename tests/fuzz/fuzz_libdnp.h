@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The libdnp stand-in of the harnesses that include a library built on
- * libdnp (fuzz_presto.c: presto.c; fuzz_fi.c: fabric/dnp_fi.c). A harness
+ * libdnp (fuzz_presto.c: presto.c; fuzz_fi.c: the fabric/dnp_fi_ sources). A harness
  * includes the .c under test, then this header, once.
  *
  * The world is a 2x2x1 torus seen from node 0,0,0, port 0. Every command

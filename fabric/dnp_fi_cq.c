@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues of the provider "dnp" (contract: dnp_fi_priv.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnp_fi_priv.h"
+
+#define DFI_IDLE_READS 4 /* empty CQ reads between two yields */
+
+/* ------------------------------------------------------------ CQ */
+
+static struct dfi_cq_ent *dfi_cq_slot(struct dfi_cq *cq)
+{
+	struct dfi_cq_ent *e;
+
+	if (cq->n == cq->cap) {
+		size_t cap = cq->cap * 2, i;
+		struct dfi_cq_ent *ne = calloc(cap, sizeof(*ne));
+
+		if (!ne)
+			return NULL;
+		for (i = 0; i < cq->n; i++)
+			ne[i] = cq->ent[(cq->head + i) % cq->cap];
+		free(cq->ent);
+		cq->ent = ne;
+		cq->cap = cap;
+		cq->head = 0;
+	}
+	e = &cq->ent[(cq->head + cq->n) % cq->cap];
+	memset(e, 0, sizeof(*e));
+	cq->n++;
+	return e;
+}
+
+void dfi_cq_write(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
+		  fi_addr_t src)
+{
+	struct dfi_cq_ent *e;
+
+	if (!cq || !(e = dfi_cq_slot(cq)))
+		return;
+	e->e.op_context = ctx;
+	e->e.flags = flags;
+	e->e.len = len;
+	e->e.buf = buf;
+	e->e.tag = tag;
+	e->src = src;
+}
+
+void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
+		  size_t olen, int err)
+{
+	struct dfi_cq_ent *e;
+
+	if (!cq || !(e = dfi_cq_slot(cq)))
+		return;
+	e->err = true;
+	e->ee.op_context = ctx;
+	e->ee.flags = flags;
+	e->ee.len = len;
+	e->ee.buf = buf;
+	e->ee.tag = tag;
+	e->ee.olen = olen;
+	e->ee.err = err;
+	e->ee.prov_errno = -err;
+}
+
+static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count, fi_addr_t *src)
+{
+	size_t i = 0;
+
+	if (cq->dom->ep)
+		dfi_progress(cq->dom->ep);
+	while (i < count && cq->n) {
+		struct dfi_cq_ent *e = &cq->ent[cq->head];
+
+		if (e->err)
+			break;
+		switch (cq->format) {
+		case FI_CQ_FORMAT_CONTEXT:
+			((struct fi_cq_entry *)buf)[i].op_context = e->e.op_context;
+			break;
+		case FI_CQ_FORMAT_MSG: {
+			struct fi_cq_msg_entry *m = &((struct fi_cq_msg_entry *)buf)[i];
+
+			m->op_context = e->e.op_context;
+			m->flags = e->e.flags;
+			m->len = e->e.len;
+			break;
+		}
+		case FI_CQ_FORMAT_DATA: {
+			struct fi_cq_data_entry *m = &((struct fi_cq_data_entry *)buf)[i];
+
+			m->op_context = e->e.op_context;
+			m->flags = e->e.flags;
+			m->len = e->e.len;
+			m->buf = e->e.buf;
+			m->data = 0;
+			break;
+		}
+		default:
+			((struct fi_cq_tagged_entry *)buf)[i] = e->e;
+			break;
+		}
+		if (src)
+			src[i] = e->src;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->n--;
+		i++;
+	}
+	if (i)
+		return (ssize_t)i;
+	if (cq->n)
+		return -FI_EAVAIL;
+	/*
+	 * An application spinning on the CQ must leave the core to the daemon
+	 * (four pollers on two cores: the daemon that has our next event often
+	 * waits for this CPU): every DFI_IDLE_READS empty reads. NetPIPE 8 B
+	 * side by side (bench/results/mpi-opt-2026-12-02.md): yielding every
+	 * 32 reads, or at every read, was slower than every 4 to 16 over shm;
+	 * over udp only every 4 was faster than every 32.
+	 * A yield that finds nobody else to run is a wasted system call, so
+	 * alone on the CPU we yield only to measure again (dnp_yield.h).
+	 */
+	if (++cq->idle >= DFI_IDLE_READS) {
+		cq->idle = 0;
+		dnp_yield_step(&cq->yield, dnp_yield_now());
+	}
+	return -FI_EAGAIN;
+}
+
+static ssize_t dfi_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
+{
+	struct dfi_cq *cq = (struct dfi_cq *)fcq;
+	ssize_t r;
+
+	pthread_mutex_lock(&dfi_lock);
+	r = dfi_cq_readfrom_locked(cq, buf, count, src);
+	pthread_mutex_unlock(&dfi_lock);
+	return r;
+}
+
+static ssize_t dfi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
+{
+	return dfi_cq_readfrom(fcq, buf, count, NULL);
+}
+
+static ssize_t dfi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct dfi_cq *cq = (struct dfi_cq *)fcq;
+	ssize_t r = -FI_EAGAIN;
+
+	pthread_mutex_lock(&dfi_lock);
+	if (cq->n && cq->ent[cq->head].err) {
+		struct fi_cq_err_entry *e = &cq->ent[cq->head].ee;
+
+		buf->op_context = e->op_context;
+		buf->flags = e->flags;
+		buf->len = e->len;
+		buf->buf = e->buf;
+		buf->data = 0;
+		buf->tag = e->tag;
+		buf->olen = e->olen;
+		buf->err = e->err;
+		buf->prov_errno = e->prov_errno;
+		/* no provider error data (err_data_size in/out since API 1.5) */
+		buf->err_data_size = 0;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->n--;
+		r = 1;
+	}
+	pthread_mutex_unlock(&dfi_lock);
+	return r;
+}
+
+static ssize_t dfi_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src,
+				const void *cond, int timeout)
+{
+	uint64_t deadline = timeout >= 0 ? dfi_now() + (uint64_t)timeout * 1000000ull : 0;
+	ssize_t r;
+
+	for (;;) {
+		r = dfi_cq_readfrom(fcq, buf, count, src);
+		if (r != -FI_EAGAIN)
+			return r;
+		if (deadline && dfi_now() >= deadline)
+			return -FI_EAGAIN;
+		/* the empty read yielded already when it should (dfi_cq_readfrom_locked) */
+	}
+}
+
+static ssize_t dfi_cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void *cond,
+			    int timeout)
+{
+	return dfi_cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
+}
+
+const char *dfi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
+			    size_t len)
+{
+	const char *s = dnp_strerror(-prov_errno);
+
+	if (buf && len) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	return s;
+}
+
+static int dfi_cq_close(struct fid *fid)
+{
+	struct dfi_cq *cq = (struct dfi_cq *)fid;
+
+	free(cq->ent);
+	free(cq);
+	return 0;
+}
+
+static struct fi_ops dfi_cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = dfi_cq_close,
+	.bind = NOSYS(bind),
+	.control = NOSYS(control),
+	.ops_open = NOSYS(ops_open),
+};
+
+static struct fi_ops_cq dfi_cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = dfi_cq_read,
+	.readfrom = dfi_cq_readfrom,
+	.readerr = dfi_cq_readerr,
+	.sread = dfi_cq_sread,
+	.sreadfrom = dfi_cq_sreadfrom,
+	.signal = NOSYS(signal),
+	.strerror = dfi_cq_strerror,
+};
+
+int dfi_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq **out,
+		void *context)
+{
+	struct dfi_cq *cq;
+
+	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	if (attr && attr->format > FI_CQ_FORMAT_TAGGED)
+		return -FI_EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->cap = 256;
+	cq->ent = calloc(cq->cap, sizeof(*cq->ent));
+	if (!cq->ent) {
+		free(cq);
+		return -FI_ENOMEM;
+	}
+	cq->dom = (struct dfi_domain *)fdom;
+	cq->format =
+		attr && attr->format != FI_CQ_FORMAT_UNSPEC ? attr->format : FI_CQ_FORMAT_CONTEXT;
+	cq->cq.fid.fclass = FI_CLASS_CQ;
+	cq->cq.fid.context = context;
+	cq->cq.fid.ops = &dfi_cq_fi_ops;
+	cq->cq.ops = &dfi_cq_ops;
+	*out = &cq->cq;
+	return 0;
+}

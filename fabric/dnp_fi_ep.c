@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Endpoints of the provider "dnp" and their progress (contract: dnp_fi_priv.h).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnp_fi_priv.h"
+
+#define DFI_EV_BATCH 32
+
+/* ------------------------------------------------------------ requests */
+
+/* A request's index travels in 24 bits of a cookie: the table stops at DNP_REQTAB_MAX24. */
+struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind)
+{
+	struct dfi_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->kind = kind;
+	r->gen = (uint32_t)(ep->gen + 1) | 1u;
+	if (dnp_reqtab_add(&ep->reqs, r, r->gen, &r->idx) < 0) {
+		free(r);
+		return NULL;
+	}
+	ep->gen++;
+	return r;
+}
+
+void dfi_req_free(struct dfi_ep *ep, struct dfi_req *r)
+{
+	dnp_reqtab_remove(&ep->reqs, r->idx);
+	free(r);
+}
+
+/* ------------------------------------------------------------ peers */
+
+/* Bytes of an endpoint's credit arrays (credit_in, credit_out), page aligned. */
+size_t dfi_cred_len(const struct dfi_domain *dom)
+{
+	return ((size_t)dom->nidx * 2 * sizeof(uint64_t) + 4095) / 4096 * 4096;
+}
+
+struct dfi_peer *dfi_peer(struct dfi_ep *ep, unsigned idx)
+{
+	struct dfi_domain *dom = ep->dom;
+	struct dfi_peer *pe = ep->peers[idx];
+	unsigned node = idx / DFI_LOCAL;
+
+	if (pe)
+		return pe;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return NULL;
+	pe->stage_mem = dnp_alloc(dom->d, (size_t)DFI_K * DFI_SLOT);
+	if (!pe->stage_mem) {
+		free(pe);
+		return NULL;
+	}
+	pe->c.x = node % dom->dims.x;
+	pe->c.y = node / dom->dims.x % dom->dims.y;
+	pe->c.z = node / (dom->dims.x * dom->dims.y);
+	pe->port = ~0u;
+	pe->fiaddr = FI_ADDR_NOTAVAIL;
+	ep->peers[idx] = pe;
+	return pe;
+}
+
+/* The peer (and its ring) for an AV address; NULL with *err set otherwise. */
+struct dfi_peer *dfi_peer_of(struct dfi_ep *ep, fi_addr_t fa, unsigned *idx, int *err)
+{
+	struct dfi_av *av = ep->av;
+	const struct dfi_addr *a;
+	struct dfi_peer *pe;
+
+	if (!av || fa >= av->n || !av->used[fa]) {
+		*err = -FI_EINVAL;
+		return NULL;
+	}
+	a = &av->tab[fa];
+	*idx = dfi_idx(ep->dom, a->x, a->y, a->z, a->port);
+	pe = dfi_peer(ep, *idx);
+	if (!pe) {
+		*err = -FI_ENOMEM;
+		return NULL;
+	}
+	if (pe->port != ~0u && pe->port != a->port) {
+		*err = -FI_EADDRINUSE; /* two endpoints of one node share a ring index */
+		return NULL;
+	}
+	pe->port = a->port;
+	pe->ring_va = a->ring_va + (uint64_t)ep->dom->my_idx * DFI_K * DFI_SLOT;
+	pe->ring_key = a->ring_key;
+	pe->have_ring = true;
+	if (!pe->have_credit) {
+		pe->credit_va = a->credit_va + (uint64_t)ep->dom->my_idx * sizeof(uint64_t);
+		pe->credit_key = a->credit_key;
+		pe->have_credit = true;
+	}
+	pe->fiaddr = fa;
+	return pe;
+}
+
+fi_addr_t dfi_src_addr(struct dfi_ep *ep, struct dfi_peer *pe)
+{
+	struct dfi_av *av = ep->av;
+	size_t i;
+
+	if (pe->fiaddr != FI_ADDR_NOTAVAIL || !av)
+		return pe->fiaddr;
+	for (i = 0; i < av->n; i++)
+		if (av->used[i] && av->tab[i].x == pe->c.x && av->tab[i].y == pe->c.y &&
+		    av->tab[i].z == pe->c.z && av->tab[i].port == pe->port) {
+			pe->fiaddr = i;
+			break;
+		}
+	return pe->fiaddr;
+}
+
+static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
+{
+	struct dfi_peer *pe;
+	struct dfi_req *q;
+	unsigned kind;
+	uint32_t a, b;
+
+	dnp_reqtab_cookie_split(ev->cookie, &kind, &a, &b);
+	if (ev->type == DNP_EV_RX_PUT) {
+		dfi_rx(ep, ev);
+		return;
+	}
+	if (ev->type == DNP_EV_RX_SEND || ev->type == DNP_EV_LINK)
+		return;
+	if (kind == C_STAGE && a < ep->dom->nidx && b < DFI_K && (pe = ep->peers[a])) {
+		if (pe->st[b].state != S_INFLIGHT)
+			return;
+		pe->st[b].state = S_FREE;
+		if (ev->type == DNP_EV_ERROR)
+			dfi_fail(ep, ev->status ? ev->status : -EIO, "eager PUT failed");
+		return;
+	}
+	if (kind == C_CREDIT && a < ep->dom->nidx && (pe = ep->peers[a])) {
+		pe->credit_busy = false;
+		pe->credit_force = false;
+		if (ev->type == DNP_EV_ERROR && pe->acked == ep->credit_out[a]) {
+			/* the peer may not have this count, nor a later one: again, later */
+			pe->credit_force = true;
+			pe->acked--;
+			pe->credit_retry_at = dfi_now() + 200000;
+		}
+		dfi_credit_return(ep, a);
+		return;
+	}
+	q = dnp_reqtab_find(&ep->reqs, a, b);
+	if (!q)
+		return;
+	if (kind == C_GET && q->kind == R_RECV)
+		dfi_get_done(ep, q, ev);
+	else if (kind == C_RMA && q->kind == R_RMA)
+		dfi_rma_done(ep, q, ev);
+}
+
+void dfi_progress(struct dfi_ep *ep)
+{
+	struct dnp_event ev[DFI_EV_BATCH];
+	unsigned i;
+	int n, k;
+
+	if (!ep->enabled)
+		return;
+	n = dnp_poll_events(ep->dom->d, ev, DFI_EV_BATCH);
+	for (k = 0; k < n; k++)
+		dfi_event(ep, &ev[k]);
+	if (ep->gets) {
+		struct dfi_req *l = ep->gets;
+
+		ep->gets = NULL;
+		while (l) {
+			struct dfi_req *q = l;
+
+			l = l->next;
+			dfi_get_issue(ep, q);
+		}
+	}
+	for (i = 0; i < ep->dom->nidx; i++) {
+		struct dfi_peer *pe = ep->peers[i];
+
+		if (!pe)
+			continue;
+		if (pe->q_head || pe->pending)
+			dfi_push(ep, i);
+		if (!pe->credit_busy && pe->consumed != pe->acked)
+			dfi_credit_return(ep, i);
+	}
+}
+
+static int dfi_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	return -FI_ENOPROTOOPT;
+}
+
+static int dfi_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static ssize_t dfi_rx_size_left(struct fid_ep *ep)
+{
+	return 1024;
+}
+
+static int dfi_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct dfi_ep *ep = container_of(fid, struct dfi_ep, ep.fid);
+	struct dfi_domain *dom = ep->dom;
+	struct dfi_addr a = {
+		.x = (uint8_t)dom->self.x,
+		.y = (uint8_t)dom->self.y,
+		.z = (uint8_t)dom->self.z,
+		.port = (uint8_t)dom->port,
+		.ring_key = ep->ring_key,
+		.ring_va = (uintptr_t)ep->ring,
+		.credit_va = (uintptr_t)ep->credit_in,
+		.credit_key = ep->credit_key,
+		.magic = DFI_ADDR_MAGIC,
+	};
+	size_t n = *addrlen;
+
+	*addrlen = sizeof(a);
+	if (n < sizeof(a))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &a, sizeof(a));
+	return 0;
+}
+
+static int dfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct dfi_ep *ep = container_of(fid, struct dfi_ep, ep.fid);
+
+	switch (bfid->fclass) {
+	case FI_CLASS_AV:
+		ep->av = (struct dfi_av *)bfid;
+		return 0;
+	case FI_CLASS_EQ:
+		return 0;
+	case FI_CLASS_CQ:
+		if (flags & FI_TRANSMIT) {
+			ep->tx_cq = (struct dfi_cq *)bfid;
+			ep->tx_flags = flags;
+		}
+		if (flags & FI_RECV) {
+			ep->rx_cq = (struct dfi_cq *)bfid;
+			ep->rx_flags = flags;
+		}
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int dfi_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct dfi_ep *ep = container_of(fid, struct dfi_ep, ep.fid);
+
+	if (command != FI_ENABLE)
+		return -FI_ENOSYS;
+	if (!ep->av || !ep->tx_cq || !ep->rx_cq)
+		return -FI_ENOCQ;
+	ep->enabled = true;
+	return 0;
+}
+
+static int dfi_ep_close(struct fid *fid)
+{
+	struct dfi_ep *ep = container_of(fid, struct dfi_ep, ep.fid);
+	uint64_t deadline = dfi_now() + 2000000000ull;
+	unsigned i, k;
+	bool busy;
+
+	pthread_mutex_lock(&dfi_lock);
+	/* Let the last messages and credits leave before the port goes away. */
+	do {
+		busy = false;
+		dfi_progress(ep);
+		for (i = 0; i < ep->dom->nidx; i++) {
+			struct dfi_peer *pe = ep->peers[i];
+
+			if (!pe)
+				continue;
+			busy |= pe->q_head != NULL;
+			for (k = 0; k < DFI_K; k++)
+				busy |= pe->st[k].state != S_FREE;
+		}
+		if (busy)
+			sched_yield();
+	} while (busy && !ep->fatal && dfi_now() < deadline);
+	for (i = 0; i < ep->dom->nidx; i++) {
+		struct dfi_peer *pe = ep->peers[i];
+
+		if (!pe)
+			continue;
+		while (pe->q_head) {
+			struct dfi_out *o = pe->q_head;
+
+			pe->q_head = o->next;
+			free(o->copy);
+			free(o);
+		}
+		while (pe->held) {
+			struct dfi_held *e = pe->held;
+
+			pe->held = e->next;
+			free(e->data);
+			free(e);
+		}
+		free(pe);
+	}
+	for (k = 0; k < 2; k++)
+		while (ep->unexp[k]) {
+			struct dfi_unexp *u = ep->unexp[k];
+
+			ep->unexp[k] = u->next;
+			free(u->data);
+			free(u);
+		}
+	dnp_reqtab_fini(&ep->reqs, free);
+	free(ep->peers);
+	ep->dom->ep = NULL;
+	pthread_mutex_unlock(&dfi_lock);
+	free(ep);
+	return 0;
+}
+
+static struct fi_ops dfi_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = dfi_ep_close,
+	.bind = dfi_ep_bind,
+	.control = dfi_ep_control,
+	.ops_open = NOSYS(ops_open),
+};
+
+static struct fi_ops_ep dfi_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = dfi_cancel,
+	.getopt = dfi_getopt,
+	.setopt = dfi_setopt,
+	.tx_ctx = NOSYS(tx_ctx),
+	.rx_ctx = NOSYS(rx_ctx),
+	.rx_size_left = dfi_rx_size_left,
+	.tx_size_left = dfi_rx_size_left,
+};
+
+static struct fi_ops_cm dfi_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = NOSYS(setname),
+	.getname = dfi_getname,
+	.getpeer = NOSYS(getpeer),
+	.connect = NOSYS(connect),
+	.listen = NOSYS(listen),
+	.accept = NOSYS(accept),
+	.reject = NOSYS(reject),
+	.shutdown = NOSYS(shutdown),
+	.join = NOSYS(join),
+};
+
+int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context)
+{
+	struct dfi_domain *dom = (struct dfi_domain *)fdom;
+	struct dfi_ep *ep;
+	size_t ring_len = (size_t)dom->nidx * DFI_K * DFI_SLOT;
+	size_t cred_len = dfi_cred_len(dom);
+	uint8_t *area;
+	int r;
+
+	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&dfi_lock);
+	if (dom->ep) {
+		pthread_mutex_unlock(&dfi_lock);
+		return -FI_EBUSY; /* one endpoint per domain (one DNP port) */
+	}
+	ep = calloc(1, sizeof(*ep));
+	r = -FI_ENOMEM;
+	if (!ep)
+		goto err;
+	dnp_reqtab_init(&ep->reqs, DNP_REQTAB_MAX24);
+	ep->dom = dom;
+	ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->directed = !info || (info->caps & FI_DIRECTED_RECV);
+	ep->peers = calloc(dom->nidx, sizeof(*ep->peers));
+	/* One PUT target: the credit arrays, then the rings (see dfi_ring_of). */
+	area = dnp_alloc(dom->d, cred_len + ring_len);
+	if (!ep->peers || !area)
+		goto err;
+	memset(area, 0, cred_len);
+	ep->credit_in = (uint64_t *)area;
+	ep->credit_out = ep->credit_in + dom->nidx;
+	ep->ring = area + cred_len;
+	r = dnp_register(dom->d, area, cred_len + ring_len, DNP_BUF_PUT_TARGET, &ep->ring_key);
+	if (r < 0)
+		goto err;
+	ep->credit_key = ep->ring_key;
+	ep->ep.fid.fclass = FI_CLASS_EP;
+	ep->ep.fid.context = context;
+	ep->ep.fid.ops = &dfi_ep_fi_ops;
+	ep->ep.ops = &dfi_ep_ops;
+	ep->ep.cm = &dfi_cm_ops;
+	ep->ep.msg = &dfi_msg_ops;
+	ep->ep.tagged = &dfi_tagged_ops;
+	ep->ep.rma = &dfi_rma_ops;
+	dom->ep = ep;
+	pthread_mutex_unlock(&dfi_lock);
+	*out = &ep->ep;
+	return 0;
+err:
+	if (ep) {
+		free(ep->peers);
+		free(ep);
+	}
+	pthread_mutex_unlock(&dfi_lock);
+	return r;
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dnp_fi_priv.h — the parts of the libfabric provider "dnp" and what each
+ * promises the others (dnp_fi.h fixes the wire format, docs/mpi.md the use).
+ * The provider is split after libfabric's own object families:
+ *
+ *   dnp_fi_attr.c    everything fi_getinfo advertises (caps, attributes, the
+ *                    checks of an application's hints) and the provider entry
+ *   dnp_fi_fabric.c  fabric, event queue and domain objects; the provider lock
+ *   dnp_fi_ep.c      endpoints: their peers and requests, binding, enabling,
+ *                    closing, and progress (the daemon's events dispatched)
+ *   dnp_fi_cq.c      completion queues: entries and error entries written by
+ *                    the other parts, read (with progress) by the application
+ *   dnp_fi_mr.c      memory registration (fi_mr_reg: DNP buffers and keys)
+ *                    and the rendez-vous registrations of user buffers
+ *   dnp_fi_av.c      address vectors of struct dfi_addr
+ *   dnp_fi_msg.c     FI_MSG and FI_TAGGED: the eager ring protocol, credits,
+ *                    rendez-vous, matching, fi_cancel
+ *   dnp_fi_rma.c     FI_RMA: fi_read as a DNP GET, fi_write as a DNP PUT
+ *
+ * Locking: every entry point called by the application takes dfi_lock
+ * (FI_THREAD_SAFE); every function declared here expects it held unless its
+ * comment says otherwise. Errors are 0 or a negative FI_* errno.
+ */
+#ifndef DNP_FI_PRIV_H
+#define DNP_FI_PRIV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "dnp.h"
+#include "dnp_fi.h"
+#include "dnp_yield.h"
+#include "regcache.h"
+#include "reqtab.h"
+#include "stage.h"
+
+#define DFI_NAME "dnp"
+#define DFI_FABRIC "dnp-torus"
+
+/* Kinds of DNP command cookies (dnp_reqtab_cookie). */
+enum {
+	C_STAGE = 1,
+	C_CREDIT = 2,
+	C_GET = 3,
+	C_RMA = 4
+};
+/* States of a staging slot (stage.h). */
+enum {
+	S_FREE = DNP_STAGE_FREE,
+	S_PENDING = DNP_STAGE_PENDING,
+	S_INFLIGHT = DNP_STAGE_INFLIGHT
+};
+/* Kinds of requests. */
+enum {
+	R_SEND = 1,
+	R_RECV,
+	R_RMA
+};
+
+/* The provider-wide lock (dnp_fi_fabric.c). */
+extern pthread_mutex_t dfi_lock;
+
+static inline uint64_t dfi_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ objects */
+
+struct dfi_cq_ent {
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	bool err;
+	struct fi_cq_err_entry ee;
+};
+
+struct dfi_cq {
+	struct fid_cq cq;
+	struct dfi_domain *dom;
+	enum fi_cq_format format;
+	struct dfi_cq_ent *ent;
+	size_t cap, head, n;
+	unsigned idle;          /* empty reads since the last yield */
+	struct dnp_yield yield; /* yield only when somebody else wants the CPU */
+};
+
+struct dfi_av {
+	struct fid_av av;
+	struct dfi_domain *dom;
+	enum fi_av_type type;
+	struct dfi_addr *tab;
+	bool *used;
+	size_t n, cap;
+};
+
+struct dfi_mr {
+	struct fid_mr mr;
+	struct dfi_domain *dom;
+	void *buf;
+	bool registered;
+};
+
+struct dfi_req {
+	int kind;
+	uint32_t idx, gen;
+	void *context;
+	uint64_t flags; /* completion flags */
+	bool comp;      /* write a CQ entry */
+	void *buf;
+	size_t len, cap, got;
+	fi_addr_t src;
+	uint64_t tag, ignore;
+	bool tagged;
+	struct dfi_hdr rts; /* receive side of a rendez-vous */
+	uint32_t rts_peer;
+	bool getting;                 /* its rendez-vous GET is issued, its completion awaited */
+	struct dnp_regcache_ent *reg; /* rendez-vous registration */
+	void *bounce;                 /* rendez-vous through a private copy */
+	struct dfi_req *next;
+};
+
+struct dfi_out {
+	struct dfi_hdr h;
+	const void *payload;
+	void *copy; /* inject: a private copy of the payload */
+	size_t plen;
+	struct dfi_req *req; /* eager send: completes once staged */
+	struct dfi_out *next;
+};
+
+struct dfi_unexp {
+	struct dfi_hdr h;
+	uint32_t peer;
+	void *data;
+	struct dfi_unexp *next;
+};
+
+struct dfi_held {
+	struct dfi_hdr h;
+	void *data;
+	struct dfi_held *next;
+};
+
+struct dfi_stage {
+	uint8_t state;
+	uint32_t len, seq;
+};
+
+struct dfi_peer {
+	struct dnp_coords c;
+	unsigned port;
+	bool have_ring;
+	uint64_t ring_va; /* its ring for us */
+	uint32_t ring_key;
+	fi_addr_t fiaddr; /* in our AV, or FI_ADDR_NOTAVAIL */
+	/* sending */
+	struct dfi_out *q_head, *q_tail;
+	struct dfi_stage st[DFI_K];
+	uint8_t *stage_mem;
+	uint32_t next_seq;
+	uint64_t sent;
+	unsigned pending;
+	/* receiving */
+	uint32_t expect_seq;
+	struct dfi_held *held;
+	uint64_t consumed;
+	uint64_t acked;  /* the count of consumed the sender was last given */
+	uint64_t ack_in; /* messages of ours it consumed, from its headers */
+	bool credit_busy, have_credit, credit_force;
+	uint64_t credit_va;
+	uint32_t credit_key;
+	uint64_t credit_retry_at;
+};
+
+struct dfi_ep;
+
+struct dfi_domain {
+	struct fid_domain dom;
+	struct dnp *d;
+	struct dnp_coords self, dims;
+	unsigned nnodes, port, nidx, my_idx;
+	struct dfi_ep *ep;
+	struct dnp_regcache regs; /* ranges registered for rendez-vous */
+};
+
+struct dfi_ep {
+	struct fid_ep ep;
+	struct dfi_domain *dom;
+	struct dfi_av *av;
+	struct dfi_cq *tx_cq, *rx_cq;
+	uint64_t tx_flags, rx_flags;       /* bind flags: FI_SELECTIVE_COMPLETION */
+	uint64_t tx_op_flags, rx_op_flags; /* defaults of calls without flags */
+	bool directed;                     /* FI_DIRECTED_RECV: receives honour src_addr */
+	bool enabled;
+	uint8_t *ring;
+	uint32_t ring_key;
+	uint64_t *credit_in;  /* [nidx] messages of ours each receiver consumed */
+	uint64_t *credit_out; /* [nidx] our credit PUT in flight per sender */
+	uint32_t credit_key;
+	struct dfi_peer **peers;
+	struct dfi_req *posted[2], *posted_tail[2]; /* [tagged] */
+	struct dfi_unexp *unexp[2], *unexp_tail[2];
+	struct dfi_req *gets;
+	struct dnp_reqtab reqs; /* requests by (idx, gen): RTS ids, GET and RMA cookies */
+	uint64_t gen;
+	int fatal;
+};
+
+/*
+ * libfabric's answer for an optional operation a provider does not offer
+ * (binding a wait set, ops_open extensions, service-name AV inserts, ...):
+ * -FI_ENOSYS. docs/mpi.md lists what the provider leaves out.
+ */
+int dfi_enosys_fid(void);
+#define NOSYS(fn) ((void *)dfi_enosys_fid)
+
+#define EP(fep) ((struct dfi_ep *)(fep))
+/* An entry point's body under the provider lock. */
+#define LOCKED(expr)                             \
+	({                                       \
+		ssize_t _r;                      \
+		pthread_mutex_lock(&dfi_lock);   \
+		_r = (expr);                     \
+		pthread_mutex_unlock(&dfi_lock); \
+		_r;                              \
+	})
+
+/*
+ * With FI_SELECTIVE_COMPLETION on the CQ binding, an operation completes in
+ * the CQ only with FI_COMPLETION: its own flags (the *msg calls) or the
+ * endpoint's default op_flags (the other calls).
+ */
+static inline bool dfi_want_comp(uint64_t bind_flags, uint64_t op_flags)
+{
+	return !(bind_flags & FI_SELECTIVE_COMPLETION) || (op_flags & FI_COMPLETION);
+}
+
+/* ---- dnp_fi_fabric.c */
+/* fi_fabric: -FI_ENODATA for another fabric name, -FI_ENOMEM. */
+int dfi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **out, void *context);
+
+/* ---- dnp_fi_cq.c */
+/* fi_cq_open: formats up to FI_CQ_FORMAT_TAGGED; -FI_ENOSYS for a wait object. */
+int dfi_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq **out,
+		void *context);
+/* Queue a completion (cq may be NULL: nothing is written; so is a failed allocation). */
+void dfi_cq_write(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
+		  fi_addr_t src);
+/* Queue an error entry: err is a positive FI_* errno, olen the bytes cut off. */
+void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
+		  size_t olen, int err);
+const char *dfi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
+			    size_t len);
+
+/* ---- dnp_fi_av.c */
+/* fi_av_open: FI_AV_MAP / FI_AV_TABLE; -FI_EINVAL, -FI_ENOSYS (named or rx_ctx_bits). */
+int dfi_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct fid_av **out,
+		void *context);
+/* The ring index of endpoint (x, y, z, port) in this domain's torus. */
+unsigned dfi_idx(const struct dfi_domain *dom, unsigned x, unsigned y, unsigned z, unsigned port);
+
+/* ---- dnp_fi_mr.c */
+extern struct fi_ops_mr dfi_mr_ops;
+/* Registers a user range for q, or a private copy when it overlaps one in use (regcache.h). */
+int dfi_reg_user(struct dfi_domain *dom, struct dfi_req *q, void *buf, size_t len, bool copy_in);
+void dfi_unreg_user(struct dfi_domain *dom, struct dfi_req *q);
+
+/* ---- dnp_fi_ep.c */
+/* fi_endpoint: FI_EP_RDM only (-FI_EINVAL); -FI_EBUSY: the domain has one already. */
+int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context);
+/* A new request of kind R_* in the endpoint's table; NULL when out of memory or ids. */
+struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind);
+void dfi_req_free(struct dfi_ep *ep, struct dfi_req *r);
+/* Bytes of an endpoint's credit arrays (credit_in, credit_out), page aligned. */
+size_t dfi_cred_len(const struct dfi_domain *dom);
+/* The peer of ring index idx, created on first use; NULL when out of memory. */
+struct dfi_peer *dfi_peer(struct dfi_ep *ep, unsigned idx);
+/* The peer (and its ring) for an AV address; NULL with *err set otherwise. */
+struct dfi_peer *dfi_peer_of(struct dfi_ep *ep, fi_addr_t fa, unsigned *idx, int *err);
+/* The peer's address in the endpoint's AV, FI_ADDR_NOTAVAIL if it is not there. */
+fi_addr_t dfi_src_addr(struct dfi_ep *ep, struct dfi_peer *pe);
+/* The endpoint fails for good with err (the first one is reported on stderr). */
+void dfi_fail(struct dfi_ep *ep, int err, const char *what);
+/* Handles the daemon's pending events and issues what waits for resources. */
+void dfi_progress(struct dfi_ep *ep);
+
+/* ---- dnp_fi_msg.c */
+extern struct fi_ops_msg dfi_msg_ops;
+extern struct fi_ops_tagged dfi_tagged_ops;
+/* fi_cancel: a posted receive whose context matches ends with FI_ECANCELED. */
+ssize_t dfi_cancel(fid_t fid, void *context);
+/* Issues the staged messages and queued ones that have credit, for peer idx. */
+void dfi_push(struct dfi_ep *ep, unsigned idx);
+/* Returns credits to peer idx by a PUT when enough are owed (see dnp_fi_msg.c). */
+void dfi_credit_return(struct dfi_ep *ep, unsigned idx);
+/* A PUT landed in our rings (or credit array): checked, then matched or held. */
+void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev);
+/* Issues the rendez-vous GET of receive q (queued on ep->gets while the daemon is busy). */
+void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q);
+/* The rendez-vous GET of receive q ended (event ev): FIN to the sender, q completes. */
+void dfi_get_done(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *ev);
+
+/* ---- dnp_fi_rma.c */
+extern struct fi_ops_rma dfi_rma_ops;
+/* The DNP command of RMA request q ended (event ev): q completes. */
+void dfi_rma_done(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *ev);
+
+#endif
