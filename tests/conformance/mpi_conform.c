@@ -50,14 +50,19 @@ static void t_mprobe(void)
 	int peer = rank ^ 1, sizes[] = { 1, 100, 3000, 70000 }, n = 4;
 
 	if (rank % 2 == 0) {
-		for (int k = 0; k < n; k++) {
-			int *b = malloc(sizeof(int) * (size_t)sizes[k]);
+		/* Nonblocking: a large MPI_Send may wait for its receive, posted last here. */
+		MPI_Request rq[4];
+		int *b[4];
 
+		for (int k = 0; k < n; k++) {
+			b[k] = malloc(sizeof(int) * (size_t)sizes[k]);
 			for (int i = 0; i < sizes[k]; i++)
-				b[i] = val(rank, peer, i + k);
-			MPI_Send(b, sizes[k], MPI_INT, peer, 10 + k, MPI_COMM_WORLD);
-			free(b);
+				b[k][i] = val(rank, peer, i + k);
+			MPI_Isend(b[k], sizes[k], MPI_INT, peer, 10 + k, MPI_COMM_WORLD, &rq[k]);
 		}
+		MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+		for (int k = 0; k < n; k++)
+			free(b[k]);
 		return;
 	}
 	/* Receive them in reverse tag order: improbe for odd k, mprobe for even. */

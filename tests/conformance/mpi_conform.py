@@ -63,8 +63,9 @@ def t_objects():
 
 def t_mprobe():
     if rank % 2 == 0:
-        for k in range(4):
-            comm.send(obj(rank, peer, 10 ** k), dest=peer, tag=20 + k)
+        # isend: a large blocking send may wait for its receive, posted last here
+        MPI.Request.waitall([comm.isend(obj(rank, peer, 10 ** k), dest=peer, tag=20 + k)
+                             for k in range(4)])
         return
     for k in (3, 2, 1, 0):
         if k % 2:
