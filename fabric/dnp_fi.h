@@ -62,21 +62,29 @@ static_assert(sizeof(struct dfi_addr) == 32, "address is 32 bytes");
 enum dfi_type {
 	DFI_EAGER_MSG = 1,
 	DFI_RTS = 2,
-	DFI_FIN = 3
+	DFI_FIN = 3,
+	DFI_WDATA = 4 /* the remote CQ data of an fi_writedata whose PUT is done (len: its bytes) */
 };
+
+#define DFI_HF_TAGGED 1u /* FI_TAGGED (tag matched), else FI_MSG */
+#define DFI_HF_DATA 2u   /* data carries remote CQ data (cq_data_size 4) */
+#define DFI_CQ_DATA_SIZE 4u
 
 struct dfi_hdr {
 	uint16_t magic;
-	uint8_t type;   /* enum dfi_type */
-	uint8_t tagged; /* 1: FI_TAGGED, 0: FI_MSG */
-	uint32_t seq;   /* per (sender, receiver) pair */
-	uint64_t len;   /* EAGER: payload bytes; RTS: message bytes */
+	uint8_t type;  /* enum dfi_type */
+	uint8_t flags; /* DFI_HF_*: FI_TAGGED (else FI_MSG), remote CQ data */
+	uint32_t seq;  /* per (sender, receiver) pair */
+	uint64_t len;  /* EAGER: payload bytes; RTS: message bytes */
 	uint64_t tag;
 	uint64_t va;        /* RTS: the sender's buffer */
 	uint64_t id;        /* RTS / FIN: the sender's request */
 	uint64_t credit_va; /* the sender's credit array, its entry for us */
 	uint32_t key;       /* RTS: key of va */
-	int32_t status;     /* FIN: 0 or -errno of the receiver's GET */
+	union {
+		int32_t status; /* FIN: 0 or -errno of the receiver's GET */
+		uint32_t data;  /* EAGER, RTS with DFI_HF_DATA: remote CQ data */
+	};
 	uint32_t credit_key;
 	uint32_t ack; /* low 32 bits of the sender's count of messages it
 			     * consumed from the receiver (piggybacked credits) */

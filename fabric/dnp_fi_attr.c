@@ -17,60 +17,135 @@
 
 /* ------------------------------------------------------------ getinfo */
 
+/*
+ * Every capability and attribute the provider advertises is here; anything an
+ * application's hints ask beyond them is refused with -FI_ENODATA (never
+ * granted and then ignored). docs/mpi.md has the table, with the reasons.
+ */
+#define DFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define DFI_RX_CAPS                                                                 \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
+	 FI_DIRECTED_RECV | FI_SOURCE)
+#define DFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define DFI_ORDER FI_ORDER_SAS /* messages of a pair: sequence numbers; RMA: none */
+#define DFI_QUEUE 1024         /* advertised tx/rx size (queues grow: a larger ask is met) */
+#define DFI_CQ_CNT 16
+
+/* Capabilities for hints->caps: the primary ones asked, their implied modifiers. */
+static uint64_t dfi_caps(uint64_t want)
+{
+	uint64_t caps = want | DFI_DOMAIN_CAPS;
+
+	if (!want)
+		return DFI_CAPS;
+	if ((want & (FI_MSG | FI_TAGGED)) && !(want & (FI_SEND | FI_RECV)))
+		caps |= FI_SEND | FI_RECV;
+	if ((want & FI_RMA) && !(want & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)))
+		caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	return caps;
+}
+
+static bool dfi_tx_ok(const struct fi_tx_attr *t)
+{
+	return !t || (!(t->caps & ~DFI_TX_CAPS) && !(t->msg_order & ~DFI_ORDER) && !t->comp_order &&
+		      t->inject_size <= DFI_EAGER && t->iov_limit <= 1 && t->rma_iov_limit <= 1);
+}
+
+static bool dfi_rx_ok(const struct fi_rx_attr *r)
+{
+	return !r || (!(r->caps & ~DFI_RX_CAPS) && !(r->msg_order & ~DFI_ORDER) && !r->comp_order &&
+		      r->iov_limit <= 1);
+}
+
+static bool dfi_ep_ok(const struct fi_ep_attr *e)
+{
+	return !e || ((e->type == FI_EP_UNSPEC || e->type == FI_EP_RDM) &&
+		      e->protocol == FI_PROTO_UNSPEC && e->max_msg_size <= DNP_MAX_MSG &&
+		      !e->msg_prefix_size && !e->max_order_raw_size && !e->max_order_war_size &&
+		      !e->max_order_waw_size && e->tx_ctx_cnt <= 1 && e->rx_ctx_cnt <= 1 &&
+		      !e->auth_key_size);
+}
+
+/*
+ * The mr_mode to return for the hints' mode (-1: refused). Only RMA needs
+ * registrations; messages copy or register internally.
+ */
+static int64_t dfi_mr_mode(uint32_t version, int mode, bool rma)
+{
+	if (mode == FI_MR_SCALABLE)
+		return -1; /* keys are the daemon's (FI_MR_PROV_KEY) */
+	if (version < FI_VERSION(1, 5) || mode == FI_MR_BASIC)
+		return FI_MR_BASIC; /* FI_MR_BASIC and FI_MR_UNSPEC of API 1.0..1.4 */
+	if ((mode & DFI_MR_MODE) == DFI_MR_MODE)
+		return DFI_MR_MODE;
+	return rma ? -1 : 0;
+}
+
+static bool dfi_domain_ok(const struct fi_domain_attr *d)
+{
+	return !d || ((!d->name || !strcmp(d->name, DFI_NAME)) &&
+		      d->control_progress != FI_PROGRESS_AUTO &&
+		      d->data_progress != FI_PROGRESS_AUTO && !(d->caps & ~DFI_DOMAIN_CAPS) &&
+		      (d->av_type == FI_AV_UNSPEC || d->av_type == FI_AV_MAP ||
+		       d->av_type == FI_AV_TABLE) &&
+		      d->mr_key_size <= 4 && d->cq_data_size <= DFI_CQ_DATA_SIZE &&
+		      d->cq_cnt <= DFI_CQ_CNT && d->ep_cnt <= 1 && d->tx_ctx_cnt <= 1 &&
+		      d->rx_ctx_cnt <= 1 && d->max_ep_tx_ctx <= 1 && d->max_ep_rx_ctx <= 1 &&
+		      d->max_ep_stx_ctx == 0 && d->max_ep_srx_ctx == 0 && d->mr_iov_limit <= 1 &&
+		      !d->auth_key_size && !d->max_err_data);
+}
+
+/* fi_getinfo: one FI_EP_RDM entry, or -FI_ENODATA when the hints ask what we lack. */
 static int dfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info **info)
 {
+	const struct fi_info *h = hints;
+	uint64_t caps = dfi_caps(h ? h->caps : 0);
+	int64_t mr_mode;
 	struct fi_info *fi;
-	uint64_t caps = DFI_CAPS;
-	bool rma = true;
 
-	if (hints) {
-		if (hints->caps & ~DFI_CAPS)
-			return -FI_ENODATA;
-		if (hints->caps)
-			caps = hints->caps | FI_LOCAL_COMM | FI_REMOTE_COMM;
-		rma = !hints->caps || (hints->caps & FI_RMA);
-		if (hints->ep_attr && hints->ep_attr->type != FI_EP_UNSPEC &&
-		    hints->ep_attr->type != FI_EP_RDM)
-			return -FI_ENODATA;
-		if (hints->addr_format != FI_FORMAT_UNSPEC)
-			return -FI_ENODATA;
-		if (hints->fabric_attr && hints->fabric_attr->name &&
-		    strcmp(hints->fabric_attr->name, DFI_FABRIC))
-			return -FI_ENODATA;
-		if (hints->domain_attr) {
-			const struct fi_domain_attr *d = hints->domain_attr;
-
-			if (d->name && strcmp(d->name, DFI_NAME))
-				return -FI_ENODATA;
-			if (d->control_progress == FI_PROGRESS_AUTO ||
-			    d->data_progress == FI_PROGRESS_AUTO)
-				return -FI_ENODATA;
-			if (rma && d->mr_mode != FI_MR_UNSPEC && d->mr_mode != FI_MR_BASIC &&
-			    (d->mr_mode & DFI_MR_MODE) != DFI_MR_MODE)
-				return -FI_ENODATA;
+	if (h &&
+	    ((h->caps & ~DFI_CAPS) || h->addr_format != FI_FORMAT_UNSPEC ||
+	     (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, DFI_FABRIC)) ||
+	     !dfi_tx_ok(h->tx_attr) || !dfi_rx_ok(h->rx_attr) || !dfi_ep_ok(h->ep_attr) ||
+	     !dfi_domain_ok(h->domain_attr)))
+		return -FI_ENODATA;
+	if (!h || !h->domain_attr) {
+		mr_mode = dfi_mr_mode(version, DFI_MR_MODE, true);
+	} else {
+		mr_mode = dfi_mr_mode(version, h->domain_attr->mr_mode, caps & FI_RMA);
+		/* RMA not asked for by name: offered only with the mr_mode it needs */
+		if (mr_mode < 0 && !(h->caps & FI_RMA)) {
+			caps &= ~(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE);
+			mr_mode = dfi_mr_mode(version, h->domain_attr->mr_mode, false);
 		}
 	}
+	if (mr_mode < 0)
+		return -FI_ENODATA;
 	fi = fi_allocinfo();
 	if (!fi)
 		return -FI_ENOMEM;
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_FORMAT_UNSPEC;
-	fi->tx_attr->caps = caps;
-	fi->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAW | FI_ORDER_WAW;
+	fi->tx_attr->caps = caps & DFI_TX_CAPS;
+	fi->tx_attr->msg_order = DFI_ORDER;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = DFI_EAGER;
-	fi->tx_attr->size = 1024;
+	fi->tx_attr->size =
+		h && h->tx_attr && h->tx_attr->size > DFI_QUEUE ? h->tx_attr->size : DFI_QUEUE;
 	fi->tx_attr->iov_limit = 1;
 	fi->tx_attr->rma_iov_limit = 1;
 	/* op_flags (FI_COMPLETION with selective completion) as the application asks */
-	if (hints && hints->tx_attr)
-		fi->tx_attr->op_flags = hints->tx_attr->op_flags;
-	if (hints && hints->rx_attr)
-		fi->rx_attr->op_flags = hints->rx_attr->op_flags;
-	fi->rx_attr->caps = caps;
-	fi->rx_attr->msg_order = FI_ORDER_SAS;
-	fi->rx_attr->size = 1024;
+	if (h && h->tx_attr)
+		fi->tx_attr->op_flags = h->tx_attr->op_flags;
+	if (h && h->rx_attr)
+		fi->rx_attr->op_flags = h->rx_attr->op_flags;
+	fi->rx_attr->caps = caps & DFI_RX_CAPS;
+	fi->rx_attr->msg_order = DFI_ORDER;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->size =
+		h && h->rx_attr && h->rx_attr->size > DFI_QUEUE ? h->rx_attr->size : DFI_QUEUE;
 	fi->rx_attr->iov_limit = 1;
 	fi->ep_attr->type = FI_EP_RDM;
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
@@ -83,21 +158,18 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
-	fi->domain_attr->av_type =
-		hints && hints->domain_attr && hints->domain_attr->av_type != FI_AV_UNSPEC ?
-			hints->domain_attr->av_type :
-			FI_AV_UNSPEC;
-	fi->domain_attr->mr_mode = version < FI_VERSION(1, 5) ? FI_MR_BASIC : DFI_MR_MODE;
+	fi->domain_attr->av_type = h && h->domain_attr ? h->domain_attr->av_type : FI_AV_UNSPEC;
+	fi->domain_attr->mr_mode = (int)mr_mode;
 	fi->domain_attr->mr_key_size = 4;
-	fi->domain_attr->cq_data_size = 0;
-	fi->domain_attr->cq_cnt = 16;
-	fi->domain_attr->ep_cnt = 1;
+	fi->domain_attr->cq_data_size = DFI_CQ_DATA_SIZE;
+	fi->domain_attr->cq_cnt = DFI_CQ_CNT;
+	fi->domain_attr->ep_cnt = 1; /* one endpoint per domain: a domain is one DNP port */
 	fi->domain_attr->tx_ctx_cnt = 1;
 	fi->domain_attr->rx_ctx_cnt = 1;
 	fi->domain_attr->max_ep_tx_ctx = 1;
 	fi->domain_attr->max_ep_rx_ctx = 1;
 	fi->domain_attr->mr_iov_limit = 1;
-	fi->domain_attr->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+	fi->domain_attr->caps = DFI_DOMAIN_CAPS;
 	fi->fabric_attr->name = strdup(DFI_FABRIC);
 	fi->fabric_attr->prov_version = DFI_VERSION;
 	if (!fi->domain_attr->name || !fi->fabric_attr->name) {

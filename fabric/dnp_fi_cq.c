@@ -38,6 +38,12 @@ static struct dfi_cq_ent *dfi_cq_slot(struct dfi_cq *cq)
 void dfi_cq_write(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
 		  fi_addr_t src)
 {
+	dfi_cq_write_data(cq, ctx, flags, len, buf, tag, 0, src);
+}
+
+void dfi_cq_write_data(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
+		       uint64_t tag, uint64_t data, fi_addr_t src)
+{
 	struct dfi_cq_ent *e;
 
 	if (!cq || !(e = dfi_cq_slot(cq)))
@@ -47,6 +53,7 @@ void dfi_cq_write(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
 	e->e.len = len;
 	e->e.buf = buf;
 	e->e.tag = tag;
+	e->e.data = data;
 	e->src = src;
 }
 
@@ -98,7 +105,7 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 			m->flags = e->e.flags;
 			m->len = e->e.len;
 			m->buf = e->e.buf;
-			m->data = 0;
+			m->data = e->e.data;
 			break;
 		}
 		default:
@@ -115,6 +122,8 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 		return (ssize_t)i;
 	if (cq->n)
 		return -FI_EAVAIL;
+	if (cq->dom->ep && cq->dom->ep->fatal)
+		return -FI_EIO; /* the endpoint failed for good (its daemon died, ...) */
 	/*
 	 * An application spinning on the CQ must leave the core to the daemon
 	 * (four pollers on two cores: the daemon that has our next event often

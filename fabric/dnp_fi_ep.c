@@ -10,6 +10,7 @@
 #include "dnp_fi_priv.h"
 
 #define DFI_EV_BATCH 32
+#define DFI_ALIVE_NS 100000000ull /* a poll that finds no event checks the daemon at this period */
 
 /* ------------------------------------------------------------ requests */
 
@@ -91,6 +92,8 @@ struct dfi_peer *dfi_peer_of(struct dfi_ep *ep, fi_addr_t fa, unsigned *idx, int
 		*err = -FI_EADDRINUSE; /* two endpoints of one node share a ring index */
 		return NULL;
 	}
+	if (pe->have_ring && pe->ring_key != a->ring_key)
+		dfi_peer_reset(ep, *idx); /* a new endpoint on that port */
 	pe->port = a->port;
 	pe->ring_va = a->ring_va + (uint64_t)ep->dom->my_idx * DFI_K * DFI_SLOT;
 	pe->ring_key = a->ring_key;
@@ -113,7 +116,8 @@ fi_addr_t dfi_src_addr(struct dfi_ep *ep, struct dfi_peer *pe)
 		return pe->fiaddr;
 	for (i = 0; i < av->n; i++)
 		if (av->used[i] && av->tab[i].x == pe->c.x && av->tab[i].y == pe->c.y &&
-		    av->tab[i].z == pe->c.z && av->tab[i].port == pe->port) {
+		    av->tab[i].z == pe->c.z && av->tab[i].port == pe->port &&
+		    (!pe->have_credit || av->tab[i].credit_key == pe->credit_key)) {
 			pe->fiaddr = i;
 			break;
 		}
@@ -163,17 +167,132 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		dfi_rma_done(ep, q, ev);
 }
 
+/* Frees the messages queued for peer pe; those of a request fail it with err. */
+static void dfi_drop_queue(struct dfi_ep *ep, struct dfi_peer *pe, int err)
+{
+	while (pe->q_head) {
+		struct dfi_out *o = pe->q_head;
+
+		pe->q_head = o->next;
+		if (o->req && err) {
+			dfi_cq_error(ep->tx_cq, o->req->context, o->req->flags, 0, NULL, 0, 0, err);
+			dfi_req_free(ep, o->req);
+		}
+		free(o->copy);
+		free(o);
+	}
+	pe->q_tail = NULL;
+}
+
+/* Ends request q with CQ error err (a positive FI_* errno). */
+static void dfi_req_fail(struct dfi_ep *ep, struct dfi_req *q, int err)
+{
+	if (q->kind == R_RECV)
+		dfi_cq_error(ep->rx_cq, q->context, FI_RECV | (q->tagged ? FI_TAGGED : FI_MSG), 0,
+			     q->buf, q->tag, 0, err);
+	else
+		dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0, err);
+	dfi_unreg_user(ep->dom, q);
+	free(q->inject);
+	dfi_req_free(ep, q);
+}
+
+/*
+ * Ends the requests still in the table that match: all (idx < 0), or the
+ * sends waiting for peer idx's FIN (its old process is gone).
+ */
+static void dfi_fail_reqs(struct dfi_ep *ep, long idx, int err)
+{
+	uint32_t i;
+
+	/* reqtab.h: entries [0, n) have been used, a free one holds NULL */
+	for (i = 0; i < ep->reqs.n; i++) {
+		struct dfi_req *q = ep->reqs.ent[i].obj;
+
+		if (q && (idx < 0 || (q->kind == R_SEND && q->rts_peer == (uint32_t)idx)))
+			dfi_req_fail(ep, q, err);
+	}
+}
+
+/* The daemon is gone: every request ends in a CQ error entry, nothing more is issued. */
+static void dfi_abort(struct dfi_ep *ep)
+{
+	unsigned i;
+
+	dfi_fail(ep, -EIO, "daemon");
+	for (i = 0; i < ep->dom->nidx; i++)
+		if (ep->peers[i]) {
+			dfi_drop_queue(ep, ep->peers[i], 0);
+			ep->peers[i]->pending = 0;
+		}
+	ep->posted[0] = ep->posted[1] = ep->posted_tail[0] = ep->posted_tail[1] = NULL;
+	ep->gets = NULL;
+	dfi_fail_reqs(ep, -1, FI_EIO);
+}
+
+void dfi_peer_reset(struct dfi_ep *ep, unsigned idx)
+{
+	struct dfi_peer *pe = ep->peers[idx];
+	unsigned k;
+
+	dfi_drop_queue(ep, pe, FI_ECONNRESET);
+	dfi_fail_reqs(ep, idx, FI_ECONNRESET);
+	for (k = 0; k < DFI_K; k++)
+		if (pe->st[k].state == S_PENDING)
+			pe->st[k].state = S_FREE; /* in flight: its completion frees it */
+	pe->pending = 0;
+	pe->next_seq = 0;
+	pe->sent = 0;
+	pe->ack_in = 0;
+	__atomic_store_n(&ep->credit_in[idx], 0, __ATOMIC_RELEASE);
+	while (pe->held) {
+		struct dfi_held *e = pe->held;
+
+		pe->held = e->next;
+		free(e->data);
+		free(e);
+	}
+	pe->expect_seq = 0;
+	pe->consumed = pe->acked = 0;
+	pe->credit_force = false;
+	pe->credit_retry_at = 0;
+	pe->have_ring = pe->have_credit = false;
+	pe->fiaddr = FI_ADDR_NOTAVAIL;
+}
+
+/* No event came: is the daemon still there? (a system call, so at most every DFI_ALIVE_NS) */
+static void dfi_check_daemon(struct dfi_ep *ep)
+{
+	uint64_t now = dfi_now();
+	struct dnp_event ev;
+	int r;
+
+	if (now - ep->alive_at < DFI_ALIVE_NS)
+		return;
+	ep->alive_at = now;
+	r = dnp_wait_event(ep->dom->d, &ev, 0); /* 0 ms: polls, and checks the daemon */
+	if (r == 1)
+		dfi_event(ep, &ev);
+	else if (r < 0)
+		dfi_abort(ep);
+}
+
 void dfi_progress(struct dfi_ep *ep)
 {
 	struct dnp_event ev[DFI_EV_BATCH];
 	unsigned i;
 	int n, k;
 
-	if (!ep->enabled)
+	if (!ep->enabled || ep->fatal == -EIO)
 		return;
 	n = dnp_poll_events(ep->dom->d, ev, DFI_EV_BATCH);
 	for (k = 0; k < n; k++)
 		dfi_event(ep, &ev[k]);
+	if (n == 0) {
+		dfi_check_daemon(ep);
+		if (ep->fatal == -EIO)
+			return;
+	}
 	if (ep->gets) {
 		struct dfi_req *l = ep->gets;
 
@@ -328,6 +447,13 @@ static int dfi_ep_close(struct fid *fid)
 			free(u->data);
 			free(u);
 		}
+	while (ep->claimed) {
+		struct dfi_unexp *u = ep->claimed;
+
+		ep->claimed = u->next;
+		free(u->data);
+		free(u);
+	}
 	dnp_reqtab_fini(&ep->reqs, free);
 	free(ep->peers);
 	ep->dom->ep = NULL;

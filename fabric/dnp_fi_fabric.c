@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dnp_fi_priv.h"
 
@@ -127,9 +128,17 @@ static ssize_t dfi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, ui
 	return -FI_EAGAIN;
 }
 
+/* Waits as asked (timeout ms, < 0: for ever) for an event that never comes. */
 static ssize_t dfi_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
 			    uint64_t flags)
 {
+	struct timespec ts = { .tv_sec = timeout / 1000, .tv_nsec = timeout % 1000 * 1000000L };
+
+	if (timeout < 0)
+		for (;;)
+			pause();
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 	return -FI_EAGAIN;
 }
 

@@ -70,9 +70,11 @@ static int dfi_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t acc
 			return r;
 		}
 		mr->registered = true;
+		mr->put_target = bflags & DNP_BUF_PUT_TARGET;
 	}
 	mr->dom = dom;
 	mr->buf = (void *)(uintptr_t)buf;
+	mr->len = len;
 	mr->mr.fid.fclass = FI_CLASS_MR;
 	mr->mr.fid.context = context;
 	mr->mr.fid.ops = &dfi_mr_fi_ops;

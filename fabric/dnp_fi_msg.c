@@ -147,6 +147,18 @@ static int dfi_enqueue(struct dfi_ep *ep, unsigned idx, struct dfi_hdr *h, const
 	return 0;
 }
 
+int dfi_notify_write(struct dfi_ep *ep, unsigned idx, uint64_t len, uint64_t data)
+{
+	struct dfi_hdr h = { .type = DFI_WDATA, .flags = DFI_HF_DATA, .len = len };
+	int r;
+
+	h.data = (uint32_t)data;
+	r = dfi_enqueue(ep, idx, &h, NULL, 0, false, NULL);
+	if (r == 0)
+		dfi_push(ep, idx);
+	return r;
+}
+
 /*
  * Credits go back in the headers of our own messages to that peer (ack);
  * a credit PUT only once DFI_CREDIT_BATCH or more are owed (a one-way
@@ -193,12 +205,13 @@ static bool dfi_match(const struct dfi_req *q, const struct dfi_hdr *h, fi_addr_
 {
 	if (q->src != FI_ADDR_UNSPEC && q->src != src)
 		return false;
-	return !h->tagged || ((q->tag ^ h->tag) & ~q->ignore) == 0;
+	return !(h->flags & DFI_HF_TAGGED) || ((q->tag ^ h->tag) & ~q->ignore) == 0;
 }
 
 static uint64_t dfi_rx_flags(const struct dfi_hdr *h)
 {
-	return FI_RECV | (h->tagged ? FI_TAGGED : FI_MSG);
+	return FI_RECV | (h->flags & DFI_HF_TAGGED ? FI_TAGGED : FI_MSG) |
+	       (h->flags & DFI_HF_DATA ? FI_REMOTE_CQ_DATA : 0);
 }
 
 static void dfi_recv_complete(struct dfi_ep *ep, struct dfi_req *q, const struct dfi_hdr *h,
@@ -210,7 +223,8 @@ static void dfi_recv_complete(struct dfi_ep *ep, struct dfi_req *q, const struct
 	else if (err)
 		dfi_cq_error(ep->rx_cq, q->context, dfi_rx_flags(h), 0, q->buf, h->tag, 0, -err);
 	else if (q->comp)
-		dfi_cq_write(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag, src);
+		dfi_cq_write_data(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag,
+				  dfi_hdr_data(h), src);
 	dfi_req_free(ep, q);
 }
 
@@ -296,7 +310,7 @@ static void dfi_deliver(struct dfi_ep *ep, struct dfi_req *q, const struct dfi_h
 
 static void dfi_incoming(struct dfi_ep *ep, const struct dfi_hdr *h, const void *data, unsigned idx)
 {
-	int t = h->tagged ? 1 : 0;
+	int t = h->flags & DFI_HF_TAGGED ? 1 : 0;
 	fi_addr_t src = dfi_src_addr(ep, ep->peers[idx]);
 	struct dfi_req **pp, *q = NULL, *prev = NULL;
 	struct dfi_unexp *u;
@@ -334,6 +348,12 @@ static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void 
 {
 	struct dfi_req *q;
 
+	if (h->type == DFI_WDATA) {
+		dfi_cq_write_data(ep->rx_cq, NULL, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+				  h->len, NULL, 0, dfi_hdr_data(h),
+				  dfi_src_addr(ep, ep->peers[idx]));
+		return;
+	}
 	if (h->type != DFI_FIN) {
 		dfi_incoming(ep, h, data, idx);
 		return;
@@ -367,14 +387,16 @@ void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 	    idx != dfi_idx(dom, ev->peer_x, ev->peer_y, ev->peer_z, ev->port))
 		return;
 	memcpy(&h, slot, DFI_HDR);
-	if (h.magic != DFI_MAGIC || h.tagged > 1 ||
+	if (h.magic != DFI_MAGIC || (h.flags & ~(DFI_HF_TAGGED | DFI_HF_DATA)) ||
 	    (h.type == DFI_EAGER_MSG && h.len != ev->len - DFI_HDR) ||
 	    (h.type != DFI_EAGER_MSG && ev->len != DFI_HDR) || h.type < DFI_EAGER_MSG ||
-	    h.type > DFI_FIN || !h.credit_key)
+	    h.type > DFI_WDATA || !h.credit_key)
 		return;
 	pe = dfi_peer(ep, idx);
 	if (!pe)
 		return;
+	if (pe->have_credit && pe->credit_key != h.credit_key)
+		dfi_peer_reset(ep, idx); /* a new endpoint on the old one's port */
 	if (pe->port == ~0u)
 		pe->port = ev->port;
 	pe->credit_va = h.credit_va;
@@ -426,12 +448,120 @@ void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev)
 
 /* ------------------------------------------------------------ data calls */
 
-static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-			       uint64_t tag, bool tagged, void *context, uint64_t flags,
-			       bool explicit_flags)
+/* An unexpected message taken out of its list: its data are freed, an RTS's sender is answered. */
+static void dfi_unexp_discard(struct dfi_ep *ep, struct dfi_unexp *u)
 {
-	struct dfi_hdr h = { .tagged = tagged, .tag = tag, .len = len };
-	bool inject = flags & FI_INJECT, comp;
+	if (u->h.type == DFI_RTS)
+		dfi_fin(ep, u->peer, u->h.id, 0); /* the sender's send completes */
+	free(u->data);
+	free(u);
+}
+
+/* Unlinks u from list t of unexpected messages (prev: its predecessor or NULL). */
+static void dfi_unexp_unlink(struct dfi_ep *ep, int t, struct dfi_unexp *u, struct dfi_unexp *prev)
+{
+	if (prev)
+		prev->next = u->next;
+	else
+		ep->unexp[t] = u->next;
+	if (ep->unexp_tail[t] == u)
+		ep->unexp_tail[t] = prev;
+	u->next = NULL;
+}
+
+/*
+ * fi_trecvmsg / fi_recvmsg with FI_PEEK or FI_CLAIM (fi_tagged(3)):
+ *   FI_PEEK            the first matching unexpected message is reported
+ *                      (length, tag, source, data), or FI_ENOMSG; nothing moves
+ *   FI_PEEK|FI_CLAIM   the same, and the message is set aside for this
+ *                      context (a struct fi_context that the claim keeps)
+ *   FI_PEEK|FI_DISCARD the message found is dropped (its sender completes)
+ *   FI_CLAIM           the message claimed with this context is received
+ *                      into buf (FI_DISCARD: dropped instead)
+ * Errors: -FI_EINVAL (FI_CLAIM without a context, or one that holds no
+ * claimed message), -FI_ENOMEM.
+ */
+static ssize_t dfi_peek(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+			uint64_t ignore, bool tagged, void *context, uint64_t flags)
+{
+	struct fi_context *fc = context;
+	struct dfi_unexp *u, *prev = NULL;
+	struct dfi_req *q;
+	int t = tagged ? 1 : 0;
+
+	if (flags & FI_PEEK) {
+		struct dfi_req probe = { .src = src, .tag = tag, .ignore = ignore };
+
+		for (u = ep->unexp[t]; u; prev = u, u = u->next)
+			if (dfi_match(&probe, &u->h, dfi_src_addr(ep, ep->peers[u->peer])))
+				break;
+		if (!u) {
+			dfi_cq_error(ep->rx_cq, context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0,
+				     NULL, tag, 0, FI_ENOMSG);
+			return 0;
+		}
+		if ((flags & FI_CLAIM) && !fc)
+			return -FI_EINVAL;
+		dfi_cq_write_data(ep->rx_cq, context, dfi_rx_flags(&u->h), u->h.len, NULL, u->h.tag,
+				  dfi_hdr_data(&u->h), dfi_src_addr(ep, ep->peers[u->peer]));
+		if (flags & (FI_CLAIM | FI_DISCARD))
+			dfi_unexp_unlink(ep, t, u, prev);
+		if (flags & FI_DISCARD) {
+			dfi_unexp_discard(ep, u);
+		} else if (flags & FI_CLAIM) {
+			u->next = ep->claimed;
+			ep->claimed = u;
+			fc->internal[0] = u;
+		}
+		return 0;
+	}
+	/* FI_CLAIM: the context names a message we set aside (checked, never trusted) */
+	for (u = ep->claimed; u && fc; prev = u, u = u->next)
+		if (u == fc->internal[0])
+			break;
+	if (!u || !fc)
+		return -FI_EINVAL;
+	if (prev)
+		prev->next = u->next;
+	else
+		ep->claimed = u->next;
+	fc->internal[0] = NULL;
+	if (flags & FI_DISCARD) {
+		dfi_cq_write(ep->rx_cq, context, dfi_rx_flags(&u->h), 0, NULL, u->h.tag,
+			     dfi_src_addr(ep, ep->peers[u->peer]));
+		dfi_unexp_discard(ep, u);
+		return 0;
+	}
+	q = dfi_req_new(ep, R_RECV);
+	if (!q) {
+		u->next = ep->claimed;
+		ep->claimed = u;
+		fc->internal[0] = u;
+		return -FI_ENOMEM;
+	}
+	q->context = context;
+	q->buf = buf;
+	q->cap = len;
+	q->src = FI_ADDR_UNSPEC;
+	q->tagged = tagged;
+	q->comp = true;
+	dfi_deliver(ep, q, &u->h, u->data, u->peer);
+	free(u->data);
+	free(u);
+	return 0;
+}
+
+/* How a data call was made (dfi_send_common, dfi_recv_common). */
+#define DFI_OP_TAGGED 1u   /* FI_TAGGED, else FI_MSG */
+#define DFI_OP_EXPLICIT 2u /* the *msg calls: flags given, else the endpoint's op_flags */
+#define DFI_OP_NOCOMP 4u   /* fi_inject, fi_injectdata: never a completion */
+
+static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
+			       uint64_t tag, uint64_t data, void *context, uint64_t flags,
+			       unsigned how)
+{
+	bool tagged = how & DFI_OP_TAGGED, inject = flags & FI_INJECT, comp;
+	struct dfi_hdr h = { .flags = tagged ? DFI_HF_TAGGED : 0, .tag = tag, .len = len };
 	struct dfi_peer *pe;
 	struct dfi_req *q;
 	unsigned idx, k;
@@ -444,10 +574,15 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 		return -FI_EIO;
 	if (inject && len > DFI_EAGER)
 		return -FI_EMSGSIZE;
+	if (flags & FI_REMOTE_CQ_DATA) {
+		h.flags |= DFI_HF_DATA;
+		h.data = (uint32_t)data; /* cq_data_size is 4 */
+	}
 	pe = dfi_peer_of(ep, dest, &idx, &err);
 	if (!pe)
 		return err;
-	comp = !inject && dfi_want_comp(ep->tx_flags, explicit_flags ? flags : ep->tx_op_flags);
+	comp = !(how & DFI_OP_NOCOMP) &&
+	       dfi_want_comp(ep->tx_flags, how & DFI_OP_EXPLICIT ? flags : ep->tx_op_flags);
 	if (len <= DFI_EAGER) {
 		/*
 		 * Nothing queued before it and a slot with credit free: staged
@@ -472,6 +607,7 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 		return -FI_ENOMEM;
 	q->context = context;
 	q->flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	q->rts_peer = idx;
 	q->comp = comp;
 	if (len <= DFI_EAGER) {
 		h.type = DFI_EAGER_MSG;
@@ -497,9 +633,10 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 }
 
 static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
-			       uint64_t tag, uint64_t ignore, bool tagged, void *context,
-			       uint64_t flags, bool explicit_flags)
+			       uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+			       unsigned how)
 {
+	bool tagged = how & DFI_OP_TAGGED;
 	int t = tagged ? 1 : 0;
 	struct dfi_unexp **pp, *u, *prev = NULL;
 	struct dfi_req *q;
@@ -513,23 +650,8 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 	if (src != FI_ADDR_UNSPEC && (!ep->av || src >= ep->av->n))
 		return -FI_EINVAL;
 	dfi_progress(ep);
-	if (flags & FI_PEEK) {
-		/* Look among the unexpected messages only; nothing is consumed. */
-		struct dfi_req probe = { .src = src, .tag = tag, .ignore = ignore };
-
-		for (u = ep->unexp[t]; u; u = u->next)
-			if (dfi_match(&probe, &u->h, dfi_src_addr(ep, ep->peers[u->peer])))
-				break;
-		if (flags & FI_CLAIM)
-			return -FI_ENOSYS;
-		if (u)
-			dfi_cq_write(ep->rx_cq, context, dfi_rx_flags(&u->h), u->h.len, NULL,
-				     u->h.tag, dfi_src_addr(ep, ep->peers[u->peer]));
-		else
-			dfi_cq_error(ep->rx_cq, context, FI_RECV | (tagged ? FI_TAGGED : FI_MSG), 0,
-				     NULL, tag, 0, FI_ENOMSG);
-		return 0;
-	}
+	if (flags & (FI_PEEK | FI_CLAIM))
+		return dfi_peek(ep, buf, len, src, tag, ignore, tagged, context, flags);
 	q = dfi_req_new(ep, R_RECV);
 	if (!q)
 		return -FI_ENOMEM;
@@ -540,7 +662,7 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 	q->tag = tag;
 	q->ignore = ignore;
 	q->tagged = tagged;
-	q->comp = dfi_want_comp(ep->rx_flags, explicit_flags ? flags : ep->rx_op_flags);
+	q->comp = dfi_want_comp(ep->rx_flags, how & DFI_OP_EXPLICIT ? flags : ep->rx_op_flags);
 	for (pp = &ep->unexp[t]; *pp; prev = *pp, pp = &(*pp)->next) {
 		u = *pp;
 		if (!dfi_match(q, &u->h, dfi_src_addr(ep, ep->peers[u->peer])))
@@ -561,113 +683,162 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 	return 0;
 }
 
+/* The buffer of an iov of at most one entry (iov_limit is 1): -FI_ENOSYS for more. */
+static int dfi_iov1(const struct iovec *iov, size_t count, void **buf, size_t *len)
+{
+	if (count > 1)
+		return -FI_ENOSYS;
+	*buf = count ? iov[0].iov_base : NULL;
+	*len = count ? iov[0].iov_len : 0;
+	return 0;
+}
+
+#define T DFI_OP_TAGGED
+#define X DFI_OP_EXPLICIT
+
 static ssize_t dfi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			 fi_addr_t dest, uint64_t tag, void *context)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, true, context, 0, false));
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, 0, context, 0, T));
 }
 
 static ssize_t dfi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t dest, uint64_t tag, void *context)
 {
-	if (count > 1)
-		return -FI_ENOSYS;
-	return dfi_tsend(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL,
-			 dest, tag, context);
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?: dfi_tsend(fep, b, n, NULL, dest, tag, context);
 }
 
 static ssize_t dfi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
-	if (m->iov_count > 1)
-		return -FI_ENOSYS;
-	return LOCKED(dfi_send_common(EP(fep), m->iov_count ? m->msg_iov[0].iov_base : NULL,
-				      m->iov_count ? m->msg_iov[0].iov_len : 0, m->addr, m->tag,
-				      true, m->context, flags, true));
+	void *b;
+	size_t n;
+
+	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
+		       LOCKED(dfi_send_common(EP(fep), b, n, m->addr, m->tag, m->data, m->context,
+					      flags, T | X));
 }
 
 static ssize_t dfi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			   uint64_t tag)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, true, NULL, FI_INJECT, true));
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, 0, NULL, FI_INJECT,
+				      T | X | DFI_OP_NOCOMP));
+}
+
+static ssize_t dfi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+			     uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
+{
+	return LOCKED(
+		dfi_send_common(EP(fep), buf, len, dest, tag, data, context, FI_REMOTE_CQ_DATA, T));
+}
+
+static ssize_t dfi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
+			       fi_addr_t dest, uint64_t tag)
+{
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, data, NULL,
+				      FI_INJECT | FI_REMOTE_CQ_DATA, T | X | DFI_OP_NOCOMP));
 }
 
 static ssize_t dfi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
-	return LOCKED(
-		dfi_recv_common(EP(fep), buf, len, src, tag, ignore, true, context, 0, false));
+	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, tag, ignore, context, 0, T));
 }
 
 static ssize_t dfi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
 {
-	if (count > 1)
-		return -FI_ENOSYS;
-	return dfi_trecv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, src,
-			 tag, ignore, context);
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?:
+					      dfi_trecv(fep, b, n, NULL, src, tag, ignore, context);
 }
 
 static ssize_t dfi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
-	if (m->iov_count > 1)
-		return -FI_ENOSYS;
-	return LOCKED(dfi_recv_common(EP(fep), m->iov_count ? m->msg_iov[0].iov_base : NULL,
-				      m->iov_count ? m->msg_iov[0].iov_len : 0, m->addr, m->tag,
-				      m->ignore, true, m->context, flags, true));
+	void *b;
+	size_t n;
+
+	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
+		       LOCKED(dfi_recv_common(EP(fep), b, n, m->addr, m->tag, m->ignore, m->context,
+					      flags, T | X));
 }
 
 static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
 			void *context)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, false, context, 0, false));
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, 0, context, 0, 0));
 }
 
 static ssize_t dfi_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t dest, void *context)
 {
-	if (count > 1)
-		return -FI_ENOSYS;
-	return dfi_send(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, dest,
-			context);
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?: dfi_send(fep, b, n, NULL, dest, context);
 }
 
 static ssize_t dfi_sendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
-	if (m->iov_count > 1)
-		return -FI_ENOSYS;
-	return LOCKED(dfi_send_common(EP(fep), m->iov_count ? m->msg_iov[0].iov_base : NULL,
-				      m->iov_count ? m->msg_iov[0].iov_len : 0, m->addr, 0, false,
-				      m->context, flags, true));
+	void *b;
+	size_t n;
+
+	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
+		       LOCKED(dfi_send_common(EP(fep), b, n, m->addr, 0, m->data, m->context, flags,
+					      X));
 }
 
 static ssize_t dfi_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, false, NULL, FI_INJECT, true));
+	return LOCKED(
+		dfi_send_common(EP(fep), buf, len, dest, 0, 0, NULL, FI_INJECT, X | DFI_OP_NOCOMP));
+}
+
+static ssize_t dfi_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
+			    uint64_t data, fi_addr_t dest, void *context)
+{
+	return LOCKED(
+		dfi_send_common(EP(fep), buf, len, dest, 0, data, context, FI_REMOTE_CQ_DATA, 0));
+}
+
+static ssize_t dfi_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
+			      fi_addr_t dest)
+{
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, data, NULL,
+				      FI_INJECT | FI_REMOTE_CQ_DATA, X | DFI_OP_NOCOMP));
 }
 
 static ssize_t dfi_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 			void *context)
 {
-	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, 0, 0, false, context, 0, false));
+	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, 0, 0, context, 0, 0));
 }
 
 static ssize_t dfi_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, void *context)
 {
-	if (count > 1)
-		return -FI_ENOSYS;
-	return dfi_recv(fep, count ? iov[0].iov_base : NULL, count ? iov[0].iov_len : 0, NULL, src,
-			context);
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?: dfi_recv(fep, b, n, NULL, src, context);
 }
 
 static ssize_t dfi_recvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
-	if (m->iov_count > 1)
-		return -FI_ENOSYS;
-	return LOCKED(dfi_recv_common(EP(fep), m->iov_count ? m->msg_iov[0].iov_base : NULL,
-				      m->iov_count ? m->msg_iov[0].iov_len : 0, m->addr, 0, 0,
-				      false, m->context, flags, true));
+	void *b;
+	size_t n;
+
+	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
+		       LOCKED(dfi_recv_common(EP(fep), b, n, m->addr, 0, 0, m->context, flags, X));
 }
+
+#undef T
+#undef X
 
 /* fi_cancel: a posted receive whose context matches ends with FI_ECANCELED. */
 ssize_t dfi_cancel(fid_t fid, void *context)
@@ -708,8 +879,8 @@ struct fi_ops_msg dfi_msg_ops = {
 	.sendv = dfi_sendv,
 	.sendmsg = dfi_sendmsg,
 	.inject = dfi_inject,
-	.senddata = NOSYS(senddata),
-	.injectdata = NOSYS(injectdata),
+	.senddata = dfi_senddata,
+	.injectdata = dfi_injectdata,
 };
 
 struct fi_ops_tagged dfi_tagged_ops = {
@@ -721,6 +892,6 @@ struct fi_ops_tagged dfi_tagged_ops = {
 	.sendv = dfi_tsendv,
 	.sendmsg = dfi_tsendmsg,
 	.inject = dfi_tinject,
-	.senddata = NOSYS(senddata),
-	.injectdata = NOSYS(injectdata),
+	.senddata = dfi_tsenddata,
+	.injectdata = dfi_tinjectdata,
 };

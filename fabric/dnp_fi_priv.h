@@ -113,7 +113,9 @@ struct dfi_mr {
 	struct fid_mr mr;
 	struct dfi_domain *dom;
 	void *buf;
+	size_t len;
 	bool registered;
+	bool put_target; /* a GET may land in it (fi_read's destination) */
 };
 
 struct dfi_req {
@@ -132,6 +134,9 @@ struct dfi_req {
 	bool getting;                 /* its rendez-vous GET is issued, its completion awaited */
 	struct dnp_regcache_ent *reg; /* rendez-vous registration */
 	void *bounce;                 /* rendez-vous through a private copy */
+	uint64_t data;                /* fi_writedata: remote CQ data, sent once the PUT is done */
+	bool wdata;                   /* fi_writedata */
+	void *inject;                 /* fi_inject_write: the private copy written */
 	struct dfi_req *next;
 };
 
@@ -216,10 +221,12 @@ struct dfi_ep {
 	struct dfi_peer **peers;
 	struct dfi_req *posted[2], *posted_tail[2]; /* [tagged] */
 	struct dfi_unexp *unexp[2], *unexp_tail[2];
+	struct dfi_unexp *claimed; /* set aside by FI_PEEK|FI_CLAIM for a later FI_CLAIM */
 	struct dfi_req *gets;
 	struct dnp_reqtab reqs; /* requests by (idx, gen): RTS ids, GET and RMA cookies */
 	uint64_t gen;
 	int fatal;
+	uint64_t alive_at; /* when the daemon was last seen alive (dfi_now) */
 };
 
 /*
@@ -251,6 +258,12 @@ static inline bool dfi_want_comp(uint64_t bind_flags, uint64_t op_flags)
 	return !(bind_flags & FI_SELECTIVE_COMPLETION) || (op_flags & FI_COMPLETION);
 }
 
+/* The remote CQ data a message header carries (0 without DFI_HF_DATA). */
+static inline uint64_t dfi_hdr_data(const struct dfi_hdr *h)
+{
+	return h->flags & DFI_HF_DATA ? h->data : 0;
+}
+
 /* ---- dnp_fi_fabric.c */
 /* fi_fabric: -FI_ENODATA for another fabric name, -FI_ENOMEM. */
 int dfi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **out, void *context);
@@ -262,6 +275,9 @@ int dfi_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq 
 /* Queue a completion (cq may be NULL: nothing is written; so is a failed allocation). */
 void dfi_cq_write(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
 		  fi_addr_t src);
+/* The same with remote CQ data (flags should then hold FI_REMOTE_CQ_DATA). */
+void dfi_cq_write_data(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf,
+		       uint64_t tag, uint64_t data, fi_addr_t src);
 /* Queue an error entry: err is a positive FI_* errno, olen the bytes cut off. */
 void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void *buf, uint64_t tag,
 		  size_t olen, int err);
@@ -297,8 +313,15 @@ struct dfi_peer *dfi_peer_of(struct dfi_ep *ep, fi_addr_t fa, unsigned *idx, int
 fi_addr_t dfi_src_addr(struct dfi_ep *ep, struct dfi_peer *pe);
 /* The endpoint fails for good with err (the first one is reported on stderr). */
 void dfi_fail(struct dfi_ep *ep, int err, const char *what);
-/* Handles the daemon's pending events and issues what waits for resources. */
+/*
+ * Handles the daemon's pending events and issues what waits for resources.
+ * When none came, checks every DFI_ALIVE_NS that the daemon lives; once it
+ * is gone the endpoint fails (-FI_EIO): every request ends in a CQ error
+ * entry and data calls and CQ reads return -FI_EIO.
+ */
 void dfi_progress(struct dfi_ep *ep);
+/* Peer idx is a new endpoint (another process on the old one's port): its state starts again. */
+void dfi_peer_reset(struct dfi_ep *ep, unsigned idx);
 
 /* ---- dnp_fi_msg.c */
 extern struct fi_ops_msg dfi_msg_ops;
@@ -313,6 +336,8 @@ void dfi_credit_return(struct dfi_ep *ep, unsigned idx);
 void dfi_rx(struct dfi_ep *ep, const struct dnp_event *ev);
 /* Issues the rendez-vous GET of receive q (queued on ep->gets while the daemon is busy). */
 void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q);
+/* Tells peer idx that an fi_writedata of len bytes landed, with its remote CQ data. */
+int dfi_notify_write(struct dfi_ep *ep, unsigned idx, uint64_t len, uint64_t data);
 /* The rendez-vous GET of receive q ended (event ev): FIN to the sender, q completes. */
 void dfi_get_done(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *ev);
 

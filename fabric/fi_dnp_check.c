@@ -15,7 +15,16 @@
  *               cancel -FI_ENOENT; the canceled receive never matches
  *   cq errors   fi_cq_read returns -FI_EAVAIL while an error entry is queued
  *   rma         fi_write / fi_read through registered memory (FI_MR_PROV_KEY)
- *               land byte-exact; a wrong key ends in a CQ error entry
+ *               land byte-exact; a wrong key ends in a CQ error entry;
+ *               fi_read into memory registered for FI_REMOTE_READ only;
+ *               fi_inject_write; fi_writedata reports its data at the target
+ *   peek        FI_PEEK finds an unexpected message (length, tag, CQ data) and
+ *               leaves it; FI_PEEK|FI_CLAIM sets it aside for FI_CLAIM;
+ *               FI_PEEK|FI_DISCARD drops it (eager and rendez-vous sizes)
+ *   cq data     fi_tsenddata / fi_tinjectdata carry 32 bits of remote CQ
+ *               data; fi_tsendmsg(FI_INJECT) completes (no selective
+ *               completion); fi_tinject does not
+ *   rebirth     C closes and a new endpoint takes its port: B talks to it
  * Prints "PASS fi_dnp_check" and exits 0 if all is right.
  */
 #include <stdbool.h>
@@ -363,6 +372,44 @@ static void truncation_cancel(void)
 	       "path (-FI_EAVAIL, fi_cq_readerr)\n");
 }
 
+/* fi_read into memory registered for FI_REMOTE_READ only, fi_inject_write, fi_writedata. */
+static void rma_more(struct fid_mr *mr, uint8_t *win)
+{
+	static uint8_t rd[5000];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	struct fid_mr *rmr;
+	uint8_t small[64];
+	int ctx;
+	ssize_t r;
+
+	CHECK(fi_mr_reg(A.dom, rd, sizeof(rd), FI_REMOTE_READ, 0, 0, 0, &rmr, NULL) == 0, "mr_reg");
+	fill(win, 5000, 79);
+	r = fi_read(A.ep, rd, 5000, fi_mr_desc(rmr), A.peer, (uintptr_t)win, fi_mr_key(mr), &ctx);
+	CHECK(r == 0, "read %zd", r);
+	r = next(&A, &e, &ee);
+	CHECK(r == 1 && same(rd, 5000, 79), "read into a FI_REMOTE_READ-only MR: %zd err %d", r,
+	      r == -FI_EAVAIL ? ee.err : 0);
+	fi_close(&rmr->fid);
+	fill(small, sizeof(small), 80);
+	r = fi_inject_write(A.ep, small, sizeof(small), A.peer, (uintptr_t)win + 10, fi_mr_key(mr));
+	CHECK(r == 0, "inject_write %zd", r);
+	memset(small, 0, sizeof(small)); /* injected: ours again at once */
+	r = fi_writedata(A.ep, small, 8, NULL, 0xd00d, A.peer, (uintptr_t)win + 200, fi_mr_key(mr),
+			 &ctx);
+	CHECK(r == 0, "writedata %zd", r);
+	r = next(&A, &e, &ee);
+	CHECK(r == 1 && e.op_context == &ctx, "writedata completion %zd", r);
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && (e.flags & FI_REMOTE_CQ_DATA) && (e.flags & FI_REMOTE_WRITE) &&
+		      e.data == 0xd00d && e.len == 8,
+	      "writedata at the target: %zd flags %lx data %lx", r, (unsigned long)e.flags,
+	      (unsigned long)e.data);
+	CHECK(same(win + 10, sizeof(small), 80), "inject_write bytes (PUTs of one pair in order)");
+	CHECK(fi_cq_read(A.cq, &e, 1) == -FI_EAGAIN, "inject_write made no completion");
+	printf("ok: fi_read into a FI_REMOTE_READ-only MR, fi_inject_write, fi_writedata\n");
+}
+
 static void rma(void)
 {
 	static uint8_t win[200000], lb[200000];
@@ -398,10 +445,148 @@ static void rma(void)
 	CHECK(r == -FI_EAVAIL && ee.op_context == &ctx && ee.err != 0, "wrong key: %zd err %d", r,
 	      ee.err);
 	CHECK(same(win, 100, 78), "nothing written with a wrong key");
+	rma_more(mr, win);
 	fi_close(&mr->fid);
 	fi_close(&lmr->fid);
 	printf("ok: RMA fi_write 150000 B, fi_read 120000 B, wrong key -> CQ error (%s)\n",
 	       fi_strerror(ee.err));
+}
+
+/* B posts a tagged receive with flags (FI_PEEK, FI_CLAIM, FI_DISCARD) through fi_trecvmsg. */
+static ssize_t b_trecvmsg(void *buf, size_t len, uint64_t tag, struct fi_context *ctx,
+			  uint64_t flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_msg_tagged m = {
+		.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .tag = tag, .context = ctx
+	};
+
+	return fi_trecvmsg(B.ep, &m, flags);
+}
+
+/* A sends tag (len bytes, seed) with remote CQ data; eager sizes complete at once. */
+static void send_data(const void *buf, size_t len, uint64_t tag, uint64_t data, void *ctx)
+{
+	ssize_t r;
+
+	do
+		r = fi_tsenddata(A.ep, buf, len, NULL, data, A.peer, tag, ctx);
+	while (r == -FI_EAGAIN);
+	CHECK(r == 0, "tsenddata %zd", r);
+}
+
+static void peek_one(size_t len, uint64_t tag)
+{
+	static uint8_t sb[100000], rb[100000];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	struct fi_context pc, rc;
+	int sctx;
+	ssize_t r;
+
+	fill(sb, len, (unsigned)tag);
+	/* not there yet: FI_ENOMSG */
+	CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK) == 0, "peek");
+	r = next(&B, &e, &ee);
+	CHECK(r == -FI_EAVAIL && ee.err == FI_ENOMSG && ee.op_context == &pc, "peek miss: %zd %d",
+	      r, ee.err);
+	send_data(sb, len, tag, 0x1234abcd, &sctx);
+	/* peek until it is there; nothing consumed */
+	do {
+		CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK) == 0, "peek");
+		r = next(&B, &e, &ee);
+	} while (r == -FI_EAVAIL && ee.err == FI_ENOMSG);
+	CHECK(r == 1 && e.op_context == &pc && e.len == len && e.tag == tag &&
+		      (e.flags & FI_REMOTE_CQ_DATA) && e.data == 0x1234abcd,
+	      "peek hit: r %zd len %zu data %lx", r, e.len, (unsigned long)e.data);
+	/* claim it, then receive the claimed message */
+	CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK | FI_CLAIM) == 0, "peek+claim");
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &pc && e.len == len, "peek+claim: %zd", r);
+	CHECK(b_trecvmsg(NULL, 0, tag, &rc, FI_PEEK) == 0, "peek");
+	r = next(&B, &e, &ee);
+	CHECK(r == -FI_EAVAIL && ee.err == FI_ENOMSG, "a claimed message is not found again");
+	memset(rb, 0, len);
+	CHECK(b_trecvmsg(rb, sizeof(rb), tag, &pc, FI_CLAIM) == 0, "claim");
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && e.op_context == &pc && e.len == len && same(rb, len, (unsigned)tag) &&
+		      e.data == 0x1234abcd,
+	      "claimed receive: %zd len %zu", r, e.len);
+	wait_send(&sctx); /* eager: done at once; rendez-vous: once received */
+	/* peek + discard: gone, and the sender's send completes */
+	send_data(sb, len, tag, 7, &sctx);
+	do {
+		CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK | FI_DISCARD) == 0, "peek+discard");
+		r = next(&B, &e, &ee);
+	} while (r == -FI_EAVAIL && ee.err == FI_ENOMSG);
+	CHECK(r == 1 && e.op_context == &pc, "peek+discard: %zd", r);
+	wait_send(&sctx); /* eager: done at once; rendez-vous: once received */
+	CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK) == 0, "peek");
+	r = next(&B, &e, &ee);
+	CHECK(r == -FI_EAVAIL && ee.err == FI_ENOMSG, "discarded: %zd", r);
+	CHECK(b_trecvmsg(NULL, 0, tag, &rc, FI_CLAIM) == -FI_EINVAL, "claim of nothing");
+}
+
+static void peek_claim_data(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	struct iovec iov;
+	struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1 };
+	uint32_t v = 0, w = 5;
+	int ctx;
+	ssize_t r;
+
+	peek_one(100, 0x501);
+	peek_one(60000, 0x502);
+	/* fi_tinjectdata: data, no send completion; fi_tsendmsg(FI_INJECT): a completion */
+	CHECK(fi_trecv(B.ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 0x503, 0, &ctx) == 0, "trecv");
+	CHECK(fi_tinjectdata(A.ep, &w, sizeof(w), 0xfeedf00d, A.peer, 0x503) == 0, "tinjectdata");
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && v == 5 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == 0xfeedf00d,
+	      "tinjectdata: %zd data %lx", r, (unsigned long)e.data);
+	iov.iov_base = &w;
+	iov.iov_len = sizeof(w);
+	m.addr = A.peer;
+	m.tag = 0x504;
+	m.context = &ctx;
+	w = 6;
+	CHECK(fi_trecv(B.ep, &v, sizeof(v), NULL, FI_ADDR_UNSPEC, 0x504, 0, &ctx) == 0, "trecv");
+	CHECK(fi_tsendmsg(A.ep, &m, FI_INJECT) == 0, "tsendmsg(FI_INJECT)");
+	w = 0; /* injected: the buffer is free at once */
+	wait_send(&ctx);
+	r = next(&B, &e, &ee);
+	CHECK(r == 1 && v == 6 && !(e.flags & FI_REMOTE_CQ_DATA), "tsendmsg(FI_INJECT): %zd", r);
+	CHECK(fi_cq_read(A.cq, &e, 1) == -FI_EAGAIN, "fi_tinject* made no completion");
+	printf("ok: FI_PEEK, FI_CLAIM, FI_DISCARD (100 B and 60000 B), remote CQ data, "
+	       "FI_INJECT completions\n");
+}
+
+/* C goes away and a new endpoint gets its port (its ring index): B and it talk. */
+static void rebirth(void)
+{
+	char sock[4096];
+	uint8_t addr[64];
+	size_t len = sizeof(addr);
+	fi_addr_t old = b_to_c;
+
+	snprintf(sock, sizeof(sock), "%s/node-0.sock", getenv("DNP_RUN_DIR"));
+	close_side(&C);
+	memset(&C, 0, sizeof(C));
+	if (open_side(&C, sock, FI_AV_TABLE)) {
+		CHECK(0, "reopening C");
+		return;
+	}
+	CHECK(fi_getname(&C.ep->fid, addr, &len) == 0, "getname");
+	CHECK(fi_av_insert(B.av, addr, 1, &b_to_c, 0, NULL) == 1 && b_to_c != old, "av_insert");
+	len = sizeof(addr);
+	CHECK(fi_getname(&B.ep->fid, addr, &len) == 0, "getname");
+	CHECK(fi_av_insert(C.av, addr, 1, &C.peer, 0, NULL) == 1, "av_insert");
+	send_from(&C, 0xd1, 0x3d);
+	CHECK(recv_at_b(b_to_c, 0x3d) == 0xd1, "the new C's first message");
+	send_from(&C, 0xd2, 0x3d);
+	CHECK(recv_at_b(FI_ADDR_UNSPEC, 0x3d) == 0xd2, "the new C's second message");
+	printf("ok: a new endpoint on a closed one's port is heard\n");
 }
 
 int main(int argc, char **argv)
@@ -460,6 +645,8 @@ int main(int argc, char **argv)
 	}
 	matching();
 	directed();
+	peek_claim_data();
+	rebirth();
 	truncation_cancel();
 	rma();
 	close_side(&A);

@@ -94,10 +94,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fep->fid.ops->control(&fep->fid, FI_ENABLE, NULL);
 	ep = (struct dfi_ep *)fep;
 	dfi_av_insert(fav, &peer, 1, &pa, 0, NULL);
-	dfi_recv_common(ep, rbuf[0], sizeof(rbuf[0]), FI_ADDR_UNSPEC, 0, ~0ull, true, NULL, 0,
-			false);
-	dfi_recv_common(ep, rbuf[1], 8, FI_ADDR_UNSPEC, 0, 0, false, NULL, 0, false);
-	dfi_recv_common(ep, rbuf[2], sizeof(rbuf[2]), pa, 5, 0, true, NULL, 0, false);
+	dfi_recv_common(ep, rbuf[0], sizeof(rbuf[0]), FI_ADDR_UNSPEC, 0, ~0ull, NULL, 0,
+			DFI_OP_TAGGED);
+	dfi_recv_common(ep, rbuf[1], 8, FI_ADDR_UNSPEC, 0, 0, NULL, 0, 0);
+	dfi_recv_common(ep, rbuf[2], sizeof(rbuf[2]), pa, 5, 0, NULL, 0, DFI_OP_TAGGED);
 	while (size >= 40) {
 		struct dnp_event ev;
 		uint8_t *base;
