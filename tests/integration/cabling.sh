@@ -25,16 +25,11 @@
 set -u
 build=$1
 src=$2
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth, packet sockets)"
-[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK"
-command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
+. "$(dirname "$0")/lib.sh"
+need_dpdk_testbed
 dnpd=$build/dnp-core/dnpd/dnpd
 dnpctl=$build/dnp-core/dnpd/dnpctl
-[ -x "$dnpd" ] && [ -x "$dnpctl" ] || skip "dnpd or dnpctl not built"
+need_built "$dnpd" "$dnpctl"
 
 prefix=cab$(($$ % 100000))
 dir=$(mktemp -d /tmp/cluster-cabling.XXXXXX)

@@ -22,13 +22,9 @@ if [ "${2:-}" = inner ]; then
 	exit 0
 fi
 
-for p in "$build/dnp-core/dnpd/dnpd" "$build/dnp-core/dnpd/dnpctl" "$build/apps/dnp-run" \
-	"$build/apps/dnp_pingpong"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$build/dnp-core/dnpd/dnpd" "$build/dnp-core/dnpd/dnpctl" "$build/apps/dnp-run" \
+	"$build/apps/dnp_pingpong"
 if [ "$(nproc)" -lt 2 ]; then
 	echo "SKIP: --pin needs two CPUs"
 	exit 77

@@ -57,17 +57,21 @@ wait_links_up 30 0 1 2 3 4 5 6 7
 echo "+ dnp_alltoall on 8 daemons, every link: $spec"
 DNP_APP_TIMEOUT=60
 export DNP_APP_TIMEOUT
-apids=""
-for id in 0 1 2 3 4 5 6 7; do
-	DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes 1,4095,65536,300000 \
-		>"$dir/a2a-$id.out" 2>&1 &
-	apids="$apids $!"
-done
-rc=0
-for p in $apids; do wait "$p" || rc=1; done
-[ $rc -eq 0 ] || fail "an all-to-all instance failed"
-n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
-[ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes"
+# alltoall SIZES WHEN: dnp_alltoall on every node; each must pass and verify its bytes
+# (WHEN ends the failure messages).
+alltoall() {
+	apids=""
+	for id in 0 1 2 3 4 5 6 7; do
+		DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes "$1" >"$dir/a2a-$id.out" 2>&1 &
+		apids="$apids $!"
+	done
+	rc=0
+	for p in $apids; do wait "$p" || rc=1; done
+	[ $rc -eq 0 ] || fail "an all-to-all instance failed$2"
+	n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
+	[ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes$2"
+}
+alltoall 1,4095,65536,300000 ""
 
 # stats FILE: every daemon's counters into FILE (a dnpctl that fails fails the test).
 stats() {
@@ -125,16 +129,7 @@ grep -q 'state BROKEN' "$dir/stats" && fail "a link broke"
 # every link) meets no fault: the injection counters do not move.
 n=$(grep -c ' impair off ' "$dir/stats")
 [ "$n" -eq 48 ] || fail "$n of 48 links show 'impair off' after dnpctl impair off"
-apids=""
-for id in 0 1 2 3 4 5 6 7; do
-	DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes 1,65536 >"$dir/a2a-$id.out" 2>&1 &
-	apids="$apids $!"
-done
-rc=0
-for p in $apids; do wait "$p" || rc=1; done
-[ $rc -eq 0 ] || fail "an all-to-all instance failed with impairment off"
-n=$(cat "$dir"/a2a-*.out | grep -c 'all bytes verified')
-[ "$n" -eq 8 ] || fail "$n of 8 instances verified their bytes with impairment off"
+alltoall 1,65536 " with impairment off"
 stats "$dir/stats2"
 f2=$(sum ' impair ' frames "$dir/stats2")
 [ "$f2" -eq "$frames" ] || fail "frames were still impaired after off ($frames -> $f2)"

@@ -11,12 +11,8 @@ case $mode in
 esac
 run=$build/apps/dnp-run
 prog=$build/presto/presto_check
-for f in "$run" "$prog" "$build/dnp-core/dnpd/dnpd"; do
-	if [ ! -x "$f" ]; then
-		echo "SKIP: $f is not built"
-		exit 77
-	fi
-done
+. "$(dirname "$0")/lib.sh"
+need_built "$run" "$prog" "$build/dnp-core/dnpd/dnpd"
 out=$(mktemp /tmp/mpi-presto.XXXXXX)
 trap 'rm -f "$out"' EXIT
 "$run" --torus 2x2x2 --transport "$tr" --timeout 200 -- "$prog" "$mode" >"$out" 2>&1
