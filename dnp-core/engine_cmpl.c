@@ -6,16 +6,21 @@
  */
 #include "engine_priv.h"
 
-void engine_handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status)
+void engine_handle_cmpl(struct dnp_engine *e, struct dnp_coord from, uint32_t msg_id, int status)
 {
 	struct slot *s = engine_slot_by_msg(e, msg_id);
 
 	if (!s)
 		return;
-	if (status == -(int)DNP_CMPL_NOT_DELIVERED) /* the answer to a QUERY */
+	if (status == -(int)DNP_CMPL_NOT_DELIVERED) { /* the answer to a QUERY */
+		if (!s->injecting)
+			s->sent = 0; /* the target refuses what left of it: nothing is there */
 		engine_outcome_resend(e, s, e->now);
-	else
-		engine_fail_cmd(e, s, status);
+		return;
+	}
+	if (status < 0 && dnp_coord_eq(from, s->dst))
+		s->data = DNP_DATA_NOT_DELIVERED; /* its target refused it */
+	engine_fail_cmd(e, s, status);
 }
 
 /*
@@ -106,7 +111,7 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		     int status, uint64_t now)
 {
 	if (engine_coord_self(e, to)) {
-		engine_handle_cmpl(e, msg_id, status);
+		engine_handle_cmpl(e, e->c.self, msg_id, status);
 		return 0;
 	}
 	if (status) /* for queries, even if this report is lost (successes: engine_deliver_rx_done) */
