@@ -13,8 +13,13 @@ void engine_handle_cmpl(struct dnp_engine *e, struct dnp_coord from, uint32_t ms
 	if (!s)
 		return;
 	if (status == -(int)DNP_CMPL_NOT_DELIVERED) { /* the answer to a QUERY */
-		if (!s->injecting)
-			s->sent = 0; /* the target refuses what left of it: nothing is there */
+		/*
+		 * The first answer is final: the target refuses the original for
+		 * good. A later one may predate the arrival of a resend still on
+		 * its way, which the target may yet apply: the data stays unknown.
+		 */
+		if (!s->injecting && !s->retry)
+			s->sent = 0;
 		engine_outcome_resend(e, s, e->now);
 		return;
 	}
