@@ -400,14 +400,16 @@ static void tally_source(struct tally *t, FILE *f, const uint8_t *w, unsigned n,
 			t->ok_unwritten++;
 		else if (st == -ETIMEDOUT && written)
 			t->wt++;
-		else if (st == -ENOLINK && written && ++t->enolink_written <= 5)
-			printf("faults: -ENOLINK but written: %u -> %u #%u data %u\n", src, d, q,
-			       data);
-		else if (st && written && data == DNP_DATA_NOT_DELIVERED && ++t->nd_written <= 5)
-			printf("faults: not delivered but written: %u -> %u #%u status %d\n", src,
-			       d, q, st);
-		else if (st && written)
-			t->unk_written++;
+		else if (st && written) {
+			if (st == -ENOLINK && ++t->enolink_written <= 5)
+				printf("faults: -ENOLINK but written: %u -> %u #%u data %u\n", src,
+				       d, q, data);
+			if (data != DNP_DATA_NOT_DELIVERED)
+				t->unk_written++; /* said unknown: true, if not the best answer */
+			else if (++t->nd_written <= 5)
+				printf("faults: not delivered but written: %u -> %u #%u status %d\n",
+				       src, d, q, st);
+		}
 	}
 }
 

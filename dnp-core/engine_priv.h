@@ -482,7 +482,8 @@ bool engine_inject(struct dnp_engine *e, uint64_t now);
  * status (if still live). An error from its target says the data was not
  * taken; one from a node on the way leaves it unknown (docs/api.md).
  */
-void engine_handle_cmpl(struct dnp_engine *e, struct dnp_coord from, uint32_t msg_id, int status);
+void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint32_t msg_id,
+			int status);
 /*
  * Queues a completion report for 'to' (or completes locally). Returns 0, or
  * -EAGAIN when no buffer is free (the caller retries later; delivery checks
