@@ -120,6 +120,11 @@ int dnp_unregister(struct dnp *d, void *addr);
  *   -EFAULT        our local memory (source / GET destination) or the
  *                  target's could not be read or written
  *   -EINVAL        the daemon refused the command
+ * The event's 'data' says what happened to the data (enum dnp_ev_data):
+ * DELIVERED with status 0; NOT_DELIVERED when nothing left, or the target
+ * refused it (a retry cannot apply it twice); UNKNOWN when no answer could
+ * be had (-ETIMEDOUT, -EHOSTUNREACH after it left, a report from a node on
+ * the way). docs/api.md, "What happened to the data".
  * docs/protocol.md ("Buffer table", "Completion under faults") has the rules.
  */
 

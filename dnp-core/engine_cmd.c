@@ -48,6 +48,10 @@ void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 									  DNP_EV_TX_DONE),
 				.op = s->c.op,
 				.port = s->c.dst_port,
+				.data = status == 0 ? DNP_DATA_DELIVERED :
+					s->data     ? s->data :
+					s->sent     ? DNP_DATA_UNKNOWN :
+						      DNP_DATA_NOT_DELIVERED,
 				.peer_x = s->dst.x,
 				.peer_y = s->dst.y,
 				.peer_z = s->dst.z,
@@ -345,6 +349,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return false;
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
 		return inj_abort(e, qi, s, rc);
+	s->sent = 1;
 	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
 	s->offset += is_getreq ? s->c.len : len;

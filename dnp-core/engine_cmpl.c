@@ -6,16 +6,37 @@
  */
 #include "engine_priv.h"
 
-void engine_handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status)
+void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint32_t msg_id,
+			int status)
 {
 	struct slot *s = engine_slot_by_msg(e, msg_id);
 
 	if (!s)
 		return;
-	if (status == -(int)DNP_CMPL_NOT_DELIVERED) /* the answer to a QUERY */
+	if (status == 0) { /* the usual case first */
+		engine_fail_cmd(e, s, 0);
+		return;
+	}
+	if (status == -(int)DNP_CMPL_NOT_DELIVERED) { /* the answer to a QUERY */
+		/*
+		 * The first answer is final: the target refuses the original for
+		 * good. A later one may predate the arrival of a resend still on
+		 * its way, which the target may yet apply: the data stays unknown.
+		 */
+		if (!s->injecting && !s->retry)
+			s->sent = 0;
 		engine_outcome_resend(e, s, e->now);
-	else
-		engine_fail_cmd(e, s, status);
+		return;
+	}
+	/*
+	 * A node on the way dropped a packet of it where a link broke: that copy
+	 * may have passed before (its ack lost with the link). Ask the target.
+	 */
+	if (status == -ENOLINK && !dnp_coord_eq(*from, s->dst) && engine_query_soon(e, msg_id))
+		return;
+	if (status < 0 && dnp_coord_eq(*from, s->dst))
+		s->data = DNP_DATA_NOT_DELIVERED; /* its target refused it */
+	engine_fail_cmd(e, s, status);
 }
 
 /*
@@ -106,7 +127,7 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		     int status, uint64_t now)
 {
 	if (engine_coord_self(e, to)) {
-		engine_handle_cmpl(e, msg_id, status);
+		engine_handle_cmpl(e, &e->c.self, msg_id, status);
 		return 0;
 	}
 	if (status) /* for queries, even if this report is lost (successes: engine_deliver_rx_done) */

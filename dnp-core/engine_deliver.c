@@ -212,11 +212,11 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 
 	switch (h->kind) {
 	case DNP_PKT_CMPL:
-		engine_handle_cmpl(e, h->msg_id, -(int)h->status);
+		engine_handle_cmpl(e, &h->src, h->msg_id, -(int)h->status);
 		for (unsigned i = 0; i + 4u <= h->len; i += 4u) { /* the batch (pkt.h) */
 			uint32_t id;
 			memcpy(&id, payload + i, 4);
-			engine_handle_cmpl(e, le32toh(id), -(int)h->status);
+			engine_handle_cmpl(e, &h->src, le32toh(id), -(int)h->status);
 		}
 		return 0;
 	case DNP_PKT_QUERY:

@@ -122,6 +122,8 @@ struct slot {
 	uint8_t retry;   /* sent again after "not delivered": its packets say so */
 	uint8_t resends; /* times it was sent again */
 	uint8_t ask;     /* a QUERY is due at once (a link broke under its packets) */
+	uint8_t sent;    /* a packet of this attempt left: the target may hold some of it */
+	uint8_t data;    /* enum dnp_ev_data when known before it ends (else from 'sent') */
 };
 
 /*
@@ -475,8 +477,13 @@ bool engine_inject(struct dnp_engine *e, uint64_t now);
  * batch of their sender, so the order of delivery is kept.
  */
 
-/* A report for this node's own command msg_id: ends it with status (if still live). */
-void engine_handle_cmpl(struct dnp_engine *e, uint32_t msg_id, int status);
+/*
+ * A report from node 'from' for this node's own command msg_id: ends it with
+ * status (if still live). An error from its target says the data was not
+ * taken; one from a node on the way leaves it unknown (docs/api.md).
+ */
+void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint32_t msg_id,
+			int status);
 /*
  * Queues a completion report for 'to' (or completes locally). Returns 0, or
  * -EAGAIN when no buffer is free (the caller retries later; delivery checks

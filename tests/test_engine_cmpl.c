@@ -85,6 +85,7 @@ static void test_engine_lost_cmpl_times_out(void **state)
 	assert_true(next_event(0, 0, &ev, 10000));
 	assert_int_equal(ev.type, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -ETIMEDOUT);
+	assert_int_equal(ev.data, DNP_DATA_UNKNOWN); /* no answer could be had */
 	assert_int_equal(ev.cookie, 44);
 	assert_true(now - t0 <= 5000 + 5000 / 4 + 2); /* the documented bound */
 	pump(20000); /* the link gives up on the CMPL too: still one event only */
@@ -280,9 +281,12 @@ static void test_engine_cmpl_batch_in_order(void **state)
 		if (i == 37 || i == 71) {
 			assert_int_equal(ev.type, DNP_EV_ERROR);
 			assert_int_equal(ev.status, -EACCES);
+			assert_int_equal(ev.data,
+					 DNP_DATA_NOT_DELIVERED); /* its target refused it */
 		} else {
 			assert_int_equal(ev.type, DNP_EV_TX_DONE);
 			assert_int_equal(ev.status, 0);
+			assert_int_equal(ev.data, DNP_DATA_DELIVERED);
 			assert_memory_equal(nodes[1].mem[0] + 64 * i, nodes[0].mem[0] + 64 * i, 64);
 		}
 	}
@@ -478,6 +482,7 @@ static void test_engine_query_recovers_lost_cmpl(void **state)
 	assert_true(next_event_nolink(0, 0, &ev, 100000));
 	assert_int_equal(ev.type, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.data, DNP_DATA_DELIVERED);
 	assert_int_equal(ev.cookie, 45);
 	assert_true(now < t_cmd);
 	assert_true(dnp_engine_stats(nodes[0].e)->query_tx >= 1);
@@ -552,6 +557,7 @@ static void test_engine_unreachable_target_fails_fast(void **state)
 	assert_true(next_event_nolink(0, 0, &ev, 100000));
 	assert_int_equal(ev.type, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -EHOSTUNREACH);
+	assert_int_equal(ev.data, DNP_DATA_UNKNOWN); /* it left: the target may hold it */
 	assert_int_equal(ev.cookie, 47);
 	assert_true(now - t0 <= 2 * t_query); /* the next query, in simulated time */
 }
@@ -607,6 +613,38 @@ static void test_engine_late_original_refused(void **state)
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
 }
 
+/*
+ * A command that never left (its first hop's link is down, no detour in a
+ * 2-node ring) says its data was not delivered; one that left says so after
+ * its target refused it; one whose target never answered, that it is unknown.
+ */
+static void test_engine_error_event_data(void **state)
+{
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	uint32_t key;
+	struct dnp_event ev;
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	struct dnp_cmd bad = put_cmd(1, 0, BASE, BASE + 65536, key, 64, 50); /* out of range */
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &bad, now), 0);
+	assert_true(next_event_nolink(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.cookie, 50);
+	assert_int_equal(ev.data, DNP_DATA_NOT_DELIVERED);
+	for (unsigned d = 0; d < 2; d++)
+		dnp_engine_link_down(nodes[0].e, d, now);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 64, 51);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_true(next_event_nolink(0, 0, &ev, 1000));
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.cookie, 51);
+	assert_true(ev.status == -ENOLINK || ev.status == -EHOSTUNREACH);
+	assert_int_equal(ev.data, DNP_DATA_NOT_DELIVERED); /* nothing left */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +658,7 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(test_engine_unreachable_target_fails_fast, teardown),
 		cmocka_unit_test_teardown(test_engine_late_original_refused, teardown),
+		cmocka_unit_test_teardown(test_engine_error_event_data, teardown),
 		cmocka_unit_test_teardown(test_engine_send_reasm_timeout, teardown),
 		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_transit, teardown),
 		cmocka_unit_test_teardown(test_engine_slow_app_does_not_block_loopback, teardown),

@@ -16,6 +16,7 @@
 #define DNP_ABI_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum dnp_op {
@@ -85,7 +86,10 @@ struct dnp_event {
 	uint8_t type; /* enum dnp_ev_type; bit 7 is the event ring's full bit (ring.h) */
 	uint8_t op;   /* the command's op (completions/errors) or the packet's */
 	uint8_t port; /* the peer's port */
-	uint8_t hops; /* hop count of the (last) packet */
+	union {
+		uint8_t hops; /* RX events: hop count of the (last) packet */
+		uint8_t data; /* completions and errors: enum dnp_ev_data */
+	};
 	uint8_t peer_x, peer_y, peer_z;
 	int8_t status; /* 0 or a negative errno */
 	uint32_t msg_id;
@@ -95,6 +99,21 @@ struct dnp_event {
 	uint64_t cookie; /* completions: the command's cookie; RX: 0 */
 };
 static_assert(sizeof(struct dnp_event) == 32, "event is two 16-byte words");
+static_assert(offsetof(struct dnp_event, data) == 3 && offsetof(struct dnp_event, hops) == 3,
+	      "data shares byte 3 with hops");
+
+/*
+ * What a command's completion event says happened to its data (field
+ * 'data'; docs/api.md, "What happened to the data"). For a PUT or SEND, the
+ * target's buffer; for a GET, our local buffer. UNKNOWN is also what a
+ * daemon older than the field writes (byte 3 was 0 in completions).
+ */
+enum dnp_ev_data {
+	DNP_DATA_UNKNOWN = 0,       /* no answer could be had: all, part or none is there */
+	DNP_DATA_DELIVERED = 1,     /* every byte was written (TX_DONE, GET_DONE) */
+	DNP_DATA_NOT_DELIVERED = 2, /* the message was not taken: none of it, or a part a
+				     * retry overwrites; the command can be submitted again */
+};
 
 #define DNP_BUF_PUT_TARGET 0x1u  /* remote PUT / GET response may write it */
 #define DNP_BUF_SEND_TARGET 0x2u /* SEND messages land in it, in registration order */

@@ -13,7 +13,9 @@
 -- dnp-core/pkt.c computes it (over the whole frame, its CRC field taken as
 -- zero) and compared; CREDIT frames show their credits, acks, selective acks
 -- and reset fields; DIAG payloads are decoded (LO|FA|MO, lofamo/dfm.c, and
--- dnpd's wiring queries and answers), as are GET_REQ, CMPL and ROUTE payloads.
+-- dnpd's wiring queries and answers), as are GET_REQ, CMPL, QUERY and ROUTE
+-- payloads; an outcome QUERY's answer (a CMPL with status 255, "not
+-- delivered") and a resend after it (PUT/SEND status 1) are named as such.
 --
 -- Use: tshark -X lua_script:dnp.lua -r FILE -Y dnp
 --      or copy it to ~/.local/lib/wireshark/plugins/.
@@ -31,9 +33,12 @@ local ETHERTYPE = 0x88B5
 
 local KIND = {
 	[1] = "PUT", [2] = "SEND", [3] = "GET_REQ", [4] = "GET_RESP",
-	[5] = "CMPL", [6] = "CREDIT", [7] = "DIAG", [8] = "ROUTE",
+	[5] = "CMPL", [6] = "CREDIT", [7] = "DIAG", [8] = "ROUTE", [9] = "QUERY",
 }
 local K_PUT, K_SEND, K_GET_REQ, K_GET_RESP, K_CMPL, K_CREDIT, K_DIAG, K_ROUTE = 1, 2, 3, 4, 5, 6, 7, 8
+local K_QUERY = 9
+local CMPL_NOT_DELIVERED = 255 -- DNP_CMPL_NOT_DELIVERED (pkt.h): the answer to a QUERY
+local PKT_RETRY = 1            -- DNP_PKT_RETRY: a PUT/SEND sent again after that answer
 local DIR = { [0] = "X+", [1] = "X-", [2] = "Y+", [3] = "Y-", [4] = "Z+", [5] = "Z-", [6] = "local" }
 local CRC_STATUS = { [0] = "Bad", [1] = "Good", [2] = "Unverified" }
 local DIAG_KIND = { [0] = "NONE (host recovered)", [1] = "HOST_OMISSION", [2] = "HOST_PERIPHERY" }
@@ -89,6 +94,8 @@ f.get_dst_va = ProtoField.uint64("dnp.get.dst_va", "dst_va", base.HEX)
 f.get_dst_key = ProtoField.uint32("dnp.get.dst_key", "dst_key", base.HEX)
 f.get_len = ProtoField.uint32("dnp.get.len", "len", base.DEC)
 f.cmpl_id = ProtoField.uint32("dnp.cmpl.msg_id", "also completes msg_id", base.DEC)
+f.query_id = ProtoField.uint32("dnp.query.msg_id", "also asks about msg_id", base.DEC)
+f.outcome = ProtoField.string("dnp.outcome", "outcome")
 f.route_node = ProtoField.uint32("dnp.route.node", "node", base.DEC)
 f.route_dim = ProtoField.uint8("dnp.route.dim", "dim", base.DEC, { [0] = "X", [1] = "Y", [2] = "Z" })
 f.route_down = ProtoField.uint8("dnp.route.down", "down", base.DEC)
@@ -231,7 +238,16 @@ local function h0(tvb, t, kind, lflags)
 	k:add(f.vc, tvb(24, 1))
 	k:add(f.first, tvb(24, 1))
 	k:add(f.last, tvb(24, 1))
-	w:add(f.status, tvb(25, 1))
+	local st = w:add(f.status, tvb(25, 1))
+	local sv = tvb(25, 1):uint()
+	if kind == K_CMPL then
+		local o = sv == 0 and "completed" or sv == CMPL_NOT_DELIVERED and
+			"not delivered (answers a QUERY)" or ("error -" .. sv)
+		st:append_text(" (" .. o .. ")")
+		w:add(f.outcome, o):set_generated()
+	elseif (kind == K_PUT or kind == K_SEND) and sv == PKT_RETRY then
+		st:append_text(" (DNP_PKT_RETRY: resent after \"not delivered\")")
+	end
 	w:add_le(f.len, tvb(26, 2))
 	if kind == K_CREDIT and band(lflags, 0x04) ~= 0 then
 		local n = tvb:len()
@@ -323,9 +339,10 @@ local function payload(tvb, t, kind, lflags, plen, avail)
 		w:add_le(f.get_dst_va, p(0, 8))
 		w:add_le(f.get_dst_key, p(8, 4))
 		w:add_le(f.get_len, p(12, 4))
-	elseif kind == K_CMPL then
+	elseif kind == K_CMPL or kind == K_QUERY then
+		local fid = kind == K_CMPL and f.cmpl_id or f.query_id
 		for o = 0, n - 4, 4 do
-			w:add_le(f.cmpl_id, p(o, 4))
+			w:add_le(fid, p(o, 4))
 		end
 	elseif kind == K_ROUTE then
 		for o = 0, n - 8, 8 do
@@ -426,6 +443,14 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 			info = info .. string.format(" off=%d", tvb(44, 4):le_uint())
 		end
 		info = info .. " id=" .. tvb(28, 4):le_uint()
+		local sv = tvb(25, 1):uint()
+		if kind == K_CMPL and sv == CMPL_NOT_DELIVERED then
+			info = info .. " NOT_DELIVERED"
+		elseif kind == K_CMPL and sv ~= 0 then
+			info = info .. " status=-" .. sv
+		elseif (kind == K_PUT or kind == K_SEND) and sv == PKT_RETRY then
+			info = info .. " RESEND"
+		end
 	end
 	if note then info = info .. " [" .. note .. "]" end
 	if retx then info = info .. " [RETX]" end
