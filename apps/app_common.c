@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,17 @@ int app_open(struct app *a, const char *prog)
 	a->debug = app_env_int("DNP_APP_DEBUG", 0);
 	r = dnp_open(NULL, &a->d);
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot connect to dnpd (DNP_SOCKET=%s): %s\n", prog,
-			getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") : "(unset)", dnp_strerror(r));
+		const char *sock = getenv("DNP_SOCKET");
+
+		if (r == -ENOENT || r == -ECONNREFUSED)
+			fprintf(stderr,
+				"%s: the daemon is not running: no dnpd listens on %s (%s; start "
+				"the program under dnp-run, or set DNP_SOCKET)\n",
+				prog, sock && *sock ? sock : "/run/dnp/dnpd.sock",
+				sock && *sock ? "$DNP_SOCKET" : "the default, DNP_SOCKET unset");
+		else
+			fprintf(stderr, "%s: cannot connect to dnpd (DNP_SOCKET=%s): %s\n", prog,
+				sock ? sock : "(unset)", dnp_strerror(r));
 		return r;
 	}
 	r = dnp_self(a->d, &a->self, &a->dims);
@@ -653,10 +663,18 @@ static int app_cmp_double(const void *p, const void *q)
 	return x < y ? -1 : x > y;
 }
 
+/* Nearest-rank percentile (per mille) of n sorted samples. */
+static double app_rank(const double *v, unsigned n, unsigned permille)
+{
+	uint64_t k = ((uint64_t)permille * n + 999) / 1000;
+
+	return v[(k ? k : 1) - 1];
+}
+
 void app_stats_compute(double *v, unsigned n, struct app_stats *st)
 {
-	double sum = 0;
-	unsigned i, k;
+	double sum = 0, sq = 0;
+	unsigned i;
 
 	memset(st, 0, sizeof(*st));
 	if (!n)
@@ -665,10 +683,14 @@ void app_stats_compute(double *v, unsigned n, struct app_stats *st)
 	for (i = 0; i < n; i++)
 		sum += v[i];
 	st->min = v[0];
+	st->max = v[n - 1];
 	st->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-	k = (unsigned)((99ull * n + 99) / 100); /* nearest-rank 99th percentile */
-	st->p99 = v[(k ? k : 1) - 1];
 	st->mean = sum / n;
+	for (i = 0; i < n; i++)
+		sq += (v[i] - st->mean) * (v[i] - st->mean);
+	st->stdev = n > 1 ? sqrt(sq / (n - 1)) : 0;
+	st->p99 = app_rank(v, n, 990);
+	st->p999 = app_rank(v, n, 999);
 }
 
 const char *app_ev_name(unsigned type)

@@ -207,8 +207,9 @@ int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog
 		 void *ctx);
 
 /* Statistics over n samples (sorted in place). */
+/* perftest's figures: min, max, typical (median), average, stdev, 99% and 99.9% (nearest rank). */
 struct app_stats {
-	double min, median, p99, mean;
+	double min, max, median, mean, stdev, p99, p999;
 };
 void app_stats_compute(double *v, unsigned n, struct app_stats *st);
 

@@ -34,10 +34,12 @@ struct pp_opts {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST] [--iters N]\n"
+	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST | -a] [--iters N]\n"
 		   "                    [--warmup N] [--csv] [--verify]\n"
 		   "  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
 		   "  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
+		   "  Columns as perftest's: min, max, typical (median), average, stdev, 99%%,\n"
+		   "  99.9%% (microseconds). -a: every power of two from 2 bytes to 8 MiB.\n"
 		   "  --verify (test mode): every message has its own bytes, and both sides\n"
 		   "  check each one they receive (its address, length and every byte).\n");
 	app_bench_usage_common(f);
@@ -48,6 +50,12 @@ static int pp_opt(void *ctx, int c, const char *arg)
 	struct pp_opts *o = ctx;
 
 	(void)arg;
+	if (c == 'a') { /* perftest's -a: every power of two from 2 bytes to 8 MiB */
+		o->b.nsizes = 0;
+		for (uint64_t s = 2; s <= (8u << 20); s *= 2)
+			o->b.sizes[o->b.nsizes++] = s;
+		return 0;
+	}
 	if (c != 'l')
 		return -EINVAL;
 	o->loopback = true;
@@ -58,7 +66,7 @@ static int pp_opt(void *ctx, int c, const char *arg)
 static int parse_opts(int argc, char **argv, struct pp_opts *o)
 {
 	static const struct app_bench_cli cli = {
-		PROG, usage, { "loopback", no_argument, NULL, 'l' }, "l", pp_opt
+		PROG, usage, { "loopback", no_argument, NULL, 'l' }, "la", pp_opt
 	};
 
 	memset(o, 0, sizeof(*o));
@@ -71,13 +79,16 @@ static unsigned iters_for(const struct pp_opts *o, uint64_t size)
 	return app_bench_iters(&o->b, size, 64ull << 20, 20, 1000);
 }
 
+/* The columns of perftest's latency tests (t_typical = median), half round trips. */
 static void print_header(const struct pp_opts *o)
 {
 	if (o->b.csv)
-		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us,t_mean_us\n");
+		printf("bytes,iterations,t_min_us,t_median_us,t_p99_us,t_mean_us,t_max_us,"
+		       "t_stdev_us,t_p99_9_us\n");
 	else
-		printf("%10s %10s %12s %12s %12s\n", "bytes", "iterations", "t_min[us]",
-		       "t_median[us]", "t_p99[us]");
+		printf("%10s %10s %10s %10s %12s %10s %10s %10s %10s\n", "#bytes", "#iterations",
+		       "t_min[us]", "t_max[us]", "t_typical[us]", "t_avg[us]", "t_stdev[us]",
+		       "99%[us]", "99.9%[us]");
 }
 
 static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, double *v)
@@ -86,11 +97,12 @@ static void print_row(const struct pp_opts *o, uint64_t size, unsigned iters, do
 
 	app_stats_compute(v, iters, &st);
 	if (o->b.csv)
-		printf("%llu,%u,%.3f,%.3f,%.3f,%.3f\n", (unsigned long long)size, iters, st.min,
-		       st.median, st.p99, st.mean);
+		printf("%llu,%u,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", (unsigned long long)size,
+		       iters, st.min, st.median, st.p99, st.mean, st.max, st.stdev, st.p999);
 	else
-		printf("%10llu %10u %12.3f %12.3f %12.3f\n", (unsigned long long)size, iters,
-		       st.min, st.median, st.p99);
+		printf("%10llu %10u %10.3f %10.3f %12.3f %10.3f %10.3f %10.3f %10.3f\n",
+		       (unsigned long long)size, iters, st.min, st.max, st.median, st.mean,
+		       st.stdev, st.p99, st.p999);
 	fflush(stdout);
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dnp_config.h"
 #include "dnp_parse.h"
 #include "lab.h"
 
@@ -23,6 +24,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: dnp-lab run [options]\n"
 		"       dnp-lab efficiency [options]\n"
+		"       dnp-lab --help | --version\n"
 		"run options:\n"
 		"  --torus XxYxZ          torus size (2x2x2)\n"
 		"  --pattern P            all-to-all|neighbour|hotspot|random|shift (all-to-all)\n"
@@ -472,6 +474,10 @@ int main(int argc, char **argv)
 		return dnp_lab_efficiency_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("dnp-lab %s\n", DNP_VERSION);
 		return 0;
 	}
 	fprintf(stderr, "dnp-lab: unknown command %s\n", argv[1]);

@@ -95,6 +95,24 @@ usage_error "--output of a node outside the torus" "node5" --torus 2x1x1 --outpu
 usage_error "overflowing --timeout" "bad --timeout '17179869185G'" --torus 2x1x1 --timeout 17179869185G -- true
 usage_error "a torus this machine cannot hold" "does not fit this machine" --torus 16x16x16 -- true
 usage_error "an impairment dnpd would refuse" "bad --impair 'loss=150%'" --torus 2x1x1 --impair loss=150% -- true
+# The programs of apps/: usage errors exit 2 and name the problem (no daemon needed).
+app_error() { # description, expected message, program, arguments...
+	desc=$1 want=$2 prog=$(dirname "$run")/$3
+	shift 3
+	"$prog" "$@" >"$out" 2>&1
+	rc=$?
+	check "$desc -> exit 2 naming it" "[ $rc -eq 2 ] && grep -q -- \"$want\" '$out'"
+}
+app_error "dnp_pingpong overflowing size" "bad value '17179869185G' for --sizes" dnp_pingpong --sizes 17179869185G
+app_error "dnp_bw window 0" "bad value '0' for --window" dnp_bw --window 0
+app_error "dnp_alltoall unknown option" "unknown option '--bogus'" dnp_alltoall --bogus
+app_error "dnp_check unknown mode" "unknown mode 'nope'" dnp_check nope
+app_error "udp_pingpong bad --cpus" "bad value 'x' for --cpus" udp_pingpong --cpus x
+DNP_SOCKET=/nonexistent/dnpd.sock "$(dirname "$run")/dnp_pingpong" >"$out" 2>&1
+rc=$?
+check "a program without a daemon says so" \
+	"[ $rc -eq 1 ] && grep -q 'daemon is not running: no dnpd listens on /nonexistent/dnpd.sock' '$out'"
+
 "$run" --help >"$out" 2>/dev/null
 rc=$?
 check "--help: usage on stdout, exit 0" "[ $rc -eq 0 ] && grep -q '^usage: dnp-run' '$out'"
