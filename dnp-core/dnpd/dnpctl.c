@@ -385,44 +385,66 @@ static int dnpctl_impair(const char *sock, const char *specs)
 	return 0;
 }
 
+/*
+ * The supervisor's picture, asked in pages (lofamo/core/svc.h,
+ * DNP_SVC_Q_PAGED) and joined, so that a torus of any size prints whole.
+ * A page that does not come within 1 s is asked again, five times at most in
+ * a row; a new snapshot meanwhile starts the picture over.
+ */
 static int dnpctl_status(const char *addr, unsigned flags)
 {
 	static uint8_t buf[DNP_SVC_MAX_DGRAM];
+	struct dnp_svc_pages pg;
 	struct sockaddr_in sa;
-	struct dnp_svc_msg q = { .type = DNP_SVC_STATUS, .seq = (uint32_t)getpid() }, a;
-	int fd, n;
+	int fd, n, tries = 0;
 
 	if (!addr)
 		return -EDESTADDRREQ;
 	if (dnp_parse_ipv4_port(addr, &sa))
 		return -EINVAL;
-	q.u.status.flags = flags;
-	n = dnp_svc_encode(&q, buf, sizeof(buf));
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		n = -errno;
-		goto out;
+		close(fd);
+		return n;
 	}
-	for (int tries = 0; tries < 5; tries++) {
+	dnp_svc_pages_init(&pg, flags | DNP_SVC_Q_PAGED, (uint32_t)getpid());
+	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct dnp_svc_msg a;
+		ssize_t got;
 
+		n = dnp_svc_pages_request(&pg, buf, sizeof(buf));
+		if (n < 0)
+			break;
 		if (send(fd, buf, (size_t)n, 0) < 0) {
 			n = -errno;
-			goto out;
+			break;
 		}
-		if (poll(&p, 1, 1000) <= 0)
+		if (poll(&p, 1, 1000) <= 0) {
+			if (++tries == 5) {
+				n = -ETIMEDOUT;
+				break;
+			}
 			continue;
-		ssize_t got = recv(fd, buf, sizeof(buf), 0);
-		if (got < 0 || dnp_svc_decode(buf, (size_t)got, &a) || a.type != DNP_SVC_TEXT)
+		}
+		got = recv(fd, buf, sizeof(buf), 0);
+		if (got < 0 || dnp_svc_decode(buf, (size_t)got, &a))
 			continue;
-		fwrite(a.u.text.text, 1, a.u.text.len, stdout);
-		n = 0;
-		goto out;
+		n = dnp_svc_pages_take(&pg, &a);
+		if (n == 1) {
+			fwrite(pg.buf, 1, pg.got, stdout);
+			n = 0;
+			break;
+		}
+		if (n == 0 || n == -EAGAIN)
+			tries = 0; /* progress (or a fresh start): the budget is per page */
+		else if (n != -EBADMSG)
+			break;
 	}
-	n = -ETIMEDOUT;
-out:
+	dnp_svc_pages_fini(&pg);
 	close(fd);
 	return n;
 }
