@@ -3,7 +3,7 @@
  * dnpctl — asks a running dnpd for its state over its application socket
  * (a control connection, api/abi/dnp_session.h: no port, no memory).
  *
- *   dnpctl [--socket DIR/node-<id>.sock] stats|topo
+ *   dnpctl [--socket DIR/node-<id>.sock] stats [--json] | topo
  *   dnpctl [--socket ...] [--wait-ms MS] topo --all
  *   dnpctl [--supervisor HOST:PORT] status [--json | --log]
  *   dnpctl [--socket ...] sensor temp|volt|power VALUE|off
@@ -49,6 +49,7 @@
 
 #include "dnp_parse.h"
 #include "dnp_session.h"
+#include "dnpctl_json.h"
 #include "dnpd.h"
 #include "impair.h"
 #include "regs.h"
@@ -57,7 +58,7 @@
 static void dnpctl_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"usage: %s [--socket PATH] stats|topo\n"
+		"usage: %s [--socket PATH] stats [--json] | topo\n"
 		"       dnpctl [--socket PATH] [--wait-ms MS] topo --all\n"
 		"       %s [--supervisor HOST:PORT] status [--json | --log]\n"
 		"       %s [--socket PATH] sensor temp|volt|power VALUE|off\n"
@@ -67,7 +68,7 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"  --socket PATH   the daemon's socket (default $DNP_SOCKET, else\n"
 		"                  /run/dnp/dnpd.sock)\n"
 		"  stats           engine counters, link states and counters, daemon loop\n"
-		"                  counters and open ports\n"
+		"                  counters and open ports (--json: as one JSON object)\n"
 		"  topo            each link's expected and discovered neighbour (exit 3\n"
 		"                  when one is MISWIRED)\n"
 		"  topo --all      the same for every node of the torus: the daemon asks\n"
@@ -179,7 +180,7 @@ out:
 }
 
 /* stats (the whole report) or topo (its node and wiring lines; 3 when MISWIRED). */
-static int dnpctl_stats(const char *path, bool topo)
+static int dnpctl_stats(const char *path, bool topo, bool json)
 {
 	char *text;
 	int r = dnpctl_ask(path, 0, &text);
@@ -188,6 +189,8 @@ static int dnpctl_stats(const char *path, bool topo)
 		return r;
 	if (topo) {
 		r = dnpctl_print_topo(text);
+	} else if (json) {
+		r = dnpctl_stats_json(text, stdout);
 	} else {
 		fputs(text, stdout);
 		r = 0;
@@ -613,11 +616,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	topo = !strcmp(argv[optind], "topo");
-	if (all && !topo) {
-		dnpctl_usage(stderr, argv[0]);
+	if ((all && !topo) || (qflags & DNP_SVC_Q_LOG) || (topo && (qflags & DNP_SVC_Q_JSON))) {
+		fprintf(stderr, "dnpctl: %s does not take %s\n", argv[optind],
+			all && !topo           ? "--all" :
+			qflags & DNP_SVC_Q_LOG ? "--log" :
+						 "--json");
 		return 2;
 	}
-	r = all ? dnpctl_topo_all(path, wait_ms) : dnpctl_stats(path, topo);
+	r = all ? dnpctl_topo_all(path, wait_ms) :
+		  dnpctl_stats(path, topo, qflags & DNP_SVC_Q_JSON);
 	if (r == 3 || r == 4)
 		return r;
 	if (r) {

@@ -95,8 +95,17 @@ printf 'shared=1,chan=3,mtu=1500,links' >"$tmp/conf/options"
 mkdir -p "$tmp/sess"
 unhex 000300010100000005050603010101050603020200001000000100050603040101000000050506 "$tmp/sess/handshake"
 
+# dnpctl stats --json (fuzz_ctljson.c): a daemon's stats report.
+mkdir -p "$tmp/ctljson"
+printf '%s\n' 'node 0 (0,0,0) of 2x1x1 transport shm idle adaptive uptime_ms 789' \
+	'file lofamo /tmp/x/node-0.lofamo' 'engine cmds_accepted 0 cmds_ok 0' \
+	'wiring X+ expected 1,0,0 X- found - (nothing heard)' \
+	'link X+ state UP local a remote b' 'link X+ vc 0 tx_packets 0 rx_fifo 0' \
+	'link X+ impair off frames 0 dropped 0' 'link X+ transport tx_frames 72' 'link Y+ none' \
+	'daemon iterations 288 sleeps 143' >"$tmp/ctljson/report"
+
 status=0
-for f in pkt cmd engine app lofamo presto fi impair conf sess; do
+for f in pkt cmd engine app lofamo presto fi impair conf sess ctljson; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
 		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"
