@@ -108,6 +108,9 @@ for m in $(cat /mod/order); do insmod /mod/$m || echo "insmod $m failed"; done
 R=/root
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot $R ||
 	{ echo "mount hostroot failed"; poweroff -f; }
+# The guest's /tmp is its own; the host's stays reachable under /hosttmp for
+# the folders named in vmout/binds (a build or clone under the host's /tmp).
+mkdir -p /hosttmp && mount -o bind $R/tmp /hosttmp
 mount -t tmpfs -o size=256m tmp $R/tmp
 mount -t tmpfs run $R/run
 mount -t proc proc $R/proc
@@ -117,6 +120,11 @@ mkdir -p $R/dev/shm; mount -t tmpfs shm $R/dev/shm
 mkdir -p $R/tmp/vmout
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 vmout $R/tmp/vmout ||
 	{ echo "mount vmout failed"; poweroff -f; }
+for p in $(cat $R/tmp/vmout/binds 2>/dev/null); do
+	rel=${p#/tmp/}
+	mkdir -p "$R/tmp/$rel" && mount -o bind "/hosttmp/$rel" "$R/tmp/$rel" ||
+		echo "bind $p failed"
+done
 ip link set lo up 2>/dev/null
 echo up >$R/tmp/vmout/booted
 chroot $R /bin/bash /tmp/vmout/cmd >$R/tmp/vmout/guest.log 2>&1
@@ -180,6 +188,20 @@ make_initrd
 	printf '%q ' "$@"
 	echo
 } >"$OUT/cmd"
+# Folders of the host's /tmp the guest needs (its /tmp is a tmpfs of its own):
+# the top folder under /tmp of the working directory and of every path argument
+# (a clone in /tmp/X: /tmp/X is bound whole).
+for a in "$PWD" "$@"; do
+	[ -e "$a" ] || continue
+	r=$(realpath "$a")
+	case $r in
+	/tmp/vmout | /tmp/vmout/*) ;;
+	/tmp/?*)
+		t=${r#/tmp/}
+		echo "/tmp/${t%%/*}"
+		;;
+	esac
+done | sort -u >"$OUT/binds"
 
 booted=
 if [ "${VERBS_ACCEL:-}" != tcg ] && [ -w /dev/kvm ]; then
