@@ -31,6 +31,7 @@
 
 #include "dnpd.h"
 #include "engine.h"
+#include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -187,56 +188,37 @@ static void daemon_step(uint64_t now)
 
 /* ------------------------------------------------------ the application */
 
-struct input {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct input *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v |= (uint64_t)(in->n ? *in->p : 0) << (8 * i);
-		if (in->n) {
-			in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
-
 static uint8_t *shm(void)
 {
 	return (uint8_t *)H.se->ctl;
 }
 
 /* A well-formed command to ourselves, into the heap, with a key we know or a guess. */
-static void app_legal_cmd(struct input *in)
+static void app_legal_cmd(struct fuzz_in *in)
 {
-	uint64_t off = take(in, 2) % HEAP_SIZE, roff = take(in, 2) % HEAP_SIZE;
-	uint64_t len = take(in, 2) % (HEAP_SIZE / 2);
-	unsigned k = (unsigned)take(in, 1);
+	uint64_t off = fuzz_take(in, 2) % HEAP_SIZE, roff = fuzz_take(in, 2) % HEAP_SIZE;
+	uint64_t len = fuzz_take(in, 2) % (HEAP_SIZE / 2);
+	unsigned k = (unsigned)fuzz_take(in, 1);
 	struct dnp_cmd c = {
 		.op = (uint8_t)(1 + k % 3),
 		.dst_port = (uint8_t)H.se->port,
 		.len = len,
 		.local_va = APP_HEAP_VA + off,
 		.remote_va = APP_HEAP_VA + roff,
-		.cookie = take(in, 8),
+		.cookie = fuzz_take(in, 8),
 	};
 
 	if (c.op != DNP_OP_SEND)
-		c.remote_key = H.nkeys ? H.keys[(k >> 2) % H.nkeys] : (uint32_t)take(in, 4);
+		c.remote_key = H.nkeys ? H.keys[(k >> 2) % H.nkeys] : (uint32_t)fuzz_take(in, 4);
 	if (c.op == DNP_OP_GET)
 		c.local_key = H.nkeys ? H.keys[(k >> 4) % H.nkeys] : 0;
 	(void)dnp_ring_push(&H.app_cmd, &c);
 }
 
-static void app_register(struct input *in)
+static void app_register(struct fuzz_in *in)
 {
-	uint64_t off = take(in, 2) % HEAP_SIZE, len = 1 + take(in, 2) % 8192;
-	unsigned flags = 1 + (unsigned)take(in, 1) % DNP_BUF_ALL;
+	uint64_t off = fuzz_take(in, 2) % HEAP_SIZE, len = 1 + fuzz_take(in, 2) % 8192;
+	unsigned flags = 1 + (unsigned)fuzz_take(in, 1) % DNP_BUF_ALL;
 	void *priv = dnpd_sess_heap_addr(H.se, APP_HEAP_VA + off, len);
 	uint32_t key;
 
@@ -245,30 +227,30 @@ static void app_register(struct input *in)
 		H.keys[H.nkeys++] = key;
 }
 
-static void run_program(struct input *in)
+static void run_program(struct fuzz_in *in)
 {
 	uint64_t now = 1000;
 	struct dnp_event ev[16];
 
 	while (in->n) {
-		unsigned op = (unsigned)take(in, 1) % 10;
+		unsigned op = (unsigned)fuzz_take(in, 1) % 10;
 
 		switch (op) {
 		case 0: { /* a word of a ring header: magic/geometry, head, tail, padding */
-			uint32_t off = (uint32_t)take(in, 1) % 48 * 4;
-			uint32_t ring = (uint32_t)take(in, 1) & 1 ? H.ev_off : H.cmd_off;
-			uint32_t v = (uint32_t)take(in, 4);
+			uint32_t off = (uint32_t)fuzz_take(in, 1) % 48 * 4;
+			uint32_t ring = (uint32_t)fuzz_take(in, 1) & 1 ? H.ev_off : H.cmd_off;
+			uint32_t v = (uint32_t)fuzz_take(in, 4);
 
 			memcpy(shm() + ring + off, &v, 4);
 			break;
 		}
 		case 1: { /* raw bytes into a command slot, then maybe a tail bump */
-			uint32_t slot = (uint32_t)take(in, 2) % DNP_SESS_CMD_SLOTS;
+			uint32_t slot = (uint32_t)fuzz_take(in, 2) % DNP_SESS_CMD_SLOTS;
 			uint8_t *dst = shm() + H.cmd_off + 192 + slot * sizeof(struct dnp_cmd);
-			uint32_t bump = (uint32_t)take(in, 1);
+			uint32_t bump = (uint32_t)fuzz_take(in, 1);
 
 			for (unsigned i = 0; i < sizeof(struct dnp_cmd); i++)
-				dst[i] = (uint8_t)take(in, 1);
+				dst[i] = (uint8_t)fuzz_take(in, 1);
 			if (bump & 0x80) {
 				_Atomic uint32_t *tail =
 					(_Atomic uint32_t *)(void *)(shm() + H.cmd_off + 128);
@@ -282,11 +264,11 @@ static void run_program(struct input *in)
 			app_legal_cmd(in);
 			break;
 		case 4: { /* heap bytes */
-			uint32_t off = (uint32_t)take(in, 2) % HEAP_SIZE;
-			uint32_t len = (uint32_t)take(in, 1);
+			uint32_t off = (uint32_t)fuzz_take(in, 2) % HEAP_SIZE;
+			uint32_t len = (uint32_t)fuzz_take(in, 1);
 
 			for (uint32_t i = 0; i < len && off + i < HEAP_SIZE; i++)
-				H.se->heap[off + i] = (uint8_t)take(in, 1);
+				H.se->heap[off + i] = (uint8_t)fuzz_take(in, 1);
 			break;
 		}
 		case 5:
@@ -294,17 +276,18 @@ static void run_program(struct input *in)
 			break;
 		case 6: /* the control block: every field the app can reach */
 		{
-			uint32_t off = (uint32_t)take(in, 1) % 32 * 4;
-			uint32_t v = (uint32_t)take(in, 4);
+			uint32_t off = (uint32_t)fuzz_take(in, 1) % 32 * 4;
+			uint32_t v = (uint32_t)fuzz_take(in, 4);
 
 			memcpy(shm() + off, &v, 4);
 			break;
 		}
 		case 7: /* the application drains some events */
-			(void)dnp_ring_pop_burst(&H.app_ev, ev, 1 + (unsigned)take(in, 1) % 16);
+			(void)dnp_ring_pop_burst(&H.app_ev, ev,
+						 1 + (unsigned)fuzz_take(in, 1) % 16);
 			break;
 		default: /* the daemon runs */
-			now += 1 + take(in, 2) * 1000;
+			now += 1 + fuzz_take(in, 2) * 1000;
 			daemon_step(now);
 			break;
 		}
@@ -389,7 +372,7 @@ static int setup(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { data, size };
+	struct fuzz_in in = { data, size };
 
 	if (setup())
 		abort();

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -69,43 +70,23 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 
 static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
 
-/* A little reader over the fuzzer's bytes (zeros once they run out). */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct in *in, unsigned bytes)
+static void app_op(struct dnp_engine *e, struct fuzz_in *in)
 {
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		v |= (uint64_t)(in->n ? *in->p : 0) << (8 * i);
-		if (in->n) {
-			in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
-
-static void app_op(struct dnp_engine *e, struct in *in)
-{
-	unsigned what = (unsigned)take(in, 1) % 4, i = (unsigned)take(in, 1) % NBUF;
+	unsigned what = (unsigned)fuzz_take(in, 1) % 4, i = (unsigned)fuzz_take(in, 1) % NBUF;
 	struct reg *r = &regs[i];
 
 	if (what == 0 && !r->used) {
-		r->port = (unsigned)take(in, 1) % NPORTS;
-		r->flags = (unsigned)take(in, 1) % DNP_BUF_ALL + 1;
-		r->va = take(in, 3) % ARENA;
-		r->len = take(in, 3) % (ARENA - r->va) + 1;
+		r->port = (unsigned)fuzz_take(in, 1) % NPORTS;
+		r->flags = (unsigned)fuzz_take(in, 1) % DNP_BUF_ALL + 1;
+		r->va = fuzz_take(in, 3) % ARENA;
+		r->len = fuzz_take(in, 3) % (ARENA - r->va) + 1;
 		if (dnp_engine_register(e, r->port, r->va, r->len, r->flags, 0, NULL) == 0)
 			r->used = true;
 	} else if (what == 1 && r->used) {
 		if (dnp_engine_unregister(e, r->port, r->va) == 0)
 			r->used = false;
 	} else if (what == 2) {
-		unsigned port = (unsigned)take(in, 1) % NPORTS;
+		unsigned port = (unsigned)fuzz_take(in, 1) % NPORTS;
 		if (dnp_engine_port_close(e, port) == 0) {
 			for (unsigned k = 0; k < NBUF; k++)
 				if (regs[k].port == port)
@@ -114,47 +95,47 @@ static void app_op(struct dnp_engine *e, struct in *in)
 		}
 	} else {
 		struct dnp_event ev[8];
-		(void)dnp_engine_poll_events(e, (unsigned)take(in, 1) % NPORTS, ev, 8);
+		(void)dnp_engine_poll_events(e, (unsigned)fuzz_take(in, 1) % NPORTS, ev, 8);
 	}
 }
 
-static void frame_op(struct dnp_engine *e, struct in *in, uint64_t now)
+static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now)
 {
 	static uint8_t frame[DNP_MAX_FRAME], payload[DNP_MAX_PAYLOAD];
-	unsigned dir = (unsigned)take(in, 1) % DNP_NDIRS;
+	unsigned dir = (unsigned)fuzz_take(in, 1) % DNP_NDIRS;
 	struct dnp_pkt_hdr h;
 	size_t len;
 
-	if (take(in, 1) & 1) { /* raw bytes */
-		len = (size_t)take(in, 2) % (DNP_MAX_FRAME + 32);
+	if (fuzz_take(in, 1) & 1) { /* raw bytes */
+		len = (size_t)fuzz_take(in, 2) % (DNP_MAX_FRAME + 32);
 		for (size_t i = 0; i < len; i++)
-			frame[i % DNP_MAX_FRAME] = (uint8_t)take(in, 1);
+			frame[i % DNP_MAX_FRAME] = (uint8_t)fuzz_take(in, 1);
 		(void)dnp_engine_rx(e, dir, frame, len > DNP_MAX_FRAME ? DNP_MAX_FRAME : len, now);
 		return;
 	}
 	memset(&h, 0, sizeof(h));
-	h.lflags = (uint8_t)(take(in, 1) & 1);
-	h.src_dir = (uint8_t)(take(in, 1) % 7);
-	h.seq = (uint32_t)take(in, 1);
-	h.ack = (uint32_t)take(in, 1);
-	h.dst = (struct dnp_coord){ (uint8_t)(take(in, 1) % 3), 0, 0 };
-	h.src = (struct dnp_coord){ (uint8_t)(take(in, 1) % 3), 0, 0 };
-	h.dst_port = (uint8_t)take(in, 1);
-	h.src_port = (uint8_t)take(in, 1);
-	h.kind = (uint8_t)(take(in, 1) % 10); /* DNP_PKT_QUERY included */
-	h.vc = (uint8_t)(take(in, 1) % DNP_MAX_VC);
-	h.flags = (uint8_t)(take(in, 1) % 4);
-	h.status = (uint8_t)take(in, 1);
-	h.len = (uint16_t)(take(in, 2) % (DNP_MAX_PAYLOAD + 1));
-	h.msg_id = (uint32_t)take(in, 2);
-	h.va = take(in, 3);
-	h.key = (uint32_t)take(in, 4);
-	h.offset = (uint32_t)take(in, 3);
-	h.hops = (uint8_t)take(in, 1);
-	h.msg_len = (uint32_t)take(in, 3);
-	h.via = (uint16_t)(take(in, 2) & ~DNP_PKT_VIA_RSVD); /* route through a via */
+	h.lflags = (uint8_t)(fuzz_take(in, 1) & 1);
+	h.src_dir = (uint8_t)(fuzz_take(in, 1) % 7);
+	h.seq = (uint32_t)fuzz_take(in, 1);
+	h.ack = (uint32_t)fuzz_take(in, 1);
+	h.dst = (struct dnp_coord){ (uint8_t)(fuzz_take(in, 1) % 3), 0, 0 };
+	h.src = (struct dnp_coord){ (uint8_t)(fuzz_take(in, 1) % 3), 0, 0 };
+	h.dst_port = (uint8_t)fuzz_take(in, 1);
+	h.src_port = (uint8_t)fuzz_take(in, 1);
+	h.kind = (uint8_t)(fuzz_take(in, 1) % 10); /* DNP_PKT_QUERY included */
+	h.vc = (uint8_t)(fuzz_take(in, 1) % DNP_MAX_VC);
+	h.flags = (uint8_t)(fuzz_take(in, 1) % 4);
+	h.status = (uint8_t)fuzz_take(in, 1);
+	h.len = (uint16_t)(fuzz_take(in, 2) % (DNP_MAX_PAYLOAD + 1));
+	h.msg_id = (uint32_t)fuzz_take(in, 2);
+	h.va = fuzz_take(in, 3);
+	h.key = (uint32_t)fuzz_take(in, 4);
+	h.offset = (uint32_t)fuzz_take(in, 3);
+	h.hops = (uint8_t)fuzz_take(in, 1);
+	h.msg_len = (uint32_t)fuzz_take(in, 3);
+	h.via = (uint16_t)(fuzz_take(in, 2) & ~DNP_PKT_VIA_RSVD); /* route through a via */
 	for (unsigned i = 0; i < h.len; i++)
-		payload[i] = (uint8_t)take(in, 1);
+		payload[i] = (uint8_t)fuzz_take(in, 1);
 	int n = dnp_pkt_encode(&h, payload, frame, sizeof(frame));
 	if (n > 0)
 		(void)dnp_engine_rx(e, dir, frame, (size_t)n, now);
@@ -164,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dnp_engine_conf c;
 	struct dnp_engine *e;
-	struct in in = { data, size };
+	struct fuzz_in in = { data, size };
 	struct dnp_frame out[16];
 	uint64_t now = 0;
 
@@ -189,8 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned p = 0; p < NPORTS; p++)
 		(void)dnp_engine_port_open(e, p);
 	while (in.n) {
-		now += take(&in, 1) % 64;
-		if (take(&in, 1) % 4 == 0)
+		now += fuzz_take(&in, 1) % 64;
+		if (fuzz_take(&in, 1) % 4 == 0)
 			app_op(e, &in);
 		else
 			frame_op(e, &in, now);
