@@ -6,6 +6,7 @@
 #include "transport_priv.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <string.h>
 
 #include "dnp_parse.h"
@@ -60,5 +61,35 @@ int dnp_transport_opt_u32(const char *options, const char *key, uint32_t def, ui
 	if (dnp_transport_opt_u64(options, key, def, &v) || v > max)
 		return -EINVAL;
 	*out = (uint32_t)v;
+	return 0;
+}
+
+int dnp_transport_resolve(const char *addr, struct addrinfo **res)
+{
+	char host[256];
+	const char *colon, *h = addr;
+	size_t hlen;
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_DGRAM,
+		.ai_flags = AI_NUMERICSERV,
+	};
+
+	if (!addr)
+		return -EINVAL;
+	colon = strrchr(addr, ':');
+	if (!colon || colon == addr || colon[1] == '\0')
+		return -EINVAL;
+	hlen = (size_t)(colon - addr);
+	if (addr[0] == '[' && hlen >= 2 && colon[-1] == ']') {
+		h = addr + 1;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (getaddrinfo(host, colon + 1, &hints, res) != 0)
+		return -EINVAL;
 	return 0;
 }

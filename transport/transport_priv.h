@@ -25,6 +25,15 @@ bool dnp_transport_opt(const char *options, const char *key, char *val, size_t l
  */
 extern const struct dnp_transport_ops *const dnp_transport_optional[];
 
+struct addrinfo;
+/*
+ * Splits a link address "host:port" ("[v6]:port" for IPv6) and resolves it
+ * (numeric port; a host name may block on DNS, so open time only). On 0 the
+ * caller frees *res with freeaddrinfo. Errors: -EINVAL (malformed or not
+ * resolvable).
+ */
+int dnp_transport_resolve(const char *addr, struct addrinfo **res);
+
 /* Parses an unsigned option; returns def when absent, -EINVAL when malformed. */
 int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out);
 /* The same for a 32-bit value at most max (-EINVAL above it). */

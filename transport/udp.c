@@ -46,37 +46,6 @@ static inline const struct dnp_udp *to_udp_c(const struct dnp_transport *t)
 	return (const struct dnp_udp *)(const void *)t;
 }
 
-/* Splits "host:port" ("[v6]:port" for IPv6) and resolves it (open time only). */
-static int udp_resolve(const char *addr, struct addrinfo **res)
-{
-	char host[256];
-	const char *colon, *h = addr;
-	size_t hlen;
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_DGRAM,
-		.ai_flags = AI_NUMERICSERV,
-	};
-
-	if (!addr)
-		return -EINVAL;
-	colon = strrchr(addr, ':');
-	if (!colon || colon == addr || colon[1] == '\0')
-		return -EINVAL;
-	hlen = (size_t)(colon - addr);
-	if (addr[0] == '[' && colon[-1] == ']') {
-		h = addr + 1;
-		hlen -= 2;
-	}
-	if (hlen >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (getaddrinfo(host, colon + 1, &hints, res) != 0)
-		return -EINVAL;
-	return 0;
-}
-
 static void udp_set_bufs(int fd, int size)
 {
 	/* FORCE variants pass rmem_max/wmem_max when privileged; else best effort. */
@@ -91,10 +60,10 @@ static int udp_socket(const struct dnp_transport_conf *c, int bufsize)
 	struct addrinfo *loc = NULL, *rem = NULL;
 	int fd = -1, ret;
 
-	ret = udp_resolve(c->local, &loc);
+	ret = dnp_transport_resolve(c->local, &loc);
 	if (ret)
 		return ret;
-	ret = udp_resolve(c->remote, &rem);
+	ret = dnp_transport_resolve(c->remote, &rem);
 	if (ret)
 		goto out;
 	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

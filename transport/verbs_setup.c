@@ -26,42 +26,11 @@ uint64_t dnp_verbs_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Splits "host:port" ("[v6]:port") and resolves it numerically-or-by-name. */
-static int vs_resolve(const char *addr, struct addrinfo **res)
-{
-	char host[256];
-	const char *colon, *h = addr;
-	size_t hlen;
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_DGRAM,
-		.ai_flags = AI_NUMERICSERV,
-	};
-
-	if (!addr)
-		return -EINVAL;
-	colon = strrchr(addr, ':');
-	if (!colon || colon == addr || colon[1] == '\0')
-		return -EINVAL;
-	hlen = (size_t)(colon - addr);
-	if (addr[0] == '[' && hlen >= 2 && colon[-1] == ']') {
-		h = addr + 1;
-		hlen -= 2;
-	}
-	if (hlen >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (getaddrinfo(host, colon + 1, &hints, res) != 0)
-		return -EINVAL;
-	return 0;
-}
-
 /* The GID a RoCE v2 port gives the local address (IPv4-mapped or IPv6). */
 static int vs_local_gid(const char *local, union ibv_gid *gid)
 {
 	struct addrinfo *ai;
-	int r = vs_resolve(local, &ai);
+	int r = dnp_transport_resolve(local, &ai);
 
 	if (r)
 		return r;
@@ -241,10 +210,10 @@ int dnp_verbs_hs_socket(struct dnp_verbs *v, const char *local, const char *remo
 	struct addrinfo *loc = NULL, *rem = NULL;
 	int fd = -1, r;
 
-	r = vs_resolve(local, &loc);
+	r = dnp_transport_resolve(local, &loc);
 	if (r)
 		return r;
-	r = vs_resolve(remote, &rem);
+	r = dnp_transport_resolve(remote, &rem);
 	if (r)
 		goto out;
 	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
