@@ -1024,7 +1024,7 @@ const char *dnp_strerror(int err)
 	case -ENOBUFS:
 		return "no SEND buffer posted at the destination";
 	case -EHOSTUNREACH:
-		return "destination outside the torus";
+		return "no route reaches the destination (outside the torus, or cut off)";
 	case -ENOLINK:
 		return "a link on the path broke";
 	case -ETIMEDOUT:
