@@ -559,6 +559,52 @@ static void test_dfm_one_crc_error_not_sick(void **state)
 	dnp_dfm_destroy(f.d);
 }
 
+/*
+ * A direction that carries only keep-alives (one frame every 5 ms, 50 per
+ * T_read) is corrupted at 5 %: SICK. The fault ends, but one corrupted frame
+ * came in the last window before it did: 1 error in a few hundred frames is
+ * over 100 ppm without confidence, so no verdict. Before the window was
+ * bounded, it had to grow to 10,000 clean frames (200 T_reads here, 50 s)
+ * before the link was ok again; now it is ok within 16 T_reads plus one
+ * window of 100 frames, and stays ok.
+ */
+static void test_dfm_sick_link_heals_after_stray_error(void **state)
+{
+	struct fx f;
+	uint64_t t = 10, healed = 0;
+
+	(void)state;
+	fx_init(&f, 2, 1, 1, (struct dnp_coord){ 0, 0, 0 });
+	run(&f, 0, 10, 0, NULL, NULL, 0);
+	for (; t < 10 + 8 * DNP_LFM_T_READ_DEFAULT; t++) {
+		if (t % 5 == 0) {
+			f.in.rx_frames[DNP_DIR_XP] += 1;
+			if (t % 100 == 0) /* 1 in 20 */
+				f.in.crc_errors[DNP_DIR_XP] += 1;
+		}
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+	}
+	assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
+			 DNP_LFM_LINK_SICK);
+	/* let the sick verdict renew its window, then one stray error, then clean */
+	f.in.crc_errors[DNP_DIR_XP] += 1;
+	for (unsigned k = 0; k < 60 * DNP_LFM_T_READ_DEFAULT; k++, t++) {
+		if (t % 5 == 0)
+			f.in.rx_frames[DNP_DIR_XP] += 1;
+		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
+		if (!healed && dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP) ==
+				       DNP_LFM_LINK_OK)
+			healed = k;
+		if (healed)
+			assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status),
+							  DNP_DIR_XP),
+					 DNP_LFM_LINK_OK);
+	}
+	assert_true(healed > 0);
+	assert_true(healed <= 19 * DNP_LFM_T_READ_DEFAULT);
+	dnp_dfm_destroy(f.d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -574,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_dfm_diag_codec),
 		cmocka_unit_test(test_dfm_engine_diag_path),
 		cmocka_unit_test(test_dfm_one_crc_error_not_sick),
+		cmocka_unit_test(test_dfm_sick_link_heals_after_stray_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

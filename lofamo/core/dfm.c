@@ -20,6 +20,12 @@ struct dfm_remote {
 	uint64_t last; /* time of the last DIAG */
 };
 
+/*
+ * An undecided CRC window spans at most this many T_read periods; its oldest
+ * period then ages out. 16 x T_read is 4 s at the default 250 ms.
+ */
+#define DFM_CRC_AGE 16
+
 struct dnp_dfm {
 	struct dnp_dfm_conf c;
 	struct dnp_lfm_regs *r;
@@ -29,6 +35,9 @@ struct dnp_dfm {
 	uint64_t next_write, next_read;
 	/* links */
 	uint64_t win_frames[DNP_LFM_NDIRS], win_crc[DNP_LFM_NDIRS]; /* at window start */
+	/* an undecided window's period ends, oldest first (see judge_crc) */
+	uint64_t age_frames[DNP_LFM_NDIRS][DFM_CRC_AGE], age_crc[DNP_LFM_NDIRS][DFM_CRC_AGE];
+	uint8_t age_head[DNP_LFM_NDIRS], age_n[DNP_LFM_NDIRS];
 	bool sick[DNP_LFM_NDIRS];
 	uint8_t link_rep[DNP_LFM_NDIRS]; /* last reported enum dnp_lfm_link */
 	uint8_t sensor_rep[DNP_LFM_NSENSORS];
@@ -201,7 +210,14 @@ static uint64_t crc_lo_milli(uint64_t e)
  * it holds crc_min_frames frames and its own ratio is at most crc_ppm; a
  * window in between (over the threshold, not yet with confidence, or too
  * short) is not thrown away: it grows into the next T_read until one verdict
- * is certain, and the previous verdict stands meanwhile.
+ * is certain, and the previous verdict stands meanwhile. It grows for at
+ * most DFM_CRC_AGE periods, then drops its oldest period at each T_read: a
+ * few errors left over from a fault that has ended (one error in 500 frames
+ * is over 100 ppm, yet says nothing with confidence) would otherwise need
+ * 10,000 clean frames to be diluted below the threshold, and a link carrying
+ * little traffic would stay SICK long after it healed. The price: a link just
+ * over the threshold is only found if its errors show with confidence within
+ * DFM_CRC_AGE periods of traffic.
  */
 static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 {
@@ -213,11 +229,25 @@ static void judge_crc(struct dnp_dfm *d, const struct dnp_dfm_input *in)
 		uint64_t e = in->crc_errors[i] - d->win_crc[i];
 		uint64_t all = f + e;
 		bool sick = crc_lo_milli(e) * 1000u > (uint64_t)ppm * all;
+		unsigned k;
 
-		if (!sick && (all < (min ? min : 1) || e * 1000000u > (uint64_t)ppm * all))
-			continue; /* no verdict yet: keep the window and the last verdict */
+		if (!sick && (all < (min ? min : 1) || e * 1000000u > (uint64_t)ppm * all)) {
+			/* no verdict yet: keep the window and the last verdict */
+			k = (d->age_head[i] + d->age_n[i]) % DFM_CRC_AGE;
+			d->age_frames[i][k] = in->rx_frames[i];
+			d->age_crc[i][k] = in->crc_errors[i];
+			if (++d->age_n[i] < DFM_CRC_AGE)
+				continue;
+			k = d->age_head[i]; /* full: the window now starts one period later */
+			d->win_frames[i] = d->age_frames[i][k];
+			d->win_crc[i] = d->age_crc[i][k];
+			d->age_head[i] = (uint8_t)((k + 1) % DFM_CRC_AGE);
+			d->age_n[i]--;
+			continue;
+		}
 		d->win_frames[i] = in->rx_frames[i];
 		d->win_crc[i] = in->crc_errors[i];
+		d->age_n[i] = 0;
 		d->sick[i] = sick;
 	}
 }

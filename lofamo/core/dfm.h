@@ -28,8 +28,10 @@
  * the report over the torus) and one more when the host recovers. A DIAG
  * received from a neighbour is recorded in the remote part and the Remote
  * Fault Descriptor of its direction; without a DIAG for 3 x T_read the entry
- * expires. A link is BROKEN when the engine says so; SICK when over one
- * T_read window its CRC errors per million frames exceed the threshold.
+ * expires. A link is BROKEN when the engine says so; SICK when over a
+ * window of one to 16 T_reads its CRC errors per million frames exceed the
+ * threshold with 99.9 % confidence, ok again when a window of enough frames
+ * is at or under it.
  *
  * Memory: dnp_dfm_create allocates once; nothing else allocates.
  * Threads: one thread owns a DFM (dnpd's poll loop).
