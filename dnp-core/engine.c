@@ -90,6 +90,8 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 			engine_link_broken(e, d, now);
 	}
 	check_timeouts(e, now);
+	if (e->sick_held)
+		engine_sick_release(e, now);
 	if (e->ncables)
 		engine_route_announce(e, now);
 	for (unsigned r = 0; r < MAX_RUN_ROUNDS; r++) {
@@ -275,6 +277,9 @@ uint64_t dnp_engine_next_deadline(const struct dnp_engine *e)
 		t = e->next_timeout_check;
 	if (e->c.deliver_timeout && e->lo_wait.on && e->lo_wait.since + e->c.deliver_timeout < t)
 		t = e->lo_wait.since + e->c.deliver_timeout;
+	for (unsigned d = 0; e->sick_held && d < DNP_NDIRS; d++)
+		if ((e->sick_held & (1u << d)) && e->sick[d].release_at < t)
+			t = e->sick[d].release_at;
 	if (e->c.deliver_timeout)
 		for (unsigned in = 0; in < NIN; in++)
 			for (unsigned vc = 0; vc < e->c.link.nvc; vc++) {

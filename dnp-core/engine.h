@@ -157,6 +157,12 @@ struct dnp_engine_conf {
 	 */
 	uint64_t query_timeout;
 	/*
+	 * How long (caller's time unit) an own link judged sick stays avoided
+	 * after its verdict turned healthy (dnp_engine_link_sick); 0: let go
+	 * at once. dnpd: 2 s.
+	 */
+	uint64_t sick_hold;
+	/*
 	 * Send a credit frame (with the current ack) in the next tx_burst after
 	 * any frame was accepted, instead of only every credit_period. Meant
 	 * for the EXACT credit model on real networks (dnpd); the lab keeps the
@@ -223,6 +229,7 @@ struct dnp_engine_stats {
 	/* Detours (docs/routing.md): link states told to and heard from neighbours. */
 	uint64_t route_tx, route_rx; /* ROUTE packets */
 	uint64_t route_changes;      /* cable states this node adopted (its own included) */
+	uint64_t sick_avoided;       /* times an own link judged sick began to be avoided */
 	uint64_t route_overflow;     /* cable states not kept: a table was full */
 	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
 	uint64_t cmpl_frames;        /* CMPL packets made here (one may report many messages) */
@@ -317,6 +324,17 @@ bool dnp_engine_has_link(const struct dnp_engine *e, unsigned dir);
 enum dnp_link_state dnp_engine_link_state(const struct dnp_engine *e, unsigned dir);
 /* The transport lost the link (carrier down, peer gone): mark it BROKEN now. */
 void dnp_engine_link_down(struct dnp_engine *e, unsigned dir, uint64_t now);
+/*
+ * LO|FA|MO judged own link dir sick (its CRC-error rate over the threshold)
+ * or healthy again. A sick link stays UP and carries what no detour can
+ * take, but routes avoid it where a way round exists (docs/routing.md, "Sick
+ * links"): its cable is announced SICK to the torus. It is used again
+ * c.sick_hold after the verdict turned healthy; the hold doubles, up to 8 x,
+ * each time the link turns sick again within 8 x sick_hold of being let go,
+ * so that a link on the edge of the threshold does not flap the routes.
+ * Errors: -EINVAL bad dir, or no link in that direction.
+ */
+int dnp_engine_link_sick(struct dnp_engine *e, unsigned dir, bool sick, uint64_t now);
 const struct dnp_link_stats *dnp_engine_link_stats(const struct dnp_engine *e, unsigned dir);
 /* The link itself (NULL if none), for read-only queries: dnp_link_estimate, dnp_link_rx_occupancy. */
 const struct dnp_link *dnp_engine_link(const struct dnp_engine *e, unsigned dir);

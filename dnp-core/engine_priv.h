@@ -181,12 +181,26 @@ struct sendasm {
 struct cable {
 	uint32_t node;
 	uint8_t dim;
-	uint8_t down;
+	uint8_t state; /* enum dnp_cable_state */
 	uint8_t pend;
 	uint16_t ver;
 };
 #define CABLES 256
-#define ROUTE_ENTRY 8u /* node u32, dim u8, down u8, ver u16 */
+#define ROUTE_ENTRY 8u /* node u32, dim u8, state u8, ver u16 */
+
+/*
+ * LO|FA|MO's verdict on an own link (dnp_engine_link_sick) and its
+ * hysteresis: the link is avoided while 'avoid'; after the verdict turns
+ * healthy it is let go at release_at (sick_hold x mult later). mult doubles,
+ * up to SICK_MULT_MAX, when the link turns sick again within
+ * SICK_MULT_MAX x sick_hold of being let go, and starts at 1 otherwise.
+ */
+struct sickness {
+	bool sick, avoid, released;
+	uint8_t mult;
+	uint64_t release_at, released_at;
+};
+#define SICK_MULT_MAX 8u
 #define ROUTE_MAX_ENTRIES 32u
 
 /*
@@ -286,6 +300,8 @@ struct dnp_engine {
 	uint32_t diag_head, diag_tail; /* free-running */
 	struct cable cables[CABLES];
 	uint32_t ncables;
+	struct sickness sick[DNP_NDIRS];
+	uint8_t sick_held;     /* bit per own link avoided, healthy again, waiting for release_at */
 	struct puttrack *puts; /* by source node id modulo nputs */
 	uint32_t nputs;
 	struct hopc hopc[HOPC];
@@ -559,8 +575,13 @@ int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 uint16_t engine_via_for(struct dnp_engine *e, struct dnp_coord dst);
 /* dnp_route_step from this node at injection, cached while the router is unchanged. */
 int engine_local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via, struct dnp_hop *hop);
-/* Own link dir went BROKEN (down) or UP: a new version of its cable's state. */
+/*
+ * Own link dir went BROKEN (down) or UP, or its sickness changed: a new
+ * version of its cable's state (broken; else sick while avoided; else ok).
+ */
 void engine_cable_local(struct dnp_engine *e, unsigned dir, bool down);
+/* Lets go of own links whose sick hold is over (dnp_engine_run). */
+void engine_sick_release(struct dnp_engine *e, uint64_t now);
 /* A neighbour's ROUTE packet: newer states adopted and passed on. */
 void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload);
 /* Tells each UP link the cable states it has not heard yet, in ROUTE packets. */

@@ -73,13 +73,13 @@ static struct cable *cable_new(struct dnp_engine *e, uint32_t node, unsigned dim
 }
 
 /* Adopts a state: the router learns it, and every link is to be told. */
-static void cable_set(struct dnp_engine *e, struct cable *c, bool down, uint16_t ver)
+static void cable_set(struct dnp_engine *e, struct cable *c, uint8_t state, uint16_t ver)
 {
-	c->down = down;
+	c->state = state;
 	c->ver = ver;
 	c->pend = links_mask(e);
 	if (dnp_route_set_cable(&e->router, dnp_torus_coord(&e->c.torus, c->node), 2u * c->dim,
-				down) < 0)
+				state) < 0)
 		e->st.route_overflow++;
 	e->st.route_changes++;
 	e->dirty = true;
@@ -94,18 +94,71 @@ static uint32_t cable_node(const struct dnp_engine *e, unsigned dir)
 			    dnp_torus_neighbour(&e->c.torus, e->c.self, (enum dnp_dir)dir));
 }
 
-/* Own link dir went BROKEN (down) or UP: a new version of its cable's state. */
+/* What this node says of the cable behind own link dir. */
+static uint8_t own_state(const struct dnp_engine *e, unsigned dir, bool down)
+{
+	if (down)
+		return DNP_CABLE_BROKEN;
+	return e->sick[dir].avoid ? DNP_CABLE_SICK : DNP_CABLE_OK;
+}
+
 void engine_cable_local(struct dnp_engine *e, unsigned dir, bool down)
 {
 	uint32_t node = cable_node(e, dir);
 	struct cable *c = cable_find(e, node, dir / 2);
+	uint8_t state = own_state(e, dir, down);
 
-	if (!c && !down)
-		return; /* never known broken: nothing to tell */
+	if (!c && state == DNP_CABLE_OK)
+		return; /* never known broken or sick: nothing to tell */
 	if (!c && !(c = cable_new(e, node, dir / 2)))
 		return;
-	if (c->down != down || !c->ver)
-		cable_set(e, c, down, (uint16_t)(c->ver + 1));
+	if (c->state != state || !c->ver)
+		cable_set(e, c, state, (uint16_t)(c->ver + 1));
+}
+
+int dnp_engine_link_sick(struct dnp_engine *e, unsigned dir, bool sick, uint64_t now)
+{
+	struct sickness *k;
+	uint8_t bit = (uint8_t)(1u << dir);
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l)
+		return -EINVAL;
+	k = &e->sick[dir];
+	if (k->sick == sick)
+		return 0;
+	k->sick = sick;
+	if (!sick) { /* let go after the hold (at once without one) */
+		k->release_at = now + k->mult * e->c.sick_hold;
+		e->sick_held |= bit;
+		engine_sick_release(e, now);
+		return 0;
+	}
+	e->sick_held &= (uint8_t)~bit;
+	if (k->avoid)
+		return 0; /* sick again within its hold: still avoided */
+	if (k->released && now - k->released_at < SICK_MULT_MAX * e->c.sick_hold)
+		k->mult = (uint8_t)(k->mult * 2 > SICK_MULT_MAX ? SICK_MULT_MAX : k->mult * 2);
+	else
+		k->mult = 1;
+	k->avoid = true;
+	e->st.sick_avoided++;
+	engine_cable_local(e, dir, !engine_link_usable(e, dir));
+	return 0;
+}
+
+void engine_sick_release(struct dnp_engine *e, uint64_t now)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		struct sickness *k = &e->sick[d];
+
+		if (!(e->sick_held & (1u << d)) || now < k->release_at)
+			continue;
+		e->sick_held &= (uint8_t) ~(1u << d);
+		k->avoid = false;
+		k->released = true;
+		k->released_at = now;
+		engine_cable_local(e, d, !engine_link_usable(e, d));
+	}
 }
 
 /* Whether the cable (node, dim) is own link dir, for some dir (set in *dir). */
@@ -120,10 +173,12 @@ static bool cable_is_own(const struct dnp_engine *e, uint32_t node, unsigned dim
 }
 
 /*
- * A neighbour's ROUTE packet: entries of node u32, dim u8, down u8, ver u16.
- * A newer state is adopted (and passed on); a report on one of this node's
- * own cables that contradicts its link is answered with a newer version of
- * the truth, so stale reports die out.
+ * A neighbour's ROUTE packet: entries of node u32, dim u8, state u8 (enum
+ * dnp_cable_state), ver u16. A newer state is adopted (and passed on); a
+ * report on one of this node's own cables that contradicts its link is
+ * answered with a newer version of the truth, so stale reports die out. A
+ * SICK report on an own cable whose link works is not a contradiction: the
+ * far end judged the frames it receives.
  */
 void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
 {
@@ -138,10 +193,10 @@ void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 		const uint8_t *b = payload + i * ROUTE_ENTRY;
 		uint32_t node = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
 				(uint32_t)b[3] << 24;
-		unsigned dim = b[4], down = b[5], own_dir;
+		unsigned dim = b[4], state = b[5], own_dir;
 		uint16_t ver = (uint16_t)(b[6] | b[7] << 8);
 
-		if (node >= size || dim > 2 || down > 1) {
+		if (node >= size || dim > 2 || state > DNP_CABLE_SICK) {
 			e->st.rx_malformed++;
 			return;
 		}
@@ -149,23 +204,26 @@ void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 		bool newer = !c || (int16_t)(ver - c->ver) > 0;
 
 		if (cable_is_own(e, node, dim, &own_dir)) {
-			bool truth = !engine_link_usable(e, own_dir);
+			uint8_t truth = own_state(e, own_dir, !engine_link_usable(e, own_dir));
+			/* the far end may see errors this end cannot: its SICK stands */
+			bool agree = state == truth ||
+				     (state == DNP_CABLE_SICK && truth == DNP_CABLE_OK);
 
 			if (!c && !(c = cable_new(e, node, dim)))
 				continue;
-			if (down != truth && (newer || ver == c->ver))
+			if (!agree && (newer || ver == c->ver))
 				cable_set(e, c, truth, (uint16_t)((newer ? ver : c->ver) + 1));
 			else if (newer)
-				cable_set(e, c, down, ver);
+				cable_set(e, c, (uint8_t)state, ver);
 			continue;
 		}
 		if (!newer)
 			continue;
-		if (!c && !down)
+		if (!c && state == DNP_CABLE_OK)
 			continue; /* an unknown cable that is fine: nothing to learn */
 		if (!c && !(c = cable_new(e, node, dim)))
 			continue;
-		cable_set(e, c, down, ver);
+		cable_set(e, c, (uint8_t)state, ver);
 	}
 }
 
@@ -193,7 +251,7 @@ void engine_route_announce(struct dnp_engine *e, uint64_t now)
 				b[2] = (uint8_t)(c->node >> 16);
 				b[3] = (uint8_t)(c->node >> 24);
 				b[4] = c->dim;
-				b[5] = c->down;
+				b[5] = c->state;
 				b[6] = (uint8_t)c->ver;
 				b[7] = (uint8_t)(c->ver >> 8);
 			}

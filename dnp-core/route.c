@@ -30,8 +30,6 @@ int dnp_route_init(struct dnp_router *r, const struct dnp_torus *t, struct dnp_c
 	r->torus = *t;
 	r->self = self;
 	r->vc_mode = vc_mode;
-	for (unsigned d = 0; d < DNP_NDIRS; d++)
-		r->dir_remap[d] = (uint8_t)d;
 	r->nvc = 2;
 	r->gen = 1;
 	r->ver = 1;
@@ -45,31 +43,6 @@ static void ver_bump(struct dnp_router *r)
 		r->ver = 1;
 }
 
-/* Index of the first override whose dst_id is >= dst_id (n_overrides if none). */
-static uint32_t override_lower_bound(const struct dnp_router *r, uint32_t dst_id)
-{
-	uint32_t lo = 0, hi = r->n_overrides;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (r->overrides[mid].dst_id < dst_id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static const struct dnp_route_override *override_find(const struct dnp_router *r, uint32_t dst_id)
-{
-	uint32_t i = override_lower_bound(r, dst_id);
-
-	if (i < r->n_overrides && r->overrides[i].dst_id == dst_id)
-		return &r->overrides[i];
-	return NULL;
-}
-
 static unsigned coord_k(struct dnp_coord c, unsigned k)
 {
 	return k == 0 ? c.x : k == 1 ? c.y : c.z;
@@ -77,12 +50,13 @@ static unsigned coord_k(struct dnp_coord c, unsigned k)
 
 /*
  * Whether going from self along dimension k, the + way if plus, up to
- * coordinate 'to' crosses a known broken cable. A cable is named by the node
- * its + link leaves: going + from 'from' uses the cables at from .. to-1,
- * going - uses those at to .. from-1 (all around the ring).
+ * coordinate 'to' crosses a known broken cable, or with 'sick' a known broken
+ * or sick one. A cable is named by the node its + link leaves: going + from
+ * 'from' uses the cables at from .. to-1, going - uses those at to .. from-1
+ * (all around the ring).
  */
 static bool arc_blocked(const struct dnp_router *r, struct dnp_coord self, unsigned k, bool plus,
-			unsigned to)
+			unsigned to, bool sick)
 {
 	unsigned n = r->torus.dim[k], from = coord_k(self, k);
 	unsigned len = plus ? (to + n - from) % n : (from + n - to) % n;
@@ -93,7 +67,7 @@ static bool arc_blocked(const struct dnp_router *r, struct dnp_coord self, unsig
 		unsigned pos, off;
 		bool same_ring = true;
 
-		if (f->dim != k)
+		if (f->dim != k || (f->sick && !sick))
 			continue;
 		fc = dnp_torus_coord(&r->torus, f->node);
 		for (unsigned j = 0; j < 3; j++)
@@ -111,7 +85,8 @@ static bool arc_blocked(const struct dnp_router *r, struct dnp_coord self, unsig
 
 /*
  * The way round ring k from self to coordinate 'to': the shorter one (ties:
- * +), unless it crosses a known broken cable and the other way does not.
+ * +), unless it crosses a known broken cable and the other way does not, or
+ * a sick one and the other way is clear of both.
  */
 static unsigned choose_dir(const struct dnp_router *r, struct dnp_coord self, unsigned k,
 			   unsigned to)
@@ -119,8 +94,16 @@ static unsigned choose_dir(const struct dnp_router *r, struct dnp_coord self, un
 	int delta = dnp_torus_ring_delta(r->torus.dim[k], coord_k(self, k), to);
 	bool plus = delta > 0;
 
-	if (r->n_faults && arc_blocked(r, self, k, plus, to) && !arc_blocked(r, self, k, !plus, to))
-		plus = !plus;
+	if (r->n_faults) {
+		bool hard = arc_blocked(r, self, k, plus, to, false);
+		bool other_hard = arc_blocked(r, self, k, !plus, to, false);
+
+		if (hard && !other_hard)
+			plus = !plus;
+		else if (!hard && r->n_sick && arc_blocked(r, self, k, plus, to, true) &&
+			 !arc_blocked(r, self, k, !plus, to, true))
+			plus = !plus;
+	}
 	return plus ? 2 * k : 2 * k + 1;
 }
 
@@ -149,16 +132,11 @@ int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct 
 	return 0;
 }
 
-/*
- * The next hop at node 'self' (route.h, dnp_route_step). 'tables' says
- * whether self's own override and remap tables apply: they do on the real
- * node, not when a source simulates a path through other nodes.
- */
-static int hop_at(const struct dnp_router *r, struct dnp_coord self, bool tables,
-		  struct dnp_coord src, struct dnp_coord dst, uint16_t via, unsigned in_dir,
-		  unsigned in_vc, struct dnp_hop *out)
+/* The next hop at node 'self' (route.h, dnp_route_step). */
+static int hop_at(const struct dnp_router *r, struct dnp_coord self, struct dnp_coord src,
+		  struct dnp_coord dst, uint16_t via, unsigned in_dir, unsigned in_vc,
+		  struct dnp_hop *out)
 {
-	const struct dnp_route_override *ov = NULL;
 	bool arrived = in_dir < DNP_NDIRS;
 	bool phase2 = arrived && in_vc >= 2;
 	bool fresh = !arrived;
@@ -192,22 +170,13 @@ static int hop_at(const struct dnp_router *r, struct dnp_coord self, bool tables
 	for (k = 0; k < 3 && coord_k(self, k) == coord_k(t, k); k++)
 		;
 	/*
-	 * An exact per-destination entry is an explicit choice and is used as
-	 * is. Otherwise a packet already travelling in dimension k keeps its
-	 * way round the ring; one entering k picks it (choose_dir). The result
-	 * goes through the per-direction remap (identity unless a link is
-	 * being avoided by hand).
+	 * A packet already travelling in dimension k keeps its way round the
+	 * ring; one entering k picks it (choose_dir).
 	 */
-	if (tables && r->n_overrides && !(via & DNP_VIA_ON))
-		ov = override_find(r, dnp_torus_id(&r->torus, dst));
-	if (ov)
-		dir = ov->dir;
-	else if (!fresh && in_dir / 2 == k)
+	if (!fresh && in_dir / 2 == k)
 		dir = dnp_torus_opposite((enum dnp_dir)in_dir);
 	else
 		dir = choose_dir(r, self, k, coord_k(t, k));
-	if (tables && !ov)
-		dir = r->dir_remap[dir];
 
 	out->dir = (uint8_t)dir;
 	base = phase2 ? 2 : 0;
@@ -236,7 +205,7 @@ static int hop_at(const struct dnp_router *r, struct dnp_coord self, bool tables
 int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in_dir,
 		   unsigned in_vc, struct dnp_hop *out)
 {
-	return hop_at(r, r->self, true, r->self, dst, 0, in_dir, in_vc, out);
+	return hop_at(r, r->self, r->self, dst, 0, in_dir, in_vc, out);
 }
 
 int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
@@ -252,7 +221,7 @@ int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_
 		out->vc = 0;
 		return 0;
 	}
-	return hop_at(r, r->self, true, src, dst, via, in_dir, in_vc, out);
+	return hop_at(r, r->self, src, dst, via, in_dir, in_vc, out);
 }
 
 /* ---------------------------------------------------------------- faults */
@@ -261,7 +230,7 @@ int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_
 static struct dnp_route_cable cable_of(const struct dnp_torus *t, struct dnp_coord node,
 				       unsigned dir)
 {
-	struct dnp_route_cable c = { 0, (uint8_t)(dir / 2) };
+	struct dnp_route_cable c = { .dim = (uint8_t)(dir / 2) };
 
 	if (dir & 1u)
 		node = dnp_torus_neighbour(t, node, (enum dnp_dir)dir);
@@ -277,35 +246,49 @@ static int fault_find(const struct dnp_router *r, struct dnp_route_cable c)
 	return -1;
 }
 
-int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, bool broken)
+int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, unsigned state)
 {
 	struct dnp_route_cable c;
 	int i;
 
-	if (dir >= DNP_NDIRS || !dnp_torus_contains(&r->torus, node))
+	if (dir >= DNP_NDIRS || !dnp_torus_contains(&r->torus, node) || state > DNP_CABLE_SICK)
 		return -EINVAL;
 	c = cable_of(&r->torus, node, dir);
+	c.sick = state == DNP_CABLE_SICK;
 	i = fault_find(r, c);
-	if (broken == (i >= 0))
+	if (state == DNP_CABLE_OK && i < 0)
 		return 0;
-	if (broken) {
+	if (state != DNP_CABLE_OK && i >= 0 && r->faults[i].sick == c.sick)
+		return 0;
+	if (i >= 0) {
+		r->n_sick -= r->faults[i].sick;
+		if (state == DNP_CABLE_OK)
+			r->faults[i] = r->faults[--r->n_faults];
+		else
+			r->faults[i].sick = c.sick;
+	} else {
 		if (r->n_faults >= DNP_ROUTE_MAX_FAULTS)
 			return -ENOSPC;
 		r->faults[r->n_faults++] = c;
-	} else {
-		r->faults[i] = r->faults[--r->n_faults];
 	}
+	r->n_sick += c.sick && state != DNP_CABLE_OK;
 	if (++r->gen == 0)
 		r->gen = 1;
 	ver_bump(r);
 	return 0;
 }
 
-bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp_coord node, unsigned dir)
+enum dnp_cable_state dnp_route_cable(const struct dnp_router *r, struct dnp_coord node,
+				     unsigned dir)
 {
+	int i;
+
 	if (dir >= DNP_NDIRS || !dnp_torus_contains(&r->torus, node))
-		return false;
-	return fault_find(r, cable_of(&r->torus, node, dir)) >= 0;
+		return DNP_CABLE_OK;
+	i = fault_find(r, cable_of(&r->torus, node, dir));
+	if (i < 0)
+		return DNP_CABLE_OK;
+	return r->faults[i].sick ? DNP_CABLE_SICK : DNP_CABLE_BROKEN;
 }
 
 void dnp_route_clear_faults(struct dnp_router *r)
@@ -313,6 +296,7 @@ void dnp_route_clear_faults(struct dnp_router *r)
 	if (!r->n_faults)
 		return;
 	r->n_faults = 0;
+	r->n_sick = 0;
 	if (++r->gen == 0)
 		r->gen = 1;
 	ver_bump(r);
@@ -334,10 +318,10 @@ int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
 /*
  * Follows the route of a packet from r->self to dst through via, as every
  * node would route it if it knew what r knows. Returns the hop count, or -1
- * if the path crosses a known broken cable, needs a VC the links lack, or
- * does not arrive.
+ * if the path crosses a known broken cable (or with 'sick' a sick one), needs
+ * a VC the links lack, or does not arrive.
  */
-static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t via)
+static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t via, bool sick)
 {
 	struct dnp_coord cur = r->self;
 	unsigned in_dir = DNP_DIR_LOCAL, in_vc = 0;
@@ -346,11 +330,16 @@ static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t v
 	for (unsigned hops = 0; hops <= limit; hops++) {
 		struct dnp_hop h;
 
-		if (hop_at(r, cur, false, r->self, dst, via, in_dir, in_vc, &h) < 0)
+		int f;
+
+		if (hop_at(r, cur, r->self, dst, via, in_dir, in_vc, &h) < 0)
 			return -1;
 		if (h.dir == DNP_DIR_LOCAL)
 			return dnp_coord_eq(cur, dst) ? (int)hops : -1;
-		if (h.vc >= r->nvc || fault_find(r, cable_of(&r->torus, cur, h.dir)) >= 0)
+		if (h.vc >= r->nvc)
+			return -1;
+		f = fault_find(r, cable_of(&r->torus, cur, h.dir));
+		if (f >= 0 && (sick || !r->faults[f].sick))
 			return -1;
 		cur = dnp_torus_neighbour(&r->torus, cur, (enum dnp_dir)h.dir);
 		in_dir = dnp_torus_opposite((enum dnp_dir)h.dir);
@@ -374,7 +363,7 @@ static bool offset_ok(int d, unsigned n)
  * of the source, then of the destination. One failure is always avoided
  * this way (tests/test_route.c checks every single failure of 4x4x4).
  */
-static int plan_via(const struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
+static int plan_via(const struct dnp_router *r, struct dnp_coord dst, uint16_t *via, bool sick)
 {
 	int best = -1;
 
@@ -398,7 +387,7 @@ static int plan_via(const struct dnp_router *r, struct dnp_coord dst, uint16_t *
 					dnp_route_via_coord(&r->torus, r->self, dst, code, &v);
 					if (dnp_coord_eq(v, r->self) || dnp_coord_eq(v, dst))
 						continue;
-					hops = simulate(r, dst, code);
+					hops = simulate(r, dst, code, sick);
 					if (hops >= 0 && (best < 0 || hops < best)) {
 						best = hops;
 						*via = code;
@@ -424,12 +413,15 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 		*via = pe->via;
 		return pe->rc;
 	}
-	if (simulate(r, dst, 0) < 0) {
-		if (r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4)
-			rc = plan_via(r, dst, via);
-		else
-			rc = -EHOSTUNREACH;
-	}
+	/* around sick cables too if a route does; around broken ones only if not */
+	bool vias = r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4;
+	if (r->n_sick &&
+	    (simulate(r, dst, 0, true) >= 0 || (vias && plan_via(r, dst, via, true) == 0)))
+		rc = 0;
+	else if (simulate(r, dst, 0, false) < 0)
+		rc = vias ? plan_via(r, dst, via, false) : -EHOSTUNREACH;
+	else
+		*via = 0;
 	if (rc < 0)
 		*via = 0;
 	pe->gen = r->gen;
@@ -437,49 +429,4 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 	pe->via = *via;
 	pe->rc = (int16_t)rc;
 	return rc;
-}
-
-int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir)
-{
-	uint32_t i;
-
-	if (dir >= DNP_NDIRS || dst_id >= dnp_torus_size(&r->torus))
-		return -EINVAL;
-	i = override_lower_bound(r, dst_id);
-	if (i < r->n_overrides && r->overrides[i].dst_id == dst_id) {
-		r->overrides[i].dir = (uint8_t)dir;
-		ver_bump(r);
-		return 0;
-	}
-	if (r->n_overrides >= DNP_ROUTE_MAX_OVERRIDES)
-		return -ENOSPC;
-	memmove(&r->overrides[i + 1], &r->overrides[i],
-		(r->n_overrides - i) * sizeof(r->overrides[0]));
-	r->overrides[i].dst_id = dst_id;
-	r->overrides[i].dir = (uint8_t)dir;
-	r->n_overrides++;
-	ver_bump(r);
-	return 0;
-}
-
-int dnp_route_clear_override(struct dnp_router *r, uint32_t dst_id)
-{
-	uint32_t i = override_lower_bound(r, dst_id);
-
-	if (i >= r->n_overrides || r->overrides[i].dst_id != dst_id)
-		return -ENOENT;
-	memmove(&r->overrides[i], &r->overrides[i + 1],
-		(r->n_overrides - i - 1) * sizeof(r->overrides[0]));
-	r->n_overrides--;
-	ver_bump(r);
-	return 0;
-}
-
-int dnp_route_remap_dir(struct dnp_router *r, unsigned from, unsigned to)
-{
-	if (from >= DNP_NDIRS || to >= DNP_NDIRS)
-		return -EINVAL;
-	r->dir_remap[from] = (uint8_t)to;
-	ver_bump(r);
-	return 0;
 }

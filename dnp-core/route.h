@@ -10,11 +10,6 @@
  * every later hop in the same dimension use VC 1. With DNP_VC_SINGLE every hop
  * uses VC 0 (kept to show that rings then can deadlock).
  *
- * A per-node override table is consulted first: per destination node (exact
- * match) and per output direction (remap a direction to another one, e.g. to
- * steer around a failed link). Overrides change the direction only; the VC
- * is then recomputed with the dateline rule for that hop.
- *
  * Detours (docs/routing.md). The router also holds the faults this node
  * knows of: broken cables, a dead node being six of them. With faults known,
  * a packet still travels X, then Y, then Z, but the node where it enters a
@@ -26,6 +21,14 @@
  * 2/3, each phase with the dateline rule, so the channel dependency graph
  * stays acyclic (tests/test_route.c checks it for every single failure of
  * 4x4x4). Two-phase routes need links with four VCs.
+ *
+ * Sick cables (docs/routing.md, "Sick links"): a cable LO|FA|MO judged sick
+ * (CRC errors over the threshold) still works, so it is avoided where a
+ * route exists without it and used where none does: the way round a ring
+ * avoids a sick arc when the other way is clear of broken and sick cables,
+ * and a source plans a detour around sick cables first, and around broken
+ * ones only when that fails. The same VC rules apply, so deadlock freedom is
+ * that of the broken-cable detours.
  *
  * The tables are owned by the caller (fixed size, no allocation); one thread.
  */
@@ -41,7 +44,6 @@ enum dnp_vc_mode {
 	DNP_VC_SINGLE = 1,
 };
 
-#define DNP_ROUTE_MAX_OVERRIDES 64
 #define DNP_ROUTE_MAX_FAULTS 64 /* broken cables a node keeps track of */
 #define DNP_ROUTE_PLAN_CACHE 64 /* planned detours remembered (direct-mapped) */
 
@@ -59,6 +61,14 @@ enum dnp_vc_mode {
 struct dnp_route_cable {
 	uint32_t node;
 	uint8_t dim;
+	uint8_t sick; /* avoided where possible, not broken */
+};
+
+/* A cable's state as the router knows it (and as ROUTE packets carry it). */
+enum dnp_cable_state {
+	DNP_CABLE_OK = 0,
+	DNP_CABLE_BROKEN = 1,
+	DNP_CABLE_SICK = 2,
 };
 
 struct dnp_route_plan_entry {
@@ -68,27 +78,20 @@ struct dnp_route_plan_entry {
 	int16_t rc; /* 0 or -EHOSTUNREACH */
 };
 
-struct dnp_route_override {
-	uint32_t dst_id;
-	uint8_t dir; /* enum dnp_dir */
-};
-
 struct dnp_router {
 	struct dnp_torus torus;
 	struct dnp_coord self;
 	enum dnp_vc_mode vc_mode;
-	uint8_t dir_remap[DNP_NDIRS]; /* identity unless remapped */
-	uint32_t n_overrides;         /* sorted by dst_id */
-	struct dnp_route_override overrides[DNP_ROUTE_MAX_OVERRIDES];
 	uint8_t nvc;  /* VCs the links carry: 4 allows two-phase detours */
 	uint32_t gen; /* bumped whenever the fault set changes (never 0) */
 	/*
 	 * Bumped by every call that may change what dnp_route_step returns
-	 * (faults, VCs, overrides, remaps; never 0): a caller may keep a hop it
+	 * (faults, VCs; never 0): a caller may keep a hop it
 	 * computed while ver stays the same.
 	 */
 	uint32_t ver;
-	uint32_t n_faults; /* known broken cables, unordered */
+	uint32_t n_faults; /* known broken and sick cables, unordered */
+	uint32_t n_sick;   /* of which sick */
 	struct dnp_route_cable faults[DNP_ROUTE_MAX_FAULTS];
 	struct dnp_route_plan_entry plans[DNP_ROUTE_PLAN_CACHE];
 };
@@ -135,20 +138,21 @@ int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct 
 /* The VCs the links carry (1..4; default 2). Errors: -EINVAL. */
 int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc);
 /*
- * Marks the cable leaving node in dir broken or whole again. Bumps r->gen
- * when the set changes.
- * Errors: -EINVAL node outside the torus or bad dir; -ENOSPC the table is
- * full (the cable is then not recorded).
+ * Sets the state (enum dnp_cable_state) of the cable leaving node in dir.
+ * Bumps r->gen when the set changes.
+ * Errors: -EINVAL node outside the torus, bad dir or state; -ENOSPC the table
+ * is full (the cable is then not recorded).
  */
-int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, bool broken);
-bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp_coord node, unsigned dir);
+int dnp_route_set_cable(struct dnp_router *r, struct dnp_coord node, unsigned dir, unsigned state);
+/* The state of that cable (DNP_CABLE_OK for a bad node or dir). */
+enum dnp_cable_state dnp_route_cable(const struct dnp_router *r, struct dnp_coord node,
+				     unsigned dir);
+static inline bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp_coord node,
+					  unsigned dir)
+{
+	return dnp_route_cable(r, node, dir) == DNP_CABLE_BROKEN;
+}
 /* Forgets every fault. */
 void dnp_route_clear_faults(struct dnp_router *r);
-
-/* Errors: -EINVAL bad dir or dst, -ENOSPC table full. Replaces an existing entry. */
-int dnp_route_set_override(struct dnp_router *r, uint32_t dst_id, unsigned dir);
-int dnp_route_clear_override(struct dnp_router *r, uint32_t dst_id); /* -ENOENT */
-/* Remap output direction 'from' to 'to' (to == from restores). -EINVAL bad dir. */
-int dnp_route_remap_dir(struct dnp_router *r, unsigned from, unsigned to);
 
 #endif

@@ -592,12 +592,11 @@ static void test_dfm_sick_link_heals_after_stray_error(void **state)
 		if (t % 5 == 0)
 			f.in.rx_frames[DNP_DIR_XP] += 1;
 		dnp_dfm_tick(f.d, t * MS, &f.in, &f.o);
-		if (!healed && dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP) ==
-				       DNP_LFM_LINK_OK)
+		if (!healed &&
+		    dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP) == DNP_LFM_LINK_OK)
 			healed = k;
 		if (healed)
-			assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status),
-							  DNP_DIR_XP),
+			assert_int_equal(dnp_lfm_dnp_link(atomic_load(&f.r.dnp.status), DNP_DIR_XP),
 					 DNP_LFM_LINK_OK);
 	}
 	assert_true(healed > 0);

@@ -575,6 +575,8 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.deliver_timeout = DNPD_DELIVER_TIMEOUT_NS;
 	/* outcome queries (engine.h): a late report is asked about after 100 ms */
 	ec.query_timeout = ec.cmd_timeout ? 100000000ull : 0;
+	/* a link LO|FA|MO judged sick is avoided 2 s past its healthy verdict */
+	ec.sick_hold = 2000000000ull;
 	/* Keys are the only protection of a buffer: their secret is random. */
 	if (getrandom(ec.key_secret, sizeof(ec.key_secret), 0) != (ssize_t)sizeof(ec.key_secret)) {
 		dnpd_log(DNPD_ERR, "getrandom: cannot draw the key secret");

@@ -200,6 +200,12 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 	lfm_sensors(m, &in, now);
 	dnp_dfm_tick(m->dfm, now, &in, &o);
 	lfm_log(m, &o);
+	/* the engine avoids a sick link where a detour exists (dnp_engine_link_sick) */
+	for (unsigned i = 0; i < o.nalarm; i++)
+		if (o.alarm[i].kind == DNP_DFM_AL_LINK && o.alarm[i].subject < DNP_NDIRS &&
+		    o.alarm[i].level != DNP_LFM_LINK_BROKEN)
+			(void)dnp_engine_link_sick(e, o.alarm[i].subject,
+						   o.alarm[i].level == DNP_LFM_LINK_SICK, now);
 	for (unsigned i = 0; i < o.ndiag; i++)
 		if (dnp_engine_diag_send(e, o.diag[i].dst, o.diag[i].data, DNP_DFM_DIAG_BYTES,
 					 now) < 0)

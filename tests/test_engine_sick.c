@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_engine_sick — links LO|FA|MO judged sick (dnp_engine_link_sick): the
+ * torus learns the sick cable from ROUTE packets and routes round it where a
+ * way exists, uses it where none does, and lets it go only after the hold,
+ * a hold that doubles when the link turns sick again soon after. Engines on
+ * an X ring wired frame by frame (test_engine_harness.h).
+ */
+#include "test_engine_harness.h"
+
+/* A PUT of 1000 bytes from node src to node 1; returns the hops it took. */
+static unsigned put_hops(unsigned src, uint32_t key, unsigned tag)
+{
+	struct dnp_event ev;
+
+	fill(nodes[src].mem[0], 1000, (uint8_t)(tag + 1));
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 4096 * src, key, 1000, tag);
+	assert_int_equal(dnp_engine_submit(nodes[src].e, 0, &c, now), 0);
+	do
+		assert_true(next_event(1, 0, &ev, 5000));
+	while (ev.type == DNP_EV_LINK);
+	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[1].mem[0] + 4096 * src, nodes[src].mem[0], 1000);
+	unsigned hops = ev.hops;
+	do
+		assert_true(next_event(src, 0, &ev, 5000));
+	while (ev.type == DNP_EV_LINK);
+	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	return hops;
+}
+
+static uint32_t ring4(void)
+{
+	uint32_t key;
+
+	setup_nodes(4);
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	pump(100);
+	return key;
+}
+
+/*
+ * A ring of 4, node 0's X+ link (the cable 0-1) sick: 0 -> 1 goes the long
+ * way (3 hops), 3 -> 1 goes 3 -> 2 -> 1 rather than through the cable, and
+ * node 1, the far end whose frames are fine, keeps the cable sick. With the
+ * cable 2-3 broken too there is no way round: the sick cable carries the
+ * traffic (1 hop) rather than none.
+ */
+static void test_engine_sick_link_avoided(void **state)
+{
+	uint32_t key = ring4();
+
+	assert_int_equal(put_hops(0, key, 1), 1);
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, true, now), 0);
+	pump(200);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_UP);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(dnp_engine_router(nodes[i].e)->n_sick, 1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->sick_avoided, 1);
+	assert_int_equal(put_hops(0, key, 2), 3);
+	assert_int_equal(put_hops(3, key, 3), 2);
+	/* no way round: the sick cable is used */
+	dnp_engine_link_down(nodes[2].e, DNP_DIR_XP, now);
+	dnp_engine_link_down(nodes[3].e, DNP_DIR_XM, now);
+	pump(200);
+	assert_int_equal(put_hops(0, key, 4), 1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->cmds_failed, 0);
+	/* bad directions are refused */
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_NDIRS, true, now), -EINVAL);
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_YP, true, now), -EINVAL);
+}
+
+/*
+ * Hysteresis: healthy again, the link stays avoided for sick_hold (1000
+ * units here), then carries traffic again and the torus forgets the cable.
+ * Sick again within 8 x the hold of being let go: the next hold is twice as
+ * long. A verdict that flips back to sick within its hold changes nothing.
+ */
+static void test_engine_sick_link_hold(void **state)
+{
+	t_sick_hold = 1000;
+	uint32_t key = ring4();
+
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, true, now), 0);
+	pump(200);
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, false, now), 0);
+	pump(500);
+	assert_int_equal(put_hops(0, key, 1), 3); /* still held */
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, true, now), 0);
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, false, now), 0);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->sick_avoided, 1);
+	uint64_t healthy = now;
+	assert_true(dnp_engine_next_deadline(nodes[0].e) <= healthy + 1000);
+	pump(1100);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(dnp_engine_router(nodes[i].e)->n_faults, 0);
+	assert_int_equal(put_hops(0, key, 2), 1);
+	/* sick again soon after: avoided, and held twice as long */
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, true, now), 0);
+	pump(200);
+	assert_int_equal(dnp_engine_link_sick(nodes[0].e, DNP_DIR_XP, false, now), 0);
+	pump(1500);
+	assert_int_equal(dnp_engine_router(nodes[3].e)->n_sick, 1);
+	assert_int_equal(put_hops(0, key, 3), 3);
+	pump(600);
+	assert_int_equal(dnp_engine_router(nodes[3].e)->n_sick, 0);
+	assert_int_equal(put_hops(0, key, 4), 1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->sick_avoided, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_engine_sick_link_avoided, teardown),
+		cmocka_unit_test_teardown(test_engine_sick_link_hold, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
