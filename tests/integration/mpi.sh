@@ -11,6 +11,11 @@
 #   lammps        LAMMPS melt, 8 ranks on 2x2x2: thermo table identical to 8 ranks
 #                 over Open MPI's own shared memory (pml ob1, btl self,vader)
 #   hpcc          HPCC, 2 ranks on 2x1x1: Success=1, no FAILED, RandomAccess errors 0
+#   death-fail, death-restart, death-lammps-restart
+#                 node 1's dnpd is killed (SIGKILL) while NetPIPE (or LAMMPS, 8 ranks on
+#                 2x2x2) runs under `./dnp mpirun --daemon-death fail|restart`: the job
+#                 neither hangs nor succeeds silently; it ends within 30 s of the kill
+#                 with an error from the provider that Open MPI reports
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -148,6 +153,58 @@ hpcc)
 	grep -q '^MPIRandomAccess_Errors=0$' hpccoutf.txt || fail "RandomAccess errors"
 	! grep -q FAILED hpccoutf.txt || fail "a FAILED verification line"
 	[ "$(grep -c PASSED hpccoutf.txt)" -gt 0 ] || fail "no PASSED verification line"
+	;;
+death-*)
+	need mpirun openmpi-bin
+	mode=${t##*-}
+	if [ "$t" = death-lammps-restart ]; then
+		need lmp lammps
+		[ -f /usr/share/lammps/examples/melt/in.melt ] || skip "LAMMPS melt example missing"
+		torus=2x2x2 prog="lmp -in /usr/share/lammps/examples/melt/in.melt -log dnp.log"
+	else
+		need NPopenmpi netpipe-openmpi
+		torus=2x1x1 prog="NPopenmpi -u 1048576 -o np.out"
+	fi
+	# the job's own node-1 daemon: a dnpd of this build below this script
+	mine() { # PID: is PID a descendant of this shell?
+		local p=$1
+		while [ "$p" -gt 1 ]; do
+			[ "$p" -eq $$ ] && return 0
+			p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null) || return 1
+		done
+		return 1
+	}
+	victim() {
+		for p in $(pgrep -f -- "^$build/apps/../dnp-core/dnpd/dnpd .*--coord 1,0,0"); do
+			mine "$p" && { echo "$p"; return 0; }
+		done
+		return 1
+	}
+	# shellcheck disable=SC2086
+	mpirun_dnp --torus $torus --transport $tr --daemon-death "$mode" -- $prog >out 2>&1 &
+	job=$!
+	for _ in $(seq 300); do grep -qs 'Now starting\| Step ' out && break; sleep 0.1; done
+	sleep 1
+	v=$(victim) || { kill $job; fail "no node-1 dnpd of this job found"; }
+	kill -0 $job 2>/dev/null || fail "the job ended before the kill"
+	s=$(date +%s%N)
+	kill -9 "$v"
+	for _ in $(seq 300); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+	e=$(date +%s%N)
+	if kill -0 $job 2>/dev/null; then
+		pkill -P $job
+		kill $job
+		wait $job
+		tail -20 out
+		fail "the job still ran 30 s after node 1's dnpd was killed (--daemon-death $mode)"
+	fi
+	wait $job
+	rc=$?
+	grep -v 'bytes .* times -->' out | tail -12
+	echo "the job ended $(((e - s) / 1000000)) ms after the kill, exit $rc"
+	[ $rc -ne 0 ] || fail "the job exited 0 though a daemon died under it"
+	grep -Eq 'dnp provider|Input/output error|fi_cq_read' out ||
+		fail "no error from the provider in the job's output"
 	;;
 *)
 	echo "unknown test $t" >&2
