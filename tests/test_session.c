@@ -42,6 +42,7 @@
 #include "dnp.h"
 #include "dnp_session.h"
 #include "dnpd.h"
+#include "test_proc.h"
 
 struct fake {
 	atomic_int opens, closes, regs, unregs, cmds;
@@ -259,21 +260,10 @@ static void fake_pause(struct fixture *x)
 /* True when thread tid of this process is blocked in the kernel ('S'). */
 static bool thread_blocked(pid_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'S';
+	return test_proc_sleeping(path);
 }
 
 static void test_session_open_close(void **state)
