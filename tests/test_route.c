@@ -102,6 +102,23 @@ static void check_path(const struct net *n, struct dnp_coord s, struct dnp_coord
 		check_path(n, s, d, w_, sizeof(w_) / sizeof(w_[0])); \
 	} while (0)
 
+/*
+ * dnp_route_next() at r, for dst, arrived from in_dir on in_vc, leaves
+ * towards dir on VC vc (ANY: that one is not checked).
+ */
+#define ANY (-1)
+static void expect_hop(const struct dnp_router *r, struct dnp_coord dst, unsigned in_dir,
+		       unsigned in_vc, int dir, int vc)
+{
+	struct dnp_hop h;
+
+	assert_int_equal(dnp_route_next(r, dst, in_dir, in_vc, &h), 0);
+	if (dir != ANY)
+		assert_int_equal(h.dir, dir);
+	if (vc != ANY)
+		assert_int_equal(h.vc, vc);
+}
+
 static void test_route_init_errors(void **state)
 {
 	struct dnp_torus t;
@@ -116,9 +133,7 @@ static void test_route_init_errors(void **state)
 		assert_int_equal(r.dir_remap[d], d);
 	assert_int_equal(r.n_overrides, 0);
 	assert_int_equal(dnp_route_next(&r, C(0, 0, 4), DNP_DIR_LOCAL, 0, &h), -EHOSTUNREACH);
-	assert_int_equal(dnp_route_next(&r, C(1, 2, 3), DNP_DIR_XM, 1, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_LOCAL);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(1, 2, 3), DNP_DIR_XM, 1, DNP_DIR_LOCAL, 0);
 }
 
 /* Paths on 4x4x4; node ids are x + 4*(y + 4*z). */
@@ -297,65 +312,47 @@ static void test_route_vc_continuation(void **state)
 {
 	struct dnp_torus t;
 	struct dnp_router r;
-	struct dnp_hop h;
 
 	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
 	assert_int_equal(dnp_route_init(&r, &t, C(1, 0, 0), DNP_VC_DATELINE), 0);
 	/* Arrived travelling X+ on VC 1 and continuing X+: stays on VC 1. */
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_XM, 1, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_XM, 1, DNP_DIR_XP, 1);
 	/* Same, arrived on VC 0: stays on VC 0. */
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_XM, 0, &h), 0);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_XM, 0, ANY, 0);
 	/* Injected locally: VC 0 regardless of in_vc. */
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 1, &h), 0);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 1, ANY, 0);
 	/* Changing dimension resets to VC 0. */
-	assert_int_equal(dnp_route_next(&r, C(1, 1, 0), DNP_DIR_XM, 1, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YP);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(1, 1, 0), DNP_DIR_XM, 1, DNP_DIR_YP, 0);
 	/* ...unless the first hop in the new dimension is its wrap link. */
-	assert_int_equal(dnp_route_next(&r, C(1, 3, 0), DNP_DIR_XP, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YM);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(1, 3, 0), DNP_DIR_XP, 0, DNP_DIR_YM, 1);
 }
 
 static void test_route_overrides(void **state)
 {
 	struct dnp_torus t;
 	struct dnp_router r;
-	struct dnp_hop h;
 	uint32_t dst;
 
 	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
 	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
 	dst = dnp_torus_id(&t, C(2, 0, 0));
 
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 0);
 
 	assert_int_equal(dnp_route_set_override(&r, dst, DNP_DIR_YP), 0);
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YP);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_YP, 0);
 	/* Other destinations unaffected. */
-	assert_int_equal(dnp_route_next(&r, C(1, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
+	expect_hop(&r, C(1, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, ANY);
 
 	/* Replacing the entry; the VC is recomputed: Y- from y=0 is the wrap link. */
 	assert_int_equal(dnp_route_set_override(&r, dst, DNP_DIR_YM), 0);
 	assert_int_equal(r.n_overrides, 1);
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YM);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_YM, 1);
 
 	assert_int_equal(dnp_route_clear_override(&r, dst), 0);
 	assert_int_equal(r.n_overrides, 0);
 	assert_int_equal(dnp_route_clear_override(&r, dst), -ENOENT);
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, ANY);
 
 	assert_int_equal(dnp_route_set_override(&r, 64, DNP_DIR_XP), -EINVAL);
 	assert_int_equal(dnp_route_set_override(&r, 1, DNP_DIR_LOCAL), -EINVAL);
@@ -367,7 +364,6 @@ static void test_route_override_table_sorted_and_full(void **state)
 {
 	struct dnp_torus t;
 	struct dnp_router r;
-	struct dnp_hop h;
 
 	assert_int_equal(dnp_torus_init(&t, 8, 8, 8), 0);
 	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
@@ -386,9 +382,8 @@ static void test_route_override_table_sorted_and_full(void **state)
 	for (uint32_t i = 0; i < DNP_ROUTE_MAX_OVERRIDES; i++) {
 		uint32_t id = 1 + i * 7;
 
-		assert_int_equal(dnp_route_next(&r, dnp_torus_coord(&t, id), DNP_DIR_LOCAL, 0, &h),
-				 0);
-		assert_int_equal(h.dir, id == 8 ? DNP_DIR_ZM : id % 6);
+		expect_hop(&r, dnp_torus_coord(&t, id), DNP_DIR_LOCAL, 0,
+			   id == 8 ? DNP_DIR_ZM : id % 6, ANY);
 	}
 	/* Clear from the middle keeps the rest sorted and found. */
 	assert_int_equal(dnp_route_clear_override(&r, 1 + 30 * 7), 0);
@@ -396,8 +391,7 @@ static void test_route_override_table_sorted_and_full(void **state)
 	assert_int_equal(dnp_route_set_override(&r, 2, DNP_DIR_YM), 0);
 	for (uint32_t i = 1; i < r.n_overrides; i++)
 		assert_true(r.overrides[i - 1].dst_id < r.overrides[i].dst_id);
-	assert_int_equal(dnp_route_next(&r, dnp_torus_coord(&t, 2), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YM);
+	expect_hop(&r, dnp_torus_coord(&t, 2), DNP_DIR_LOCAL, 0, DNP_DIR_YM, ANY);
 	for (uint32_t i = 0; i < DNP_ROUTE_MAX_OVERRIDES; i++)
 		(void)dnp_route_clear_override(&r, 1 + i * 7);
 	assert_int_equal(dnp_route_clear_override(&r, 2), 0);
@@ -408,41 +402,28 @@ static void test_route_remap_dir(void **state)
 {
 	struct dnp_torus t;
 	struct dnp_router r;
-	struct dnp_hop h;
 
 	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
 	assert_int_equal(dnp_route_init(&r, &t, C(3, 0, 0), DNP_VC_DATELINE), 0);
 	/* Normally X+ over the wrap link, VC 1. */
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 1);
 	/* Steer X+ traffic to Y+: the VC follows the new hop (not a wrap: 0). */
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_XP, DNP_DIR_YP), 0);
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YP);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_YP, 0);
 	/* Arrived on VC 1 in X, leaves in Y: a dimension change, VC 0. */
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_XM, 1, &h), 0);
-	assert_int_equal(h.vc, 0);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_XM, 1, ANY, 0);
 	/* Other directions untouched. */
-	assert_int_equal(dnp_route_next(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XM);
+	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XM, ANY);
 	/* Remap to Y-: from y=0 that is the wrap link, VC 1. */
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_XP, DNP_DIR_YM), 0);
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_YM);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_YM, 1);
 	/* A per-destination entry is explicit and is not remapped again. */
 	assert_int_equal(dnp_route_set_override(&r, 0, DNP_DIR_XP), 0);
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 1);
 	assert_int_equal(dnp_route_clear_override(&r, 0), 0);
 	/* to == from restores. */
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_XP, DNP_DIR_XP), 0);
-	assert_int_equal(dnp_route_next(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, &h), 0);
-	assert_int_equal(h.dir, DNP_DIR_XP);
-	assert_int_equal(h.vc, 1);
+	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 1);
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_LOCAL, DNP_DIR_XP), -EINVAL);
 	assert_int_equal(dnp_route_remap_dir(&r, DNP_DIR_XP, DNP_DIR_LOCAL), -EINVAL);
 }
