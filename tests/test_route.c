@@ -308,13 +308,20 @@ static void test_route_cdg_detector(void **state)
 	assert_true(dfs_cycle(&g, 0));
 }
 
+/* r: the dateline router of self on an n x n x n torus t. */
+static void dateline_router(struct dnp_torus *t, struct dnp_router *r, unsigned n,
+			    struct dnp_coord self)
+{
+	assert_int_equal(dnp_torus_init(t, n, n, n), 0);
+	assert_int_equal(dnp_route_init(r, t, self, DNP_VC_DATELINE), 0);
+}
+
 static void test_route_vc_continuation(void **state)
 {
 	struct dnp_torus t;
 	struct dnp_router r;
 
-	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
-	assert_int_equal(dnp_route_init(&r, &t, C(1, 0, 0), DNP_VC_DATELINE), 0);
+	dateline_router(&t, &r, 4, C(1, 0, 0));
 	/* Arrived travelling X+ on VC 1 and continuing X+: stays on VC 1. */
 	expect_hop(&r, C(2, 0, 0), DNP_DIR_XM, 1, DNP_DIR_XP, 1);
 	/* Same, arrived on VC 0: stays on VC 0. */
@@ -333,8 +340,7 @@ static void test_route_overrides(void **state)
 	struct dnp_router r;
 	uint32_t dst;
 
-	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
-	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
+	dateline_router(&t, &r, 4, C(0, 0, 0));
 	dst = dnp_torus_id(&t, C(2, 0, 0));
 
 	expect_hop(&r, C(2, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 0);
@@ -365,8 +371,7 @@ static void test_route_override_table_sorted_and_full(void **state)
 	struct dnp_torus t;
 	struct dnp_router r;
 
-	assert_int_equal(dnp_torus_init(&t, 8, 8, 8), 0);
-	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
+	dateline_router(&t, &r, 8, C(0, 0, 0));
 	/* 64 entries inserted in a scrambled order (37 is coprime with 64). */
 	for (uint32_t i = 0; i < DNP_ROUTE_MAX_OVERRIDES; i++) {
 		uint32_t id = 1 + ((i * 37) % 64) * 7;
@@ -403,8 +408,7 @@ static void test_route_remap_dir(void **state)
 	struct dnp_torus t;
 	struct dnp_router r;
 
-	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
-	assert_int_equal(dnp_route_init(&r, &t, C(3, 0, 0), DNP_VC_DATELINE), 0);
+	dateline_router(&t, &r, 4, C(3, 0, 0));
 	/* Normally X+ over the wrap link, VC 1. */
 	expect_hop(&r, C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_XP, 1);
 	/* Steer X+ traffic to Y+: the VC follows the new hop (not a wrap: 0). */
@@ -847,8 +851,7 @@ static void test_route_cable_table(void **state)
 	struct dnp_router r;
 	unsigned k = 0;
 
-	assert_int_equal(dnp_torus_init(&t, 8, 8, 8), 0);
-	assert_int_equal(dnp_route_init(&r, &t, C(0, 0, 0), DNP_VC_DATELINE), 0);
+	dateline_router(&t, &r, 8, C(0, 0, 0));
 	assert_int_equal(dnp_route_set_cable(&r, C(3, 2, 1), DNP_DIR_YM, true), 0);
 	assert_true(dnp_route_cable_broken(&r, C(3, 1, 1), DNP_DIR_YP));
 	assert_true(dnp_route_cable_broken(&r, C(3, 2, 1), DNP_DIR_YM));
