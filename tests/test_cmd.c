@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cmd.h"
+#include "test_names.h"
 
 #define PORTS 4u
 
@@ -193,21 +194,28 @@ static void test_cmd_rejects_outside_torus(void **state)
 
 static void test_cmd_names(void **state)
 {
-	assert_string_equal(dnp_op_name(DNP_OP_PUT), "PUT");
-	assert_string_equal(dnp_op_name(DNP_OP_SEND), "SEND");
-	assert_string_equal(dnp_op_name(DNP_OP_GET), "GET");
-	assert_string_equal(dnp_op_name(0), "?");
-	assert_string_equal(dnp_op_name(4), "?");
-	assert_string_equal(dnp_op_name(~0u), "?");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_TX_DONE), "TX_DONE");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_PUT), "RX_PUT");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_SEND), "RX_SEND");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_GET_DONE), "GET_DONE");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_ERROR), "ERROR");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_LINK), "LINK");
-	assert_string_equal(dnp_ev_type_name(DNP_EV_RX_ERROR), "RX_ERROR");
-	assert_string_equal(dnp_ev_type_name(0), "?");
-	assert_string_equal(dnp_ev_type_name(8), "?");
+	static const struct test_name ops[] = {
+		{ DNP_OP_PUT, "PUT" },
+		{ DNP_OP_SEND, "SEND" },
+		{ DNP_OP_GET, "GET" },
+		{ 0, "?" },
+		{ 4, "?" },
+		{ ~0u, "?" },
+	};
+	static const struct test_name evs[] = {
+		{ DNP_EV_TX_DONE, "TX_DONE" },
+		{ DNP_EV_RX_PUT, "RX_PUT" },
+		{ DNP_EV_RX_SEND, "RX_SEND" },
+		{ DNP_EV_GET_DONE, "GET_DONE" },
+		{ DNP_EV_ERROR, "ERROR" },
+		{ DNP_EV_LINK, "LINK" },
+		{ DNP_EV_RX_ERROR, "RX_ERROR" },
+		{ 0, "?" },
+		{ 8, "?" },
+	};
+
+	TEST_NAMES_CHECK(dnp_op_name, ops);
+	TEST_NAMES_CHECK(dnp_ev_type_name, evs);
 }
 
 int main(void)

@@ -13,28 +13,23 @@ static void test_engine_put_multi_fragment(void **state)
 	uint32_t key;
 	const size_t len = 3 * DNP_MAX_PAYLOAD + 123;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 1, BASE + 4096, 65536, DNP_BUF_PUT_TARGET, 0, &key),
-		0);
+	key = reg_buf(1, 1, BASE + 4096, 65536, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], len, 7);
 	struct dnp_cmd c = put_cmd(1, 1, BASE, BASE + 4096 + 16, key, len, 0xc0ffee);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 
 	struct dnp_event ev;
-	assert_true(next_event(1, 1, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	ev = expect_event(1, 1, 5000, DNP_EV_RX_PUT);
 	assert_int_equal(ev.len, len);
 	assert_int_equal(ev.va, BASE + 4096 + 16);
 	assert_int_equal(ev.peer_x, 0);
 	assert_int_equal(ev.hops, 1);
 	assert_memory_equal(nodes[1].mem[1] + 4096 + 16, nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
 	assert_int_equal(ev.cookie, 0xc0ffee);
 	/* exactly one completion */
-	pump(200);
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 200);
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_crc_errors, 0);
 	/* four data packets went 0 -> 1 on X+ VC 0 (no wrap-around hop): counted per VC */
 	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
@@ -50,8 +45,7 @@ static void test_engine_put_bad_key_writes_nothing(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], 10000, 3);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key ^ 1, 10000, 1);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -68,9 +62,7 @@ static void test_engine_put_out_of_bounds_writes_nothing(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192, DNP_BUF_PUT_TARGET, 0, &key),
-		0);
+	key = reg_buf(1, 0, BASE + 8192, 8192, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], 12000, 3);
 	/* starts inside, runs past the end: no fragment may land */
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8192 + 100, key, 12000, 1);
@@ -96,18 +88,12 @@ static void test_engine_send_in_order(void **state)
 				 0);
 	for (int i = 0; i < 3; i++) {
 		fill(nodes[0].mem[1] + i * 0x8000, 5000 + i, (unsigned)i);
-		struct dnp_cmd c = { .op = DNP_OP_SEND,
-				     .dst_x = 1,
-				     .dst_port = 0,
-				     .local_va = BASE + i * 0x8000,
-				     .len = 5000 + i,
-				     .cookie = (uint64_t)i };
+		struct dnp_cmd c = send_cmd(1, 0, BASE + i * 0x8000, 5000 + i, i);
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	}
 	for (int i = 0; i < 3; i++) {
 		struct dnp_event ev;
-		assert_true(next_event(1, 0, &ev, 5000));
-		assert_int_equal(ev.type, DNP_EV_RX_SEND);
+		ev = expect_event(1, 0, 5000, DNP_EV_RX_SEND);
 		assert_int_equal(ev.va, bufs[i]);
 		assert_int_equal(ev.len, 5000 + i);
 		assert_int_equal(ev.port, 1);
@@ -115,7 +101,7 @@ static void test_engine_send_in_order(void **state)
 				    nodes[0].mem[1] + i * 0x8000, 5000 + i);
 	}
 	/* a fourth SEND finds no posted buffer */
-	struct dnp_cmd c = { .op = DNP_OP_SEND, .dst_x = 1, .local_va = BASE, .len = 10 };
+	struct dnp_cmd c = send_cmd(1, 0, BASE, 10, 0);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	int done = 0;
 	for (int k = 0; k < 4; k++) {
@@ -137,24 +123,12 @@ static void test_engine_get(void **state)
 	uint32_t rkey, lkey;
 
 	fill(nodes[1].mem[0], 20000, 9);
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 20000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
-	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x40000, 20000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey),
-			 0);
-	struct dnp_cmd c = { .op = DNP_OP_GET,
-			     .dst_x = 1,
-			     .dst_port = 0,
-			     .remote_va = BASE,
-			     .remote_key = rkey,
-			     .len = 20000,
-			     .local_va = BASE + 0x40000,
-			     .local_key = lkey,
-			     .cookie = 77 };
+	rkey = reg_buf(1, 0, BASE, 20000, DNP_BUF_GET_SOURCE);
+	lkey = reg_buf(0, 1, BASE + 0x40000, 20000, DNP_BUF_PUT_TARGET);
+	struct dnp_cmd c = get_cmd(1, 0, BASE, rkey, 20000, BASE + 0x40000, lkey, 77);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	struct dnp_event ev;
-	assert_true(next_event(0, 1, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_GET_DONE);
+	ev = expect_event(0, 1, 5000, DNP_EV_GET_DONE);
 	assert_int_equal(ev.cookie, 77);
 	assert_memory_equal(nodes[0].mem[1] + 0x40000, nodes[1].mem[0], 20000);
 	/* wrong remote key */
@@ -168,18 +142,14 @@ static void test_engine_loopback_put(void **state)
 	setup_nodes(1);
 	uint32_t key;
 
-	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x1000, 0x10000,
-					     DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
+	key = reg_buf(0, 1, BASE + 0x1000, 0x10000, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], 9000, 1);
 	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + 0x1000, key, 9000, 5);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	struct dnp_event ev;
-	assert_true(next_event(0, 1, &ev, 10));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	ev = expect_event(0, 1, 10, DNP_EV_RX_PUT);
 	assert_int_equal(ev.hops, 0);
-	assert_true(next_event(0, 0, &ev, 10));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 10, DNP_EV_TX_DONE);
 	assert_int_equal(ev.cookie, 5);
 	assert_memory_equal(nodes[0].mem[1] + 0x1000, nodes[0].mem[0], 9000);
 }
@@ -197,17 +167,13 @@ static void test_engine_deferred_writes_land_before_events(void **state)
 	const size_t len = 3 * DNP_MAX_PAYLOAD + 123;
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE + 4096, 65536, DNP_BUF_PUT_TARGET, 0, &key),
-		0);
+	key = reg_buf(1, 0, BASE + 4096, 65536, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], len, 7);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 4096, key, len, 1);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event(1, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	ev = expect_event(1, 0, 5000, DNP_EV_RX_PUT);
 	assert_memory_equal(nodes[1].mem[0] + 4096, nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
 
 	/* SEND */
@@ -215,35 +181,17 @@ static void test_engine_deferred_writes_land_before_events(void **state)
 					     DNP_BUF_SEND_TARGET, 0, NULL),
 			 0);
 	fill(nodes[0].mem[0] + 0x20000, 9000, 3);
-	c = (struct dnp_cmd){ .op = DNP_OP_SEND,
-			      .dst_x = 1,
-			      .dst_port = 0,
-			      .local_va = BASE + 0x20000,
-			      .len = 9000,
-			      .cookie = 2 };
+	c = send_cmd(1, 0, BASE + 0x20000, 9000, 2);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event(1, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_SEND);
+	ev = expect_event(1, 0, 5000, DNP_EV_RX_SEND);
 	assert_memory_equal(nodes[1].mem[0] + 0x80000, nodes[0].mem[0] + 0x20000, 9000);
-	assert_true(next_event(0, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE);
 
 	/* GET: node 1 reads node 0's memory into its own (node 1 writes) */
 	fill(nodes[0].mem[1], 20000, 9);
-	assert_int_equal(
-		dnp_engine_register(nodes[0].e, 1, BASE, 20000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 0x40000, 20000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey),
-			 0);
-	c = (struct dnp_cmd){ .op = DNP_OP_GET,
-			      .dst_x = 0,
-			      .dst_port = 1,
-			      .remote_va = BASE,
-			      .remote_key = rkey,
-			      .len = 20000,
-			      .local_va = BASE + 0x40000,
-			      .local_key = lkey,
-			      .cookie = 3 };
+	rkey = reg_buf(0, 1, BASE, 20000, DNP_BUF_GET_SOURCE);
+	lkey = reg_buf(1, 0, BASE + 0x40000, 20000, DNP_BUF_PUT_TARGET);
+	c = get_cmd(0, 1, BASE, rkey, 20000, BASE + 0x40000, lkey, 3);
 	assert_int_equal(dnp_engine_submit(nodes[1].e, 0, &c, now), 0);
 	do
 		assert_true(next_event(1, 0, &ev, 5000));
@@ -267,44 +215,29 @@ static void test_engine_deferred_write_fault_fails_message(void **state)
 	const size_t len = 3 * DNP_MAX_PAYLOAD;
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 0x100000, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 0x100000, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], len, 5);
 	poison_lo = BASE + 0x10000 + DNP_MAX_PAYLOAD; /* the second fragment's page */
 	poison_hi = poison_lo + 16;
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 0x10000, key, len, 1);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	expect_error(0, 0, -EFAULT);
-	pump(200);
-	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	expect_quiet(1, 0, 200);
 
 	/* the same buffer, elsewhere: arrives */
 	c = put_cmd(1, 0, BASE, BASE + 0x40000, key, len, 2);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event(1, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	ev = expect_event(1, 0, 5000, DNP_EV_RX_PUT);
 	assert_memory_equal(nodes[1].mem[0] + 0x40000, nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
 
 	/* a GET whose local target is poisoned ends in -EFAULT, not GET_DONE */
 	fill(nodes[0].mem[1], 8000, 1);
-	assert_int_equal(
-		dnp_engine_register(nodes[0].e, 1, BASE, 8000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
+	rkey = reg_buf(0, 1, BASE, 8000, DNP_BUF_GET_SOURCE);
 	assert_int_equal(dnp_engine_unregister(nodes[1].e, 0, BASE), 0);
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, poison_lo - 100, 8000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey),
-			 0);
-	c = (struct dnp_cmd){ .op = DNP_OP_GET,
-			      .dst_x = 0,
-			      .dst_port = 1,
-			      .remote_va = BASE,
-			      .remote_key = rkey,
-			      .len = 8000,
-			      .local_va = poison_lo - 100,
-			      .local_key = lkey,
-			      .cookie = 3 };
+	lkey = reg_buf(1, 0, poison_lo - 100, 8000, DNP_BUF_PUT_TARGET);
+	c = get_cmd(0, 1, BASE, rkey, 8000, poison_lo - 100, lkey, 3);
 	assert_int_equal(dnp_engine_submit(nodes[1].e, 0, &c, now), 0);
 	expect_error(1, 0, -EFAULT);
 }
@@ -319,15 +252,12 @@ static void test_engine_read_seq_tags(void **state)
 	setup_nodes(2);
 	uint32_t key, rkey, lkey;
 	const size_t len = 3 * DNP_MAX_PAYLOAD + 5;
-	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 1, BASE, 0x40000, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 1, BASE, 0x40000, DNP_BUF_PUT_TARGET);
 	for (unsigned m = 0; m < 2; m++) {
 		struct dnp_cmd c = put_cmd(1, 1, BASE + m * 0x10000, BASE, key, len, m);
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-		assert_true(next_event(0, 0, &ev, 5000));
-		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+		expect_event(0, 0, 5000, DNP_EV_TX_DONE);
 	}
 	assert_int_equal(nreads[0], 8);
 	for (unsigned i = 0; i < 8; i++) {
@@ -338,21 +268,11 @@ static void test_engine_read_seq_tags(void **state)
 	assert_int_equal(reads[0][0].id >> 63, 0);
 
 	fill(nodes[1].mem[0], 10000, 2);
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 10000, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
-	assert_int_equal(
-		dnp_engine_register(nodes[0].e, 1, BASE, 10000, DNP_BUF_PUT_TARGET, 0, &lkey), 0);
-	struct dnp_cmd g = { .op = DNP_OP_GET,
-			     .dst_x = 1,
-			     .dst_port = 0,
-			     .remote_va = BASE + 100,
-			     .remote_key = rkey,
-			     .len = 9000,
-			     .local_va = BASE,
-			     .local_key = lkey };
+	rkey = reg_buf(1, 0, BASE, 10000, DNP_BUF_GET_SOURCE);
+	lkey = reg_buf(0, 1, BASE, 10000, DNP_BUF_PUT_TARGET);
+	struct dnp_cmd g = get_cmd(1, 0, BASE + 100, rkey, 9000, BASE, lkey, 0);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &g, now), 0);
-	assert_true(next_event(0, 1, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_GET_DONE);
+	expect_event(0, 1, 5000, DNP_EV_GET_DONE);
 	assert_int_equal(nreads[1], 3);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(reads[1][i].id, reads[1][0].id);
@@ -372,9 +292,7 @@ static void test_engine_bad_command_one_error(void **state)
 	c.op = 42;
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	expect_error(0, 0, -EINVAL);
-	struct dnp_event ev;
-	pump(100);
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 100);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 5, &c, now), -ENOENT);
 }
 
@@ -402,24 +320,14 @@ static void test_engine_wrong_key_same_error_any_range(void **state)
 	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE + 8192, 8192,
 					     DNP_BUF_PUT_TARGET | DNP_BUF_GET_SOURCE, 0, &key),
 			 0);
-	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 0x10000,
-					     DNP_BUF_PUT_TARGET, 0, &lkey),
-			 0);
+	lkey = reg_buf(0, 0, BASE + 0x100000, 0x10000, DNP_BUF_PUT_TARGET);
 	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		for (size_t j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
 			uint64_t va = BASE + 8192 + off[i];
 			struct dnp_cmd c = put_cmd(1, 0, BASE, va, key ^ 0x10, lens[j], i);
 			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 			expect_error(0, 0, -EACCES);
-			c = (struct dnp_cmd){ .op = DNP_OP_GET,
-					      .dst_x = 1,
-					      .dst_port = 0,
-					      .remote_va = va,
-					      .remote_key = key + 1,
-					      .len = lens[j],
-					      .local_va = BASE + 0x100000,
-					      .local_key = lkey,
-					      .cookie = 9 };
+			c = get_cmd(1, 0, va, key + 1, lens[j], BASE + 0x100000, lkey, 9);
 			assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 			expect_error(0, 0, -EACCES);
 		}
@@ -448,20 +356,9 @@ static void test_engine_port_reuse_aborts_get_responder(void **state)
 	uint8_t *dst = nodes[0].mem[1] + 0x200000;
 
 	memset(nodes[1].mem[0], 0xaa, len); /* the old application's data */
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_GET_SOURCE, 0, &rkey), 0);
-	assert_int_equal(dnp_engine_register(nodes[0].e, 1, BASE + 0x200000, len,
-					     DNP_BUF_PUT_TARGET, 0, &lkey),
-			 0);
-	struct dnp_cmd c = { .op = DNP_OP_GET,
-			     .dst_x = 1,
-			     .dst_port = 0,
-			     .remote_va = BASE,
-			     .remote_key = rkey,
-			     .len = len,
-			     .local_va = BASE + 0x200000,
-			     .local_key = lkey,
-			     .cookie = 5 };
+	rkey = reg_buf(1, 0, BASE, len, DNP_BUF_GET_SOURCE);
+	lkey = reg_buf(0, 1, BASE + 0x200000, len, DNP_BUF_PUT_TARGET);
+	struct dnp_cmd c = get_cmd(1, 0, BASE, rkey, len, BASE + 0x200000, lkey, 5);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
 	for (unsigned i = 0; i < 5000 && dst[0] != 0xaa; i++)
 		pump(1);
@@ -476,8 +373,7 @@ static void test_engine_port_reuse_aborts_get_responder(void **state)
 					     DNP_BUF_GET_SOURCE | DNP_BUF_PUT_TARGET, 0, &newkey),
 			 0);
 	struct dnp_event ev;
-	assert_true(next_event(0, 1, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event(0, 1, 20000, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -ECONNRESET);
 	assert_int_equal(ev.cookie, 5);
 	pump(2000);
@@ -496,25 +392,9 @@ static void test_engine_port_reuse_aborts_get_responder(void **state)
 static void test_engine_port_reuse_drops_send_reassembly(void **state)
 {
 	setup_nodes(2);
-	const size_t len = 200u << 10;
 	uint8_t *rx = nodes[1].mem[0];
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
-		0);
-	memset(nodes[0].mem[1], 0xaa, len);
-	struct dnp_cmd c = { .op = DNP_OP_SEND,
-			     .dst_x = 1,
-			     .dst_port = 0,
-			     .local_va = BASE,
-			     .len = len,
-			     .cookie = 8 };
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
-	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
-		pump(1);
-	assert_int_equal(rx[0], 0xaa);
-	assert_int_not_equal(rx[len - 1], 0xaa);
-
+	start_long_send();
 	assert_int_equal(dnp_engine_port_close(nodes[1].e, 0), 0);
 	memset(rx, 0x55, 256u << 10);
 	assert_int_equal(dnp_engine_port_open(nodes[1].e, 0), 0);
@@ -522,9 +402,8 @@ static void test_engine_port_reuse_drops_send_reassembly(void **state)
 		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
 		0);
 	struct dnp_event ev;
-	assert_true(next_event(0, 1, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
-	assert_int_equal(ev.cookie, 8);
+
+	assert_int_equal(expect_event(0, 1, 20000, DNP_EV_ERROR).cookie, 8);
 	pump(2000);
 	for (size_t i = 0; i < (256u << 10); i++)
 		if (rx[i] != 0x55)
@@ -587,8 +466,7 @@ static void test_engine_rx_decodes_private_copy(void **state)
 	uint8_t epoch = dnp_link_epoch(dnp_engine_link(nodes[1].e, DNP_DIR_XM));
 	assert_int_equal(dnp_engine_link_state(nodes[1].e, DNP_DIR_XM), DNP_LINK_UP);
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 4096, DNP_BUF_PUT_TARGET);
 	memset(payload, 0x11, sizeof(payload));
 	atomic_store(&flip_frame, shared);
 	atomic_store(&flip_phase, FLIP_OFF);

@@ -19,24 +19,15 @@ static void test_engine_mutual_get_storm(void **state)
 
 	for (unsigned n = 0; n < 2; n++) {
 		fill(nodes[n].mem[0], 65536, n + 1);
-		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE, 65536, DNP_BUF_GET_SOURCE,
-						     0, &src_key[n]),
-				 0);
-		assert_int_equal(dnp_engine_register(nodes[n].e, 0, BASE + 0x100000, 65536,
-						     DNP_BUF_PUT_TARGET, 0, &dst_key[n]),
-				 0);
+		src_key[n] = reg_buf(n, 0, BASE, 65536, DNP_BUF_GET_SOURCE);
+		dst_key[n] = reg_buf(n, 0, BASE + 0x100000, 65536, DNP_BUF_PUT_TARGET);
 	}
 	for (unsigned n = 0; n < 2; n++) {
 		for (;;) {
 			unsigned i = issued[n];
-			struct dnp_cmd c = { .op = DNP_OP_GET,
-					     .dst_x = (uint8_t)(1 - n),
-					     .remote_va = BASE + (i % 1024) * 64,
-					     .remote_key = src_key[1 - n],
-					     .len = 64,
-					     .local_va = BASE + 0x100000 + (i % 1024) * 64,
-					     .local_key = dst_key[n],
-					     .cookie = i };
+			struct dnp_cmd c =
+				get_cmd(1 - n, 0, BASE + (i % 1024) * 64, src_key[1 - n], 64,
+					BASE + 0x100000 + (i % 1024) * 64, dst_key[n], i);
 			if (dnp_engine_submit(nodes[n].e, 0, &c, now) == -EAGAIN)
 				break;
 			issued[n]++;
@@ -60,6 +51,15 @@ static void test_engine_mutual_get_storm(void **state)
 	assert_memory_equal(nodes[0].mem[0] + 0x100000, nodes[1].mem[0], 65536);
 }
 
+/* Node 0 PUTs len bytes at BASE to node 1's target key, whose reports are all lost. */
+static void put_reports_lost(uint32_t key, size_t len, uint64_t cookie)
+{
+	drop_node = 1;
+	drop_kind = DNP_PKT_CMPL;
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, cookie);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+}
+
 /*
  * Issue 7, lost completion report: node 1 got the PUT but its CMPL never
  * reaches node 0 (every CMPL frame of node 1 is lost). With a command
@@ -69,27 +69,18 @@ static void test_engine_lost_cmpl_times_out(void **state)
 {
 	t_cmd = 5000;
 	setup_nodes(2);
-	uint32_t key;
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
-	drop_node = 1;
-	drop_kind = DNP_PKT_CMPL;
 	fill(nodes[0].mem[0], 9000, 2);
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 44);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event(1, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	put_reports_lost(reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET), 9000, 44);
+	expect_event(1, 0, 1000, DNP_EV_RX_PUT);
 	uint64_t t0 = now;
-	assert_true(next_event(0, 0, &ev, 10000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event(0, 0, 10000, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -ETIMEDOUT);
 	assert_int_equal(ev.data, DNP_DATA_UNKNOWN); /* no answer could be had */
 	assert_int_equal(ev.cookie, 44);
 	assert_true(now - t0 <= 5000 + 5000 / 4 + 2); /* the documented bound */
-	pump(20000); /* the link gives up on the CMPL too: still one event only */
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 20000); /* the link gives up on the CMPL too: still one event only */
 }
 
 /*
@@ -102,29 +93,14 @@ static void test_engine_send_reasm_timeout(void **state)
 {
 	t_reasm = 3000;
 	setup_nodes(2);
-	const size_t len = 200u << 10;
 	uint8_t *rx = nodes[1].mem[0];
 	struct dnp_event ev;
+	struct dnp_cmd c = start_long_send();
+	const size_t len = c.len;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
-		0);
-	memset(nodes[0].mem[1], 0xaa, len);
-	struct dnp_cmd c = { .op = DNP_OP_SEND,
-			     .dst_x = 1,
-			     .dst_port = 0,
-			     .local_va = BASE,
-			     .len = len,
-			     .cookie = 8 };
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
-	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
-		pump(1);
-	assert_int_equal(rx[0], 0xaa);
-	assert_int_not_equal(rx[len - 1], 0xaa);
 	assert_int_equal(dnp_engine_port_close(nodes[0].e, 1), 0); /* the sender is killed */
 	uint64_t t0 = now;
-	assert_true(next_event(1, 0, &ev, 10000));
-	assert_int_equal(ev.type, DNP_EV_RX_ERROR);
+	ev = expect_event(1, 0, 10000, DNP_EV_RX_ERROR);
 	assert_int_equal(ev.status, -ETIMEDOUT);
 	assert_int_equal(ev.va, BASE);
 	assert_int_equal(ev.len, len);
@@ -137,16 +113,11 @@ static void test_engine_send_reasm_timeout(void **state)
 	memset(nodes[0].mem[1], 0x77, len);
 	c.cookie = 9;
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
-	assert_true(next_event(1, 0, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_RX_SEND);
-	assert_int_equal(ev.va, BASE);
+	assert_int_equal(expect_event(1, 0, 20000, DNP_EV_RX_SEND).va, BASE);
 	assert_int_equal(rx[0], 0x77);
 	assert_int_equal(rx[len - 1], 0x77);
-	assert_true(next_event(0, 1, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.cookie, 9);
-	pump(5000);
-	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	assert_int_equal(expect_event(0, 1, 5000, DNP_EV_TX_DONE).cookie, 9);
+	expect_quiet(1, 0, 5000);
 }
 
 /*
@@ -167,10 +138,8 @@ static void test_engine_slow_app_does_not_block_transit(void **state)
 	unsigned issued = 0, done_ok = 0, done_nospc = 0, transit_ok = 0, rx2 = 0;
 	uint8_t seen[64] = { 0 };
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
-	assert_int_equal(
-		dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k2), 0);
+	k1 = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
+	k2 = reg_buf(2, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	/* alternate: to node 1 (never drained), to node 2 (transit through node 1) */
 	for (unsigned i = 0; i < 24; i++) {
 		struct dnp_cmd c = i % 2 ? put_cmd(2, 0, BASE, BASE + i * 1024, k2, 5000, i) :
@@ -223,35 +192,26 @@ static void test_engine_slow_app_does_not_block_loopback(void **state)
 	uint32_t k0, k1;
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[0].e, 0, BASE + 0x100000, 65536,
-					     DNP_BUF_PUT_TARGET, 0, &k0),
-			 0);
-	assert_int_equal(
-		dnp_engine_register(nodes[0].e, 1, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &k1), 0);
+	k0 = reg_buf(0, 0, BASE + 0x100000, 65536, DNP_BUF_PUT_TARGET);
+	k1 = reg_buf(0, 1, BASE, 65536, DNP_BUF_PUT_TARGET);
 	/* fill port 1's event queue: 8 RX_PUT nobody reads */
 	for (unsigned i = 0; i < 8; i++) {
 		struct dnp_cmd c = put_cmd(0, 1, BASE, BASE + i * 64, k1, 64, 100 + i);
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-		assert_true(next_event(0, 0, &ev, 100));
-		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+		expect_event(0, 0, 100, DNP_EV_TX_DONE);
 	}
 	struct dnp_cmd c = put_cmd(0, 1, BASE, BASE, k1, 5000, 1); /* blocked */
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	c = put_cmd(0, 0, BASE, BASE + 0x100000, k0, 100, 2); /* behind it */
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	uint64_t t0 = now;
-	assert_true(next_event(0, 0, &ev, 10000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event(0, 0, 10000, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -EOVERFLOW);
 	assert_int_equal(ev.cookie, 1);
 	assert_true(now - t0 <= 2000 + 10);
-	assert_true(next_event(0, 0, &ev, 100));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_true(next_event(0, 0, &ev, 100));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.cookie, 2);
-	pump(3000);
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_event(0, 0, 100, DNP_EV_RX_PUT);
+	assert_int_equal(expect_event(0, 0, 100, DNP_EV_TX_DONE).cookie, 2);
+	expect_quiet(0, 0, 3000);
 }
 
 /*
@@ -263,11 +223,9 @@ static void test_engine_slow_app_does_not_block_loopback(void **state)
 static void test_engine_cmpl_batch_in_order(void **state)
 {
 	setup_nodes(2);
-	uint32_t key;
 	const unsigned n = 100;
+	uint32_t key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	fill(nodes[0].mem[0], 64 * n, 5);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t k = i == 37 || i == 71 ? key ^ 1 : key;
@@ -290,9 +248,7 @@ static void test_engine_cmpl_batch_in_order(void **state)
 			assert_memory_equal(nodes[1].mem[0] + 64 * i, nodes[0].mem[0] + 64 * i, 64);
 		}
 	}
-	pump(500);
-	struct dnp_event ev;
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 500);
 	uint64_t frames = dnp_engine_stats(nodes[1].e)->cmpl_frames;
 	assert_true(frames >= 3); /* at least the two errors and a batch between them */
 	assert_true(frames <= n / 4);
@@ -315,8 +271,7 @@ static void test_engine_cmpl_batch_many_senders(void **state)
 
 	pump(100); /* links UP before node 1 stands still */
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	for (unsigned i = 0; i < per; i++)
 		for (unsigned k = 0; k < 3; k++)
 			for (unsigned p = 0; p < NPORTS; p++) {
@@ -329,12 +284,10 @@ static void test_engine_cmpl_batch_many_senders(void **state)
 	hold_node = -1;
 	for (unsigned k = 0; k < 3; k++)
 		for (unsigned p = 0; p < NPORTS; p++) {
-			for (unsigned i = 0; i < per; i++) {
-				struct dnp_event ev;
-				assert_true(next_event(src[k], p, &ev, 5000));
-				assert_int_equal(ev.type, DNP_EV_TX_DONE);
-				assert_int_equal(ev.cookie, (uint64_t)k << 32 | p << 16 | i);
-			}
+			for (unsigned i = 0; i < per; i++)
+				assert_int_equal(
+					expect_event(src[k], p, 5000, DNP_EV_TX_DONE).cookie,
+					(uint64_t)k << 32 | p << 16 | i);
 		}
 	pump(500);
 	for (unsigned k = 0; k < 3; k++)
@@ -366,8 +319,7 @@ static void pool_short_body(void)
 	pool_small_n = 4;
 	pool_big_n = 2;
 	setup_nodes(2);
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], N * STEP, 9);
 	for (unsigned i = 0; i < N; i++) {
 		struct dnp_cmd c = put_cmd(1, 0, BASE + i * STEP, BASE + i * STEP,
@@ -398,9 +350,7 @@ static void pool_short_body(void)
 		}
 	}
 	assert_int_equal(done, N);
-	pump(20000); /* nothing more comes */
-	struct dnp_event ev;
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 20000); /* nothing more comes */
 	for (unsigned i = 0; i < N; i++) {
 		assert_int_equal(seen[i], 1);
 		if (i % 3 == 2)
@@ -427,15 +377,16 @@ static void test_engine_pool_short_dnpd_links(void **state)
 	pool_short_body();
 }
 
-/* The next event of (node, port) but LINK ones, within max_steps. */
-static bool next_event_nolink(unsigned node, unsigned port, struct dnp_event *ev,
-			      unsigned max_steps)
+/*
+ * Two nodes with outcome queries (query_timeout 3000) and a command deadline
+ * far away; returns the key of node 1's PUT target (64 KiB at BASE, port 0).
+ */
+static uint32_t setup_query_pair(void)
 {
-	do
-		if (!next_event(node, port, ev, max_steps))
-			return false;
-	while (ev->type == DNP_EV_LINK);
-	return true;
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	return reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 }
 
 /* The first hop node 0 takes towards node 1. */
@@ -457,21 +408,12 @@ static unsigned first_dir_to_1(void)
  */
 static void test_engine_query_recovers_lost_cmpl(void **state)
 {
-	t_cmd = 1000000;
-	t_query = 3000;
-	setup_nodes(2);
-	uint32_t key;
+	uint32_t key = setup_query_pair();
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
-	drop_node = 1;
-	drop_kind = DNP_PKT_CMPL;
 	fill(nodes[0].mem[0], 9000, 5);
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 9000, 45);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event_nolink(1, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	put_reports_lost(key, 9000, 45);
+	expect_event_nolink(1, 0, 1000, DNP_EV_RX_PUT);
 	/* node 1's link that carried the reports gives up: they are lost with it */
 	for (unsigned s = 0;
 	     s < 400000 && dnp_engine_link_state(nodes[1].e, DNP_DIR_XP) != DNP_LINK_BROKEN &&
@@ -479,8 +421,7 @@ static void test_engine_query_recovers_lost_cmpl(void **state)
 	     s++)
 		pump(1);
 	drop_kind = -1;
-	assert_true(next_event_nolink(0, 0, &ev, 100000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event_nolink(0, 0, 100000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
 	assert_int_equal(ev.data, DNP_DATA_DELIVERED);
 	assert_int_equal(ev.cookie, 45);
@@ -488,8 +429,7 @@ static void test_engine_query_recovers_lost_cmpl(void **state)
 	assert_true(dnp_engine_stats(nodes[0].e)->query_tx >= 1);
 	assert_true(dnp_engine_stats(nodes[1].e)->query_rx >= 1);
 	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 0); /* it was applied */
-	pump(20000); /* one completion, one RX event */
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+	expect_quiet(0, 0, 20000); /* one completion, one RX event */
 	assert_false(next_event_nolink(1, 0, &ev, 1));
 }
 
@@ -500,29 +440,21 @@ static void test_engine_query_recovers_lost_cmpl(void **state)
  */
 static void test_engine_put_resent_after_path_break_applied_once(void **state)
 {
-	t_cmd = 1000000;
-	t_query = 3000;
-	setup_nodes(2);
-	uint32_t key;
+	uint32_t key = setup_query_pair();
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	drop_node = 0;
 	drop_kind = DNP_PKT_PUT;
 	drop_dir = (int)first_dir_to_1();
 	fill(nodes[0].mem[0], 300, 6);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 64, key, 300, 46);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event_nolink(0, 0, &ev, 400000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event_nolink(0, 0, 400000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.status, 0);
 	assert_int_equal(ev.cookie, 46);
 	assert_int_equal(dnp_engine_link_state(nodes[0].e, (unsigned)drop_dir), DNP_LINK_BROKEN);
 	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 1);
-	assert_true(next_event_nolink(1, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_int_equal(ev.va, BASE + 64);
+	assert_int_equal(expect_event_nolink(1, 0, 1000, DNP_EV_RX_PUT).va, BASE + 64);
 	assert_memory_equal(nodes[1].mem[0] + 64, nodes[0].mem[0], 300);
 	pump(20000); /* applied once: one RX event, one completion */
 	assert_false(next_event_nolink(1, 0, &ev, 1));
@@ -537,25 +469,15 @@ static void test_engine_put_resent_after_path_break_applied_once(void **state)
  */
 static void test_engine_unreachable_target_fails_fast(void **state)
 {
-	t_cmd = 1000000;
-	t_query = 3000;
-	setup_nodes(2);
-	uint32_t key;
+	uint32_t key = setup_query_pair();
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
-	drop_node = 1;
-	drop_kind = DNP_PKT_CMPL;
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 100, 47);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event_nolink(1, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
+	put_reports_lost(key, 100, 47);
+	expect_event_nolink(1, 0, 1000, DNP_EV_RX_PUT);
 	for (unsigned d = 0; d < 2; d++)
 		dnp_engine_link_down(nodes[0].e, d, now);
 	uint64_t t0 = now;
-	assert_true(next_event_nolink(0, 0, &ev, 100000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event_nolink(0, 0, 100000, DNP_EV_ERROR);
 	assert_int_equal(ev.status, -EHOSTUNREACH);
 	assert_int_equal(ev.data, DNP_DATA_UNKNOWN); /* it left: the target may hold it */
 	assert_int_equal(ev.cookie, 47);
@@ -571,16 +493,11 @@ static void test_engine_unreachable_target_fails_fast(void **state)
  */
 static void test_engine_late_original_refused(void **state)
 {
-	t_cmd = 1000000;
-	t_query = 3000;
 	evq_slots = 2;
 	evq_node = 1;
-	setup_nodes(2);
-	uint32_t key;
+	uint32_t key = setup_query_pair();
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	for (unsigned i = 0; i < 2; i++) { /* two RX events fill node 1's queue */
 		struct dnp_cmd f = put_cmd(1, 0, BASE, BASE, key, 8, 100 + i);
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &f, now), 0);
@@ -607,9 +524,7 @@ static void test_engine_late_original_refused(void **state)
 	assert_int_equal(mine, 1);
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_refused, 1);
 	assert_memory_equal(nodes[1].mem[0] + 4096, nodes[0].mem[0] + 4096, 200);
-	assert_true(next_event_nolink(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.cookie, 48);
+	assert_int_equal(expect_event_nolink(0, 0, 1000, DNP_EV_TX_DONE).cookie, 48);
 	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
 }
 
@@ -620,26 +535,19 @@ static void test_engine_late_original_refused(void **state)
  */
 static void test_engine_error_event_data(void **state)
 {
-	t_cmd = 1000000;
-	t_query = 3000;
-	setup_nodes(2);
-	uint32_t key;
+	uint32_t key = setup_query_pair();
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
 	struct dnp_cmd bad = put_cmd(1, 0, BASE, BASE + 65536, key, 64, 50); /* out of range */
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &bad, now), 0);
-	assert_true(next_event_nolink(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event_nolink(0, 0, 1000, DNP_EV_ERROR);
 	assert_int_equal(ev.cookie, 50);
 	assert_int_equal(ev.data, DNP_DATA_NOT_DELIVERED);
 	for (unsigned d = 0; d < 2; d++)
 		dnp_engine_link_down(nodes[0].e, d, now);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 64, 51);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event_nolink(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_ERROR);
+	ev = expect_event_nolink(0, 0, 1000, DNP_EV_ERROR);
 	assert_int_equal(ev.cookie, 51);
 	assert_true(ev.status == -ENOLINK || ev.status == -EHOSTUNREACH);
 	assert_int_equal(ev.data, DNP_DATA_NOT_DELIVERED); /* nothing left */

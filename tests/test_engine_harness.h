@@ -286,21 +286,117 @@ static struct dnp_cmd put_cmd(unsigned dst_x, unsigned dst_port, uint64_t local_
 				 .cookie = cookie };
 }
 
+/* The helpers below are inline: not every test program uses each of them. */
+static inline struct dnp_cmd send_cmd(unsigned dst_x, unsigned dst_port, uint64_t local_va,
+				      uint64_t len, uint64_t cookie)
+{
+	struct dnp_cmd c = put_cmd(dst_x, dst_port, local_va, 0, 0, len, cookie);
+
+	c.op = DNP_OP_SEND;
+	return c;
+}
+
+static inline struct dnp_cmd get_cmd(unsigned dst_x, unsigned dst_port, uint64_t remote_va,
+				     uint32_t remote_key, uint64_t len, uint64_t local_va,
+				     uint32_t local_key, uint64_t cookie)
+{
+	struct dnp_cmd c = put_cmd(dst_x, dst_port, local_va, remote_va, remote_key, len, cookie);
+
+	c.op = DNP_OP_GET;
+	c.local_key = local_key;
+	return c;
+}
+
+/* Registers [va, va + len) of (node, port) as a DNP_BUF_* kind of buffer; returns its key. */
+static inline uint32_t reg_buf(unsigned node, unsigned port, uint64_t va, uint64_t len,
+			       unsigned flags)
+{
+	uint32_t key = 0;
+
+	assert_int_equal(dnp_engine_register(nodes[node].e, port, va, len, flags, 0, &key), 0);
+	return key;
+}
+
+/* The next event of (node, port) but LINK ones, within max_steps (each). */
+static inline bool next_event_nolink(unsigned node, unsigned port, struct dnp_event *ev,
+				     unsigned max_steps)
+{
+	do
+		if (!next_event(node, port, ev, max_steps))
+			return false;
+	while (ev->type == DNP_EV_LINK);
+	return true;
+}
+
+/*
+ * The next event of (node, port), within max_steps (passing over LINK events
+ * when skip_link), is of this type; it is returned.
+ */
+static inline struct dnp_event expect_next(unsigned node, unsigned port, unsigned max_steps,
+					   unsigned type, bool skip_link)
+{
+	struct dnp_event ev;
+
+	assert_true(skip_link ? next_event_nolink(node, port, &ev, max_steps) :
+				next_event(node, port, &ev, max_steps));
+	assert_int_equal(ev.type, type);
+	return ev;
+}
+
+static inline struct dnp_event expect_event(unsigned node, unsigned port, unsigned max_steps,
+					    unsigned type)
+{
+	return expect_next(node, port, max_steps, type, false);
+}
+
+static inline struct dnp_event expect_event_nolink(unsigned node, unsigned port, unsigned max_steps,
+						   unsigned type)
+{
+	return expect_next(node, port, max_steps, type, true);
+}
+
+/* Nothing more comes to (node, port) within 'steps' time units. */
+static inline void expect_quiet(unsigned node, unsigned port, unsigned steps)
+{
+	struct dnp_event ev;
+
+	pump(steps);
+	assert_int_equal(dnp_engine_poll_events(nodes[node].e, port, &ev, 1), 0);
+}
+
+/*
+ * A 200 KiB SEND (cookie 8) from node 0, port 1, into a 256 KiB SEND buffer
+ * at BASE of node 1, port 0, caught part-way: its first bytes (0xaa) have
+ * landed, its last not yet. Returns its command.
+ */
+static inline struct dnp_cmd start_long_send(void)
+{
+	const size_t len = 200u << 10;
+	uint8_t *rx = nodes[1].mem[0];
+	struct dnp_cmd c = send_cmd(1, 0, BASE, len, 8);
+
+	assert_int_equal(
+		dnp_engine_register(nodes[1].e, 0, BASE, 256u << 10, DNP_BUF_SEND_TARGET, 0, NULL),
+		0);
+	memset(nodes[0].mem[1], 0xaa, len);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &c, now), 0);
+	for (unsigned i = 0; i < 5000 && rx[0] != 0xaa; i++)
+		pump(1);
+	assert_int_equal(rx[0], 0xaa);
+	assert_int_not_equal(rx[len - 1], 0xaa);
+	return c;
+}
+
 static void fill(uint8_t *p, size_t len, unsigned seed)
 {
 	for (size_t i = 0; i < len; i++)
 		p[i] = (uint8_t)(i * 31u + seed);
 }
 
-/* The next event of (node, port) but LINK ones is an ERROR with err (inline: not every test uses it). */
+/* The next event of (node, port) but LINK ones is an ERROR with err. */
 static inline void expect_error(unsigned node, unsigned port, int err)
 {
-	struct dnp_event ev;
-	do
-		assert_true(next_event(node, port, &ev, 5000));
-	while (ev.type == DNP_EV_LINK);
-	assert_int_equal(ev.type, DNP_EV_ERROR);
-	assert_int_equal(ev.status, err);
+	assert_int_equal(expect_event_nolink(node, port, 5000, DNP_EV_ERROR).status, err);
 }
 
 #endif /* TEST_ENGINE_HARNESS_H */

@@ -12,8 +12,7 @@ static void test_engine_link_down_fails_commands(void **state)
 	setup_nodes(2);
 	uint32_t key;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	pump(100);
 	for (unsigned d = 0; d < 2; d++)
 		dnp_engine_link_down(nodes[0].e, d, now);
@@ -35,8 +34,7 @@ static void test_engine_detour_around_broken_cable(void **state)
 	uint32_t key;
 	struct dnp_event ev;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	pump(100);
 	dnp_engine_link_down(nodes[0].e, DNP_DIR_XP, now);
 	dnp_engine_link_down(nodes[1].e, DNP_DIR_XM, now);
@@ -65,25 +63,27 @@ static void test_engine_detour_around_broken_cable(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[3].e)->cmds_failed, 0);
 }
 
+/*
+ * Node 0 PUTs len bytes (fill pattern seed) to a target at BASE of node 1,
+ * port 0: it arrives byte-exact within rx_steps, and completes within 1000
+ * more. Returns the completion.
+ */
+static struct dnp_event put_arrives(size_t len, unsigned seed, uint64_t cookie, unsigned rx_steps)
+{
+	uint32_t key = reg_buf(1, 0, BASE, len, DNP_BUF_PUT_TARGET);
+
+	fill(nodes[0].mem[0], len, seed);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, cookie);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	assert_int_equal(expect_event(1, 0, rx_steps, DNP_EV_RX_PUT).len, len);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	return expect_event(0, 0, 1000, DNP_EV_TX_DONE);
+}
+
 /* A 1 MiB PUT from node 0 to node 1 arrives byte-exact, completes, never resent, before max_now. */
 static void put_stream_1mib(unsigned seed, uint64_t max_now)
 {
-	uint32_t key;
-	const size_t len = 1u << 20;
-
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
-	fill(nodes[0].mem[0], len, seed);
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 3);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	struct dnp_event ev;
-	/* 256 packets of 4 KiB */
-	assert_true(next_event(1, 0, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_int_equal(ev.len, len);
-	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	put_arrives(1u << 20, seed, 3, 20000); /* 256 packets of 4 KiB */
 	assert_true(now < max_now);
 	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->tx_retx_frames, 0);
 }
@@ -131,11 +131,9 @@ static uint64_t pingpong_credits(unsigned rounds)
 			nodes[i].mem[0][0] = (uint8_t)(r * 2 + i);
 			struct dnp_cmd c = put_cmd(j, 1, BASE, BASE + 0x1000, key[j], 8, r);
 			assert_int_equal(dnp_engine_submit(nodes[i].e, 0, &c, now), 0);
-			assert_true(next_event(j, 1, &ev, 1000));
-			assert_int_equal(ev.type, DNP_EV_RX_PUT);
+			ev = expect_event(j, 1, 1000, DNP_EV_RX_PUT);
 			assert_int_equal(nodes[j].mem[1][0x1000], (uint8_t)(r * 2 + i));
-			assert_true(next_event(i, 0, &ev, 1000));
-			assert_int_equal(ev.type, DNP_EV_TX_DONE);
+			ev = expect_event(i, 0, 1000, DNP_EV_TX_DONE);
 			assert_int_equal(ev.cookie, r);
 		}
 	}
@@ -200,23 +198,10 @@ static void test_engine_ack_delay_one_loss(void **state)
  */
 static void one_loss_one_resend(void)
 {
-	uint32_t key;
-	const size_t len = 16 * DNP_MAX_PAYLOAD;
-
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
-	fill(nodes[0].mem[0], len, 5);
-	drop_seq = 3;
-	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 9);
-	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	struct dnp_event ev;
-	assert_true(next_event(1, 0, &ev, 5000));
-	assert_int_equal(ev.type, DNP_EV_RX_PUT);
-	assert_int_equal(ev.len, len);
-	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
-	assert_true(next_event(0, 0, &ev, 1000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.status, 0);
+
+	drop_seq = 3;
+	assert_int_equal(put_arrives(16 * DNP_MAX_PAYLOAD, 5, 9, 5000).status, 0);
 	assert_int_equal(drop_seq, -1); /* the frame was dropped */
 	assert_true(now < 2000);        /* the engine's default rto: no timeout was waited for */
 	const struct dnp_link_stats *tx = dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP);
@@ -226,8 +211,7 @@ static void one_loss_one_resend(void)
 	assert_int_equal(tx->retx_rounds, 0);
 	assert_true(rx->rx_held > 0);
 	assert_int_equal(rx->vc[0].rx_packets, 16);
-	pump(500);
-	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0); /* one completion */
+	expect_quiet(0, 0, 500); /* one completion */
 	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
 }
 
@@ -253,8 +237,7 @@ static void test_engine_restarted_node_rejoins(void **state)
 	const size_t len = 1u << 20;
 	struct dnp_event ev;
 
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
+	key = reg_buf(1, 0, BASE, len, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], len, 5);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 77);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
@@ -301,17 +284,14 @@ static void test_engine_restarted_node_rejoins(void **state)
 	uint64_t stale0 = dnp_engine_link_stats(nodes[1].e, DNP_DIR_XM)->rx_stale;
 	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, stale, stale_len, now), -ESTALE);
 	assert_int_equal(dnp_engine_link_stats(nodes[1].e, DNP_DIR_XM)->rx_stale, stale0 + 1);
-	pump(100);
-	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	expect_quiet(1, 0, 100);
 
 	/* New commands flow: a PUT to the restarted node arrives byte-exact. */
-	assert_int_equal(dnp_engine_register(nodes[1].e, 0, BASE, len, DNP_BUF_PUT_TARGET, 0, &key),
-			 0);
+	key = reg_buf(1, 0, BASE, len, DNP_BUF_PUT_TARGET);
 	fill(nodes[0].mem[0], 65536, 9);
 	c = put_cmd(1, 0, BASE, BASE, key, 65536, 78);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
-	assert_true(next_event(0, 0, &ev, 20000));
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	ev = expect_event(0, 0, 20000, DNP_EV_TX_DONE);
 	assert_int_equal(ev.cookie, 78);
 	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], 65536);
 }
@@ -331,8 +311,7 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 	uint32_t rec_len = 0;
 	unsigned rec_dir = 0;
 
-	assert_int_equal(
-		dnp_engine_register(nodes[1].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	pump(10);
 	fill(nodes[0].mem[0], 1000, 4);
 	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 1000, 1);
@@ -373,15 +352,13 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 	uint64_t wrong = dnp_engine_stats(nodes[1].e)->rx_wrong_link;
 	assert_int_equal(dnp_engine_rx(nodes[1].e, rec_dir, rec, rec_len, now), -EXDEV);
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_wrong_link, wrong + 1);
-	pump(500);
-	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	expect_quiet(1, 0, 500);
 	for (size_t i = 0; i < 1000; i++)
 		assert_int_equal(nodes[1].mem[0][i], 0);
 	/* On its own link it is a duplicate: dropped as well. */
 	assert_int_equal(dnp_engine_rx(nodes[1].e, dnp_torus_opposite(rec_dir), rec, rec_len, now),
 			 -EALREADY);
-	pump(500);
-	assert_int_equal(dnp_engine_poll_events(nodes[1].e, 0, &ev, 1), 0);
+	expect_quiet(1, 0, 500);
 	/* And a credit frame naming another node than the neighbour is refused. */
 	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT,
 				 .src_dir = DNP_DIR_XP,

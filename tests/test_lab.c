@@ -41,6 +41,25 @@ static struct dnp_lab *run_lab(const struct dnp_lab_conf *c, int expect)
 	return lab;
 }
 
+/* A FIFO of one maximum frame and a little (T_RED at its top). */
+#define TINY_FIFO (dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 8)
+
+/* Input FIFOs of fifo_words, T_RED at t_red, T_YELLOW half-way to it. */
+static void set_fifo(struct dnp_lab_conf *c, uint32_t fifo_words, uint32_t t_red)
+{
+	c->link.fifo_words = fifo_words;
+	c->link.t_red = t_red;
+	c->link.t_yellow = t_red / 2;
+}
+
+/* Every corrupted copy that reached a node was dropped as a CRC error, none malformed. */
+static void assert_flips_caught(const struct dnp_lab_result *r)
+{
+	assert_true(r->corrupted > 0);
+	assert_int_equal(r->engine.rx_crc_errors, r->corrupted); /* every flip is a CRC error */
+	assert_int_equal(r->engine.rx_malformed, 0);
+}
+
 static void assert_clean(const struct dnp_lab *lab)
 {
 	const struct dnp_lab_result *r = dnp_lab_result(lab);
@@ -64,6 +83,15 @@ static void assert_clean(const struct dnp_lab *lab)
 	}
 }
 
+/* run_lab() to success, and assert_clean(). */
+static struct dnp_lab *run_clean(const struct dnp_lab_conf *c)
+{
+	struct dnp_lab *lab = run_lab(c, 0);
+
+	assert_clean(lab);
+	return lab;
+}
+
 /*
  * 64 nodes, every node PUTs to every other: 1 B, 4097 B (two fragments) and
  * 1 MiB (4 GiB in all, every byte checked). Deep FIFOs and sparse credits keep
@@ -79,12 +107,9 @@ static void test_lab_all_to_all_64(void **state)
 	c.bw = 64;
 	c.latency = 2;
 	c.link.credit_period = 32;
-	c.link.fifo_words = 4096;
-	c.link.t_red = 4096 * 506 / 512;
-	c.link.t_yellow = c.link.t_red / 2;
+	set_fifo(&c, 4096, 4096 * 506 / 512);
 	assert_int_equal(dnp_lab_parse_sizes("1,4097,1M", &c), 0);
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	lab = run_clean(&c);
 	r = dnp_lab_result(lab);
 	assert_int_equal(r->messages, 3 * 64 * 63);
 	assert_int_equal(r->bytes, (1ull + 4097 + (1u << 20)) * 64 * 63);
@@ -96,21 +121,24 @@ static void test_lab_all_to_all_64(void **state)
 	dnp_lab_destroy(lab);
 }
 
+/* Uniform random traffic of three sizes, 16 messages a node. */
+static void random_conf(struct dnp_lab_conf *c, unsigned x, unsigned y, unsigned z)
+{
+	fast_conf(c, x, y, z);
+	c->pattern = DNP_LAB_RANDOM;
+	c->count = 16;
+	assert_int_equal(dnp_lab_parse_sizes("100,8192,20000", c), 0);
+}
+
 /* Uniform random traffic with FIFOs of one maximum packet plus a little drains. */
 static void test_lab_random_tiny_fifo_drains(void **state)
 {
 	struct dnp_lab_conf c;
 	struct dnp_lab *lab;
 
-	fast_conf(&c, 4, 4, 4);
-	c.pattern = DNP_LAB_RANDOM;
-	c.count = 16;
-	assert_int_equal(dnp_lab_parse_sizes("100,8192,20000", &c), 0);
-	c.link.fifo_words = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 8;
-	c.link.t_red = c.link.fifo_words;
-	c.link.t_yellow = c.link.t_red / 2;
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	random_conf(&c, 4, 4, 4);
+	set_fifo(&c, TINY_FIFO, TINY_FIFO);
+	lab = run_clean(&c);
 	assert_true(dnp_lab_result(lab)->link.credit_stalls > 0);
 	dnp_lab_destroy(lab);
 }
@@ -121,17 +149,12 @@ static void test_lab_random_stop_at_red_drains(void **state)
 	struct dnp_lab_conf c;
 	struct dnp_lab *lab;
 
-	fast_conf(&c, 4, 4, 2);
-	c.pattern = DNP_LAB_RANDOM;
-	c.count = 16;
-	assert_int_equal(dnp_lab_parse_sizes("100,8192,20000", &c), 0);
+	random_conf(&c, 4, 4, 2);
 	c.link.rule = DNP_START_STOP_AT_RED;
 	c.link.credit_model = DNP_CREDIT_EXACT;
-	c.link.t_red = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 16;
-	c.link.fifo_words = c.link.t_red + dnp_pkt_frame_words(DNP_MAX_PAYLOAD);
-	c.link.t_yellow = c.link.t_red / 2;
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	set_fifo(&c, 2 * dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 16,
+		 dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 16);
+	lab = run_clean(&c);
 	dnp_lab_destroy(lab);
 }
 
@@ -142,9 +165,7 @@ static void ring_conf(struct dnp_lab_conf *c, unsigned vcs)
 	c->shift[0] = 3;
 	c->count = 4;
 	assert_int_equal(dnp_lab_parse_sizes("64K", c), 0);
-	c->link.fifo_words = dnp_pkt_frame_words(DNP_MAX_PAYLOAD) + 8;
-	c->link.t_red = c->link.fifo_words;
-	c->link.t_yellow = c->link.t_red / 2;
+	set_fifo(c, TINY_FIFO, TINY_FIFO);
 	c->link.nvc = (uint8_t)vcs;
 	c->vc_mode = vcs == 1 ? DNP_VC_SINGLE : DNP_VC_DATELINE;
 	c->stall_limit = 20000;
@@ -157,8 +178,7 @@ static void test_lab_ring_dateline_drains(void **state)
 	struct dnp_lab *lab;
 
 	ring_conf(&c, 2);
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	lab = run_clean(&c);
 	dnp_lab_destroy(lab);
 }
 
@@ -189,14 +209,10 @@ static void test_lab_corruption_detected(void **state)
 	c.corrupt = 0.02;
 	c.count = 2;
 	assert_int_equal(dnp_lab_parse_sizes("4096,30000", &c), 0);
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	lab = run_clean(&c);
 	r = dnp_lab_result(lab);
-	assert_true(r->corrupted > 0);
 	assert_true(r->engine.rx_crc_errors > 0);
-	/* every corrupted copy that reached a node was dropped and counted */
-	assert_int_equal(r->engine.rx_crc_errors, r->corrupted); /* every flip is a CRC error */
-	assert_int_equal(r->engine.rx_malformed, 0);
+	assert_flips_caught(r);
 	assert_int_equal(r->rx_rejected_crc, r->engine.rx_crc_errors);
 	assert_true(r->link.tx_retx_frames >= r->undelivered_seq);
 	dnp_lab_destroy(lab);
@@ -329,15 +345,12 @@ static void faults_run(double loss)
 	c.dup = 0.01;
 	c.seed = 7;
 	assert_int_equal(dnp_lab_parse_sizes("1,4097,20000", &c), 0);
-	lab = run_lab(&c, 0);
-	assert_clean(lab);
+	lab = run_clean(&c);
 	r = dnp_lab_result(lab);
 	assert_true(r->lost > 0);
-	assert_true(r->corrupted > 0);
 	assert_true(r->duplicated > 0);
 	assert_true(r->reordered > 0);
-	assert_int_equal(r->engine.rx_crc_errors, r->corrupted); /* every flip is a CRC error */
-	assert_int_equal(r->engine.rx_malformed, 0);
+	assert_flips_caught(r);
 	assert_true(r->link.tx_retx_frames >= r->lost_seq);
 	assert_true(r->link.tx_retx_frames >= r->undelivered_seq);
 	assert_true(r->link.rx_dup + r->link.rx_out_of_order >= r->duplicated_seq);

@@ -17,6 +17,7 @@
 
 #include "crc.h"
 #include "pkt.h"
+#include "test_names.h"
 
 /*
  * Golden PUT frame, one 16-byte word per line. Built independently from the
@@ -886,18 +887,22 @@ static void test_pkt_restamp_errors(void **state)
 
 static void test_pkt_kind_name(void **state)
 {
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_PUT), "PUT");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_SEND), "SEND");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_GET_REQ), "GET_REQ");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_GET_RESP), "GET_RESP");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_CMPL), "CMPL");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_CREDIT), "CREDIT");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_DIAG), "DIAG");
-	assert_string_equal(dnp_pkt_kind_name(0), "?");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_ROUTE), "ROUTE");
-	assert_string_equal(dnp_pkt_kind_name(DNP_PKT_QUERY), "QUERY");
-	assert_string_equal(dnp_pkt_kind_name(10), "?");
-	assert_string_equal(dnp_pkt_kind_name(~0u), "?");
+	static const struct test_name kinds[] = {
+		{ DNP_PKT_PUT, "PUT" },
+		{ DNP_PKT_SEND, "SEND" },
+		{ DNP_PKT_GET_REQ, "GET_REQ" },
+		{ DNP_PKT_GET_RESP, "GET_RESP" },
+		{ DNP_PKT_CMPL, "CMPL" },
+		{ DNP_PKT_CREDIT, "CREDIT" },
+		{ DNP_PKT_DIAG, "DIAG" },
+		{ 0, "?" },
+		{ DNP_PKT_ROUTE, "ROUTE" },
+		{ DNP_PKT_QUERY, "QUERY" },
+		{ 10, "?" },
+		{ ~0u, "?" },
+	};
+
+	TEST_NAMES_CHECK(dnp_pkt_kind_name, kinds);
 }
 
 int main(void)

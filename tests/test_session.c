@@ -42,6 +42,7 @@
 #include "dnp.h"
 #include "dnp_session.h"
 #include "dnpd.h"
+#include "test_proc.h"
 
 struct fake {
 	atomic_int opens, closes, regs, unregs, cmds;
@@ -122,43 +123,64 @@ static const struct dnpd_sess_ops fake_ops = {
 	.stats = fake_stats,
 };
 
+/*
+ * A server thread's loop until f.stop: the sockets, then serve() for every
+ * session, then idle_us microseconds of sleep (0: a yield). It first
+ * answers f.pause with f.paused (fake_pause() waits for it); what a pause
+ * means is up to serve().
+ */
+static void *srv_loop(struct fixture *x, void (*serve)(struct fixture *, struct dnpd_session *),
+		      unsigned idle_us)
+{
+	while (!atomic_load(&x->f.stop)) {
+		atomic_store(&x->f.paused, atomic_load(&x->f.pause));
+		dnpd_sess_service(x->srv);
+		for (unsigned k = 0; k < x->srv->nports; k++)
+			serve(x, x->srv->by_port[x->srv->ports[k]]);
+		if (idle_us)
+			usleep(idle_us);
+		else
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* The fake engine's completion of command c. */
+static struct dnp_event done_event(const struct dnp_cmd *c)
+{
+	return (struct dnp_event){
+		.type = DNP_EV_TX_DONE,
+		.op = c->op,
+		.port = c->dst_port,
+		.len = (uint32_t)c->len,
+		.va = c->local_va,
+		.cookie = c->cookie,
+	};
+}
+
+/* Completes every command at once, unless paused; no events with f.events_off. */
+static void serve_all(struct fixture *x, struct dnpd_session *se)
+{
+	struct dnp_cmd c;
+
+	if (atomic_load(&x->f.paused))
+		return;
+	while (dnp_ring_pop_burst(se->cmd, &c, 1)) {
+		struct dnp_event ev = done_event(&c);
+
+		x->f.last_cmd = c;
+		atomic_fetch_add(&x->f.cmds, 1);
+		if (atomic_load(&x->f.events_off))
+			continue;
+		dnp_ring_push(se->ev, &ev);
+		dnpd_sess_notify(se);
+	}
+}
+
 /* The server thread: sockets, plus a fake engine that completes every command. */
 static void *srv_main(void *arg)
 {
-	struct fixture *x = arg;
-
-	while (!atomic_load(&x->f.stop)) {
-		unsigned k;
-
-		bool paused = atomic_load(&x->f.pause);
-
-		atomic_store(&x->f.paused, paused);
-		dnpd_sess_service(x->srv);
-		for (k = 0; k < x->srv->nports && !paused; k++) {
-			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
-			struct dnp_cmd c;
-
-			while (dnp_ring_pop_burst(se->cmd, &c, 1)) {
-				struct dnp_event ev = {
-					.type = DNP_EV_TX_DONE,
-					.op = c.op,
-					.port = c.dst_port,
-					.len = (uint32_t)c.len,
-					.va = c.local_va,
-					.cookie = c.cookie,
-				};
-
-				x->f.last_cmd = c;
-				atomic_fetch_add(&x->f.cmds, 1);
-				if (atomic_load(&x->f.events_off))
-					continue;
-				dnp_ring_push(se->ev, &ev);
-				dnpd_sess_notify(se);
-			}
-		}
-		usleep(100);
-	}
-	return NULL;
+	return srv_loop(arg, serve_all, 100);
 }
 
 static void srv_stop(struct fixture *x)
@@ -171,10 +193,34 @@ static void srv_stop(struct fixture *x)
 	x->running = false;
 }
 
+/*
+ * Starts the fixture's server (its socket and doorbell paths set) with the
+ * limits 'tweak' sets, running 'loop' (srv_main or a variant) in its thread.
+ */
+static void srv_start(struct fixture *x, void (*tweak)(struct dnpd_sess_conf *),
+		      void *(*loop)(void *))
+{
+	struct dnpd_sess_conf c = { 0 };
+
+	dnp_torus_init(&c.torus, 2, 3, 4);
+	c.self = (struct dnp_coord){ 1, 2, 0 };
+	c.sock_path = x->sock;
+	c.bell_path = x->bell;
+	c.max_ports = 8;
+	c.heap_default = 1 << 20;
+	c.heap_max = 16 << 20;
+	c.ops = &fake_ops;
+	c.ctx = &x->f;
+	if (tweak)
+		tweak(&c);
+	assert_int_equal(dnpd_sess_create(&c, &x->srv), 0);
+	assert_int_equal(pthread_create(&x->th, NULL, loop, x), 0);
+	x->running = true;
+}
+
 static int setup(void **state)
 {
 	struct fixture *x = calloc(1, sizeof(*x));
-	struct dnpd_sess_conf c = { 0 };
 	void *p;
 	int fd;
 
@@ -192,19 +238,7 @@ static int setup(void **state)
 	assert_true(p != MAP_FAILED);
 	x->bellmap = p;
 	close(fd);
-
-	dnp_torus_init(&c.torus, 2, 3, 4);
-	c.self = (struct dnp_coord){ 1, 2, 0 };
-	c.sock_path = x->sock;
-	c.bell_path = x->bell;
-	c.max_ports = 8;
-	c.heap_default = 1 << 20;
-	c.heap_max = 16 << 20;
-	c.ops = &fake_ops;
-	c.ctx = &x->f;
-	assert_int_equal(dnpd_sess_create(&c, &x->srv), 0);
-	assert_int_equal(pthread_create(&x->th, NULL, srv_main, x), 0);
-	x->running = true;
+	srv_start(x, NULL, srv_main);
 	unsetenv("DNP_PORT");
 	unsetenv("DNP_HEAP_SIZE");
 	fx = x;
@@ -259,21 +293,10 @@ static void fake_pause(struct fixture *x)
 /* True when thread tid of this process is blocked in the kernel ('S'). */
 static bool thread_blocked(pid_t tid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'S';
+	return test_proc_sleeping(path);
 }
 
 static void test_session_open_close(void **state)
@@ -685,6 +708,14 @@ static void test_session_abi_layout(void **state)
 	assert_int_equal(DNP_SESS_MAGIC, 0x53504e44u);
 }
 
+/* dnpd_conf_link_addr() succeeds for dir (DNPD_ADDR_MAX addresses, a PATH_MAX bell). */
+static void link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
+		      unsigned *side, char *bell)
+{
+	assert_int_equal(
+		dnpd_conf_link_addr(c, dir, local, remote, DNPD_ADDR_MAX, side, bell, PATH_MAX), 0);
+}
+
 /* Both ends of every link must compute the same shm name and udp port pair. */
 static void test_session_link_names(void **state)
 {
@@ -702,36 +733,26 @@ static void test_session_link_names(void **state)
 	dnpd_conf_default(&a);
 	assert_int_equal(dnpd_conf_parse(&a, 7, argv_a), 0);
 	/* Node 0: X+ is the link 0 -> 1 of dimension 0; X- is 1 -> 0 (a distinct file). */
-	assert_int_equal(
-		dnpd_conf_link_addr(&a, DNP_DIR_XP, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
-		0);
+	link_addr(&a, DNP_DIR_XP, la, ra, &sa, bell);
 	assert_string_equal(la, "/r/link-0-1-0.shm");
 	assert_string_equal(ra, la);
 	assert_string_equal(bell, "/r/node-1.bell");
 	assert_int_equal(sa, 0);
-	assert_int_equal(
-		dnpd_conf_link_addr(&a, DNP_DIR_XM, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
-		0);
+	link_addr(&a, DNP_DIR_XM, la, ra, &sa, bell);
 	assert_string_equal(la, "/r/link-1-0-0.shm");
-	assert_int_equal(
-		dnpd_conf_link_addr(&a, DNP_DIR_YM, la, ra, sizeof(la), &sa, bell, sizeof(bell)),
-		0);
+	link_addr(&a, DNP_DIR_YM, la, ra, &sa, bell);
 	assert_string_equal(la, "/r/link-2-0-1.shm");
 	/* Node 1's X- is node 0's X+: same file, other side. */
 	dnpd_conf_default(&b);
 	assert_int_equal(dnpd_conf_parse(&b, 7, argv_a), 0);
 	b.self.x = 1;
-	assert_int_equal(
-		dnpd_conf_link_addr(&b, DNP_DIR_XM, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
-		0);
+	link_addr(&b, DNP_DIR_XM, lb, rb, &sb, bell);
 	assert_string_equal(lb, "/r/link-0-1-0.shm");
 	assert_int_equal(sb, 1);
 	/* udp: port P + id*8 + dir, remote = the neighbour's port for the opposite direction. */
 	dnpd_conf_default(&b);
 	assert_int_equal(dnpd_conf_parse(&b, 11, argv_b), 0);
-	assert_int_equal(
-		dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
-		0);
+	link_addr(&b, DNP_DIR_XP, lb, rb, &sb, bell);
 	assert_string_equal(lb, "127.0.0.1:40008");
 	assert_string_equal(rb, "127.0.0.1:40001");
 	/* A config key overrides the derived address; REMOTE defaults to LOCAL. */
@@ -739,14 +760,10 @@ static void test_session_link_names(void **state)
 	assert_int_equal(dnpd_conf_set(&b, "ym", "/dev/shm/custom"), 0);
 	assert_int_equal(dnpd_conf_set(&b, "nope", "1"), -ENOENT);
 	assert_int_equal(dnpd_conf_set(&b, "idle", "lazy"), -EINVAL);
-	assert_int_equal(
-		dnpd_conf_link_addr(&b, DNP_DIR_XP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
-		0);
+	link_addr(&b, DNP_DIR_XP, lb, rb, &sb, bell);
 	assert_string_equal(lb, "10.0.0.1:5");
 	assert_string_equal(rb, "10.0.0.2:6");
-	assert_int_equal(
-		dnpd_conf_link_addr(&b, DNP_DIR_YM, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
-		0);
+	link_addr(&b, DNP_DIR_YM, lb, rb, &sb, bell);
 	assert_string_equal(rb, "/dev/shm/custom");
 	/*
 	 * Found by fuzz_conf: "LOCAL," (an empty REMOTE) was taken, leaving the
@@ -755,9 +772,7 @@ static void test_session_link_names(void **state)
 	 */
 	assert_int_equal(dnpd_conf_set(&b, "zp", "10.0.0.1:5,"), -EINVAL);
 	assert_int_equal(dnpd_conf_set(&b, "zm", ",10.0.0.1:5"), -EINVAL);
-	assert_int_equal(
-		dnpd_conf_link_addr(&b, DNP_DIR_ZP, lb, rb, sizeof(lb), &sb, bell, sizeof(bell)),
-		0);
+	link_addr(&b, DNP_DIR_ZP, lb, rb, &sb, bell);
 	assert_string_equal(lb, "127.0.0.1:40012");
 	assert_string_equal(rb, "127.0.0.1:40013");
 }
@@ -771,24 +786,9 @@ static void test_session_link_names(void **state)
 static void restart_with(struct fixture *x, void (*tweak)(struct dnpd_sess_conf *),
 			 void *(*loop)(void *))
 {
-	struct dnpd_sess_conf c = { 0 };
-
 	srv_stop(x);
 	atomic_store(&x->f.stop, false);
-	dnp_torus_init(&c.torus, 2, 3, 4);
-	c.self = (struct dnp_coord){ 1, 2, 0 };
-	c.sock_path = x->sock;
-	c.bell_path = x->bell;
-	c.max_ports = 8;
-	c.heap_default = 1 << 20;
-	c.heap_max = 16 << 20;
-	c.ops = &fake_ops;
-	c.ctx = &x->f;
-	if (tweak)
-		tweak(&c);
-	assert_int_equal(dnpd_sess_create(&c, &x->srv), 0);
-	assert_int_equal(pthread_create(&x->th, NULL, loop, x), 0);
-	x->running = true;
+	srv_start(x, tweak, loop);
 }
 
 /*
@@ -796,35 +796,21 @@ static void restart_with(struct fixture *x, void (*tweak)(struct dnpd_sess_conf 
  * when the event ring has room for its completion (dnpd_sess_ev_room), and
  * completes it through dnpd_sess_ev_push.
  */
+static void serve_backpressure(struct fixture *x, struct dnpd_session *se)
+{
+	struct dnp_cmd c;
+
+	while (dnpd_sess_ev_room(se) > 0 && dnpd_sess_cmd_pop(se, &c, 1)) {
+		struct dnp_event ev = done_event(&c);
+
+		atomic_fetch_add(&x->f.cmds, 1);
+		assert_int_equal(dnpd_sess_ev_push(se, &ev, 1), 1);
+	}
+}
+
 static void *srv_main_backpressure(void *arg)
 {
-	struct fixture *x = arg;
-
-	while (!atomic_load(&x->f.stop)) {
-		unsigned k;
-
-		dnpd_sess_service(x->srv);
-		for (k = 0; k < x->srv->nports; k++) {
-			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
-			struct dnp_cmd c;
-
-			while (dnpd_sess_ev_room(se) > 0 && dnpd_sess_cmd_pop(se, &c, 1)) {
-				struct dnp_event ev = {
-					.type = DNP_EV_TX_DONE,
-					.op = c.op,
-					.port = c.dst_port,
-					.len = (uint32_t)c.len,
-					.va = c.local_va,
-					.cookie = c.cookie,
-				};
-
-				atomic_fetch_add(&x->f.cmds, 1);
-				assert_int_equal(dnpd_sess_ev_push(se, &ev, 1), 1);
-			}
-		}
-		sched_yield();
-	}
-	return NULL;
+	return srv_loop(arg, serve_backpressure, 0);
 }
 
 /*
@@ -1242,35 +1228,30 @@ static void tweak_cmd_quota(struct dnpd_sess_conf *c)
  * only when the test says so: f.pause holds completions, f.cmds counts the
  * commands taken.
  */
+static struct dnp_cmd held[4096];
+static unsigned nheld, nheld_done; /* taken, completed of them */
+
+static void serve_hold(struct fixture *x, struct dnpd_session *se)
+{
+	unsigned n;
+
+	n = dnpd_sess_cmd_pop(se, held + nheld, 4096 - nheld);
+	nheld += n;
+	atomic_fetch_add(&x->f.cmds, (int)n);
+	while (!atomic_load(&x->f.pause) && nheld_done < nheld && dnpd_sess_ev_room(se) > 0) {
+		struct dnp_event ev = { .type = DNP_EV_TX_DONE, .cookie = held[nheld_done].cookie };
+
+		dnpd_sess_ev_push(se, &ev, 1);
+		nheld_done++;
+	}
+	if (nheld_done == nheld)
+		nheld_done = nheld = 0;
+}
+
 static void *srv_main_hold(void *arg)
 {
-	struct fixture *x = arg;
-	static struct dnp_cmd held[4096];
-	unsigned nheld = 0, done = 0;
-
-	while (!atomic_load(&x->f.stop)) {
-		dnpd_sess_service(x->srv);
-		for (unsigned k = 0; k < x->srv->nports; k++) {
-			struct dnpd_session *se = x->srv->by_port[x->srv->ports[k]];
-			unsigned n;
-
-			n = dnpd_sess_cmd_pop(se, held + nheld, 4096 - nheld);
-			nheld += n;
-			atomic_fetch_add(&x->f.cmds, (int)n);
-			while (!atomic_load(&x->f.pause) && done < nheld &&
-			       dnpd_sess_ev_room(se) > 0) {
-				struct dnp_event ev = { .type = DNP_EV_TX_DONE,
-							.cookie = held[done].cookie };
-
-				dnpd_sess_ev_push(se, &ev, 1);
-				done++;
-			}
-			if (done == nheld)
-				done = nheld = 0;
-		}
-		sched_yield();
-	}
-	return NULL;
+	nheld = nheld_done = 0;
+	return srv_loop(arg, serve_hold, 0);
 }
 
 /*

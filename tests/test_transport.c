@@ -28,6 +28,7 @@
 
 #include "doorbell.h"
 #include "impair.h"
+#include "test_proc.h"
 #include "transport.h"
 
 #define FRAME_MAX 4160u
@@ -1004,21 +1005,10 @@ static void test_transport_udp_reopen_same_port(void **state)
 /* True when process pid is in an interruptible sleep ('S' in /proc/PID/stat). */
 static bool proc_blocked(pid_t pid)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	return p && p[1] == ' ' && p[2] == 'S';
+	return test_proc_sleeping(path);
 }
 
 static void test_transport_doorbell_wakes_sleeper(void **state)

@@ -18,13 +18,12 @@
  * This file uses dnpd.h only, never the daemon's state (dnpd_int.h).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "dfm.h"
+#include "dnp_file.h"
 #include "dnp_parse.h"
 #include "dnpd.h"
 #include "engine.h"
@@ -38,16 +37,9 @@ static bool read_s64(const char *path, int64_t *v)
 {
 	char buf[32];
 	uint64_t u;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
 
-	if (fd < 0)
+	if (dnp_read_small(path, buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	buf[strcspn(buf, "\n")] = 0; /* sysfs ends its values with a newline */
 	if (dnp_parse_u64(buf + (buf[0] == '-'), &u) || u > INT64_MAX)
 		return false;

@@ -27,30 +27,15 @@ build=$1
 src=$2
 . "$(dirname "$0")/lib.sh"
 need_dpdk_testbed
-dnpd=$build/dnp-core/dnpd/dnpd
-dnpctl=$build/dnp-core/dnpd/dnpctl
-need_built "$dnpd" "$dnpctl"
+dnp_tools "$build"
+need_built "$dnpd" "$ctl"
 
 prefix=cab$(($$ % 100000))
-dir=$(mktemp -d /tmp/cluster-cabling.XXXXXX)
 run=/dev/shm/$prefix
-netns_sh=$src/tests/testbed/netns.sh
-pids=
 fail=0
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	sh "$netns_sh" down "$prefix" "$dir" >/dev/null 2>&1
-	rm -rf "$dir" "$run"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-
-sh "$netns_sh" up 2x2x2 "$prefix" "$dir" >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+run_dir "$(mktemp -d /tmp/cluster-cabling.XXXXXX)"
+remove_at_exit "$run"
+testbed_up "$src/tests/testbed/netns.sh" "$prefix" "$dir"
 i=0
 while [ $i -lt 8 ]; do
 	awk -v id=$i '!/^#/ && $1 == id { printf " %s=af_packet:%s@%s", $2, $5, $6 }
@@ -81,7 +66,7 @@ t=0
 # Node 1's good Z cables must have been heard too (DPDK ports can take a
 # few seconds to come up on a loaded machine).
 z_ok() {
-	"$dnpctl" --socket "$run/n1/dnpd.sock" topo 2>/dev/null >"$dir/topo1.wait"
+	"$ctl" --socket "$run/n1/dnpd.sock" topo 2>/dev/null >"$dir/topo1.wait"
 	grep -q '^wiring Z+ expected 1,0,1 Z- found 1,0,1 Z- ok' "$dir/topo1.wait" &&
 		grep -q '^wiring Z- expected 1,0,1 Z+ found 1,0,1 Z+ ok' "$dir/topo1.wait"
 }
@@ -102,7 +87,7 @@ grep -q 'cabling: Y+ of 1,0,0 reaches 0,0,0 X-: expected 1,1,0 Y-' "$dir/dnpd-1.
 [ -e "$run/n1/node-1.up" ] && bad "node 1 has all links up despite the swap"
 
 echo "--- dnpctl topo on node 1:"
-"$dnpctl" --socket "$run/n1/dnpd.sock" topo >"$dir/topo1"
+"$ctl" --socket "$run/n1/dnpd.sock" topo >"$dir/topo1"
 rc=$?
 cat "$dir/topo1"
 [ $rc -eq 3 ] || bad "dnpctl topo on node 1 exited $rc, not 3"
@@ -111,13 +96,13 @@ grep -q '^wiring Y+ expected 1,1,0 Y- found 0,0,0 X- MISWIRED' "$dir/topo1" || b
 grep -q '^wiring Z+ expected 1,0,1 Z- found 1,0,1 Z- ok' "$dir/topo1" || bad "Z+ line"
 
 echo "--- dnpctl topo on node 6:"
-"$dnpctl" --socket "$run/n6/dnpd.sock" topo >"$dir/topo6"
+"$ctl" --socket "$run/n6/dnpd.sock" topo >"$dir/topo6"
 rc=$?
 cat "$dir/topo6"
 [ $rc -eq 0 ] || bad "dnpctl topo on node 6 exited $rc"
 [ "$(grep -c ' ok$' "$dir/topo6")" -eq 6 ] || bad "node 6: not six links ok"
 echo "--- dnpctl topo --all on node 6:"
-"$dnpctl" --socket "$run/n6/dnpd.sock" topo --all >"$dir/topoall"
+"$ctl" --socket "$run/n6/dnpd.sock" topo --all >"$dir/topoall"
 rc=$?
 cat "$dir/topoall"
 [ $rc -eq 3 ] || bad "dnpctl topo --all on node 6 exited $rc, not 3"

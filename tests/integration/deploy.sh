@@ -28,19 +28,13 @@
 set -u
 build=$1
 src=$2
-dnpd=$build/dnp-core/dnpd/dnpd
-dnpctl=$build/dnp-core/dnpd/dnpctl
-pp=$build/apps/dnp_pingpong
 ran=0
 fail=0
 . "$(dirname "$0")/lib.sh"
+dnp_tools "$build"
+need_built "$dnpd" "$ctl" "$pp"
 run_dir "$(mktemp -d /tmp/deploy-test.XXXXXX)"
 chmod 755 "$dir"
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
-[ -x "$dnpd" ] && [ -x "$dnpctl" ] && [ -x "$pp" ] || { echo "SKIP: dnpd, dnpctl or dnp_pingpong not built"; exit 77; }
 
 
 # ---- 1. files found through the daemon, any socket name
@@ -53,16 +47,16 @@ for c in 0 1; do
 done
 if wait_for 20 test -e "$dir/run1/node-0.up" -a -S "$dir/sock1/dnpd-0.sock"; then
 	ran=1
-	"$dnpctl" --socket "$dir/sock1/dnpd-0.sock" sensor temp 99000 ||
+	"$ctl" --socket "$dir/sock1/dnpd-0.sock" sensor temp 99000 ||
 		bad "dnpctl sensor through $dir/sock1/dnpd-0.sock"
 	wait_for 10 grep -q 'lofamo: sensor temperature alarm' "$dir/d1-0.log" ||
 		bad "node 0 did not log the simulated temperature alarm"
-	"$dnpctl" --socket "$dir/sock1/dnpd-0.sock" sensor temp off || bad "dnpctl sensor off"
-	"$dnpctl" --socket "$dir/sock1/dnpd-1.sock" impair 'dir=xp,loss=5%' || bad "dnpctl impair"
-	wait_for 5 sh -c "'$dnpctl' --socket '$dir/sock1/dnpd-1.sock' stats |
+	"$ctl" --socket "$dir/sock1/dnpd-0.sock" sensor temp off || bad "dnpctl sensor off"
+	"$ctl" --socket "$dir/sock1/dnpd-1.sock" impair 'dir=xp,loss=5%' || bad "dnpctl impair"
+	wait_for 5 sh -c "'$ctl' --socket '$dir/sock1/dnpd-1.sock' stats |
 		grep -q '^link X+ impair dir=xp,loss=5'" ||
 		bad "node 1 does not show the impairment set through its socket"
-	"$dnpctl" --socket "$dir/sock1/dnpd-1.sock" stats | grep '^file \|^link X+ impair'
+	"$ctl" --socket "$dir/sock1/dnpd-1.sock" stats | grep '^file \|^link X+ impair'
 else
 	bad "two shm daemons did not come up"
 	cat "$dir"/d1-*.log
@@ -136,7 +130,7 @@ else
 	# may sit in a directory only root can enter (mktemp -d). dnp_pingpong
 	# finds libdnp at $ORIGIN/../api, so they keep that layout.
 	mkdir -p "$dir/bin/apps" "$dir/bin/api"
-	cp "$dnpd" "$dnpctl" "$dir/bin/"
+	cp "$dnpd" "$ctl" "$dir/bin/"
 	cp "$pp" "$dir/bin/apps/"
 	find "$build/api" -maxdepth 1 -name 'libdnp.so*' ! -type d -exec cp -P {} "$dir/bin/api/" \;
 	chmod -R a+rX "$dir/bin"

@@ -16,12 +16,10 @@
 set -u
 build=$1
 tr=$2
-dnpd=$build/dnp-core/dnpd/dnpd
-ctl=$build/dnp-core/dnpd/dnpctl
-a2a=$build/apps/dnp_alltoall
 N=8
 
 . "$(dirname "$0")/lib.sh"
+dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$a2a"
 
 run_dir /dev/shm/detour-$$

@@ -24,15 +24,9 @@ need_built "$run" "$ctl" "$build/apps/dnp_check"
 P=drill$$
 FLAG=/dev/shm/dnp-drill-$$
 out=$(mktemp)
-cleanup() {
-	[ -n "${runpid:-}" ] && kill "$runpid" 2>/dev/null && wait "$runpid" 2>/dev/null
-	"$netns_sh" down "$P" /tmp >/dev/null 2>&1
-	rm -f "$out" "$FLAG" "$FLAG.cut" "$FLAG.broken" "$FLAG.checked" "$FLAG.done"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-"$netns_sh" up 2x2x2 "$P" /tmp >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+on_exit() { [ -n "${runpid:-}" ] && kill "$runpid" 2>/dev/null && wait "$runpid" 2>/dev/null; }
+remove_at_exit "$out" "$FLAG" "$FLAG.cut" "$FLAG.broken" "$FLAG.checked" "$FLAG.done"
+testbed_up "$netns_sh" "$P" /tmp
 
 DNP_DRILL_FLAG=$FLAG
 DNP_APP_TIMEOUT=20

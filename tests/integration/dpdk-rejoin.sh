@@ -90,13 +90,8 @@ need_built "$run" "$build/apps/dnp_pingpong" "$build/dnp-core/dnpd/dnpctl"
 
 P=shrj$$
 out=$(mktemp)
-cleanup() {
-	"$netns_sh" down "$P" /tmp >/dev/null 2>&1
-	rm -f "$out"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-"$netns_sh" up 2x2x2 "$P" /tmp >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+remove_at_exit "$out"
+testbed_up "$netns_sh" "$P" /tmp
 
 SELFHEAL_BUILD=$(cd "$build" && pwd)
 SELFHEAL_PREFIX=$P

@@ -29,6 +29,7 @@
 # Exit 0 when every drill saw the expected picture and path within the time
 # bound (3 x T_read plus the link timeout for inference), 1 otherwise.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [ "${1:-}" = "--inner" ]; then
 	shift
@@ -63,18 +64,7 @@ while [ $# -gt 0 ]; do
 done
 scens=$scen
 if [ "$transport" = dpdk ]; then
-	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
-		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
-		exit 77
-	fi
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "SKIP: drills over dpdk need root (network namespaces, veth, packet sockets)"
-		exit 77
-	fi
-	if ! command -v ip >/dev/null 2>&1; then
-		echo "SKIP: no 'ip' (iproute2) for the namespace testbed"
-		exit 77
-	fi
+	need_dpdk_testbed
 fi
 [ "$scen" = all ] && scens="kill-dnpd kill-hfm both sensor svcnet-cut restart-hfm restart link-down sick-link"
 [ "$csv" = 1 ] && [ $header = 1 ] &&

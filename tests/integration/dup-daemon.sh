@@ -13,25 +13,10 @@
 # Exit: 0 pass, 1 fail, 77 skip (daemon not built).
 set -u
 build=$1
-dnpd=$build/dnp-core/dnpd/dnpd
-ctl=$build/dnp-core/dnpd/dnpctl
-for p in "$dnpd" "$ctl"; do
-	if [ ! -x "$p" ]; then
-		echo "SKIP: $p is not built"
-		exit 77
-	fi
-done
-
-dir=/dev/shm/dnp-dup-$$
-mkdir -p "$dir" || exit 1
-pids=""
-cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null; done
-	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+. "$(dirname "$0")/lib.sh"
+dnp_tools "$build"
+need_built "$dnpd" "$ctl"
+run_dir /dev/shm/dnp-dup-$$
 
 fail() {
 	echo "FAIL: $*"
@@ -41,15 +26,8 @@ start() { # ID -> $! (logs to DIR/dnpd-ID.log, appended)
 	"$dnpd" --torus 2x1x1 --coord "$1,0,0" --run-dir "$dir" --transport shm \
 		>>"$dir/dnpd-$1.log" 2>&1 &
 }
-wait_file() { # PATH SECONDS
-	i=0
-	while [ ! -e "$1" ]; do
-		i=$((i + 1))
-		[ $i -gt $(($2 * 20)) ] && return 1
-		sleep 0.05
-	done
-	return 0
-}
+answers() { "$ctl" --socket "$dir/node-0.sock" stats >/dev/null 2>&1; }
+gone() { ! kill -0 "$1" 2>/dev/null; } # PID
 
 start 0
 p0=$!
@@ -57,22 +35,16 @@ pids="$pids $p0"
 start 1
 p1=$!
 pids="$pids $p1"
-wait_file "$dir/node-0.up" 20 || fail "node 0's links never came up"
-wait_file "$dir/node-1.up" 20 || fail "node 1's links never came up"
+wait_links_up 20 0 1
 
 # A second node 0: refused, says who runs, touches nothing of the live one.
 "$dnpd" --torus 2x1x1 --coord 0,0,0 --run-dir "$dir" --transport shm \
 	>"$dir/dup.log" 2>&1 &
 dup=$!
-i=0
-while kill -0 "$dup" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 200 ]; then
-		kill -9 "$dup" 2>/dev/null
-		fail "the second node-0 daemon kept running"
-	fi
-	sleep 0.05
-done
+if ! wait_for 10 gone "$dup"; then
+	kill -9 "$dup" 2>/dev/null
+	fail "the second node-0 daemon kept running"
+fi
 wait "$dup"
 rc=$?
 [ "$rc" -ne 0 ] || fail "the second node-0 daemon exited with status 0"
@@ -96,12 +68,8 @@ wait "$p1" 2>/dev/null
 start 0
 p0=$!
 pids="$pids $p0"
-i=0 # its socket file is the killed one's until the new daemon replaces it
-until "$ctl" --socket "$dir/node-0.sock" stats >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -gt 400 ] && fail "the restarted node 0 does not answer"
-	sleep 0.05
-done
+# its socket file is the killed one's until the new daemon replaces it
+wait_for 20 answers || fail "the restarted node 0 does not answer"
 [ -e "$dir/node-0.up" ] && fail "the restarted node 0 left its predecessor's stale node-0.up"
 [ "$(cat "$dir/node-0.lock")" = "$p0" ] || fail "node-0.lock does not hold the new pid $p0"
 echo "PASS: duplicate refused with the live daemon's files intact; stale .up removed at restart"

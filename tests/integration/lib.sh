@@ -1,12 +1,24 @@
 # SPDX-License-Identifier: MIT
 # Steps the integration scripts share (POSIX sh), sourced with
 #   . "$(dirname "$0")/lib.sh"
+# dnp_tools BUILD          name the programs of the build BUILD: $dnpd, $ctl
+#                          (dnpctl), $pp (dnp_pingpong), $a2a (dnp_alltoall).
+# skip MSG                 say "SKIP: MSG" and exit 77.
+# bad MSG                  say "FAIL: MSG" and set fail=1 (the script goes on and
+#                          exits $fail at its end).
 # need_built FILE...       exit 77 (skip) unless every FILE is built (executable).
 # need_dpdk_testbed        exit 77 unless this build has DPDK, we are root and
 #                          ip(8) is there (the namespace testbed, tests/testbed/netns.sh).
+# need_slurm CMD...        exit 77 unless we are root and every CMD is installed
+#                          (the Slurm cluster of tests/testbed/slurm-cluster.sh).
 # run_dir DIR              make the run directory ($dir := DIR); at exit, on_exit
 #                          (if the script defines one) runs, the daemons in $pids
-#                          are killed and reaped, and DIR is removed.
+#                          are killed and reaped, the testbed (testbed_up) is taken
+#                          down, and DIR and the remove_at_exit paths are removed.
+# remove_at_exit PATH...   remove these files or directories at exit, last.
+# testbed_up NETNS_SH PREFIX DIR  build the 2x2x2 namespace testbed PREFIX
+#                          (NETNS_SH up, its files in DIR), taken down at exit
+#                          after the daemons; "FAIL" and exit 1 when it cannot be.
 # wait_for SECONDS CMD...  run CMD every 50 ms until it succeeds; 1 if it has not
 #                          after SECONDS.
 # wait_links_up SECONDS ID...  wait until every node ID has all links UP (the
@@ -15,43 +27,77 @@
 # node_stats ID            `dnpctl stats` of node ID (socket $dir/node-ID.sock,
 #                          dnpctl at $ctl), its errors discarded.
 
+dnp_tools() {
+	dnpd=$1/dnp-core/dnpd/dnpd
+	ctl=$1/dnp-core/dnpd/dnpctl
+	pp=$1/apps/dnp_pingpong
+	a2a=$1/apps/dnp_alltoall
+}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
 need_built() {
 	for _nb_p in "$@"; do
-		if [ ! -x "$_nb_p" ]; then
-			echo "SKIP: $_nb_p is not built"
-			exit 77
-		fi
+		[ -x "$_nb_p" ] || skip "$_nb_p is not built"
 	done
 }
 
 need_dpdk_testbed() {
-	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
-		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
-		exit 77
-	fi
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "SKIP: needs root (network namespaces, veth pairs, packet sockets)"
-		exit 77
-	fi
-	if ! command -v ip >/dev/null 2>&1; then
-		echo "SKIP: no 'ip' (iproute2)"
-		exit 77
-	fi
+	[ "${DNP_HAVE_DPDK:-1}" = 1 ] || skip "this build has no DPDK (meson found no libdpdk)"
+	[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, veth pairs, packet sockets)"
+	command -v ip >/dev/null 2>&1 || skip "no 'ip' (iproute2)"
+}
+
+need_slurm() {
+	[ "$(id -u)" -eq 0 ] || skip "the slurm suite needs root (network namespaces, slurmd)"
+	for _ns_p in "$@"; do
+		command -v "$_ns_p" >/dev/null 2>&1 ||
+			skip "no $_ns_p (Debian slurmctld slurmd slurm-client munge iproute2; ./dnp test as root installs them)"
+	done
 }
 
 lib_cleanup() {
 	command -v on_exit >/dev/null 2>&1 && on_exit
-	for _lc_p in $pids; do kill "$_lc_p" 2>/dev/null; done
-	for _lc_p in $pids; do wait "$_lc_p" 2>/dev/null; done
-	rm -rf "$dir"
+	for _lc_p in ${pids:-}; do kill "$_lc_p" 2>/dev/null; done
+	for _lc_p in ${pids:-}; do wait "$_lc_p" 2>/dev/null; done
+	[ -n "${lib_netns:-}" ] && sh "$lib_netns" down "$lib_netns_prefix" "$lib_netns_dir" >/dev/null 2>&1
+	[ -n "${lib_dir:-}" ] && rm -rf "$lib_dir"
+	# shellcheck disable=SC2086 # a list of paths without blanks (mktemp, /dev/shm/NAME)
+	[ -n "${lib_remove:-}" ] && rm -rf $lib_remove
+}
+
+lib_trap() {
+	trap lib_cleanup EXIT
+	trap 'exit 1' INT TERM
 }
 
 run_dir() {
 	dir=$1
+	lib_dir=$1
 	mkdir -p "$dir" || exit 1
 	pids=""
-	trap lib_cleanup EXIT
-	trap 'exit 1' INT TERM
+	lib_trap
+}
+
+remove_at_exit() {
+	lib_remove="${lib_remove:-} $*"
+	lib_trap
+}
+
+testbed_up() {
+	lib_netns=$1
+	lib_netns_prefix=$2
+	lib_netns_dir=$3
+	lib_trap
+	sh "$1" up 2x2x2 "$2" "$3" >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
 }
 
 wait_for() {

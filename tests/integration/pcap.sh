@@ -27,17 +27,12 @@
 set -u
 build=$1
 lua=$2
-dnpd=$build/dnp-core/dnpd/dnpd
-ctl=$build/dnp-core/dnpd/dnpctl
-pp=$build/apps/dnp_pingpong
 hfm=$build/lofamo/dnp-hfm
 iters=3
 
-if ! command -v tshark >/dev/null 2>&1; then
-	echo "SKIP: tshark is not installed (Debian: apt-get install tshark)"
-	exit 77
-fi
 . "$(dirname "$0")/lib.sh"
+command -v tshark >/dev/null 2>&1 || skip "tshark is not installed (Debian: apt-get install tshark)"
+dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$pp" "$hfm"
 
 run_dir /dev/shm/softdnp-pcap-$$

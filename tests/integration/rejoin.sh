@@ -20,11 +20,9 @@
 set -u
 build=$1
 tr=$2
-dnpd=$build/dnp-core/dnpd/dnpd
-ctl=$build/dnp-core/dnpd/dnpctl
-pp=$build/apps/dnp_pingpong
 
 . "$(dirname "$0")/lib.sh"
+dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$pp"
 
 run_dir /dev/shm/selfheal-rejoin-$$

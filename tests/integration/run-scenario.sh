@@ -8,6 +8,7 @@
 # Exit: 0 pass, 1 fail, 77 skip (the daemon or the apps are not built; dpdk:
 # not root, or DPDK not built).
 set -u
+. "$(dirname "$0")/lib.sh"
 build=$1
 tr=$2
 sc=$3
@@ -23,18 +24,7 @@ if [ "$tr" = memif ] && [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
 	exit 77
 fi
 if [ "$tr" = dpdk ]; then
-	if [ "${DNP_HAVE_DPDK:-1}" != 1 ]; then
-		echo "SKIP: this build has no DPDK (meson found no libdpdk)"
-		exit 77
-	fi
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "SKIP: dpdk scenarios need root (network namespaces, veth, packet sockets)"
-		exit 77
-	fi
-	if ! command -v ip >/dev/null 2>&1; then
-		echo "SKIP: no 'ip' (iproute2) for the namespace testbed"
-		exit 77
-	fi
+	need_dpdk_testbed
 fi
 for p in "$run" "$build/apps/dnp_check"; do
 	if [ ! -x "$p" ]; then

@@ -24,26 +24,15 @@
 set -u
 build=$1
 src=$2
+. "$(dirname "$0")/lib.sh"
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-[ "$(id -u)" -eq 0 ] || skip "the slurm suite needs root (network namespaces, slurmd)"
-for p in slurmctld slurmd munged srun scontrol sinfo nsenter ip python3; do
-	command -v $p >/dev/null 2>&1 ||
-		skip "no $p (Debian slurmctld slurmd slurm-client munge iproute2; ./dnp test as root installs them)"
-done
-dnpd=$build/dnp-core/dnpd/dnpd
+need_slurm slurmctld slurmd munged srun scontrol sinfo nsenter ip python3
+dnp_tools "$build"
 hfm=$build/lofamo/dnp-hfm
 sup=$build/lofamo/dnp-supervisor
-for p in "$dnpd" "$hfm" "$sup"; do
-	[ -x "$p" ] || skip "$p is not built"
-done
+need_built "$dnpd" "$hfm" "$sup"
 
 prefix=lf$(($$ % 100000))
-dir=$(mktemp -d /tmp/cluster-lofamo.XXXXXX)
 run=/dev/shm/$prefix
 cluster=$src/tests/testbed/slurm-cluster.sh
 netns_sh=$src/tests/testbed/netns.sh
@@ -68,20 +57,14 @@ stop() {
 	done
 }
 
-cleanup() {
+on_exit() {
 	# The supervisor first: the HFMs' silence must not drain anything.
 	stop "$dir/sup.pid"
 	stop "$dir"/hfm-*.pid "$dir"/dnpd-*.pid
 	sh "$cluster" down "$prefix" "$dir" "$netns_sh"
-	rm -rf "$dir" "$run"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
+run_dir "$(mktemp -d /tmp/cluster-lofamo.XXXXXX)"
+remove_at_exit "$run"
 
 now_ms() {
 	date +%s%3N

@@ -31,41 +31,21 @@ set -u
 build=$1
 src=$2
 tr=$3
+. "$(dirname "$0")/lib.sh"
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-[ "$(id -u)" -eq 0 ] || skip "the slurm suite needs root (network namespaces, slurmd)"
-for p in slurmctld slurmd munged srun sbatch salloc sinfo nsenter ip python3; do
-	command -v $p >/dev/null 2>&1 ||
-		skip "no $p (Debian slurmctld slurmd slurm-client munge iproute2; ./dnp test as root installs them)"
-done
+need_slurm slurmctld slurmd munged srun sbatch salloc sinfo nsenter ip python3
 [ "$tr" = dpdk ] && [ "${DNP_HAVE_DPDK:-1}" != 1 ] && skip "this build has no DPDK"
-dnpd=$build/dnp-core/dnpd/dnpd
-for p in "$dnpd" "$build/apps/dnp_alltoall" "$build/apps/dnp_pingpong"; do
-	[ -x "$p" ] || skip "$p is not built"
-done
+dnp_tools "$build"
+need_built "$dnpd" "$a2a" "$pp"
 
 prefix=cl$(($$ % 100000))${tr%"${tr#?}"}
-dir=$(mktemp -d /tmp/cluster-slurm.XXXXXX)
 run=/dev/shm/$prefix
 cluster=$src/tests/testbed/slurm-cluster.sh
 netns_sh=$src/tests/testbed/netns.sh
 fail=0
-
-cleanup() {
-	sh "$cluster" down "$prefix" "$dir" "$netns_sh"
-	rm -rf "$dir" "$run"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-bad() {
-	echo "FAIL: $*"
-	fail=1
-}
+on_exit() { sh "$cluster" down "$prefix" "$dir" "$netns_sh"; }
+run_dir "$(mktemp -d /tmp/cluster-slurm.XXXXXX)"
+remove_at_exit "$run"
 
 t0=$(date +%s.%N)
 sh "$cluster" up 2x2x2 "$prefix" "$dir" "$netns_sh" || { echo "FAIL: cluster"; exit 1; }
