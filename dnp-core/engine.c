@@ -152,9 +152,11 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 
 	if (dnp_link_sends_reset(x->l) && (x->credit_pending || dnp_link_reset_due(x->l))) {
 		/* Not UP: a probe instead of a credit. UP: an announce (link.h). */
+		uint8_t hello[DNP_HELLO_BYTES];
 		struct dnp_pkt_hdr h = {
 			.kind = DNP_PKT_CREDIT,
 			.lflags = DNP_LINK_F_RESET,
+			.len = DNP_HELLO_BYTES,
 			.ack = ack,
 			.src_dir = (uint8_t)dir,
 			.dst = e->c.self,
@@ -162,7 +164,8 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 			.timestamp = (uint32_t)now,
 		};
 		h.epoch = dnp_link_take_reset(x->l, now, h.credit);
-		int len = dnp_pkt_encode(&h, NULL, x->rframe, sizeof(x->rframe));
+		dnp_link_hello(x->l, hello);
+		int len = dnp_pkt_encode(&h, hello, x->rframe, sizeof(x->rframe));
 		if (len > 0) {
 			out[n++] = (struct dnp_frame){ x->rframe, (uint32_t)len };
 			dnp_link_stats_tx(x->l, (uint32_t)len / DNP_WORD_BYTES, false);
@@ -510,6 +513,10 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->self_id = dnp_torus_id(&c->torus, c->self);
 	unsigned nlinks = 0;
 	struct dnp_link_conf lc = c->link;
+	/* the handshake tells the neighbours the torus and VC mode (link.h) */
+	for (unsigned i = 0; i < 3; i++)
+		lc.dim[i] = c->torus.dim[i];
+	lc.vc_mode = c->vc_mode;
 	if (!lc.nonce) /* deterministic for the lab: the caller sets a random one (dnpd) */
 		lc.nonce = ((uint32_t)c->key_secret[0] ^ (uint32_t)(c->key_secret[1] >> 7) ^
 			    (e->self_id * 0x9e3779b9u)) |

@@ -276,7 +276,10 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,
  * rx_malformed), -EXDEV a frame of another link (rx_wrong_link: its source
  * direction is not the opposite of dir, or a link-control frame names
- * another node than the neighbour), -ERANGE a VC the link does not have
+ * another node than the neighbour), -ECONNREFUSED a RESET frame whose
+ * hello does not match ours (link.h, "The link handshake": the link's
+ * refusal record and rx_refused say which field; an UP link breaks),
+ * -ERANGE a VC the link does not have
  * (>= link.nvc; rx_malformed), -EALREADY a
  * duplicate, -EAGAIN a frame beyond a gap that cannot be held (frames
  * beyond a gap are normally held until it fills, and return 0;

@@ -288,6 +288,18 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 			e->st.rx_malformed++;
 		return rx_drop(e, p, rc);
 	}
+	/*
+	 * The handshake (link.h): a RESET frame whose hello differs from ours
+	 * is refused before anything else, so that a neighbour started with
+	 * another torus is named as such rather than as a miswired cable. An
+	 * UP link that hears one has a restarted peer: it breaks.
+	 */
+	if ((h->lflags & DNP_LINK_F_RESET) && dnp_link_on_hello(x->l, payload, h->len) < 0) {
+		if (dnp_link_state(x->l) == DNP_LINK_UP && dnp_link_set_broken(x->l))
+			link_transition(e, dir, DNP_LINK_RST_DOWN, now);
+		e->dirty = true;
+		return rx_drop(e, p, -ECONNREFUSED);
+	}
 	if (!rx_on_own_link(e, dir, h)) {
 		e->st.rx_wrong_link++;
 		return rx_drop(e, p, -EXDEV);

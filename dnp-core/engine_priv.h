@@ -84,7 +84,7 @@ struct xlink {
 	uint32_t next_tx;   /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
 	bool was_up;        /* UP at least once: later UPs are reported as LINK events */
 	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
-	uint8_t rframe[DNP_FRAME_OVERHEAD];   /* RESET frame (may go out beside a credit) */
+	uint8_t rframe[DNP_FRAME_OVERHEAD + DNP_HELLO_BYTES]; /* RESET frame with its hello */
 };
 
 /* The ack or our FIFO changed: a credit is due (now if urgent, else see ack_delay). */

@@ -14,7 +14,9 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "link.h"
 
@@ -94,6 +96,7 @@ struct dnp_link {
 	uint32_t peer_nonce; /* the peer we agreed the epoch with (0: none yet) */
 	uint64_t next_probe; /* BROKEN: when the next probe goes out */
 
+	struct dnp_link_refusal refusal; /* the handshake's verdict on the last hello */
 	struct dnp_link_stats st;
 };
 
@@ -1049,4 +1052,157 @@ void dnp_link_stats_tx(struct dnp_link *l, uint32_t words, bool retx)
 	l->st.tx_words += words;
 	if (retx)
 		l->st.tx_retx_frames++;
+}
+
+/* ---- the handshake's hello ---- */
+
+static void hello_of(const struct dnp_link *l, struct dnp_pkt_hello *h)
+{
+	*h = (struct dnp_pkt_hello){
+		.version = DNP_HELLO_VERSION,
+		.transport = l->c.transport,
+		.dim = { l->c.dim[0], l->c.dim[1], l->c.dim[2] },
+		.nvc = l->c.nvc,
+		.vc_mode = l->c.vc_mode,
+		.fifo_words = l->c.fifo_words,
+		.max_frame = DNP_MAX_FRAME,
+	};
+}
+
+void dnp_link_hello(const struct dnp_link *l, uint8_t out[DNP_HELLO_BYTES])
+{
+	struct dnp_pkt_hello h;
+
+	hello_of(l, &h);
+	dnp_pkt_hello_encode(&h, out);
+}
+
+static uint64_t dims_value(const uint16_t *d)
+{
+	return (uint64_t)d[0] | (uint64_t)d[1] << 16 | (uint64_t)d[2] << 32;
+}
+
+/* The first field of the peer's hello p that differs from ours (m), or DNP_REFUSE_NONE. */
+static unsigned hello_diff(const struct dnp_pkt_hello *m, const struct dnp_pkt_hello *p,
+			   uint64_t *here, uint64_t *peer)
+{
+	const struct {
+		unsigned field;
+		uint64_t a, b;
+	} f[] = {
+		{ DNP_REFUSE_TORUS, dims_value(m->dim), dims_value(p->dim) },
+		{ DNP_REFUSE_TRANSPORT, m->transport, p->transport },
+		{ DNP_REFUSE_VCS, m->nvc, p->nvc },
+		{ DNP_REFUSE_VC_MODE, m->vc_mode, p->vc_mode },
+		{ DNP_REFUSE_FIFO, m->fifo_words, p->fifo_words },
+		{ DNP_REFUSE_MAX_FRAME, m->max_frame, p->max_frame },
+	};
+
+	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (f[i].a != f[i].b) {
+			*here = f[i].a;
+			*peer = f[i].b;
+			return f[i].field;
+		}
+	}
+	return DNP_REFUSE_NONE;
+}
+
+int dnp_link_on_hello(struct dnp_link *l, const uint8_t *payload, size_t len)
+{
+	struct dnp_pkt_hello mine, peer;
+	struct dnp_link_refusal *r = &l->refusal;
+	uint64_t a = 0, b = 0;
+	unsigned field;
+
+	hello_of(l, &mine);
+	switch (dnp_pkt_hello_decode(payload, len, &peer)) {
+	case 0:
+		field = hello_diff(&mine, &peer, &a, &b);
+		break;
+	case -ENODATA:
+		field = DNP_REFUSE_NO_HELLO;
+		break;
+	case -EPROTONOSUPPORT:
+		field = DNP_REFUSE_VERSION;
+		a = DNP_HELLO_VERSION;
+		b = peer.version;
+		break;
+	default:
+		field = DNP_REFUSE_BAD;
+		break;
+	}
+	if (field == DNP_REFUSE_NONE) {
+		r->field = DNP_REFUSE_NONE;
+		r->frames = 0;
+		return 0;
+	}
+	if (r->field != field || r->here != a || r->peer != b) {
+		r->field = (uint8_t)field;
+		r->here = a;
+		r->peer = b;
+		r->frames = 0;
+		r->episode++;
+	}
+	r->frames++;
+	l->st.rx_refused++;
+	return -ECONNREFUSED;
+}
+
+const struct dnp_link_refusal *dnp_link_refusal(const struct dnp_link *l)
+{
+	return &l->refusal;
+}
+
+static const char *const xport_names[] = {
+	[DNP_XPORT_NONE] = "none", [DNP_XPORT_SHM] = "shm",     [DNP_XPORT_UDP] = "udp",
+	[DNP_XPORT_DPDK] = "dpdk", [DNP_XPORT_VERBS] = "verbs",
+};
+
+const char *dnp_xport_name(unsigned x)
+{
+	return x < sizeof(xport_names) / sizeof(xport_names[0]) ? xport_names[x] : "?";
+}
+
+uint8_t dnp_xport_code(const char *name)
+{
+	for (unsigned i = 0; name && i < sizeof(xport_names) / sizeof(xport_names[0]); i++)
+		if (!strcmp(name, xport_names[i]))
+			return (uint8_t)i;
+	return DNP_XPORT_NONE;
+}
+
+int dnp_link_refusal_str(const struct dnp_link_refusal *r, char *buf, size_t cap)
+{
+	static const char *const names[] = {
+		[DNP_REFUSE_VCS] = "vcs",
+		[DNP_REFUSE_VC_MODE] = "vc_mode",
+		[DNP_REFUSE_FIFO] = "fifo_words",
+		[DNP_REFUSE_MAX_FRAME] = "max_frame",
+		[DNP_REFUSE_VERSION] = "hello version",
+	};
+	uint64_t a = r->here, b = r->peer;
+
+	switch (r->field) {
+	case DNP_REFUSE_NONE:
+		return snprintf(buf, cap, "%s", "");
+	case DNP_REFUSE_NO_HELLO:
+		return snprintf(buf, cap, "hello missing (the peer is an older SoftDNP)");
+	case DNP_REFUSE_BAD:
+		return snprintf(buf, cap, "hello malformed");
+	case DNP_REFUSE_TORUS:
+		return snprintf(buf, cap, "torus here %ux%ux%u peer %ux%ux%u",
+				(unsigned)(a & 0xffff), (unsigned)(a >> 16 & 0xffff),
+				(unsigned)(a >> 32 & 0xffff), (unsigned)(b & 0xffff),
+				(unsigned)(b >> 16 & 0xffff), (unsigned)(b >> 32 & 0xffff));
+	case DNP_REFUSE_TRANSPORT:
+		return snprintf(buf, cap, "transport here %s peer %s", dnp_xport_name((unsigned)a),
+				dnp_xport_name((unsigned)b));
+	default:
+		if (r->field < sizeof(names) / sizeof(names[0]) && names[r->field])
+			return snprintf(buf, cap, "%s here %llu peer %llu", names[r->field],
+					(unsigned long long)a, (unsigned long long)b);
+		return snprintf(buf, cap, "field %u here %llu peer %llu", r->field,
+				(unsigned long long)a, (unsigned long long)b);
+	}
 }

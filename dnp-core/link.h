@@ -103,6 +103,15 @@ enum dnp_credit_model {
 	DNP_CREDIT_EXACT = 1,
 };
 
+/* Kinds of transport under a link, as the handshake carries them. */
+enum dnp_xport {
+	DNP_XPORT_NONE = 0, /* not said (the lab, unit tests) */
+	DNP_XPORT_SHM = 1,
+	DNP_XPORT_UDP = 2,
+	DNP_XPORT_DPDK = 3,
+	DNP_XPORT_VERBS = 4,
+};
+
 enum dnp_link_state {
 	DNP_LINK_INIT = 0, /* no credit seen from the peer yet */
 	DNP_LINK_UP = 1,
@@ -126,6 +135,10 @@ struct dnp_link_conf {
 	uint8_t nvc;           /* 1..DNP_MAX_VC */
 	uint8_t rule;          /* enum dnp_start_rule */
 	uint8_t credit_model;  /* enum dnp_credit_model */
+	/* The handshake: what the peer's hello must match, with nvc and fifo_words. */
+	uint8_t transport; /* enum dnp_xport */
+	uint8_t vc_mode;   /* the node's enum dnp_vc_mode (dnp_engine_create fills it) */
+	uint16_t dim[3];   /* the torus size (dnp_engine_create fills it) */
 };
 
 /* Counters; all monotonic. */
@@ -139,6 +152,7 @@ struct dnp_link_stats {
 	uint64_t fast_retx;   /* frames marked for resend by a selective ack (no timeout) */
 	uint64_t rx_held;     /* frames received beyond a gap and held until it filled */
 	uint64_t rtt_samples; /* round-trip samples taken (Karn: never from a resent frame) */
+	uint64_t rx_refused;  /* RESET frames whose hello did not match ours (dropped) */
 	/* The same per virtual channel (new packets only; retransmissions are per link). */
 	struct {
 		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
@@ -280,6 +294,55 @@ unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_c
  * probing link UP (then process it), or 0.
  */
 int dnp_link_rx_epoch(struct dnp_link *l, uint8_t epoch, uint64_t now);
+
+/*
+ * The link handshake (docs/protocol.md, "The link handshake"). Every RESET
+ * frame carries the sender's hello: the torus size, the transport kind, the
+ * VC count, the VC mode, the RX FIFO depth and the largest frame. A RESET
+ * frame whose hello differs from this end's (or has none: an older SoftDNP)
+ * is refused: it changes nothing but the refusal record, so the link never
+ * comes UP with a peer it would misread, and the probes go on, so a peer
+ * restarted with matching settings brings it UP.
+ */
+enum dnp_refuse_field {
+	DNP_REFUSE_NONE = 0,
+	DNP_REFUSE_NO_HELLO,  /* no hello: a peer of an older version */
+	DNP_REFUSE_BAD,       /* a hello that does not parse (magic, length, reserved bytes) */
+	DNP_REFUSE_VERSION,   /* another version of the hello */
+	DNP_REFUSE_TORUS,     /* values: x | y << 16 | z << 32 */
+	DNP_REFUSE_TRANSPORT, /* enum dnp_xport */
+	DNP_REFUSE_VCS,
+	DNP_REFUSE_VC_MODE, /* enum dnp_vc_mode */
+	DNP_REFUSE_FIFO,    /* fifo_words */
+	DNP_REFUSE_MAX_FRAME,
+};
+
+struct dnp_link_refusal {
+	uint8_t field;       /* enum dnp_refuse_field; DNP_REFUSE_NONE: the last hello matched */
+	uint64_t here, peer; /* this end's value and the peer's */
+	uint64_t frames;     /* RESET frames refused since the last one accepted */
+	uint32_t episode;    /* changes when a refusal starts, or its field or values change */
+};
+
+/* This end's hello, as a RESET frame's payload. */
+void dnp_link_hello(const struct dnp_link *l, uint8_t out[DNP_HELLO_BYTES]);
+/*
+ * A RESET frame arrived with this payload (len bytes): 0 when its hello
+ * matches (the refusal record clears; go on with dnp_link_on_reset), or
+ * -ECONNREFUSED (the record names the first field that differs; drop the
+ * frame). Only the frame's bytes are looked at: no time, no state change.
+ */
+int dnp_link_on_hello(struct dnp_link *l, const uint8_t *payload, size_t len);
+const struct dnp_link_refusal *dnp_link_refusal(const struct dnp_link *l);
+/*
+ * The refusal in words, e.g. "vcs here 2 peer 4", "torus here 2x2x2 peer
+ * 4x2x2", "hello missing (the peer is an older SoftDNP)"; "" when none. As
+ * snprintf: returns the length it needed.
+ */
+int dnp_link_refusal_str(const struct dnp_link_refusal *r, char *buf, size_t cap);
+/* "shm", "udp", "dpdk", "verbs", "none", or "?"; and back (DNP_XPORT_NONE if unknown). */
+const char *dnp_xport_name(unsigned x);
+uint8_t dnp_xport_code(const char *name);
 
 /* ---- time ---- */
 /* Returns DNP_LINK_EV_* bits due at 'now'. */

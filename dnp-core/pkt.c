@@ -169,13 +169,17 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 	if (h->kind == DNP_PKT_CREDIT) {
 		/*
 		 * Link control: never sequenced (it carries the acks), no message;
-		 * a payload only for the credit state of VCs 2-3, never on a RESET.
+		 * a payload for the credit state of VCs 2-3, or a RESET's hello.
 		 */
 		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status || h->msg_id ||
 		    h->msg_len || h->via)
 			return -EINVAL;
-		if (h->len != 0 &&
-		    (h->len != DNP_CREDIT_EXT_BYTES || (h->lflags & DNP_LINK_F_RESET)))
+		if (h->len != 0 && !(h->lflags & DNP_LINK_F_RESET) &&
+		    h->len != DNP_CREDIT_EXT_BYTES)
+			return -EINVAL;
+		if (h->len != 0 && (h->lflags & DNP_LINK_F_RESET) &&
+		    (h->len < DNP_HELLO_BYTES || h->len > DNP_HELLO_MAX_BYTES ||
+		     h->len % DNP_WORD_BYTES))
 			return -EINVAL;
 		/* A selective ack says something (non-zero) and is no reset. */
 		if ((h->lflags & DNP_LINK_F_SACK) &&
@@ -261,14 +265,16 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		return ret;
 	if (ret || check_rules(h))
 		return -EINVAL;
-	if (h->len && !payload && h->kind != DNP_PKT_CREDIT)
+	/* A CREDIT frame's payload is its credits, a RESET frame's the caller's hello. */
+	bool own = h->kind != DNP_PKT_CREDIT || (h->lflags & DNP_LINK_F_RESET);
+	if (h->len && !payload && own)
 		return -EINVAL;
 	flen = dnp_pkt_frame_len(h->len);
 	if (cap < flen)
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && payload && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
+	if (h->len && payload && own && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -301,7 +307,7 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		put32(p, H0_MSGID, (uint32_t)h->sack);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		unsigned nvc = h->len ? DNP_MAX_VC : DNP_H1_VCS;
+		unsigned nvc = h->len && !own ? DNP_MAX_VC : DNP_H1_VCS;
 
 		for (unsigned vc = 0; vc < nvc; vc++) {
 			put32(p, H1_CREDIT + 8 * vc, h->credit[vc].occupancy);
@@ -409,7 +415,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 
 	if (h->kind == DNP_PKT_CREDIT) {
 		/* credit[2..3] only from a payload of exactly one word (else left zero) */
-		unsigned nvc = h->len == DNP_CREDIT_EXT_BYTES ? DNP_MAX_VC : DNP_H1_VCS;
+		unsigned nvc = h->len == DNP_CREDIT_EXT_BYTES && !(h->lflags & DNP_LINK_F_RESET) ?
+				       DNP_MAX_VC :
+				       DNP_H1_VCS;
 
 		for (unsigned vc = 0; vc < nvc; vc++) {
 			h->credit[vc].occupancy = get32(p, H1_CREDIT + 8 * vc);
@@ -492,6 +500,61 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	put8(ft, FT_FSTATUS, fstatus);
 	put8(ft, FT_HOPS, hops);
 	put32(ft, FT_CRC, dnp_crc32(0, p, len));
+	return 0;
+}
+
+/*
+ * The hello of a RESET frame (docs/protocol.md, "The link handshake"),
+ * little-endian: 0 magic u16, 2 version u8, 3 transport u8, 4 dim x u16,
+ * 6 dim y u16, 8 dim z u16, 10 nvc u8, 11 vc_mode u8, 12 fifo_words u32,
+ * 16 max_frame u16, 18-31 reserved (zero).
+ */
+#define HL_MAGIC 0u
+#define HL_VERSION 2u
+#define HL_TRANSPORT 3u
+#define HL_DIM 4u
+#define HL_NVC 10u
+#define HL_VC_MODE 11u
+#define HL_FIFO 12u
+#define HL_MAX_FRAME 16u
+#define HL_RSVD 18u
+
+void dnp_pkt_hello_encode(const struct dnp_pkt_hello *h, uint8_t out[DNP_HELLO_BYTES])
+{
+	memset(out, 0, DNP_HELLO_BYTES);
+	put16(out, HL_MAGIC, DNP_HELLO_MAGIC);
+	put8(out, HL_VERSION, DNP_HELLO_VERSION);
+	put8(out, HL_TRANSPORT, h->transport);
+	for (unsigned i = 0; i < 3; i++)
+		put16(out, HL_DIM + 2 * i, h->dim[i]);
+	put8(out, HL_NVC, h->nvc);
+	put8(out, HL_VC_MODE, h->vc_mode);
+	put32(out, HL_FIFO, h->fifo_words);
+	put16(out, HL_MAX_FRAME, h->max_frame);
+}
+
+int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hello *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (!payload || len == 0)
+		return -ENODATA;
+	if (len < HL_VERSION + 1u || get16(payload, HL_MAGIC) != DNP_HELLO_MAGIC)
+		return -EPROTO;
+	h->version = payload[HL_VERSION];
+	if (h->version != DNP_HELLO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (len != DNP_HELLO_BYTES)
+		return -EINVAL;
+	for (unsigned i = HL_RSVD; i < DNP_HELLO_BYTES; i++)
+		if (payload[i])
+			return -EINVAL;
+	h->transport = payload[HL_TRANSPORT];
+	for (unsigned i = 0; i < 3; i++)
+		h->dim[i] = get16(payload, HL_DIM + 2 * i);
+	h->nvc = payload[HL_NVC];
+	h->vc_mode = payload[HL_VC_MODE];
+	h->fifo_words = get32(payload, HL_FIFO);
+	h->max_frame = get16(payload, HL_MAX_FRAME);
 	return 0;
 }
 

@@ -21,7 +21,8 @@
  * dnp_pkt_hdr.credit). A link with more than two VCs sends the state of
  * VCs 2 and 3 in a one-word payload (DNP_CREDIT_EXT_BYTES); a link with one
  * or two sends no payload, so its credit frames are the 64-byte ones of the
- * two-VC format.
+ * two-VC format. A RESET frame (DNP_LINK_F_RESET) carries the sender's hello
+ * in its payload instead (struct dnp_pkt_hello).
  *
  * Pure functions on caller buffers; no allocation; any thread.
  */
@@ -83,11 +84,22 @@ enum dnp_pkt_kind {
  * CREDIT frames only: a link reset frame (docs/protocol.md, "Link epochs"):
  * epoch is the proposed or agreed epoch, credit[0..1].occupancy the sender's
  * RX FIFO occupancies of VCs 0 and 1, credit[0].received its incarnation
- * nonce and credit[1].received DNP_RESET_* flags. A RESET frame never has a
- * payload (credit[2..3] decode as zero whatever the sender's VC count).
+ * nonce and credit[1].received DNP_RESET_* flags. Its payload is the hello
+ * below, never credits (credit[2..3] decode as zero whatever the sender's VC
+ * count).
  */
 #define DNP_LINK_F_RESET 0x2u
 #define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
+/*
+ * The payload of a RESET frame is the sender's hello (struct dnp_pkt_hello):
+ * DNP_HELLO_BYTES in version 1, up to DNP_HELLO_MAX_BYTES for later versions
+ * (a multiple of 16); a RESET frame of an older SoftDNP has none. Never one
+ * word: that is the credit payload, which a RESET frame does not carry.
+ */
+#define DNP_HELLO_BYTES 32u
+#define DNP_HELLO_MAX_BYTES 64u
+#define DNP_HELLO_MAGIC 0x4c48u /* "HL" on the wire */
+#define DNP_HELLO_VERSION 1u
 /*
  * CREDIT frames only, never with DNP_LINK_F_RESET: the frame carries a
  * selective ack (struct dnp_pkt_hdr.sack, non-zero) in the two fields a
@@ -141,6 +153,22 @@ struct dnp_pkt_hdr {
 };
 
 /*
+ * The hello of a RESET frame (docs/protocol.md, "The link handshake"): what
+ * the two ends of a link must agree on before it comes UP. The sender's
+ * coordinates and output direction are those of H0 src and the link word's
+ * src_dir of the same frame.
+ */
+struct dnp_pkt_hello {
+	uint8_t version;     /* DNP_HELLO_VERSION */
+	uint8_t transport;   /* kind of transport under the link (link.h, DNP_XPORT_*) */
+	uint16_t dim[3];     /* the torus size the sender was started with */
+	uint8_t nvc;         /* virtual channels per link */
+	uint8_t vc_mode;     /* enum dnp_vc_mode (route.h) */
+	uint32_t fifo_words; /* RX FIFO depth per VC, words (what credits count against) */
+	uint16_t max_frame;  /* largest frame it sends and takes, bytes (DNP_MAX_FRAME) */
+};
+
+/*
  * A CMPL frame reports msg_id and, in its payload, up to DNP_CMPL_MAX_EXTRA
  * further message ids (u32, little-endian) of the same destination node and
  * port with the same status: len is a multiple of 4, at most
@@ -181,6 +209,7 @@ static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
  * Encodes h and payload (h->len bytes) into frame, computes the CRC.
  * A CREDIT frame's payload (len 0 or DNP_CREDIT_EXT_BYTES) is made from
  * h->credit[2..3]; the payload argument is then ignored and may be NULL.
+ * A RESET frame's (its hello) is taken from the payload argument.
  * Returns the frame length, or -EINVAL (bad field), -E2BIG (len > 4096),
  * -ENOBUFS (cap too small).
  */
@@ -210,8 +239,8 @@ int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, vo
  *              encodes exactly DNP_MAX_VC values: the receiving link drops
  *              a VC beyond its own count)
  *   -EINVAL    reserved bits or padding not zero, flags invalid for the kind
- *              (a CREDIT frame with a payload other than 0 or 16 bytes, or a
- *              RESET frame with one)
+ *              (a CREDIT frame with a payload other than 0 or 16 bytes, a
+ *              RESET frame with one other than 0 or 32-64 bytes in words)
  *   -EOVERFLOW fragment offset/length inconsistent with the message length
  *   -EILSEQ    CRC mismatch (the footer's CRC over the buffer as given)
  */
@@ -237,6 +266,18 @@ static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
 
 	*b = (uint8_t)((*b & ~0x30u) | ((vc & 3u) << 4));
 }
+
+/* Writes h as a hello payload of DNP_HELLO_BYTES (version, magic and reserved bytes set). */
+void dnp_pkt_hello_encode(const struct dnp_pkt_hello *h, uint8_t out[DNP_HELLO_BYTES]);
+
+/*
+ * Parses the payload of a RESET frame (len bytes; the frame decoded) into h.
+ * Errors: -ENODATA no payload (an older SoftDNP, h zeroed), -EPROTO bad
+ * magic, -EPROTONOSUPPORT another version (h->version says which, the rest
+ * zero), -EINVAL a version 1 hello of another length or with reserved bytes
+ * not zero. Pure; any bytes are safe.
+ */
+int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hello *h);
 
 /* Short name of a kind ("PUT", ...) or "?". */
 const char *dnp_pkt_kind_name(unsigned kind);

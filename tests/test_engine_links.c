@@ -2,8 +2,9 @@
 /*
  * test_engine_links — the engine over its links: a broken link fails or
  * detours commands, prompt credits and the ack delay, one loss one resend,
- * a restarted node rejoins, a replay on another link is dropped. Engines on
- * an X ring wired frame by frame (test_engine_harness.h).
+ * a restarted node rejoins, a replay on another link is dropped, the link
+ * handshake refuses a neighbour whose settings differ. Engines on an X ring
+ * wired frame by frame (test_engine_harness.h).
  */
 #include "test_engine_harness.h"
 
@@ -373,6 +374,358 @@ static void test_engine_replay_on_other_link_dropped(void **state)
 	assert_int_equal(dnp_engine_rx(nodes[1].e, DNP_DIR_XM, cf, sizeof(cf), now), 0);
 }
 
+/* ---- the link handshake (link.h, docs/protocol.md "The link handshake") ---- */
+
+/* Node i of an x-ring as create_node makes it (links come back), its conf then changed by tweak. */
+static void create_node_tweaked(unsigned i, unsigned x, uint32_t seed,
+				void (*tweak)(struct dnp_engine_conf *))
+{
+	struct dnp_engine_conf c;
+
+	dnp_engine_conf_default(&c);
+	dnp_torus_init(&c.torus, x, 1, 1);
+	c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+	c.max_ports = NPORTS;
+	c.mem = &ops;
+	c.mem_ctx = &nodes[i];
+	c.key_secret[0] = seed;
+	c.link.reset_period = reset_period;
+	if (tweak)
+		tweak(&c);
+	assert_int_equal(dnp_engine_create(&c, now, &nodes[i].e), 0);
+	for (unsigned p = 0; p < NPORTS; p++)
+		assert_int_equal(dnp_engine_port_open(nodes[i].e, p), 0);
+}
+
+static void tweak_vcs(struct dnp_engine_conf *c)
+{
+	c->link.nvc = 4;
+}
+
+static void tweak_torus(struct dnp_engine_conf *c)
+{
+	dnp_torus_init(&c->torus, 3, 1, 1);
+}
+
+static void tweak_transport(struct dnp_engine_conf *c)
+{
+	c->link.transport = DNP_XPORT_UDP;
+}
+
+static void tweak_vc_mode(struct dnp_engine_conf *c)
+{
+	c->vc_mode = DNP_VC_SINGLE;
+}
+
+static void tweak_fifo(struct dnp_engine_conf *c)
+{
+	c->link.fifo_words = 4096;
+	c->link.t_red = 4090;
+	c->link.t_yellow = 2048;
+}
+
+static const struct mismatch {
+	void (*tweak)(struct dnp_engine_conf *);
+	unsigned field;
+	uint64_t base, other; /* the value of node 0 (defaults) and of the tweaked node 1 */
+	const char *words;    /* node 0's refusal in words */
+} mismatches[] = {
+	{ tweak_vcs, DNP_REFUSE_VCS, 2, 4, "vcs here 2 peer 4" },
+	{ tweak_torus, DNP_REFUSE_TORUS, 2 | 1ull << 16 | 1ull << 32, 3 | 1ull << 16 | 1ull << 32,
+	  "torus here 2x1x1 peer 3x1x1" },
+	{ tweak_transport, DNP_REFUSE_TRANSPORT, DNP_XPORT_NONE, DNP_XPORT_UDP,
+	  "transport here none peer udp" },
+	{ tweak_vc_mode, DNP_REFUSE_VC_MODE, DNP_VC_DATELINE, DNP_VC_SINGLE,
+	  "vc_mode here 0 peer 1" },
+	{ tweak_fifo, DNP_REFUSE_FIFO, 2048, 4096, "fifo_words here 2048 peer 4096" },
+};
+
+/* Both links of node n refused field with these values (here first), and not UP. */
+static void expect_refused(unsigned n, unsigned field, uint64_t here, uint64_t peer)
+{
+	for (unsigned d = 0; d < 2; d++) {
+		const struct dnp_link *l = dnp_engine_link(nodes[n].e, d);
+		const struct dnp_link_refusal *r = dnp_link_refusal(l);
+
+		assert_int_not_equal(dnp_engine_link_state(nodes[n].e, d), DNP_LINK_UP);
+		assert_int_equal(r->field, field);
+		assert_int_equal(r->here, here);
+		assert_int_equal(r->peer, peer);
+		assert_true(r->frames > 1); /* the probes went on */
+		assert_int_equal(dnp_link_stats(l)->ups, 0);
+		assert_true(dnp_link_stats(l)->rx_refused >= r->frames);
+	}
+}
+
+/*
+ * Node 1 started with one setting that differs from node 0's: no link comes
+ * UP, both ends name the field with both values, the probes go on; node 1
+ * restarted with node 0's settings brings both links UP, and a PUT flows.
+ */
+static void test_engine_handshake_mismatch_refused(void **state)
+{
+	for (unsigned k = 0; k < sizeof(mismatches) / sizeof(mismatches[0]); k++) {
+		const struct mismatch *m = &mismatches[k];
+		char words[96];
+
+		reset_period = 500;
+		setup_nodes(2);
+		dnp_engine_destroy(nodes[1].e);
+		create_node_tweaked(1, 2, 1235, m->tweak);
+		pump(3000);
+		expect_refused(0, m->field, m->base, m->other);
+		expect_refused(1, m->field, m->other, m->base);
+		dnp_link_refusal_str(dnp_link_refusal(dnp_engine_link(nodes[0].e, DNP_DIR_XP)),
+				     words, sizeof(words));
+		assert_string_equal(words, m->words);
+		uint32_t ep = dnp_link_refusal(dnp_engine_link(nodes[0].e, DNP_DIR_XP))->episode;
+		pump(1000); /* the same refusal goes on: the same episode (dnpd logs it once) */
+		assert_int_equal(dnp_link_refusal(dnp_engine_link(nodes[0].e, DNP_DIR_XP))->episode,
+				 ep);
+
+		/* node 1 restarted with the same settings as node 0 */
+		dnp_engine_destroy(nodes[1].e);
+		create_node_tweaked(1, 2, 1236, NULL);
+		pump(3000);
+		for (unsigned n = 0; n < 2; n++)
+			for (unsigned d = 0; d < 2; d++) {
+				assert_int_equal(dnp_engine_link_state(nodes[n].e, d), DNP_LINK_UP);
+				assert_int_equal(
+					dnp_link_refusal(dnp_engine_link(nodes[n].e, d))->field,
+					DNP_REFUSE_NONE);
+			}
+		uint32_t key;
+		struct dnp_event ev;
+
+		assert_int_equal(
+			dnp_engine_register(nodes[1].e, 0, BASE, 4096, DNP_BUF_PUT_TARGET, 0, &key),
+			0);
+		fill(nodes[0].mem[0], 4096, k);
+		struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, 4096, 40 + k);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+		do
+			assert_true(next_event(0, 0, &ev, 5000));
+		while (ev.type == DNP_EV_LINK);
+		assert_int_equal(ev.type, DNP_EV_TX_DONE);
+		assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], 4096);
+		teardown(state);
+	}
+}
+
+/* A RESET frame from node 1 to node 0's X+ link: probe of epoch 0, payload hello (len bytes). */
+static int reset_frame(uint8_t *f, size_t cap, const uint8_t *hello, uint16_t len)
+{
+	struct dnp_pkt_hdr h = {
+		.kind = DNP_PKT_CREDIT,
+		.lflags = DNP_LINK_F_RESET,
+		.len = len,
+		.src_dir = DNP_DIR_XM,
+		.src = { 1, 0, 0 },
+		.dst = { 1, 0, 0 },
+	};
+
+	h.credit[0].received = 0x1234567u; /* its nonce */
+	return dnp_pkt_encode(&h, hello, f, cap);
+}
+
+/* Node 0's hello as its engine sends it, for tests to alter. */
+static void hello_of_node0(struct dnp_pkt_hello *he)
+{
+	uint8_t b[DNP_HELLO_BYTES];
+
+	dnp_link_hello(dnp_engine_link(nodes[0].e, DNP_DIR_XP), b);
+	assert_int_equal(dnp_pkt_hello_decode(b, sizeof(b), he), 0);
+}
+
+/*
+ * What cannot be set in an engine's conf, told by hand-made frames: a peer
+ * without a hello (an older SoftDNP), another hello version, a malformed
+ * hello, another largest frame. Each is refused and named (-ECONNREFUSED),
+ * the link stays INIT; the same frame with our hello then brings it UP.
+ */
+static void test_engine_handshake_old_or_odd_peer(void **state)
+{
+	uint8_t f[DNP_FRAME_OVERHEAD + DNP_HELLO_MAX_BYTES], b[DNP_HELLO_MAX_BYTES];
+	struct dnp_pkt_hello he;
+	const struct dnp_link_refusal *r;
+	char words[96];
+	int n;
+
+	setup_nodes(2);
+	r = dnp_link_refusal(dnp_engine_link(nodes[0].e, DNP_DIR_XP));
+	hello_of_node0(&he);
+
+	/* an older SoftDNP: a RESET frame without payload */
+	n = reset_frame(f, sizeof(f), NULL, 0);
+	assert_int_equal(n, DNP_FRAME_OVERHEAD);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_NO_HELLO);
+	dnp_link_refusal_str(r, words, sizeof(words));
+	assert_string_equal(words, "hello missing (the peer is an older SoftDNP)");
+
+	/* a later version of the hello, longer */
+	memset(b, 0, sizeof(b));
+	dnp_pkt_hello_encode(&he, b);
+	b[2] = 2;
+	n = reset_frame(f, sizeof(f), b, 48);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_VERSION);
+	dnp_link_refusal_str(r, words, sizeof(words));
+	assert_string_equal(words, "hello version here 1 peer 2");
+
+	/* version 1 with a reserved byte set, and a bad magic */
+	dnp_pkt_hello_encode(&he, b);
+	b[DNP_HELLO_BYTES - 1] = 1;
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_BAD);
+	dnp_pkt_hello_encode(&he, b);
+	b[0] ^= 0xff;
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_BAD);
+
+	/* another largest frame */
+	struct dnp_pkt_hello big = he;
+	big.max_frame = 9000 + DNP_FRAME_OVERHEAD;
+	dnp_pkt_hello_encode(&big, b);
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	uint32_t ep = r->episode;
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_MAX_FRAME);
+	assert_int_equal(r->here, DNP_MAX_FRAME);
+	assert_int_equal(r->peer, 9000 + DNP_FRAME_OVERHEAD);
+	assert_int_equal(r->episode, ep + 1); /* a new refusal: dnpd logs it */
+	assert_int_equal(r->frames, 1);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->episode, ep + 1); /* the same one again: not a new episode */
+	assert_int_equal(r->frames, 2);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_INIT);
+	assert_int_equal(dnp_engine_link_stats(nodes[0].e, DNP_DIR_XP)->ups, 0);
+
+	/* the same frame with our own hello: accepted, the link comes UP */
+	dnp_pkt_hello_encode(&he, b);
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), 0);
+	assert_int_equal(r->field, DNP_REFUSE_NONE);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_UP);
+}
+
+/*
+ * An UP link that hears a hello it refuses (its neighbour restarted with
+ * other settings) breaks at once and tells the application; the next probes
+ * of the real neighbour, whose hello matches, bring it UP again.
+ */
+static void test_engine_handshake_refusal_breaks_up_link(void **state)
+{
+	uint8_t f[DNP_FRAME_OVERHEAD + DNP_HELLO_BYTES], b[DNP_HELLO_BYTES];
+	struct dnp_pkt_hello he;
+	struct dnp_event ev;
+	int n;
+
+	reset_period = 500;
+	setup_nodes(2);
+	pump(200);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_UP);
+	hello_of_node0(&he);
+	he.nvc = 4;
+	dnp_pkt_hello_encode(&he, b);
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_BROKEN);
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_LINK);
+	assert_int_equal(ev.status, -ENOLINK);
+	assert_int_equal(ev.len, DNP_DIR_XP);
+	pump(3000);
+	assert_int_equal(dnp_engine_link_state(nodes[0].e, DNP_DIR_XP), DNP_LINK_UP);
+	assert_int_equal(dnp_link_refusal(dnp_engine_link(nodes[0].e, DNP_DIR_XP))->field,
+			 DNP_REFUSE_NONE);
+}
+
+/*
+ * The hello's bytes (docs/protocol.md, "The link handshake"), pinned: magic
+ * "HL", version 1, transport, dims, VCs, VC mode, FIFO words, largest frame,
+ * 14 zero bytes; and each class of bad hello has its error.
+ */
+static void test_engine_handshake_hello_bytes(void **state)
+{
+	static const uint8_t golden[DNP_HELLO_BYTES] = {
+		0x48,
+		0x4c,
+		0x01,
+		0x02,
+		0x04,
+		0x00,
+		0x02,
+		0x00,
+		0x00,
+		0x01,
+		0x03,
+		0x01,
+		0x00,
+		0x40,
+		0x00,
+		0x00,
+		0x40,
+		0x10,
+		/* reserved: */ 0,
+	};
+	struct dnp_pkt_hello he = { .version = 1,
+				    .transport = DNP_XPORT_UDP,
+				    .dim = { 4, 2, 256 },
+				    .nvc = 3,
+				    .vc_mode = DNP_VC_SINGLE,
+				    .fifo_words = 16384,
+				    .max_frame = DNP_MAX_FRAME },
+			     d;
+	uint8_t b[DNP_HELLO_MAX_BYTES];
+
+	(void)state;
+	dnp_pkt_hello_encode(&he, b);
+	assert_memory_equal(b, golden, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), 0);
+	assert_true(d.version == 1 && d.transport == DNP_XPORT_UDP && d.dim[0] == 4 &&
+		    d.dim[1] == 2 && d.dim[2] == 256 && d.nvc == 3 && d.vc_mode == DNP_VC_SINGLE &&
+		    d.fifo_words == 16384 && d.max_frame == DNP_MAX_FRAME);
+	assert_int_equal(dnp_pkt_hello_decode(b, 0, &d), -ENODATA);
+	assert_int_equal(dnp_pkt_hello_decode(NULL, 32, &d), -ENODATA);
+	assert_int_equal(dnp_pkt_hello_decode(b, 2, &d), -EPROTO);
+	assert_int_equal(dnp_pkt_hello_decode(b, 48, &d), -EINVAL); /* version 1 is 32 bytes */
+	b[20] = 1;
+	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), -EINVAL);
+	b[20] = 0;
+	b[2] = 7;
+	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), -EPROTONOSUPPORT);
+	assert_int_equal(d.version, 7);
+	b[1] = 0;
+	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), -EPROTO);
+	assert_string_equal(dnp_xport_name(dnp_xport_code("dpdk")), "dpdk");
+	assert_int_equal(dnp_xport_code("impair"), DNP_XPORT_NONE);
+	assert_string_equal(dnp_xport_name(200), "?");
+
+	/* A RESET frame carries 0 or 32-64 bytes (whole words), never the one credit word. */
+	uint8_t f[DNP_FRAME_OVERHEAD + DNP_HELLO_MAX_BYTES + 16];
+	struct dnp_pkt_hdr h = { .kind = DNP_PKT_CREDIT, .lflags = DNP_LINK_F_RESET }, h2;
+	const uint8_t *pl;
+	static const uint16_t lens[] = { 16, 17, 33, 80 };
+
+	memset(b, 0, sizeof(b));
+	dnp_pkt_hello_encode(&he, b);
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		h.len = lens[i];
+		assert_int_equal(dnp_pkt_encode(&h, b, f, sizeof(f)), -EINVAL);
+	}
+	h.len = DNP_HELLO_BYTES;
+	h.credit[2].occupancy = 99; /* not on the wire: a RESET frame's payload is its hello */
+	assert_int_equal(dnp_pkt_encode(&h, NULL, f, sizeof(f)), -EINVAL);
+	assert_int_equal(dnp_pkt_encode(&h, b, f, sizeof(f)), 96);
+	assert_int_equal(dnp_pkt_decode(f, 96, &h2, &pl), 0);
+	assert_int_equal(h2.len, DNP_HELLO_BYTES);
+	assert_int_equal(h2.credit[2].occupancy, 0);
+	assert_memory_equal(pl, golden, DNP_HELLO_BYTES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +739,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_ack_delay_stream, teardown),
 		cmocka_unit_test_teardown(test_engine_ack_delay_one_loss, teardown),
 		cmocka_unit_test_teardown(test_engine_restarted_node_rejoins, teardown),
+		cmocka_unit_test_teardown(test_engine_handshake_mismatch_refused, teardown),
+		cmocka_unit_test_teardown(test_engine_handshake_old_or_odd_peer, teardown),
+		cmocka_unit_test_teardown(test_engine_handshake_refusal_breaks_up_link, teardown),
+		cmocka_unit_test(test_engine_handshake_hello_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

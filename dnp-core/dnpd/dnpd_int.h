@@ -121,6 +121,11 @@ struct dnpd_link {
 	uint8_t seen_dir;
 	unsigned seen_n; /* link-control frames from seen/seen_dir in a row */
 	uint64_t miswired_frames;
+	/* Handshake refusals (wire.c): the end refused, and the last one logged. */
+	struct dnp_coord refused_from;
+	uint8_t refused_dir;
+	uint32_t refused_episode; /* of the refusal record last logged (link.h) */
+	uint64_t refused_logged;  /* when (0: never) */
 };
 
 struct dnpd {
@@ -191,6 +196,9 @@ void dnpd_out(struct dnpd_out *o, const char *fmt, ...) __attribute__((format(pr
 void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned dir);
 /* Cabling check: a link-control frame the engine refused as another link's. */
 void dnpd_wiring_seen(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f);
+/* A RESET frame the engine refused (its hello does not match ours): logged, rate-limited. */
+void dnpd_handshake_refused(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f,
+			    uint64_t now);
 /* Starts or continues a round of wiring queries; 0 or an engine DIAG send error. */
 int dnpd_wire_ask(struct dnpd *d, uint64_t now);
 /* The "peer" lines: the other nodes' wiring answers of this round. */

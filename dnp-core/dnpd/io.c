@@ -136,6 +136,8 @@ unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 				d->lfm.crc_errors[dir]++; /* the DFM's sick-link ratio */
 			if (rr == -EXDEV)
 				dnpd_wiring_seen(d, dir, &rx[i]);
+			if (rr == -ECONNREFUSED)
+				dnpd_handshake_refused(d, dir, &rx[i], now);
 		}
 		l->rx_frames += (unsigned)n;
 	}

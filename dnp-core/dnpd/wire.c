@@ -29,14 +29,18 @@
 
 static void dnpd_wiring_fmt(const struct dnp_torus *t, struct dnpd_out *o, const char *prefix,
 			    struct dnp_coord self, unsigned dir, unsigned flags,
-			    struct dnp_coord seen, unsigned seen_dir, uint64_t frames)
+			    struct dnp_coord seen, unsigned seen_dir, uint64_t frames,
+			    const char *refusal)
 {
 	struct dnp_coord p = dnp_torus_neighbour(t, self, (enum dnp_dir)dir);
 	unsigned opp = (unsigned)dnp_torus_opposite((enum dnp_dir)dir);
 
 	dnpd_out(o, "%swiring %s expected %u,%u,%u %s ", prefix, dnpd_dir_names[dir], p.x, p.y, p.z,
 		 dnpd_dir_names[opp]);
-	if ((flags & DNPD_WIRE_MISWIRED) && !(flags & DNPD_WIRE_UP))
+	if (refusal && refusal[0] && !(flags & DNPD_WIRE_UP))
+		dnpd_out(o, "found %u,%u,%u %s REFUSED: %s\n", seen.x, seen.y, seen.z,
+			 dnpd_dir_names[seen_dir % DNP_NDIRS], refusal);
+	else if ((flags & DNPD_WIRE_MISWIRED) && !(flags & DNPD_WIRE_UP))
 		dnpd_out(o, "found %u,%u,%u %s MISWIRED frames %" PRIu64 "\n", seen.x, seen.y,
 			 seen.z, dnpd_dir_names[seen_dir % DNP_NDIRS], frames);
 	else if (flags & DNPD_WIRE_UP)
@@ -60,9 +64,19 @@ static unsigned dnpd_wiring_flags(const struct dnpd *d, unsigned dir)
 void dnpd_wiring_line(const struct dnpd *d, struct dnpd_out *o, unsigned dir)
 {
 	const struct dnpd_link *l = &d->link[dir];
+	const struct dnp_link *dl = l->exists ? dnp_engine_link(d->e, dir) : NULL;
+	char why[96] = "";
 
+	/* A link whose neighbour's hello was refused: "found ... REFUSED: vcs here 2 peer 4". */
+	if (dl && dnp_link_refusal(dl)->field != DNP_REFUSE_NONE) {
+		dnp_link_refusal_str(dnp_link_refusal(dl), why, sizeof(why));
+		dnpd_wiring_fmt(&d->conf.torus, o, "", d->conf.self, dir, dnpd_wiring_flags(d, dir),
+				l->refused_from, l->refused_dir, dnp_link_stats(dl)->rx_refused,
+				why);
+		return;
+	}
 	dnpd_wiring_fmt(&d->conf.torus, o, "", d->conf.self, dir, dnpd_wiring_flags(d, dir),
-			l->seen, l->seen_dir, l->miswired_frames);
+			l->seen, l->seen_dir, l->miswired_frames, NULL);
 }
 
 /*
@@ -221,7 +235,7 @@ void dnpd_wire_report(struct dnpd *d, struct dnpd_out *o, uint64_t now)
 				continue;
 			dnpd_wiring_fmt(&d->conf.torus, o, prefix, c, dir, q[0],
 					(struct dnp_coord){ q[1], q[2], q[3] }, q[4],
-					lfm_get32(q + 5));
+					lfm_get32(q + 5), NULL);
 		}
 	}
 }
@@ -276,4 +290,49 @@ bool dnpd_wire_take(void *ctx, struct dnp_coord src, const void *payload, size_t
 		return false;
 	dnpd_wire_diag(ctx, src, payload, len, now);
 	return true;
+}
+
+/*
+ * The handshake (dnp-core/link.h): the engine refused a RESET frame of link
+ * dir, its hello does not match ours. Logged when the refusal starts or
+ * changes (field or values), then at most every DNPD_REFUSED_LOG_NS while it
+ * lasts: the neighbour probes every few milliseconds. Its end (H0 src and
+ * direction) is kept for the wiring line; only refused frames are decoded
+ * here (a copy, as in dnpd_wiring_seen).
+ */
+#define DNPD_REFUSED_LOG_NS 30000000000ull
+
+void dnpd_handshake_refused(struct dnpd *d, unsigned dir, const struct dnp_rx_frame *f,
+			    uint64_t now)
+{
+	static uint8_t copy[DNP_MAX_FRAME];
+	struct dnpd_link *l = &d->link[dir];
+	const struct dnp_link *dl = dnp_engine_link(d->e, dir);
+	const struct dnp_link_refusal *r = dl ? dnp_link_refusal(dl) : NULL;
+	struct dnp_coord s = d->conf.self;
+	const uint8_t *payload;
+	struct dnp_pkt_hdr h;
+	char why[96];
+
+	if (!r || r->field == DNP_REFUSE_NONE)
+		return;
+	if (f->len <= sizeof(copy)) {
+		memcpy(copy, f->data, f->len);
+		if (dnp_pkt_decode(copy, f->len, &h, &payload) == 0) {
+			l->refused_from = h.src;
+			l->refused_dir = h.src_dir < DNP_NDIRS ? h.src_dir : 0;
+		}
+	}
+	if (l->refused_logged && r->episode == l->refused_episode &&
+	    now - l->refused_logged < DNPD_REFUSED_LOG_NS)
+		return;
+	dnp_link_refusal_str(r, why, sizeof(why));
+	dnpd_log(DNPD_ERR,
+		 "link %s of %u,%u,%u: handshake with %u,%u,%u %s %srefused: %s; the link stays "
+		 "down until the settings match",
+		 dnpd_dir_names[dir], s.x, s.y, s.z, l->refused_from.x, l->refused_from.y,
+		 l->refused_from.z, dnpd_dir_names[l->refused_dir],
+		 r->episode == l->refused_episode ? "still " : "", why);
+	l->refused_episode = r->episode;
+	l->refused_logged = now ? now : 1;
 }

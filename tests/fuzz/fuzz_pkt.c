@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for dnp_pkt_decode/encode/restamp: frames come from the
+ * libFuzzer harness for dnp_pkt_decode/encode/restamp and the RESET frame's
+ * hello (dnp_pkt_hello_decode/encode): frames come from the
  * network, so decode must survive any bytes, and whatever it accepts must
  * re-encode to the very same bytes (the format is canonical) and decode to
  * the same header. Aborts on any mismatch.
@@ -37,6 +38,24 @@ static bool hdr_equal(const struct dnp_pkt_hdr *a, const struct dnp_pkt_hdr *b)
 	return eq;
 }
 
+/*
+ * A RESET frame's hello (the link handshake): any bytes are safe, and a hello
+ * it accepts re-encodes to the very same bytes (version 1 is canonical).
+ */
+static void check_hello(const uint8_t *p, size_t len)
+{
+	uint8_t again[DNP_HELLO_BYTES];
+	struct dnp_pkt_hello h;
+
+	if (dnp_pkt_hello_decode(p, len, &h))
+		return;
+	if (len != DNP_HELLO_BYTES || h.version != DNP_HELLO_VERSION)
+		abort();
+	dnp_pkt_hello_encode(&h, again);
+	if (memcmp(again, p, DNP_HELLO_BYTES))
+		abort();
+}
+
 static void check_frame(const uint8_t *f, size_t size)
 {
 	static uint8_t again[DNP_MAX_FRAME];
@@ -68,6 +87,8 @@ static void check_frame(const uint8_t *f, size_t size)
 	h.hops = (uint8_t)(h.hops + 1);
 	if (!hdr_equal(&h, &h2) || memcmp(again + 48, f + 48, size - 64))
 		abort();
+	if (h.kind == DNP_PKT_CREDIT && (h.lflags & DNP_LINK_F_RESET))
+		check_hello(pl, h.len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -76,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t crc;
 
 	check_frame(data, size);
+	check_hello(data, size); /* the hello parser alone, on the raw bytes */
 
 	if (size < DNP_FRAME_OVERHEAD || size > sizeof(buf))
 		return 0;

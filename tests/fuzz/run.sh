@@ -31,6 +31,10 @@ credit+=002000000078563412f9010000f0ffffff9d9caf4900000000f0debc9a00000000
 # A CREDIT of a 4-VC link: credit[2..3] in a one-word payload.
 credit4=444e0100000000002a0000005000020500010000000000000600100000000000
 credit4+=10000000111111110000000022000000f00100003333333307000000feffffffcc9cb901000000000403020100000000
+# A RESET frame (an announce of epoch 2) with its hello: 2x1x1, shm, 4 VCs.
+reset=444e0102000000000700000060000102010000010000000006002000000000000c000000b979379e00000000
+reset+=01000000484c01010200010001000401004000004010000000000000000000000000000032bbfc1200000000
+reset+=3412000000000000
 # A CMPL from node 1,0,0 reporting three messages (msg_id and two ids in its payload).
 cmpl=444e01010100000000000000500001000000000100000000050008000100010000000000000000000000000000000000020001000300010000000000000000003b2274a8000000000000000000000000
 
@@ -57,13 +61,14 @@ unhex "$put" "$tmp/pkt/put"
 unhex "$credit" "$tmp/pkt/credit"
 unhex "$credit4" "$tmp/pkt/credit4"
 unhex "$cmpl" "$tmp/pkt/cmpl"
+unhex "$reset" "$tmp/pkt/reset"
 unhex "$cmd_put" "$tmp/cmd/put"
 unhex "$cmd_send" "$tmp/cmd/send"
 unhex "$cmd_get" "$tmp/cmd/get"
 unhex "$app_legal" "$tmp/app/legal"
 unhex "$app_hostile" "$tmp/app/hostile"
 # The engine harness builds its frames from the bytes: the golden ones are seeds too.
-cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/pkt/credit4" "$tmp/pkt/cmpl" "$tmp/engine/"
+cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/pkt/credit4" "$tmp/pkt/cmpl" "$tmp/pkt/reset" "$tmp/engine/"
 # LO|FA|MO: a DIAG payload (first byte odd) and an ACK datagram (first byte even).
 mkdir -p "$tmp/lofamo"
 unhex 014447010105000000000000000000000000000000000000000100000000000000 "$tmp/lofamo/diag"

@@ -12,7 +12,7 @@
 -- has in dnp-core/pkt.h (struct dnp_pkt_hdr); the CRC-32 is computed as
 -- dnp-core/pkt.c computes it (over the whole frame, its CRC field taken as
 -- zero) and compared; CREDIT frames show their credits, acks, selective acks
--- and reset fields; DIAG payloads are decoded (LO|FA|MO, lofamo/dfm.c, and
+-- and reset fields, RESET frames their hello (the link handshake); DIAG payloads are decoded (LO|FA|MO, lofamo/dfm.c, and
 -- dnpd's wiring queries and answers), as are GET_REQ, CMPL, QUERY and ROUTE
 -- payloads; an outcome QUERY's answer (a CMPL with status 255, "not
 -- delivered") and a resend after it (PUT/SEND status 1) are named as such.
@@ -43,6 +43,9 @@ local DIR = { [0] = "X+", [1] = "X-", [2] = "Y+", [3] = "Y-", [4] = "Z+", [5] = 
 local CRC_STATUS = { [0] = "Bad", [1] = "Good", [2] = "Unverified" }
 local DIAG_KIND = { [0] = "NONE (host recovered)", [1] = "HOST_OMISSION", [2] = "HOST_PERIPHERY" }
 local WIRE_KIND = { [1] = "query", [2] = "answer" }
+local XPORT = { [0] = "none", [1] = "shm", [2] = "udp", [3] = "dpdk", [4] = "verbs" } -- enum dnp_xport
+local HELLO_MAGIC = 0x4c48 -- "HL"
+local HELLO_BYTES = 32
 
 local f = dnp.fields
 -- word 0: link word
@@ -87,6 +90,18 @@ f.credit_recv = ProtoField.uint32("dnp.credit.received", "received (words)", bas
 f.reset_nonce = ProtoField.uint32("dnp.reset.nonce", "incarnation nonce", base.HEX)
 f.reset_flags = ProtoField.uint32("dnp.reset.flags", "reset flags", base.HEX)
 f.reset_announce = ProtoField.bool("dnp.reset.announce", "DNP_RESET_ANNOUNCE", 32, nil, 0x1)
+-- the hello of a RESET frame (DNP_HELLO_*, pkt.h: struct dnp_pkt_hello)
+f.hello_magic = ProtoField.uint16("dnp.hello.magic", "magic", base.HEX)
+f.hello_version = ProtoField.uint8("dnp.hello.version", "version", base.DEC)
+f.hello_transport = ProtoField.uint8("dnp.hello.transport", "transport (enum dnp_xport)", base.DEC, XPORT)
+f.hello_dim_x = ProtoField.uint16("dnp.hello.dim_x", "torus dim x", base.DEC)
+f.hello_dim_y = ProtoField.uint16("dnp.hello.dim_y", "torus dim y", base.DEC)
+f.hello_dim_z = ProtoField.uint16("dnp.hello.dim_z", "torus dim z", base.DEC)
+f.hello_nvc = ProtoField.uint8("dnp.hello.nvc", "virtual channels (--vcs)", base.DEC)
+f.hello_vc_mode = ProtoField.uint8("dnp.hello.vc_mode", "vc_mode (enum dnp_vc_mode)", base.DEC)
+f.hello_fifo = ProtoField.uint32("dnp.hello.fifo_words", "RX FIFO per VC (words)", base.DEC)
+f.hello_max_frame = ProtoField.uint16("dnp.hello.max_frame", "largest frame (bytes)", base.DEC)
+f.hello_rsvd = ProtoField.bytes("dnp.hello.reserved", "reserved")
 -- payload
 f.payload = ProtoField.bytes("dnp.payload", "payload")
 f.padding = ProtoField.bytes("dnp.padding", "padding")
@@ -320,12 +335,50 @@ local function diag_payload(p, t)
 	return nil
 end
 
+-- The hello of a RESET frame (docs/protocol.md, "The link handshake").
+local function hello_payload(p, t)
+	local w = t:add(dnp, p, "Hello (link handshake)")
+	if p:len() < 3 or p(0, 2):le_uint() ~= HELLO_MAGIC then
+		w:add_proto_expert_info(e.bad_magic)
+		return "hello malformed"
+	end
+	w:add_le(f.hello_magic, p(0, 2))
+	w:add(f.hello_version, p(2, 1))
+	local v = p(2, 1):uint()
+	if v ~= 1 or p:len() < HELLO_BYTES then
+		if v ~= 1 then w:add_proto_expert_info(e.bad_version) end
+		return "hello v" .. v
+	end
+	w:add(f.hello_transport, p(3, 1))
+	w:add_le(f.hello_dim_x, p(4, 2))
+	w:add_le(f.hello_dim_y, p(6, 2))
+	w:add_le(f.hello_dim_z, p(8, 2))
+	w:add(f.hello_nvc, p(10, 1))
+	w:add(f.hello_vc_mode, p(11, 1))
+	w:add_le(f.hello_fifo, p(12, 4))
+	w:add_le(f.hello_max_frame, p(16, 2))
+	local r = w:add(f.hello_rsvd, p(18, HELLO_BYTES - 18))
+	if p(18, HELLO_BYTES - 18):raw():find("[^%z]") then r:add_proto_expert_info(e.reserved) end
+	return string.format("hello %dx%dx%d %s vcs %d vc_mode %d fifo %d max_frame %d",
+		p(4, 2):le_uint(), p(6, 2):le_uint(), p(8, 2):le_uint(),
+		XPORT[p(3, 1):uint()] or ("transport " .. p(3, 1):uint()), p(10, 1):uint(),
+		p(11, 1):uint(), p(12, 4):le_uint(), p(16, 2):le_uint())
+end
+
 local function payload(tvb, t, kind, lflags, plen, avail)
 	local n = plen
 	if n > avail then n = avail end
-	if n <= 0 then return nil end
+	if n <= 0 then
+		if kind == K_CREDIT and band(lflags, 0x02) ~= 0 then
+			return "no hello: an older SoftDNP"
+		end
+		return nil
+	end
 	local p = tvb(PAYLOAD_OFF, n)
 	local note
+	if kind == K_CREDIT and band(lflags, 0x02) ~= 0 then
+		return hello_payload(p, t)
+	end
 	if kind == K_CREDIT then
 		local w = t:add(dnp, p, "credits of VCs 2-3")
 		if n >= 16 then
