@@ -113,7 +113,7 @@ f.query_id = ProtoField.uint32("dnp.query.msg_id", "also asks about msg_id", bas
 f.outcome = ProtoField.string("dnp.outcome", "outcome")
 f.route_node = ProtoField.uint32("dnp.route.node", "node", base.DEC)
 f.route_dim = ProtoField.uint8("dnp.route.dim", "dim", base.DEC, { [0] = "X", [1] = "Y", [2] = "Z" })
-f.route_down = ProtoField.uint8("dnp.route.down", "down", base.DEC)
+f.route_state = ProtoField.uint8("dnp.route.state", "state", base.DEC, { [0] = "whole", [1] = "broken", [2] = "sick" })
 f.route_ver = ProtoField.uint16("dnp.route.ver", "version", base.DEC)
 f.diag_magic = ProtoField.uint16("dnp.diag.magic", "magic", base.HEX)
 f.diag_version = ProtoField.uint8("dnp.diag.version", "version", base.DEC)
@@ -402,7 +402,7 @@ local function payload(tvb, t, kind, lflags, plen, avail)
 			local r = w:add(dnp, p(o, 8), "cable state")
 			r:add_le(f.route_node, p(o, 4))
 			r:add(f.route_dim, p(o + 4, 1))
-			r:add(f.route_down, p(o + 5, 1))
+			r:add(f.route_state, p(o + 5, 1))
 			r:add_le(f.route_ver, p(o + 6, 2))
 		end
 	elseif kind == K_DIAG then
