@@ -93,8 +93,9 @@ void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	/*
 	 * Commands and GET responses waiting to be injected on this link: one
 	 * that has not sent a packet yet takes the detour when there is one
-	 * (docs/routing.md); one that has, lost packets with the link, and
-	 * fails. Moved commands keep their order.
+	 * (docs/routing.md); one that has, lost packets with the link: its
+	 * target is asked about it when queries are on, else it fails. Moved
+	 * commands keep their order.
 	 */
 	uint32_t moved = NO_SLOT, moved_tail = NO_SLOT;
 	while (e->qhead[dir] != NO_SLOT) {
@@ -103,6 +104,13 @@ void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 		struct dnp_hop hop;
 
 		engine_inj_pop(e, dir);
+		/*
+		 * Some of its packets left on the link: lost or written, the
+		 * rest never will be. With outcome queries its target says
+		 * which (not delivered: it is sent again whole on a detour).
+		 */
+		if (s->offset != 0 && engine_query_soon(e, s->msg_id))
+			continue;
 		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
 		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
 			    0 ||

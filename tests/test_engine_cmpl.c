@@ -463,6 +463,42 @@ static void test_engine_put_resent_after_path_break_applied_once(void **state)
 }
 
 /*
+ * A 1 MiB PUT is half injected (its link's window full) when that link
+ * breaks: the packets it sent are lost or written, the rest never left. The
+ * target, asked, declares it not delivered (refusing any stray rest), and it
+ * is sent again whole on the other cable: it completes 0 with every byte
+ * there (without the query: -ENOLINK at once, the data unknown).
+ */
+static void test_engine_half_injected_put_resent(void **state)
+{
+	const size_t len = 1u << 20;
+	struct dnp_event ev;
+
+	t_cmd = 1000000;
+	t_query = 3000;
+	setup_nodes(2);
+	uint32_t key = reg_buf(1, 0, BASE, len, DNP_BUF_PUT_TARGET);
+	unsigned dir = first_dir_to_1();
+
+	fill(nodes[0].mem[0], len, 8);
+	struct dnp_cmd c = put_cmd(1, 0, BASE, BASE, key, len, 48);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	for (unsigned s = 0; s < 100 && !dnp_engine_stats(nodes[0].e)->pkts_injected; s++)
+		pump(1);
+	uint64_t inj = dnp_engine_stats(nodes[0].e)->pkts_injected;
+	assert_true(inj > 0 && inj < 256);
+	dnp_engine_link_down(nodes[0].e, dir, now);
+	dnp_engine_link_down(nodes[1].e, dnp_torus_opposite((enum dnp_dir)dir), now);
+	ev = expect_event_nolink(0, 0, 400000, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	assert_int_equal(ev.cookie, 48);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_resends, 1);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], len);
+	pump(20000); /* one completion */
+	assert_int_equal(dnp_engine_poll_events(nodes[0].e, 0, &ev, 1), 0);
+}
+
+/*
  * The PUT was applied but its report is lost, and then every cable of
  * node 0 breaks: no route to ask over, so it fails with -EHOSTUNREACH at
  * its next query, not at the command deadline with -ETIMEDOUT.
@@ -564,6 +600,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_query_recovers_lost_cmpl, teardown),
 		cmocka_unit_test_teardown(test_engine_put_resent_after_path_break_applied_once,
 					  teardown),
+		cmocka_unit_test_teardown(test_engine_half_injected_put_resent, teardown),
 		cmocka_unit_test_teardown(test_engine_unreachable_target_fails_fast, teardown),
 		cmocka_unit_test_teardown(test_engine_late_original_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_error_event_data, teardown),
