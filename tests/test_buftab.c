@@ -21,6 +21,15 @@ static struct dnp_buf mkbuf(uint8_t port, uint64_t va, uint64_t len, uint32_t ke
 	return b;
 }
 
+/* dnp_buftab_insert() of mkbuf(port, va, len, key, flags). */
+static int insert(struct dnp_buftab *bt, uint8_t port, uint64_t va, uint64_t len, uint32_t key,
+		  uint16_t flags)
+{
+	struct dnp_buf b = mkbuf(port, va, len, key, flags);
+
+	return dnp_buftab_insert(bt, &b);
+}
+
 static struct dnp_buftab *mktab(uint32_t cap)
 {
 	struct dnp_buftab *bt = NULL;
@@ -80,9 +89,8 @@ static void test_buftab_4096_random_order(void **state)
 	}
 	for (uint32_t k = 0; k < NBUF; k++) {
 		uint32_t i = order[k];
-		struct dnp_buf b = mkbuf(3, big_va(i), big_len(i), i * 7 + 1, DNP_BUF_ALL);
 
-		assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+		assert_int_equal(insert(bt, 3, big_va(i), big_len(i), i * 7 + 1, DNP_BUF_ALL), 0);
 	}
 	assert_int_equal(dnp_buftab_count(bt), NBUF);
 	/* Iteration is in va order: entry i is buffer i. */
@@ -189,18 +197,12 @@ static void test_buftab_wrong_key_no_bounds_leak(void **state)
 static void test_buftab_insert_errors(void **state)
 {
 	struct dnp_buftab *bt = mktab(16);
-	struct dnp_buf b;
 
-	b = mkbuf(0, 0x1000, 0, 1, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
-	b = mkbuf(0, 0x1000, 0x10, 1, 0x8);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
-	b = mkbuf(0, 0x1000, 0x10, 1, 0xffff);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
-	b = mkbuf(0, UINT64_MAX, 1, 1, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
-	b = mkbuf(0, 2, UINT64_MAX - 1, 1, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
+	assert_int_equal(insert(bt, 0, 0x1000, 0, 1, 0), -EINVAL);
+	assert_int_equal(insert(bt, 0, 0x1000, 0x10, 1, 0x8), -EINVAL);
+	assert_int_equal(insert(bt, 0, 0x1000, 0x10, 1, 0xffff), -EINVAL);
+	assert_int_equal(insert(bt, 0, UINT64_MAX, 1, 1, 0), -EINVAL);
+	assert_int_equal(insert(bt, 0, 2, UINT64_MAX - 1, 1, 0), -EINVAL);
 	assert_int_equal(dnp_buftab_count(bt), 0);
 	dnp_buftab_destroy(bt);
 }
@@ -244,12 +246,9 @@ static void test_buftab_overlap_per_port(void **state)
 	}
 	assert_int_equal(dnp_buftab_count(bt), 1);
 	/* Both neighbours at once, then a filler exactly in the hole between them. */
-	b = mkbuf(5, 0x3000, 0x100, 2, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
-	b = mkbuf(5, 0x2000, 0x1001, 3, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EEXIST);
-	b = mkbuf(5, 0x2000, 0x1000, 3, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(insert(bt, 5, 0x3000, 0x100, 2, 0), 0);
+	assert_int_equal(insert(bt, 5, 0x2000, 0x1001, 3, 0), -EEXIST);
+	assert_int_equal(insert(bt, 5, 0x2000, 0x1000, 3, 0), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 5, 0x1000, 0x2100, 9, 0, &e), -ERANGE);
 	assert_int_equal(dnp_buftab_lookup(bt, 5, 0x2fff, 1, 3, 0, &e), 0);
 	assert_int_equal(e->key, 3);
@@ -261,14 +260,14 @@ static void test_buftab_overlap_per_port(void **state)
 static void test_buftab_remove(void **state)
 {
 	struct dnp_buftab *bt = mktab(64);
-	struct dnp_buf b, out;
+	struct dnp_buf out;
 	const struct dnp_buf *e;
 
 	for (uint8_t port = 0; port < 3; port++)
 		for (uint64_t k = 0; k < 5; k++) {
-			b = mkbuf(port, 0x10000 * (k + 1), 0x100, (uint32_t)(port * 10 + k),
-				  DNP_BUF_SEND_TARGET);
-			assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+			assert_int_equal(insert(bt, port, 0x10000 * (k + 1), 0x100,
+						(uint32_t)(port * 10 + k), DNP_BUF_SEND_TARGET),
+					 0);
 		}
 	assert_int_equal(dnp_buftab_count(bt), 15);
 	/* Only the exact start of a buffer of that port removes it. */
@@ -304,18 +303,13 @@ static void test_buftab_remove(void **state)
 static void test_buftab_near_uint64_max(void **state)
 {
 	struct dnp_buftab *bt = mktab(8);
-	struct dnp_buf b;
 	const struct dnp_buf *e;
 
 	/* The end va + len may equal UINT64_MAX but not pass it. */
-	b = mkbuf(0, UINT64_MAX - 0x100, 0x101, 1, DNP_BUF_ALL);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
-	b = mkbuf(0, UINT64_MAX - 0x100, 0x100, 1, DNP_BUF_ALL);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
-	b = mkbuf(0, UINT64_MAX - 1, 1, 1, DNP_BUF_ALL);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EEXIST);
-	b = mkbuf(1, UINT64_MAX - 1, 1, 1, DNP_BUF_ALL);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(insert(bt, 0, UINT64_MAX - 0x100, 0x101, 1, DNP_BUF_ALL), -EINVAL);
+	assert_int_equal(insert(bt, 0, UINT64_MAX - 0x100, 0x100, 1, DNP_BUF_ALL), 0);
+	assert_int_equal(insert(bt, 0, UINT64_MAX - 1, 1, 1, DNP_BUF_ALL), -EEXIST);
+	assert_int_equal(insert(bt, 1, UINT64_MAX - 1, 1, 1, DNP_BUF_ALL), 0);
 
 	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX - 0x100, 0x100, 1, 0, &e), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, UINT64_MAX - 1, 1, 1, 0, &e), 0);
@@ -331,8 +325,7 @@ static void test_buftab_near_uint64_max(void **state)
 	assert_int_equal(e->port, 1);
 
 	/* And the bottom of the address space. */
-	b = mkbuf(0, 0, 1, 2, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(insert(bt, 0, 0, 1, 2, 0), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0, 1, 2, 0, &e), 0);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0, 2, 2, 0, &e), -ERANGE);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 1, 1, 2, 0, &e), -EACCES);
@@ -347,8 +340,7 @@ static void test_buftab_find(void **state)
 	const struct dnp_buf *e;
 
 	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
-	b = mkbuf(2, UINT64_MAX - 0x10, 0x10, 8, DNP_BUF_ALL);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(insert(bt, 2, UINT64_MAX - 0x10, 0x10, 8, DNP_BUF_ALL), 0);
 	e = dnp_buftab_find(bt, 2, 0x1000, 0x100);
 	assert_non_null(e);
 	assert_int_equal(e->key, 7);
@@ -427,26 +419,20 @@ static void test_buftab_hints_follow_changes(void **state)
 static void test_buftab_capacity_full(void **state)
 {
 	struct dnp_buftab *bt = mktab(8);
-	struct dnp_buf b;
 	const struct dnp_buf *e;
 
 	for (uint64_t k = 0; k < 8; k++) {
-		b = mkbuf(0, (8 - k) * 0x1000, 0x10, 0, 0);
-		assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+		assert_int_equal(insert(bt, 0, (8 - k) * 0x1000, 0x10, 0, 0), 0);
 	}
-	b = mkbuf(0, 0x100000, 0x10, 0, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -ENOSPC);
+	assert_int_equal(insert(bt, 0, 0x100000, 0x10, 0, 0), -ENOSPC);
 	/* Overlap is reported before lack of room; invalid before both. */
-	b = mkbuf(0, 0x1000, 0x10, 0, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EEXIST);
-	b = mkbuf(0, 0x100000, 0, 0, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), -EINVAL);
+	assert_int_equal(insert(bt, 0, 0x1000, 0x10, 0, 0), -EEXIST);
+	assert_int_equal(insert(bt, 0, 0x100000, 0, 0, 0), -EINVAL);
 	assert_int_equal(dnp_buftab_count(bt), 8);
 	assert_int_equal(dnp_buftab_lookup(bt, 0, 0x8000, 0x10, 0, 0, &e), 0);
 	/* Freeing one slot makes room again. */
 	assert_int_equal(dnp_buftab_remove(bt, 0, 0x4000, NULL), 0);
-	b = mkbuf(0, 0x100000, 0x10, 0, 0);
-	assert_int_equal(dnp_buftab_insert(bt, &b), 0);
+	assert_int_equal(insert(bt, 0, 0x100000, 0x10, 0, 0), 0);
 	assert_int_equal(dnp_buftab_count(bt), 8);
 	dnp_buftab_destroy(bt);
 }

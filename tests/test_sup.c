@@ -24,24 +24,38 @@ static uint64_t dnp_word(unsigned ls)
 	return w;
 }
 
+/*
+ * Hands the supervisor the HEALTH m with the alarms al[nal] at now. Returns
+ * its answer's length (> 0: the answer, decoded, is in *a).
+ */
+static int feed_health(struct dnp_sup *s, struct dnp_svc_msg *m, const struct dnp_svc_alarm *al,
+		       unsigned nal, uint64_t now, struct dnp_svc_msg *a)
+{
+	uint8_t buf[512], rep[64];
+	int n, r;
+
+	m->u.health.nalarm = nal;
+	if (nal)
+		memcpy(m->u.health.alarm, al, nal * sizeof(*al));
+	n = dnp_svc_encode(m, buf, sizeof(buf));
+	assert_true(n > 0);
+	r = dnp_sup_on_msg(s, buf, (size_t)n, now, rep, sizeof(rep));
+	if (r > 0)
+		assert_int_equal(dnp_svc_decode(rep, (size_t)r, a), 0);
+	return r;
+}
+
 static int health(struct dnp_sup *s, uint32_t node, uint64_t now, uint64_t dnp, uint32_t flags,
 		  const struct dnp_svc_alarm *al, unsigned nal, uint32_t *ack)
 {
 	static uint32_t seq;
 	struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = node, .seq = ++seq }, a;
-	uint8_t buf[512], rep[64];
-	int n, r;
+	int r;
 
 	m.u.health.dnp_status = dnp;
 	m.u.health.flags = flags;
-	m.u.health.nalarm = nal;
-	if (nal)
-		memcpy(m.u.health.alarm, al, nal * sizeof(*al));
-	n = dnp_svc_encode(&m, buf, sizeof(buf));
-	assert_true(n > 0);
-	r = dnp_sup_on_msg(s, buf, (size_t)n, now, rep, sizeof(rep));
+	r = feed_health(s, &m, al, nal, now, &a);
 	if (r > 0) {
-		assert_int_equal(dnp_svc_decode(rep, (size_t)r, &a), 0);
 		assert_int_equal(a.type, DNP_SVC_ACK);
 		if (ack)
 			*ack = a.u.ack.ack;
@@ -50,6 +64,13 @@ static int health(struct dnp_sup *s, uint32_t node, uint64_t now, uint64_t dnp, 
 }
 
 static const uint32_t ALIVE = DNP_SVC_F_DNP_ALIVE | DNP_SVC_F_DNP_SEEN;
+
+/* The supervisor's picture of node id: its host and its DNP. */
+static void assert_node(const struct dnp_sup *s, uint32_t id, int host, int dnp)
+{
+	assert_int_equal(dnp_sup_node(s, id)->host, host);
+	assert_int_equal(dnp_sup_node(s, id)->dnp, dnp);
+}
 
 static struct dnp_sup *all_healthy_stall(uint64_t now, uint64_t stall_ms)
 {
@@ -61,10 +82,8 @@ static struct dnp_sup *all_healthy_stall(uint64_t now, uint64_t stall_ms)
 	assert_int_equal(dnp_sup_create(&c, now, &s), 0);
 	for (uint32_t i = 0; i < 8; i++)
 		assert_true(health(s, i, now, dnp_word(DNP_LFM_LINK_OK), ALIVE, NULL, 0, NULL) > 0);
-	for (uint32_t i = 0; i < 8; i++) {
-		assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_OK);
-		assert_int_equal(dnp_sup_node(s, i)->dnp, SUP_D_OK);
-	}
+	for (uint32_t i = 0; i < 8; i++)
+		assert_node(s, i, SUP_H_OK, SUP_D_OK);
 	return s;
 }
 
@@ -136,8 +155,7 @@ static void test_sup_dnp_faulty_by_service(void **state)
 
 	(void)state;
 	health(s, 7, 1100, dnp_word(1), DNP_SVC_F_DNP_SEEN, NULL, 0, NULL);
-	assert_int_equal(dnp_sup_node(s, 7)->dnp, SUP_D_FAULTY);
-	assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_OK);
+	assert_node(s, 7, SUP_H_OK, SUP_D_FAULTY);
 	assert_true(logged(s, 7, "dnp faulty", SUP_P_SERVICE));
 	dnp_sup_destroy(s);
 }
@@ -161,8 +179,7 @@ static void test_sup_relay(void **state)
 			health(s, i, 1700, dnp_word(1), ALIVE, NULL, 0, NULL);
 	assert_true(dnp_sup_on_msg(s, buf, (size_t)n, 1700, rep, sizeof(rep)) > 0);
 	dnp_sup_tick(s, 1700);
-	assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_FAULTY);
-	assert_int_equal(dnp_sup_node(s, 7)->dnp, SUP_D_OK);
+	assert_node(s, 7, SUP_H_FAULTY, SUP_D_OK);
 	assert_int_equal(dnp_sup_node(s, 7)->path, SUP_P_RELAY);
 	assert_true(logged(s, 7, "host faulty", SUP_P_RELAY));
 	dnp_sup_destroy(s);
@@ -207,8 +224,7 @@ static void test_sup_inference(void **state)
 		health(s, nb[2].node, 1810, w, ALIVE, NULL, 0, NULL);
 	}
 	dnp_sup_tick(s, 1810);
-	assert_int_equal(dnp_sup_node(s, 7)->host, SUP_H_DEAD);
-	assert_int_equal(dnp_sup_node(s, 7)->dnp, SUP_D_DEAD);
+	assert_node(s, 7, SUP_H_DEAD, SUP_D_DEAD);
 	assert_true(logged(s, 7, "host dead", SUP_P_INFERENCE));
 	assert_int_equal(dnp_sup_node(s, 7)->link[DNP_DIR_XP], DNP_LFM_LINK_BROKEN);
 	dnp_sup_destroy(s);
@@ -326,20 +342,11 @@ static struct dnp_svc_msg health_inc(struct dnp_sup *s, uint32_t node, uint64_t 
 				     uint32_t inc, const struct dnp_svc_alarm *al, unsigned nal)
 {
 	struct dnp_svc_msg m = { .type = DNP_SVC_HEALTH, .node = node, .seq = seq }, a = { 0 };
-	uint8_t buf[512], rep[64];
-	int n, r;
 
 	m.u.health.dnp_status = dnp_word(1);
 	m.u.health.flags = ALIVE;
 	m.u.health.incarnation = inc;
-	m.u.health.nalarm = nal;
-	if (nal)
-		memcpy(m.u.health.alarm, al, nal * sizeof(*al));
-	n = dnp_svc_encode(&m, buf, sizeof(buf));
-	assert_true(n > 0);
-	r = dnp_sup_on_msg(s, buf, (size_t)n, now, rep, sizeof(rep));
-	assert_true(r > 0);
-	assert_int_equal(dnp_svc_decode(rep, (size_t)r, &a), 0);
+	assert_true(feed_health(s, &m, al, nal, now, &a) > 0);
 	return a;
 }
 

@@ -39,33 +39,48 @@ static void test_torus_init_limits(void **state)
 	assert_coord(dnp_torus_coord(&t, 256u * 256u * 256u - 1), 255, 255, 255);
 }
 
-/* Known answers: id = x + X*(y + Y*z). */
+/* Known answers: id = x + X*(y + Y*z), both ways (id of coordinates, coordinates of id). */
 static void test_torus_ids_known_answers(void **state)
 {
+	static const struct {
+		unsigned dim[3], size;
+		struct {
+			unsigned x, y, z, id;
+		} at[7];
+	} cases[] = {
+		{ { 4, 4, 4 },
+		  64,
+		  { { 0, 0, 0, 0 },
+		    { 1, 0, 0, 1 },
+		    { 0, 1, 0, 4 },
+		    { 0, 0, 1, 16 },
+		    { 1, 2, 3, 57 },
+		    { 2, 1, 1, 22 },
+		    { 3, 3, 3, 63 } } },
+		{ { 3, 2, 5 },
+		  30,
+		  { { 1, 0, 0, 1 },
+		    { 0, 1, 0, 3 },
+		    { 0, 0, 1, 6 },
+		    { 1, 0, 2, 13 },
+		    { 2, 1, 2, 17 },
+		    { 2, 1, 4, 29 },
+		    { 0, 0, 0, 0 } } },
+	};
 	struct dnp_torus t;
 
-	assert_int_equal(dnp_torus_init(&t, 4, 4, 4), 0);
-	assert_int_equal(dnp_torus_size(&t), 64);
-	assert_int_equal(dnp_torus_id(&t, C(0, 0, 0)), 0);
-	assert_int_equal(dnp_torus_id(&t, C(1, 0, 0)), 1);
-	assert_int_equal(dnp_torus_id(&t, C(0, 1, 0)), 4);
-	assert_int_equal(dnp_torus_id(&t, C(0, 0, 1)), 16);
-	assert_int_equal(dnp_torus_id(&t, C(1, 2, 3)), 57);
-	assert_int_equal(dnp_torus_id(&t, C(3, 3, 3)), 63);
-	assert_coord(dnp_torus_coord(&t, 57), 1, 2, 3);
-	assert_coord(dnp_torus_coord(&t, 22), 2, 1, 1);
-	assert_coord(dnp_torus_coord(&t, 63), 3, 3, 3);
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		assert_int_equal(
+			dnp_torus_init(&t, cases[k].dim[0], cases[k].dim[1], cases[k].dim[2]), 0);
+		assert_int_equal(dnp_torus_size(&t), cases[k].size);
+		for (unsigned i = 0; i < sizeof(cases[k].at) / sizeof(cases[k].at[0]); i++) {
+			unsigned x = cases[k].at[i].x, y = cases[k].at[i].y, z = cases[k].at[i].z;
 
-	assert_int_equal(dnp_torus_init(&t, 3, 2, 5), 0);
-	assert_int_equal(dnp_torus_size(&t), 30);
-	assert_int_equal(dnp_torus_id(&t, C(1, 0, 0)), 1);
-	assert_int_equal(dnp_torus_id(&t, C(0, 1, 0)), 3);
-	assert_int_equal(dnp_torus_id(&t, C(0, 0, 1)), 6);
-	assert_int_equal(dnp_torus_id(&t, C(1, 0, 2)), 13);
-	assert_int_equal(dnp_torus_id(&t, C(2, 1, 4)), 29);
-	assert_coord(dnp_torus_coord(&t, 13), 1, 0, 2);
-	assert_coord(dnp_torus_coord(&t, 17), 2, 1, 2);
-	assert_coord(dnp_torus_coord(&t, 29), 2, 1, 4);
+			assert_int_equal(dnp_torus_id(&t, C(x, y, z)), cases[k].at[i].id);
+			assert_coord(dnp_torus_coord(&t, cases[k].at[i].id), x, y, z);
+		}
+	}
+	/* t is the 3x2x5 torus */
 	assert_true(dnp_torus_contains(&t, C(2, 1, 4)));
 	assert_false(dnp_torus_contains(&t, C(3, 0, 0)));
 	assert_false(dnp_torus_contains(&t, C(0, 2, 0)));

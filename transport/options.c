@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <netdb.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dnp_parse.h"
 
@@ -92,4 +95,53 @@ int dnp_transport_resolve(const char *addr, struct addrinfo **res)
 	if (getaddrinfo(host, colon + 1, &hints, res) != 0)
 		return -EINVAL;
 	return 0;
+}
+
+int dnp_transport_dgram(const char *local, const char *remote, void (*setup)(int fd, void *ctx),
+			void *ctx)
+{
+	struct addrinfo *loc = NULL, *rem = NULL;
+	int fd = -1, r;
+
+	r = dnp_transport_resolve(local, &loc);
+	if (r)
+		return r;
+	r = dnp_transport_resolve(remote, &rem);
+	if (r)
+		goto out;
+	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (setup)
+		setup(fd, ctx);
+	/*
+	 * A link closed by a process that just exited may keep its port for a
+	 * moment (io_uring tears rings down asynchronously; a restarted
+	 * daemon's predecessor): retry for ~200 ms.
+	 */
+	for (int i = 0; bind(fd, loc->ai_addr, loc->ai_addrlen) < 0; i++) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 2000000 };
+
+		if (errno != EADDRINUSE || i == 100) {
+			r = -errno;
+			goto out;
+		}
+		nanosleep(&ts, NULL);
+	}
+	if (connect(fd, rem->ai_addr, rem->ai_addrlen) < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (loc)
+		freeaddrinfo(loc);
+	if (rem)
+		freeaddrinfo(rem);
+	return r;
 }

@@ -34,6 +34,18 @@ struct addrinfo;
  */
 int dnp_transport_resolve(const char *addr, struct addrinfo **res);
 
+/*
+ * A non-blocking datagram socket bound to the link address local and
+ * connected to remote (dnp_transport_resolve() forms). setup(fd, ctx), when
+ * not NULL, runs between socket() and bind() (buffer sizes, a device). A
+ * local address still held by a link that a process which just went had
+ * open is retried for about 200 ms. Open time only. Returns the descriptor,
+ * or a negative errno: -EINVAL (an address), or socket(2)'s, bind(2)'s
+ * (-EADDRINUSE after the retries) or connect(2)'s.
+ */
+int dnp_transport_dgram(const char *local, const char *remote, void (*setup)(int fd, void *ctx),
+			void *ctx);
+
 /* Parses an unsigned option; returns def when absent, -EINVAL when malformed. */
 int dnp_transport_opt_u64(const char *options, const char *key, uint64_t def, uint64_t *out);
 /* The same for a 32-bit value at most max (-EINVAL above it). */

@@ -55,49 +55,14 @@ static void udp_set_bufs(int fd, int size)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
+static void udp_setup(int fd, void *ctx)
+{
+	udp_set_bufs(fd, *(const int *)ctx);
+}
+
 static int udp_socket(const struct dnp_transport_conf *c, int bufsize)
 {
-	struct addrinfo *loc = NULL, *rem = NULL;
-	int fd = -1, ret;
-
-	ret = dnp_transport_resolve(c->local, &loc);
-	if (ret)
-		return ret;
-	ret = dnp_transport_resolve(c->remote, &rem);
-	if (ret)
-		goto out;
-	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	udp_set_bufs(fd, bufsize);
-	/*
-	 * A link closed by a process that just exited may keep its port for a
-	 * moment (io_uring tears rings down asynchronously): retry for ~200 ms.
-	 */
-	for (int i = 0; bind(fd, loc->ai_addr, loc->ai_addrlen) < 0; i++) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = 2000000 };
-
-		if (errno != EADDRINUSE || i == 100) {
-			ret = -errno;
-			close(fd);
-			goto out;
-		}
-		nanosleep(&ts, NULL);
-	}
-	if (connect(fd, rem->ai_addr, rem->ai_addrlen) < 0) {
-		ret = -errno;
-		close(fd);
-		goto out;
-	}
-	ret = fd;
-out:
-	if (loc)
-		freeaddrinfo(loc);
-	if (rem)
-		freeaddrinfo(rem);
-	return ret;
+	return dnp_transport_dgram(c->local, c->remote, udp_setup, &bufsize);
 }
 
 /* A connected UDP socket reports an earlier ICMP "port unreachable" once: not fatal. */

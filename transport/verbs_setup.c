@@ -205,55 +205,30 @@ int dnp_verbs_pick_device(struct dnp_verbs *v, const char *options, const char *
 	return 0;
 }
 
-int dnp_verbs_hs_socket(struct dnp_verbs *v, const char *local, const char *remote)
+/*
+ * The handshake takes the RDMA port's own network device when allowed
+ * (CAP_NET_RAW): then it breaks when that wire breaks, and never goes
+ * through another interface (or loopback, between addresses of one host).
+ */
+static void hs_setup(int fd, void *ctx)
 {
-	struct addrinfo *loc = NULL, *rem = NULL;
-	int fd = -1, r;
+	const struct dnp_verbs *v = ctx;
 
-	r = dnp_transport_resolve(local, &loc);
-	if (r)
-		return r;
-	r = dnp_transport_resolve(remote, &rem);
-	if (r)
-		goto out;
-	fd = socket(loc->ai_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	/*
-	 * The handshake takes the RDMA port's own network device when allowed
-	 * (CAP_NET_RAW): then it breaks when that wire breaks, and never goes
-	 * through another interface (or loopback, between addresses of one host).
-	 */
 	if (v->ifindex > 0)
 		(void)setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &v->ifindex, sizeof(v->ifindex));
-	for (int i = 0; bind(fd, loc->ai_addr, loc->ai_addrlen) < 0; i++) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = 2000000 };
+}
 
-		/* A restarted daemon's predecessor may hold the port for a moment. */
-		if (errno != EADDRINUSE || i == 100) {
-			r = -errno;
-			fprintf(stderr, "verbs: handshake bind %s: %s\n", local, strerror(-r));
-			goto out;
-		}
-		nanosleep(&ts, NULL);
-	}
-	if (connect(fd, rem->ai_addr, rem->ai_addrlen) < 0) {
-		r = -errno;
-		goto out;
+int dnp_verbs_hs_socket(struct dnp_verbs *v, const char *local, const char *remote)
+{
+	int fd = dnp_transport_dgram(local, remote, hs_setup, v);
+
+	if (fd < 0) {
+		fprintf(stderr, "verbs: handshake socket %s -> %s: %s\n", local, remote,
+			strerror(-fd));
+		return fd;
 	}
 	v->hfd = fd;
-	fd = -1;
-	r = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (loc)
-		freeaddrinfo(loc);
-	if (rem)
-		freeaddrinfo(rem);
-	return r;
+	return 0;
 }
 
 void dnp_verbs_hs_send(struct dnp_verbs *v)

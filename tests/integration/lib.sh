@@ -27,6 +27,7 @@
 # node_stats ID            `dnpctl stats` of node ID (socket $dir/node-ID.sock,
 #                          dnpctl at $ctl), its errors discarded.
 
+# shellcheck disable=SC2034 # dnp_tools and bad set variables for the sourcing script
 dnp_tools() {
 	dnpd=$1/dnp-core/dnpd/dnpd
 	ctl=$1/dnp-core/dnpd/dnpctl
