@@ -10,6 +10,7 @@
  *   dnpctl [--socket ...] timer T_WRITE_MS T_READ_MS
  *   dnpctl [--socket DIR/node-<id>.sock] impair SPEC|off
  *   dnpctl list [--json] [DIR...]
+ *   dnpctl [--socket ...] capture FILE [--duration S] | capture --stop
  *
  * impair checks SPEC (transport/impair.h; several joined by ';') and writes
  * it to the daemon's impairment file (a new file renamed over the old one),
@@ -18,7 +19,8 @@
  * lofamo PATH"), whatever its socket is called; a daemon that does not answer
  * has them next to a socket named DIR/node-<id>.sock.
  *
- * list finds the daemons of this host (dnpctl_list.h).
+ * list finds the daemons of this host, capture has a running daemon record
+ * its frames into a file dnpctl opened (dnpctl_cmd.h).
  *
  * The socket defaults to $DNP_SOCKET, else /run/dnp/dnpd.sock; the
  * supervisor to $DNP_SUPERVISOR. topo prints the node line and the "wiring"
@@ -52,8 +54,8 @@
 
 #include "dnp_parse.h"
 #include "dnp_session.h"
+#include "dnpctl_cmd.h"
 #include "dnpctl_json.h"
-#include "dnpctl_list.h"
 #include "dnpd.h"
 #include "impair.h"
 #include "regs.h"
@@ -69,6 +71,7 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"       %s [--socket PATH] timer T_WRITE_MS T_READ_MS\n"
 		"       dnpctl [--socket PATH] impair SPEC|off\n"
 		"       dnpctl list [--json] [DIR...]\n"
+		"       dnpctl [--socket PATH] capture FILE [--duration S] | --stop\n"
 		"\n"
 		"  --socket PATH   the daemon's socket (default $DNP_SOCKET, else\n"
 		"                  /run/dnp/dnpd.sock)\n"
@@ -93,6 +96,11 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"                  Looks in $DNP_SOCKET, /run/dnp, $XDG_RUNTIME_DIR and\n"
 		"                  the dnp-run.* run directories there, in /dev/shm and\n"
 		"                  /tmp; or in the DIRs given (--json: one JSON object)\n"
+		"  capture FILE    the daemon records every link's frames into FILE\n"
+		"                  (pcapng, as dnpd --pcap: docs/protocol.md); dnpctl\n"
+		"                  opens FILE and hands the daemon the open file. Until\n"
+		"                  capture --stop, or for --duration S (a bare number is\n"
+		"                  seconds; SIGINT stops it early)\n"
 		"  -h, --help      this text\n",
 		prog, prog, prog, prog);
 }
@@ -591,6 +599,8 @@ int main(int argc, char **argv)
 		{ "log", no_argument, NULL, 'l' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "wait-ms", required_argument, NULL, 'w' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "stop", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -598,7 +608,8 @@ int main(int argc, char **argv)
 									   "/run/dnp/dnpd.sock";
 	const char *sup = getenv("DNP_SUPERVISOR");
 	unsigned qflags = 0, wait_ms = 2000;
-	bool topo, all = false;
+	uint64_t duration_ms = 0;
+	bool topo, all = false, stop = false, capture_opt = false;
 	int opt, r;
 
 	while ((opt = getopt_long(argc, argv, "s:S:jlaw:h", opts, NULL)) != -1) {
@@ -616,6 +627,24 @@ int main(int argc, char **argv)
 			wait_ms = (unsigned)v;
 			break;
 		}
+		case 'D': {
+			uint64_t ns;
+
+			if (dnp_parse_duration_ns(optarg, 1000000000ull, &ns) || ns == 0 ||
+			    ns > 86400000000000ull) {
+				fprintf(stderr,
+					"dnpctl: --duration %s: want a duration up to 24 h "
+					"(a bare number is seconds)\n",
+					optarg);
+				return 2;
+			}
+			duration_ms = (ns + 999999u) / 1000000u;
+			capture_opt = true;
+			break;
+		}
+		case 'T':
+			stop = capture_opt = true;
+			break;
 		case 's':
 			path = optarg;
 			break;
@@ -635,6 +664,17 @@ int main(int argc, char **argv)
 			dnpctl_usage(stderr, argv[0]);
 			return 2;
 		}
+	}
+	if (optind < argc && !strcmp(argv[optind], "capture")) {
+		if (stop ? optind != argc - 1 || duration_ms : optind != argc - 2) {
+			fprintf(stderr, "dnpctl: capture takes FILE [--duration S], or --stop\n");
+			return 2;
+		}
+		return dnpctl_capture(path, stop ? NULL : argv[optind + 1], duration_ms);
+	}
+	if (capture_opt) {
+		fprintf(stderr, "dnpctl: --duration and --stop are options of capture\n");
+		return 2;
 	}
 	if (optind < argc && !strcmp(argv[optind], "list")) {
 		if (all || (qflags & DNP_SVC_Q_LOG)) {

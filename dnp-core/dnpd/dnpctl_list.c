@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dnpctl_list.c — `dnpctl list` (contract in dnpctl_list.h): find the
+ * dnpctl_list.c — `dnpctl list` (contract in dnpctl_cmd.h): find the
  * sockets, ask each for its report, print a table or JSON.
  */
-#include "dnpctl_list.h"
+#include "dnpctl_cmd.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -101,7 +101,7 @@ static int list_scan(struct list *l, const char *dir, bool any_sock, bool runs)
 	return r;
 }
 
-/* The usual places (dnpctl_list.h). */
+/* The usual places (dnpctl_cmd.h). */
 static int list_usual(struct list *l)
 {
 	const char *env = getenv("DNP_SOCKET"), *xdg = getenv("XDG_RUNTIME_DIR");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dnpctl_list — `dnpctl list`: the daemons reachable on this host, as
- * ibv_devices lists devices, and `dnpctl capture`, which asks a running
- * daemon to record its frames (dnpctl.c describes the commands).
+ * dnpctl_cmd — commands of dnpctl in files of their own (dnpctl.c describes
+ * the tool): `dnpctl list` (dnpctl_list.c), the daemons reachable on this
+ * host, as ibv_devices lists devices, and `dnpctl capture`
+ * (dnpctl_capture.c), which has a running daemon record its frames.
  *
  * list looks for daemon sockets where dnpd and dnp-run put them: $DNP_SOCKET,
  * /run/dnp (dnpd.sock, node-<id>.sock), $XDG_RUNTIME_DIR (the same names),
@@ -14,8 +15,8 @@
  * fields of the expected shape are taken, names are restricted to
  * [A-Za-z0-9_.-].
  */
-#ifndef DNPCTL_LIST_H
-#define DNPCTL_LIST_H
+#ifndef DNPCTL_CMD_H
+#define DNPCTL_CMD_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,5 +33,20 @@ int dnpctl_ask_pid(const char *path, uint32_t arg, int timeout_ms, char **text, 
  * or -ENOMEM.
  */
 int dnpctl_list(const char *const *dirs, unsigned ndirs, bool json);
+
+/*
+ * capture opens FILE itself (created or truncated, with the caller's
+ * rights) and hands the daemon the descriptor over its socket
+ * (DNP_SESS_CAPTURE, api/abi/dnp_session.h): the daemon writes the frames of
+ * every link into it (transport/pcap.h) and never opens a path for it. With
+ * duration_ms it stops the capture after that long (or at SIGINT/SIGTERM);
+ * without, the capture runs until `capture --stop` or the daemon's end.
+ *
+ * dnpctl_capture() - start (file) or stop (file NULL) the capture of the
+ * daemon at sock; says what happened on stdout/stderr. Returns the exit
+ * status: 0, 1 (the daemon refused or is unreachable), 2 (a file that
+ * cannot be a capture).
+ */
+int dnpctl_capture(const char *sock, const char *file, uint64_t duration_ms);
 
 #endif
