@@ -57,7 +57,7 @@ attempt() {
 	timeout 60 "$run" --torus 2x1x1 --print-run-dir --up-timeout 15 "$@" -- sleep 30 \
 		>"$dir/run.out" 2>"$dir/run.err" &
 	rpid=$!
-	rd= most=0
+	rd='' most=0
 	while kill -0 $rpid 2>/dev/null; do
 		[ -n "$rd" ] || rd=$(sed -n 's/^dnp-run: run directory: //p' "$dir/run.err")
 		if [ -n "$rd" ]; then
