@@ -721,7 +721,8 @@ static void dnpd_sess_accept(struct dnpd_sess_srv *s)
 /*
  * Receives into the connection's message buffer; a descriptor that comes
  * along (SCM_RIGHTS, only CAPTURE has one) is kept in se->rx_fd, one at
- * most: an earlier one is closed, as are any beyond the first.
+ * most: the last to come; every other is closed (and those beyond the room
+ * of the control buffer the kernel closes itself).
  */
 static ssize_t dnpd_sess_recv(struct dnpd_session *se)
 {
