@@ -666,6 +666,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind], "capture")) {
+		if (all || qflags) {
+			fprintf(stderr, "dnpctl: capture does not take %s\n",
+				all                    ? "--all" :
+				qflags & DNP_SVC_Q_LOG ? "--log" :
+							 "--json");
+			return 2;
+		}
 		if (stop ? optind != argc - 1 || duration_ms : optind != argc - 2) {
 			fprintf(stderr, "dnpctl: capture takes FILE [--duration S], or --stop\n");
 			return 2;

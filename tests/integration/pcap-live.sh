@@ -93,6 +93,8 @@ $got
 want
 $want"
 
+c capture "$dir/flag.pcapng" --json >/dev/null 2>&1
+[ $? = 2 ] && [ ! -e "$dir/flag.pcapng" ] || fail "capture --json should be a usage error"
 c capture /dev/null >"$dir/null.out" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "not a regular empty file" "$dir/null.out" ||
