@@ -5,8 +5,11 @@
 # bandwidth run, an all-to-all exchange verified byte by byte, a daemon
 # killed with kill -9 under traffic that rejoins the torus (rejoin.sh), and a
 # short LO|FA|MO drill: one daemon killed, the fault supervisor's map shown
-# (dnpctl status), the daemon restarted, the map shown healed.
-# usage: dnp-demo.sh [BUILD_DIR]     (./dnp demo passes the build directory)
+# (dnpctl status, and live in a browser: the URL of dnp-supervisor --http is
+# printed when the supervisor has it), the daemon restarted, the map shown
+# healed. Writes only to a temporary directory and dnp-run's run directories.
+# usage: dnp-demo.sh [BUILD_DIR [--lofamo-only]]  (./dnp demo passes the build
+#        directory; --lofamo-only: just the drill, for tests/integration/demo.sh)
 set -u
 
 # The LO|FA|MO drill, run by dnp-run on every node (node 0 drives it).
@@ -24,6 +27,8 @@ if [ "${1:-}" = --drill-inner ]; then
 		for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
 		return 1
 	}
+	url=$(sed -n 's|.*fault map on \(http://[^ ]*\).*|\1|p' "$dir/supervisor.log" 2>/dev/null | head -n 1)
+	[ -n "$url" ] && echo "the fault map, live: open $url in a browser (during the drill)"
 	wait_for 300 healthy || { echo "the picture never became all-healthy"; exit 1; }
 	pid=$(cat "$dir/node-$v.pid")
 	echo "kill -9 $pid (dnpd of node $v)"
@@ -47,6 +52,8 @@ if [ "${1:-}" = --drill-inner ]; then
 	exit 0
 fi
 build=${1:-build}
+only_lofamo=false
+[ "${2:-}" = --lofamo-only ] && only_lofamo=true
 run=$build/apps/dnp-run
 for p in "$run" "$build/apps/dnp_pingpong" "$build/dnp-core/dnpd/dnpd"; do
 	if [ ! -x "$p" ]; then
@@ -78,6 +85,7 @@ lat() { awk -v s="$2" '$1 == "[0,0,0]" && $2 == s { print $5 }' "$tmp/$1"; }
 bw() { awk -v s="$2" '$1 == "[0,0,0]" && $2 == s { print $4 }' "$tmp/$1"; }
 
 echo "SoftDNP demo: 8 daemons (2x2x2 torus, shm links), one program instance per node"
+if ! $only_lofamo; then
 step near dnp_pingpong --sizes 8,4096,65536,1M --iters 100
 step far dnp_pingpong --peer 1,1,1 --sizes 8,4096,65536 --iters 100
 step bw dnp_bw --sizes 4096,65536,1M --iters 300
@@ -98,24 +106,41 @@ if [ -x "$rejoin" ]; then
 else
 	echo "skipped (no source tree next to the demo)" >"$tmp/rejoin.rc"
 fi
+fi # only_lofamo
 
 # LO|FA|MO: kill a daemon, the supervisor's map, restart it, the map healed.
 echo
 echo "=== lofamo: kill -9 a daemon, the fault supervisor's map, restart it, the map healed"
 if [ -x "$build/lofamo/dnp-supervisor" ] && [ -x "$build/lofamo/dnp-hfm" ]; then
-	if DNPCTL=$build/dnp-core/dnpd/dnpctl "$run" --torus 2x2x2 --transport shm --timeout 120 \
-		--drill -- "$0" --drill-inner >"$tmp/lofamo" 2>&1; then
+	# The live fault map on any free local port, when the supervisor was built
+	# with libmicrohttpd (meson option http); node 0 prints its URL.
+	http=
+	if ldd "$build/lofamo/dnp-supervisor" 2>/dev/null | grep -q libmicrohttpd; then
+		http=127.0.0.1:0
+	else
+		echo "    (no live fault map: dnp-supervisor was built without libmicrohttpd)"
+	fi
+	# Node 0's lines as they come, so that the URL is there while the map lives.
+	{
+		DNPCTL=$build/dnp-core/dnpd/dnpctl DNP_SUPERVISOR_HTTP=$http "$run" --torus 2x2x2 \
+			--transport shm --timeout 120 --drill -- "$0" --drill-inner 2>&1
+		echo $? >"$tmp/lofamo.code"
+	} | tee "$tmp/lofamo" | sed -un 's/^\[0,0,0\] /    /p'
+	if [ "$(cat "$tmp/lofamo.code")" = 0 ]; then
 		echo "ok" >"$tmp/lofamo.rc"
 	else
 		echo "FAILED" >"$tmp/lofamo.rc"
 		status=1
 	fi
-	sed -n 's/^\[0,0,0\] /    /p' "$tmp/lofamo"
 	grep -v '^\[' "$tmp/lofamo" | sed 's/^/    /'
 else
 	echo "skipped (dnp-supervisor or dnp-hfm not built)" >"$tmp/lofamo.rc"
 fi
 
+if $only_lofamo; then
+	echo "lofamo drill: $(cat "$tmp/lofamo.rc")"
+	exit $status
+fi
 echo
 echo "=== Summary"
 printf '  %-42s %s\n' "ping-pong 0,0,0 <-> 1,0,0 (1 hop), 8 B" "$(lat near 8) us half round trip ($(cat "$tmp/near.rc"))"

@@ -49,6 +49,25 @@ PEER_ORDER = [
 ]
 
 
+# One colour and one marker per stack, the same in every plot, told apart by
+# both (and SoftDNP solid, the peers dashed): a stack's index in ALL_SERIES picks
+# them, unique for the first 20; the first 15 markers are gnuplot's shapes,
+# the rest letters.
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#000000", "#7f7f7f", "#aec7e8", "#ff9896", "#98df8a",
+           "#ffbb78", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d"]
+MARKERS = ["5", "7", "9", "11", "13", "15", "4", "6", "8", "10", "12", "14", "1", "2", "3",
+           '"#"', '"@"', '"&"', '"%"', '"$"']
+ALL_SERIES = [("", t) for t in DNP_ORDER] + PEER_ORDER
+
+
+def series_style(key, extra):
+    """gnuplot 'lc ... pt ...' of a stack (extra: stacks beyond ALL_SERIES, in order)."""
+    order = ALL_SERIES + [k for k in extra if k not in ALL_SERIES]
+    i = order.index(key) if key in order else len(order)
+    return "lc rgb '%s' pt %s ps 1.2" % (COLOURS[i % len(COLOURS)], MARKERS[i % len(MARKERS)])
+
+
 def records(path):
     """(key, rep, value) of every readable row of a CSV; key = (transport, peer, test, bytes)."""
     if not path or not os.path.exists(path):
@@ -397,9 +416,13 @@ def main():
     if pngs:
         w("## Plots")
         w("")
-        for p, what in pngs:
+        for p, what, missing in pngs:
             w("![%s](%s)" % (what, os.path.basename(p)))
             w("")
+            if missing:
+                w("Not in this plot (not measured in this run, also named in its legend): %s." %
+                  ", ".join(missing))
+                w("")
         w(CAPTION_SOURCES)
         w("")
     with open(a.out + ".md", "w") as f:
@@ -446,7 +469,7 @@ def plots(base, med, cols, sizes, hop):
         for test, ylabel, refs, fname, what in (
                 ("lat", "half round trip (us)", REF_LAT, "-lat.png", "latency against size"),
                 ("bw", "bandwidth (MB/s)", REF_BW, "-bw.png", "bandwidth against size")):
-            series = []
+            series, missing = [], []
             for i, (p, t) in enumerate(cols):
                 pts = [(b, med.get((t, p, test, b))) for b in sizes]
                 pts = [(b, v) for b, v in pts if v is not None]
@@ -457,10 +480,17 @@ def plots(base, med, cols, sizes, hop):
                     for b, v in pts:
                         f.write("%d %g\n" % (b, v))
                 dashed = "" if p == "" else " dt 2"
-                series.append("'%s' using 1:2 with linespoints lw 2%s title '%s'" %
-                              (fn, dashed, label(p, t).replace("_", "\\_")))
+                series.append("'%s' using 1:2 with linespoints lw 2%s %s title '%s'" %
+                              (fn, dashed, series_style((p, t), cols),
+                               label(p, t).replace("_", "\\_")))
             if not series:
                 continue
+            # The stacks the bench knows that have no figure here, named in the legend.
+            for p, t in ALL_SERIES:
+                if not any(med.get((t, p, test, b)) is not None for b in sizes):
+                    missing.append(label(p, t))
+                    series.append("keyentry with lines lc rgb 'white' title '%s: not measured'" %
+                                  label(p, t).replace("_", "\\_"))
             for v, txt in refs:
                 series.append("%g with lines lw 1 lc rgb 'gray40' dt 3 notitle" % v)
             labels = "\n".join("set label '%s (%g)' at graph 0.02, first %g offset 0,0.6 font ',8' tc rgb 'gray30'"
@@ -480,20 +510,25 @@ set label 'reference lines: APEnet+ and InfiniBand, EURETILE report; APEnet v5 p
 plot %s
 """ % (out, ylabel, what, labels, ", \\\n     ".join(series))
             subprocess.run(["gnuplot"], input=script, text=True, check=True)
-            made.append((out, what))
+            made.append((out, what, missing))
         if hop:
             series = []
-            for topo, dd in sorted(hop.items()):
+            for k, (topo, dd) in enumerate(sorted(hop.items())):
                 fn = os.path.join(d, "hops-%s.dat" % topo)
                 with open(fn, "w") as f:
                     for h in sorted(dd):
                         f.write("%d %g\n" % (h, dd[h]))
-                series.append("'%s' using 1:2 with linespoints lw 2 title 'SoftDNP shm, %s torus'" % (fn, topo))
+                series.append("'%s' using 1:2 with linespoints lw 2 lc rgb '%s' pt %s ps 1.2 "
+                              "title 'SoftDNP shm, %s torus'" %
+                              (fn, COLOURS[k % len(COLOURS)], MARKERS[k % len(MARKERS)], topo))
             fn = os.path.join(d, "hops-exanest.dat")
             with open(fn, "w") as f:
                 for h, v in EXANEST_HOPS:
                     f.write("%d %g\n" % (h, v))
-            series.append("'%s' using 1:2 with points pt 7 ps 1.5 title 'ExaNeSt prototype (paper)'" % fn)
+            k = len(hop)
+            series.append("'%s' using 1:2 with points lc rgb '%s' pt %s ps 1.5 "
+                          "title 'ExaNeSt prototype (paper)'" %
+                          (fn, COLOURS[k % len(COLOURS)], MARKERS[k % len(MARKERS)]))
             out = base + "-hops.png"
             script = """set terminal pngcairo size 900,600 font ',10'
 set output '%s'
@@ -507,7 +542,7 @@ set title 'Multi-hop PUT latency (medians, one run)'
 plot %s
 """ % (out, ", \\\n     ".join(series))
             subprocess.run(["gnuplot"], input=script, text=True, check=True)
-            made.append((out, "latency against hop count"))
+            made.append((out, "latency against hop count", []))
     except (subprocess.CalledProcessError, OSError) as e:
         print("report: gnuplot failed: %s" % e, file=sys.stderr)
     finally:

@@ -157,32 +157,41 @@ static void put_head(struct dnp_pcap *p)
 	p->fill = off;
 }
 
-int dnp_pcap_open(const char *path, struct dnp_pcap **out)
+int dnp_pcap_open_fd(int fd, struct dnp_pcap **out)
 {
 	struct dnp_pcap *p;
 	int r;
 
-	if (!path || !out)
+	if (fd < 0 || !out)
 		return -EINVAL;
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, offsetof(struct dnp_pcap, buf));
-	p->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (p->fd < 0) {
-		r = -errno;
-		free(p);
-		return r;
-	}
+	p->fd = fd;
 	put_head(p);
 	r = write_all(p);
 	if (r) {
-		close(p->fd);
 		free(p);
 		return r;
 	}
 	*out = p;
 	return 0;
+}
+
+int dnp_pcap_open(const char *path, struct dnp_pcap **out)
+{
+	int fd, r;
+
+	if (!path || !out)
+		return -EINVAL;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = dnp_pcap_open_fd(fd, out);
+	if (r)
+		close(fd);
+	return r;
 }
 
 /* One Enhanced Packet Block: Ethernet + fragment header + the frame. */

@@ -56,6 +56,14 @@ struct dnp_pcap_stats {
  */
 int dnp_pcap_open(const char *path, struct dnp_pcap **out);
 
+/*
+ * The same on a descriptor open for writing (the file as the caller made
+ * it, written from its current offset). On success the capture owns fd (it
+ * closes it); on error the caller still does. Errors: -EINVAL (fd < 0 or
+ * NULL out), -ENOMEM, -errno of write.
+ */
+int dnp_pcap_open_fd(int fd, struct dnp_pcap **out);
+
 /* Record n frames of link dir (0..5) as sent (tx) or received (rx). p may be NULL. */
 void dnp_pcap_tx(struct dnp_pcap *p, unsigned dir, const struct dnp_tx_frame *f, unsigned n);
 void dnp_pcap_rx(struct dnp_pcap *p, unsigned dir, const struct dnp_rx_frame *f, unsigned n);

@@ -75,6 +75,16 @@ enum dnp_sess_msg_type {
 	DNP_SESS_REGISTER = 3,   /* va, len, arg32 = DNP_BUF_* flags; reply arg32 = key */
 	DNP_SESS_UNREGISTER = 4, /* va */
 	DNP_SESS_STATS = 5,      /* reply len = bytes of text that follow */
+	/*
+	 * Control connections only (dnpctl capture): arg32 1 = start recording
+	 * the daemon's frames (transport/pcap.h) into the regular, empty file
+	 * whose descriptor comes with the request (SCM_RIGHTS); 0 = stop. The
+	 * daemon never opens a path for it. Reply status: 0, -EBUSY (already
+	 * recording), -ENOENT (stop: nothing recorded), -EBADF (no descriptor,
+	 * or not open for writing), -EINVAL (not a regular empty file), a write
+	 * error; va = frames recorded, len = bytes written so far.
+	 */
+	DNP_SESS_CAPTURE = 6,
 };
 
 struct dnp_sess_msg {

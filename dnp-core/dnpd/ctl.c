@@ -5,12 +5,18 @@
  * `dnpctl stats` (engine, routes, links with their wiring, VC and transport
  * counters, daemon counters, ports, and with DNPD_STATS_TORUS the other
  * nodes' wiring). The report is cut at the caller's capacity, never overrun.
+ * And `dnpctl capture`: a capture of every link's frames started and stopped
+ * while the daemon runs, into a file the requester opened.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dnpd_int.h"
+#include "pcap.h"
 
 /* ------------------------------------------------------- session ops */
 
@@ -219,10 +225,66 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 	return o.len;
 }
 
+/* Points every open link's capture at p (NULL: none). */
+static void ctl_capture_links(struct dnpd *d, struct dnp_pcap *p)
+{
+	for (unsigned i = 0; i < DNP_NDIRS; i++)
+		if (d->link[i].exists)
+			dnp_impair_capture(d->link[i].t, p);
+}
+
+/*
+ * DNP_SESS_CAPTURE (dnpd.h, struct dnpd_sess_ops): the file is the
+ * requester's (it came as a descriptor over the socket, from a process of
+ * our user or root), so the daemon writes nothing it was only told the name
+ * of. It must be a regular empty file open for writing: never a pipe or a
+ * terminal the polling thread could block on, never one being overwritten.
+ */
+static int dnpd_op_capture(void *ctx, int fd, uint64_t *frames, uint64_t *bytes)
+{
+	struct dnpd *d = ctx;
+	struct stat st;
+	int r, fl;
+
+	*frames = *bytes = 0;
+	if (fd < 0) {
+		if (!d->pcap)
+			return -ENOENT;
+		ctl_capture_links(d, NULL);
+		dnp_pcap_flush(d->pcap);
+		*frames = dnp_pcap_stats(d->pcap)->frames;
+		*bytes = dnp_pcap_stats(d->pcap)->bytes;
+		r = dnp_pcap_close(d->pcap);
+		d->pcap = NULL;
+		d->conf.pcap[0] = 0; /* links opened again later are not captured */
+		dnpd_log(DNPD_INFO, "capture stopped: %" PRIu64 " frames, %" PRIu64 " bytes%s",
+			 *frames, *bytes, r ? ", cut by a write error" : "");
+		return r;
+	}
+	if (d->pcap)
+		return -EBUSY;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || ((fl & O_ACCMODE) != O_WRONLY && (fl & O_ACCMODE) != O_RDWR))
+		return -EBADF;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size != 0 ||
+	    lseek(fd, 0, SEEK_CUR) != 0)
+		return -EINVAL;
+	r = dnp_pcap_open_fd(fd, &d->pcap);
+	if (r) {
+		d->pcap = NULL;
+		return r;
+	}
+	ctl_capture_links(d, d->pcap);
+	*bytes = dnp_pcap_stats(d->pcap)->bytes;
+	dnpd_log(DNPD_INFO, "capture started (dnpctl capture)");
+	return 0;
+}
+
 const struct dnpd_sess_ops dnpd_sess_ops = {
 	.port_open = dnpd_op_port_open,
 	.port_close = dnpd_op_port_close,
 	.reg = dnpd_op_reg,
 	.unreg = dnpd_op_unreg,
 	.stats = dnpd_op_stats,
+	.capture = dnpd_op_capture,
 };

@@ -9,6 +9,8 @@
  *   dnpctl [--socket ...] sensor temp|volt|power VALUE|off
  *   dnpctl [--socket ...] timer T_WRITE_MS T_READ_MS
  *   dnpctl [--socket DIR/node-<id>.sock] impair SPEC|off
+ *   dnpctl list [--json] [DIR...]
+ *   dnpctl [--socket ...] capture FILE [--duration S] | capture --stop
  *
  * impair checks SPEC (transport/impair.h; several joined by ';') and writes
  * it to the daemon's impairment file (a new file renamed over the old one),
@@ -16,6 +18,9 @@
  * The daemon names its files in its report ("file impair PATH", "file
  * lofamo PATH"), whatever its socket is called; a daemon that does not answer
  * has them next to a socket named DIR/node-<id>.sock.
+ *
+ * list finds the daemons of this host, capture has a running daemon record
+ * its frames into a file dnpctl opened (dnpctl_cmd.h).
  *
  * The socket defaults to $DNP_SOCKET, else /run/dnp/dnpd.sock; the
  * supervisor to $DNP_SUPERVISOR. topo prints the node line and the "wiring"
@@ -49,6 +54,7 @@
 
 #include "dnp_parse.h"
 #include "dnp_session.h"
+#include "dnpctl_cmd.h"
 #include "dnpctl_json.h"
 #include "dnpd.h"
 #include "impair.h"
@@ -64,6 +70,8 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"       %s [--socket PATH] sensor temp|volt|power VALUE|off\n"
 		"       %s [--socket PATH] timer T_WRITE_MS T_READ_MS\n"
 		"       dnpctl [--socket PATH] impair SPEC|off\n"
+		"       dnpctl list [--json] [DIR...]\n"
+		"       dnpctl [--socket PATH] capture FILE [--duration S] | --stop\n"
 		"\n"
 		"  --socket PATH   the daemon's socket (default $DNP_SOCKET, else\n"
 		"                  /run/dnp/dnpd.sock)\n"
@@ -82,12 +90,23 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"  impair SPEC     change the daemon's link impairment at run time:\n"
 		"                  dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,reorder=P%%,\n"
 		"                  delay=Nus,seed=N; several joined by ';'; off clears it\n"
+		"  list            the daemons on this host: node, coordinates, torus,\n"
+		"                  transport, uptime, pid, link states, socket; sockets\n"
+		"                  that do not answer within 1 s are listed as stale.\n"
+		"                  Looks in $DNP_SOCKET, /run/dnp, $XDG_RUNTIME_DIR and\n"
+		"                  the dnp-run.* run directories there, in /dev/shm and\n"
+		"                  /tmp; or in the DIRs given (--json: one JSON object)\n"
+		"  capture FILE    the daemon records every link's frames into FILE\n"
+		"                  (pcapng, as dnpd --pcap: docs/protocol.md); dnpctl\n"
+		"                  opens FILE and hands the daemon the open file. Until\n"
+		"                  capture --stop, or for --duration S (a bare number is\n"
+		"                  seconds; SIGINT stops it early)\n"
 		"  -h, --help      this text\n",
 		prog, prog, prog, prog);
 }
 
-/* Reads exactly len bytes, waiting at most 5 s for each piece. */
-static int dnpctl_read(int fd, void *buf, size_t len)
+/* Reads exactly len bytes, waiting at most timeout_ms for each piece. */
+static int dnpctl_read(int fd, void *buf, size_t len, int timeout_ms)
 {
 	size_t done = 0;
 
@@ -95,7 +114,7 @@ static int dnpctl_read(int fd, void *buf, size_t len)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, 5000) <= 0)
+		if (poll(&p, 1, timeout_ms) <= 0)
 			return -ETIMEDOUT;
 		n = recv(fd, (char *)buf + done, len - done, 0);
 		if (n < 0 && errno == EINTR)
@@ -124,13 +143,58 @@ static int dnpctl_print_topo(char *text)
 }
 
 /*
- * One STATS request (arg32: dnpd.h DNPD_STATS_*); *text gets the report
- * (malloc'd, NUL-terminated). Errors: -errno of socket/connect/send,
- * -ETIMEDOUT, -EIO, -EPROTO, -ENOMEM, -ENAMETOOLONG, the daemon's status.
+ * A connection to the daemon's socket at path, connected within timeout_ms
+ * (a listener whose backlog is full does not hold us); *pid gets the peer's
+ * pid (SO_PEERCRED) when pid is not NULL. Returns the socket (non-blocking)
+ * or -errno of socket/connect, -ETIMEDOUT, -ENAMETOOLONG.
  */
-static int dnpctl_ask(const char *path, uint32_t arg, char **text)
+int dnpctl_connect(const char *path, int timeout_ms, pid_t *pid)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		socklen_t el = sizeof(r);
+
+		r = -errno;
+		if (r != -EAGAIN && r != -EINPROGRESS)
+			goto fail;
+		r = -ETIMEDOUT;
+		if (poll(&p, 1, timeout_ms) <= 0)
+			goto fail;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &r, &el) || r) {
+			r = r ? -r : -errno;
+			goto fail;
+		}
+	}
+	if (pid) {
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+
+		*pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) ? 0 : cred.pid;
+	}
+	return fd;
+fail:
+	close(fd);
+	return r;
+}
+
+/*
+ * One STATS request (arg32: dnpd.h DNPD_STATS_*) on a new connection,
+ * bounded by timeout_ms per step; *text gets the report (malloc'd,
+ * NUL-terminated), *pid the daemon's pid (pid may be NULL). Errors: those of
+ * dnpctl_connect, -errno of send, -ETIMEDOUT, -EIO, -EPROTO, -ENOMEM, the
+ * daemon's status.
+ */
+int dnpctl_ask_pid(const char *path, uint32_t arg, int timeout_ms, char **text, pid_t *pid)
+{
 	struct dnp_sess_msg m = {
 		.magic = DNP_SESS_MAGIC,
 		.version = DNP_SESS_VERSION,
@@ -140,18 +204,14 @@ static int dnpctl_ask(const char *path, uint32_t arg, char **text)
 	int fd, r;
 
 	*text = NULL;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = dnpctl_connect(path, timeout_ms, pid);
 	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		return fd;
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		r = -errno;
 		goto out;
 	}
-	r = dnpctl_read(fd, &m, sizeof(m));
+	r = dnpctl_read(fd, &m, sizeof(m), timeout_ms);
 	if (r)
 		goto out;
 	if (m.magic != DNP_SESS_MAGIC || m.type != DNP_SESS_STATS || m.len > DNP_SESS_STATS_MAX) {
@@ -167,7 +227,7 @@ static int dnpctl_ask(const char *path, uint32_t arg, char **text)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = dnpctl_read(fd, *text, m.len);
+	r = dnpctl_read(fd, *text, m.len, timeout_ms);
 	if (r == 0) {
 		(*text)[m.len] = 0;
 	} else {
@@ -177,6 +237,11 @@ static int dnpctl_ask(const char *path, uint32_t arg, char **text)
 out:
 	close(fd);
 	return r;
+}
+
+static int dnpctl_ask(const char *path, uint32_t arg, char **text)
+{
+	return dnpctl_ask_pid(path, arg, 5000, text, NULL);
 }
 
 /* stats (the whole report) or topo (its node and wiring lines; 3 when MISWIRED). */
@@ -534,6 +599,8 @@ int main(int argc, char **argv)
 		{ "log", no_argument, NULL, 'l' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "wait-ms", required_argument, NULL, 'w' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "stop", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -541,7 +608,8 @@ int main(int argc, char **argv)
 									   "/run/dnp/dnpd.sock";
 	const char *sup = getenv("DNP_SUPERVISOR");
 	unsigned qflags = 0, wait_ms = 2000;
-	bool topo, all = false;
+	uint64_t duration_ms = 0;
+	bool topo, all = false, stop = false, capture_opt = false;
 	int opt, r;
 
 	while ((opt = getopt_long(argc, argv, "s:S:jlaw:h", opts, NULL)) != -1) {
@@ -559,6 +627,24 @@ int main(int argc, char **argv)
 			wait_ms = (unsigned)v;
 			break;
 		}
+		case 'D': {
+			uint64_t ns;
+
+			if (dnp_parse_duration_ns(optarg, 1000000000ull, &ns) || ns == 0 ||
+			    ns > 86400000000000ull) {
+				fprintf(stderr,
+					"dnpctl: --duration %s: want a duration up to 24 h "
+					"(a bare number is seconds)\n",
+					optarg);
+				return 2;
+			}
+			duration_ms = (ns + 999999u) / 1000000u;
+			capture_opt = true;
+			break;
+		}
+		case 'T':
+			stop = capture_opt = true;
+			break;
 		case 's':
 			path = optarg;
 			break;
@@ -578,6 +664,37 @@ int main(int argc, char **argv)
 			dnpctl_usage(stderr, argv[0]);
 			return 2;
 		}
+	}
+	if (optind < argc && !strcmp(argv[optind], "capture")) {
+		if (all || qflags) {
+			fprintf(stderr, "dnpctl: capture does not take %s\n",
+				all                    ? "--all" :
+				qflags & DNP_SVC_Q_LOG ? "--log" :
+							 "--json");
+			return 2;
+		}
+		if (stop ? optind != argc - 1 || duration_ms : optind != argc - 2) {
+			fprintf(stderr, "dnpctl: capture takes FILE [--duration S], or --stop\n");
+			return 2;
+		}
+		return dnpctl_capture(path, stop ? NULL : argv[optind + 1], duration_ms);
+	}
+	if (capture_opt) {
+		fprintf(stderr, "dnpctl: --duration and --stop are options of capture\n");
+		return 2;
+	}
+	if (optind < argc && !strcmp(argv[optind], "list")) {
+		if (all || (qflags & DNP_SVC_Q_LOG)) {
+			fprintf(stderr, "dnpctl: list does not take %s\n", all ? "--all" : "--log");
+			return 2;
+		}
+		r = dnpctl_list((const char *const *)argv + optind + 1,
+				(unsigned)(argc - optind - 1), qflags & DNP_SVC_Q_JSON);
+		if (r) {
+			fprintf(stderr, "dnpctl: list: %s\n", strerror(-r));
+			return 1;
+		}
+		return 0;
 	}
 	if (path && optind == argc - 2 && !strcmp(argv[optind], "impair")) {
 		r = dnpctl_impair(path, argv[optind + 1]);

@@ -158,6 +158,12 @@ struct dnpd_sess_ops {
 	int (*unreg)(void *ctx, unsigned port, uint64_t va);
 	/* Writes a text report (NUL-terminated, truncated to cap); returns its length. */
 	size_t (*stats)(void *ctx, char *buf, size_t cap);
+	/*
+	 * DNP_SESS_CAPTURE: fd >= 0 starts a capture into fd (taken on success,
+	 * left to the caller on error), fd < 0 stops it; *frames and *bytes get
+	 * its figures. Returns 0 or a negative errno (api/abi/dnp_session.h).
+	 */
+	int (*capture)(void *ctx, int fd, uint64_t *frames, uint64_t *bytes);
 };
 
 /* Session limits (docs/security.md, "A hostile application"); 0 in the conf means these. */
@@ -240,6 +246,7 @@ struct dnpd_session {
 	unsigned pend_i, pend_n;
 	struct dnp_cmd pend[DNPD_CMD_BURST];
 	uint8_t rx[sizeof(struct dnp_sess_msg)];
+	int rx_fd; /* a descriptor that came with the message in rx, or -1 */
 	unsigned rx_len;
 };
 

@@ -149,6 +149,8 @@ static void dnpd_sess_drop(struct dnpd_sess_srv *s, unsigned i)
 	dnpd_sess_unmap(se);
 	if (se->pidfd >= 0)
 		close(se->pidfd);
+	if (se->rx_fd >= 0)
+		close(se->rx_fd);
 	close(se->fd);
 	free(se->ra);
 	free(se->wb); /* gathered writes for a gone app are dropped */
@@ -585,6 +587,34 @@ static bool dnpd_sess_stats(struct dnpd_sess_srv *s, struct dnpd_session *se, ui
 	return ok;
 }
 
+/*
+ * CAPTURE (dnpctl capture): start into the descriptor that came with the
+ * request, or stop. Control connections only; the descriptor is the
+ * requester's own open file, so the daemon opens no path on anyone's word.
+ */
+static bool dnpd_sess_capture(struct dnpd_sess_srv *s, struct dnpd_session *se,
+			      const struct dnp_sess_msg *m)
+{
+	struct dnp_sess_msg rep = { .type = DNP_SESS_CAPTURE };
+	int fd = se->rx_fd;
+
+	se->rx_fd = -1;
+	if (se->is_app || !s->conf.ops->capture || m->arg32 > 1) {
+		rep.status = se->is_app ? -EPROTO : -EINVAL;
+	} else if (m->arg32 == 1 && fd < 0) {
+		rep.status = -EBADF;
+	} else {
+		dnpd_sess_set_ready(s, se);
+		rep.status =
+			s->conf.ops->capture(s->conf.ctx, m->arg32 ? fd : -1, &rep.va, &rep.len);
+		if (rep.status == 0 && m->arg32)
+			fd = -1; /* the capture has it now */
+	}
+	if (fd >= 0)
+		close(fd);
+	return dnpd_sess_reply(se, &rep, NULL, 0, NULL, 0);
+}
+
 /* Handles one complete message; false: drop the connection. */
 static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 			     struct dnp_sess_msg *m)
@@ -601,6 +631,8 @@ static bool dnpd_sess_handle(struct dnpd_sess_srv *s, struct dnpd_session *se,
 		return dnpd_sess_hello(s, se, m);
 	case DNP_SESS_STATS:
 		return dnpd_sess_stats(s, se, m->arg32);
+	case DNP_SESS_CAPTURE:
+		return dnpd_sess_capture(s, se, m);
 	case DNP_SESS_ATTACH:
 		if (!se->is_app || se->app_heap || m->len != se->heap_size || !m->va ||
 		    m->va + m->len < m->va) {
@@ -677,6 +709,7 @@ static void dnpd_sess_accept(struct dnpd_sess_srv *s)
 			continue;
 		}
 		se->fd = fd;
+		se->rx_fd = -1;
 		se->pid = cred.pid;
 		se->pidfd = dnpd_sess_pidfd(fd, cred.pid);
 		se->t_accept = dnpd_sess_now();
@@ -685,12 +718,51 @@ static void dnpd_sess_accept(struct dnpd_sess_srv *s)
 	}
 }
 
+/*
+ * Receives into the connection's message buffer; a descriptor that comes
+ * along (SCM_RIGHTS, only CAPTURE has one) is kept in se->rx_fd, one at
+ * most: the last to come; every other is closed (and those beyond the room
+ * of the control buffer the kernel closes itself).
+ */
+static ssize_t dnpd_sess_recv(struct dnpd_session *se)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { se->rx + se->rx_len, sizeof(se->rx) - se->rx_len };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	ssize_t n = recvmsg(se->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c;
+
+	if (n < 0)
+		return n;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t nfd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t k = 0; k < nfd; k++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+			if (se->rx_fd >= 0)
+				close(se->rx_fd);
+			se->rx_fd = fd;
+		}
+	}
+	return n;
+}
+
 /* Reads what the connection has; false: drop it (closed, error or protocol violation). */
 static bool dnpd_sess_read(struct dnpd_sess_srv *s, struct dnpd_session *se, unsigned *handled)
 {
 	for (;;) {
-		ssize_t n = recv(se->fd, se->rx + se->rx_len, sizeof(se->rx) - se->rx_len,
-				 MSG_DONTWAIT);
+		ssize_t n = dnpd_sess_recv(se);
 
 		if (n == 0)
 			return false;
@@ -705,6 +777,10 @@ static bool dnpd_sess_read(struct dnpd_sess_srv *s, struct dnpd_session *se, uns
 			(*handled)++;
 			if (!dnpd_sess_handle(s, se, &m))
 				return false;
+			if (se->rx_fd >= 0) { /* none is due with any other message */
+				close(se->rx_fd);
+				se->rx_fd = -1;
+			}
 		}
 	}
 }

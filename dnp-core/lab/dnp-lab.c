@@ -17,7 +17,11 @@
 
 #include "dnp_config.h"
 #include "dnp_parse.h"
+#include "impair.h"
 #include "lab.h"
+
+/* One lab time unit is one cycle of the modelled link: --link-mhz says how long. */
+#define LAB_LINK_MHZ_DEFAULT 350u
 
 static void usage(FILE *f)
 {
@@ -37,11 +41,17 @@ static void usage(FILE *f)
 		"  --fifo WORDS           RX FIFO depth per VC (512)\n"
 		"  --t-red W --t-yellow W credit thresholds (506 / 256; scaled with --fifo)\n"
 		"  --credit-period C      time units between credits (35)\n"
+		"  --credit-period-us U   the same in microseconds (dnpd's name; --link-mhz)\n"
 		"  --rule vct|stop-at-red packet start rule (vct)\n"
 		"  --credit-model hw|exact\n"
-		"  --vcs 1..4             virtual channels (2); 1 = no dateline (can deadlock);\n"
-		"                         4 lets detours go through an intermediate node\n"
-		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities\n"
+		"  --vcs 1..4             virtual channels (4, as dnpd); 1 = no dateline (can\n"
+		"                         deadlock); 2 = the hardware's two dateline VCs; 4 lets\n"
+		"                         detours go through an intermediate node\n"
+		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities,\n"
+		"                         0..1 or N%%\n"
+		"  --impair SPEC          the same in dnpd's spelling: loss=N%%,corrupt=N%%,dup=N%%,\n"
+		"                         reorder=N%%[,dir=all] (every link; no delay=, seed=: use\n"
+		"                         --latency, --seed)\n"
 		"  --silence NODE:DIR[@T] drop every frame node NODE sends on DIR (0..5) from T\n"
 		"  --fault SPEC           a failure at virtual time T (repeatable): cut@T:X,Y,Z:DIR,\n"
 		"                         mend@T:X,Y,Z:DIR (DIR xp..zm), kill@T:X,Y,Z, revive@T:X,Y,Z\n"
@@ -49,7 +59,11 @@ static void usage(FILE *f)
 		"                         repaired later (docs/lab.md, failures and repairs)\n"
 		"  --timeline W           also print bytes delivered per window of W time units\n"
 		"  --rto T --credit-timeout T --max-retries N --window N --max-commands N\n"
+		"  --credit-timeout-ms M  --credit-timeout in milliseconds (dnpd's name)\n"
 		"  --cmd-timeout T        command deadline: -ETIMEDOUT after T (0 = none)\n"
+		"  --cmd-timeout-ms M     the same in milliseconds (dnpd's name)\n"
+		"  --link-mhz F           the modelled link's clock, for the options in real\n"
+		"                         time: one time unit = one cycle (350, APEnet+)\n"
 		"  --seed S               PRNG seed (1)\n"
 		"  --max-time T           stop (failure) at this virtual time\n"
 		"  --stall T              no progress for T time units = deadlock\n"
@@ -93,6 +107,11 @@ enum {
 	OPT_FAULT,
 	OPT_RANDOM_FAULTS,
 	OPT_TIMELINE,
+	OPT_IMPAIR,
+	OPT_CREDIT_PERIOD_US,
+	OPT_CREDIT_TIMEOUT_MS,
+	OPT_CMD_TIMEOUT_MS,
+	OPT_LINK_MHZ,
 };
 
 static const struct option run_opts[] = {
@@ -131,6 +150,11 @@ static const struct option run_opts[] = {
 	{ "fault", required_argument, NULL, OPT_FAULT },
 	{ "random-faults", required_argument, NULL, OPT_RANDOM_FAULTS },
 	{ "timeline", required_argument, NULL, OPT_TIMELINE },
+	{ "impair", required_argument, NULL, OPT_IMPAIR },
+	{ "credit-period-us", required_argument, NULL, OPT_CREDIT_PERIOD_US },
+	{ "credit-timeout-ms", required_argument, NULL, OPT_CREDIT_TIMEOUT_MS },
+	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT_MS },
+	{ "link-mhz", required_argument, NULL, OPT_LINK_MHZ },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -199,6 +223,10 @@ struct run_args {
 	const char *faults[DNP_LAB_MAX_FAULTS];
 	unsigned nfaults;
 	const char *random_faults;
+	/* dnpd's real-time spellings, turned into time units once --link-mhz is known */
+	uint64_t link_mhz;
+	bool rt_set[3];
+	uint64_t rt_ns[3]; /* credit period, credit timeout, command timeout */
 };
 
 #define NOT_MINE 1 /* an option parser that does not handle this option */
@@ -246,6 +274,40 @@ static int parse_choice(const char *arg, const char *a, const char *b, unsigned 
 	return 0;
 }
 
+/*
+ * --impair SPEC, dnpd's spelling (transport/impair.h) of --loss, --corrupt,
+ * --dup and --reorder. The lab impairs every link alike, and its delays and
+ * random streams come from --latency and --seed: dir= other than all, delay=
+ * and seed= are refused with a word rather than ignored.
+ */
+static int parse_impair(const char *arg, struct dnp_lab_conf *c)
+{
+	struct dnp_impair_conf ic;
+
+	if (dnp_impair_parse(arg, &ic))
+		return -EINVAL;
+	if (ic.dirs != 0x3f || ic.delay_ns || strstr(arg, "seed=")) {
+		fprintf(stderr,
+			"dnp-lab: --impair %s: the lab impairs every link alike (no dir=; "
+			"--silence NODE:DIR cuts one), and takes no delay= or seed= "
+			"(--latency, --seed)\n",
+			arg);
+		return -EINVAL;
+	}
+	c->loss = ic.loss / (double)DNP_IMPAIR_PPM;
+	c->corrupt = ic.corrupt / (double)DNP_IMPAIR_PPM;
+	c->dup = ic.dup / (double)DNP_IMPAIR_PPM;
+	c->reorder = ic.reorder / (double)DNP_IMPAIR_PPM;
+	return 0;
+}
+
+/* A duration in real time (unit: default_ns for a bare number) for run_rt_units. */
+static int parse_rt(struct run_args *a, unsigned k, const char *arg, uint64_t default_ns)
+{
+	a->rt_set[k] = true;
+	return dnp_parse_duration_ns(arg, default_ns, &a->rt_ns[k]);
+}
+
 /* The links: timing, FIFO and credits, VCs, reliability. */
 static int opt_link(struct run_args *a, int opt, const char *arg)
 {
@@ -288,6 +350,12 @@ static int opt_link(struct run_args *a, int opt, const char *arg)
 		return parse_u32(arg, &l->max_retries);
 	case OPT_WINDOW:
 		return parse_u32(arg, &l->window);
+	case OPT_CREDIT_PERIOD_US:
+		return parse_rt(a, 0, arg, 1000);
+	case OPT_CREDIT_TIMEOUT_MS:
+		return parse_rt(a, 1, arg, 1000000);
+	case OPT_LINK_MHZ:
+		return dnp_parse_u64_max(arg, 100000, &a->link_mhz) || !a->link_mhz ? -EINVAL : 0;
 	default:
 		return NOT_MINE;
 	}
@@ -307,6 +375,8 @@ static int opt_fault(struct run_args *a, int opt, const char *arg)
 		return parse_prob(arg, &a->c.reorder);
 	case OPT_SILENCE:
 		return parse_silence(arg, &a->c);
+	case OPT_IMPAIR:
+		return parse_impair(arg, &a->c);
 	case OPT_FAULT:
 		if (a->nfaults == DNP_LAB_MAX_FAULTS)
 			return -E2BIG;
@@ -334,6 +404,8 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 		return parse_u64(arg, &a->c.stall_limit);
 	case OPT_CMD_TIMEOUT:
 		return parse_u64(arg, &a->c.cmd_timeout);
+	case OPT_CMD_TIMEOUT_MS:
+		return parse_rt(a, 2, arg, 1000000);
 	case OPT_TIMELINE:
 		return parse_u64(arg, &a->c.timeline);
 	case OPT_CSV:
@@ -345,6 +417,34 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 	default:
 		return NOT_MINE;
 	}
+}
+
+/*
+ * The options given in real time (dnpd's names), in time units: one unit is
+ * one cycle at --link-mhz, rounded up (a 1 us timeout is never 0, "none").
+ * 0, or -ERANGE (said) when a value does not fit.
+ */
+static int run_rt_units(struct run_args *a)
+{
+	static const char *const names[3] = { "--credit-period-us", "--credit-timeout-ms",
+					      "--cmd-timeout-ms" };
+	uint64_t *dst[3] = { &a->c.link.credit_period, &a->c.link.credit_timeout,
+			     &a->c.cmd_timeout };
+
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned __int128 u = (unsigned __int128)a->rt_ns[k] * a->link_mhz;
+
+		if (!a->rt_set[k])
+			continue;
+		u = (u + 999) / 1000;
+		if (u > UINT64_MAX / 4) {
+			fprintf(stderr, "dnp-lab: %s: too long at %" PRIu64 " MHz\n", names[k],
+				a->link_mhz);
+			return -ERANGE;
+		}
+		*dst[k] = (uint64_t)u;
+	}
+	return 0;
 }
 
 /*
@@ -387,6 +487,8 @@ static int run_parse_args(int argc, char **argv, struct run_args *a, bool *done)
 		fprintf(stderr, "dnp-lab: unexpected argument %s\n", argv[optind]);
 		return 2;
 	}
+	if (run_rt_units(a))
+		return 2;
 	for (unsigned i = 0; i < a->nfaults; i++)
 		if (dnp_lab_fault_parse(a->faults[i], &a->c)) {
 			fprintf(stderr, "dnp-lab: bad value for --fault: %s\n", a->faults[i]);
@@ -430,7 +532,8 @@ static void run_derive(struct run_args *a)
 
 static int cmd_run(int argc, char **argv)
 {
-	struct run_args a = { .vcs = 2 };
+	/* dnpd's default VCs (dnpd.h: DNP_MAX_VC), so the two agree without --vcs */
+	struct run_args a = { .vcs = DNP_MAX_VC, .link_mhz = LAB_LINK_MHZ_DEFAULT };
 	struct dnp_lab *lab;
 	bool done;
 	int ret;
