@@ -49,6 +49,7 @@
 
 #include "dnp_parse.h"
 #include "dnp_session.h"
+#include "dnp_version.h"
 #include "dnpctl_json.h"
 #include "dnpd.h"
 #include "impair.h"
@@ -82,7 +83,8 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"  impair SPEC     change the daemon's link impairment at run time:\n"
 		"                  dir=all|xp|..|zm,loss=P%%,corrupt=P%%,dup=P%%,reorder=P%%,\n"
 		"                  delay=Nus,seed=N; several joined by ';'; off clears it\n"
-		"  -h, --help      this text\n",
+		"  -h, --help      this text\n"
+		"  -V, --version   the version\n",
 		prog, prog, prog, prog);
 }
 
@@ -535,6 +537,7 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "wait-ms", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
@@ -544,7 +547,7 @@ int main(int argc, char **argv)
 	bool topo, all = false;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "s:S:jlaw:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:S:jlaw:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
 			all = true;
@@ -574,6 +577,8 @@ int main(int argc, char **argv)
 		case 'h':
 			dnpctl_usage(stdout, argv[0]);
 			return 0;
+		case 'V':
+			return dnp_version_print("dnpctl");
 		default:
 			dnpctl_usage(stderr, argv[0]);
 			return 2;

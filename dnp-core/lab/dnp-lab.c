@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dnp_config.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "lab.h"
 
 static void usage(FILE *f)
@@ -477,8 +477,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("dnp-lab %s\n", DNP_VERSION);
-		return 0;
+		return dnp_version_print("dnp-lab");
 	}
 	fprintf(stderr, "dnp-lab: unknown command %s\n", argv[1]);
 	usage(stderr);
