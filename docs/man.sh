@@ -6,13 +6,14 @@
 # its usage block the way help2man makes a SYNOPSIS of it: the program's
 # path becomes NAME, "usage:" becomes "Usage:", another form of the command
 # ("       NAME other [options]") becomes "  or: NAME other [options]", and
-# a usage line wrapped onto the next one ("    [--more]") is joined.
+# a usage line wrapped onto the next one ("    [--more]") is joined; an em
+# dash becomes "-" (man in the C locale shows it as "???").
 set -eu
 h2m=$1 name=$2 desc=$3 prog=$4 out=$5
 dir=$(mktemp -d "${TMPDIR:-/tmp}/dnp-man.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 cat >"$dir/filter.awk" <<'AWK'
-{ gsub(prog, name) }
+{ gsub(prog, name); gsub("\342\200\224", "-") }
 /^[Uu]sage: / { if (held != "") print held; held = "Usage: " substr($0, 8); inuse = 1; next }
 inuse && /^[ \t]+[^ \t]/ {
 	line = $0

@@ -75,7 +75,7 @@ man1=$(find "$tmp/root" -type d -path '*/man/man1' | head -n 1)
 }
 render=none
 if command -v man >/dev/null; then
-	render=man
+	render='man'
 elif command -v groff >/dev/null; then
 	render=groff
 elif command -v mandoc >/dev/null; then
