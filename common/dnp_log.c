@@ -144,7 +144,6 @@ void dnp_log_setup(const char *prog, FILE *f, enum dnp_log_level level)
 	dnp_logger.f = f ? f : stderr;
 	dnp_logger.level = level;
 	dnp_logger.journal = dnp_log_is_journal(dnp_logger.f);
-	setvbuf(dnp_logger.f, NULL, _IOLBF, 0);
 }
 
 void dnp_log_set_node(const char *node)

@@ -20,8 +20,8 @@
  *
  * A process has one logger (global state, set up once by main() before any
  * thread starts); dnp_log() may then be called from its threads: each line
- * is written with one stdio call on a line-buffered stream, so lines do not
- * interleave. dnp_log_format() and dnp_log_journal_match() are pure and are
+ * is written with one stdio call and flushed at once, so lines do not
+ * interleave and none waits in a buffer when the process dies. dnp_log_format() and dnp_log_journal_match() are pure and are
  * what the unit test (tests/test_dnp_log.c) checks.
  */
 #ifndef DNP_LOG_H
@@ -83,7 +83,7 @@ bool dnp_log_journal_match(const char *journal_stream, unsigned long long dev,
 /*
  * dnp_log_setup() - the process's logger: prog's lines go to f (NULL:
  * stderr) at threshold level; the journal prefix is used when f's file
- * descriptor is the one JOURNAL_STREAM names. f is made line-buffered.
+ * descriptor is the one JOURNAL_STREAM names.
  * Call once from main() before any thread starts (and again to change the
  * stream). prog must outlive the logger.
  */
