@@ -9,8 +9,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "dnp_config.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 
 int app_cli_usage_error(const char *prog, app_usage_fn usage, const char *fmt, ...)
 {
@@ -44,8 +44,7 @@ int app_cli_getopt_error(const char *prog, app_usage_fn usage, int c, char **arg
 
 int app_cli_version(const char *prog)
 {
-	printf("%s %s\n", prog, DNP_VERSION);
-	return 0;
+	return dnp_version_print(prog);
 }
 
 int app_cli_other(const char *prog, app_usage_fn usage, int c, char **argv)

@@ -3,7 +3,7 @@
  * app_cli — the command-line conventions every SoftDNP program of apps/
  * follows (dnp-run, udp_pingpong, dnp_pingpong, dnp_bw, dnp_alltoall,
  * dnp_check): --help prints the usage on stdout and exits 0, --version
- * prints "PROG VERSION" (DNP_VERSION) and exits 0, a usage error prints one
+ * prints "PROG (SoftDNP) VERSION" (dnp_version.h) and exits 0, a usage error prints one
  * line naming the bad option or value, then the usage, on stderr, and exits
  * 2. Needs nothing but libc (dnp-run and udp_pingpong do not link libdnp).
  *
@@ -47,7 +47,7 @@ int app_cli_other(const char *prog, app_usage_fn usage, int c, char **argv);
  */
 int app_cli_sizes(const char *s, uint64_t *sizes, unsigned max);
 
-/* Prints "PROG VERSION" on stdout. Returns 0 (the exit status). */
+/* Prints "PROG (SoftDNP) VERSION" on stdout (dnp_version_print). Returns 0 (the exit status). */
 int app_cli_version(const char *prog);
 
 #endif

@@ -50,7 +50,8 @@ static void usage(FILE *f)
 		   "  every node PUTs each size (default 1,4096,1048577) to every other node\n"
 		   "  and verifies what it received. Run it under dnp-run. Each message must\n"
 		   "  take exactly the torus distance in hops; with --detours (failures in the\n"
-		   "  torus, docs/routing.md) it may take more, and the count is printed.\n");
+		   "  torus, docs/routing.md) it may take more, and the count is printed.\n"
+		   "  --help: this text; --version: the version.\n");
 }
 
 static void rx_event(struct a2a *t, const struct dnp_event *ev)

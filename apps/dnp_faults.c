@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app_cli.h"
 #include "dnp.h"
 
 #define WINDOW 32u
@@ -107,6 +108,16 @@ static void put_file(const char *p, const char *text)
 	rename(tmp, p);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dnp_faults [--fault stop|kill] [--victim ID] [--warm-ms MS]"
+		" [--hold-ms MS] [--after-ms MS] [--drain-ms MS] [--no-drain-victim]\n"
+		"       dnp_faults --help | --version\n"
+		"Run on every node by dnp-run: completion under a daemon fault (docs/apps.md).\n");
+}
+
+/* 0 to run, 'h' (--help), 'V' (--version) or -EINVAL (a usage error). */
 static int parse_args(struct fl *g, int argc, char **argv)
 {
 	g->victim = 2;
@@ -121,6 +132,10 @@ static int parse_args(struct fl *g, int argc, char **argv)
 			g->nodrain = true;
 			continue;
 		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+			return 'h';
+		if (!strcmp(a, "--version"))
+			return 'V';
 		if (!v)
 			return -EINVAL;
 		i++;
@@ -493,12 +508,11 @@ int main(int argc, char **argv)
 	static struct fl g;
 	int r;
 
-	if (parse_args(&g, argc, argv)) {
-		fprintf(stderr,
-			"usage: dnp_faults [--fault stop|kill] [--victim ID] [--warm-ms MS]"
-			" [--hold-ms MS] [--after-ms MS] [--drain-ms MS] [--no-drain-victim]\n");
-		return 1;
-	}
+	r = parse_args(&g, argc, argv);
+	if (r == 'h' || r == 'V')
+		return app_cli_other("dnp_faults", usage, r, argv);
+	if (r)
+		return app_cli_usage_error("dnp_faults", usage, "bad arguments");
 	r = setup(&g);
 	if (r) {
 		fprintf(stderr, "dnp_faults: set-up failed: %s\n", dnp_strerror(r));

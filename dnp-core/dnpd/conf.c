@@ -11,23 +11,31 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dnp_log.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "dnpd.h"
 #include "pkt.h"
 #include "transport.h"
 
-int dnpd_log_level = DNPD_WARN;
+/* The log from here on: standard error, the level asked, this node's id and coordinates. */
+static void dnpd_log_start(const struct dnpd_conf *c)
+{
+	char node[64];
 
+	dnp_log_setup("dnpd", stderr, (enum dnp_log_level)c->log_level);
+	snprintf(node, sizeof(node), "node %u (%u,%u,%u)", dnp_torus_id(&c->torus, c->self),
+		 c->self.x, c->self.y, c->self.z);
+	dnp_log_set_node(node);
+}
+
+/* The daemon's log lines, in the format of common/dnp_log.h. */
 void dnpd_log(int level, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (level > dnpd_log_level)
-		return;
 	va_start(ap, fmt);
-	fputs("dnpd: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	dnp_vlog(level, fmt, ap);
 	va_end(ap);
 }
 
@@ -91,7 +99,7 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           addresses \"LOCAL[,REMOTE]\"); dpdk without them:\n"
 		"                           af_packet:d<id>-<dir> (tests/testbed/netns.sh names)\n"
 		"                           command-line options override it\n"
-		"  --log-level N            0 errors, 1 warnings (default), 2 info, 3 debug\n"
+		"  --log-level L            error, warn (default), info, debug (or 0..3)\n"
 		"  --credit-period-us N     keep-alive credit period; data is credited at\n"
 		"                           once (default 10000)\n"
 		"  --credit-timeout-ms N    an UP link without credit this long is BROKEN\n"
@@ -107,6 +115,7 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --vcs N                  virtual channels per link, 2..%u (default %u);\n"
 		"                           neighbours must use the same N\n"
 		"  -h, --help               this text\n"
+		"  -V, --version            the version\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
 		prog, dnpd_eal_default(), DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT,
@@ -230,9 +239,11 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		return 0;
 	}
 	if (!strcmp(key, "log_level") || !strcmp(key, "log-level")) {
-		if (dnpd_parse_u64(v, 3, &u))
+		enum dnp_log_level l;
+
+		if (dnp_log_level_parse(v, &l))
 			return -EINVAL;
-		c->log_level = (int)u;
+		c->log_level = (int)l;
 		return 0;
 	}
 	if (!strcmp(key, "credit_period_us") || !strcmp(key, "credit-period-us"))
@@ -322,6 +333,7 @@ static const struct option dnpd_opts[] = {
 	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
 	{ "pcap", required_argument, NULL, OPT_PCAP },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -356,14 +368,16 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 {
 	int opt, r;
 
-	/* Pass 1: --config and --help only, so that the command line overrides the file. */
+	/* Pass 1: --config, --help and --version only, so that the command line overrides the file. */
 	opterr = 0;
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "h", dnpd_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", dnpd_opts, NULL)) != -1) {
 		if (opt == 'h') {
 			dnpd_conf_usage(stdout, argv[0]);
 			return 1;
 		}
+		if (opt == 'V')
+			return dnp_version_print("dnpd") + 1;
 		if (opt == OPT_CONFIG && dnpd_copy(c->config, sizeof(c->config), optarg)) {
 			fprintf(stderr, "dnpd: --config: path too long\n");
 			return -EINVAL;
@@ -377,7 +391,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 	opterr = 1;
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "h", dnpd_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hV", dnpd_opts, NULL)) != -1) {
 		const char *key;
 
 		if (opt == OPT_CONFIG)
@@ -415,7 +429,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			c->udp_base_port, dnp_torus_size(&c->torus));
 		return -EINVAL;
 	}
-	dnpd_log_level = c->log_level;
+	dnpd_log_start(c);
 	return 0;
 }
 

@@ -55,6 +55,7 @@
 #include "dnp_parse.h"
 #include "dnp_session.h"
 #include "dnpctl_cmd.h"
+#include "dnp_version.h"
 #include "dnpctl_json.h"
 #include "dnpd.h"
 #include "impair.h"
@@ -101,7 +102,8 @@ static void dnpctl_usage(FILE *f, const char *prog)
 		"                  opens FILE and hands the daemon the open file. Until\n"
 		"                  capture --stop, or for --duration S (a bare number is\n"
 		"                  seconds; SIGINT stops it early)\n"
-		"  -h, --help      this text\n",
+		"  -h, --help      this text\n"
+		"  -V, --version   the version\n",
 		prog, prog, prog, prog);
 }
 
@@ -602,6 +604,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "stop", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
@@ -612,7 +615,7 @@ int main(int argc, char **argv)
 	bool topo, all = false, stop = false, capture_opt = false;
 	int opt, r;
 
-	while ((opt = getopt_long(argc, argv, "s:S:jlaw:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:S:jlaw:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
 			all = true;
@@ -660,6 +663,8 @@ int main(int argc, char **argv)
 		case 'h':
 			dnpctl_usage(stdout, argv[0]);
 			return 0;
+		case 'V':
+			return dnp_version_print("dnpctl");
 		default:
 			dnpctl_usage(stderr, argv[0]);
 			return 2;

@@ -89,6 +89,15 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 
 static void dnpd_impair_poll(struct dnpd *d, uint64_t now);
 
+/*
+ * A link lost is a fault (warn) while the daemon runs, and part of an
+ * orderly shutdown (info) once it was asked to stop.
+ */
+static int dnpd_fault_level(void)
+{
+	return atomic_load_explicit(&dnpd_stop, memory_order_relaxed) ? DNPD_INFO : DNPD_WARN;
+}
+
 /* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
 static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 {
@@ -121,7 +130,8 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 				l->seen_up = true;
 				l->down_reported = false;
 			} else if (l->seen_up && !l->down_reported) {
-				dnpd_log(DNPD_WARN, "link %s: transport %s reports the link down",
+				dnpd_log(dnpd_fault_level(),
+					 "link %s: transport %s reports the link down",
 					 dnpd_dir_names[dir], l->ops->name);
 				dnp_engine_link_down(d->e, dir, now);
 				l->down_reported = true;
@@ -129,8 +139,8 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 		}
 		st = dnp_engine_link_state(d->e, dir);
 		if (st != l->state) {
-			dnpd_log(st == DNP_LINK_BROKEN ? DNPD_WARN : DNPD_INFO, "link %s %s -> %s",
-				 dnpd_dir_names[dir], dnpd_state_name(l->state),
+			dnpd_log(st == DNP_LINK_BROKEN ? dnpd_fault_level() : DNPD_INFO,
+				 "link %s %s -> %s", dnpd_dir_names[dir], dnpd_state_name(l->state),
 				 dnpd_state_name(st));
 			l->state = (uint8_t)st;
 		}

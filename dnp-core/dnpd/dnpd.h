@@ -65,7 +65,7 @@ struct dnpd_conf {
 	unsigned udp_base_port;
 	enum dnpd_idle idle;
 	int cpu;                    /* -1: no pinning */
-	int log_level;              /* 0 errors .. 3 debug; default 1 */
+	int log_level;              /* enum dnp_log_level: 0 errors .. 3 debug; default 1 */
 	uint64_t credit_period_us;  /* 0: the engine's default */
 	uint64_t credit_timeout_ms; /* 0: the engine's default */
 	uint64_t heap_default;      /* session heap when the app asks none */
@@ -83,7 +83,8 @@ struct dnpd_conf {
 void dnpd_conf_default(struct dnpd_conf *c);
 /*
  * Parses argv (and the --config file it names, whose keys the command line
- * overrides). Returns 0, 1 when --help was printed, or -EINVAL after printing why.
+ * overrides), then sets up the log (common/dnp_log.h). Returns 0, 1 when --help or
+ * --version was printed, or -EINVAL after printing why.
  */
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv);
 void dnpd_conf_usage(FILE *f, const char *prog);
@@ -100,8 +101,7 @@ int dnpd_path(const struct dnpd_conf *c, const char *fmt_suffix, char *out, size
 int dnpd_conf_link_addr(const struct dnpd_conf *c, unsigned dir, char *local, char *remote,
 			size_t len, unsigned *side, char *peer_bell, size_t bell_len);
 
-/* ---- log ---- */
-extern int dnpd_log_level;
+/* ---- log: common/dnp_log.h's format, level and node (set by dnpd_conf_parse) ---- */
 void dnpd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define DNPD_ERR 0
 #define DNPD_WARN 1

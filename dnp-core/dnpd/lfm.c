@@ -114,33 +114,35 @@ static void lfm_log(const struct dnpd_lfm *m, const struct dnp_dfm_out *o)
 
 		switch (a->kind) {
 		case DNP_DFM_AL_LINK:
-			dnpd_log(DNPD_WARN, "lofamo: link %s %s", lfm_dir[a->subject % 6],
+			dnpd_log(a->level == DNP_LFM_LINK_OK ? DNPD_INFO : DNPD_WARN,
+				 "lofamo: link %s %s", lfm_dir[a->subject % 6],
 				 a->level == DNP_LFM_LINK_BROKEN ? "broken" :
 				 a->level == DNP_LFM_LINK_SICK   ? "sick" :
 								   "ok");
 			break;
 		case DNP_DFM_AL_SENSOR:
-			dnpd_log(DNPD_WARN, "lofamo: sensor %s %s",
-				 lfm_sensor[a->subject % DNP_LFM_NSENSORS],
+			dnpd_log(a->level == DNP_LFM_NORMAL ? DNPD_INFO : DNPD_WARN,
+				 "lofamo: sensor %s %s", lfm_sensor[a->subject % DNP_LFM_NSENSORS],
 				 a->level == DNP_LFM_ALARM   ? "alarm" :
 				 a->level == DNP_LFM_WARNING ? "warning" :
 							       "normal");
 			break;
 		case DNP_DFM_AL_HOST:
 			dnpd_log(
-				DNPD_WARN, "lofamo: host %s",
+				a->level == DNP_LFM_HOST_OK ? DNPD_INFO : DNPD_WARN,
+				"lofamo: host %s",
 				a->level == DNP_LFM_HOST_OMISSION ?
 					"omission (watchdog not validated): relaying over the torus" :
 				a->level == DNP_LFM_HOST_PERIPHERY ? "periphery fault: relaying" :
 								     "ok");
 			break;
 		case DNP_DFM_AL_REMOTE:
-			dnpd_log(DNPD_WARN, "lofamo: neighbour %s (node %u) host %s",
-				 lfm_dir[a->subject % 6], a->node,
-				 a->level == DNP_LFM_RFD_NONE ? "recovered" : "faulty");
+			dnpd_log(a->level == DNP_LFM_RFD_NONE ? DNPD_INFO : DNPD_WARN,
+				 "lofamo: neighbour %s (node %u) host %s", lfm_dir[a->subject % 6],
+				 a->node, a->level == DNP_LFM_RFD_NONE ? "recovered" : "faulty");
 			break;
 		case DNP_DFM_AL_TIMER:
-			dnpd_log(DNPD_WARN, "lofamo: timer register %s",
+			dnpd_log(a->level ? DNPD_WARN : DNPD_INFO, "lofamo: timer register %s",
 				 a->level ? "refused (T_write must be < T_read, 5..60000 ms)" :
 					    "accepted");
 			break;

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dnp_config.h"
 #include "dnp_parse.h"
 #include "impair.h"
+#include "dnp_version.h"
 #include "lab.h"
 
 /* One lab time unit is one cycle of the modelled link: --link-mhz says how long. */
@@ -580,8 +580,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("dnp-lab %s\n", DNP_VERSION);
-		return 0;
+		return dnp_version_print("dnp-lab");
 	}
 	fprintf(stderr, "dnp-lab: unknown command %s\n", argv[1]);
 	usage(stderr);

@@ -27,6 +27,7 @@
  *   dnp-hfm --regs PATH --node ID --supervisor HOST:PORT [--t-write MS --t-read MS]
  *           [--mask HEX] [--key-file FILE]
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -42,7 +43,9 @@
 #include <unistd.h>
 
 #include "dfm.h"
+#include "dnp_log.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "regs.h"
 #include "svc.h"
 #include "tool.h"
@@ -95,6 +98,45 @@ struct hfm {
 	bool urgent;
 };
 
+/*
+ * An alarm in words, as the supervisor's event log says it ("link X+ sick",
+ * "sensor temp alarm", "hostdev svcnet warning"); the log level is warn for
+ * a fault and info for a return to normal.
+ */
+static int alarm_words(char *buf, size_t len, unsigned kind, unsigned subject, unsigned level,
+		       unsigned node)
+{
+	static const char *const dirs[DNP_LFM_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
+	static const char *const links[4] = { "none", "ok", "sick", "broken" };
+	static const char *const sensors[DNP_LFM_NSENSORS] = { "temp", "volt", "power" };
+	static const char *const hdevs[DNP_LFM_NHDEV] = { "memory", "svcnet", "cpu", "thermal" };
+	static const char *const levels[4] = { "normal", "warning", "alarm", "?" };
+	static const char *const rfds[3] = { "recovered", "omission", "periphery" };
+
+	switch (kind) {
+	case DNP_SVC_AL_DNP:
+		snprintf(buf, len, "dnp %s", level ? "omission" : "back");
+		return level ? DNP_LOG_WARN : DNP_LOG_INFO;
+	case DNP_SVC_AL_LINK:
+		snprintf(buf, len, "link %s %s", dirs[subject % DNP_LFM_NDIRS], links[level & 3]);
+		return level == DNP_LFM_LINK_OK ? DNP_LOG_INFO : DNP_LOG_WARN;
+	case DNP_SVC_AL_SENSOR:
+		snprintf(buf, len, "sensor %s %s", sensors[subject % DNP_LFM_NSENSORS],
+			 levels[level & 3]);
+		return level == DNP_LFM_NORMAL ? DNP_LOG_INFO : DNP_LOG_WARN;
+	case DNP_SVC_AL_REMOTE:
+		snprintf(buf, len, "neighbour %s (node %u) host %s", dirs[subject % DNP_LFM_NDIRS],
+			 node, rfds[level < 3 ? level : 0]);
+		return level == DNP_LFM_RFD_NONE ? DNP_LOG_INFO : DNP_LOG_WARN;
+	case DNP_SVC_AL_HOST:
+		snprintf(buf, len, "hostdev %s %s", hdevs[subject % DNP_LFM_NHDEV],
+			 levels[level & 3]);
+		return level == DNP_LFM_NORMAL ? DNP_LOG_INFO : DNP_LOG_WARN;
+	}
+	snprintf(buf, len, "of unknown kind %u (subject %u, level %u)", kind, subject, level);
+	return DNP_LOG_WARN;
+}
+
 static void raise_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned level,
 			uint32_t node)
 {
@@ -110,12 +152,11 @@ static void raise_alarm(struct hfm *h, unsigned kind, unsigned subject, unsigned
 		.node = node,
 	};
 	h->urgent = true;
-	/* Wall-clock ms, as the supervisor logs: a slow awareness splits in two. */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(stderr, "%lld.%03ld dnp-hfm %u: alarm %u kind %u subject %u level %u node %u\n",
-		(long long)ts.tv_sec, ts.tv_nsec / 1000000, h->node, h->next_id, kind, subject,
-		level, node);
+	/* Stamped (wall clock, as the supervisor logs): a slow awareness splits in two. */
+	char what[96];
+	int lvl = alarm_words(what, sizeof(what), kind, subject, level, node);
+
+	dnp_log(lvl, "alarm %s on node %u (alarm %u to the supervisor)", what, h->node, h->next_id);
 }
 
 /* Memory from /proc/meminfo: available under 5 % alarm, under 10 % warning. */
@@ -295,6 +336,8 @@ static void usage(FILE *f)
 		"  --t-write/--t-read  set the timer register (T_write < T_read, ms)\n"
 		"  --mask HEX        set the DFM mask register (fault kinds reported)\n"
 		"  --key-file FILE   cluster key (32 hex digits): sign HEALTHs, take signed ACKs\n"
+		"  --log-level L     error, warn, info (default) or debug\n"
+		"  --help, --version\n"
 		"SIGUSR1 toggles a simulated cut of this node's service network.\n");
 }
 
@@ -305,6 +348,7 @@ struct hfm_args {
 	struct sockaddr_in sup;
 	uint32_t set_tw, set_tr; /* timer register to set (0: leave it) */
 	long mask;               /* mask register to set (-1: leave it) */
+	enum dnp_log_level log_level;
 };
 
 /* The command line into h and a. Returns -1 to go on, else the exit status. */
@@ -318,14 +362,16 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 		{ "t-read", required_argument, NULL, 'R' },
 		{ "mask", required_argument, NULL, 'm' },
 		{ "key-file", required_argument, NULL, 'K' },
+		{ "log-level", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_node = false, have_sup = false;
 	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:g:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			h->regs_path = optarg;
@@ -363,6 +409,16 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 				return 2;
 			h->keyed = true;
 			break;
+		case 'g':
+			if (dnp_log_level_parse(optarg, &a->log_level)) {
+				fprintf(stderr,
+					PROG ": bad --log-level '%s' (error, warn, info, debug)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'V':
+			return dnp_version_print(PROG);
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}
@@ -394,7 +450,7 @@ static void hfm_regs(struct hfm *h, const struct hfm_args *a)
 				(void)dnp_lfm_timer_set(h->r, a->set_tw, a->set_tr);
 			if (a->mask >= 0)
 				atomic_store(&h->r->mask, (uint32_t)a->mask);
-			fprintf(stderr, "dnp-hfm %u: mapped %s\n", h->node, h->regs_path);
+			dnp_log(DNP_LOG_INFO, "mapped the DNP's registers %s", h->regs_path);
 		}
 	}
 	if (h->r) {
@@ -451,14 +507,9 @@ static void hfm_sleep(const struct hfm *h, uint64_t wake)
 	(void)poll(&p, 1, ms);
 	/* Woken more than T_write after it asked: say so (a drill's slow awareness). */
 	slept = mono_ns() - now;
-	if (slept > (uint64_t)ms * 1000000ull + (uint64_t)h->tw * 1000000ull) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		fprintf(stderr, "%lld.%03ld dnp-hfm %u: woke %llu ms after a %d ms poll\n",
-			(long long)ts.tv_sec, ts.tv_nsec / 1000000, h->node,
+	if (slept > (uint64_t)ms * 1000000ull + (uint64_t)h->tw * 1000000ull)
+		dnp_log(DNP_LOG_WARN, "woke %llu ms after a %d ms poll (off the CPU)",
 			(unsigned long long)(slept / 1000000ull), ms);
-	}
 }
 
 static void hfm_run(struct hfm *h, const struct hfm_args *a)
@@ -508,15 +559,19 @@ int main(int argc, char **argv)
 	static struct hfm h = { .fd = -1,
 				.tw = DNP_LFM_T_WRITE_DEFAULT,
 				.tr = DNP_LFM_T_READ_DEFAULT };
-	struct hfm_args a = { .mask = -1 };
+	struct hfm_args a = { .mask = -1, .log_level = DNP_LOG_INFO };
 	struct sigaction act = { 0 };
+	char node[32];
 	int r = hfm_parse(argc, argv, &h, &a);
 
 	if (r >= 0)
 		return r;
+	dnp_log_setup(PROG, stderr, a.log_level);
+	snprintf(node, sizeof(node), "node %u", h.node);
+	dnp_log_set_node(node);
 	h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (h.fd < 0 || connect(h.fd, (struct sockaddr *)&a.sup, sizeof(a.sup)) < 0) {
-		perror("dnp-hfm: service network socket");
+		dnp_log(DNP_LOG_ERR, "service network socket: %s", strerror(errno));
 		return 1;
 	}
 	act.sa_handler = on_stop;
@@ -531,11 +586,13 @@ int main(int argc, char **argv)
 	if (getrandom(&h.incarnation, sizeof(h.incarnation), 0) != sizeof(h.incarnation) ||
 	    !h.incarnation)
 		h.incarnation = (uint32_t)getpid() | 1u;
+	dnp_log(DNP_LOG_INFO, "started: supervisor %s:%u", inet_ntoa(a.sup.sin_addr),
+		ntohs(a.sup.sin_port));
 	hfm_run(&h, &a);
 	if (h.late_reads)
-		fprintf(stderr,
-			"dnp-hfm %u: %llu late reads of the DNP register gave it a second look\n",
-			h.node, (unsigned long long)h.late_reads);
+		dnp_log(DNP_LOG_INFO, "%llu late reads of the DNP register gave it a second look",
+			(unsigned long long)h.late_reads);
+	dnp_log(DNP_LOG_INFO, "stopped");
 	dnp_lfm_regs_unmap(h.r);
 	close(h.fd);
 	return 0;

@@ -36,6 +36,7 @@
 
 #include "dfm.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "regs.h"
 #include "sup.h"
 #include "tool.h"
@@ -446,7 +447,8 @@ static void usage(FILE *f)
 		"  --expect: the scenario's fault must reach the picture by this report path\n"
 		"  (service, relay, inference, silence) exactly MS virtual ms after it\n"
 		"  --picture: the supervisor's JSON picture at the end of each run, asked in\n"
-		"  pages as dnpctl does, written to FILE (the last run's stays)\n");
+		"  pages as dnpctl does, written to FILE (the last run's stays)\n"
+		"  --help, --version\n");
 }
 
 #define PROG "dnp-lab-lofamo"
@@ -510,11 +512,12 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 		{ "expect", required_argument, NULL, 'e' },
 		{ "picture", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, r = 0;
 
-	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:p:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:p:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			snprintf(a->tori, sizeof(a->tori), "%s", optarg);
@@ -543,6 +546,8 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 		case 'p':
 			a->picture = optarg;
 			break;
+		case 'V':
+			return dnp_version_print(PROG);
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}

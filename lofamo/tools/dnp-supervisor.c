@@ -51,7 +51,9 @@
 
 #include <arpa/inet.h>
 
+#include "dnp_log.h"
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "hooks.h"
 #include "regs.h"
 #include "sup.h"
@@ -101,7 +103,9 @@ static void usage(FILE *f)
 		"                    $DNP_SUPERVISOR_ON_FAULT); the event is in DNP_EVENT_JSON\n"
 		"  --on-heal CMD     the same when it is healthy again ($DNP_SUPERVISOR_ON_HEAL)\n"
 		"  --key-file FILE   cluster key (32 hex digits): only signed HEALTHs are taken,\n"
-		"                    and STATUS only signed or from a loopback address\n");
+		"                    and STATUS only signed or from a loopback address\n"
+		"  --log-level L     error, warn, info (default) or debug\n"
+		"  --help, --version\n");
 }
 
 struct sup_main {
@@ -123,6 +127,7 @@ struct sup_main {
 	bool keyed;              /* --key-file: datagrams must be signed (svc.h) */
 	struct dnp_svc_key key;
 	uint64_t refused; /* unsigned or badly signed datagrams dropped */
+	enum dnp_log_level log_level;
 };
 
 #define PROG "dnp-supervisor"
@@ -159,7 +164,9 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "on-fault", required_argument, NULL, 'O' },
 		{ "on-heal", required_argument, NULL, 'E' },
 		{ "key-file", required_argument, NULL, 'K' },
+		{ "log-level", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_torus = false;
@@ -171,7 +178,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
 	if (m->http_at && !*m->http_at)
 		m->http_at = NULL;
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:g:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -222,6 +229,16 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 				return 2;
 			m->keyed = true;
 			break;
+		case 'g':
+			if (dnp_log_level_parse(optarg, &m->log_level)) {
+				fprintf(stderr,
+					PROG ": bad --log-level '%s' (error, warn, info, debug)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'V':
+			return dnp_version_print(PROG);
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}
@@ -245,20 +262,20 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 static int sup_open(struct sup_main *m)
 {
 	if (m->log_path && !(m->log = fopen(m->log_path, "ae"))) {
-		perror(m->log_path);
+		dnp_log(DNP_LOG_ERR, "--log %s: %s", m->log_path, strerror(errno));
 		return 1;
 	}
 	if (m->fd >= 0) {
 		/* Handed over by dnp-run, already bound: keep it out of any child. */
 		if (fcntl(m->fd, F_SETFD, FD_CLOEXEC) < 0) {
-			fprintf(stderr, PROG ": --listen-fd %d: %s\n", m->fd, strerror(errno));
+			dnp_log(DNP_LOG_ERR, "--listen-fd %d: %s", m->fd, strerror(errno));
 			return 1;
 		}
 		return 0;
 	}
 	m->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&m->sa, sizeof(m->sa)) < 0) {
-		fprintf(stderr, PROG ": bind %s: %s\n", m->listen_at, strerror(errno));
+		dnp_log(DNP_LOG_ERR, "bind %s: %s", m->listen_at, strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -335,14 +352,12 @@ static int sup_web_open(struct sup_main *m)
 		return 0;
 	r = dnp_web_create(&m->http_sa, &m->web);
 	if (r) {
-		fprintf(stderr, PROG ": --http %s: %s\n", m->http_at,
+		dnp_log(DNP_LOG_ERR, "--http %s: %s", m->http_at,
 			r == -ENOTSUP ? "built without libmicrohttpd" : strerror(-r));
 		return 1;
 	}
 	inet_ntop(AF_INET, &m->http_sa.sin_addr, host, sizeof(host));
-	fprintf(m->log, "%" PRIu64 ".%03u supervisor: fault map on http://%s:%u/\n",
-		real_ms() / 1000, (unsigned)(real_ms() % 1000), host, dnp_web_port(m->web));
-	fflush(m->log);
+	dnp_log(DNP_LOG_INFO, "fault map on http://%s:%u/", host, dnp_web_port(m->web));
 	return 0;
 }
 
@@ -362,13 +377,11 @@ static int sup_hooks_open(struct sup_main *m)
 	if ((!m->on_fault || !*m->on_fault) && (!m->on_heal || !*m->on_heal))
 		return 0;
 	if (dnp_hooks_create(&hc, &m->hooks)) {
-		fprintf(stderr, PROG ": out of memory\n");
+		dnp_log(DNP_LOG_ERR, "out of memory");
 		return 1;
 	}
-	fprintf(m->log, "%" PRIu64 ".%03u supervisor: on-fault '%s', on-heal '%s'\n",
-		real_ms() / 1000, (unsigned)(real_ms() % 1000), m->on_fault ? m->on_fault : "",
+	dnp_log(DNP_LOG_INFO, "on-fault '%s', on-heal '%s'", m->on_fault ? m->on_fault : "",
 		m->on_heal ? m->on_heal : "");
-	fflush(m->log);
 	return 0;
 }
 
@@ -419,30 +432,45 @@ static void sup_hooks_note(struct sup_main *m, const struct dnp_sup_event *ev)
 	(void)dnp_hooks_set(m->hooks, ev->node, &st);
 }
 
+/*
+ * An event's log level: info for a return to health ("host ok", "link X+
+ * ok", "alarm sensor temp normal", "alarm dnp back"), warn for the rest (a
+ * fault, a suspicion, an alarm).
+ */
+static int sup_event_level(const char *what)
+{
+	static const char *const good[] = { " ok", " normal", " back", " recovered", " none" };
+	size_t n = strlen(what);
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		size_t k = strlen(good[i]);
+
+		if (n >= k && !strcmp(what + n - k, good[i]))
+			return DNP_LOG_INFO;
+	}
+	return DNP_LOG_WARN;
+}
+
 /* The supervisor's own stalls and the picture's new events, to the log. */
 static void sup_log_news(struct sup_main *m)
 {
-	uint64_t now = real_ms();
-
 	dnp_sup_stalls(m->s, &m->nstall, &m->stall_ms);
 	if (m->nstall != m->seen_stalls) {
-		fprintf(m->log,
-			"%" PRIu64 ".%03u supervisor was off the CPU (%" PRIu64 " stalls, %" PRIu64
-			" ms in all): silence deadlines moved by it\n",
-			now / 1000, (unsigned)(now % 1000), m->nstall, m->stall_ms);
+		dnp_log(DNP_LOG_WARN,
+			"was off the CPU (%" PRIu64 " stalls, %" PRIu64
+			" ms in all): silence deadlines moved by it",
+			m->nstall, m->stall_ms);
 		m->seen_stalls = m->nstall;
 	}
 	for (; m->logged < dnp_sup_nevents(m->s); m->logged++) {
 		const struct dnp_sup_event *ev = dnp_sup_event(m->s, m->logged);
 
 		if (ev)
-			fprintf(m->log, "%" PRIu64 ".%03u node %u %s (%s)\n", ev->t_ms / 1000,
-				(unsigned)(ev->t_ms % 1000), ev->node, ev->what,
+			dnp_log(sup_event_level(ev->what), "node %u %s (%s)", ev->node, ev->what,
 				dnp_sup_path_name(ev->path));
 		if (ev && m->hooks)
 			sup_hooks_note(m, ev);
 	}
-	fflush(m->log);
 }
 
 static void sup_serve(struct sup_main *m)
@@ -473,6 +501,7 @@ int main(int argc, char **argv)
 		.tw = DNP_LFM_T_WRITE_DEFAULT,
 		.tr = DNP_LFM_T_READ_DEFAULT,
 		.fd = -1,
+		.log_level = DNP_LOG_INFO,
 	};
 	struct sigaction act = { 0 };
 	int r = sup_args(argc, argv, &m);
@@ -480,28 +509,28 @@ int main(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	m.log = stdout;
+	dnp_log_setup(PROG, stderr, m.log_level); /* until the log is open */
 	if (sup_open(&m))
 		return 1;
+	dnp_log_setup(PROG, m.log, m.log_level);
 	if (dnp_sup_create(&m.sc, clock_ms(CLOCK_MONOTONIC), &m.s)) {
-		fprintf(stderr, PROG ": out of memory\n");
+		dnp_log(DNP_LOG_ERR, "out of memory");
 		return 1;
 	}
 	act.sa_handler = on_stop;
 	sigaction(SIGTERM, &act, NULL);
 	sigaction(SIGINT, &act, NULL);
-	fprintf(m.log,
-		"%" PRIu64 ".%03u supervisor up: torus %ux%ux%u, T_write %u ms, T_read %u ms, "
-		"silence %" PRIu64 " ms\n",
-		real_ms() / 1000, (unsigned)(real_ms() % 1000), m.sc.torus.dim[0],
-		m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr, m.sc.silence_ms);
-	fflush(m.log);
+	dnp_log(DNP_LOG_INFO,
+		"up: torus %ux%ux%u, T_write %u ms, T_read %u ms, silence %" PRIu64 " ms",
+		m.sc.torus.dim[0], m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr,
+		m.sc.silence_ms);
 	if (sup_web_open(&m) || sup_hooks_open(&m))
 		return 1;
 	sup_serve(&m);
 	if (m.refused)
-		fprintf(m.log,
-			"supervisor: %" PRIu64 " unsigned or badly signed datagrams dropped\n",
+		dnp_log(DNP_LOG_WARN, "%" PRIu64 " unsigned or badly signed datagrams dropped",
 			m.refused);
+	dnp_log(DNP_LOG_INFO, "stopped");
 	dnp_hooks_destroy(m.hooks);
 	dnp_web_destroy(m.web);
 	free(m.json);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dnp_log.h"
 #include "hooks.h"
 
 extern char **environ;
@@ -37,24 +38,21 @@ struct dnp_hooks {
 	uint64_t started, failed;
 };
 
-static void hook_log(const struct dnp_hooks *h, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* One line of the supervisor's log (dnp_log.h format), "hook " and the message. */
+static void hook_log(const struct dnp_hooks *h, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static void hook_log(const struct dnp_hooks *h, const char *fmt, ...)
+static void hook_log(const struct dnp_hooks *h, int level, const char *fmt, ...)
 {
-	struct timespec ts;
+	char msg[512];
 	va_list ap;
 
 	if (!h->c.log)
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	fprintf(h->c.log, "%" PRIu64 ".%03u hook ", (uint64_t)ts.tv_sec,
-		(unsigned)(ts.tv_nsec / 1000000));
 	va_start(ap, fmt);
-	vfprintf(h->c.log, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', h->c.log);
-	fflush(h->c.log);
+	dnp_log_to(h->c.log, level, "hook %s", msg);
 }
 
 static bool hook_has(const char *cmd)
@@ -94,7 +92,7 @@ void dnp_hooks_destroy(struct dnp_hooks *h)
 		kill(-n->pid, SIGKILL);
 		while (waitpid(n->pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		hook_log(h, "%s node %u: killed, the supervisor stops",
+		hook_log(h, DNP_LOG_INFO, "%s node %u: killed, the supervisor stops",
 			 n->run_faulty ? "on-fault" : "on-heal", i);
 	}
 	free(h->node);
@@ -208,16 +206,17 @@ static void hook_done(struct dnp_hooks *h, uint32_t id, int status, uint64_t now
 	uint64_t ms = now_ms - n->started_ms;
 
 	if (n->killed) {
-		hook_log(h, "%s node %u: killed after %" PRIu64 " ms (timeout %" PRIu64 " ms)",
-			 kind, id, ms, h->c.timeout_ms);
+		hook_log(h, DNP_LOG_WARN,
+			 "%s node %u: killed after %" PRIu64 " ms (timeout %" PRIu64 " ms)", kind,
+			 id, ms, h->c.timeout_ms);
 		h->failed++;
 	} else if (WIFEXITED(status) && WEXITSTATUS(status)) {
-		hook_log(h, "%s node %u: exited %d after %" PRIu64 " ms", kind, id,
+		hook_log(h, DNP_LOG_WARN, "%s node %u: exited %d after %" PRIu64 " ms", kind, id,
 			 WEXITSTATUS(status), ms);
 		h->failed++;
 	} else if (WIFSIGNALED(status)) {
-		hook_log(h, "%s node %u: killed by signal %d after %" PRIu64 " ms", kind, id,
-			 WTERMSIG(status), ms);
+		hook_log(h, DNP_LOG_WARN, "%s node %u: killed by signal %d after %" PRIu64 " ms",
+			 kind, id, WTERMSIG(status), ms);
 		h->failed++;
 	}
 	n->pid = 0;
@@ -239,7 +238,8 @@ static void hook_start(struct dnp_hooks *h, uint32_t id, uint64_t now_ms)
 	pid = hook_spawn(h, id, cmd);
 	h->started++;
 	if (pid < 0) {
-		hook_log(h, "%s node %u: cannot start /bin/sh: %s", kind, id, strerror((int)-pid));
+		hook_log(h, DNP_LOG_WARN, "%s node %u: cannot start /bin/sh: %s", kind, id,
+			 strerror((int)-pid));
 		h->failed++;
 		return;
 	}
@@ -247,8 +247,8 @@ static void hook_start(struct dnp_hooks *h, uint32_t id, uint64_t now_ms)
 	n->run_faulty = n->faulty;
 	n->started_ms = now_ms;
 	h->running++;
-	hook_log(h, "%s node %u: started (pid %d, host %s, dnp %s, %s)", kind, id, (int)pid,
-		 n->host, n->dnp, n->path);
+	hook_log(h, DNP_LOG_INFO, "%s node %u: started (pid %d, host %s, dnp %s, %s)", kind, id,
+		 (int)pid, n->host, n->dnp, n->path);
 }
 
 void dnp_hooks_poll(struct dnp_hooks *h, uint64_t now_ms)

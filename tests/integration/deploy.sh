@@ -63,7 +63,7 @@ else
 fi
 for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 pids=
-grep '^dnpd' "$dir/d1-0.log" | head -n 5
+grep ' dnpd node ' "$dir/d1-0.log" | head -n 5
 
 # ---- 2. systemd-analyze verify
 echo "--- 2. systemd-analyze verify"

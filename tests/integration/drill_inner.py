@@ -173,9 +173,10 @@ def main():
 
     def where_time_went():
         """The victim's HFM stamps its alarms and its late wake-ups, the
-        supervisor its own stalls (wall-clock ms, as t0)."""
+        supervisor its own stalls (UTC, ms: common/dnp_log.h; t0 likewise)."""
         e = sys.stderr
-        e.write("drill: fault injected at %d ms; the victim's HFM log:\n" % t0)
+        e.write("drill: fault injected at %s.%03dZ (%d ms); the victim's HFM log:\n" % (
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t0 // 1000)), t0 % 1000, t0))
         e.write(tail(os.path.join(d, "hfm-%d.log" % v)))
         e.write("drill: the supervisor's log:\n")
         e.write(tail(os.path.join(d, "supervisor.out")))

@@ -95,8 +95,8 @@ help_ok test --werror --help
 
 run --version
 want=$(sed -n "s/^ *version: *'\([^']*\)'.*/\1/p" "$src/meson.build" | head -n 1)
-[ $rc -eq 0 ] && [ -n "$want" ] && grep -qx "SoftDNP $want" "$tmp/out" ||
-	bad "./dnp --version: rc $rc, '$(cat "$tmp/out")' (want 'SoftDNP $want')"
+[ $rc -eq 0 ] && [ -n "$want" ] && grep -Eqx "dnp \(SoftDNP\) $want(-g[0-9a-f]+(-dirty)?)?" "$tmp/out" ||
+	bad "./dnp --version: rc $rc, '$(cat "$tmp/out")' (want 'dnp (SoftDNP) $want-gCOMMIT')"
 nothing_started "./dnp --version"
 
 usage_error "unknown command 'nosuch'" nosuch

@@ -118,7 +118,7 @@ rc=$?
 check "--help: usage on stdout, exit 0" "[ $rc -eq 0 ] && grep -q '^usage: dnp-run' '$out'"
 "$run" --version >"$out" 2>&1
 rc=$?
-check "--version" "[ $rc -eq 0 ] && grep -qx 'dnp-run [0-9][0-9.]*' '$out'"
+check "--version" "[ $rc -eq 0 ] && grep -qx 'dnp-run (SoftDNP) [0-9][0-9.]*[-0-9a-z]*' '$out'"
 
 # Lifetimes: kill -9 dnp-run, count what is left of the run.
 count_run() { # processes whose command line or environment name the run directory
