@@ -54,8 +54,8 @@
 
 #include "dnp_parse.h"
 #include "dnp_session.h"
-#include "dnpctl_cmd.h"
 #include "dnp_version.h"
+#include "dnpctl_cmd.h"
 #include "dnpctl_json.h"
 #include "dnpd.h"
 #include "impair.h"
@@ -592,7 +592,16 @@ static int dnpctl_lofamo(const char *sock, int argc, char **argv)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* What the options said (dnpctl_opts). */
+struct dnpctl_cli {
+	const char *path, *sup;
+	unsigned qflags, wait_ms;
+	uint64_t duration_ms;
+	bool all, stop, capture_opt;
+};
+
+/* Parses the options into c: -1 to go on, else the exit status. */
+static int dnpctl_opts(int argc, char **argv, struct dnpctl_cli *c)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -607,58 +616,47 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
-									   "/run/dnp/dnpd.sock";
-	const char *sup = getenv("DNP_SUPERVISOR");
-	unsigned qflags = 0, wait_ms = 2000;
-	uint64_t duration_ms = 0;
-	bool topo, all = false, stop = false, capture_opt = false;
-	int opt, r;
+	uint64_t v;
+	int opt;
 
 	while ((opt = getopt_long(argc, argv, "s:S:jlaw:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'a':
-			all = true;
+			c->all = true;
 			break;
-		case 'w': {
-			uint64_t v;
-
+		case 'w':
 			if (dnp_parse_duration_ms(optarg, &v) || v > 600000) {
 				fprintf(stderr, "dnpctl: --wait-ms %s: want 0..600000\n", optarg);
 				return 2;
 			}
-			wait_ms = (unsigned)v;
+			c->wait_ms = (unsigned)v;
 			break;
-		}
-		case 'D': {
-			uint64_t ns;
-
-			if (dnp_parse_duration_ns(optarg, 1000000000ull, &ns) || ns == 0 ||
-			    ns > 86400000000000ull) {
+		case 'D':
+			if (dnp_parse_duration_ns(optarg, 1000000000ull, &v) || v == 0 ||
+			    v > 86400000000000ull) {
 				fprintf(stderr,
 					"dnpctl: --duration %s: want a duration up to 24 h "
 					"(a bare number is seconds)\n",
 					optarg);
 				return 2;
 			}
-			duration_ms = (ns + 999999u) / 1000000u;
-			capture_opt = true;
+			c->duration_ms = (v + 999999u) / 1000000u;
+			c->capture_opt = true;
 			break;
-		}
 		case 'T':
-			stop = capture_opt = true;
+			c->stop = c->capture_opt = true;
 			break;
 		case 's':
-			path = optarg;
+			c->path = optarg;
 			break;
 		case 'S':
-			sup = optarg;
+			c->sup = optarg;
 			break;
 		case 'j':
-			qflags |= DNP_SVC_Q_JSON;
+			c->qflags |= DNP_SVC_Q_JSON;
 			break;
 		case 'l':
-			qflags |= DNP_SVC_Q_LOG;
+			c->qflags |= DNP_SVC_Q_LOG;
 			break;
 		case 'h':
 			dnpctl_usage(stdout, argv[0]);
@@ -670,37 +668,68 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* capture and list, which take options of their own: -1 if the command is neither. */
+static int dnpctl_capture_list(int argc, char **argv, const struct dnpctl_cli *c)
+{
+	int r;
+
 	if (optind < argc && !strcmp(argv[optind], "capture")) {
-		if (all || qflags) {
+		if (c->all || c->qflags) {
 			fprintf(stderr, "dnpctl: capture does not take %s\n",
-				all                    ? "--all" :
-				qflags & DNP_SVC_Q_LOG ? "--log" :
-							 "--json");
+				c->all                    ? "--all" :
+				c->qflags & DNP_SVC_Q_LOG ? "--log" :
+							    "--json");
 			return 2;
 		}
-		if (stop ? optind != argc - 1 || duration_ms : optind != argc - 2) {
+		if (c->stop ? optind != argc - 1 || c->duration_ms : optind != argc - 2) {
 			fprintf(stderr, "dnpctl: capture takes FILE [--duration S], or --stop\n");
 			return 2;
 		}
-		return dnpctl_capture(path, stop ? NULL : argv[optind + 1], duration_ms);
+		return dnpctl_capture(c->path, c->stop ? NULL : argv[optind + 1], c->duration_ms);
 	}
-	if (capture_opt) {
+	if (c->capture_opt) {
 		fprintf(stderr, "dnpctl: --duration and --stop are options of capture\n");
 		return 2;
 	}
 	if (optind < argc && !strcmp(argv[optind], "list")) {
-		if (all || (qflags & DNP_SVC_Q_LOG)) {
-			fprintf(stderr, "dnpctl: list does not take %s\n", all ? "--all" : "--log");
+		if (c->all || (c->qflags & DNP_SVC_Q_LOG)) {
+			fprintf(stderr, "dnpctl: list does not take %s\n",
+				c->all ? "--all" : "--log");
 			return 2;
 		}
 		r = dnpctl_list((const char *const *)argv + optind + 1,
-				(unsigned)(argc - optind - 1), qflags & DNP_SVC_Q_JSON);
+				(unsigned)(argc - optind - 1), c->qflags & DNP_SVC_Q_JSON);
 		if (r) {
 			fprintf(stderr, "dnpctl: list: %s\n", strerror(-r));
 			return 1;
 		}
 		return 0;
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct dnpctl_cli c = {
+		.path = getenv("DNP_SOCKET") && *getenv("DNP_SOCKET") ? getenv("DNP_SOCKET") :
+									"/run/dnp/dnpd.sock",
+		.sup = getenv("DNP_SUPERVISOR"),
+		.wait_ms = 2000,
+	};
+	const char *path;
+	unsigned qflags;
+	bool topo, all;
+	int r;
+
+	if ((r = dnpctl_opts(argc, argv, &c)) >= 0 ||
+	    (r = dnpctl_capture_list(argc, argv, &c)) >= 0)
+		return r;
+	path = c.path;
+	qflags = c.qflags;
+	all = c.all;
 	if (path && optind == argc - 2 && !strcmp(argv[optind], "impair")) {
 		r = dnpctl_impair(path, argv[optind + 1]);
 		if (r) {
@@ -712,12 +741,12 @@ int main(int argc, char **argv)
 	if (optind == argc - 1 && !strcmp(argv[optind], "status")) {
 		if (isatty(STDOUT_FILENO) && !getenv("NO_COLOR"))
 			qflags |= DNP_SVC_Q_COLOUR;
-		r = dnpctl_status(sup, qflags);
+		r = dnpctl_status(c.sup, qflags);
 		if (r) {
 			fprintf(stderr, "dnpctl: supervisor %s: %s\n",
-				sup ? sup :
-				      "(none: set "
-				      "DNP_SUPERVISOR or --supervisor)",
+				c.sup ? c.sup :
+					"(none: set "
+					"DNP_SUPERVISOR or --supervisor)",
 				strerror(-r));
 			return 1;
 		}
@@ -745,7 +774,7 @@ int main(int argc, char **argv)
 						 "--json");
 		return 2;
 	}
-	r = all ? dnpctl_topo_all(path, wait_ms) :
+	r = all ? dnpctl_topo_all(path, c.wait_ms) :
 		  dnpctl_stats(path, topo, qflags & DNP_SVC_Q_JSON);
 	if (r == 3 || r == 4)
 		return r;

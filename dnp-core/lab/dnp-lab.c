@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "dnp_parse.h"
-#include "impair.h"
 #include "dnp_version.h"
+#include "impair.h"
 #include "lab.h"
 
 /* One lab time unit is one cycle of the modelled link: --link-mhz says how long. */
