@@ -97,8 +97,6 @@ static void src_read_done(struct dnp_engine *e, struct slot *s)
 {
 	struct evq *q = &e->ports[s->port];
 
-	if (!s->rd_ev)
-		return;
 	s->rd_ev = 0;
 	if (s->orphan || !q->open)
 		return;
@@ -367,7 +365,8 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	uint32_t len = is_getreq                   ? DNP_GET_DESC_BYTES :
 		       remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD :
 						     (uint32_t)remaining;
-	bool last = is_getreq || len == remaining; /* its source is read whole once this left */
+	/* a TX_READ is due once this packet left: its source is then read whole */
+	bool read_done = s->rd_ev && len == remaining;
 	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
@@ -401,7 +400,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
 		return inj_abort(e, qi, s, rc);
 	s->sent = 1;
-	if (last)
+	if (read_done)
 		src_read_done(e, s); /* before a loopback delivery's completion, below */
 	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
@@ -492,7 +491,7 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 		return -ENOENT;
 	struct evq *q = &e->ports[port];
 	/* room for its completion event, and for its TX_READ if it may ask for one */
-	uint32_t need = (c->flags & DNP_CMD_F_SRC_EVENT) ? 2u : 1u;
+	uint32_t need = 1u + ((c->flags & DNP_CMD_F_SRC_EVENT) != 0);
 	if (engine_evq_used(q) + q->reserved + need > e->c.event_queue)
 		return -EAGAIN;
 	struct slot *s = slot_alloc(e);
