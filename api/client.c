@@ -793,16 +793,26 @@ static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
 	return 0;
 }
 
+/* The command flags that the call's flags ask for (dnp.h: DNP_SRC_EVENT, DNP_NO_EVENT). */
+static uint8_t dnp_cmd_flags(unsigned flags)
+{
+	return (uint8_t)((flags & DNP_SRC_EVENT ? DNP_CMD_F_SRC_EVENT : 0) |
+			 (flags & DNP_NO_EVENT ? DNP_CMD_F_NO_EVENT : 0));
+}
+
 static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const void *local,
 			size_t len, struct dnp_coords peer, unsigned peer_port, unsigned flags)
 {
 	if (!d || (len && !local) || (uint64_t)len > DNP_MAX_MSG || peer_port >= DNP_PORTS_MAX ||
-	    (flags & ~DNP_NONBLOCK) || !dnp_coords_ok(d, peer))
+	    (flags & ~(DNP_NONBLOCK | DNP_SRC_EVENT | DNP_NO_EVENT)) || !dnp_coords_ok(d, peer))
 		return -EINVAL;
+	if (op == DNP_OP_GET && (flags & DNP_SRC_EVENT))
+		return -EINVAL; /* a GET reads no local source */
 	if ((uintptr_t)local + len < (uintptr_t)local)
 		return -EINVAL;
 	memset(c, 0, sizeof(*c));
 	c->op = (uint8_t)op;
+	c->flags = dnp_cmd_flags(flags);
 	c->dst_port = (uint8_t)peer_port;
 	c->src_port = (uint8_t)d->port;
 	c->dst_x = (uint8_t)peer.x;

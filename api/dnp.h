@@ -8,7 +8,9 @@
  * socket; the command ring, the event queue and a shared heap arrive as
  * memfds. Commands are asynchronous: dnp_put/dnp_send/dnp_get return once the
  * command is queued. Every command ends in exactly one completion event
- * (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR) carrying its cookie.
+ * (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR) carrying its cookie,
+ * except a success flagged DNP_NO_EVENT, which ends with none; DNP_SRC_EVENT
+ * asks for an earlier DNP_EV_TX_READ, which is never a completion.
  * Received data is announced by DNP_EV_RX_PUT / DNP_EV_RX_SEND events.
  *
  * All functions return 0 (or a count) or a negative errno. A struct dnp is
@@ -29,7 +31,23 @@ struct dnp_coords {
 	unsigned x, y, z;
 };
 
-#define DNP_NONBLOCK 0x1u /* dnp_put/send/get: -EAGAIN instead of waiting when the queue is full */
+/* Flags of dnp_put, dnp_send and dnp_get (docs/api.md, "Events and flags"). */
+#define DNP_NONBLOCK 0x1u /* -EAGAIN instead of waiting when the queue is full */
+/*
+ * PUT, SEND (GET: -EINVAL): a DNP_EV_TX_READ event once the daemon has read
+ * the whole source, before the completion: the buffer may be reused from
+ * then on. A command that fails before its source was read whole ends with
+ * DNP_EV_ERROR alone. The daemon cannot send such a command again on its own
+ * (docs/protocol.md, "Outcome queries"): where it would, it fails with
+ * -ENOLINK, data DNP_DATA_NOT_DELIVERED.
+ */
+#define DNP_SRC_EVENT 0x2u
+/*
+ * No completion event when the command succeeds (the DNP's dummy command);
+ * a failure still ends it with DNP_EV_ERROR. The command still counts
+ * against the queue until it ends.
+ */
+#define DNP_NO_EVENT 0x4u
 
 /*
  * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on
@@ -95,7 +113,9 @@ int dnp_unregister(struct dnp *d, void *addr);
  * queue holds 2^20 unread events, -ENOMEM if it cannot grow.
  *
  * A queued command ends in exactly one event carrying its cookie: TX_DONE
- * (PUT, SEND: the target wrote every byte), GET_DONE, or ERROR with status:
+ * (PUT, SEND: the target wrote every byte), GET_DONE, or ERROR with status
+ * (with DNP_NO_EVENT: ERROR only; with DNP_SRC_EVENT a TX_READ may come
+ * first, never after it):
  *   -EACCES        PUT/GET: no buffer at that address that the key opens
  *                  (wrong key, no buffer there, or unregistered; the same
  *                  error whatever the range); GET: also our local_key
@@ -149,6 +169,8 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
  *                     taken, back at the head of our SEND queue
  *   LINK              a link changed state: len = direction, status
  *                     -ENOLINK when it broke
+ *   TX_READ           the source of a command flagged DNP_SRC_EVENT was
+ *                     read whole (its cookie; not a completion)
  *   OVERFLOW          the daemon had events for us and no room for them:
  *                     len = how many were lost, status -EOVERFLOW (comes
  *                     before any newer event; docs/security.md)

@@ -101,4 +101,8 @@ int midsend_a(struct chk *k);
 int midsend_b(struct chk *k);
 int mode_slow_drain(struct chk *k, const char *flag);
 
+/* check_flags.c */
+int mode_flags_a(struct chk *k);
+int mode_flags_b(struct chk *k);
+
 #endif

@@ -278,7 +278,7 @@ static void usage(FILE *f)
 		   "       " PROG " --help | --version\n"
 		   "  MODE: send-order get bad-key out-of-bounds outstanding-1000 blocking-20000\n"
 		   "        bad-args kill-survivor farthest link-drill slow-drain kill-mid-send\n"
-		   "        private-fault\n"
+		   "        private-fault flags\n"
 		   "        (kill-victim and kill-send-victim are internal)\n"
 		   "  Run it under dnp-run on a torus of at least two nodes.\n");
 }
@@ -343,6 +343,7 @@ static const struct mode modes[] = {
 	{ "slow-drain", ROLE_ALL, "DNP_CHECK_FLAG", NULL, NULL, mode_slow_drain },
 	{ "kill-mid-send", ROLE_PAIR, NULL, midsend_a, midsend_b, NULL },
 	{ "private-fault", ROLE_PAIR, NULL, mode_private_fault_a, mode_private_fault_b, NULL },
+	{ "flags", ROLE_PAIR, NULL, mode_flags_a, mode_flags_b, NULL },
 };
 
 /* The command line: the mode, and the peer when --peer gave one. -1 to go on, else the exit status. */

@@ -37,7 +37,10 @@ int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned m
 {
 	if (!op_known(c->op))
 		return -EINVAL;
-	if (c->flags & ~DNP_CMD_F_NO_TX_EVENT)
+	if (c->flags & ~DNP_CMD_F_ALL)
+		return -EINVAL;
+	/* a GET's source is remote: there is no local read to report */
+	if (c->op == DNP_OP_GET && (c->flags & DNP_CMD_F_SRC_EVENT))
 		return -EINVAL;
 	if (c->rsvd0 || c->rsvd1 || c->rsvd2 || c->rsvd3)
 		return -EINVAL;
@@ -66,7 +69,8 @@ const char *dnp_ev_type_name(unsigned type)
 		[DNP_EV_TX_DONE] = "TX_DONE",   [DNP_EV_RX_PUT] = "RX_PUT",
 		[DNP_EV_RX_SEND] = "RX_SEND",   [DNP_EV_GET_DONE] = "GET_DONE",
 		[DNP_EV_ERROR] = "ERROR",       [DNP_EV_LINK] = "LINK",
-		[DNP_EV_RX_ERROR] = "RX_ERROR",
+		[DNP_EV_RX_ERROR] = "RX_ERROR", [DNP_EV_OVERFLOW] = "OVERFLOW",
+		[DNP_EV_TX_READ] = "TX_READ",
 	};
 
 	if (type < sizeof(names) / sizeof(names[0]) && names[type])

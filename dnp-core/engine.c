@@ -309,6 +309,7 @@ int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
 	q->overrun = false;
 	q->head = q->tail = 0;
 	q->reserved = 0;
+	q->quiet = 0;
 	q->send_head = q->send_tail = NO_SLOT;
 	return 0;
 }

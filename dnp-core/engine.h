@@ -19,7 +19,10 @@
  *
  * Every accepted command ends in exactly one completion event: TX_DONE (PUT,
  * SEND: the target wrote every byte), GET_DONE, or ERROR with a negative
- * errno:
+ * errno; a success of a command flagged DNP_CMD_F_NO_EVENT ends with none
+ * (dnp_engine_quiet_take counts it), and a PUT or SEND flagged
+ * DNP_CMD_F_SRC_EVENT gets one DNP_EV_TX_READ before its completion, once its
+ * last packet left (its whole source was read). The errors:
  *   -EACCES        no buffer at that address opened by the key (checked
  *                  first: a wrong key learns nothing of the buffer)
  *   -ERANGE        the range runs past the buffer the key opens
@@ -265,8 +268,10 @@ int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
 
 /*
  * Queues a command of 'port'. 0: accepted, exactly one completion event will
- * follow (possibly an immediate ERROR for an invalid command). -EAGAIN: too
- * many outstanding commands, try later. -ENOENT: port not open.
+ * follow (possibly an immediate ERROR for an invalid command), or none for a
+ * success with DNP_CMD_F_NO_EVENT. -EAGAIN: too many outstanding commands, or
+ * no room in the port's event queue for its events, try later. -ENOENT: port
+ * not open.
  */
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
 
@@ -299,6 +304,13 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
 				unsigned max);
+/*
+ * How many commands of the port ended since the last call with no event
+ * (successes flagged DNP_CMD_F_NO_EVENT), and zeroes the count: a driver
+ * that counts a port's outstanding commands by their completions ends these
+ * too. 0 for a port out of range; a port opened anew starts at 0.
+ */
+uint32_t dnp_engine_quiet_take(struct dnp_engine *e, unsigned port);
 
 /*
  * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to

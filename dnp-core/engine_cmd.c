@@ -29,43 +29,91 @@ static void slot_free(struct dnp_engine *e, struct slot *s)
 	e->nactive--;
 }
 
-/* Ends a command with its one completion event (status 0 or -errno). */
+/* The fields a command's events share (completion or TX_READ). */
+static struct dnp_event cmd_event(const struct slot *s, uint8_t type, int status, uint8_t data)
+{
+	return (struct dnp_event){
+		.type = type,
+		.op = s->c.op,
+		.port = s->c.dst_port,
+		.data = data,
+		.peer_x = s->dst.x,
+		.peer_y = s->dst.y,
+		.peer_z = s->dst.z,
+		.status = (int8_t)status,
+		.msg_id = s->msg_id,
+		.len = (uint32_t)s->c.len,
+		.va = s->c.local_va,
+		.cookie = s->c.cookie,
+	};
+}
+
+/*
+ * Ends a command with its one completion event (status 0 or -errno), none
+ * for a success of DNP_CMD_F_NO_EVENT (counted in the port's 'quiet' for
+ * the driver, dnp_engine_quiet_take), and frees its slot. A TX_READ still
+ * due is not sent: the completion frees the source as well.
+ */
 void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 {
 	if (s->injecting)
 		return; /* still queued: the injector completes it when it dequeues */
-	{
-		struct evq *q = &e->ports[s->port];
+	struct evq *q = &e->ports[s->port];
 
-		if (status == 0)
-			e->st.cmds_ok++;
-		else
-			e->st.cmds_failed++;
-		if (!s->orphan && q->open) {
-			struct dnp_event ev = {
-				.type = status ? DNP_EV_ERROR :
-						 (s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE :
-									  DNP_EV_TX_DONE),
-				.op = s->c.op,
-				.port = s->c.dst_port,
-				.data = status == 0 ? DNP_DATA_DELIVERED :
-					s->data     ? s->data :
-					s->sent     ? DNP_DATA_UNKNOWN :
-						      DNP_DATA_NOT_DELIVERED,
-				.peer_x = s->dst.x,
-				.peer_y = s->dst.y,
-				.peer_z = s->dst.z,
-				.status = (int8_t)status,
-				.msg_id = s->msg_id,
-				.len = (uint32_t)s->c.len,
-				.va = s->c.local_va,
-				.cookie = s->c.cookie,
-			};
-			q->reserved--;
+	if (status == 0)
+		e->st.cmds_ok++;
+	else
+		e->st.cmds_failed++;
+	if (!s->orphan && q->open) {
+		uint8_t data = status == 0 ? DNP_DATA_DELIVERED :
+			       s->data     ? s->data :
+			       s->sent     ? DNP_DATA_UNKNOWN :
+					     DNP_DATA_NOT_DELIVERED;
+		uint8_t type = status                ? DNP_EV_ERROR :
+			       s->c.op == DNP_OP_GET ? DNP_EV_GET_DONE :
+						       DNP_EV_TX_DONE;
+
+		q->reserved -= 1u + s->rd_ev;
+		if (status == 0 && (s->c.flags & DNP_CMD_F_NO_EVENT)) {
+			q->quiet++;
+		} else {
+			struct dnp_event ev = cmd_event(s, type, status, data);
+
 			engine_evq_push(e, q, &ev);
 		}
 	}
 	slot_free(e, s);
+}
+
+/*
+ * The last packet of s left, or was delivered here: every byte of its
+ * source has been copied out of the application's memory (into packet
+ * buffers, or the scratch buffer of a loopback delivery), so its TX_READ,
+ * if it asked for one, goes now, ahead of any completion. Called once per
+ * command: a command whose source was released is never read again
+ * (engine_handle_cmpl does not resend it).
+ */
+static void src_read_done(struct dnp_engine *e, struct slot *s)
+{
+	struct evq *q = &e->ports[s->port];
+
+	s->rd_ev = 0;
+	if (s->orphan || !q->open)
+		return;
+	struct dnp_event ev = cmd_event(s, DNP_EV_TX_READ, 0, DNP_DATA_UNKNOWN);
+
+	q->reserved--;
+	engine_evq_push(e, q, &ev);
+}
+
+uint32_t dnp_engine_quiet_take(struct dnp_engine *e, unsigned port)
+{
+	if (port >= e->c.max_ports)
+		return 0;
+	uint32_t n = e->ports[port].quiet;
+
+	e->ports[port].quiet = 0;
+	return n;
 }
 
 /* Failing a command that may still sit in an injection queue. */
@@ -317,6 +365,8 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	uint32_t len = is_getreq                   ? DNP_GET_DESC_BYTES :
 		       remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD :
 						     (uint32_t)remaining;
+	/* a TX_READ is due once this packet left: its source is then read whole */
+	bool read_done = s->rd_ev && len == remaining;
 	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
@@ -350,6 +400,8 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 	if (rc < 0) /* cannot happen for a checked command; fail it loudly */
 		return inj_abort(e, qi, s, rc);
 	s->sent = 1;
+	if (read_done)
+		src_read_done(e, s); /* before a loopback delivery's completion, below */
 	if (s->offset == UINT64_MAX) /* loopback: completed (or failed) by its own delivery */
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
 	s->offset += is_getreq ? s->c.len : len;
@@ -438,8 +490,10 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	if (port >= e->c.max_ports || !e->ports[port].open)
 		return -ENOENT;
 	struct evq *q = &e->ports[port];
-	if (engine_evq_used(q) + q->reserved >= e->c.event_queue)
-		return -EAGAIN; /* no room for its completion event */
+	/* room for its completion event, and for its TX_READ if it may ask for one */
+	uint32_t need = 1u + ((c->flags & DNP_CMD_F_SRC_EVENT) != 0);
+	if (engine_evq_used(q) + q->reserved + need > e->c.event_queue)
+		return -EAGAIN;
 	struct slot *s = slot_alloc(e);
 	if (!s)
 		return -EAGAIN;
@@ -454,6 +508,10 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 
 	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
 	struct dnp_hop hop;
+	if (rc == 0 && (s->c.flags & DNP_CMD_F_SRC_EVENT)) {
+		s->rd_ev = 1; /* its TX_READ's slot: room was checked with it */
+		q->reserved++;
+	}
 	/* dst is in the torus now: with no known fault its plan is direct (via 0) */
 	if (rc == 0 && e->router.n_faults)
 		rc = dnp_route_plan(&e->router, s->dst, &s->via);

@@ -25,6 +25,16 @@ void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint
 		 */
 		if (!s->injecting && !s->retry)
 			s->sent = 0;
+		/*
+		 * Its TX_READ gave the source back to the application, which
+		 * may have changed it: sending it again would send other data.
+		 * It fails instead, not delivered; the application may submit
+		 * it again.
+		 */
+		if ((s->c.flags & DNP_CMD_F_SRC_EVENT) && !s->rd_ev && !s->injecting) {
+			engine_complete(e, s, -ENOLINK);
+			return;
+		}
 		engine_outcome_resend(e, s, e->now);
 		return;
 	}

@@ -124,6 +124,7 @@ struct slot {
 	uint8_t ask;     /* a QUERY is due at once (a link broke under its packets) */
 	uint8_t sent;    /* a packet of this attempt left: the target may hold some of it */
 	uint8_t data;    /* enum dnp_ev_data when known before it ends (else from 'sent') */
+	uint8_t rd_ev;   /* DNP_CMD_F_SRC_EVENT: its TX_READ is due, an event slot reserved */
 };
 
 /*
@@ -145,7 +146,8 @@ struct puttrack {
 struct evq {
 	struct dnp_event *ev;
 	uint32_t head, tail; /* free-running */
-	uint32_t reserved;   /* slots promised to outstanding commands */
+	uint32_t reserved;   /* slots promised to outstanding commands (and their TX_READs) */
+	uint32_t quiet;      /* commands ended with no event, not yet taken by the driver */
 	bool open;
 	/*
 	 * A message gave up waiting for room (deliver_timeout): until the
@@ -466,6 +468,10 @@ static inline bool engine_link_usable(const struct dnp_engine *e, unsigned dir)
  * event. While 'injecting' it sits in the injection queue of its first hop
  * (qhead/qtail by direction, DNP_DIR_LOCAL for loopback); after its last
  * packet left it waits for its completion report (engine_handle_cmpl).
+ * Its port's event queue holds a slot for that event from submission on
+ * (evq.reserved), and one more for its TX_READ when it asked for one
+ * (slot.rd_ev), so neither ever waits for room. A success with
+ * DNP_CMD_F_NO_EVENT gives its slot back and counts in evq.quiet instead.
  */
 
 /* The live command with this wire id, or NULL (ended, or never ours). */

@@ -10,7 +10,9 @@
  * carries the packet Header and Footer material (destination, remote address,
  * key) and CMD0 (local DMA: local address and length) and CMD1 (completion:
  * the cookie returned in the event). Every command ends in exactly one
- * completion event (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR).
+ * completion event (DNP_EV_TX_DONE, DNP_EV_GET_DONE or DNP_EV_ERROR), which
+ * DNP_CMD_F_NO_EVENT leaves out when the command succeeds; DNP_CMD_F_SRC_EVENT
+ * adds one earlier event, DNP_EV_TX_READ, that is never a completion.
  */
 #ifndef DNP_ABI_H
 #define DNP_ABI_H
@@ -26,13 +28,25 @@ enum dnp_op {
 		3, /* remote GET-source [remote_va, +len) -> local PUT-target buffer at local_va */
 };
 
-/* Command flags */
-#define DNP_CMD_F_NO_TX_EVENT 0x1u /* reserved: every command still completes (see docs/api.md) */
+/*
+ * Command flags (docs/api.md, "Events and flags"). The daemon refuses a
+ * command with any other bit set (DNP_EV_ERROR -EINVAL).
+ *
+ * DNP_CMD_F_NO_EVENT: no completion event when the command succeeds, like
+ * the DNP's dummy CMD1 (EURETILE report, TX acceleration); a failure still
+ * ends it with DNP_EV_ERROR. Any op.
+ * DNP_CMD_F_SRC_EVENT: PUT and SEND only (GET: -EINVAL). DNP_EV_TX_READ once
+ * the daemon has copied the whole source out of the application's memory,
+ * before the completion; see DNP_EV_TX_READ.
+ */
+#define DNP_CMD_F_NO_EVENT 0x1u
+#define DNP_CMD_F_SRC_EVENT 0x2u
+#define DNP_CMD_F_ALL 0x3u /* every flag the daemon knows */
 
 struct dnp_cmd {
 	/* word 0: Header — where the packets go */
-	uint8_t op; /* enum dnp_op; bit 7 is the command ring's full bit (ring.h) */
-	uint8_t flags;
+	uint8_t op;       /* enum dnp_op; bit 7 is the command ring's full bit (ring.h) */
+	uint8_t flags;    /* DNP_CMD_F_* */
 	uint8_t dst_port; /* destination port on the remote node */
 	uint8_t src_port; /* filled by the daemon from the session; ignored from apps */
 	uint8_t dst_x, dst_y, dst_z;
@@ -77,8 +91,20 @@ enum dnp_ev_type {
 	 * them, so this reports a broken session (docs/security.md).
 	 */
 	DNP_EV_OVERFLOW = 8,
+	/*
+	 * The source of a PUT or SEND that asked for it (DNP_CMD_F_SRC_EVENT)
+	 * has been read whole: every byte is in the daemon's hands, and the
+	 * application may reuse the buffer. Not a completion: the command
+	 * still ends in its one completion event (TX_DONE or ERROR; none on
+	 * success with DNP_CMD_F_NO_EVENT), which always comes after it. At
+	 * most one per command, and none when the command ended before its
+	 * source was read whole (the completion then frees the buffer).
+	 * Fields as in a completion (op, port, peer_*, msg_id, len, va =
+	 * local_va, cookie), status 0, data DNP_DATA_UNKNOWN.
+	 */
+	DNP_EV_TX_READ = 9,
 };
-static_assert(DNP_OP_GET < 0x80 && DNP_EV_OVERFLOW < 0x80,
+static_assert(DNP_OP_GET < 0x80 && DNP_EV_TX_READ < 0x80,
 	      "ops and event types leave bit 7 of byte 0 to the rings");
 
 struct dnp_event {

@@ -298,7 +298,9 @@ void dnpd_sess_notify(struct dnpd_session *se);
  * whatever the app wrote), and never more than the port's quota of
  * outstanding commands (conf.port_commands): each popped command counts
  * until dnpd_sess_ev_push passes its completion event (TX_DONE, GET_DONE or
- * ERROR), so the caller owes every popped command exactly one such event.
+ * ERROR), so the caller owes every popped command exactly one such event,
+ * or takes it off se->inflight when it ended with none (dnpd_poll_cmds,
+ * dnp_engine_quiet_take).
  * src_port is overwritten with the session's port.
  */
 unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max);

@@ -43,7 +43,10 @@ unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
 
 	for (k = 0; k < d->sess->nports; k++) {
 		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+		/* commands that succeeded with no event (DNP_CMD_F_NO_EVENT) leave the quota too */
+		uint32_t quiet = dnp_engine_quiet_take(d->e, se->port);
 
+		se->inflight -= quiet < se->inflight ? quiet : se->inflight;
 		if (se->pend_i == se->pend_n) {
 			se->pend_i = 0;
 			se->pend_n = dnpd_sess_cmd_pop(se, se->pend, DNPD_CMD_BURST);

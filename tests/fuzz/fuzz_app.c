@@ -152,6 +152,9 @@ static void daemon_step(uint64_t now)
 	 * Commands: a refused one gets its ERROR event at once (dnpd would
 	 * wait for room; here a full ring exercises the lost-event count).
 	 */
+	/* commands that succeeded with no event leave the quota too (dnpd_poll_cmds) */
+	n = dnp_engine_quiet_take(H.e, se->port);
+	se->inflight -= n < se->inflight ? n : se->inflight;
 	n = dnpd_sess_cmd_pop(se, c, DNPD_CMD_BURST);
 	if (n > DNPD_CMD_BURST)
 		abort();
