@@ -337,6 +337,13 @@ uint64_t dnp_engine_pending(const struct dnp_engine *e);
 /* Links: whether a link exists in direction dir (dimensions of size 1 have none). */
 bool dnp_engine_has_link(const struct dnp_engine *e, unsigned dir);
 enum dnp_link_state dnp_engine_link_state(const struct dnp_engine *e, unsigned dir);
+/*
+ * This node is stopping (an orderly shutdown): every link's next tx_burst
+ * carries a RESET frame saying so (DNP_RESET_LEAVING), after which the
+ * neighbours take the link as BROKEN at once. Call it, then tx_burst each
+ * link once more, before destroying the engine.
+ */
+void dnp_engine_leave(struct dnp_engine *e);
 /* The transport lost the link (carrier down, peer gone): mark it BROKEN now. */
 void dnp_engine_link_down(struct dnp_engine *e, unsigned dir, uint64_t now);
 /*

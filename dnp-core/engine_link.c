@@ -71,6 +71,16 @@ static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, u
 	e->dirty = true;
 }
 
+void dnp_engine_leave(struct dnp_engine *e)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		if (e->links[d].l) {
+			dnp_link_leave(e->links[d].l);
+			e->links[d].credit_pending = true;
+		}
+	e->dirty = true;
+}
+
 void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 {
 	struct xlink *x = &e->links[dir];

@@ -93,6 +93,7 @@ struct dnp_link {
 	uint8_t epoch;
 	bool announce;       /* an announce is owed (we just came UP, or a probe asked) */
 	bool probe_now;      /* send a probe at once (the peer proposed something older) */
+	bool leaving;        /* this end is stopping: RESET frames say DNP_RESET_LEAVING */
 	uint32_t peer_nonce; /* the peer we agreed the epoch with (0: none yet) */
 	uint64_t next_probe; /* BROKEN: when the next probe goes out */
 
@@ -871,6 +872,11 @@ bool dnp_link_set_broken(struct dnp_link *l)
 
 /* ---- epochs and the reset handshake ---- */
 
+void dnp_link_leave(struct dnp_link *l)
+{
+	l->leaving = true;
+}
+
 uint8_t dnp_link_epoch(const struct dnp_link *l)
 {
 	return l->epoch;
@@ -878,11 +884,13 @@ uint8_t dnp_link_epoch(const struct dnp_link *l)
 
 bool dnp_link_sends_reset(const struct dnp_link *l)
 {
-	return l->state != DNP_LINK_UP || l->announce;
+	return l->state != DNP_LINK_UP || l->announce || l->leaving;
 }
 
 bool dnp_link_reset_due(const struct dnp_link *l)
 {
+	if (l->leaving)
+		return true;
 	if (l->state == DNP_LINK_BROKEN && !l->c.reset_period)
 		return false;
 	return l->announce || l->probe_now;
@@ -903,7 +911,8 @@ uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_
 		credit[i].received = 0;
 	}
 	credit[0].received = l->c.nonce;
-	credit[1].received = l->state == DNP_LINK_UP ? DNP_RESET_ANNOUNCE : 0;
+	credit[1].received = (l->state == DNP_LINK_UP ? DNP_RESET_ANNOUNCE : 0) |
+			     (l->leaving ? DNP_RESET_LEAVING : 0);
 	l->st.tx_resets++;
 	l->announce = false;
 	l->probe_now = false;
@@ -984,6 +993,14 @@ unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_c
 	unsigned ret = 0;
 
 	l->st.rx_resets++;
+	if (credit[1].received & DNP_RESET_LEAVING) {
+		/* the peer we agreed with is stopping: down now, not at the timeout */
+		if (l->state != DNP_LINK_UP || nonce != l->peer_nonce)
+			return 0;
+		l->st.peer_left++;
+		enter_broken(l, now);
+		return DNP_LINK_RST_DOWN;
+	}
 	if (l->state == DNP_LINK_BROKEN && !l->c.reset_period)
 		return 0; /* BROKEN is final */
 	if (l->state == DNP_LINK_UP) {

@@ -149,6 +149,7 @@ struct dnp_link_stats {
 	uint64_t rx_stale;             /* frames of another epoch (or while not UP) dropped */
 	uint64_t tx_resets, rx_resets; /* RESET frames sent and received */
 	uint64_t breaks, ups;          /* transitions to BROKEN, and to UP (the first included) */
+	uint64_t peer_left;            /* breaks because the peer said it was stopping */
 	uint64_t fast_retx;   /* frames marked for resend by a selective ack (no timeout) */
 	uint64_t rx_held;     /* frames received beyond a gap and held until it filled */
 	uint64_t rtt_samples; /* round-trip samples taken (Karn: never from a resent frame) */
@@ -285,6 +286,12 @@ uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_
 /* Bits returned by dnp_link_on_reset and dnp_link_rx_epoch. */
 #define DNP_LINK_RST_DOWN 0x1u /* the link was UP and broke: drain and fail its packets */
 #define DNP_LINK_RST_UP 0x2u   /* the link is UP in a new epoch (after DOWN, if both) */
+/*
+ * This end is stopping (an orderly shutdown): its RESET frames say so
+ * (DNP_RESET_LEAVING), and one is due at once; the peer then takes the link
+ * as BROKEN without waiting for its credit timeout.
+ */
+void dnp_link_leave(struct dnp_link *l);
 /* A RESET frame arrived (epoch and credit[] as decoded). Returns DNP_LINK_RST_* bits. */
 unsigned dnp_link_on_reset(struct dnp_link *l, uint8_t epoch, const struct dnp_credit_vc *credit,
 			   uint64_t now);

@@ -91,6 +91,12 @@ enum dnp_pkt_kind {
 #define DNP_LINK_F_RESET 0x2u
 #define DNP_RESET_ANNOUNCE 0x1u /* the sender is UP in 'epoch' (else it is still probing) */
 /*
+ * The sender is stopping (an orderly shutdown, docs/protocol.md "Link
+ * epochs"): the receiver takes the link as BROKEN at once, as if its credit
+ * timeout had expired, and says the neighbour left rather than failed.
+ */
+#define DNP_RESET_LEAVING 0x2u
+/*
  * The payload of a RESET frame is the sender's hello (struct dnp_pkt_hello):
  * DNP_HELLO_BYTES in version 1, up to DNP_HELLO_MAX_BYTES for later versions
  * (a multiple of 16); a RESET frame of an older SoftDNP has none. Never one

@@ -8,6 +8,24 @@
  */
 #include "test_engine_harness.h"
 
+/*
+ * An orderly stop (dnp_engine_leave): the next RESET frames say so, and the
+ * neighbour takes both links as BROKEN at once, long before any credit
+ * timeout, counting them as left (peer_left) rather than failed.
+ */
+static void test_engine_leave_breaks_peer_links_at_once(void **state)
+{
+	setup_nodes(2);
+	pump(100);
+	assert_int_equal(dnp_engine_link_state(nodes[1].e, DNP_DIR_XP), DNP_LINK_UP);
+	dnp_engine_leave(nodes[0].e);
+	pump(5);
+	for (unsigned d = 0; d < 2; d++) {
+		assert_int_equal(dnp_engine_link_state(nodes[1].e, d), DNP_LINK_BROKEN);
+		assert_int_equal(dnp_engine_link_stats(nodes[1].e, d)->peer_left, 1);
+	}
+}
+
 static void test_engine_link_down_fails_commands(void **state)
 {
 	setup_nodes(2);
@@ -732,6 +750,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_replay_on_other_link_dropped, teardown),
 		cmocka_unit_test_teardown(test_engine_one_loss_one_resend, teardown),
 		cmocka_unit_test_teardown(test_engine_link_down_fails_commands, teardown),
+		cmocka_unit_test_teardown(test_engine_leave_breaks_peer_links_at_once, teardown),
 		cmocka_unit_test_teardown(test_engine_detour_around_broken_cable, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_stream, teardown),
 		cmocka_unit_test_teardown(test_engine_prompt_credits_per_frame, teardown),

@@ -139,9 +139,17 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 		}
 		st = dnp_engine_link_state(d->e, dir);
 		if (st != l->state) {
-			dnpd_log(st == DNP_LINK_BROKEN ? dnpd_fault_level() : DNPD_INFO,
-				 "link %s %s -> %s", dnpd_dir_names[dir], dnpd_state_name(l->state),
-				 dnpd_state_name(st));
+			const struct dnp_link_stats *ls = dnp_engine_link_stats(d->e, dir);
+			bool left = ls && ls->peer_left != l->peer_left;
+
+			/* a neighbour that said it is stopping left in order: not a fault */
+			dnpd_log(st == DNP_LINK_BROKEN && !left ? dnpd_fault_level() : DNPD_INFO,
+				 "link %s %s -> %s%s", dnpd_dir_names[dir],
+				 dnpd_state_name(l->state), dnpd_state_name(st),
+				 left && st == DNP_LINK_BROKEN ? " (the neighbour is stopping)" :
+								 "");
+			if (ls)
+				l->peer_left = ls->peer_left;
 			l->state = (uint8_t)st;
 		}
 		all_up = all_up && st == DNP_LINK_UP;
@@ -810,6 +818,9 @@ static int dnpd_run(struct dnpd *d)
 	dnpd_loop(d);
 
 	dnpd_log(DNPD_INFO, "stopping");
+	/* the neighbours hear that this is a stop, not a fault (DNP_RESET_LEAVING) */
+	dnp_engine_leave(d->e);
+	dnpd_flush_tx(d, dnpd_now());
 	dnpd_notify_stopping();
 	dnpd_sig_wake_fd = -1;
 	dnpd_sess_destroy(d->sess);

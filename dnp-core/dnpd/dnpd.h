@@ -128,6 +128,8 @@ struct dnpd_lfm {
 	struct dnp_dfm *dfm;
 	uint8_t state[DNP_NDIRS];       /* link states last fed */
 	uint64_t crc_errors[DNP_NDIRS]; /* frames dropped for a bad CRC, per link */
+	/* link breaks and peer_left counts when last logged: breaks that were all leaves are info */
+	uint64_t breaks[DNP_NDIRS], left[DNP_NDIRS];
 	uint64_t rapl_uj, rapl_t;
 	int32_t power_mw;
 	bool power_ok;

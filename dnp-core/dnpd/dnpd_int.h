@@ -104,7 +104,8 @@ struct dnpd_link {
 	bool exists;
 	bool seen_up; /* up() was true once (a memif server is down until its client comes) */
 	bool down_reported;
-	uint8_t state;                       /* last seen enum dnp_link_state */
+	uint64_t peer_left; /* the link's peer_left count when its state was last logged */
+	uint8_t state;      /* last seen enum dnp_link_state */
 	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
 	struct dnp_impair_conf impair;

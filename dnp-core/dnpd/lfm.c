@@ -107,18 +107,39 @@ void dnpd_lfm_stop(struct dnpd_lfm *m)
 	m->regs = NULL;
 }
 
-static void lfm_log(const struct dnpd_lfm *m, const struct dnp_dfm_out *o)
+/*
+ * Whether every break of link dir since the last look was its neighbour
+ * stopping in order (DNP_RESET_LEAVING): such a break is logged at info.
+ */
+static bool lfm_left(struct dnpd_lfm *m, const struct dnp_engine *e, unsigned dir)
+{
+	const struct dnp_link_stats *ls = dir < DNP_NDIRS ? dnp_engine_link_stats(e, dir) : NULL;
+	bool left;
+
+	if (!ls)
+		return false;
+	left = ls->breaks != m->breaks[dir] &&
+	       ls->breaks - m->breaks[dir] == ls->peer_left - m->left[dir];
+	m->breaks[dir] = ls->breaks;
+	m->left[dir] = ls->peer_left;
+	return left;
+}
+
+static void lfm_log(struct dnpd_lfm *m, const struct dnp_engine *e, const struct dnp_dfm_out *o)
 {
 	for (unsigned i = 0; i < o->nalarm; i++) {
 		const struct dnp_dfm_alarm *a = &o->alarm[i];
+		bool left;
 
 		switch (a->kind) {
 		case DNP_DFM_AL_LINK:
-			dnpd_log(a->level == DNP_LFM_LINK_OK ? DNPD_INFO : DNPD_WARN,
-				 "lofamo: link %s %s", lfm_dir[a->subject % 6],
+			left = a->level == DNP_LFM_LINK_BROKEN && lfm_left(m, e, a->subject);
+			dnpd_log(a->level == DNP_LFM_LINK_OK || left ? DNPD_INFO : DNPD_WARN,
+				 "lofamo: link %s %s%s", lfm_dir[a->subject % 6],
 				 a->level == DNP_LFM_LINK_BROKEN ? "broken" :
 				 a->level == DNP_LFM_LINK_SICK   ? "sick" :
-								   "ok");
+								   "ok",
+				 left ? " (its neighbour stopped)" : "");
 			break;
 		case DNP_DFM_AL_SENSOR:
 			dnpd_log(a->level == DNP_LFM_NORMAL ? DNPD_INFO : DNPD_WARN,
@@ -148,7 +169,6 @@ static void lfm_log(const struct dnpd_lfm *m, const struct dnp_dfm_out *o)
 			break;
 		}
 	}
-	(void)m;
 }
 
 void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
@@ -178,7 +198,7 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 	if (!m->dfm)
 		return;
 	if (o.nalarm)
-		lfm_log(m, &o);
+		lfm_log(m, e, &o);
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		const struct dnp_link_stats *ls = dnp_engine_link_stats(e, d);
 
@@ -193,7 +213,7 @@ void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 		return;
 	lfm_sensors(m, &in, now);
 	dnp_dfm_tick(m->dfm, now, &in, &o);
-	lfm_log(m, &o);
+	lfm_log(m, e, &o);
 	/* the engine avoids a sick link where a detour exists (dnp_engine_link_sick) */
 	for (unsigned i = 0; i < o.nalarm; i++)
 		if (o.alarm[i].kind == DNP_DFM_AL_LINK && o.alarm[i].subject < DNP_NDIRS &&
