@@ -16,7 +16,6 @@
 set -u
 build=$1
 tr=$2
-N=8
 
 . "$(dirname "$0")/lib.sh"
 dnp_tools "$build"
@@ -32,29 +31,12 @@ fail() {
 	done
 	exit 1
 }
-field() { # ID LINE_PREFIX FIELD
-	node_stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {
-		for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
-}
 all_know() { # N: every daemon knows N broken cables
 	for id in 0 1 2 3 4 5 6 7; do
-		[ "$(field "$id" routes broken_cables)" = "$1" ] || return 1
+		[ "$(node_field "$id" routes broken_cables)" = "$1" ] || return 1
 	done
 }
 link_state() { node_stats "$1" | grep -q "^link $2 state $3"; }
-alltoall() { # TAG [--detours]: hops must equal the torus distance unless --detours
-	apids=""
-	for id in 0 1 2 3 4 5 6 7; do
-		DNP_SOCKET=$dir/node-$id.sock DNP_APP_TIMEOUT=60 "$a2a" ${2:-} --sizes 1,4096,100000 \
-			>"$dir/a2a-$1-$id.out" 2>&1 &
-		apids="$apids $!"
-	done
-	rc=0
-	for p in $apids; do wait "$p" || rc=1; done
-	[ $rc -eq 0 ] || fail "$1: an all-to-all instance failed"
-	n=$(cat "$dir"/a2a-"$1"-*.out | grep -c 'all bytes verified')
-	[ "$n" -eq $N ] || fail "$1: $n of $N instances verified their bytes"
-}
 
 for id in 0 1 2 3 4 5 6 7; do
 	x=$((id % 4)); y=$((id / 4))
@@ -63,7 +45,7 @@ for id in 0 1 2 3 4 5 6 7; do
 	pids="$pids $!"
 done
 wait_links_up 60 0 1 2 3 4 5 6 7
-alltoall before
+alltoall_on before "0 1 2 3 4 5 6 7"
 all_know 0 || fail "a fault is known before any"
 
 echo "+ cut the cable (0,0,0) X+ -- (1,0,0) X-"
@@ -72,15 +54,15 @@ echo "+ cut the cable (0,0,0) X+ -- (1,0,0) X-"
 wait_for 20 link_state 0 X+ BROKEN || fail "node 0 X+ never BROKEN"
 wait_for 10 all_know 1 || { for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"; \
 	fail "the broken cable did not reach every daemon"; }
-f2=$(field 2 engine pkts_forwarded)
-f3=$(field 3 engine pkts_forwarded)
+f2=$(node_field 2 engine pkts_forwarded)
+f3=$(node_field 3 engine pkts_forwarded)
 
-alltoall detour --detours
+alltoall_on detour "0 1 2 3 4 5 6 7" --detours
 d=$(cat "$dir"/a2a-detour-*.out | awk '/came by a detour/ { s += $3 } END { print s + 0 }')
 echo "detour: $d messages took a longer path"
 [ "$d" -gt 0 ] || fail "no message took a detour"
-g2=$(field 2 engine pkts_forwarded)
-g3=$(field 3 engine pkts_forwarded)
+g2=$(node_field 2 engine pkts_forwarded)
+g3=$(node_field 3 engine pkts_forwarded)
 echo "detour: node 3 forwarded $((g3 - f3)) packets, node 2 $((g2 - f2))"
 # 0 -> 1 (100 KiB and more) goes 0 -> 3 -> 2 -> 1, 1 -> 0 the other way round.
 [ $((g3 - f3)) -gt 25 ] && [ $((g2 - f2)) -gt 25 ] || fail "no detour through nodes 3 and 2"
@@ -92,7 +74,7 @@ echo "+ repair the cable"
 wait_for 30 link_state 0 X+ UP || fail "node 0 X+ never came back UP"
 wait_for 10 all_know 0 || { for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"; \
 	fail "the repair did not reach every daemon"; }
-alltoall after
+alltoall_on after "0 1 2 3 4 5 6 7"
 for id in 0 1 2 3 4 5 6 7; do node_stats $id; done >"$dir/stats"
 grep -q 'state BROKEN' "$dir/stats" && fail "a link is BROKEN at the end"
 echo "PASS: $tr-detour"

@@ -26,6 +26,13 @@
 #                          came UP" (the script's fail()).
 # node_stats ID            `dnpctl stats` of node ID (socket $dir/node-ID.sock,
 #                          dnpctl at $ctl), its errors discarded.
+# node_field ID PREFIX FIELD  the value after FIELD on node ID's stats line that
+#                          starts with PREFIX (e.g. `node_field 3 engine pkts_forwarded`).
+# alltoall_on TAG IDS [--detours]  dnp_alltoall ($a2a) on every node of IDS (a
+#                          space-separated list) at once, 1 B, 4 KiB and 100 KB to
+#                          every other node; each must exit 0 and verify its bytes,
+#                          else fail (the script's fail()). Hops must equal the
+#                          torus distance unless --detours. Outputs: $dir/a2a-TAG-ID.out.
 
 # shellcheck disable=SC2034 # dnp_tools and bad set variables for the sourcing script
 dnp_tools() {
@@ -123,3 +130,24 @@ wait_links_up() {
 }
 
 node_stats() { "$ctl" --socket "$dir/node-$1.sock" stats 2>/dev/null; }
+
+node_field() {
+	node_stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {
+		for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
+}
+
+alltoall_on() {
+	_aa_pids=""
+	_aa_n=0
+	for _aa_id in $2; do
+		DNP_SOCKET=$dir/node-$_aa_id.sock DNP_APP_TIMEOUT=60 "$a2a" ${3:-} \
+			--sizes 1,4096,100000 >"$dir/a2a-$1-$_aa_id.out" 2>&1 &
+		_aa_pids="$_aa_pids $!"
+		_aa_n=$((_aa_n + 1))
+	done
+	_aa_rc=0
+	for _aa_p in $_aa_pids; do wait "$_aa_p" || _aa_rc=1; done
+	[ $_aa_rc -eq 0 ] || fail "$1: an all-to-all instance failed"
+	_aa_ok=$(cat "$dir"/a2a-"$1"-*.out | grep -c 'all bytes verified')
+	[ "$_aa_ok" -eq $_aa_n ] || fail "$1: $_aa_ok of $_aa_n instances verified their bytes"
+}

@@ -34,27 +34,10 @@ fail() {
 	done
 	exit 1
 }
-field() { # ID LINE_PREFIX FIELD
-	node_stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {
-		for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
-}
 all_know() { # N: every daemon knows N sick cables
 	for id in $IDS; do
-		[ "$(field "$id" routes sick_cables)" = "$1" ] || return 1
+		[ "$(node_field "$id" routes sick_cables)" = "$1" ] || return 1
 	done
-}
-alltoall() { # TAG [--detours]: hops must equal the torus distance unless --detours
-	apids=""
-	for id in $IDS; do
-		DNP_SOCKET=$dir/node-$id.sock DNP_APP_TIMEOUT=60 "$a2a" ${2:-} --sizes 1,4096,100000 \
-			>"$dir/a2a-$1-$id.out" 2>&1 &
-		apids="$apids $!"
-	done
-	rc=0
-	for p in $apids; do wait "$p" || rc=1; done
-	[ $rc -eq 0 ] || fail "$1: an all-to-all instance failed"
-	n=$(cat "$dir"/a2a-"$1"-*.out | grep -c 'all bytes verified')
-	[ "$n" -eq 4 ] || fail "$1: $n of 4 instances verified their bytes"
 }
 
 for id in $IDS; do
@@ -69,10 +52,10 @@ echo "+ node 0 corrupts 5% of its X+ frames"
 "$ctl" --socket "$dir/node-0.sock" impair 'dir=xp,corrupt=5%,seed=3' || fail "dnpctl impair"
 wait_for 20 all_know 1 || fail "the sick cable did not reach every daemon"
 node_stats 1 | grep -q '^link X- state UP' || fail "node 1's X- is not UP while sick"
-f3=$(field 3 engine pkts_forwarded)
-alltoall sick --detours
+f3=$(node_field 3 engine pkts_forwarded)
+alltoall_on sick "$IDS" --detours
 d=$(cat "$dir"/a2a-sick-*.out | awk '/came by a detour/ { s += $3 } END { print s + 0 }')
-g3=$(field 3 engine pkts_forwarded)
+g3=$(node_field 3 engine pkts_forwarded)
 echo "sick: $d messages took a longer path; node 3 forwarded $((g3 - f3)) packets"
 [ "$d" -gt 0 ] || fail "no message took a detour round the sick cable"
 # 0 -> 1 (100 KiB and more) goes 0 -> 3 -> 2 -> 1, 1 -> 0 the other way round
@@ -81,7 +64,7 @@ echo "sick: $d messages took a longer path; node 3 forwarded $((g3 - f3)) packet
 echo "+ the corruption stops"
 "$ctl" --socket "$dir/node-0.sock" impair off || fail "dnpctl impair off"
 wait_for 30 all_know 0 || fail "the healed cable was not forgotten everywhere"
-[ "$(field 1 routes sick_avoided)" -ge 1 ] || fail "node 1 never avoided its sick link"
-alltoall after
+[ "$(node_field 1 routes sick_avoided)" -ge 1 ] || fail "node 1 never avoided its sick link"
+alltoall_on after "$IDS"
 echo "PASS: udp-sick-detour"
 exit 0
