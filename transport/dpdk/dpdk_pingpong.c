@@ -167,7 +167,15 @@ static struct rte_mbuf *wait_for(uint8_t msg, uint32_t seq, uint64_t us)
 	return NULL;
 }
 
-static void ping_rtt(uint32_t size, unsigned iters)
+/*
+ * The round-trip loop both modes share: iters measured round trips of one()
+ * after warm-up ones; one(ctx, i) sends ping i and waits for its echo,
+ * returning its round trip in TSC cycles, or 0 when it was lost (tried
+ * again, the run given up after 100 losses). Prints LABEL: the median, p1
+ * and p99.
+ */
+static void rtt_loop(const char *label, uint64_t (*one)(void *ctx, unsigned i), void *ctx,
+		     unsigned iters)
 {
 	uint64_t *s = calloc(iters, sizeof(*s));
 	double us_per_tsc = 1e6 / (double)rte_get_tsc_hz();
@@ -176,15 +184,9 @@ static void ping_rtt(uint32_t size, unsigned iters)
 	if (!s)
 		return;
 	for (unsigned i = 0; i < iters + warm; i++) {
-		struct rte_mbuf *m = make(size, MSG_ECHO, i, 0), *r;
-		uint64_t t0 = rte_rdtsc();
+		uint64_t dt = one(ctx, i);
 
-		if (!m || !send1(m)) {
-			lost++;
-			continue;
-		}
-		r = wait_for(MSG_ECHO, i, 100000);
-		if (!r) {
+		if (!dt) {
 			lost++;
 			i--;
 			if (lost > 100)
@@ -192,14 +194,38 @@ static void ping_rtt(uint32_t size, unsigned iters)
 			continue;
 		}
 		if (i >= warm)
-			s[i - warm] = rte_rdtsc() - t0;
-		rte_pktmbuf_free(r);
+			s[i - warm] = dt;
 	}
 	qsort(s, iters, sizeof(*s), cmp_u64);
-	printf("rtt %5u B: median %6.2f us  p1 %6.2f  p99 %7.2f  (%u frames, %u lost)\n", size,
+	printf("%s: median %6.2f us  p1 %6.2f  p99 %7.2f  (%u frames, %u lost)\n", label,
 	       s[iters / 2] * us_per_tsc, s[iters / 100] * us_per_tsc,
 	       s[iters - 1 - iters / 100] * us_per_tsc, iters, lost);
 	free(s);
+}
+
+/* One raw ping (ping_rtt): its round trip, 0 if lost. */
+static uint64_t ping_one(void *ctx, unsigned i)
+{
+	uint32_t size = *(const uint32_t *)ctx;
+	struct rte_mbuf *m = make(size, MSG_ECHO, i, 0), *r;
+	uint64_t t0 = rte_rdtsc(), dt;
+
+	if (!m || !send1(m))
+		return 0;
+	r = wait_for(MSG_ECHO, i, 100000);
+	if (!r)
+		return 0;
+	dt = rte_rdtsc() - t0;
+	rte_pktmbuf_free(r);
+	return dt ? dt : 1;
+}
+
+static void ping_rtt(uint32_t size, unsigned iters)
+{
+	char label[32];
+
+	snprintf(label, sizeof(label), "rtt %5u B", size);
+	rtt_loop(label, ping_one, &size, iters);
 }
 
 static void ping_stream(uint32_t size, unsigned ms)
@@ -312,38 +338,30 @@ static bool t_wait(uint8_t msg, uint32_t seq, uint64_t us, struct body *out)
 	return false;
 }
 
-static void t_rtt(uint32_t size, unsigned iters)
+/* One ping through the transport (t_rtt): its round trip, 0 if lost. */
+static uint64_t t_one(void *ctx, unsigned i)
 {
 	static uint8_t buf[65536];
-	uint64_t *s = calloc(iters, sizeof(*s));
-	double us_per_tsc = 1e6 / (double)rte_get_tsc_hz();
-	unsigned lost = 0, warm = iters / 10 + 10;
+	uint32_t size = *(const uint32_t *)ctx;
 	struct body b;
+	uint64_t t0, dt;
 
-	if (!s)
-		return;
-	for (unsigned i = 0; i < iters + warm; i++) {
-		uint64_t t0;
+	t_msg(buf, size, MSG_ECHO, i, 0);
+	t0 = rte_rdtsc();
+	t_send(buf, size);
+	if (!t_wait(MSG_ECHO, i, 100000, &b))
+		return 0;
+	dt = rte_rdtsc() - t0;
+	return dt ? dt : 1;
+}
 
-		t_msg(buf, size, MSG_ECHO, i, 0);
-		t0 = rte_rdtsc();
-		t_send(buf, size);
-		if (!t_wait(MSG_ECHO, i, 100000, &b)) {
-			lost++;
-			i--;
-			if (lost > 100)
-				break;
-			continue;
-		}
-		if (i >= warm)
-			s[i - warm] = rte_rdtsc() - t0;
-	}
-	qsort(s, iters, sizeof(*s), cmp_u64);
-	printf("transport rtt %5u B (eth mtu %u): median %6.2f us  p1 %6.2f  p99 %7.2f"
-	       "  (%u frames, %u lost)\n",
-	       size, dnp_dpdk_eth_mtu(tl), s[iters / 2] * us_per_tsc, s[iters / 100] * us_per_tsc,
-	       s[iters - 1 - iters / 100] * us_per_tsc, iters, lost);
-	free(s);
+static void t_rtt(uint32_t size, unsigned iters)
+{
+	char label[64];
+
+	snprintf(label, sizeof(label), "transport rtt %5u B (eth mtu %u)", size,
+		 dnp_dpdk_eth_mtu(tl));
+	rtt_loop(label, t_one, &size, iters);
 }
 
 static void t_stream(uint32_t size, unsigned ms)
