@@ -26,6 +26,8 @@
 #                          came UP" (the script's fail()).
 # node_stats ID            `dnpctl stats` of node ID (socket $dir/node-ID.sock,
 #                          dnpctl at $ctl), its errors discarded.
+# fail_logs MSG            say "FAIL: MSG", show the last 10 lines of every *.log
+#                          and *.out of $dir, exit 1 (a script's fail() may be it).
 # node_field ID PREFIX FIELD  the value after FIELD on node ID's stats line that
 #                          starts with PREFIX (e.g. `node_field 3 engine pkts_forwarded`).
 # alltoall_on TAG IDS [--detours]  dnp_alltoall ($a2a) on every node of IDS (a
@@ -130,6 +132,14 @@ wait_links_up() {
 }
 
 node_stats() { "$ctl" --socket "$dir/node-$1.sock" stats 2>/dev/null; }
+
+fail_logs() {
+	echo "FAIL: $*"
+	for _fl_f in "$dir"/*.log "$dir"/*.out; do
+		[ -e "$_fl_f" ] && { echo "--- $_fl_f"; tail -n 10 "$_fl_f"; }
+	done
+	exit 1
+}
 
 node_field() {
 	node_stats "$1" | awk -v pre="$2" -v f="$3" 'index($0, pre) == 1 {

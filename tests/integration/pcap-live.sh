@@ -30,13 +30,7 @@ fi
 need_built "$dnpd" "$ctl" "$pp"
 run_dir /dev/shm/softdnp-pcap-live-$$
 
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.log "$dir"/*.out; do
-		[ -e "$f" ] && { echo "--- $f"; tail -n 10 "$f"; }
-	done
-	exit 1
-}
+fail() { fail_logs "$@"; }
 [ -r "$lua" ] || fail "no dissector at $lua"
 ts() { timeout 60 tshark -n -X lua_script:"$lua" "$@" 2>>"$dir/tshark.log"; }
 c() { timeout 30 "$ctl" --socket "$dir/node-0.sock" "$@"; }

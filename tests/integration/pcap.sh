@@ -38,13 +38,7 @@ need_built "$dnpd" "$ctl" "$pp" "$hfm"
 run_dir /dev/shm/softdnp-pcap-$$
 base=$((21000 + ($$ % 2000) * 16))
 
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.log "$dir"/*.out; do
-		[ -e "$f" ] && { echo "--- $f"; tail -n 10 "$f"; }
-	done
-	exit 1
-}
+fail() { fail_logs "$@"; }
 
 # tshark with the dissector; stderr kept apart (it warns when run as root).
 ts() {
