@@ -384,6 +384,36 @@ static int lab_picture(struct dnp_sup *sup, uint64_t now, const char *path)
 	return r < 0 ? r : 0;
 }
 
+/* The scenario's fault on the victim at now. */
+static void lab_inject(struct lab *L, uint32_t victim, enum scen sc, uint64_t now)
+{
+	struct node *v = &L->nodes[victim];
+
+	switch (sc) {
+	case S_KILL_DNPD:
+		v->dnp_alive = false;
+		v->dnp_dead_at = now;
+		break;
+	case S_KILL_HFM:
+		v->h.alive = false;
+		break;
+	case S_BOTH:
+		v->dnp_alive = false;
+		v->dnp_dead_at = now;
+		v->h.alive = false;
+		break;
+	case S_SENSOR:
+		atomic_store(&v->regs.sim[0].value, 99000);
+		atomic_store(&v->regs.sim[0].on, 1);
+		break;
+	case S_SVCNET:
+		v->h.cut = true;
+		break;
+	default:
+		break;
+	}
+}
+
 static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigned tr,
 		   unsigned link_ms, unsigned step, unsigned gsize, const char *picture,
 		   struct result *res)
@@ -436,36 +466,12 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	res->awareness_ms = -1;
 	for (uint64_t now = 0; now <= t_end; now += step) {
 		if (now == t_fault) {
-			struct node *v = &L.nodes[victim];
-
 			d0 = L.diag_bytes, s0 = L.svc_bytes, m0 = L.sup_msgs;
 			ev0 = dnp_sup_nevents(L.sup);
 			tm0 = L.top_msgs;
 			if (gsize && (g0 = malloc(L.ngrp * sizeof(*g0))) != NULL)
 				memcpy(g0, L.grp_msgs, L.ngrp * sizeof(*g0));
-			switch (sc) {
-			case S_KILL_DNPD:
-				v->dnp_alive = false;
-				v->dnp_dead_at = now;
-				break;
-			case S_KILL_HFM:
-				v->h.alive = false;
-				break;
-			case S_BOTH:
-				v->dnp_alive = false;
-				v->dnp_dead_at = now;
-				v->h.alive = false;
-				break;
-			case S_SENSOR:
-				atomic_store(&v->regs.sim[0].value, 99000);
-				atomic_store(&v->regs.sim[0].on, 1);
-				break;
-			case S_SVCNET:
-				v->h.cut = true;
-				break;
-			default:
-				break;
-			}
+			lab_inject(&L, victim, sc, now);
 		}
 		deliver_diags(&L, now);
 		for (uint32_t i = 0; i < L.n; i++)
