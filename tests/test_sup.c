@@ -844,6 +844,30 @@ static void test_sup_hier_inference_across_groups(void **state)
 	dnp_sup_destroy(top);
 }
 
+/*
+ * A tick re-derives only once a report can have turned stale (sup.c,
+ * dnp_sup_tick): a node heard again after every report had gone stale must
+ * still be called silent exactly one silence period later.
+ */
+static void test_sup_tick_expiry(void **state)
+{
+	struct dnp_sup *s = all_healthy(1000);
+
+	(void)state;
+	dnp_sup_tick(s, 1599);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 1600); /* everyone silent: nothing left to expire */
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_SILENT);
+	assert_true(health(s, 0, 2100, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 2699);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 2700);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_SILENT);
+	dnp_sup_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -859,6 +883,7 @@ int main(void)
 		cmocka_unit_test(test_svc_watch_late_supervisor),
 		cmocka_unit_test(test_sup_picture_paged),
 		cmocka_unit_test(test_svc_signed),
+		cmocka_unit_test(test_sup_tick_expiry),
 		cmocka_unit_test(test_sup_hier_merge),
 		cmocka_unit_test(test_sup_hier_group_silent),
 		cmocka_unit_test(test_sup_hier_inference_across_groups),
