@@ -486,21 +486,30 @@ static void agg_take_rec(struct dnp_sup *s, uint32_t group, const struct dnp_svc
 {
 	struct dnp_sup_node *nd = &s->nodes[r->node];
 	uint64_t heard = now > r->age_ms ? now - r->age_ms : 0;
+	struct dnp_svc_agg_rec had;
+	bool same;
 
-	memset(&nd->last, 0, sizeof(nd->last));
-	nd->last.type = DNP_SVC_HEALTH;
-	nd->last.node = r->node;
-	nd->last.u.health.host_status = r->host_status;
-	nd->last.u.health.dnp_status = r->dnp_status;
-	nd->last.u.health.flags = r->flags;
-	memcpy(nd->last.u.health.rfd, r->rfd, sizeof(r->rfd));
+	rec_of(nd, r->node, &had);
+	had.age_ms = r->age_ms;
+	/* A digest repeating what a fresh node said changes nothing but its age. */
+	same = fresh(s, nd, now) && !memcmp(&had, r, sizeof(had));
+	if (!same) {
+		memset(&nd->last, 0, sizeof(nd->last));
+		nd->last.type = DNP_SVC_HEALTH;
+		nd->last.node = r->node;
+		nd->last.u.health.host_status = r->host_status;
+		nd->last.u.health.dnp_status = r->dnp_status;
+		nd->last.u.health.flags = r->flags;
+		memcpy(nd->last.u.health.rfd, r->rfd, sizeof(r->rfd));
+	}
 	if (!nd->heard || heard > nd->last_ms)
 		nd->last_ms = heard;
 	note_expiry(s, nd->last_ms);
 	nd->heard = true;
 	nd->group = group + 1u;
 	nd->msgs++;
-	derive_around(s, r->node, now);
+	if (!same)
+		derive_around(s, r->node, now);
 }
 
 static int on_agg(struct dnp_sup *s, const struct dnp_svc_msg *m, uint64_t now, void *reply,
