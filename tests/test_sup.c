@@ -633,6 +633,248 @@ static void test_svc_signed(void **state)
 	}
 }
 
+/* ------------------------------------------------------------ hierarchy */
+
+/* A group supervisor of nodes first..first+count-1 of the 2x2x2 torus T. */
+static struct dnp_sup *group_sup(uint32_t first, uint32_t count, uint32_t inc, uint64_t now)
+{
+	struct dnp_sup_conf c = { .torus = T,
+				  .silence_ms = 600,
+				  .group_first = first,
+				  .group_count = count,
+				  .group_incarnation = inc };
+	struct dnp_sup *s;
+
+	assert_int_equal(dnp_sup_create(&c, now, &s), 0);
+	return s;
+}
+
+/*
+ * Every AGG the group has for the top, delivered; the top's ACKs back.
+ * Returns the number of node records carried (AGGs in *naggs).
+ */
+static unsigned pump(struct dnp_sup *g, struct dnp_sup *top, uint64_t now, unsigned *naggs)
+{
+	static uint8_t buf[DNP_SVC_MAX_DGRAM];
+	unsigned recs = 0, aggs = 0;
+	uint8_t rep[64];
+	int n;
+
+	while ((n = dnp_sup_agg(g, now, buf, sizeof(buf))) > 0) {
+		struct dnp_svc_msg m, a;
+		int r;
+
+		assert_int_equal(dnp_svc_decode(buf, (size_t)n, &m), 0);
+		recs += m.u.agg.nrec;
+		aggs++;
+		r = dnp_sup_on_msg(top, buf, (size_t)n, now, rep, sizeof(rep));
+		assert_true(r > 0);
+		assert_int_equal(dnp_svc_decode(rep, (size_t)r, &a), 0);
+		assert_int_equal(dnp_sup_agg_ack(g, &a, now), 0);
+	}
+	assert_int_equal(n, 0);
+	if (naggs)
+		*naggs = aggs;
+	return recs;
+}
+
+static bool healthy_node(const struct dnp_sup *s, uint32_t i)
+{
+	return dnp_sup_node(s, i)->host == SUP_H_OK && dnp_sup_node(s, i)->dnp == SUP_D_OK;
+}
+
+/*
+ * Two groups (nodes 0-3, 4-7) and a top: the top's picture is the merge, a
+ * change travels alone (one record), the digest carries every node heard,
+ * alarms reach the top's log once and are not resent once acknowledged.
+ */
+static void test_sup_hier_merge(void **state)
+{
+	struct dnp_sup_conf tc = { .silence_ms = 600 };
+	struct dnp_sup *top, *g[2];
+	struct dnp_svc_alarm al = { .id = 1, .kind = DNP_SVC_AL_DNP, .level = 1 };
+	struct dnp_sup_group gi;
+	uint8_t buf[512], rep[64];
+	unsigned aggs;
+
+	(void)state;
+	dnp_torus_init(&T, 2, 2, 2);
+	tc.torus = T;
+	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
+	g[0] = group_sup(0, 4, 11, 0);
+	g[1] = group_sup(4, 4, 22, 0);
+	/* a group takes its own nodes only */
+	assert_int_equal(health(g[0], 4, 10, dnp_word(1), ALIVE, NULL, 0, NULL), -ERANGE);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(health(g[i / 4], i, 10, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	assert_int_equal(pump(g[0], top, 20, &aggs), 4);
+	assert_int_equal(aggs, 1);
+	assert_int_equal(pump(g[1], top, 20, NULL), 4);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(healthy_node(top, i));
+	/* the same news again: nothing to send */
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(health(g[i / 4], i, 110, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	assert_int_equal(pump(g[0], top, 120, &aggs), 0);
+	assert_int_equal(aggs, 0);
+	/* node 6's DNP misses its watchdog: one record, and the alarm, reach the top */
+	assert_true(health(g[1], 6, 130, 0, DNP_SVC_F_DNP_SEEN, &al, 1, NULL) > 0);
+	assert_int_equal(pump(g[1], top, 140, NULL), 1);
+	assert_int_equal(dnp_sup_node(top, 6)->dnp, SUP_D_FAULTY);
+	assert_true(logged(top, 6, "dnp faulty", SUP_P_SERVICE));
+	assert_true(logged(top, 6, "alarm dnp omission", SUP_P_SERVICE));
+	/* acknowledged: a digest resends the nodes, not the alarm */
+	dnp_sup_agg_digest(g[1]);
+	{
+		uint64_t before = dnp_sup_nevents(top);
+
+		assert_int_equal(pump(g[1], top, 150, NULL), 4);
+		assert_int_equal(dnp_sup_nevents(top), before);
+	}
+	/* the same AGG twice (a replay) is refused */
+	assert_true(health(g[0], 1, 160, dnp_word(2), ALIVE, NULL, 0, NULL) > 0);
+	{
+		int n = dnp_sup_agg(g[0], 170, buf, sizeof(buf));
+
+		assert_true(n > 0);
+		assert_true(dnp_sup_on_msg(top, buf, (size_t)n, 170, rep, sizeof(rep)) > 0);
+		assert_int_equal(dnp_sup_on_msg(top, buf, (size_t)n, 170, rep, sizeof(rep)),
+				 -EALREADY);
+		/* and a group supervisor takes no AGG */
+		assert_int_equal(dnp_sup_on_msg(g[1], buf, (size_t)n, 170, rep, sizeof(rep)),
+				 -EPROTO);
+	}
+	assert_int_equal(dnp_sup_node(top, 1)->link[0], DNP_LFM_LINK_SICK);
+	assert_true(dnp_sup_group(top, 1, &gi));
+	assert_int_equal(gi.first, 4);
+	assert_int_equal(gi.count, 4);
+	assert_false(dnp_sup_group(top, 2, &gi));
+	dnp_sup_destroy(g[0]);
+	dnp_sup_destroy(g[1]);
+	dnp_sup_destroy(top);
+}
+
+/*
+ * A group supervisor that stops: the top logs the group silent and its
+ * nodes turn silent (never healthy on stale news), the other group's stay
+ * healthy. A node's silence counts from when its group heard it (age_ms),
+ * not from when the AGG came.
+ */
+static void test_sup_hier_group_silent(void **state)
+{
+	struct dnp_sup_conf tc = { .silence_ms = 600 };
+	struct dnp_sup *top, *g[2];
+	struct dnp_sup_group gi;
+
+	(void)state;
+	dnp_torus_init(&T, 2, 2, 2);
+	tc.torus = T;
+	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
+	g[0] = group_sup(0, 4, 11, 0);
+	g[1] = group_sup(4, 4, 22, 0);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(health(g[i / 4], i, 0, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	/* group 1's first report comes 400 ms after it heard its nodes */
+	pump(g[0], top, 0, NULL);
+	pump(g[1], top, 400, NULL);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(healthy_node(top, i));
+	/* group 0 goes on (its nodes report, digests every 200 ms); group 1 is dead */
+	for (uint64_t t = 100; t <= 1600; t += 100) {
+		for (uint32_t i = 0; i < 4; i++)
+			assert_true(health(g[0], i, t, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+		if (t % 200 == 0)
+			dnp_sup_agg_digest(g[0]);
+		pump(g[0], top, t, NULL);
+		dnp_sup_tick(top, t);
+		if (t == 600) /* 600 ms after group 1 heard them, 200 after its AGG */
+			for (uint32_t i = 4; i < 8; i++)
+				assert_int_equal(dnp_sup_node(top, i)->host, SUP_H_SILENT);
+	}
+	for (uint32_t i = 0; i < 4; i++)
+		assert_true(healthy_node(top, i));
+	for (uint32_t i = 4; i < 8; i++) {
+		assert_int_equal(dnp_sup_node(top, i)->host, SUP_H_SILENT);
+		assert_true(logged(top, i, "host silent", SUP_P_SILENCE));
+	}
+	assert_true(logged(top, 4, "group 4-7 silent", SUP_P_SILENCE));
+	assert_true(dnp_sup_group(top, 1, &gi));
+	assert_true(gi.silent);
+	assert_true(dnp_sup_group(top, 0, &gi));
+	assert_false(gi.silent);
+	dnp_sup_destroy(g[0]);
+	dnp_sup_destroy(g[1]);
+	dnp_sup_destroy(top);
+}
+
+/*
+ * The top still infers a dead node whose neighbours report through another
+ * group: node 3 (group 0) silent, its neighbours 1, 2 (group 0) and 7
+ * (group 1) see their links to it broken.
+ */
+static void test_sup_hier_inference_across_groups(void **state)
+{
+	struct dnp_sup_conf tc = { .silence_ms = 600 };
+	struct dnp_sup *top, *g[2];
+
+	(void)state;
+	dnp_torus_init(&T, 2, 2, 2);
+	tc.torus = T;
+	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
+	g[0] = group_sup(0, 4, 11, 0);
+	g[1] = group_sup(4, 4, 22, 0);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(health(g[i / 4], i, 0, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	pump(g[0], top, 0, NULL);
+	pump(g[1], top, 0, NULL);
+	for (uint64_t t = 100; t <= 1000; t += 100) {
+		for (uint32_t i = 0; i < 8; i++) {
+			/* in a 2x2x2 torus both links of a pair lead to the same node */
+			uint64_t w = i == 1 || i == 2 || i == 7 ? dnp_word(DNP_LFM_LINK_BROKEN) :
+								  dnp_word(1);
+
+			if (i != 3)
+				assert_true(health(g[i / 4], i, t, w, ALIVE, NULL, 0, NULL) > 0);
+		}
+		if (t % 200 == 0) { /* unchanged nodes reach the top by the digest only */
+			dnp_sup_agg_digest(g[0]);
+			dnp_sup_agg_digest(g[1]);
+		}
+		pump(g[0], top, t, NULL);
+		pump(g[1], top, t, NULL);
+		dnp_sup_tick(top, t);
+	}
+	assert_int_equal(dnp_sup_node(top, 3)->host, SUP_H_DEAD);
+	assert_int_equal(dnp_sup_node(top, 3)->path, SUP_P_INFERENCE);
+	dnp_sup_destroy(g[0]);
+	dnp_sup_destroy(g[1]);
+	dnp_sup_destroy(top);
+}
+
+/*
+ * A tick re-derives only once a report can have turned stale (sup.c,
+ * dnp_sup_tick): a node heard again after every report had gone stale must
+ * still be called silent exactly one silence period later.
+ */
+static void test_sup_tick_expiry(void **state)
+{
+	struct dnp_sup *s = all_healthy(1000);
+
+	(void)state;
+	dnp_sup_tick(s, 1599);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 1600); /* everyone silent: nothing left to expire */
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(dnp_sup_node(s, i)->host, SUP_H_SILENT);
+	assert_true(health(s, 0, 2100, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 2699);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_OK);
+	dnp_sup_tick(s, 2700);
+	assert_int_equal(dnp_sup_node(s, 0)->host, SUP_H_SILENT);
+	dnp_sup_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +890,10 @@ int main(void)
 		cmocka_unit_test(test_svc_watch_late_supervisor),
 		cmocka_unit_test(test_sup_picture_paged),
 		cmocka_unit_test(test_svc_signed),
+		cmocka_unit_test(test_sup_tick_expiry),
+		cmocka_unit_test(test_sup_hier_merge),
+		cmocka_unit_test(test_sup_hier_group_silent),
+		cmocka_unit_test(test_sup_hier_inference_across_groups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

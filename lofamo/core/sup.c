@@ -8,6 +8,20 @@
 
 #include "sup.h"
 
+/* Group side: what was last forwarded to the top about a node of the group. */
+struct sup_gnode {
+	struct dnp_svc_agg_rec fwd;
+	bool sent, dirty;
+};
+#define SUP_AGG_ALARMS 1024u /* alarms kept for the top until it acknowledges them */
+
+/* Top side: a group supervisor, by its first node. */
+struct sup_grp {
+	bool heard, silent;
+	uint32_t count, incarnation, seq, next_alarm;
+	uint64_t last_ms, aggs;
+};
+
 struct dnp_sup {
 	struct dnp_sup_conf c;
 	uint32_t n;
@@ -16,12 +30,25 @@ struct dnp_sup {
 	uint64_t nlog;
 	uint64_t msgs, alarms, bad;
 	uint64_t last_call_ms; /* time of the previous on_msg or tick */
+	/*
+	 * No report turns stale before this (a lower bound): until then a tick
+	 * has nothing to re-derive, every report having been derived on arrival.
+	 */
+	uint64_t next_expiry;
 	uint64_t stalls, stalled_ms;
 	int64_t wall_off; /* wall clock - the caller's monotonic clock, ms: stamps only */
 	/* The last rendering served in pages (dnp_sup_on_status). */
 	char *page;
 	size_t page_len;
 	uint32_t page_snap, page_flags;
+	/* A group supervisor's side of the hierarchy (c.group_count > 0). */
+	struct sup_gnode *gn;
+	struct dnp_svc_agg_alarm *aq; /* alarm id k at aq[(k - 1) % SUP_AGG_ALARMS] */
+	uint32_t aq_next, aq_acked, aq_sent;
+	uint64_t aq_dropped, aq_queued;
+	uint32_t agg_seq;
+	/* The top's side: groups heard, indexed by first node (allocated at the first AGG). */
+	struct sup_grp *grp;
 };
 
 static const char *const dir_names[DNP_LFM_NDIRS] = { "X+", "X-", "Y+", "Y-", "Z+", "Z-" };
@@ -62,6 +89,19 @@ int dnp_sup_create(const struct dnp_sup_conf *c, uint64_t now_ms, struct dnp_sup
 	s->n = dnp_torus_size(&c->torus);
 	s->nodes = calloc(s->n, sizeof(*s->nodes));
 	s->log = calloc(DNP_SUP_LOG, sizeof(*s->log));
+	if (c->group_count) {
+		if ((uint64_t)c->group_first + c->group_count > s->n || !c->group_incarnation) {
+			dnp_sup_destroy(s);
+			return -EINVAL;
+		}
+		s->gn = calloc(c->group_count, sizeof(*s->gn));
+		s->aq = calloc(SUP_AGG_ALARMS, sizeof(*s->aq));
+		s->aq_next = 1;
+		if (!s->gn || !s->aq) {
+			dnp_sup_destroy(s);
+			return -ENOMEM;
+		}
+	}
 	if (!s->nodes || !s->log) {
 		dnp_sup_destroy(s);
 		return -ENOMEM;
@@ -77,6 +117,9 @@ void dnp_sup_destroy(struct dnp_sup *s)
 	free(s->nodes);
 	free(s->log);
 	free(s->page);
+	free(s->gn);
+	free(s->aq);
+	free(s->grp);
 	free(s);
 }
 
@@ -127,6 +170,19 @@ static void catch_up(struct dnp_sup *s, uint64_t now)
 		if (nd->heard)
 			nd->last_ms = age(now, nd->last_ms) > gap ? nd->last_ms + gap : now;
 	}
+	for (uint32_t i = 0; s->grp && i < s->n; i++) {
+		struct sup_grp *g = &s->grp[i];
+
+		if (g->heard)
+			g->last_ms = age(now, g->last_ms) > gap ? g->last_ms + gap : now;
+	}
+}
+
+/* A report heard at t turns stale at t + silence_ms: the next tick must look then. */
+static void note_expiry(struct dnp_sup *s, uint64_t t)
+{
+	if (t + s->c.silence_ms < s->next_expiry)
+		s->next_expiry = t + s->c.silence_ms;
 }
 
 static bool fresh(const struct dnp_sup *s, const struct dnp_sup_node *nd, uint64_t now)
@@ -308,6 +364,241 @@ static void log_alarm(struct dnp_sup *s, uint64_t now, uint32_t id, const struct
 	}
 }
 
+/* ------------------------------------------------ hierarchy: group side */
+
+/* A node's last report as a record for the top (svc.h: defined bits only). */
+static void rec_of(const struct dnp_sup_node *nd, uint32_t id, struct dnp_svc_agg_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->node = id;
+	r->flags = (uint8_t)(nd->last.u.health.flags & (DNP_SVC_F_DNP_ALIVE | DNP_SVC_F_DNP_SEEN));
+	r->host_status = (uint8_t)nd->last.u.health.host_status;
+	r->dnp_status = nd->last.u.health.dnp_status & DNP_SVC_AGG_DNP_MASK;
+	memcpy(r->rfd, nd->last.u.health.rfd, sizeof(r->rfd));
+}
+
+/* A HEALTH of node id was taken: forward it when it says something new. */
+static void agg_note(struct dnp_sup *s, uint32_t id)
+{
+	struct sup_gnode *g = &s->gn[id - s->c.group_first];
+	struct dnp_svc_agg_rec r;
+
+	rec_of(&s->nodes[id], id, &r);
+	if (!g->sent || memcmp(&r, &g->fwd, sizeof(r)))
+		g->dirty = true;
+}
+
+static void agg_queue_alarm(struct dnp_sup *s, uint32_t from, const struct dnp_svc_alarm *a)
+{
+	if (s->aq_next - 1u - s->aq_acked >= SUP_AGG_ALARMS) {
+		s->aq_acked++; /* full: the top has been unreachable; the oldest goes */
+		s->aq_dropped++;
+		if (s->aq_sent < s->aq_acked)
+			s->aq_sent = s->aq_acked;
+	}
+	s->aq[(s->aq_next - 1u) % SUP_AGG_ALARMS] =
+		(struct dnp_svc_agg_alarm){ .from = from,
+					    .kind = a->kind,
+					    .subject = a->subject,
+					    .level = a->level,
+					    .node = a->node };
+	s->aq_next++;
+	s->aq_queued++;
+}
+
+void dnp_sup_agg_digest(struct dnp_sup *s)
+{
+	for (uint32_t i = 0; s->gn && i < s->c.group_count; i++)
+		if (s->nodes[s->c.group_first + i].heard)
+			s->gn[i].dirty = true;
+	s->aq_sent = s->aq_acked;
+}
+
+int dnp_sup_agg(struct dnp_sup *s, uint64_t now_ms, void *buf, size_t cap)
+{
+	struct dnp_svc_agg_writer w;
+	uint32_t first_alarm = s->aq_sent + 1u;
+	bool any = false;
+	int r;
+
+	if (!s->c.group_count)
+		return -EPROTO;
+	catch_up(s, now_ms);
+	r = dnp_svc_agg_start(&w, buf, cap, s->c.group_first, s->c.group_count, s->agg_seq + 1u,
+			      s->c.group_incarnation, first_alarm, 0);
+	if (r)
+		return r;
+	while (s->aq_sent + 1u < s->aq_next &&
+	       !dnp_svc_agg_add_alarm(&w, &s->aq[s->aq_sent % SUP_AGG_ALARMS])) {
+		s->aq_sent++;
+		any = true;
+	}
+	for (uint32_t i = 0; i < s->c.group_count; i++) {
+		struct sup_gnode *g = &s->gn[i];
+		const struct dnp_sup_node *nd = &s->nodes[s->c.group_first + i];
+		struct dnp_svc_agg_rec rec;
+		uint64_t a;
+
+		if (!g->dirty)
+			continue;
+		rec_of(nd, s->c.group_first + i, &rec);
+		a = age(now_ms, nd->last_ms);
+		rec.age_ms = (uint16_t)(a > 0xffffu ? 0xffffu : a);
+		if (dnp_svc_agg_add_rec(&w, &rec))
+			break; /* full: the rest go in the next AGG */
+		rec.age_ms = 0;
+		g->fwd = rec;
+		g->sent = true;
+		g->dirty = false;
+		any = true;
+	}
+	if (!any)
+		return 0;
+	s->agg_seq++;
+	return (int)dnp_svc_agg_finish(&w);
+}
+
+int dnp_sup_agg_ack(struct dnp_sup *s, const struct dnp_svc_msg *ack, uint64_t now_ms)
+{
+	(void)now_ms;
+	if (!s->c.group_count || !dnp_svc_ack_mine(ack, s->c.group_first, s->c.group_incarnation) ||
+	    !ack->u.ack.incarnation)
+		return -EPROTO;
+	/* Cumulative; never past what was queued, never back. */
+	if (ack->u.ack.ack > s->aq_acked && ack->u.ack.ack < s->aq_next)
+		s->aq_acked = ack->u.ack.ack;
+	if (s->aq_sent < s->aq_acked)
+		s->aq_sent = s->aq_acked;
+	return 0;
+}
+
+void dnp_sup_agg_counts(const struct dnp_sup *s, uint64_t *queued, uint64_t *dropped)
+{
+	*queued = s->aq_queued;
+	*dropped = s->aq_dropped;
+}
+
+/* -------------------------------------------------- hierarchy: top side */
+
+/* A record of a group's AGG, taken as the node's HEALTH heard age_ms ago. */
+static void agg_take_rec(struct dnp_sup *s, uint32_t group, const struct dnp_svc_agg_rec *r,
+			 uint64_t now)
+{
+	struct dnp_sup_node *nd = &s->nodes[r->node];
+	uint64_t heard = now > r->age_ms ? now - r->age_ms : 0;
+	struct dnp_svc_agg_rec had;
+	bool same;
+
+	rec_of(nd, r->node, &had);
+	had.age_ms = r->age_ms;
+	/* A digest repeating what a fresh node said changes nothing but its age. */
+	same = fresh(s, nd, now) && !memcmp(&had, r, sizeof(had));
+	if (!same) {
+		memset(&nd->last, 0, sizeof(nd->last));
+		nd->last.type = DNP_SVC_HEALTH;
+		nd->last.node = r->node;
+		nd->last.u.health.host_status = r->host_status;
+		nd->last.u.health.dnp_status = r->dnp_status;
+		nd->last.u.health.flags = r->flags;
+		memcpy(nd->last.u.health.rfd, r->rfd, sizeof(r->rfd));
+	}
+	if (!nd->heard || heard > nd->last_ms)
+		nd->last_ms = heard;
+	note_expiry(s, nd->last_ms);
+	nd->heard = true;
+	nd->group = group + 1u;
+	nd->msgs++;
+	if (!same)
+		derive_around(s, r->node, now);
+}
+
+static int on_agg(struct dnp_sup *s, const struct dnp_svc_msg *m, uint64_t now, void *reply,
+		  size_t cap)
+{
+	struct dnp_svc_msg ack = { .type = DNP_SVC_ACK, .node = m->node, .seq = m->seq };
+	struct dnp_svc_agg_rec r;
+	struct sup_grp *g;
+	size_t off = 0;
+
+	if ((uint64_t)m->node + m->u.agg.count > s->n) {
+		s->bad++;
+		return -ERANGE;
+	}
+	if (!s->grp && !(s->grp = calloc(s->n, sizeof(*s->grp))))
+		return -ENOMEM;
+	g = &s->grp[m->node];
+	if (g->heard && g->incarnation == m->u.agg.incarnation && m->seq <= g->seq) {
+		s->bad++;
+		return -EALREADY;
+	}
+	if (g->heard && g->incarnation != m->u.agg.incarnation)
+		g->next_alarm = 0; /* a restarted group supervisor counts from 1 again */
+	if (g->silent)
+		logf_(s, now, m->node, SUP_P_SERVICE, "group %u-%u back", m->node,
+		      m->node + m->u.agg.count - 1u);
+	g->heard = true;
+	g->silent = false;
+	g->count = m->u.agg.count;
+	g->incarnation = m->u.agg.incarnation;
+	g->seq = m->seq;
+	g->last_ms = now;
+	note_expiry(s, now);
+	g->aggs++;
+	s->msgs++;
+	for (unsigned i = 0; i < m->u.agg.nalarm; i++) {
+		uint32_t id = m->u.agg.first_alarm + i;
+		struct dnp_svc_agg_alarm a;
+		struct dnp_svc_alarm al;
+
+		if (id < g->next_alarm)
+			continue; /* a repeat: our ACK was lost */
+		dnp_svc_agg_alarm(m, i, &a);
+		al = (struct dnp_svc_alarm){ .id = id,
+					     .kind = a.kind,
+					     .subject = a.subject,
+					     .level = a.level,
+					     .node = a.node };
+		log_alarm(s, now, a.from, &al);
+		s->alarms++;
+		g->next_alarm = id + 1u;
+	}
+	while (dnp_svc_agg_rec_next(m, &off, &r))
+		agg_take_rec(s, m->node, &r, now);
+	ack.u.ack.ack = g->next_alarm ? g->next_alarm - 1u : 0;
+	ack.u.ack.incarnation = g->incarnation;
+	return dnp_svc_encode(&ack, reply, cap);
+}
+
+/* A group silent for silence_ms is logged so; its nodes age out on their own. */
+static void groups_tick(struct dnp_sup *s, uint64_t now)
+{
+	for (uint32_t i = 0; s->grp && i < s->n; i++) {
+		struct sup_grp *g = &s->grp[i];
+
+		if (!g->heard || g->silent || age(now, g->last_ms) < s->c.silence_ms)
+			continue;
+		g->silent = true;
+		logf_(s, now, i, SUP_P_SILENCE, "group %u-%u silent", i, i + g->count - 1u);
+	}
+}
+
+bool dnp_sup_group(const struct dnp_sup *s, unsigned i, struct dnp_sup_group *out)
+{
+	for (uint32_t k = 0; s->grp && k < s->n; k++) {
+		const struct sup_grp *g = &s->grp[k];
+
+		if (!g->heard || i--)
+			continue;
+		*out = (struct dnp_sup_group){ .first = k,
+					       .count = g->count,
+					       .silent = g->silent,
+					       .last_ms = g->last_ms,
+					       .aggs = g->aggs };
+		return true;
+	}
+	return false;
+}
+
 int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms, void *reply,
 		   size_t cap)
 {
@@ -319,11 +610,15 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 		s->bad++;
 		return -EBADMSG;
 	}
+	if (m.type == DNP_SVC_AGG && !s->c.group_count)
+		return on_agg(s, &m, now_ms, reply, cap);
 	if (m.type != DNP_SVC_HEALTH) {
 		s->bad++;
 		return -EPROTO;
 	}
-	if (m.node >= s->n) {
+	if (m.node >= s->n ||
+	    (s->c.group_count &&
+	     (m.node < s->c.group_first || m.node - s->c.group_first >= s->c.group_count))) {
 		s->bad++;
 		return -ERANGE;
 	}
@@ -352,10 +647,16 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 		log_alarm(s, now_ms, m.node, a);
 		s->alarms++;
 		nd->next_alarm = a->id + 1;
+		if (s->c.group_count)
+			agg_queue_alarm(s, m.node, a);
 	}
 	nd->heard = true;
 	nd->last_ms = now_ms;
+	note_expiry(s, now_ms);
 	nd->last = m;
+	nd->group = 0;
+	if (s->c.group_count)
+		agg_note(s, m.node);
 	derive_around(s, m.node, now_ms);
 	ack.node = m.node;
 	ack.seq = m.seq;
@@ -364,11 +665,40 @@ int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_
 	return dnp_svc_encode(&ack, reply, cap);
 }
 
+/*
+ * A node's picture depends on its report, its neighbours' and which of them
+ * are fresh; every report is derived with its neighbours when it arrives. So
+ * between arrivals only a report turning stale changes anything: a tick
+ * before next_expiry has nothing to do (at 4096 nodes, re-deriving every node
+ * every 20 ms was most of a supervisor's CPU). The pass that does run finds
+ * the next expiry among the reports still fresh.
+ */
 void dnp_sup_tick(struct dnp_sup *s, uint64_t now_ms)
 {
+	uint32_t first = s->c.group_count ? s->c.group_first : 0;
+	uint32_t count = s->c.group_count ? s->c.group_count : s->n;
+	uint64_t next = UINT64_MAX;
+
 	catch_up(s, now_ms);
-	for (uint32_t i = 0; i < s->n; i++)
-		derive(s, i, now_ms);
+	if (now_ms < s->next_expiry)
+		return;
+	groups_tick(s, now_ms);
+	for (uint32_t i = 0; i < count; i++) {
+		const struct dnp_sup_node *nd = &s->nodes[first + i];
+
+		derive(s, first + i, now_ms); /* a group's rules are for its own nodes */
+		if (nd->heard && nd->last_ms + s->c.silence_ms > now_ms &&
+		    nd->last_ms + s->c.silence_ms < next)
+			next = nd->last_ms + s->c.silence_ms;
+	}
+	for (uint32_t i = 0; s->grp && i < s->n; i++) {
+		const struct sup_grp *g = &s->grp[i];
+
+		if (g->heard && !g->silent && g->last_ms + s->c.silence_ms > now_ms &&
+		    g->last_ms + s->c.silence_ms < next)
+			next = g->last_ms + s->c.silence_ms;
+	}
+	s->next_expiry = next;
 }
 
 void dnp_sup_wall(struct dnp_sup *s, int64_t wall_minus_now_ms)
@@ -444,6 +774,23 @@ static bool node_healthy(const struct dnp_sup_node *nd)
 	return ok;
 }
 
+/* The top's groups (none in a flat picture): "groups":[{...},...], */
+static void render_groups_json(const struct dnp_sup *s, uint64_t now, struct out *o)
+{
+	struct dnp_sup_group g;
+
+	if (!dnp_sup_group(s, 0, &g))
+		return;
+	put(o, "\"groups\":[");
+	for (unsigned i = 0; dnp_sup_group(s, i, &g); i++)
+		put(o,
+		    "%s{\"first\":%u,\"count\":%u,\"state\":\"%s\",\"age_ms\":%" PRIu64
+		    ",\"aggs\":%" PRIu64 "}",
+		    i ? "," : "", g.first, g.count, g.silent ? "silent" : "ok", age(now, g.last_ms),
+		    g.aggs);
+	put(o, "],");
+}
+
 static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
 {
 	uint64_t first = s->nlog > 200 ? s->nlog - 200 : 0;
@@ -475,7 +822,9 @@ static void render_json(const struct dnp_sup *s, uint64_t now, struct out *o)
 			    level_names[nd->hdev[k] & 3]);
 		put(o, "},\"msgs\":%" PRIu64 "}", nd->msgs);
 	}
-	put(o, "],\"healthy\":%u,\"events_total\":%" PRIu64 ",\"events\":[", healthy, s->nlog);
+	put(o, "],\"healthy\":%u,", healthy);
+	render_groups_json(s, now, o);
+	put(o, "\"events_total\":%" PRIu64 ",\"events\":[", s->nlog);
 	for (uint64_t i = first; i < s->nlog; i++) {
 		const struct dnp_sup_event *e = dnp_sup_event(s, i);
 
@@ -541,6 +890,7 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 	const char *rst = colour ? "\033[0m" : "";
 	unsigned X = s->c.torus.dim[0], Y = s->c.torus.dim[1], Z = s->c.torus.dim[2];
 	unsigned healthy = 0;
+	struct dnp_sup_group g;
 
 	for (uint32_t i = 0; i < s->n; i++)
 		healthy += node_healthy(&s->nodes[i]);
@@ -606,6 +956,10 @@ static void render_map(const struct dnp_sup *s, bool colour, struct out *o)
 				put(o, ", %s %s", sensor_names[k], level_names[nd->sensor[k] & 3]);
 		put(o, "\n");
 	}
+	for (unsigned i = 0; dnp_sup_group(s, i, &g); i++)
+		if (g.silent)
+			put(o, "group %u-%u: silent (its supervisor sends nothing)\n", g.first,
+			    g.first + g.count - 1u);
 }
 
 static void render(const struct dnp_sup *s, unsigned flags, uint64_t now_ms, struct out *out)

@@ -33,6 +33,18 @@
  * default), so a wall clock stepped back or forth moves the stamps and
  * nothing else.
  *
+ * A hierarchy (docs/lofamo.md, "A hierarchy of supervisors"). A group
+ * supervisor (conf group_count > 0) takes HEALTH from its nodes only, acks
+ * them and runs these rules for them as a flat one would; dnp_sup_agg() then
+ * gives the AGG datagrams for the top: every node whose report changed since
+ * it was last forwarded, every node heard after dnp_sup_agg_digest(), and the
+ * HFM alarms the top has not acknowledged (dnp_sup_agg_ack). The top is a
+ * plain supervisor that also takes AGG: each record stands for the node's
+ * HEALTH, heard age_ms before the AGG came, so the top's silence, relay and
+ * inference rules run on the whole torus as they would on direct reports.
+ * A group whose AGGs stop for silence_ms is logged silent, and its nodes turn
+ * silent as their reports age: never healthy on stale news.
+ *
  * Memory: allocated by dnp_sup_create; the event log is a ring of
  * DNP_SUP_LOG entries; the last picture served in pages is kept until the
  * next first page. One thread.
@@ -80,6 +92,7 @@ struct dnp_sup_node {
 	struct dnp_svc_msg last;
 	uint32_t next_alarm; /* alarms below this id were logged and acked */
 	uint64_t msgs;
+	uint32_t group; /* top: the first node of the group that last reported it, +1 (0: none) */
 };
 
 #define DNP_SUP_LOG 4096u
@@ -94,6 +107,9 @@ struct dnp_sup_conf {
 	struct dnp_torus torus;
 	uint64_t silence_ms; /* > 0 */
 	uint64_t stall_ms;   /* 0: no stall rule; dnp-supervisor uses T_write */
+	/* A group supervisor: its nodes group_first .. +group_count-1 (count 0: flat or top). */
+	uint32_t group_first, group_count;
+	uint32_t group_incarnation; /* random, non-zero: this run of the group supervisor */
 };
 
 struct dnp_sup;
@@ -107,6 +123,10 @@ void dnp_sup_destroy(struct dnp_sup *s);
  * Errors: -EBADMSG (does not decode), -ERANGE (node outside the torus),
  * -EPROTO (a type the supervisor does not take), -EALREADY (a HEALTH not
  * newer than the last one of the same HFM incarnation: late or replayed).
+ * A flat or top supervisor also takes AGG (answered with an ACK; -ERANGE
+ * when the group reaches past the torus, -EALREADY when not newer than the
+ * last of the group's incarnation); a group supervisor refuses HEALTH from
+ * outside its group (-ERANGE) and AGG (-EPROTO).
  */
 int dnp_sup_on_msg(struct dnp_sup *s, const void *buf, size_t len, uint64_t now_ms, void *reply,
 		   size_t cap);
@@ -134,6 +154,31 @@ const struct dnp_sup_event *dnp_sup_event(const struct dnp_sup *s, uint64_t i);
 void dnp_sup_counts(const struct dnp_sup *s, uint64_t *msgs, uint64_t *alarms, uint64_t *bad);
 /* The supervisor's own stalls (calls more than stall_ms apart) and their total length. */
 void dnp_sup_stalls(const struct dnp_sup *s, uint64_t *count, uint64_t *total_ms);
+
+/*
+ * Group side. The next AGG for the top at now_ms: its length, 0 when nothing
+ * is left to send this round (call until 0), or dnp_svc_agg_start's errors;
+ * -EPROTO when the supervisor is not a group's.
+ */
+int dnp_sup_agg(struct dnp_sup *s, uint64_t now_ms, void *buf, size_t cap);
+/* The next dnp_sup_agg calls carry every node heard, and resend unacknowledged alarms. */
+void dnp_sup_agg_digest(struct dnp_sup *s);
+/*
+ * The top's ACK of an AGG: alarms up to its 'ack' are taken. 0, or -EPROTO
+ * (not an ACK of this group supervisor's incarnation).
+ */
+int dnp_sup_agg_ack(struct dnp_sup *s, const struct dnp_svc_msg *ack, uint64_t now_ms);
+/* Group side: alarms queued, dropped (the queue was full: the top unreachable). */
+void dnp_sup_agg_counts(const struct dnp_sup *s, uint64_t *queued, uint64_t *dropped);
+
+/* Top side: one group as heard (first node, size, silent or not, AGGs taken). */
+struct dnp_sup_group {
+	uint32_t first, count;
+	bool silent;
+	uint64_t last_ms, aggs;
+};
+/* The i-th group heard so far (in order of first node), false past the last. */
+bool dnp_sup_group(const struct dnp_sup *s, unsigned i, struct dnp_sup_group *g);
 
 /* Renders into buf (NUL-terminated, truncated to cap); returns the length.
  * flags: DNP_SVC_Q_JSON, DNP_SVC_Q_COLOUR (map), DNP_SVC_Q_LOG. */

@@ -11,6 +11,9 @@
 #define HDR 16u
 #define HEALTH_FIXED (HDR + 32u + 8u * DNP_LFM_NDIRS + 8u)
 #define ALARM_BYTES 16u
+#define AGG_FIXED (HDR + 16u)
+#define AGG_REC 16u
+#define AGG_RFD 8u
 
 static bool zero(const uint8_t *p, size_t n)
 {
@@ -19,6 +22,19 @@ static bool zero(const uint8_t *p, size_t n)
 			return false;
 	return true;
 }
+
+static void agg_fixed(uint8_t *p, uint32_t count, uint32_t inc, uint32_t first_alarm, unsigned nrec,
+		      unsigned nalarm, uint8_t flags)
+{
+	lfm_put32(p, count);
+	lfm_put32(p + 4, inc);
+	lfm_put32(p + 8, first_alarm);
+	lfm_put16(p + 12, (uint16_t)nrec);
+	p[14] = (uint8_t)nalarm;
+	p[15] = flags;
+}
+
+static int agg_decode(const uint8_t *p, size_t len, struct dnp_svc_msg *m);
 
 int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 {
@@ -44,6 +60,13 @@ int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 		if (m->u.page.len > DNP_SVC_PAGE_MAX)
 			return -EINVAL;
 		len = HDR + DNP_SVC_PAGE_HDR + m->u.page.len;
+		break;
+	case DNP_SVC_AGG:
+		/* The body is taken as it is: build one with dnp_svc_agg_start(). */
+		if (m->u.agg.body_len > DNP_SVC_TEXT_MAX - 16u || m->u.agg.nrec > 0xffffu ||
+		    m->u.agg.nalarm > DNP_SVC_AGG_MAX_ALARMS)
+			return -EINVAL;
+		len = AGG_FIXED + m->u.agg.body_len;
 		break;
 	default:
 		return -EINVAL;
@@ -99,6 +122,12 @@ int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap)
 		lfm_put32(p + 8, m->u.page.total);
 		lfm_put32(p + 12, 0);
 		memcpy(p + DNP_SVC_PAGE_HDR, m->u.page.text, m->u.page.len);
+		break;
+	case DNP_SVC_AGG:
+		agg_fixed(p, m->u.agg.count, m->u.agg.incarnation, m->u.agg.first_alarm,
+			  m->u.agg.nrec, m->u.agg.nalarm, m->u.agg.flags);
+		if (m->u.agg.body_len)
+			memcpy(p + 16, m->u.agg.body, m->u.agg.body_len);
 		break;
 	}
 	return (int)len;
@@ -182,6 +211,8 @@ int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m)
 		    m->u.page.len > m->u.page.total - m->u.page.offset)
 			return -EBADMSG;
 		return 0;
+	case DNP_SVC_AGG:
+		return agg_decode(p, len - HDR, m);
 	default:
 		return -EBADMSG;
 	}
@@ -310,4 +341,214 @@ int dnp_svc_verify(void *buf, size_t len, const struct dnp_svc_key *key)
 		return -EACCES;
 	p[6] = 0;
 	return (int)len;
+}
+
+/* ------------------------------------------------------------------ AGG */
+
+static void agg_alarm_get(const uint8_t *p, struct dnp_svc_agg_alarm *a)
+{
+	a->from = lfm_get32(p);
+	a->kind = p[4];
+	a->subject = p[5];
+	a->level = p[6];
+	a->node = lfm_get32(p + 8);
+}
+
+static bool agg_alarm_ok(const struct dnp_svc_agg_alarm *a)
+{
+	return a->kind >= 1 && a->kind <= DNP_SVC_AL_MAX && a->level <= 3 && a->subject < 8;
+}
+
+/* The status word's defined bits in 32 (svc.h) and back. */
+static uint32_t agg_dnp_pack(uint64_t w)
+{
+	return (uint32_t)(w & 0x3ffffffu) | (uint32_t)((w >> 32) & 0x3fu) << 26;
+}
+
+static uint64_t agg_dnp_unpack(uint32_t v)
+{
+	return (uint64_t)(v & 0x3ffffffu) | (uint64_t)(v >> 26) << 32;
+}
+
+/* The record at p (avail bytes left): its length, or 0 when it is malformed. */
+static size_t agg_rec_get(const uint8_t *p, size_t avail, struct dnp_svc_agg_rec *r)
+{
+	unsigned mask, k = 0;
+	size_t need;
+
+	if (avail < AGG_REC || p[6] & ~(DNP_SVC_F_DNP_ALIVE | DNP_SVC_F_DNP_SEEN) ||
+	    p[7] >> DNP_LFM_NDIRS || !zero(p + 9, 3))
+		return 0;
+	mask = p[7];
+	need = AGG_REC + AGG_RFD * (size_t)__builtin_popcount(mask);
+	if (avail < need)
+		return 0;
+	memset(r, 0, sizeof(*r));
+	r->node = lfm_get32(p);
+	r->age_ms = lfm_get16(p + 4);
+	r->flags = p[6];
+	r->host_status = p[8];
+	r->dnp_status = agg_dnp_unpack(lfm_get32(p + 12));
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++) {
+		if (!(mask & 1u << d))
+			continue;
+		r->rfd[d] = lfm_get64(p + AGG_REC + AGG_RFD * k++);
+		if (!r->rfd[d])
+			return 0; /* a named descriptor is never empty: one encoding only */
+	}
+	return need;
+}
+
+/* p: the 16 bytes after the header; len: the bytes from there to the end. */
+static int agg_decode(const uint8_t *p, size_t len, struct dnp_svc_msg *m)
+{
+	const uint8_t *b;
+	size_t off = 0, blen;
+
+	if (len < 16u || len > DNP_SVC_TEXT_MAX)
+		return -EBADMSG;
+	m->u.agg.count = lfm_get32(p);
+	m->u.agg.incarnation = lfm_get32(p + 4);
+	m->u.agg.first_alarm = lfm_get32(p + 8);
+	m->u.agg.nrec = lfm_get16(p + 12);
+	m->u.agg.nalarm = p[14];
+	m->u.agg.flags = p[15];
+	b = p + 16;
+	blen = len - 16u;
+	if (!m->u.agg.count || (uint64_t)m->node + m->u.agg.count > UINT32_MAX ||
+	    !m->u.agg.incarnation || m->u.agg.flags & ~DNP_SVC_AGG_F_DIGEST ||
+	    m->u.agg.nalarm > DNP_SVC_AGG_MAX_ALARMS || m->u.agg.nrec > DNP_SVC_AGG_MAX_REC ||
+	    !m->u.agg.first_alarm != !m->u.agg.nalarm ||
+	    (uint64_t)m->u.agg.first_alarm + m->u.agg.nalarm > (uint64_t)UINT32_MAX + 1u ||
+	    blen < (size_t)m->u.agg.nalarm * ALARM_BYTES)
+		return -EBADMSG;
+	for (unsigned i = 0; i < m->u.agg.nalarm; i++, off += ALARM_BYTES) {
+		struct dnp_svc_agg_alarm a;
+
+		agg_alarm_get(b + off, &a);
+		if (!agg_alarm_ok(&a) || b[off + 7] || !zero(b + off + 12, 4) || a.from < m->node ||
+		    a.from - m->node >= m->u.agg.count)
+			return -EBADMSG;
+	}
+	for (unsigned i = 0; i < m->u.agg.nrec; i++) {
+		struct dnp_svc_agg_rec r;
+		size_t n = agg_rec_get(b + off, blen - off, &r);
+
+		if (!n || r.node < m->node || r.node - m->node >= m->u.agg.count)
+			return -EBADMSG;
+		off += n;
+	}
+	if (off != blen)
+		return -EBADMSG;
+	m->u.agg.body = b;
+	m->u.agg.body_len = blen;
+	return 0;
+}
+
+int dnp_svc_agg_start(struct dnp_svc_agg_writer *w, void *buf, size_t cap, uint32_t first,
+		      uint32_t count, uint32_t seq, uint32_t incarnation, uint32_t first_alarm,
+		      uint8_t flags)
+{
+	uint8_t *p = buf;
+
+	if (!count || (uint64_t)first + count > UINT32_MAX || !incarnation ||
+	    flags & ~DNP_SVC_AGG_F_DIGEST)
+		return -EINVAL;
+	if (cap < AGG_FIXED)
+		return -ENOBUFS;
+	memset(w, 0, sizeof(*w));
+	w->buf = buf;
+	w->cap = cap < HDR + DNP_SVC_TEXT_MAX ? cap : HDR + DNP_SVC_TEXT_MAX;
+	w->len = AGG_FIXED;
+	w->first = first;
+	w->count = count;
+	memset(p, 0, AGG_FIXED);
+	lfm_put32(p, DNP_SVC_MAGIC);
+	p[4] = DNP_SVC_VERSION;
+	p[5] = DNP_SVC_AGG;
+	lfm_put32(p + 8, first);
+	lfm_put32(p + 12, seq);
+	agg_fixed(p + HDR, count, incarnation, first_alarm, 0, 0, flags);
+	return 0;
+}
+
+int dnp_svc_agg_add_alarm(struct dnp_svc_agg_writer *w, const struct dnp_svc_agg_alarm *a)
+{
+	uint8_t *p = w->buf + w->len;
+
+	if (w->nrec || !agg_alarm_ok(a) || !lfm_get32(w->buf + HDR + 8) || a->from < w->first ||
+	    a->from - w->first >= w->count)
+		return -EINVAL;
+	if (w->nalarm == DNP_SVC_AGG_MAX_ALARMS || w->cap - w->len < ALARM_BYTES)
+		return -ENOBUFS;
+	memset(p, 0, ALARM_BYTES);
+	lfm_put32(p, a->from);
+	p[4] = a->kind;
+	p[5] = a->subject;
+	p[6] = a->level;
+	lfm_put32(p + 8, a->node);
+	w->len += ALARM_BYTES;
+	w->nalarm++;
+	return 0;
+}
+
+int dnp_svc_agg_add_rec(struct dnp_svc_agg_writer *w, const struct dnp_svc_agg_rec *r)
+{
+	uint8_t *p = w->buf + w->len;
+	unsigned mask = 0, k = 0;
+	size_t need;
+
+	if (r->node < w->first || r->node - w->first >= w->count ||
+	    r->flags & ~(DNP_SVC_F_DNP_ALIVE | DNP_SVC_F_DNP_SEEN) ||
+	    r->dnp_status & ~DNP_SVC_AGG_DNP_MASK)
+		return -EINVAL;
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+		mask |= r->rfd[d] ? 1u << d : 0u;
+	need = AGG_REC + AGG_RFD * (size_t)__builtin_popcount(mask);
+	if (w->nrec == DNP_SVC_AGG_MAX_REC || w->cap - w->len < need)
+		return -ENOBUFS;
+	memset(p, 0, AGG_REC);
+	lfm_put32(p, r->node);
+	lfm_put16(p + 4, r->age_ms);
+	p[6] = r->flags;
+	p[7] = (uint8_t)mask;
+	p[8] = r->host_status;
+	lfm_put32(p + 12, agg_dnp_pack(r->dnp_status));
+	for (unsigned d = 0; d < DNP_LFM_NDIRS; d++)
+		if (r->rfd[d])
+			lfm_put64(p + AGG_REC + AGG_RFD * k++, r->rfd[d]);
+	w->len += need;
+	w->nrec++;
+	return 0;
+}
+
+size_t dnp_svc_agg_finish(struct dnp_svc_agg_writer *w)
+{
+	uint8_t *p = w->buf + HDR;
+
+	lfm_put16(p + 12, (uint16_t)w->nrec);
+	p[14] = (uint8_t)w->nalarm;
+	if (!w->nalarm)
+		lfm_put32(p + 8, 0); /* no alarm carried: no first id (one encoding only) */
+	return w->len;
+}
+
+void dnp_svc_agg_alarm(const struct dnp_svc_msg *m, unsigned i, struct dnp_svc_agg_alarm *a)
+{
+	agg_alarm_get(m->u.agg.body + (size_t)i * ALARM_BYTES, a);
+}
+
+bool dnp_svc_agg_rec_next(const struct dnp_svc_msg *m, size_t *off, struct dnp_svc_agg_rec *r)
+{
+	size_t n;
+
+	if (*off < (size_t)m->u.agg.nalarm * ALARM_BYTES)
+		*off = (size_t)m->u.agg.nalarm * ALARM_BYTES;
+	if (*off >= m->u.agg.body_len)
+		return false;
+	n = agg_rec_get(m->u.agg.body + *off, m->u.agg.body_len - *off, r);
+	if (!n)
+		return false;
+	*off += n;
+	return true;
 }

@@ -21,6 +21,14 @@
  *   supervisor -> dnpctl PAGE   one page of a picture rendered once (snapshot
  *                               'snap', 'total' bytes); struct dnp_svc_pages
  *                               asks for and joins the pages
+ *   group -> top         AGG    in a hierarchy (docs/lofamo.md, "A hierarchy of
+ *                               supervisors"): a group supervisor's compact
+ *                               report of its nodes, the changed ones at once
+ *                               and all of them every digest period, with the
+ *                               HFM alarms it took; the top answers with an
+ *                               ACK (node: the group's first node, ack: the
+ *                               last group alarm id taken, incarnation: the
+ *                               group supervisor's)
  *
  * Incarnations: an HFM draws a random non-zero incarnation id at start and
  * sends it in every HEALTH. Its alarm ids count from 1 in each incarnation,
@@ -57,6 +65,7 @@ enum dnp_svc_type {
 	DNP_SVC_STATUS = 3,
 	DNP_SVC_TEXT = 4,
 	DNP_SVC_PAGE = 5,
+	DNP_SVC_AGG = 6,
 };
 
 /* What an HFM alarm is about. */
@@ -112,6 +121,15 @@ struct dnp_svc_msg {
 			size_t len;
 		} text;
 		struct {
+			uint32_t count;       /* nodes of the group, from the header's node */
+			uint32_t incarnation; /* the group supervisor's, random, non-zero */
+			uint32_t first_alarm; /* id of the first alarm carried (0: none) */
+			uint8_t flags;        /* DNP_SVC_AGG_F_* */
+			unsigned nalarm, nrec;
+			const uint8_t *body; /* alarms, then records, as on the wire (checked) */
+			size_t body_len;
+		} agg;
+		struct {
 			uint32_t snap;    /* the rendering this page belongs to */
 			uint32_t offset;  /* of its first byte in the whole picture */
 			uint32_t total;   /* bytes of the whole picture */
@@ -125,6 +143,70 @@ struct dnp_svc_msg {
 int dnp_svc_encode(const struct dnp_svc_msg *m, void *buf, size_t cap);
 /* 0, or -EBADMSG (length, magic, version, type, counts, reserved bytes or kinds). */
 int dnp_svc_decode(const void *buf, size_t len, struct dnp_svc_msg *m);
+
+/*
+ * AGG, a group supervisor's report to the top supervisor. After the 16-byte
+ * header (node: the group's first node) come 16 bytes (count, incarnation,
+ * first alarm id, record count, alarm count, flags), then nalarm alarms of 16
+ * bytes (the reporting node, kind, subject, level, the node it is about),
+ * then nrec node records of 16 bytes, each followed by 8 bytes per
+ * Remote Fault Descriptor its mask names:
+ *
+ *   node u32 | age_ms u16 | flags u8 | rfd mask u8 | host u8 | 0 0 0 | dnp u32
+ *
+ * age_ms is how long before sending the group heard the node's last HEALTH
+ * (saturates at 65535), flags the HEALTH's DNP_SVC_F_*, host the Host
+ * Watchdog status (4 devices, 2 bits each), dnp the DNP Watchdog status's
+ * defined bits (0-25 as they are, the remote part 32-37 in 26-31). Every
+ * record's node lies in the group, every reserved byte is zero, and the
+ * datagram ends exactly after the last record: dnp_svc_decode checks it all.
+ */
+#define DNP_SVC_AGG_F_DIGEST 0x1u /* this round carries every node the group heard */
+#define DNP_SVC_AGG_MAX_REC 4096u
+#define DNP_SVC_AGG_MAX_ALARMS 64u
+#define DNP_SVC_AGG_DNP_MASK 0x3f03ffffffull /* the status bits a record keeps */
+
+struct dnp_svc_agg_alarm {
+	uint32_t from; /* the node whose HFM raised it */
+	uint8_t kind, subject, level;
+	uint32_t node; /* struct dnp_svc_alarm's node */
+};
+struct dnp_svc_agg_rec {
+	uint32_t node;
+	uint16_t age_ms;
+	uint8_t flags;
+	uint8_t host_status;
+	uint64_t dnp_status; /* DNP_SVC_AGG_DNP_MASK bits only */
+	uint64_t rfd[DNP_LFM_NDIRS];
+};
+
+/* Builds one AGG in a caller buffer: start, alarms, records, finish. */
+struct dnp_svc_agg_writer {
+	uint8_t *buf;
+	size_t cap, len;
+	uint32_t first, count;
+	unsigned nalarm, nrec;
+};
+/* -ENOBUFS (cap under the fixed part), -EINVAL (count 0 or past 2^32). */
+int dnp_svc_agg_start(struct dnp_svc_agg_writer *w, void *buf, size_t cap, uint32_t first,
+		      uint32_t count, uint32_t seq, uint32_t incarnation, uint32_t first_alarm,
+		      uint8_t flags);
+/*
+ * 0, -ENOBUFS (no room: finish this one), -EINVAL (after a record, a bad kind,
+ * 'from' outside the group, or started with first_alarm 0).
+ */
+int dnp_svc_agg_add_alarm(struct dnp_svc_agg_writer *w, const struct dnp_svc_agg_alarm *a);
+/* 0, -ENOBUFS (no room), -EINVAL (node outside the group, bits outside the masks). */
+int dnp_svc_agg_add_rec(struct dnp_svc_agg_writer *w, const struct dnp_svc_agg_rec *r);
+/* The datagram's length. */
+size_t dnp_svc_agg_finish(struct dnp_svc_agg_writer *w);
+/* The i-th alarm (i < nalarm) of a decoded AGG. */
+void dnp_svc_agg_alarm(const struct dnp_svc_msg *m, unsigned i, struct dnp_svc_agg_alarm *a);
+/*
+ * The record at *off (start with 0) of a decoded AGG, moving *off past it.
+ * Returns false after the last one.
+ */
+bool dnp_svc_agg_rec_next(const struct dnp_svc_msg *m, size_t *off, struct dnp_svc_agg_rec *r);
 
 /*
  * Authentication with a cluster key (docs/security.md, "The service

@@ -20,7 +20,13 @@
  *
  *   dnp-lab-lofamo [--torus XxYxZ[,XxYxZ...]] [--scenario S[,S...]] [--csv]
  *                  [--t-write MS] [--t-read MS] [--link-timeout MS] [--step MS]
- *                  [--expect S:PATH:MS[,...]] [--picture FILE]
+ *                  [--expect S:PATH:MS[,...]] [--picture FILE] [--group-size N]
+ *
+ * --group-size N runs the hierarchy of supervisors (docs/lofamo.md, "A
+ * hierarchy of supervisors"): the HFMs of nodes k*N..k*N+N-1 report to group
+ * supervisor k (sup.c in group mode), which sends the top its AGGs every
+ * 20 ms (changes) and every T_read (digest); awareness is read at the top,
+ * and the load is given per process (the top, the busiest group).
  *
  * The lab is deterministic: --expect S:PATH:MS makes a scenario assert
  * the report path and the awareness time (virtual ms) it must show.
@@ -95,8 +101,12 @@ struct lab {
 	uint32_t n;
 	unsigned tw, tr, link_ms, step;
 	struct node *nodes;
-	struct dnp_sup *sup;
+	struct dnp_sup *sup; /* the flat supervisor, or the top of the hierarchy */
 	struct diag_msg *dq;
+	/* --group-size: the group supervisors and what each took */
+	unsigned gsize, ngrp;
+	struct dnp_sup **grp;
+	uint64_t *grp_msgs, top_msgs;
 	size_t dq_n, dq_cap;
 	/* counters */
 	uint64_t diag_bytes, svc_bytes, sup_msgs;
@@ -195,7 +205,10 @@ static void hfm_step(struct lab *L, uint32_t id, uint64_t t)
 		/* The service network delivers within one step (SVC_MS <= step). */
 		L->svc_bytes += (uint64_t)len + UDP_OVERHEAD;
 		L->sup_msgs++;
-		r = dnp_sup_on_msg(L->sup, buf, (size_t)len, t + SVC_MS, rep, sizeof(rep));
+		if (L->gsize)
+			L->grp_msgs[id / L->gsize]++;
+		r = dnp_sup_on_msg(L->gsize ? L->grp[id / L->gsize] : L->sup, buf, (size_t)len,
+				   t + SVC_MS, rep, sizeof(rep));
 		if (r > 0 && dnp_svc_decode(rep, (size_t)r, &a) == 0) {
 			unsigned k = 0;
 
@@ -280,10 +293,63 @@ static void deliver_diags(struct lab *L, uint64_t t)
 	L->dq_n = k;
 }
 
+/*
+ * The groups' 20 ms round: each ticks, marks a digest every T_read, and its
+ * AGGs reach the top one service-network hop later; the top's ACKs go back.
+ */
+static void groups_step(struct lab *L, uint64_t t, bool digest)
+{
+	static uint8_t buf[DNP_SVC_MAX_DGRAM];
+	uint8_t rep[64];
+	int n;
+
+	for (unsigned g = 0; g < L->ngrp; g++) {
+		dnp_sup_tick(L->grp[g], t);
+		if (digest)
+			dnp_sup_agg_digest(L->grp[g]);
+		while ((n = dnp_sup_agg(L->grp[g], t, buf, sizeof(buf))) > 0) {
+			struct dnp_svc_msg a;
+			int r = dnp_sup_on_msg(L->sup, buf, (size_t)n, t + SVC_MS, rep,
+					       sizeof(rep));
+
+			L->svc_bytes += (uint64_t)n + UDP_OVERHEAD;
+			L->top_msgs++;
+			if (r > 0 && dnp_svc_decode(rep, (size_t)r, &a) == 0) {
+				L->svc_bytes += (uint64_t)r + UDP_OVERHEAD;
+				(void)dnp_sup_agg_ack(L->grp[g], &a, t + 2 * SVC_MS);
+			}
+		}
+	}
+}
+
+/* --group-size: the group supervisors, one per gsize nodes. 0 or -ENOMEM/-EINVAL. */
+static int groups_create(struct lab *L, const struct dnp_sup_conf *top)
+{
+	L->ngrp = (L->n + L->gsize - 1) / L->gsize;
+	L->grp = calloc(L->ngrp, sizeof(*L->grp));
+	L->grp_msgs = calloc(L->ngrp, sizeof(*L->grp_msgs));
+	if (!L->grp || !L->grp_msgs)
+		return -ENOMEM;
+	for (unsigned g = 0; g < L->ngrp; g++) {
+		struct dnp_sup_conf c = *top;
+		int r;
+
+		c.group_first = g * L->gsize;
+		c.group_count = L->n - c.group_first < L->gsize ? L->n - c.group_first : L->gsize;
+		c.group_incarnation = 1000u + g;
+		r = dnp_sup_create(&c, 0, &L->grp[g]);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 struct result {
 	long awareness_ms;
 	unsigned path; /* enum dnp_sup_path of the event that made the supervisor aware */
 	double diag_steady, diag_fault, svc_steady, svc_fault, sup_steady, sup_fault;
+	double top_fault,
+		grp_fault; /* --group-size: datagrams/s taken by the top, the busiest group */
 };
 
 /*
@@ -319,16 +385,50 @@ static int lab_picture(struct dnp_sup *sup, uint64_t now, const char *path)
 	return r < 0 ? r : 0;
 }
 
-static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigned tr,
-		   unsigned link_ms, unsigned step, const char *picture, struct result *res)
+/* The scenario's fault on the victim at now. */
+static void lab_inject(struct lab *L, uint32_t victim, enum scen sc, uint64_t now)
 {
-	struct lab L = { .t = *t, .tw = tw, .tr = tr, .link_ms = link_ms, .step = step };
+	struct node *v = &L->nodes[victim];
+
+	switch (sc) {
+	case S_KILL_DNPD:
+		v->dnp_alive = false;
+		v->dnp_dead_at = now;
+		break;
+	case S_KILL_HFM:
+		v->h.alive = false;
+		break;
+	case S_BOTH:
+		v->dnp_alive = false;
+		v->dnp_dead_at = now;
+		v->h.alive = false;
+		break;
+	case S_SENSOR:
+		atomic_store(&v->regs.sim[0].value, 99000);
+		atomic_store(&v->regs.sim[0].on, 1);
+		break;
+	case S_SVCNET:
+		v->h.cut = true;
+		break;
+	default:
+		break;
+	}
+}
+
+static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigned tr,
+		   unsigned link_ms, unsigned step, unsigned gsize, const char *picture,
+		   struct result *res)
+{
+	struct lab L = {
+		.t = *t, .tw = tw, .tr = tr, .link_ms = link_ms, .step = step, .gsize = gsize
+	};
 	struct dnp_sup_conf sc_conf = { .torus = *t, .silence_ms = 2ull * tr + tw, .stall_ms = tw };
 	unsigned dim[3] = { t->dim[0], t->dim[1], t->dim[2] };
 	const uint64_t warm = 3000, fault_len = 3000;
 	/* off the period grid, so that no fault lands exactly on a write */
 	uint64_t t_fault = warm + 7 * step, t_end = t_fault + fault_len, sup_next = 0;
-	uint64_t d0 = 0, s0 = 0, m0 = 0, d1 = 0, s1 = 0, m1 = 0, ev0 = 0;
+	uint64_t d0 = 0, s0 = 0, m0 = 0, d1 = 0, s1 = 0, m1 = 0, ev0 = 0, tm0 = 0, gm0 = 0;
+	uint64_t *g0 = NULL;
 	uint32_t victim;
 	int r = 0;
 
@@ -339,6 +439,8 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	L.nodes = calloc(L.n, sizeof(*L.nodes));
 	if (!L.nodes || dnp_sup_create(&sc_conf, 0, &L.sup))
 		return -ENOMEM;
+	if (gsize && (r = groups_create(&L, &sc_conf)) != 0)
+		goto out;
 	for (uint32_t i = 0; i < L.n; i++) {
 		struct node *nd = &L.nodes[i];
 		struct dnp_dfm_conf dc = { .torus = *t,
@@ -365,33 +467,12 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	res->awareness_ms = -1;
 	for (uint64_t now = 0; now <= t_end; now += step) {
 		if (now == t_fault) {
-			struct node *v = &L.nodes[victim];
-
 			d0 = L.diag_bytes, s0 = L.svc_bytes, m0 = L.sup_msgs;
 			ev0 = dnp_sup_nevents(L.sup);
-			switch (sc) {
-			case S_KILL_DNPD:
-				v->dnp_alive = false;
-				v->dnp_dead_at = now;
-				break;
-			case S_KILL_HFM:
-				v->h.alive = false;
-				break;
-			case S_BOTH:
-				v->dnp_alive = false;
-				v->dnp_dead_at = now;
-				v->h.alive = false;
-				break;
-			case S_SENSOR:
-				atomic_store(&v->regs.sim[0].value, 99000);
-				atomic_store(&v->regs.sim[0].on, 1);
-				break;
-			case S_SVCNET:
-				v->h.cut = true;
-				break;
-			default:
-				break;
-			}
+			tm0 = L.top_msgs;
+			if (gsize && (g0 = malloc(L.ngrp * sizeof(*g0))) != NULL)
+				memcpy(g0, L.grp_msgs, L.ngrp * sizeof(*g0));
+			lab_inject(&L, victim, sc, now);
 		}
 		deliver_diags(&L, now);
 		for (uint32_t i = 0; i < L.n; i++)
@@ -399,6 +480,8 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 		for (uint32_t i = 0; i < L.n; i++)
 			hfm_step(&L, i, now);
 		if (now >= sup_next) {
+			if (gsize)
+				groups_step(&L, now, now % tr < 20);
 			dnp_sup_tick(L.sup, now);
 			sup_next = now + 20;
 		}
@@ -425,6 +508,13 @@ static int run_one(const struct dnp_torus *t, enum scen sc, unsigned tw, unsigne
 	res->diag_fault = (double)(L.diag_bytes - d0) / L.n / (fault_len / 1000.0);
 	res->svc_fault = (double)(L.svc_bytes - s0) / L.n / (fault_len / 1000.0);
 	res->sup_fault = (double)(L.sup_msgs - m0) / (fault_len / 1000.0);
+	res->top_fault = (double)(L.top_msgs - tm0) / (fault_len / 1000.0);
+	for (unsigned g = 0; g0 && g < L.ngrp; g++) {
+		uint64_t d = L.grp_msgs[g] - g0[g];
+
+		gm0 = d > gm0 ? d : gm0;
+	}
+	res->grp_fault = (double)gm0 / (fault_len / 1000.0);
 	if (picture)
 		r = lab_picture(L.sup, t_end, picture);
 out:
@@ -433,6 +523,11 @@ out:
 	free(L.nodes);
 	free(L.dq);
 	dnp_sup_destroy(L.sup);
+	for (unsigned g = 0; L.grp && g < L.ngrp; g++)
+		dnp_sup_destroy(L.grp[g]);
+	free(L.grp);
+	free(L.grp_msgs);
+	free(g0);
 	return r;
 }
 
@@ -448,6 +543,8 @@ static void usage(FILE *f)
 		"  (service, relay, inference, silence) exactly MS virtual ms after it\n"
 		"  --picture: the supervisor's JSON picture at the end of each run, asked in\n"
 		"  pages as dnpctl does, written to FILE (the last run's stays)\n"
+		"  --group-size N: group supervisors of N nodes each under one top (the CSV\n"
+		"  adds groups,top_msgs_per_s,max_group_msgs_per_s)\n"
 		"  --help, --version\n");
 }
 
@@ -456,7 +553,7 @@ static void usage(FILE *f)
 
 struct lab_args {
 	char tori[256], scens[256];
-	unsigned tw, tr, link_ms, step;
+	unsigned tw, tr, link_ms, step, gsize;
 	bool csv;
 	const char *picture; /* --picture FILE: the last run's JSON picture, joined from pages */
 	/* --expect: per scenario, the path and awareness time the run must show */
@@ -511,13 +608,14 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 		{ "step", required_argument, NULL, 'S' },
 		{ "expect", required_argument, NULL, 'e' },
 		{ "picture", required_argument, NULL, 'p' },
+		{ "group-size", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, r = 0;
 
-	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:p:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:cw:r:l:S:e:p:g:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			snprintf(a->tori, sizeof(a->tori), "%s", optarg);
@@ -545,6 +643,13 @@ static int lab_args(int argc, char **argv, struct lab_args *a)
 			break;
 		case 'p':
 			a->picture = optarg;
+			break;
+		case 'g':
+			r = lfm_tool_u32(PROG, "group-size", optarg, 1u << 24, &a->gsize);
+			if (!r && !a->gsize) {
+				fprintf(stderr, PROG ": --group-size must be at least 1\n");
+				r = -EINVAL;
+			}
 			break;
 		case 'V':
 			return dnp_version_print(PROG);
@@ -587,12 +692,24 @@ static unsigned lab_check(const struct lab_args *a, const char *torus, unsigned 
 }
 
 static void lab_print(const struct lab_args *a, const char *ts, unsigned s,
-		      const struct result *res)
+		      const struct result *res, unsigned ngroups)
 {
-	if (a->csv)
+	if (a->csv && a->gsize)
+		printf("%s,%s,%ld,%s,%.1f,%.1f,%.0f,%u,%.0f,%.0f\n", ts, scen_name[s],
+		       res->awareness_ms,
+		       res->awareness_ms < 0 ? "none" : dnp_sup_path_name(res->path),
+		       res->diag_fault, res->svc_fault, res->sup_fault, ngroups, res->top_fault,
+		       res->grp_fault);
+	else if (a->csv)
 		printf("%s,%s,%ld,%s,%.1f,%.1f,%.0f\n", ts, scen_name[s], res->awareness_ms,
 		       res->awareness_ms < 0 ? "none" : dnp_sup_path_name(res->path),
 		       res->diag_fault, res->svc_fault, res->sup_fault);
+	else if (a->gsize)
+		printf("%-10s %-11s %9ld %-9s %6u groups: top %8.0f msg/s, busiest group %8.0f "
+		       "msg/s (all HEALTH %.0f/s)\n",
+		       ts, scen_name[s], res->awareness_ms,
+		       res->awareness_ms < 0 ? "none" : dnp_sup_path_name(res->path), ngroups,
+		       res->top_fault, res->grp_fault, res->sup_fault);
 	else
 		printf("%-10s %-11s %9ld %-9s %12.1f / %-11.1f %12.1f / %-11.1f %10.0f / %-10.0f\n",
 		       ts, scen_name[s], res->awareness_ms,
@@ -616,7 +733,8 @@ int main(int argc, char **argv)
 		return e;
 	if (a.csv)
 		printf("torus,scenario,awareness_ms,path,diag_torus_Bps_per_node,"
-		       "service_Bps_per_node,supervisor_msgs_per_s\n");
+		       "service_Bps_per_node,supervisor_msgs_per_s%s\n",
+		       a.gsize ? ",groups,top_msgs_per_s,max_group_msgs_per_s" : "");
 	else
 		printf("%-10s %-11s %9s %-9s %26s %26s %22s\n", "torus", "scenario", "aware ms",
 		       "path", "torus DIAG B/s/node (st/f)", "service B/s/node (st/f)",
@@ -633,13 +751,14 @@ int main(int argc, char **argv)
 
 			if (a.scens[0] && !strstr(a.scens, scen_name[s]))
 				continue;
-			e = run_one(&t, (enum scen)s, a.tw, a.tr, a.link_ms, a.step, a.picture,
-				    &res);
+			e = run_one(&t, (enum scen)s, a.tw, a.tr, a.link_ms, a.step, a.gsize,
+				    a.picture, &res);
 			if (e) {
 				fprintf(stderr, PROG ": %s\n", strerror(-e));
 				return 1;
 			}
-			lab_print(&a, ts, s, &res);
+			lab_print(&a, ts, s, &res,
+				  a.gsize ? (dnp_torus_size(&t) + a.gsize - 1) / a.gsize : 0);
 			missed += res.awareness_ms < 0;
 			wrong += lab_check(&a, ts, s, &res);
 		}

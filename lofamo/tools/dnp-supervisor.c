@@ -29,6 +29,14 @@
  * (so that drills can compare them with the moment they injected a fault),
  * read afresh at every call (dnp_sup_wall).
  *
+ * --group FIRST-LAST --upstream HOST:PORT [--digest-ms MS]: a group
+ * supervisor in a hierarchy (docs/lofamo.md, "A hierarchy of supervisors").
+ * It takes the HEALTH of nodes FIRST..LAST only, acknowledges them and keeps
+ * their picture as a flat supervisor would, and sends the top supervisor at
+ * HOST:PORT an AGG datagram every 20 ms with what changed, and one with every
+ * node it heard each digest period (default T_read). The top is a plain
+ * dnp-supervisor: it takes AGG beside HEALTH. Without --group nothing changes.
+ *
  * A picture larger than one datagram is served in pages (svc.h,
  * DNP_SVC_Q_PAGED): a client that asks for the whole one in a single TEXT
  * then gets a short, still well-formed answer that says so.
@@ -45,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +114,11 @@ static void usage(FILE *f)
 		"  --key-file FILE   cluster key (32 hex digits): only signed HEALTHs are taken,\n"
 		"                    and STATUS only signed or from a loopback address\n"
 		"  --log-level L     error, warn, info (default) or debug\n"
+
+		"  --group FIRST-LAST  be a group supervisor: take the HEALTH of these nodes,\n"
+		"                    report them to the top supervisor (needs --upstream)\n"
+		"  --upstream HOST:PORT  the top supervisor (a plain dnp-supervisor)\n"
+		"  --digest-ms MS    a group's full report every MS (default T_read)\n"
 		"  --help, --version\n");
 }
 
@@ -128,6 +142,12 @@ struct sup_main {
 	struct dnp_svc_key key;
 	uint64_t refused; /* unsigned or badly signed datagrams dropped */
 	enum dnp_log_level log_level;
+	/* --group: a group supervisor reporting to the top at --upstream */
+	const char *group_arg, *up_at;
+	struct sockaddr_in up;
+	uint32_t digest_ms;
+	uint64_t next_digest, aggs_sent, top_acks, last_top_ack;
+	bool top_silent;
 };
 
 #define PROG "dnp-supervisor"
@@ -149,6 +169,45 @@ static int sup_parse_http(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
+/*
+ * --group FIRST-LAST with --upstream (both or neither), inside the torus; the
+ * digest period must leave the top's silence rule room (under silence_ms).
+ * 0, or -EINVAL after printing why.
+ */
+static int sup_group_args(struct sup_main *m)
+{
+	uint32_t n = dnp_torus_size(&m->sc.torus);
+	unsigned long long a, b;
+	char tail;
+
+	if (!m->group_arg && !m->up_at)
+		return 0;
+	if (!m->group_arg || !m->up_at) {
+		fprintf(stderr, PROG ": --group and --upstream go together\n");
+		return -EINVAL;
+	}
+	if (sscanf(m->group_arg, "%llu-%llu%c", &a, &b, &tail) != 2 || a > b || b >= n) {
+		fprintf(stderr, PROG ": bad --group '%s' (want FIRST-LAST, node ids under %u)\n",
+			m->group_arg, n);
+		return -EINVAL;
+	}
+	if (!m->digest_ms)
+		m->digest_ms = m->tr;
+	if (m->digest_ms + m->tw >= m->sc.silence_ms) {
+		fprintf(stderr,
+			PROG ": --digest-ms %u + T_write must stay under the silence %llu ms\n",
+			m->digest_ms, (unsigned long long)m->sc.silence_ms);
+		return -EINVAL;
+	}
+	m->sc.group_first = (uint32_t)a;
+	m->sc.group_count = (uint32_t)(b - a + 1);
+	if (getrandom(&m->sc.group_incarnation, sizeof(m->sc.group_incarnation), 0) !=
+		    sizeof(m->sc.group_incarnation) ||
+	    !m->sc.group_incarnation)
+		m->sc.group_incarnation = (uint32_t)getpid() | 1u;
+	return 0;
+}
+
 /* The command line into m. Returns -1 to go on, else the exit status. */
 static int sup_args(int argc, char **argv, struct sup_main *m)
 {
@@ -165,6 +224,9 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "on-heal", required_argument, NULL, 'E' },
 		{ "key-file", required_argument, NULL, 'K' },
 		{ "log-level", required_argument, NULL, 'g' },
+		{ "group", required_argument, NULL, 'G' },
+		{ "upstream", required_argument, NULL, 'U' },
+		{ "digest-ms", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -178,7 +240,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
 	if (m->http_at && !*m->http_at)
 		m->http_at = NULL;
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:g:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:g:G:U:D:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -239,6 +301,20 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 			break;
 		case 'V':
 			return dnp_version_print(PROG);
+		case 'G':
+			m->group_arg = optarg;
+			break;
+		case 'U':
+			m->up_at = optarg;
+			if (dnp_parse_ipv4_port(optarg, &m->up)) {
+				fprintf(stderr, PROG ": bad --upstream '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'D':
+			if (lfm_tool_u32(PROG, "digest-ms", optarg, 60000, &m->digest_ms))
+				return 2;
+			break;
 		default:
 			return lfm_tool_usage_exit(c, usage);
 		}
@@ -254,6 +330,8 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		return 2;
 	if (!m->sc.silence_ms)
 		m->sc.silence_ms = 2ull * m->tr + m->tw;
+	if (sup_group_args(m))
+		return 2;
 	m->sc.stall_ms = m->tw; /* off the CPU for longer than T_write: the late-reader rule */
 	return -1;
 }
@@ -331,6 +409,12 @@ static void sup_receive(struct sup_main *m)
 		now = sup_now(m->s);
 		if (dnp_svc_decode(buf, (size_t)n, &q) == 0 && q.type == DNP_SVC_STATUS) {
 			r = dnp_sup_on_status(m->s, &q, now, out, sizeof(out));
+		} else if (m->group_arg && q.type == DNP_SVC_ACK) {
+			if (dnp_sup_agg_ack(m->s, &q, now) == 0) {
+				m->top_acks++;
+				m->last_top_ack = now;
+			}
+			continue;
 		} else {
 			r = dnp_sup_on_msg(m->s, buf, (size_t)n, now, out, sizeof(out));
 		}
@@ -473,6 +557,37 @@ static void sup_log_news(struct sup_main *m)
 	}
 }
 
+/*
+ * A group supervisor's report to the top: what changed since the last
+ * call, and every node heard once per digest period. The top's silence is
+ * logged once (its acknowledgements stopped for the silence period).
+ */
+static void sup_report_up(struct sup_main *m, uint64_t now)
+{
+	static uint8_t out[DNP_SVC_MAX_DGRAM];
+	int r;
+
+	if (now >= m->next_digest) {
+		dnp_sup_agg_digest(m->s);
+		m->next_digest = now + m->digest_ms;
+	}
+	while ((r = dnp_sup_agg(m->s, now, out, sizeof(out) - DNP_SVC_TAG)) > 0) {
+		if (m->keyed)
+			r = dnp_svc_sign(out, (size_t)r, sizeof(out), &m->key);
+		if (r > 0)
+			(void)sendto(m->fd, out, (size_t)r, MSG_DONTWAIT, (struct sockaddr *)&m->up,
+				     sizeof(m->up));
+		m->aggs_sent++;
+	}
+	if (m->top_acks && !m->top_silent && now - m->last_top_ack > m->sc.silence_ms) {
+		dnp_log(DNP_LOG_WARN, "the top at %s acknowledges nothing", m->up_at);
+		m->top_silent = true;
+	} else if (m->top_silent && now - m->last_top_ack <= m->sc.silence_ms) {
+		dnp_log(DNP_LOG_INFO, "the top at %s answers again", m->up_at);
+		m->top_silent = false;
+	}
+}
+
 static void sup_serve(struct sup_main *m)
 {
 	uint64_t next_tick = sup_now(m->s);
@@ -486,6 +601,8 @@ static void sup_serve(struct sup_main *m)
 		now = sup_now(m->s);
 		if (now >= next_tick) {
 			dnp_sup_tick(m->s, now);
+			if (m->group_arg)
+				sup_report_up(m, now);
 			next_tick = now + 20;
 		}
 		sup_log_news(m);
@@ -524,6 +641,12 @@ int main(int argc, char **argv)
 		"up: torus %ux%ux%u, T_write %u ms, T_read %u ms, silence %" PRIu64 " ms",
 		m.sc.torus.dim[0], m.sc.torus.dim[1], m.sc.torus.dim[2], m.tw, m.tr,
 		m.sc.silence_ms);
+	if (m.group_arg)
+		dnp_log(DNP_LOG_INFO,
+			"group of nodes %u-%u, reporting to %s every 20 ms (changes) and %u ms "
+			"(all)",
+			m.sc.group_first, m.sc.group_first + m.sc.group_count - 1, m.up_at,
+			m.digest_ms);
 	if (sup_web_open(&m) || sup_hooks_open(&m))
 		return 1;
 	sup_serve(&m);
