@@ -506,6 +506,8 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
+	if (!dfi_src_ok(info, dom->self, dom->port))
+		return -FI_EINVAL; /* src_addr of another node (or port) than the domain's */
 	pthread_mutex_lock(&dfi_lock);
 	if (dom->ep) {
 		pthread_mutex_unlock(&dfi_lock);

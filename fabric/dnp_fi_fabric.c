@@ -59,7 +59,7 @@ static struct fi_ops_domain dfi_domain_ops = {
  * The daemon of this process: DNP_SOCKET, or under ./dnp mpirun the node
  * of the job rank (rank mod DNP_FI_NNODES) in DNP_FI_RUN_DIR.
  */
-static const char *dfi_socket(char *buf, size_t len)
+const char *dfi_socket(char *buf, size_t len)
 {
 	const char *dir = getenv("DNP_FI_RUN_DIR"), *nn = getenv("DNP_FI_NNODES");
 	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };

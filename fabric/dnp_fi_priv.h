@@ -267,6 +267,18 @@ static inline uint64_t dfi_hdr_data(const struct dfi_hdr *h)
 /* ---- dnp_fi_fabric.c */
 /* fi_fabric: -FI_ENODATA for another fabric name, -FI_ENOMEM. */
 int dfi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **out, void *context);
+/*
+ * The daemon socket of this process (dnp_fi.h says which) written into buf;
+ * NULL: libdnp's default ($DNP_SOCKET, else the host's daemon).
+ */
+const char *dfi_socket(char *buf, size_t len);
+
+/* ---- dnp_fi_attr.c */
+/*
+ * Whether info's src_addr (none: true) is a source address of node self that
+ * an endpoint on port may take (dnp_fi.h).
+ */
+bool dfi_src_ok(const struct fi_info *info, struct dnp_coords self, unsigned port);
 
 /* ---- dnp_fi_cq.c */
 /* fi_cq_open: formats up to FI_CQ_FORMAT_TAGGED; -FI_ENOSYS for a wait object. */
@@ -298,7 +310,10 @@ int dfi_reg_user(struct dfi_domain *dom, struct dfi_req *q, void *buf, size_t le
 void dfi_unreg_user(struct dfi_domain *dom, struct dfi_req *q);
 
 /* ---- dnp_fi_ep.c */
-/* fi_endpoint: FI_EP_RDM only (-FI_EINVAL); -FI_EBUSY: the domain has one already. */
+/*
+ * fi_endpoint: FI_EP_RDM only, info's src_addr (if any) a source address of
+ * the domain's node (-FI_EINVAL); -FI_EBUSY: the domain has one already.
+ */
 int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context);
 /* A new request of kind R_* in the endpoint's table; NULL when out of memory or ids. */
 struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind);

@@ -9,8 +9,7 @@
 #   fi-peek fi-cq-data fi-inject-write fi-rma-read fi-two-ep fi-src-addr
 #   fi-eq-sread fi-inject-nosel
 #                   tests/conformance/fi_conform.c TEST (one process, two
-#                   endpoints; dnp: on nodes 0 and 1 of a 2x1x1 torus); fi-src-addr
-#                   is not registered in meson while dnp's fi_info has no src_addr
+#                   endpoints; dnp: on nodes 0 and 1 of a 2x1x1 torus)
 #   second-client   one server process, two client processes one after the
 #                   other on one node, each a ping-pong with that server
 #   daemon-death    a provider process blocked in a CQ read returns an error
