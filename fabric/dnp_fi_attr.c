@@ -30,6 +30,7 @@
 #define DFI_ORDER FI_ORDER_SAS /* messages of a pair: sequence numbers; RMA: none */
 #define DFI_QUEUE 1024         /* advertised tx/rx size (queues grow: a larger ask is met) */
 #define DFI_CQ_CNT 16
+#define DFI_CNTR_CNT 16 /* counters are memory only: as many as CQs */
 
 /* Capabilities for hints->caps: the primary ones asked, their implied modifiers. */
 static uint64_t dfi_caps(uint64_t want)
@@ -89,7 +90,7 @@ static bool dfi_domain_ok(const struct fi_domain_attr *d)
 		      (d->av_type == FI_AV_UNSPEC || d->av_type == FI_AV_MAP ||
 		       d->av_type == FI_AV_TABLE) &&
 		      d->mr_key_size <= 4 && d->cq_data_size <= DFI_CQ_DATA_SIZE &&
-		      d->cq_cnt <= DFI_CQ_CNT && !d->cntr_cnt && d->ep_cnt <= 1 &&
+		      d->cq_cnt <= DFI_CQ_CNT && d->cntr_cnt <= DFI_CNTR_CNT && d->ep_cnt <= 1 &&
 		      d->tx_ctx_cnt <= 1 && d->rx_ctx_cnt <= 1 && d->max_ep_tx_ctx <= 1 &&
 		      d->max_ep_rx_ctx <= 1 && d->max_ep_stx_ctx == 0 && d->max_ep_srx_ctx == 0 &&
 		      d->mr_iov_limit <= 1 && !d->auth_key_size && !d->max_err_data);
@@ -220,6 +221,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = DFI_CQ_DATA_SIZE;
 	fi->domain_attr->cq_cnt = DFI_CQ_CNT;
+	fi->domain_attr->cntr_cnt = DFI_CNTR_CNT;
 	fi->domain_attr->ep_cnt = 1; /* one endpoint per domain: a domain is one DNP port */
 	fi->domain_attr->tx_ctx_cnt = 1;
 	fi->domain_attr->rx_ctx_cnt = 1;

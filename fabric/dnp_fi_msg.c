@@ -111,6 +111,7 @@ void dfi_push(struct dfi_ep *ep, unsigned idx)
 			if (q->comp)
 				dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0,
 					     FI_ADDR_NOTAVAIL);
+			dfi_count(ep, q->flags, false);
 			dfi_req_free(ep, q);
 		}
 		free(o->copy);
@@ -225,6 +226,7 @@ static void dfi_recv_complete(struct dfi_ep *ep, struct dfi_req *q, const struct
 	else if (q->comp)
 		dfi_cq_write_data(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag,
 				  dfi_hdr_data(h), src);
+	dfi_count(ep, FI_RECV, err != 0);
 	dfi_req_free(ep, q);
 }
 
@@ -366,6 +368,7 @@ static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void 
 		dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0, -h->status);
 	else if (q->comp)
 		dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0, FI_ADDR_NOTAVAIL);
+	dfi_count(ep, q->flags, h->status != 0);
 	dfi_req_free(ep, q);
 }
 
@@ -529,6 +532,7 @@ static ssize_t dfi_peek(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
 	if (flags & FI_DISCARD) {
 		dfi_cq_write(ep->rx_cq, context, dfi_rx_flags(&u->h), 0, NULL, u->h.tag,
 			     dfi_src_addr(ep, ep->peers[u->peer]));
+		dfi_count(ep, FI_RECV, false);
 		dfi_unexp_discard(ep, u);
 		return 0;
 	}
@@ -599,6 +603,7 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 				dfi_cq_write(ep->tx_cq, context,
 					     FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0, NULL, 0,
 					     FI_ADDR_NOTAVAIL);
+			dfi_count(ep, FI_SEND, false);
 			return 0;
 		}
 	}

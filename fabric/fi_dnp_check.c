@@ -25,6 +25,7 @@
  *               data; fi_tsendmsg(FI_INJECT) completes (no selective
  *               completion); fi_tinject does not
  *   rebirth     C closes and a new endpoint takes its port: B talks to it
+ *   refused     fi_poll_open and fi_wait_open answer -FI_ENOSYS
  * Prints "PASS fi_dnp_check" and exits 0 if all is right.
  */
 #include <stdbool.h>
@@ -38,6 +39,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -530,6 +532,19 @@ static void rebirth(void)
 	printf("ok: a new endpoint on a closed one's port is heard\n");
 }
 
+/* What the provider leaves out is refused cleanly: poll sets and wait sets. */
+static void refused(void)
+{
+	struct fi_poll_attr pa = { 0 };
+	struct fi_wait_attr wa = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_poll *ps = NULL;
+	struct fid_wait *ws = NULL;
+
+	CHECK(fi_poll_open(A.dom, &pa, &ps) == -FI_ENOSYS && !ps, "fi_poll_open: -FI_ENOSYS");
+	CHECK(fi_wait_open(A.fab, &wa, &ws) == -FI_ENOSYS && !ws, "fi_wait_open: -FI_ENOSYS");
+	printf("ok: poll and wait sets refused (-FI_ENOSYS)\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_info *hints;
@@ -590,6 +605,7 @@ int main(int argc, char **argv)
 	rebirth();
 	truncation_cancel();
 	rma();
+	refused();
 	fi_side_close(&A);
 	fi_side_close(&B);
 	fi_side_close(&C);

@@ -26,6 +26,9 @@ int fi_side_open_ep(struct fi_side *s, struct fi_info *fi, enum fi_av_type avt, 
 		r = fi_ep_bind(s->ep, &s->av->fid, 0);
 	if (!r)
 		r = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV | cq_flags);
+	for (int i = 0; i < 2 && !r; i++)
+		if (s->cntr[i])
+			r = fi_ep_bind(s->ep, &s->cntr[i]->fid, s->cntr_flags[i]);
 	if (!r)
 		r = fi_enable(s->ep);
 	return r;
@@ -64,6 +67,9 @@ void fi_side_close(struct fi_side *s)
 		fi_close(&s->ep->fid);
 	if (s->cq)
 		fi_close(&s->cq->fid);
+	for (int i = 0; i < 2; i++)
+		if (s->cntr[i])
+			fi_close(&s->cntr[i]->fid);
 	if (s->av)
 		fi_close(&s->av->fid);
 	if (s->dom)

@@ -38,6 +38,9 @@ struct fi_side {
 	struct fid_av *av;
 	struct fid_cq *cq;
 	fi_addr_t peer; /* the other side in this side's AV */
+	/* counters (may be NULL) that fi_side_open_ep binds, with their flags, before enabling */
+	struct fid_cntr *cntr[2];
+	uint64_t cntr_flags[2];
 };
 
 /*
@@ -53,12 +56,12 @@ int fi_side_open(struct fi_side *s, struct fi_info *fi, const char *sock, enum f
 
 /*
  * In s->dom (already open): an AV of type avt, a CQ (FI_CQ_FORMAT_TAGGED, 256
- * entries) bound for FI_TRANSMIT | FI_RECV | cq_flags, the endpoint of fi,
- * enabled. Returns 0 or a negative FI_* errno.
+ * entries) bound for FI_TRANSMIT | FI_RECV | cq_flags, the endpoint of fi
+ * with s->cntr bound, enabled. Returns 0 or a negative FI_* errno.
  */
 int fi_side_open_ep(struct fi_side *s, struct fi_info *fi, enum fi_av_type avt, uint64_t cq_flags);
 
-/* Closes what of s is open (any part may be NULL) and clears s. */
+/* Closes what of s is open (any part may be NULL, counters included) and clears s. */
 void fi_side_close(struct fi_side *s);
 
 /* Writes, or checks, the byte pattern of seed over n bytes. */

@@ -26,6 +26,10 @@
  *   eq-sread      fi_eq_sread with a 400 ms timeout waits (-FI_EAGAIN after it)
  *   inject-nosel  fi_sendmsg/fi_tsendmsg(FI_INJECT) on a CQ bound without
  *                 FI_SELECTIVE_COMPLETION complete (send and receive)
+ *   cntr          counters bound for FI_SEND, FI_RECV, FI_READ|FI_WRITE count
+ *                 sends (fi_tinject too), receives, RMA and a truncated
+ *                 receive's error; fi_cntr_wait returns at its threshold and
+ *                 waits out its timeout below it; fi_cntr_add/set
  * Prints "PASS TEST", "DECLINED TEST: why" (a clean refusal, exit 0) or
  * "FAIL TEST" with the failed checks; exit 0 on PASS/DECLINED, 1 on FAIL,
  * 2 on bad usage.
@@ -656,6 +660,140 @@ out:
 	fi_freeinfo(fb);
 }
 
+/* fi_getinfo on side b's daemon, its fabric and domain, and counters for what is given. */
+static int cntr_side(struct fi_side *s, bool b, struct fi_info **fi, uint64_t f0, uint64_t f1)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	uint64_t fl[2] = { f0, f1 };
+	int r;
+
+	pick_daemon(b);
+	r = get_info(FI_TAGGED | FI_RMA, NULL, fi);
+	if (r)
+		return r;
+	r = fi_fabric((*fi)->fabric_attr, &s->fab, NULL);
+	if (!r)
+		r = fi_domain(s->fab, *fi, &s->dom, NULL);
+	for (int i = 0; i < 2 && !r; i++) {
+		if (!fl[i])
+			continue;
+		r = fi_cntr_open(s->dom, &ca, &s->cntr[i], NULL);
+		s->cntr_flags[i] = fl[i];
+	}
+	if (!r)
+		r = fi_side_open_ep(s, *fi, FI_AV_TABLE, 0);
+	return r;
+}
+
+/* Reads counter c (its side progressed) until it reaches v or WAIT_S pass; errors if err. */
+static uint64_t cntr_until(struct fid_cntr *c, uint64_t v, bool err)
+{
+	double t0 = now();
+	uint64_t n;
+
+	while ((n = err ? fi_cntr_readerr(c) : fi_cntr_read(c)) < v && now() - t0 < WAIT_S)
+		progress_all();
+	return n;
+}
+
+/*
+ * Counters bound to A for FI_SEND and for FI_READ|FI_WRITE, and to B for
+ * FI_RECV: they count sends (fi_tinject included), receives and RMA, count
+ * a truncated receive as an error, and fi_cntr_wait returns at its threshold
+ * and blocks until its timeout below it; fi_cntr_add/set change the value.
+ */
+static void t_cntr(void)
+{
+	struct fi_info *fa = NULL, *fb = NULL;
+	static uint8_t out[3][32], in[3][32], tgt[4096], src[64];
+	struct fi_context c[8];
+	struct region g;
+	double t0, dt;
+	uint64_t v;
+	int r, i;
+
+	r = cntr_side(&A, false, &fa, FI_SEND, FI_READ | FI_WRITE);
+	if (r == -FI_ENOSYS) {
+		decline("cntr", "fi_cntr_open: -FI_ENOSYS");
+		goto out;
+	}
+	if (!r)
+		r = cntr_side(&B, true, &fb, FI_RECV, 0);
+	CHECK(r == 0, "counters opened and bound: %s", fi_strerror(-r));
+	if (r || connect_pair(&A, &B))
+		goto out;
+	for (i = 0; i < 3; i++) {
+		fi_side_fill(out[i], 32, 70u + (unsigned)i);
+		CHECK(fi_trecv(B.ep, in[i], 32, NULL, FI_ADDR_UNSPEC, 6, 0, &c[i]) == 0, "trecv");
+	}
+	CHECK(POST(fi_tsend(A.ep, out[0], 32, NULL, A.peer, 6, &c[3])) == 0, "tsend");
+	CHECK(POST(fi_tsend(A.ep, out[1], 32, NULL, A.peer, 6, &c[4])) == 0, "tsend");
+	CHECK(POST(fi_tinject(A.ep, out[2], 32, A.peer, 6)) == 0, "tinject");
+	r = fi_cntr_wait(A.cntr[0], 3, WAIT_S * 1000);
+	CHECK(r == 0, "fi_cntr_wait(send, 3): %s", fi_strerror(-r));
+	r = fi_cntr_wait(B.cntr[0], 3, WAIT_S * 1000);
+	CHECK(r == 0, "fi_cntr_wait(recv, 3): %s", fi_strerror(-r));
+	CHECK(fi_cntr_read(A.cntr[0]) == 3, "send counter %llu, 3 sent (one injected)",
+	      (unsigned long long)fi_cntr_read(A.cntr[0]));
+	CHECK(fi_cntr_read(B.cntr[0]) == 3, "recv counter %llu, 3 received",
+	      (unsigned long long)fi_cntr_read(B.cntr[0]));
+	CHECK(fi_cntr_readerr(A.cntr[0]) == 0 && fi_cntr_readerr(B.cntr[0]) == 0, "errors");
+	for (i = 0; i < 3; i++)
+		CHECK(fi_side_same(in[i], 32, 70u + (unsigned)i), "message %d differs", i);
+	/* Below the threshold fi_cntr_wait blocks until its timeout. */
+	t0 = now();
+	r = fi_cntr_wait(B.cntr[0], 4, 300);
+	dt = now() - t0;
+	printf("fi_cntr_wait(300 ms) below its threshold: %d after %.0f ms\n", r, dt * 1e3);
+	CHECK(r == -FI_ETIMEDOUT, "fi_cntr_wait below the threshold: %d, not -FI_ETIMEDOUT", r);
+	CHECK(dt >= 0.25, "fi_cntr_wait returned after %.0f ms, before its 300 ms", dt * 1e3);
+	CHECK(fi_cntr_add(B.cntr[0], 10) == 0 && fi_cntr_read(B.cntr[0]) == 13, "fi_cntr_add");
+	CHECK(fi_cntr_set(B.cntr[0], 1) == 0 && fi_cntr_read(B.cntr[0]) == 1, "fi_cntr_set");
+	/* fi_write, then fi_read, counted on A's RMA counter. */
+	if (reg(&B, tgt, sizeof(tgt), FI_REMOTE_WRITE | FI_REMOTE_READ, fa, &g)) {
+		bad("fi_mr_reg failed");
+		goto out;
+	}
+	fi_side_fill(src, sizeof(src), 80);
+	CHECK(POST(fi_write(A.ep, src, sizeof(src), NULL, A.peer, g.addr, g.key, &c[7])) == 0,
+	      "fi_write");
+	CHECK(cntr_until(A.cntr[1], 1, false) == 1, "RMA counter after fi_write");
+	CHECK(landed(tgt, sizeof(src), 80), "written data differ");
+	memset(src, 0, sizeof(src));
+	CHECK(POST(fi_read(A.ep, src, sizeof(src), NULL, A.peer, g.addr, g.key, &c[7])) == 0,
+	      "fi_read");
+	/* (the target must progress too: fi_cntr_wait on A alone would not do for tcp) */
+	CHECK(cntr_until(A.cntr[1], 2, false) == 2, "RMA counter after fi_read");
+	CHECK(fi_side_same(src, sizeof(src), 80), "read data differ");
+	CHECK(fi_cntr_readerr(A.cntr[1]) == 0, "RMA errors");
+	/* A truncated receive counts as an error. */
+	CHECK(fi_trecv(B.ep, in[0], 8, NULL, FI_ADDR_UNSPEC, 7, 0, &c[5]) == 0, "trecv");
+	CHECK(POST(fi_tsend(A.ep, out[0], 32, NULL, A.peer, 7, &c[6])) == 0, "tsend");
+	v = cntr_until(B.cntr[0], 1, true);
+	CHECK(v == 1, "recv error counter %llu after a truncated receive", (unsigned long long)v);
+	CHECK(fi_cntr_read(B.cntr[0]) == 1, "a truncated receive counted as a success");
+	/* its error entry is read (a CQ with an error pending may not progress) */
+	for (t0 = now(); now() - t0 < WAIT_S;) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		ssize_t n = next(B.cq, &e, &err);
+
+		if (n == -FI_EAVAIL) {
+			CHECK(err.err == FI_ETRUNC && err.op_context == &c[5], "error entry %d",
+			      err.err);
+			break;
+		}
+		CHECK(n == 1, "no error entry for the truncated receive: %zd", n);
+		if (n != 1)
+			break;
+	}
+	fi_side_close(&A); /* endpoints go before the region and counters */
+	fi_close(&g.mr->fid);
+out:
+	fi_freeinfo(fa);
+	fi_freeinfo(fb);
+}
+
 static void t_eq_sread(void)
 {
 	struct fi_info *fi;
@@ -925,6 +1063,7 @@ static const struct {
 	{ "src-addr", t_src_addr },
 	{ "eq-sread", t_eq_sread },
 	{ "inject-nosel", t_inject_nosel },
+	{ "cntr", t_cntr },
 };
 
 int main(int argc, char **argv)
