@@ -150,6 +150,17 @@ static int dfi_src_fill(const struct fi_info *hints, struct fi_info *fi)
 	return 0;
 }
 
+/* A dest_addr hint is an endpoint's address (from fi_getname); it is returned as given. */
+static bool dfi_dest_ok(const struct fi_info *h)
+{
+	struct dfi_addr a;
+
+	if (h->dest_addrlen != sizeof(a))
+		return false;
+	memcpy(&a, h->dest_addr, sizeof(a));
+	return a.magic == DFI_ADDR_MAGIC && a.ring_key && a.credit_key;
+}
+
 /* fi_getinfo: one FI_EP_RDM entry, or -FI_ENODATA when the hints ask what we lack. */
 static int dfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info **info)
@@ -160,7 +171,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	struct fi_info *fi;
 	int r;
 
-	if (node || service || (h && h->dest_addr))
+	if (node || service || (h && h->dest_addr && !dfi_dest_ok(h)))
 		return -FI_ENODATA; /* no name resolution: addresses come from fi_getname */
 	if (h &&
 	    ((h->caps & ~DFI_CAPS) || h->addr_format != FI_FORMAT_UNSPEC ||
@@ -236,6 +247,14 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 		return -FI_ENOMEM;
 	}
 	r = dfi_src_fill(h, fi);
+	if (r >= 0 && h && h->dest_addr) {
+		fi->dest_addr = malloc(sizeof(struct dfi_addr));
+		r = fi->dest_addr ? 0 : -FI_ENOMEM;
+		if (fi->dest_addr) {
+			memcpy(fi->dest_addr, h->dest_addr, sizeof(struct dfi_addr));
+			fi->dest_addrlen = sizeof(struct dfi_addr);
+		}
+	}
 	if (r < 0) {
 		fi_freeinfo(fi);
 		return r;
