@@ -749,7 +749,10 @@ static void t_cntr(void)
 	CHECK(dt >= 0.25, "fi_cntr_wait returned after %.0f ms, before its 300 ms", dt * 1e3);
 	CHECK(fi_cntr_add(B.cntr[0], 10) == 0 && fi_cntr_read(B.cntr[0]) == 13, "fi_cntr_add");
 	CHECK(fi_cntr_set(B.cntr[0], 1) == 0 && fi_cntr_read(B.cntr[0]) == 1, "fi_cntr_set");
-	/* fi_write, then fi_read, counted on A's RMA counter. */
+	/*
+	 * fi_write, then fi_read, counted on A's RMA counter (before the
+	 * truncation: on tcp;ofi_rxm an RMA after a truncated receive never lands).
+	 */
 	if (reg(&B, tgt, sizeof(tgt), FI_REMOTE_WRITE | FI_REMOTE_READ, fa, &g)) {
 		bad("fi_mr_reg failed");
 		goto out;
