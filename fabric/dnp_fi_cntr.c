@@ -69,28 +69,27 @@ static void dfi_cntr_progress(struct dfi_cntr *c)
 		dfi_progress(c->dom->ep);
 }
 
-static uint64_t dfi_cntr_read(struct fid_cntr *fc)
+/* The value (err: the error count), after progress. */
+static uint64_t dfi_cntr_get(struct fid_cntr *fc, bool err)
 {
 	struct dfi_cntr *c = CNTR(fc);
 	uint64_t v;
 
 	pthread_mutex_lock(&dfi_lock);
 	dfi_cntr_progress(c);
-	v = c->val;
+	v = err ? c->err : c->val;
 	pthread_mutex_unlock(&dfi_lock);
 	return v;
 }
 
+static uint64_t dfi_cntr_read(struct fid_cntr *fc)
+{
+	return dfi_cntr_get(fc, false);
+}
+
 static uint64_t dfi_cntr_readerr(struct fid_cntr *fc)
 {
-	struct dfi_cntr *c = CNTR(fc);
-	uint64_t v;
-
-	pthread_mutex_lock(&dfi_lock);
-	dfi_cntr_progress(c);
-	v = c->err;
-	pthread_mutex_unlock(&dfi_lock);
-	return v;
+	return dfi_cntr_get(fc, true);
 }
 
 /* Adds v to (add) or sets (!add) the value (err: the error count). */
