@@ -47,8 +47,15 @@
 #define DFI_LOCAL 8u                 /* endpoints per node that can take part */
 #define DFI_MAGIC 0x4446u            /* "DF" */
 #define DFI_ADDR_MAGIC 0x44464931u
+#define DFI_PORT_ANY 0xffu /* in a source address: any port */
 
-/* What fi_getname returns and fi_av_insert takes (32 bytes). */
+/*
+ * What fi_getname returns and fi_av_insert takes (32 bytes). The same struct
+ * with ring_key 0 is a source address (fi_info's src_addr): the node of the
+ * daemon the process uses, before any endpoint has rings, with port
+ * DFI_PORT_ANY (the daemon gives the lowest free port) or the port DNP_PORT
+ * asks for. An AV refuses it (no rings to write to).
+ */
 struct dfi_addr {
 	uint8_t x, y, z, port;
 	uint32_t ring_key;

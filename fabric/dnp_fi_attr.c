@@ -30,6 +30,7 @@
 #define DFI_ORDER FI_ORDER_SAS /* messages of a pair: sequence numbers; RMA: none */
 #define DFI_QUEUE 1024         /* advertised tx/rx size (queues grow: a larger ask is met) */
 #define DFI_CQ_CNT 16
+#define DFI_CNTR_CNT 16 /* counters are memory only: as many as CQs */
 
 /* Capabilities for hints->caps: the primary ones asked, their implied modifiers. */
 static uint64_t dfi_caps(uint64_t want)
@@ -89,10 +90,75 @@ static bool dfi_domain_ok(const struct fi_domain_attr *d)
 		      (d->av_type == FI_AV_UNSPEC || d->av_type == FI_AV_MAP ||
 		       d->av_type == FI_AV_TABLE) &&
 		      d->mr_key_size <= 4 && d->cq_data_size <= DFI_CQ_DATA_SIZE &&
-		      d->cq_cnt <= DFI_CQ_CNT && d->ep_cnt <= 1 && d->tx_ctx_cnt <= 1 &&
-		      d->rx_ctx_cnt <= 1 && d->max_ep_tx_ctx <= 1 && d->max_ep_rx_ctx <= 1 &&
-		      d->max_ep_stx_ctx == 0 && d->max_ep_srx_ctx == 0 && d->mr_iov_limit <= 1 &&
-		      !d->auth_key_size && !d->max_err_data);
+		      d->cq_cnt <= DFI_CQ_CNT && d->cntr_cnt <= DFI_CNTR_CNT && d->ep_cnt <= 1 &&
+		      d->tx_ctx_cnt <= 1 && d->rx_ctx_cnt <= 1 && d->max_ep_tx_ctx <= 1 &&
+		      d->max_ep_rx_ctx <= 1 && d->max_ep_stx_ctx == 0 && d->max_ep_srx_ctx == 0 &&
+		      d->mr_iov_limit <= 1 && !d->auth_key_size && !d->max_err_data);
+}
+
+static bool dfi_src_addr_is(const void *addr, size_t len, struct dnp_coords self, unsigned port)
+{
+	struct dfi_addr a;
+
+	if (len != sizeof(a))
+		return false;
+	memcpy(&a, addr, sizeof(a));
+	return a.magic == DFI_ADDR_MAGIC && !a.ring_key && a.x == self.x && a.y == self.y &&
+	       a.z == self.z && (a.port == DFI_PORT_ANY || a.port == port);
+}
+
+bool dfi_src_ok(const struct fi_info *info, struct dnp_coords self, unsigned port)
+{
+	return !info || !info->src_addr ||
+	       dfi_src_addr_is(info->src_addr, info->src_addrlen, self, port);
+}
+
+/*
+ * fi_info's src_addr (dnp_fi.h): the node of this process's daemon, learnt
+ * from a short session with it (the port it lends is free again at once).
+ * Returns 0 with fi->src_addr set, 1 when no daemon answers (no src_addr:
+ * fi_getinfo needs no daemon), -FI_ENODATA when hints->src_addr is not a
+ * source address of that node, -FI_ENOMEM.
+ */
+static int dfi_src_fill(const struct fi_info *hints, struct fi_info *fi)
+{
+	struct dnp_coords self, dims;
+	struct dfi_addr *a;
+	struct dnp *d;
+	char path[4096];
+	int r = dnp_open(dfi_socket(path, sizeof(path)), &d);
+
+	if (r == 0) {
+		r = dnp_self(d, &self, &dims);
+		dnp_close(d);
+	}
+	if (r < 0)
+		return hints && hints->src_addr ? -FI_ENODATA : 1;
+	if (hints && hints->src_addr &&
+	    !dfi_src_addr_is(hints->src_addr, hints->src_addrlen, self, DFI_PORT_ANY))
+		return -FI_ENODATA;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -FI_ENOMEM;
+	a->x = (uint8_t)self.x;
+	a->y = (uint8_t)self.y;
+	a->z = (uint8_t)self.z;
+	a->port = DFI_PORT_ANY;
+	a->magic = DFI_ADDR_MAGIC;
+	fi->src_addr = a;
+	fi->src_addrlen = sizeof(*a);
+	return 0;
+}
+
+/* A dest_addr hint is an endpoint's address (from fi_getname); it is returned as given. */
+static bool dfi_dest_ok(const struct fi_info *h)
+{
+	struct dfi_addr a;
+
+	if (h->dest_addrlen != sizeof(a))
+		return false;
+	memcpy(&a, h->dest_addr, sizeof(a));
+	return a.magic == DFI_ADDR_MAGIC && a.ring_key && a.credit_key;
 }
 
 /* fi_getinfo: one FI_EP_RDM entry, or -FI_ENODATA when the hints ask what we lack. */
@@ -103,7 +169,10 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	uint64_t caps = dfi_caps(h ? h->caps : 0);
 	int64_t mr_mode;
 	struct fi_info *fi;
+	int r;
 
+	if (node || service || (h && h->dest_addr && !dfi_dest_ok(h)))
+		return -FI_ENODATA; /* no name resolution: addresses come from fi_getname */
 	if (h &&
 	    ((h->caps & ~DFI_CAPS) || h->addr_format != FI_FORMAT_UNSPEC ||
 	     (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, DFI_FABRIC)) ||
@@ -163,6 +232,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->domain_attr->mr_key_size = 4;
 	fi->domain_attr->cq_data_size = DFI_CQ_DATA_SIZE;
 	fi->domain_attr->cq_cnt = DFI_CQ_CNT;
+	fi->domain_attr->cntr_cnt = DFI_CNTR_CNT;
 	fi->domain_attr->ep_cnt = 1; /* one endpoint per domain: a domain is one DNP port */
 	fi->domain_attr->tx_ctx_cnt = 1;
 	fi->domain_attr->rx_ctx_cnt = 1;
@@ -175,6 +245,19 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	if (!fi->domain_attr->name || !fi->fabric_attr->name) {
 		fi_freeinfo(fi);
 		return -FI_ENOMEM;
+	}
+	r = dfi_src_fill(h, fi);
+	if (r >= 0 && h && h->dest_addr) {
+		fi->dest_addr = malloc(sizeof(struct dfi_addr));
+		r = fi->dest_addr ? 0 : -FI_ENOMEM;
+		if (fi->dest_addr) {
+			memcpy(fi->dest_addr, h->dest_addr, sizeof(struct dfi_addr));
+			fi->dest_addrlen = sizeof(struct dfi_addr);
+		}
+	}
+	if (r < 0) {
+		fi_freeinfo(fi);
+		return r;
 	}
 	*info = fi;
 	return 0;

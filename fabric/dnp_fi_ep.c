@@ -176,6 +176,7 @@ static void dfi_drop_queue(struct dfi_ep *ep, struct dfi_peer *pe, int err)
 		pe->q_head = o->next;
 		if (o->req && err) {
 			dfi_cq_error(ep->tx_cq, o->req->context, o->req->flags, 0, NULL, 0, 0, err);
+			dfi_count(ep, o->req->flags, true);
 			dfi_req_free(ep, o->req);
 		}
 		free(o->copy);
@@ -192,6 +193,7 @@ static void dfi_req_fail(struct dfi_ep *ep, struct dfi_req *q, int err)
 			     q->buf, q->tag, 0, err);
 	else
 		dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0, err);
+	dfi_count(ep, q->kind == R_RECV ? FI_RECV : q->flags, true);
 	dfi_unreg_user(ep->dom, q);
 	free(q->inject);
 	dfi_req_free(ep, q);
@@ -367,6 +369,8 @@ static int dfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		return 0;
 	case FI_CLASS_EQ:
 		return 0;
+	case FI_CLASS_CNTR:
+		return (int)LOCKED(dfi_cntr_bind(ep, (struct dfi_cntr *)bfid, flags));
 	case FI_CLASS_CQ:
 		if (flags & FI_TRANSMIT) {
 			ep->tx_cq = (struct dfi_cq *)bfid;
@@ -455,6 +459,9 @@ static int dfi_ep_close(struct fid *fid)
 		free(u);
 	}
 	dnp_reqtab_fini(&ep->reqs, free);
+	for (k = 0; k < DFI_CNT_N; k++)
+		if (ep->cntr[k])
+			ep->cntr[k]->bound--;
 	free(ep->peers);
 	ep->dom->ep = NULL;
 	pthread_mutex_unlock(&dfi_lock);
@@ -506,6 +513,8 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
+	if (!dfi_src_ok(info, dom->self, dom->port))
+		return -FI_EINVAL; /* src_addr of another node (or port) than the domain's */
 	pthread_mutex_lock(&dfi_lock);
 	if (dom->ep) {
 		pthread_mutex_unlock(&dfi_lock);

@@ -47,7 +47,7 @@ static struct fi_ops_domain dfi_domain_ops = {
 	.cq_open = dfi_cq_open,
 	.endpoint = dfi_endpoint,
 	.scalable_ep = NOSYS(scalable_ep),
-	.cntr_open = NOSYS(cntr_open),
+	.cntr_open = dfi_cntr_open,
 	.poll_open = NOSYS(poll_open),
 	.stx_ctx = NOSYS(stx_ctx),
 	.srx_ctx = NOSYS(srx_ctx),
@@ -59,7 +59,7 @@ static struct fi_ops_domain dfi_domain_ops = {
  * The daemon of this process: DNP_SOCKET, or under ./dnp mpirun the node
  * of the job rank (rank mod DNP_FI_NNODES) in DNP_FI_RUN_DIR.
  */
-static const char *dfi_socket(char *buf, size_t len)
+const char *dfi_socket(char *buf, size_t len)
 {
 	const char *dir = getenv("DNP_FI_RUN_DIR"), *nn = getenv("DNP_FI_NNODES");
 	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };

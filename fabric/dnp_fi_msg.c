@@ -111,6 +111,7 @@ void dfi_push(struct dfi_ep *ep, unsigned idx)
 			if (q->comp)
 				dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0,
 					     FI_ADDR_NOTAVAIL);
+			dfi_count(ep, q->flags, false);
 			dfi_req_free(ep, q);
 		}
 		free(o->copy);
@@ -225,6 +226,7 @@ static void dfi_recv_complete(struct dfi_ep *ep, struct dfi_req *q, const struct
 	else if (q->comp)
 		dfi_cq_write_data(ep->rx_cq, q->context, dfi_rx_flags(h), n, q->buf, h->tag,
 				  dfi_hdr_data(h), src);
+	dfi_count(ep, FI_RECV, err != 0);
 	dfi_req_free(ep, q);
 }
 
@@ -366,6 +368,7 @@ static void dfi_dispatch(struct dfi_ep *ep, const struct dfi_hdr *h, const void 
 		dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0, -h->status);
 	else if (q->comp)
 		dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0, FI_ADDR_NOTAVAIL);
+	dfi_count(ep, q->flags, h->status != 0);
 	dfi_req_free(ep, q);
 }
 
@@ -529,6 +532,7 @@ static ssize_t dfi_peek(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
 	if (flags & FI_DISCARD) {
 		dfi_cq_write(ep->rx_cq, context, dfi_rx_flags(&u->h), 0, NULL, u->h.tag,
 			     dfi_src_addr(ep, ep->peers[u->peer]));
+		dfi_count(ep, FI_RECV, false);
 		dfi_unexp_discard(ep, u);
 		return 0;
 	}
@@ -599,6 +603,7 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 				dfi_cq_write(ep->tx_cq, context,
 					     FI_SEND | (tagged ? FI_TAGGED : FI_MSG), 0, NULL, 0,
 					     FI_ADDR_NOTAVAIL);
+			dfi_count(ep, FI_SEND, false);
 			return 0;
 		}
 	}
@@ -693,6 +698,37 @@ static int dfi_iov1(const struct iovec *iov, size_t count, void **buf, size_t *l
 	return 0;
 }
 
+/* The *v and *msg calls (an iov of at most one entry) and the inject calls, by what differs. */
+static ssize_t dfi_sendv_how(struct fid_ep *fep, const struct iovec *iov, size_t count,
+			     fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+			     uint64_t flags, unsigned how)
+{
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?:
+		       LOCKED(dfi_send_common(EP(fep), b, n, dest, tag, data, context, flags, how));
+}
+
+static ssize_t dfi_recvv_how(struct fid_ep *fep, const struct iovec *iov, size_t count,
+			     fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+			     uint64_t flags, unsigned how)
+{
+	void *b;
+	size_t n;
+
+	return dfi_iov1(iov, count, &b, &n) ?:
+		       LOCKED(dfi_recv_common(EP(fep), b, n, src, tag, ignore, context, flags,
+					      how));
+}
+
+static ssize_t dfi_inject_how(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
+			      uint64_t tag, uint64_t data, uint64_t flags, unsigned how)
+{
+	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, data, NULL, FI_INJECT | flags,
+				      how | DFI_OP_EXPLICIT | DFI_OP_NOCOMP));
+}
+
 #define T DFI_OP_TAGGED
 #define X DFI_OP_EXPLICIT
 
@@ -705,27 +741,19 @@ static ssize_t dfi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *
 static ssize_t dfi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t dest, uint64_t tag, void *context)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(iov, count, &b, &n) ?: dfi_tsend(fep, b, n, NULL, dest, tag, context);
+	return dfi_sendv_how(fep, iov, count, dest, tag, 0, context, 0, T);
 }
 
 static ssize_t dfi_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
-		       LOCKED(dfi_send_common(EP(fep), b, n, m->addr, m->tag, m->data, m->context,
-					      flags, T | X));
+	return dfi_sendv_how(fep, m->msg_iov, m->iov_count, m->addr, m->tag, m->data, m->context,
+			     flags, T | X);
 }
 
 static ssize_t dfi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			   uint64_t tag)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, 0, NULL, FI_INJECT,
-				      T | X | DFI_OP_NOCOMP));
+	return dfi_inject_how(fep, buf, len, dest, tag, 0, 0, T);
 }
 
 static ssize_t dfi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -738,8 +766,7 @@ static ssize_t dfi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, vo
 static ssize_t dfi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			       fi_addr_t dest, uint64_t tag)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, data, NULL,
-				      FI_INJECT | FI_REMOTE_CQ_DATA, T | X | DFI_OP_NOCOMP));
+	return dfi_inject_how(fep, buf, len, dest, tag, data, FI_REMOTE_CQ_DATA, T);
 }
 
 static ssize_t dfi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
@@ -751,21 +778,13 @@ static ssize_t dfi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, 
 static ssize_t dfi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			  fi_addr_t src, uint64_t tag, uint64_t ignore, void *context)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(iov, count, &b, &n) ?:
-					      dfi_trecv(fep, b, n, NULL, src, tag, ignore, context);
+	return dfi_recvv_how(fep, iov, count, src, tag, ignore, context, 0, T);
 }
 
 static ssize_t dfi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, uint64_t flags)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
-		       LOCKED(dfi_recv_common(EP(fep), b, n, m->addr, m->tag, m->ignore, m->context,
-					      flags, T | X));
+	return dfi_recvv_how(fep, m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore, m->context,
+			     flags, T | X);
 }
 
 static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
@@ -777,26 +796,18 @@ static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *d
 static ssize_t dfi_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t dest, void *context)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(iov, count, &b, &n) ?: dfi_send(fep, b, n, NULL, dest, context);
+	return dfi_sendv_how(fep, iov, count, dest, 0, 0, context, 0, 0);
 }
 
 static ssize_t dfi_sendmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
-		       LOCKED(dfi_send_common(EP(fep), b, n, m->addr, 0, m->data, m->context, flags,
-					      X));
+	return dfi_sendv_how(fep, m->msg_iov, m->iov_count, m->addr, 0, m->data, m->context, flags,
+			     X);
 }
 
 static ssize_t dfi_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest)
 {
-	return LOCKED(
-		dfi_send_common(EP(fep), buf, len, dest, 0, 0, NULL, FI_INJECT, X | DFI_OP_NOCOMP));
+	return dfi_inject_how(fep, buf, len, dest, 0, 0, 0, 0);
 }
 
 static ssize_t dfi_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -809,8 +820,7 @@ static ssize_t dfi_senddata(struct fid_ep *fep, const void *buf, size_t len, voi
 static ssize_t dfi_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
 			      fi_addr_t dest)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, data, NULL,
-				      FI_INJECT | FI_REMOTE_CQ_DATA, X | DFI_OP_NOCOMP));
+	return dfi_inject_how(fep, buf, len, dest, 0, data, FI_REMOTE_CQ_DATA, 0);
 }
 
 static ssize_t dfi_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
@@ -822,19 +832,12 @@ static ssize_t dfi_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, f
 static ssize_t dfi_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, void *context)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(iov, count, &b, &n) ?: dfi_recv(fep, b, n, NULL, src, context);
+	return dfi_recvv_how(fep, iov, count, src, 0, 0, context, 0, 0);
 }
 
 static ssize_t dfi_recvmsg(struct fid_ep *fep, const struct fi_msg *m, uint64_t flags)
 {
-	void *b;
-	size_t n;
-
-	return dfi_iov1(m->msg_iov, m->iov_count, &b, &n) ?:
-		       LOCKED(dfi_recv_common(EP(fep), b, n, m->addr, 0, 0, m->context, flags, X));
+	return dfi_recvv_how(fep, m->msg_iov, m->iov_count, m->addr, 0, 0, m->context, flags, X);
 }
 
 #undef T

@@ -11,6 +11,7 @@
  *                    closing, and progress (the daemon's events dispatched)
  *   dnp_fi_cq.c      completion queues: entries and error entries written by
  *                    the other parts, read (with progress) by the application
+ *   dnp_fi_cntr.c    counters: operations that ended, by kind, and waits on them
  *   dnp_fi_mr.c      memory registration (fi_mr_reg: DNP buffers and keys)
  *                    and the rendez-vous registrations of user buffers
  *   dnp_fi_av.c      address vectors of struct dfi_addr
@@ -195,6 +196,22 @@ struct dfi_peer {
 
 struct dfi_ep;
 
+/* The kinds of operations an endpoint counts (fi_ep_bind of a counter). */
+enum {
+	DFI_CNT_SEND,
+	DFI_CNT_RECV,
+	DFI_CNT_READ,
+	DFI_CNT_WRITE,
+	DFI_CNT_N
+};
+
+struct dfi_cntr {
+	struct fid_cntr cntr;
+	struct dfi_domain *dom;
+	uint64_t val, err;
+	unsigned bound; /* kinds of an endpoint it counts */
+};
+
 struct dfi_domain {
 	struct fid_domain dom;
 	struct dnp *d;
@@ -209,6 +226,7 @@ struct dfi_ep {
 	struct dfi_domain *dom;
 	struct dfi_av *av;
 	struct dfi_cq *tx_cq, *rx_cq;
+	struct dfi_cntr *cntr[DFI_CNT_N];  /* bound counters, by DFI_CNT_* */
 	uint64_t tx_flags, rx_flags;       /* bind flags: FI_SELECTIVE_COMPLETION */
 	uint64_t tx_op_flags, rx_op_flags; /* defaults of calls without flags */
 	bool directed;                     /* FI_DIRECTED_RECV: receives honour src_addr */
@@ -267,6 +285,18 @@ static inline uint64_t dfi_hdr_data(const struct dfi_hdr *h)
 /* ---- dnp_fi_fabric.c */
 /* fi_fabric: -FI_ENODATA for another fabric name, -FI_ENOMEM. */
 int dfi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **out, void *context);
+/*
+ * The daemon socket of this process (dnp_fi.h says which) written into buf;
+ * NULL: libdnp's default ($DNP_SOCKET, else the host's daemon).
+ */
+const char *dfi_socket(char *buf, size_t len);
+
+/* ---- dnp_fi_attr.c */
+/*
+ * Whether info's src_addr (none: true) is a source address of node self that
+ * an endpoint on port may take (dnp_fi.h).
+ */
+bool dfi_src_ok(const struct fi_info *info, struct dnp_coords self, unsigned port);
 
 /* ---- dnp_fi_cq.c */
 /* fi_cq_open: formats up to FI_CQ_FORMAT_TAGGED; -FI_ENOSYS for a wait object. */
@@ -284,6 +314,21 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
 const char *dfi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
 			    size_t len);
 
+/* ---- dnp_fi_cntr.c */
+/*
+ * fi_cntr_open: FI_CNTR_EVENTS_COMP, wait objects none, unspecified or
+ * yield (-FI_ENOSYS otherwise, and for a wait set); -FI_EINVAL for flags.
+ */
+int dfi_cntr_open(struct fid_domain *fdom, struct fi_cntr_attr *attr, struct fid_cntr **out,
+		  void *context);
+/* fi_ep_bind of a counter: flags FI_SEND, FI_RECV, FI_READ, FI_WRITE (else -FI_EINVAL). */
+int dfi_cntr_bind(struct dfi_ep *ep, struct dfi_cntr *c, uint64_t flags);
+/*
+ * An operation with completion flags flags ended (err: in failure): the
+ * counter bound for its kind (FI_RECV, FI_SEND, FI_READ, FI_WRITE) counts it.
+ */
+void dfi_count(struct dfi_ep *ep, uint64_t flags, bool err);
+
 /* ---- dnp_fi_av.c */
 /* fi_av_open: FI_AV_MAP / FI_AV_TABLE; -FI_EINVAL, -FI_ENOSYS (named or rx_ctx_bits). */
 int dfi_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct fid_av **out,
@@ -298,7 +343,10 @@ int dfi_reg_user(struct dfi_domain *dom, struct dfi_req *q, void *buf, size_t le
 void dfi_unreg_user(struct dfi_domain *dom, struct dfi_req *q);
 
 /* ---- dnp_fi_ep.c */
-/* fi_endpoint: FI_EP_RDM only (-FI_EINVAL); -FI_EBUSY: the domain has one already. */
+/*
+ * fi_endpoint: FI_EP_RDM only, info's src_addr (if any) a source address of
+ * the domain's node (-FI_EINVAL); -FI_EBUSY: the domain has one already.
+ */
 int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context);
 /* A new request of kind R_* in the endpoint's table; NULL when out of memory or ids. */
 struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind);

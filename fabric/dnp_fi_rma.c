@@ -208,6 +208,7 @@ void dfi_rma_done(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *
 		dfi_cq_error(ep->tx_cq, q->context, q->flags, 0, NULL, 0, 0, -st);
 	else if (q->comp)
 		dfi_cq_write(ep->tx_cq, q->context, q->flags, 0, NULL, 0, FI_ADDR_NOTAVAIL);
+	dfi_count(ep, q->flags, st != 0);
 	dfi_req_free(ep, q);
 }
 

@@ -25,6 +25,7 @@
  *               data; fi_tsendmsg(FI_INJECT) completes (no selective
  *               completion); fi_tinject does not
  *   rebirth     C closes and a new endpoint takes its port: B talks to it
+ *   refused     fi_poll_open and fi_wait_open answer -FI_ENOSYS
  * Prints "PASS fi_dnp_check" and exits 0 if all is right.
  */
 #include <stdbool.h>
@@ -38,79 +39,34 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
-static int fails;
-
-#define CHECK(c, ...)                                                                          \
-	do {                                                                                   \
-		if (!(c)) {                                                                    \
-			fprintf(stderr, "check failed (%s:%d): %s: ", __FILE__, __LINE__, #c); \
-			fprintf(stderr, __VA_ARGS__);                                          \
-			fputc('\n', stderr);                                                   \
-			fails++;                                                               \
-		}                                                                              \
-	} while (0)
-
-struct side {
-	struct fid_fabric *fab;
-	struct fid_domain *dom;
-	struct fid_ep *ep;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	fi_addr_t peer;
-};
+#include "fi_side.h"
 
 static struct fi_info *info;
 
-static int open_side(struct side *s, const char *sock, enum fi_av_type avt)
+static int open_side(struct fi_side *s, const char *sock, enum fi_av_type avt)
 {
-	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 256 };
-	struct fi_av_attr ava = { .type = avt };
-	int r;
+	int r = fi_side_open(s, info, sock, avt, 0);
 
-	setenv("DNP_SOCKET", sock, 1);
-	r = fi_fabric(info->fabric_attr, &s->fab, NULL);
-	if (!r)
-		r = fi_domain(s->fab, info, &s->dom, NULL);
-	if (!r)
-		r = fi_av_open(s->dom, &ava, &s->av, NULL);
-	if (!r)
-		r = fi_cq_open(s->dom, &cqa, &s->cq, NULL);
-	if (!r)
-		r = fi_endpoint(s->dom, info, &s->ep, NULL);
-	if (!r)
-		r = fi_ep_bind(s->ep, &s->av->fid, 0);
-	if (!r)
-		r = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!r)
-		r = fi_enable(s->ep);
 	if (r)
 		fprintf(stderr, "fi_dnp_check: opening an endpoint on %s: %s\n", sock,
 			fi_strerror(-r));
 	return r;
 }
 
-static void close_side(struct side *s)
-{
-	fi_close(&s->ep->fid);
-	fi_close(&s->cq->fid);
-	fi_close(&s->av->fid);
-	fi_close(&s->dom->fid);
-	fi_close(&s->fab->fid);
-}
-
-static struct side A, B, C;
+static struct fi_side A, B, C;
 static fi_addr_t b_to_c; /* C in B's AV (B.peer is A) */
 
 /* Polls the CQs (each progresses its own endpoint) until s's CQ yields one entry. */
-static ssize_t next(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
+static ssize_t next(struct fi_side *s, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
 {
 	struct fi_cq_tagged_entry junk;
-	struct side *o = s == &A ? &B : &A;
-	struct side *o2 = s == &C ? &B : &C;
+	struct fi_side *o = s == &A ? &B : &A;
+	struct fi_side *o2 = s == &C ? &B : &C;
 	time_t t0 = time(NULL);
 	ssize_t r;
 
@@ -129,20 +85,6 @@ static ssize_t next(struct side *s, struct fi_cq_tagged_entry *e, struct fi_cq_e
 		if (time(NULL) - t0 > 20)
 			return -FI_ETIMEDOUT;
 	}
-}
-
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static bool same(const uint8_t *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (uint8_t)(seed * 131 + i * 7 + (i >> 8)))
-			return false;
-	return true;
 }
 
 /* Starts a tagged send from A to B. */
@@ -186,7 +128,7 @@ static void matching(void)
 
 	/* pre-posted and unexpected, every size */
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		fill(sb, sizes[k], k);
+		fi_side_fill(sb, sizes[k], k);
 		memset(rb[0], 0, sizes[k]);
 		if (k % 2)
 			CHECK(fi_trecv(B.ep, rb[0], sizeof(rb[0]), NULL, B.peer, 0x1000 + k, 0,
@@ -201,7 +143,7 @@ static void matching(void)
 		CHECK(r == 1 && e.op_context == &ctx[0] && e.len == sizes[k] &&
 			      e.tag == 0x1000 + k && (e.flags & FI_TAGGED) && (e.flags & FI_RECV),
 		      "size %zu: r %zd len %zu tag %lx", sizes[k], r, e.len, (unsigned long)e.tag);
-		CHECK(same(rb[0], sizes[k], k), "size %zu: bytes", sizes[k]);
+		CHECK(fi_side_same(rb[0], sizes[k], k), "size %zu: bytes", sizes[k]);
 		wait_send(&ctx[1]);
 	}
 	/* ignore bits, any source, MSG vs TAGGED, equal tags in order */
@@ -259,7 +201,7 @@ static void matching(void)
 }
 
 /* A tagged send from side s to its peer, completed. */
-static void send_from(struct side *s, uint8_t v, uint64_t tag)
+static void send_from(struct fi_side *s, uint8_t v, uint64_t tag)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry ee;
@@ -338,7 +280,7 @@ static void truncation_cancel(void)
 	ssize_t r;
 
 	for (k = 0; k < 2; k++) {
-		fill(sb, lens[k], 40 + k);
+		fi_side_fill(sb, lens[k], 40 + k);
 		memset(rb, 0xee, sizeof(rb));
 		CHECK(fi_trecv(B.ep, rb, lens[k] / 2, NULL, B.peer, 9, 0, &ctx[0]) == 0, "trecv");
 		post_send(sb, lens[k], 9, &ctx[1]);
@@ -348,7 +290,8 @@ static void truncation_cancel(void)
 			      ee.olen == lens[k] - lens[k] / 2 && ee.len == lens[k] / 2,
 		      "truncation of %zu: r %zd err %d olen %zu len %zu", lens[k], r, ee.err,
 		      ee.olen, ee.len);
-		CHECK(same(rb, lens[k] / 2, 40 + k) && rb[lens[k] / 2] == 0xee, "truncated bytes");
+		CHECK(fi_side_same(rb, lens[k] / 2, 40 + k) && rb[lens[k] / 2] == 0xee,
+		      "truncated bytes");
 	}
 	/* cancel */
 	CHECK(fi_trecv(B.ep, rb, 10, NULL, FI_ADDR_UNSPEC, 0x99, 0, &ctx[2]) == 0, "trecv");
@@ -384,14 +327,14 @@ static void rma_more(struct fid_mr *mr, uint8_t *win)
 	ssize_t r;
 
 	CHECK(fi_mr_reg(A.dom, rd, sizeof(rd), FI_REMOTE_READ, 0, 0, 0, &rmr, NULL) == 0, "mr_reg");
-	fill(win, 5000, 79);
+	fi_side_fill(win, 5000, 79);
 	r = fi_read(A.ep, rd, 5000, fi_mr_desc(rmr), A.peer, (uintptr_t)win, fi_mr_key(mr), &ctx);
 	CHECK(r == 0, "read %zd", r);
 	r = next(&A, &e, &ee);
-	CHECK(r == 1 && same(rd, 5000, 79), "read into a FI_REMOTE_READ-only MR: %zd err %d", r,
-	      r == -FI_EAVAIL ? ee.err : 0);
+	CHECK(r == 1 && fi_side_same(rd, 5000, 79),
+	      "read into a FI_REMOTE_READ-only MR: %zd err %d", r, r == -FI_EAVAIL ? ee.err : 0);
 	fi_close(&rmr->fid);
-	fill(small, sizeof(small), 80);
+	fi_side_fill(small, sizeof(small), 80);
 	r = fi_inject_write(A.ep, small, sizeof(small), A.peer, (uintptr_t)win + 10, fi_mr_key(mr));
 	CHECK(r == 0, "inject_write %zd", r);
 	memset(small, 0, sizeof(small)); /* injected: ours again at once */
@@ -405,7 +348,8 @@ static void rma_more(struct fid_mr *mr, uint8_t *win)
 		      e.data == 0xd00d && e.len == 8,
 	      "writedata at the target: %zd flags %lx data %lx", r, (unsigned long)e.flags,
 	      (unsigned long)e.data);
-	CHECK(same(win + 10, sizeof(small), 80), "inject_write bytes (PUTs of one pair in order)");
+	CHECK(fi_side_same(win + 10, sizeof(small), 80),
+	      "inject_write bytes (PUTs of one pair in order)");
 	CHECK(fi_cq_read(A.cq, &e, 1) == -FI_EAGAIN, "inject_write made no completion");
 	printf("ok: fi_read into a FI_REMOTE_READ-only MR, fi_inject_write, fi_writedata\n");
 }
@@ -424,27 +368,27 @@ static void rma(void)
 	      "mr_reg");
 	CHECK(fi_mr_reg(A.dom, lb, sizeof(lb), FI_READ | FI_WRITE, 0, 0, 0, &lmr, NULL) == 0,
 	      "local mr_reg");
-	fill(lb, sizeof(lb), 77);
+	fi_side_fill(lb, sizeof(lb), 77);
 	r = fi_write(A.ep, lb, 150000, fi_mr_desc(lmr), A.peer, (uintptr_t)win + 1000,
 		     fi_mr_key(mr), &ctx);
 	CHECK(r == 0, "write %zd", r);
 	r = next(&A, &e, &ee);
 	CHECK(r == 1 && e.op_context == &ctx && (e.flags & FI_WRITE), "write completion %zd", r);
-	CHECK(same(win + 1000, 150000, 77), "written bytes");
-	fill(win, sizeof(win), 78);
+	CHECK(fi_side_same(win + 1000, 150000, 77), "written bytes");
+	fi_side_fill(win, sizeof(win), 78);
 	memset(lb, 0, sizeof(lb));
 	r = fi_read(A.ep, lb, 120000, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr), &ctx);
 	CHECK(r == 0, "read %zd", r);
 	r = next(&A, &e, &ee);
 	CHECK(r == 1 && e.op_context == &ctx && (e.flags & FI_READ), "read completion %zd", r);
-	CHECK(same(lb, 120000, 78), "read bytes");
+	CHECK(fi_side_same(lb, 120000, 78), "read bytes");
 	r = fi_write(A.ep, lb, 100, fi_mr_desc(lmr), A.peer, (uintptr_t)win, fi_mr_key(mr) ^ 0x5a5a,
 		     &ctx);
 	CHECK(r == 0, "write with a wrong key is accepted, then fails: %zd", r);
 	r = next(&A, &e, &ee);
 	CHECK(r == -FI_EAVAIL && ee.op_context == &ctx && ee.err != 0, "wrong key: %zd err %d", r,
 	      ee.err);
-	CHECK(same(win, 100, 78), "nothing written with a wrong key");
+	CHECK(fi_side_same(win, 100, 78), "nothing written with a wrong key");
 	rma_more(mr, win);
 	fi_close(&mr->fid);
 	fi_close(&lmr->fid);
@@ -484,7 +428,7 @@ static void peek_one(size_t len, uint64_t tag)
 	int sctx;
 	ssize_t r;
 
-	fill(sb, len, (unsigned)tag);
+	fi_side_fill(sb, len, (unsigned)tag);
 	/* not there yet: FI_ENOMSG */
 	CHECK(b_trecvmsg(NULL, 0, tag, &pc, FI_PEEK) == 0, "peek");
 	r = next(&B, &e, &ee);
@@ -509,8 +453,8 @@ static void peek_one(size_t len, uint64_t tag)
 	memset(rb, 0, len);
 	CHECK(b_trecvmsg(rb, sizeof(rb), tag, &pc, FI_CLAIM) == 0, "claim");
 	r = next(&B, &e, &ee);
-	CHECK(r == 1 && e.op_context == &pc && e.len == len && same(rb, len, (unsigned)tag) &&
-		      e.data == 0x1234abcd,
+	CHECK(r == 1 && e.op_context == &pc && e.len == len &&
+		      fi_side_same(rb, len, (unsigned)tag) && e.data == 0x1234abcd,
 	      "claimed receive: %zd len %zu", r, e.len);
 	wait_send(&sctx); /* eager: done at once; rendez-vous: once received */
 	/* peek + discard: gone, and the sender's send completes */
@@ -571,8 +515,7 @@ static void rebirth(void)
 	fi_addr_t old = b_to_c;
 
 	snprintf(sock, sizeof(sock), "%s/node-0.sock", getenv("DNP_RUN_DIR"));
-	close_side(&C);
-	memset(&C, 0, sizeof(C));
+	fi_side_close(&C);
 	if (open_side(&C, sock, FI_AV_TABLE)) {
 		CHECK(0, "reopening C");
 		return;
@@ -587,6 +530,19 @@ static void rebirth(void)
 	send_from(&C, 0xd2, 0x3d);
 	CHECK(recv_at_b(FI_ADDR_UNSPEC, 0x3d) == 0xd2, "the new C's second message");
 	printf("ok: a new endpoint on a closed one's port is heard\n");
+}
+
+/* What the provider leaves out is refused cleanly: poll sets and wait sets. */
+static void refused(void)
+{
+	struct fi_poll_attr pa = { 0 };
+	struct fi_wait_attr wa = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_poll *ps = NULL;
+	struct fid_wait *ws = NULL;
+
+	CHECK(fi_poll_open(A.dom, &pa, &ps) == -FI_ENOSYS && !ps, "fi_poll_open: -FI_ENOSYS");
+	CHECK(fi_wait_open(A.fab, &wa, &ws) == -FI_ENOSYS && !ws, "fi_wait_open: -FI_ENOSYS");
+	printf("ok: poll and wait sets refused (-FI_ENOSYS)\n");
 }
 
 int main(int argc, char **argv)
@@ -649,9 +605,10 @@ int main(int argc, char **argv)
 	rebirth();
 	truncation_cancel();
 	rma();
-	close_side(&A);
-	close_side(&B);
-	close_side(&C);
+	refused();
+	fi_side_close(&A);
+	fi_side_close(&B);
+	fi_side_close(&C);
 	fi_freeinfo(info);
 	fi_freeinfo(hints);
 	printf("%s fi_dnp_check\n", fails ? "FAIL" : "PASS");

@@ -7,10 +7,9 @@
 # clean refusal (fi_getinfo -FI_ENODATA, printed as DECLINED).
 # usage: conform.sh BUILD_DIR SOURCE_DIR TEST [FI_CONFORM]
 #   fi-peek fi-cq-data fi-inject-write fi-rma-read fi-two-ep fi-src-addr
-#   fi-eq-sread fi-inject-nosel
+#   fi-eq-sread fi-inject-nosel fi-cntr
 #                   tests/conformance/fi_conform.c TEST (one process, two
-#                   endpoints; dnp: on nodes 0 and 1 of a 2x1x1 torus); fi-src-addr
-#                   is not registered in meson while dnp's fi_info has no src_addr
+#                   endpoints; dnp: on nodes 0 and 1 of a 2x1x1 torus)
 #   second-client   one server process, two client processes one after the
 #                   other on one node, each a ping-pong with that server
 #   daemon-death    a provider process blocked in a CQ read returns an error
@@ -205,7 +204,7 @@ mpi_py() {
 
 case $t in
 fi-peek | fi-cq-data | fi-inject-write | fi-rma-read | fi-two-ep | fi-src-addr | fi-eq-sread | \
-	fi-inject-nosel) fi_single ;;
+	fi-inject-nosel | fi-cntr) fi_single ;;
 second-client) second_client ;;
 daemon-death) daemon_death ;;
 mpi-c) mpi_c ;;

@@ -21,10 +21,15 @@
  *                 into a destination registered FI_READ or FI_REMOTE_READ
  *   two-ep        ep_cnt 2 asked: -FI_ENODATA, or two endpoints of one
  *                 domain both carry messages
- *   src-addr      every fi_info returned has src_addr (and its length)
+ *   src-addr      every fi_info returned has src_addr (and its length), an
+ *                 endpoint opened with it works, FI_SOURCE names the sender
  *   eq-sread      fi_eq_sread with a 400 ms timeout waits (-FI_EAGAIN after it)
  *   inject-nosel  fi_sendmsg/fi_tsendmsg(FI_INJECT) on a CQ bound without
  *                 FI_SELECTIVE_COMPLETION complete (send and receive)
+ *   cntr          counters bound for FI_SEND, FI_RECV, FI_READ|FI_WRITE count
+ *                 sends (fi_tinject too), receives, RMA and a truncated
+ *                 receive's error; fi_cntr_wait returns at its threshold and
+ *                 waits out its timeout below it; fi_cntr_add/set
  * Prints "PASS TEST", "DECLINED TEST: why" (a clean refusal, exit 0) or
  * "FAIL TEST" with the failed checks; exit 0 on PASS/DECLINED, 1 on FAIL,
  * 2 on bad usage.
@@ -47,32 +52,14 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "fi_side.h"
+
 #define WAIT_S 15 /* every wait for a completion is bounded */
 
-static int fails;
 static const char *prov;
 static bool own_socket; /* the multi-process modes keep dnp-run's DNP_SOCKET */
 
-#define CHECK(c, ...)                                                                          \
-	do {                                                                                   \
-		if (!(c)) {                                                                    \
-			fprintf(stderr, "check failed (%s:%d): %s: ", __FILE__, __LINE__, #c); \
-			fprintf(stderr, __VA_ARGS__);                                          \
-			fputc('\n', stderr);                                                   \
-			fails++;                                                               \
-		}                                                                              \
-	} while (0)
-
-struct side {
-	struct fid_fabric *fab;
-	struct fid_domain *dom;
-	struct fid_ep *ep;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	fi_addr_t peer;
-};
-
-static struct side A, B;
+static struct fi_side A, B;
 
 static double now(void)
 {
@@ -107,69 +94,33 @@ static int get_info(uint64_t caps, void (*mod)(struct fi_info *), struct fi_info
 	return r;
 }
 
-/* The daemon socket of side B (or A) under dnp-run; NULL for other providers. */
-static void pick_daemon(bool b)
+/*
+ * The daemon socket of side B (or A) under dnp-run, also set as DNP_SOCKET
+ * (for fi_getinfo); NULL for other providers and the multi-process modes.
+ */
+static const char *pick_daemon(bool b)
 {
 	const char *dir = getenv("DNP_RUN_DIR"), *nn = getenv("DNP_NNODES");
-	char path[4096];
+	static char path[2][4096];
 
 	if (own_socket || strcmp(prov, "dnp") || !dir || !nn)
-		return;
-	snprintf(path, sizeof(path), "%s/node-%d.sock", dir, b ? atoi(nn) - 1 : 0);
-	setenv("DNP_SOCKET", path, 1);
+		return NULL;
+	snprintf(path[b], sizeof(path[b]), "%s/node-%d.sock", dir, b ? atoi(nn) - 1 : 0);
+	setenv("DNP_SOCKET", path[b], 1);
+	return path[b];
 }
 
-static int open_ep(struct side *s, struct fi_info *fi, uint64_t cq_flags)
+static int open_side(struct fi_side *s, struct fi_info *fi, bool b)
 {
-	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 256 };
-	struct fi_av_attr ava = { .type = FI_AV_TABLE };
-	int r = fi_av_open(s->dom, &ava, &s->av, NULL);
+	int r = fi_side_open(s, fi, pick_daemon(b), FI_AV_TABLE, 0);
 
-	if (!r)
-		r = fi_cq_open(s->dom, &cqa, &s->cq, NULL);
-	if (!r)
-		r = fi_endpoint(s->dom, fi, &s->ep, NULL);
-	if (!r)
-		r = fi_ep_bind(s->ep, &s->av->fid, 0);
-	if (!r)
-		r = fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV | cq_flags);
-	if (!r)
-		r = fi_enable(s->ep);
-	return r;
-}
-
-static int open_side(struct side *s, struct fi_info *fi, bool b)
-{
-	int r;
-
-	pick_daemon(b);
-	r = fi_fabric(fi->fabric_attr, &s->fab, NULL);
-	if (!r)
-		r = fi_domain(s->fab, fi, &s->dom, NULL);
-	if (!r)
-		r = open_ep(s, fi, 0);
 	if (r)
 		fprintf(stderr, "fi_conform: opening endpoint %c: %s\n", b ? 'B' : 'A',
 			fi_strerror(-r));
 	return r;
 }
 
-static void close_side(struct side *s)
-{
-	if (s->ep)
-		fi_close(&s->ep->fid);
-	if (s->cq)
-		fi_close(&s->cq->fid);
-	if (s->av)
-		fi_close(&s->av->fid);
-	if (s->dom)
-		fi_close(&s->dom->fid);
-	if (s->fab)
-		fi_close(&s->fab->fid);
-	memset(s, 0, sizeof(*s));
-}
-
-static int connect_pair(struct side *a, struct side *b)
+static int connect_pair(struct fi_side *a, struct fi_side *b)
 {
 	uint8_t addr[256];
 	size_t len = sizeof(addr);
@@ -254,20 +205,6 @@ static bool expect(struct fid_cq *cq, void *ctx, struct fi_cq_tagged_entry *e, c
 		_r;                                                         \
 	})
 
-static void fill(uint8_t *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static bool same(const uint8_t *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (uint8_t)(seed * 131 + i * 7 + (i >> 8)))
-			return false;
-	return true;
-}
-
 static void bad(const char *fmt, ...)
 {
 	va_list ap;
@@ -321,7 +258,7 @@ static void t_peek(void)
 	r = next(B.cq, &e, &err);
 	CHECK(r == -FI_EAVAIL && err.err == FI_ENOMSG && err.op_context == &c1,
 	      "FI_PEEK with nothing there must give FI_ENOMSG (got %zd, err %d)", r, err.err);
-	fill(out, sizeof(out), 5);
+	fi_side_fill(out, sizeof(out), 5);
 	r = POST(fi_tsend(A.ep, out, sizeof(out), NULL, A.peer, 0x77, &c2));
 	CHECK(r == 0, "tsend: %s", fi_strerror((int)-r));
 	/* Peek until the message has arrived (FI_ENOMSG until then). */
@@ -355,7 +292,8 @@ static void t_peek(void)
 	r = fi_trecvmsg(B.ep, &m, FI_CLAIM);
 	CHECK(r == 0, "FI_CLAIM receive: %s", fi_strerror((int)-r));
 	if (r == 0 && expect(B.cq, &c3, &e, "FI_CLAIM receive"))
-		CHECK(e.len == sizeof(out) && same(in, sizeof(out), 5), "claimed data differ");
+		CHECK(e.len == sizeof(out) && fi_side_same(in, sizeof(out), 5),
+		      "claimed data differ");
 	/* The claimed message is gone: a new peek finds nothing. */
 	m.context = &c4;
 	r = fi_trecvmsg(B.ep, &m, FI_PEEK);
@@ -395,7 +333,7 @@ static void t_cq_data(void)
 	for (i = 0; i < 2; i++) {
 		uint64_t data = 0x5eed0000u + (unsigned)i;
 
-		fill(out, sizeof(out), (unsigned)i);
+		fi_side_fill(out, sizeof(out), (unsigned)i);
 		memset(in, 0, sizeof(in));
 		r = i ? fi_trecv(B.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, 9, 0, &cr) :
 			fi_recv(B.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &cr);
@@ -412,7 +350,7 @@ static void t_cq_data(void)
 			CHECK(e.data == data, "%s: data %#llx, sent %#llx",
 			      i ? "fi_tsenddata" : "fi_senddata", (unsigned long long)e.data,
 			      (unsigned long long)data);
-			CHECK(same(in, sizeof(out), (unsigned)i), "payload differs");
+			CHECK(fi_side_same(in, sizeof(out), (unsigned)i), "payload differs");
 		}
 	}
 	fi_freeinfo(fi);
@@ -424,7 +362,7 @@ struct region {
 	uint64_t addr, key;
 };
 
-static int reg(struct side *s, void *buf, size_t len, uint64_t acc, struct fi_info *fi,
+static int reg(struct fi_side *s, void *buf, size_t len, uint64_t acc, struct fi_info *fi,
 	       struct region *g)
 {
 	int r = fi_mr_reg(s->dom, buf, len, acc, 0, 0, 0, &g->mr, NULL);
@@ -446,7 +384,7 @@ static bool landed(const uint8_t *buf, size_t n, unsigned seed)
 {
 	double t0 = now();
 
-	while (!same(buf, n, seed)) {
+	while (!fi_side_same(buf, n, seed)) {
 		if (now() - t0 > WAIT_S)
 			return false;
 		progress_all();
@@ -486,7 +424,7 @@ static void t_inject_write(void)
 	for (i = 0; i < 2; i++) {
 		size_t len = i ? n : 8;
 
-		fill(src, len, 20u + (unsigned)i);
+		fi_side_fill(src, len, 20u + (unsigned)i);
 		r = POST(fi_inject_write(A.ep, src, len, A.peer, g.addr, g.key));
 		CHECK(r == 0, "fi_inject_write %zu bytes: %s", len, fi_strerror((int)-r));
 		memset(src, 0, len); /* the buffer is the caller's again at once */
@@ -495,7 +433,7 @@ static void t_inject_write(void)
 			      "inject_write of %zu bytes did not land", len);
 	}
 	if (fi->domain_attr->cq_data_size > 0) {
-		fill(src, 32, 30);
+		fi_side_fill(src, 32, 30);
 		r = POST(fi_inject_writedata(A.ep, src, 32, 0xabcd, A.peer, g.addr, g.key));
 		CHECK(r == 0, "fi_inject_writedata: %s", fi_strerror((int)-r));
 		if (r == 0) {
@@ -547,7 +485,7 @@ static void t_rma_read(void)
 			break;
 		}
 		for (unsigned i = 0; i < 2; i++) {
-			fill(rsrc, sizes[i], 40 + i + k);
+			fi_side_fill(rsrc, sizes[i], 40 + i + k);
 			memset(dst, 0, sizeof(dst));
 			r = POST(fi_read(A.ep, dst, sizes[i], fi_mr_desc(l.mr), A.peer, g.addr,
 					 g.key, &c));
@@ -558,7 +496,7 @@ static void t_rma_read(void)
 				   k ? "fi_read (destination FI_REMOTE_READ)" :
 				       "fi_read (destination FI_READ)")) {
 				CHECK(e.flags & FI_READ, "read completion without FI_READ");
-				CHECK(same(dst, sizes[i], 40 + i + k),
+				CHECK(fi_side_same(dst, sizes[i], 40 + i + k),
 				      "read %zu bytes: data differ", sizes[i]);
 			}
 		}
@@ -589,7 +527,7 @@ static void want_two_eps(struct fi_info *h)
 static void t_two_ep(void)
 {
 	struct fi_info *fi;
-	struct side A2 = { 0 };
+	struct fi_side A2 = { 0 };
 	struct fi_context c[4];
 	struct fi_cq_tagged_entry e;
 	uint8_t in[2][32], out[2][32];
@@ -612,7 +550,7 @@ static void t_two_ep(void)
 		return;
 	/* A second endpoint in A's domain, with its own AV and CQ. */
 	A2.dom = A.dom;
-	r = open_ep(&A2, fi, 0);
+	r = fi_side_open_ep(&A2, fi, FI_AV_TABLE, 0);
 	CHECK(r == 0, "second endpoint of one domain: %s", fi_strerror(-r));
 	if (r)
 		return;
@@ -624,13 +562,14 @@ static void t_two_ep(void)
 	CHECK(fi_av_insert(A2.av, addr, 1, &A2.peer, 0, NULL) == 1, "av_insert");
 	/* Each endpoint sends to B, and B answers each. */
 	for (int i = 0; i < 2; i++) {
-		struct side *s = i ? &A2 : &A;
+		struct fi_side *s = i ? &A2 : &A;
 
-		fill(out[i], 32, 50u + (unsigned)i);
+		fi_side_fill(out[i], 32, 50u + (unsigned)i);
 		CHECK(fi_trecv(B.ep, in[i], 32, NULL, FI_ADDR_UNSPEC, 1, 0, &c[0]) == 0, "trecv");
 		CHECK(POST(fi_tsend(s->ep, out[i], 32, NULL, s->peer, 1, &c[1])) == 0, "tsend");
 		if (expect(B.cq, &c[0], &e, "B receives"))
-			CHECK(same(in[i], 32, 50u + (unsigned)i), "endpoint %d: data differ", i);
+			CHECK(fi_side_same(in[i], 32, 50u + (unsigned)i),
+			      "endpoint %d: data differ", i);
 		expect(s->cq, &c[1], &e, "send");
 		CHECK(fi_trecv(s->ep, in[i], 32, NULL, FI_ADDR_UNSPEC, 2, 0, &c[2]) == 0, "trecv");
 		CHECK(POST(fi_tsend(B.ep, out[i], 32, NULL, i ? to2 : B.peer, 2, &c[3])) == 0,
@@ -640,40 +579,222 @@ static void t_two_ep(void)
 	}
 	extra_cq = NULL;
 	A2.dom = NULL;
-	close_side(&A2);
+	fi_side_close(&A2);
 	fi_freeinfo(fi);
 }
 
-static void t_src_addr(void)
+/* Every fi_info of LIST has a source address (and its length). */
+static int check_src(const struct fi_info *list, char side)
 {
-	struct fi_info *fi, *p;
+	const struct fi_info *p;
 	int n = 0;
 
-	if (get_info(FI_TAGGED, NULL, &fi)) {
+	for (p = list; p; p = p->next, n++) {
+		CHECK(p->src_addr && p->src_addrlen > 0, "%c: fi_info %d: no src_addr", side, n);
+		CHECK(p->addr_format != FI_FORMAT_UNSPEC || p->src_addrlen > 0,
+		      "%c: fi_info %d: address format unspecified", side, n);
+	}
+	printf("%c: %d fi_info, the first src_addrlen %zu\n", side, n, list->src_addrlen);
+	return n;
+}
+
+/*
+ * Each side's fi_info (asked where its endpoint lives: under dnp-run A on
+ * node 0, B on the last node) has src_addr; endpoints opened with those
+ * infos carry a message, and with FI_SOURCE granted fi_cq_readfrom names
+ * the sender by the address B's AV gave it.
+ */
+static void t_src_addr(void)
+{
+	struct fi_info *fa = NULL, *fb = NULL;
+	struct fi_context c[2];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t from = FI_ADDR_UNSPEC;
+	uint8_t b[8] = { 1 };
+	double t0;
+	ssize_t r;
+
+	pick_daemon(false);
+	if (get_info(FI_TAGGED | FI_SOURCE, NULL, &fa)) {
 		fails++;
 		return;
 	}
-	for (p = fi; p; p = p->next, n++) {
-		CHECK(p->src_addr && p->src_addrlen > 0, "fi_info %d: no src_addr", n);
-		CHECK(p->addr_format != FI_FORMAT_UNSPEC || p->src_addrlen > 0,
-		      "fi_info %d: address format unspecified", n);
+	pick_daemon(true);
+	if (get_info(FI_TAGGED | FI_SOURCE, NULL, &fb)) {
+		fails++;
+		fi_freeinfo(fa);
+		return;
 	}
-	printf("%d fi_info, the first src_addrlen %zu\n", n, fi->src_addrlen);
-	/* The src_addr returned opens an endpoint. */
-	if (fi->src_addr) {
-		if (!pair(fi)) {
-			struct fi_context c[2];
-			struct fi_cq_tagged_entry e;
-			uint8_t b[8] = { 1 };
+	check_src(fa, 'A');
+	check_src(fb, 'B');
+	CHECK(fa->caps & FI_SOURCE, "FI_SOURCE asked but not granted");
+	/* each with its own src_addr: no socket named, DNP_SOCKET set before fi_domain */
+	pick_daemon(false);
+	r = fi_side_open(&A, fa, NULL, FI_AV_TABLE, 0);
+	if (!r) {
+		pick_daemon(true);
+		r = fi_side_open(&B, fb, NULL, FI_AV_TABLE, 0);
+	}
+	CHECK(r == 0, "an endpoint with the src_addr of its fi_info: %s", fi_strerror(-(int)r));
+	if (r || connect_pair(&A, &B)) {
+		fails++;
+		goto out;
+	}
+	CHECK(fi_trecv(B.ep, b, 8, NULL, FI_ADDR_UNSPEC, 3, 0, &c[0]) == 0, "trecv");
+	CHECK(POST(fi_tsend(A.ep, b, 8, NULL, A.peer, 3, &c[1])) == 0, "tsend");
+	for (t0 = now();
+	     (r = fi_cq_readfrom(B.cq, &e, 1, &from)) == -FI_EAGAIN && now() - t0 < WAIT_S;)
+		progress_all();
+	if (r == -FI_EAVAIL) {
+		fi_cq_readerr(B.cq, &err, 0);
+		bad("receive: CQ error entry %s", fi_strerror(err.err));
+	} else {
+		CHECK(r == 1 && e.op_context == &c[0], "receive: %zd", r);
+		CHECK(from == B.peer, "FI_SOURCE: fi_cq_readfrom gave %#llx, A is %#llx in B's AV",
+		      (unsigned long long)from, (unsigned long long)B.peer);
+	}
+	expect(A.cq, &c[1], &e, "send");
+out:
+	fi_freeinfo(fa);
+	fi_freeinfo(fb);
+}
 
-			CHECK(fi_trecv(B.ep, b, 8, NULL, FI_ADDR_UNSPEC, 3, 0, &c[0]) == 0,
-			      "trecv");
-			CHECK(POST(fi_tsend(A.ep, b, 8, NULL, A.peer, 3, &c[1])) == 0, "tsend");
-			expect(B.cq, &c[0], &e, "recv");
-			expect(A.cq, &c[1], &e, "send");
-		}
+/* fi_getinfo on side b's daemon, its fabric and domain, and counters for what is given. */
+static int cntr_side(struct fi_side *s, bool b, struct fi_info **fi, uint64_t f0, uint64_t f1)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	uint64_t fl[2] = { f0, f1 };
+	int r;
+
+	pick_daemon(b);
+	r = get_info(FI_TAGGED | FI_RMA, NULL, fi);
+	if (r)
+		return r;
+	r = fi_fabric((*fi)->fabric_attr, &s->fab, NULL);
+	if (!r)
+		r = fi_domain(s->fab, *fi, &s->dom, NULL);
+	for (int i = 0; i < 2 && !r; i++) {
+		if (!fl[i])
+			continue;
+		r = fi_cntr_open(s->dom, &ca, &s->cntr[i], NULL);
+		s->cntr_flags[i] = fl[i];
 	}
-	fi_freeinfo(fi);
+	if (!r)
+		r = fi_side_open_ep(s, *fi, FI_AV_TABLE, 0);
+	return r;
+}
+
+/* Reads counter c (its side progressed) until it reaches v or WAIT_S pass; errors if err. */
+static uint64_t cntr_until(struct fid_cntr *c, uint64_t v, bool err)
+{
+	double t0 = now();
+	uint64_t n;
+
+	while ((n = err ? fi_cntr_readerr(c) : fi_cntr_read(c)) < v && now() - t0 < WAIT_S)
+		progress_all();
+	return n;
+}
+
+/*
+ * Counters bound to A for FI_SEND and for FI_READ|FI_WRITE, and to B for
+ * FI_RECV: they count sends (fi_tinject included), receives and RMA, count
+ * a truncated receive as an error, and fi_cntr_wait returns at its threshold
+ * and blocks until its timeout below it; fi_cntr_add/set change the value.
+ */
+static void t_cntr(void)
+{
+	struct fi_info *fa = NULL, *fb = NULL;
+	static uint8_t out[3][32], in[3][32], tgt[4096], src[64];
+	struct fi_context c[8];
+	struct region g;
+	double t0, dt;
+	uint64_t v;
+	int r, i;
+
+	r = cntr_side(&A, false, &fa, FI_SEND, FI_READ | FI_WRITE);
+	if (r == -FI_ENOSYS) {
+		decline("cntr", "fi_cntr_open: -FI_ENOSYS");
+		goto out;
+	}
+	if (!r)
+		r = cntr_side(&B, true, &fb, FI_RECV, 0);
+	CHECK(r == 0, "counters opened and bound: %s", fi_strerror(-r));
+	if (r || connect_pair(&A, &B))
+		goto out;
+	for (i = 0; i < 3; i++) {
+		fi_side_fill(out[i], 32, 70u + (unsigned)i);
+		CHECK(fi_trecv(B.ep, in[i], 32, NULL, FI_ADDR_UNSPEC, 6, 0, &c[i]) == 0, "trecv");
+	}
+	CHECK(POST(fi_tsend(A.ep, out[0], 32, NULL, A.peer, 6, &c[3])) == 0, "tsend");
+	CHECK(POST(fi_tsend(A.ep, out[1], 32, NULL, A.peer, 6, &c[4])) == 0, "tsend");
+	CHECK(POST(fi_tinject(A.ep, out[2], 32, A.peer, 6)) == 0, "tinject");
+	r = fi_cntr_wait(A.cntr[0], 3, WAIT_S * 1000);
+	CHECK(r == 0, "fi_cntr_wait(send, 3): %s", fi_strerror(-r));
+	r = fi_cntr_wait(B.cntr[0], 3, WAIT_S * 1000);
+	CHECK(r == 0, "fi_cntr_wait(recv, 3): %s", fi_strerror(-r));
+	CHECK(fi_cntr_read(A.cntr[0]) == 3, "send counter %llu, 3 sent (one injected)",
+	      (unsigned long long)fi_cntr_read(A.cntr[0]));
+	CHECK(fi_cntr_read(B.cntr[0]) == 3, "recv counter %llu, 3 received",
+	      (unsigned long long)fi_cntr_read(B.cntr[0]));
+	CHECK(fi_cntr_readerr(A.cntr[0]) == 0 && fi_cntr_readerr(B.cntr[0]) == 0, "errors");
+	for (i = 0; i < 3; i++)
+		CHECK(fi_side_same(in[i], 32, 70u + (unsigned)i), "message %d differs", i);
+	/* Below the threshold fi_cntr_wait blocks until its timeout. */
+	t0 = now();
+	r = fi_cntr_wait(B.cntr[0], 4, 300);
+	dt = now() - t0;
+	printf("fi_cntr_wait(300 ms) below its threshold: %d after %.0f ms\n", r, dt * 1e3);
+	CHECK(r == -FI_ETIMEDOUT, "fi_cntr_wait below the threshold: %d, not -FI_ETIMEDOUT", r);
+	CHECK(dt >= 0.25, "fi_cntr_wait returned after %.0f ms, before its 300 ms", dt * 1e3);
+	CHECK(fi_cntr_add(B.cntr[0], 10) == 0 && fi_cntr_read(B.cntr[0]) == 13, "fi_cntr_add");
+	CHECK(fi_cntr_set(B.cntr[0], 1) == 0 && fi_cntr_read(B.cntr[0]) == 1, "fi_cntr_set");
+	/*
+	 * fi_write, then fi_read, counted on A's RMA counter (before the
+	 * truncation: on tcp;ofi_rxm an RMA after a truncated receive never lands).
+	 */
+	if (reg(&B, tgt, sizeof(tgt), FI_REMOTE_WRITE | FI_REMOTE_READ, fa, &g)) {
+		bad("fi_mr_reg failed");
+		goto out;
+	}
+	fi_side_fill(src, sizeof(src), 80);
+	CHECK(POST(fi_write(A.ep, src, sizeof(src), NULL, A.peer, g.addr, g.key, &c[7])) == 0,
+	      "fi_write");
+	CHECK(cntr_until(A.cntr[1], 1, false) == 1, "RMA counter after fi_write");
+	CHECK(landed(tgt, sizeof(src), 80), "written data differ");
+	memset(src, 0, sizeof(src));
+	CHECK(POST(fi_read(A.ep, src, sizeof(src), NULL, A.peer, g.addr, g.key, &c[7])) == 0,
+	      "fi_read");
+	/* (the target must progress too: fi_cntr_wait on A alone would not do for tcp) */
+	CHECK(cntr_until(A.cntr[1], 2, false) == 2, "RMA counter after fi_read");
+	CHECK(fi_side_same(src, sizeof(src), 80), "read data differ");
+	CHECK(fi_cntr_readerr(A.cntr[1]) == 0, "RMA errors");
+	/* A truncated receive counts as an error. */
+	CHECK(fi_trecv(B.ep, in[0], 8, NULL, FI_ADDR_UNSPEC, 7, 0, &c[5]) == 0, "trecv");
+	CHECK(POST(fi_tsend(A.ep, out[0], 32, NULL, A.peer, 7, &c[6])) == 0, "tsend");
+	v = cntr_until(B.cntr[0], 1, true);
+	CHECK(v == 1, "recv error counter %llu after a truncated receive", (unsigned long long)v);
+	CHECK(fi_cntr_read(B.cntr[0]) == 1, "a truncated receive counted as a success");
+	/* its error entry is read (a CQ with an error pending may not progress) */
+	for (t0 = now(); now() - t0 < WAIT_S;) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		ssize_t n = next(B.cq, &e, &err);
+
+		if (n == -FI_EAVAIL) {
+			CHECK(err.err == FI_ETRUNC && err.op_context == &c[5], "error entry %d",
+			      err.err);
+			break;
+		}
+		CHECK(n == 1, "no error entry for the truncated receive: %zd", n);
+		if (n != 1)
+			break;
+	}
+	fi_side_close(&A); /* endpoints go before the region and counters */
+	fi_close(&g.mr->fid);
+out:
+	fi_freeinfo(fa);
+	fi_freeinfo(fb);
 }
 
 static void t_eq_sread(void)
@@ -732,7 +853,7 @@ static void t_inject_nosel(void)
 		return;
 	}
 	for (int i = 0; i < 2; i++) {
-		fill(out, sizeof(out), 60u + (unsigned)i);
+		fi_side_fill(out, sizeof(out), 60u + (unsigned)i);
 		memset(in, 0, sizeof(in));
 		if (i) {
 			struct fi_msg_tagged m = { .msg_iov = &iov,
@@ -758,7 +879,7 @@ static void t_inject_nosel(void)
 		if (r)
 			continue;
 		if (expect(B.cq, &cr, &e, "receive of an injected message"))
-			CHECK(same(in, 32, 60u + (unsigned)i), "payload differs");
+			CHECK(fi_side_same(in, 32, 60u + (unsigned)i), "payload differs");
 		/* No FI_SELECTIVE_COMPLETION: every operation completes at the sender. */
 		expect(A.cq, &cs, &e,
 		       i ? "fi_tsendmsg(FI_INJECT) completion" :
@@ -849,7 +970,7 @@ static int serve(const char *dir, int nclients)
 		fflush(stdout);
 		fi_av_remove(A.av, &peer, 1, 0); /* -FI_ENOSYS is no error here */
 	}
-	close_side(&A);
+	fi_side_close(&A);
 	fi_freeinfo(fi);
 	return fails ? 1 : 0;
 }
@@ -888,7 +1009,7 @@ static int client(const char *dir, int id)
 			      (unsigned long long)v);
 	}
 	printf("client %d: %s after %d rounds\n", id, fails ? "FAIL" : "PASS", ROUNDS);
-	close_side(&A);
+	fi_side_close(&A);
 	fi_freeinfo(fi);
 	return fails ? 1 : 0;
 }
@@ -928,7 +1049,7 @@ static int block(void)
 		       r < 0 ? fi_strerror((int)-r) : "an entry");
 	}
 	/* Closing after a lost daemon must not hang or crash either. */
-	close_side(&A);
+	fi_side_close(&A);
 	fi_freeinfo(fi);
 	return r == 1 ? 1 : 3;
 }
@@ -945,6 +1066,7 @@ static const struct {
 	{ "src-addr", t_src_addr },
 	{ "eq-sread", t_eq_sread },
 	{ "inject-nosel", t_inject_nosel },
+	{ "cntr", t_cntr },
 };
 
 int main(int argc, char **argv)
@@ -969,8 +1091,8 @@ int main(int argc, char **argv)
 		if (strcmp(t, tests[i].name))
 			continue;
 		tests[i].fn();
-		close_side(&A);
-		close_side(&B);
+		fi_side_close(&A);
+		fi_side_close(&B);
 		if (!declined)
 			printf("%s %s (%s)\n", fails ? "FAIL" : "PASS", t, prov);
 		return fails ? 1 : 0;
