@@ -367,9 +367,10 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct lfm_tool_common common = { &h->key, &h->keyed, &a->log_level };
 	bool have_node = false, have_sup = false;
 	char *end;
-	int c;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:g:hV", lo, NULL)) != -1) {
 		switch (c) {
@@ -404,23 +405,10 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 				return 2;
 			}
 			break;
-		case 'K':
-			if (lfm_tool_key(PROG, optarg, &h->key))
-				return 2;
-			h->keyed = true;
-			break;
-		case 'g':
-			if (dnp_log_level_parse(optarg, &a->log_level)) {
-				fprintf(stderr,
-					PROG ": bad --log-level '%s' (error, warn, info, debug)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'V':
-			return dnp_version_print(PROG);
 		default:
-			return lfm_tool_usage_exit(c, usage);
+			if ((r = lfm_tool_common_opt(PROG, c, optarg, &common, usage)) >= 0)
+				return r;
+			break;
 		}
 	}
 	if (!h->regs_path || !have_node || !have_sup || optind != argc)

@@ -231,9 +231,10 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct lfm_tool_common common = { &m->key, &m->keyed, &m->log_level };
 	bool have_torus = false;
 	uint32_t v;
-	int c;
+	int c, r;
 
 	m->on_fault = getenv("DNP_SUPERVISOR_ON_FAULT");
 	m->on_heal = getenv("DNP_SUPERVISOR_ON_HEAL");
@@ -286,21 +287,6 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		case 'E':
 			m->on_heal = optarg;
 			break;
-		case 'K':
-			if (lfm_tool_key(PROG, optarg, &m->key))
-				return 2;
-			m->keyed = true;
-			break;
-		case 'g':
-			if (dnp_log_level_parse(optarg, &m->log_level)) {
-				fprintf(stderr,
-					PROG ": bad --log-level '%s' (error, warn, info, debug)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'V':
-			return dnp_version_print(PROG);
 		case 'G':
 			m->group_arg = optarg;
 			break;
@@ -316,7 +302,9 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 				return 2;
 			break;
 		default:
-			return lfm_tool_usage_exit(c, usage);
+			if ((r = lfm_tool_common_opt(PROG, c, optarg, &common, usage)) >= 0)
+				return r;
+			break;
 		}
 	}
 	if (!have_torus || !m->listen_at || optind != argc)

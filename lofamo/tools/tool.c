@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "dnp_parse.h"
+#include "dnp_version.h"
 #include "regs.h"
 #include "svc.h"
 #include "tool.h"
@@ -59,4 +60,27 @@ int lfm_tool_key(const char *prog, const char *path, struct dnp_svc_key *key)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int lfm_tool_common_opt(const char *prog, int c, const char *arg, const struct lfm_tool_common *o,
+			void (*usage)(FILE *f))
+{
+	switch (c) {
+	case 'K':
+		if (lfm_tool_key(prog, arg, o->key))
+			return 2;
+		*o->keyed = true;
+		return -1;
+	case 'g':
+		if (dnp_log_level_parse(arg, o->log_level)) {
+			fprintf(stderr, "%s: bad --log-level '%s' (error, warn, info, debug)\n",
+				prog, arg);
+			return 2;
+		}
+		return -1;
+	case 'V':
+		return dnp_version_print(prog);
+	default:
+		return lfm_tool_usage_exit(c, usage);
+	}
 }

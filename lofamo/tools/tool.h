@@ -11,8 +11,11 @@
 #ifndef LOFAMO_TOOL_H
 #define LOFAMO_TOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "dnp_log.h"
 
 /* --opt's value as a number in 0..max. 0, or -EINVAL after printing why. */
 int lfm_tool_u32(const char *prog, const char *opt, const char *arg, uint32_t max, uint32_t *out);
@@ -31,5 +34,21 @@ int lfm_tool_key(const char *prog, const char *path, struct dnp_svc_key *key);
  * returns 2). The caller exits with the result.
  */
 int lfm_tool_usage_exit(int c, void (*usage)(FILE *f));
+
+/* What the options every LO|FA|MO process takes set (lfm_tool_common_opt). */
+struct lfm_tool_common {
+	struct dnp_svc_key *key; /* --key-file */
+	bool *keyed;
+	enum dnp_log_level *log_level; /* --log-level */
+};
+/*
+ * The options every LO|FA|MO process takes, by their getopt codes: 'K'
+ * --key-file, 'g' --log-level, 'V' --version; anything else is the default
+ * branch (lfm_tool_usage_exit). Returns -1 when the option was taken and
+ * parsing goes on, else the exit status (0: --help or --version, 2: a usage
+ * error, said).
+ */
+int lfm_tool_common_opt(const char *prog, int c, const char *arg, const struct lfm_tool_common *o,
+			void (*usage)(FILE *f));
 
 #endif
