@@ -684,25 +684,46 @@ static bool healthy_node(const struct dnp_sup *s, uint32_t i)
 }
 
 /*
+ * A 2x2x2 torus under a top (silence 600 ms) and two groups, g[0] of nodes
+ * 0-3 and g[1] of 4-7; with 'heard', every node's HEALTH reached its group
+ * at time 0.
+ */
+static struct dnp_sup *hier_setup(struct dnp_sup *g[2], bool heard)
+{
+	struct dnp_sup_conf tc = { .silence_ms = 600 };
+	struct dnp_sup *top;
+
+	dnp_torus_init(&T, 2, 2, 2);
+	tc.torus = T;
+	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
+	g[0] = group_sup(0, 4, 11, 0);
+	g[1] = group_sup(4, 4, 22, 0);
+	for (uint32_t i = 0; heard && i < 8; i++)
+		assert_true(health(g[i / 4], i, 0, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
+	return top;
+}
+
+static void hier_teardown(struct dnp_sup *top, struct dnp_sup *g[2])
+{
+	dnp_sup_destroy(g[0]);
+	dnp_sup_destroy(g[1]);
+	dnp_sup_destroy(top);
+}
+
+/*
  * Two groups (nodes 0-3, 4-7) and a top: the top's picture is the merge, a
  * change travels alone (one record), the digest carries every node heard,
  * alarms reach the top's log once and are not resent once acknowledged.
  */
 static void test_sup_hier_merge(void **state)
 {
-	struct dnp_sup_conf tc = { .silence_ms = 600 };
-	struct dnp_sup *top, *g[2];
+	struct dnp_sup *g[2], *top = hier_setup(g, false);
 	struct dnp_svc_alarm al = { .id = 1, .kind = DNP_SVC_AL_DNP, .level = 1 };
 	struct dnp_sup_group gi;
 	uint8_t buf[512], rep[64];
 	unsigned aggs;
 
 	(void)state;
-	dnp_torus_init(&T, 2, 2, 2);
-	tc.torus = T;
-	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
-	g[0] = group_sup(0, 4, 11, 0);
-	g[1] = group_sup(4, 4, 22, 0);
 	/* a group takes its own nodes only */
 	assert_int_equal(health(g[0], 4, 10, dnp_word(1), ALIVE, NULL, 0, NULL), -ERANGE);
 	for (uint32_t i = 0; i < 8; i++)
@@ -749,9 +770,7 @@ static void test_sup_hier_merge(void **state)
 	assert_int_equal(gi.first, 4);
 	assert_int_equal(gi.count, 4);
 	assert_false(dnp_sup_group(top, 2, &gi));
-	dnp_sup_destroy(g[0]);
-	dnp_sup_destroy(g[1]);
-	dnp_sup_destroy(top);
+	hier_teardown(top, g);
 }
 
 /*
@@ -762,18 +781,10 @@ static void test_sup_hier_merge(void **state)
  */
 static void test_sup_hier_group_silent(void **state)
 {
-	struct dnp_sup_conf tc = { .silence_ms = 600 };
-	struct dnp_sup *top, *g[2];
+	struct dnp_sup *g[2], *top = hier_setup(g, true);
 	struct dnp_sup_group gi;
 
 	(void)state;
-	dnp_torus_init(&T, 2, 2, 2);
-	tc.torus = T;
-	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
-	g[0] = group_sup(0, 4, 11, 0);
-	g[1] = group_sup(4, 4, 22, 0);
-	for (uint32_t i = 0; i < 8; i++)
-		assert_true(health(g[i / 4], i, 0, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
 	/* group 1's first report comes 400 ms after it heard its nodes */
 	pump(g[0], top, 0, NULL);
 	pump(g[1], top, 400, NULL);
@@ -802,9 +813,7 @@ static void test_sup_hier_group_silent(void **state)
 	assert_true(gi.silent);
 	assert_true(dnp_sup_group(top, 0, &gi));
 	assert_false(gi.silent);
-	dnp_sup_destroy(g[0]);
-	dnp_sup_destroy(g[1]);
-	dnp_sup_destroy(top);
+	hier_teardown(top, g);
 }
 
 /*
@@ -814,17 +823,9 @@ static void test_sup_hier_group_silent(void **state)
  */
 static void test_sup_hier_inference_across_groups(void **state)
 {
-	struct dnp_sup_conf tc = { .silence_ms = 600 };
-	struct dnp_sup *top, *g[2];
+	struct dnp_sup *g[2], *top = hier_setup(g, true);
 
 	(void)state;
-	dnp_torus_init(&T, 2, 2, 2);
-	tc.torus = T;
-	assert_int_equal(dnp_sup_create(&tc, 0, &top), 0);
-	g[0] = group_sup(0, 4, 11, 0);
-	g[1] = group_sup(4, 4, 22, 0);
-	for (uint32_t i = 0; i < 8; i++)
-		assert_true(health(g[i / 4], i, 0, dnp_word(1), ALIVE, NULL, 0, NULL) > 0);
 	pump(g[0], top, 0, NULL);
 	pump(g[1], top, 0, NULL);
 	for (uint64_t t = 100; t <= 1000; t += 100) {
@@ -846,9 +847,7 @@ static void test_sup_hier_inference_across_groups(void **state)
 	}
 	assert_int_equal(dnp_sup_node(top, 3)->host, SUP_H_DEAD);
 	assert_int_equal(dnp_sup_node(top, 3)->path, SUP_P_INFERENCE);
-	dnp_sup_destroy(g[0]);
-	dnp_sup_destroy(g[1]);
-	dnp_sup_destroy(top);
+	hier_teardown(top, g);
 }
 
 /*
