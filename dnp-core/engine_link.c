@@ -176,7 +176,9 @@ void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
  * fails here before its seq or ack is looked at.
  * (A link epoch, once links have one, is checked here too.)
  */
-static bool rx_on_own_link(const struct dnp_engine *e, unsigned dir, const struct dnp_pkt_hdr *h)
+static inline __attribute__((always_inline)) bool rx_on_own_link(const struct dnp_engine *e,
+								 unsigned dir,
+								 const struct dnp_pkt_hdr *h)
 {
 	if (h->src_dir != (uint8_t)dnp_torus_opposite((enum dnp_dir)dir))
 		return false;
@@ -268,6 +270,34 @@ static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct p
 	return 0;
 }
 
+/*
+ * A RESET frame of link dir (decoded into h, its bytes in copy; p its
+ * buffer, or NULL). Its hello is looked at first (link.h, "The link
+ * handshake"): one that differs from ours is refused before the own-link
+ * check, so that a neighbour started with another torus is named as such
+ * rather than as a miswired cable, and an UP link that hears one (its peer
+ * restarted with other settings) breaks. Then the own-link check, and the
+ * epoch rules (link.h, "Epochs"). Out of line: data frames never come here.
+ */
+static __attribute__((noinline)) int rx_reset(struct dnp_engine *e, struct xlink *x, unsigned dir,
+					      struct pkt *p, const uint8_t *copy,
+					      const struct dnp_pkt_hdr *h, size_t len, uint64_t now)
+{
+	e->dirty = true;
+	if (dnp_link_on_hello(x->l, copy + DNP_PAYLOAD_OFF, h->len) < 0) {
+		if (dnp_link_state(x->l) == DNP_LINK_UP && dnp_link_set_broken(x->l))
+			link_transition(e, dir, DNP_LINK_RST_DOWN, now);
+		return rx_drop(e, p, -ECONNREFUSED);
+	}
+	if (!rx_on_own_link(e, dir, h)) {
+		e->st.rx_wrong_link++;
+		return rx_drop(e, p, -EXDEV);
+	}
+	dnp_link_stats_rx(x->l, (uint32_t)(len / DNP_WORD_BYTES));
+	link_transition(e, dir, dnp_link_on_reset(x->l, h->epoch, h->credit, now), now);
+	return rx_drop(e, p, 0);
+}
+
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
 	struct dnp_pkt_hdr hbuf, *h;
@@ -306,18 +336,8 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 			e->st.rx_malformed++;
 		return rx_drop(e, p, rc);
 	}
-	/*
-	 * The handshake (link.h): a RESET frame whose hello differs from ours
-	 * is refused before anything else, so that a neighbour started with
-	 * another torus is named as such rather than as a miswired cable. An
-	 * UP link that hears one has a restarted peer: it breaks.
-	 */
-	if ((h->lflags & DNP_LINK_F_RESET) && dnp_link_on_hello(x->l, payload, h->len) < 0) {
-		if (dnp_link_state(x->l) == DNP_LINK_UP && dnp_link_set_broken(x->l))
-			link_transition(e, dir, DNP_LINK_RST_DOWN, now);
-		e->dirty = true;
-		return rx_drop(e, p, -ECONNREFUSED);
-	}
+	if (h->lflags & DNP_LINK_F_RESET) /* the handshake (link.h) */
+		return rx_reset(e, x, dir, p, copy, h, len, now);
 	if (!rx_on_own_link(e, dir, h)) {
 		e->st.rx_wrong_link++;
 		return rx_drop(e, p, -EXDEV);
@@ -326,11 +346,7 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	dnp_link_stats_rx(x->l, words);
 	e->dirty = true;
 
-	/* Epochs (link.h): a RESET frame drives the handshake, others must match. */
-	if (h->lflags & DNP_LINK_F_RESET) {
-		link_transition(e, dir, dnp_link_on_reset(x->l, h->epoch, h->credit, now), now);
-		return rx_drop(e, p, 0);
-	}
+	/* Epochs (link.h): frames but RESET frames must match the link's. */
 	rc = dnp_link_rx_epoch(x->l, h->epoch, now);
 	if (rc < 0)
 		return rx_drop(e, p, rc);

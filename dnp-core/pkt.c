@@ -266,15 +266,14 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	if (ret || check_rules(h))
 		return -EINVAL;
 	/* A CREDIT frame's payload is its credits, a RESET frame's the caller's hello. */
-	bool own = h->kind != DNP_PKT_CREDIT || (h->lflags & DNP_LINK_F_RESET);
-	if (h->len && !payload && own)
+	if (h->len && !payload && (h->kind != DNP_PKT_CREDIT || (h->lflags & DNP_LINK_F_RESET)))
 		return -EINVAL;
 	flen = dnp_pkt_frame_len(h->len);
 	if (cap < flen)
 		return -ENOBUFS;
 
 	/* Payload first: memmove allows it to sit in place at frame + 48 already. */
-	if (h->len && payload && own && payload != p + PAYLOAD_OFF)
+	if (h->len && payload && h->kind != DNP_PKT_CREDIT && payload != p + PAYLOAD_OFF)
 		memmove(p + PAYLOAD_OFF, payload, h->len);
 	memset(p + PAYLOAD_OFF + h->len, 0, flen - DNP_WORD_BYTES - PAYLOAD_OFF - h->len);
 
@@ -307,7 +306,13 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 		put32(p, H0_MSGID, (uint32_t)h->sack);
 
 	if (h->kind == DNP_PKT_CREDIT) {
-		unsigned nvc = h->len && !own ? DNP_MAX_VC : DNP_H1_VCS;
+		unsigned nvc = h->len ? DNP_MAX_VC : DNP_H1_VCS;
+
+		if (h->lflags & DNP_LINK_F_RESET) {
+			nvc = DNP_H1_VCS; /* the payload is the hello */
+			if (h->len && payload != p + PAYLOAD_OFF)
+				memmove(p + PAYLOAD_OFF, payload, h->len);
+		}
 
 		for (unsigned vc = 0; vc < nvc; vc++) {
 			put32(p, H1_CREDIT + 8 * vc, h->credit[vc].occupancy);
