@@ -262,7 +262,8 @@ int dnpctl_list(const char *const *dirs, unsigned ndirs, bool json)
 	if (r == -E2BIG)
 		fprintf(stderr, "dnpctl: list: more than %u sockets, the rest not asked\n",
 			LIST_MAX);
-	qsort(l.e, l.n, sizeof(l.e[0]), entry_cmp);
+	if (l.n) /* qsort wants an array, even of none */
+		qsort(l.e, l.n, sizeof(l.e[0]), entry_cmp);
 	for (unsigned i = 0; i < l.n; i++) {
 		struct daemon_entry *e = &l.e[i];
 		char *text = NULL;
