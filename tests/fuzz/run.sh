@@ -109,8 +109,11 @@ printf '%s\n' 'node 0 (0,0,0) of 2x1x1 transport shm idle adaptive uptime_ms 789
 	'link X+ impair off frames 0 dropped 0' 'link X+ transport tx_frames 72' 'link Y+ none' \
 	'daemon iterations 288 sleeps 143' >"$tmp/ctljson/report"
 
+# the AGG datagrams of group supervisors (fuzz_svcagg.c): no seeds, it starts empty
+mkdir -p "$tmp/svcagg"
+
 status=0
-for f in pkt cmd engine app lofamo presto fi impair conf sess ctljson; do
+for f in pkt cmd engine app lofamo svcagg presto fi impair conf sess ctljson; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
 		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"
