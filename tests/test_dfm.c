@@ -187,13 +187,19 @@ static void test_dfm_late_reader_no_false_omission(void **state)
 	assert_int_equal(dnp_lfm_dnp_host(atomic_load(&f.r.dnp.status)), DNP_LFM_HOST_OK);
 	dnp_dfm_destroy(f.d);
 
-	/* 2. the host died at 1000 and the reader was late too: declared at 1600 + T_write */
+	/*
+	 * 2. the host died at 1000 and the reader was late too: declared after
+	 * the second look, at most T_read - T_write later (regs.h), no sooner
+	 * than one T_write
+	 */
 	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
 	run(&f, 0, 1001, 100, NULL, &n, DNP_DFM_AL_HOST);
 	assert_int_equal(tick_host(&f, 1600, &lv), 0);
 	n = 0;
-	for (uint64_t t = 1601; t <= 1600 + tw && !n; t++)
+	for (uint64_t t = 1601; t <= 1600 + DNP_LFM_T_READ_DEFAULT - tw && !n; t++) {
 		n = tick_host(&f, t, &lv);
+		assert_true(!n || t >= 1600 + tw);
+	}
 	assert_int_equal(n, 1);
 	assert_int_equal(lv, DNP_LFM_HOST_OMISSION);
 	assert_int_equal(dnp_lfm_dnp_host(atomic_load(&f.r.dnp.status)), DNP_LFM_HOST_OMISSION);
@@ -206,6 +212,64 @@ static void test_dfm_late_reader_no_false_omission(void **state)
 	assert_int_equal(lv, DNP_LFM_HOST_OMISSION);
 	assert_int_equal(dnp_dfm_stats(f.d)->host_late_reads, 0);
 	dnp_dfm_destroy(f.d);
+}
+
+/*
+ * Local health (regs.h): an on-time reader on a node under CPU pressure. The
+ * host has published that its writes come 80 ms late; it is then kept off
+ * the CPU for 300 ms (no write from 1000 to 1300). The read at 1250 finds
+ * the register cleared but gives a second look (2 x 80 ms later, within
+ * T_read - T_write), by which time the host is back: no omission. The same
+ * host then dies at 2000: still declared, within 3 x T_read of its last
+ * write. On a quiet node (test_dfm_host_omission_relays) an on-time reader
+ * judges at once. And the DFM publishes its own lateness for the HFM.
+ */
+static void test_dfm_pressure_second_look(void **state)
+{
+	struct fx f;
+	unsigned n = 0, lv = 0;
+
+	(void)state;
+	fx_init(&f, 2, 2, 2, (struct dnp_coord){ 0, 0, 0 });
+	atomic_store(&f.r.host.late, 80 * MS);
+	run(&f, 0, 1001, 100, NULL, &n, DNP_DFM_AL_HOST); /* reads at 250, 500, 750, 1000 */
+	assert_int_equal(n, 0);
+	run(&f, 1001, 1300, 0, NULL, &n, DNP_DFM_AL_HOST); /* read at 1250 finds it cleared */
+	assert_int_equal(n, 0);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_late_reads, 1);
+	run(&f, 1300, 2000, 100, NULL, &n, DNP_DFM_AL_HOST); /* back at 1300 */
+	assert_int_equal(n, 0);
+	assert_int_equal(dnp_dfm_stats(f.d)->host_omissions, 0);
+	/* the DFM's own writes were on time: what it publishes decays below a ms */
+	assert_true(atomic_load(&f.r.dnp.late) < 80 * MS);
+
+	/* the host dies at 2000 (last write at 1900): declared by 1900 + 3 x T_read */
+	n = 0;
+	for (uint64_t t = 2000; t < 1900 + 3 * DNP_LFM_T_READ_DEFAULT && !n; t++)
+		n = tick_host(&f, t, &lv);
+	assert_int_equal(n, 1);
+	assert_int_equal(lv, DNP_LFM_HOST_OMISSION);
+	dnp_dfm_destroy(f.d);
+}
+
+/* The second look's length (regs.h): none when quiet, 2 x the delay, within [T_write, T_read - T_write]. */
+static void test_lfm_health_grace(void **state)
+{
+	struct dnp_lfm_health h = { 0 };
+
+	(void)state;
+	assert_int_equal(dnp_lfm_health_grace(&h, 0, 100, 250), 0);
+	assert_int_equal(dnp_lfm_health_grace(&h, 10, 100, 250), 0); /* a tenth of T_write */
+	assert_int_equal(dnp_lfm_health_grace(&h, 11, 100, 250), 100);
+	assert_int_equal(dnp_lfm_health_grace(&h, 70, 100, 250), 140);
+	assert_int_equal(dnp_lfm_health_grace(&h, 600, 100, 250), 150);
+	dnp_lfm_health_note(&h, 60);
+	assert_int_equal(dnp_lfm_health_grace(&h, 0, 100, 250), 120);
+	for (int i = 0; i < 40; i++)
+		dnp_lfm_health_note(&h, 0); /* pressure decays: quiet again */
+	assert_int_equal(dnp_lfm_health_grace(&h, 0, 100, 250), 0);
+	/* T_read under 2 x T_write: the second look is one T_write */
+	assert_int_equal(dnp_lfm_health_grace(&h, 500, 100, 150), 100);
 }
 
 /* A host that never showed up is not declared dead (the HFM may start later). */
@@ -612,6 +676,8 @@ int main(void)
 		cmocka_unit_test(test_dfm_host_omission_relays),
 		cmocka_unit_test(test_dfm_host_never_seen),
 		cmocka_unit_test(test_dfm_late_reader_no_false_omission),
+		cmocka_unit_test(test_dfm_pressure_second_look),
+		cmocka_unit_test(test_lfm_health_grace),
 		cmocka_unit_test(test_dfm_diag_recorded_and_expires),
 		cmocka_unit_test(test_dfm_link_broken_and_sick),
 		cmocka_unit_test(test_dfm_quiet_link_sick_early),

@@ -214,7 +214,17 @@ static void dnpd_sleep_poll(struct dnpd *d, uint32_t seen, uint64_t timeout)
 static void dnpd_sleep(struct dnpd *d, uint32_t seen, uint64_t now)
 {
 	uint64_t dl = d->quiet ? d->quiet_next : dnp_engine_next_deadline(d->e);
+	uint64_t lfm = dnpd_lfm_next_deadline(&d->lfm);
 	uint64_t cap = d->poll_mode ? DNPD_POLL_MAX_NS : DNPD_FUTEX_MAX_NS;
+
+	/*
+	 * The DFM's deadlines too: a daemon asleep past its T_write leaves the
+	 * DNP Watchdog Register unvalidated, and its HFM declares an omission
+	 * (measured: udp daemons slept up to 200 ms, the poll cap, beside a
+	 * 100 ms T_write).
+	 */
+	if (lfm < dl)
+		dl = lfm;
 	uint64_t timeout = dl == UINT64_MAX ? cap : dl > now ? dl - now : 0;
 
 	if (d->nowait_links) {

@@ -145,6 +145,12 @@ int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_eng
  * tick when due (or a link changed), DIAGs out.
  */
 void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now);
+/*
+ * When dnpd_lfm_house next has DFM work (the DNP Watchdog Register's T_write,
+ * the host's T_read, a relay): a sleeping daemon wakes for it, or the host
+ * sees its DNP miss a T_write. UINT64_MAX without a DFM.
+ */
+uint64_t dnpd_lfm_next_deadline(const struct dnpd_lfm *m);
 void dnpd_lfm_stop(struct dnpd_lfm *m);
 
 /* ---- place.c / place_numa.c ---- */

@@ -171,6 +171,11 @@ static void lfm_log(struct dnpd_lfm *m, const struct dnp_engine *e, const struct
 	}
 }
 
+uint64_t dnpd_lfm_next_deadline(const struct dnpd_lfm *m)
+{
+	return m->dfm ? dnp_dfm_next_deadline(m->dfm) : UINT64_MAX;
+}
+
 void dnpd_lfm_house(struct dnpd_lfm *m, struct dnp_engine *e, uint64_t now)
 {
 	struct dnp_dfm_input in = { .engine_ok = true };

@@ -42,10 +42,12 @@ struct dnp_dfm {
 	uint8_t link_rep[DNP_LFM_NDIRS]; /* last reported enum dnp_lfm_link */
 	uint8_t sensor_rep[DNP_LFM_NSENSORS];
 	/* host */
-	bool host_seen;       /* the host validated its register at least once */
-	bool host_grace;      /* the next read is the late reader's second look */
-	uint8_t host;         /* enum dnp_lfm_host */
-	uint64_t host_status; /* last Host Watchdog status word */
+	bool host_seen;               /* the host validated its register at least once */
+	bool host_grace;              /* the next read is the late reader's second look */
+	uint64_t grace;               /* how long that second look waits, time units */
+	struct dnp_lfm_health health; /* this node's recent scheduling delay (regs.h) */
+	uint8_t host;                 /* enum dnp_lfm_host */
+	uint64_t host_status;         /* last Host Watchdog status word */
 	uint64_t next_diag;
 	uint32_t diag_seq;
 	bool diag_recovered; /* send one "recovered" DIAG at the next tick */
@@ -335,32 +337,48 @@ static void send_diag(struct dnp_dfm *d, const struct dnp_dfm_input *in, unsigne
 	atomic_store_explicit(&d->r->diag_tx, d->st.diag_tx, memory_order_relaxed);
 }
 
+/* A lateness the other side published (ns, untrusted shared memory), in our units. */
+static uint64_t dfm_from_ns(const struct dnp_dfm *d, uint64_t ns)
+{
+	uint64_t cap = (uint64_t)DNP_LFM_T_MAX * 1000000ull;
+
+	return (ns > cap ? cap : ns) / 1000000ull * d->c.unit_per_ms +
+	       (ns > cap ? 0 : ns % 1000000ull) * d->c.unit_per_ms / 1000000ull;
+}
+
 /*
  * Takes the Host Watchdog Register. late: how long after its due time this
  * read came. Returns false when it found the register not validated but
- * gave the host a second look one T_write later instead of a verdict.
+ * gave the host a second look (d->grace from now) instead of a verdict:
+ * because we woke late, or because this node has been under CPU pressure
+ * lately (regs.h, local health).
  */
 static bool read_host(struct dnp_dfm *d, uint64_t now, uint64_t late, struct dnp_dfm_out *o)
 {
 	uint32_t mask = atomic_load_explicit(&d->r->mask, memory_order_relaxed);
-	uint64_t w;
+	uint64_t w, u = d->c.unit_per_ms;
 	bool valid = dnp_lfm_wd_take(&d->r->host, &w);
 	bool second = d->host_grace;
 	unsigned h = d->host;
 
 	d->st.host_reads++;
 	d->host_grace = false;
-	if (!valid && d->host_seen && !second &&
-	    late > dnp_dfm_late_slack(d->tw, d->c.unit_per_ms)) {
+	dnp_lfm_health_note(&d->health, late);
+	dnp_lfm_health_note(&d->health, dfm_from_ns(d, dnp_lfm_wd_late(&d->r->host)));
+	if (!valid && d->host_seen && !second) {
 		/*
-		 * We woke late: whatever kept us off the CPU may have kept the host
-		 * off it too, and it has not had a fair T_write since we can see it.
-		 * Look again one T_write from now (the register stays invalidated):
-		 * still not validated then, it is an omission.
+		 * Whatever kept us off the CPU (now, or lately) may have kept the
+		 * host off it too, and it may not have had a fair T_write. Look
+		 * again a little later (the register stays invalidated): still not
+		 * validated then, it is an omission.
 		 */
-		d->host_grace = true;
-		d->st.host_late_reads++;
-		return false;
+		d->grace = dnp_lfm_health_grace(&d->health, late, (uint64_t)d->tw * u,
+						(uint64_t)d->tr * u);
+		if (d->grace) {
+			d->host_grace = true;
+			d->st.host_late_reads++;
+			return false;
+		}
 	}
 	if (valid) {
 		d->host_seen = true;
@@ -422,14 +440,18 @@ void dnp_dfm_tick(struct dnp_dfm *d, uint64_t now, const struct dnp_dfm_input *i
 			d->next_read = now + (uint64_t)d->tr * u;
 		} else {
 			judge_crc(d, in);
-			d->next_read = now + (uint64_t)d->tw * u;
+			d->next_read = now + d->grace;
 		}
 	}
 	expire_remote(d, now, out);
 	status = local_status(d, in, out);
 	d->last_status = status;
 	if (now >= d->next_write || d->dirty) {
-		dnp_lfm_wd_write(&d->r->dnp, status, now);
+		if (now >= d->next_write)
+			dnp_lfm_health_note(&d->health, now - d->next_write);
+		dnp_lfm_wd_write_late(&d->r->dnp, status, now,
+				      d->health.pressure / u * 1000000ull +
+					      d->health.pressure % u * 1000000ull / u);
 		d->st.wd_writes++;
 		d->next_write = now + (uint64_t)d->tw * u;
 		d->dirty = false;

@@ -152,7 +152,8 @@ struct dnp_lfm_wd {
 	_Atomic uint32_t seq;       /* owner's write count */
 	_Atomic uint64_t status;    /* the status word (layouts above) */
 	_Atomic uint64_t timestamp; /* owner's clock at the write, ns (CLOCK_MONOTONIC) */
-	uint64_t rsvd;
+	/* owner's recent lateness: a decaying maximum of how late its writes came, ns */
+	_Atomic uint64_t late;
 };
 static_assert(sizeof(struct dnp_lfm_wd) == 32, "watchdog register is 32 bytes");
 

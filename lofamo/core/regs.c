@@ -98,6 +98,37 @@ void dnp_lfm_wd_write(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_ns)
 	atomic_store_explicit(&w->valid, 1, memory_order_release);
 }
 
+void dnp_lfm_wd_write_late(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_ns, uint64_t late_ns)
+{
+	atomic_store_explicit(&w->late, late_ns, memory_order_relaxed);
+	dnp_lfm_wd_write(w, status, now_ns);
+}
+
+uint64_t dnp_lfm_wd_late(const struct dnp_lfm_wd *w)
+{
+	return atomic_load_explicit(&w->late, memory_order_relaxed);
+}
+
+void dnp_lfm_health_note(struct dnp_lfm_health *h, uint64_t late)
+{
+	h->pressure -= h->pressure / 8u;
+	if (late > h->pressure)
+		h->pressure = late;
+}
+
+uint64_t dnp_lfm_health_grace(const struct dnp_lfm_health *h, uint64_t late, uint64_t t_write,
+			      uint64_t t_read)
+{
+	uint64_t seen = h->pressure > late ? h->pressure : late;
+	uint64_t cap = t_read > 2u * t_write ? t_read - t_write : t_write;
+	uint64_t g;
+
+	if (seen <= t_write / 10u)
+		return 0;
+	g = seen > cap / 2u ? cap : 2u * seen;
+	return g < t_write ? t_write : g;
+}
+
 bool dnp_lfm_wd_take(struct dnp_lfm_wd *w, uint64_t *status)
 {
 	uint32_t v = atomic_exchange_explicit(&w->valid, 0, memory_order_acq_rel);

@@ -36,6 +36,47 @@ int dnp_lfm_timer_set(struct dnp_lfm_regs *r, uint32_t t_write_ms, uint32_t t_re
 
 /* Owner side of a watchdog register: status and timestamp, seq + 1, then valid = 1. */
 void dnp_lfm_wd_write(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_ns);
+
+/*
+ * Local health of one side of the mutual watchdog (learnt from Lifeguard's
+ * local health multiplier and the phi-accrual detector: judge a peer's
+ * silence against the scheduling delay measured on this node, not against a
+ * fixed timer alone). Both processes of a node share its CPUs: when the
+ * reader itself runs late, or the writer says its writes came late, the
+ * node is under CPU pressure and a cleared register is more likely a writer
+ * kept off the CPU than a dead one.
+ *
+ * 'pressure' is a decaying maximum (each sample first takes an eighth off)
+ * of the delays seen: the reader's own lateness at each read, the writer's
+ * published lateness (struct dnp_lfm_wd.late), and the owner's lateness at
+ * each of its own writes. Pure arithmetic; units are the caller's.
+ */
+struct dnp_lfm_health {
+	uint64_t pressure; /* the node's recent scheduling delay, time units */
+};
+
+/* One sample of lateness (time units): decays the estimate by 1/8, then takes the max. */
+void dnp_lfm_health_note(struct dnp_lfm_health *h, uint64_t late);
+
+/*
+ * After a read that found the register not validated: how long to wait
+ * before the omission verdict (the second look), 0 to judge now. Nothing
+ * to wait for on a quiet node (pressure and this read's lateness at most a
+ * tenth of T_write). Under pressure: twice the delay seen, at least T_write
+ * (the writer's fair chance) and at most T_read - T_write, so that a dead
+ * writer is still declared within 3 x T_read of its last write.
+ */
+uint64_t dnp_lfm_health_grace(const struct dnp_lfm_health *h, uint64_t late, uint64_t t_write,
+			      uint64_t t_read);
+
+/*
+ * Owner side with lateness: as dnp_lfm_wd_write, and publishes the owner's
+ * own estimate of its lateness (h->pressure, ns) for the reader.
+ */
+void dnp_lfm_wd_write_late(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_ns,
+			   uint64_t late_ns);
+/* The writer's published lateness (ns); any value is possible (shared memory). */
+uint64_t dnp_lfm_wd_late(const struct dnp_lfm_wd *w);
 /*
  * Reader side: takes the valid bit and clears it atomically, and copies the
  * status. Returns true if the owner had validated the register since the

@@ -85,7 +85,8 @@ struct hfm {
 	struct dnp_svc_alarm pend[HFM_MAX_PENDING];
 	unsigned npend;
 	bool dnp_seen, dnp_alive;
-	bool dnp_grace; /* the next read is the late reader's second look */
+	bool dnp_grace;               /* the next read is the late reader's second look */
+	struct dnp_lfm_health health; /* this node's recent scheduling delay, ns (regs.h) */
 	uint64_t late_reads;
 	uint64_t last_dnp; /* DNP status word at the last alarm check */
 	uint64_t last_rfd_kind[DNP_LFM_NDIRS];
@@ -236,11 +237,16 @@ static uint64_t host_check(struct hfm *h, uint64_t now, bool slow)
 	}
 	/*
 	 * Acknowledgements come every T_write: none for T_read + T_write (three
-	 * and a half missed in a row with the defaults) is a cut. Any longer and
-	 * the relay that follows (the DFM reads our register every T_read)
-	 * would miss the 3 x T_read awareness budget.
+	 * and a half missed in a row with the defaults) is a cut. Under CPU
+	 * pressure (regs.h, local health: a late supervisor is as likely as a
+	 * late host) one more T_write at most. Any longer and the relay that
+	 * follows (the DFM reads our register every T_read) would miss the 3 x
+	 * T_read awareness budget.
 	 */
-	if (dnp_svc_watch_cut(&h->svc, now, ((uint64_t)h->tr + h->tw) * 1000000ull))
+	uint64_t tw_ns = (uint64_t)h->tw * 1000000ull, tr_ns = (uint64_t)h->tr * 1000000ull;
+	uint64_t grace = dnp_lfm_health_grace(&h->health, 0, tw_ns, tr_ns);
+
+	if (dnp_svc_watch_cut(&h->svc, now, tr_ns + tw_ns + (grace < tw_ns ? grace : tw_ns)))
 		svc = DNP_LFM_ALARM;
 	w &= ~(3ull << (2 * DNP_LFM_HDEV_SVCNET));
 	w |= (uint64_t)svc << (2 * DNP_LFM_HDEV_SVCNET);
@@ -453,21 +459,29 @@ static void hfm_regs(struct hfm *h, const struct hfm_args *a)
 
 /*
  * Takes the DNP Watchdog Register (due at *next_read): validated, the DNP is
- * alive; not validated, an omission fault, unless we woke late (then one
- * more T_write for the DNP first: the late-reader rule, dfm.h).
+ * alive; not validated, an omission fault, unless we woke late or the node
+ * has been under CPU pressure lately (then a second look first: the
+ * late-reader rule and local health, dfm.h and regs.h).
  */
 static void hfm_read_dnp(struct hfm *h, uint64_t now, uint64_t *next_read)
 {
-	uint64_t w, late = now - *next_read;
+	uint64_t w, late = now - *next_read, grace = 0;
 	bool valid = dnp_lfm_wd_take(&h->r->dnp, &w);
 	bool second = h->dnp_grace;
 
 	h->dnp_grace = false;
-	if (!valid && h->dnp_alive && !second && late > dnp_dfm_late_slack(h->tw, 1000000ull)) {
-		/* We woke late: one more T_write for the DNP, then judge. */
+	dnp_lfm_health_note(&h->health, late);
+	dnp_lfm_health_note(&h->health,
+			    dnp_lfm_wd_late(&h->r->dnp) > (uint64_t)DNP_LFM_T_MAX * 1000000ull ?
+				    (uint64_t)DNP_LFM_T_MAX * 1000000ull :
+				    dnp_lfm_wd_late(&h->r->dnp));
+	if (!valid && h->dnp_alive && !second)
+		grace = dnp_lfm_health_grace(&h->health, late, (uint64_t)h->tw * 1000000ull,
+					     (uint64_t)h->tr * 1000000ull);
+	if (grace) {
 		h->dnp_grace = true;
 		h->late_reads++;
-		*next_read = now + (uint64_t)h->tw * 1000000ull;
+		*next_read = now + grace;
 	} else if (valid) {
 		if (!h->dnp_alive && h->dnp_seen)
 			raise_alarm(h, DNP_SVC_AL_DNP, 0, 0, h->node);
@@ -518,8 +532,10 @@ static void hfm_run(struct hfm *h, const struct hfm_args *a)
 			host_check(h, now, slow);
 			if (slow)
 				next_slow = now + (uint64_t)h->tr * 1000000ull;
+			dnp_lfm_health_note(&h->health, now - next_write);
 			if (h->r)
-				dnp_lfm_wd_write(&h->r->host, h->host_status, now);
+				dnp_lfm_wd_write_late(&h->r->host, h->host_status, now,
+						      h->health.pressure);
 			next_write = now + (uint64_t)h->tw * 1000000ull;
 		}
 		if (h->r && now >= next_read)
