@@ -114,6 +114,9 @@ static void usage(FILE *f)
 		"                        node (started by default; DNP_SUPERVISOR is set for programs)\n"
 		"                        namespace testbed: on its service network (PREFIX-svc)\n"
 		"  --lofamo-arg ARG      extra argument for every dnp-hfm (repeatable)\n"
+		"  --lofamo-groups N     a hierarchy: N group supervisors (dnp-supervisor --group),\n"
+		"                        each for a run of consecutive node ids, report to the top\n"
+		"                        one; each HFM reports to its group's (loopback only)\n"
 		"  --drill               daemons and HFMs may die (fault drills): not a failure\n"
 		"  --output all|raw|nodeN  all (default): every line with its node's prefix;\n"
 		"                        raw: no prefix; nodeN: node N's standard output alone,\n"
@@ -210,6 +213,17 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 	case 'R':
 		r->drill = true;
 		return 1;
+	case 'G': {
+		char *end;
+		unsigned long g = strtoul(arg, &end, 10);
+
+		if (*arg < '0' || *arg > '9' || *end || g < 1 || g > 64) {
+			msg("bad --lofamo-groups '%s' (1 to 64 groups)", arg);
+			return -EINVAL;
+		}
+		r->lfm_groups = (unsigned)g;
+		return 1;
+	}
 	default:
 		return 0;
 	}
@@ -345,6 +359,11 @@ static int check_args(struct run *r, bool have_torus, bool have_up)
 		msg("%u nodes: at most %u on one machine", r->n, MAX_NODES);
 		return -EINVAL;
 	}
+	if (r->lfm_groups && (r->netns || r->no_lofamo || r->lfm_groups > r->n)) {
+		msg("--lofamo-groups: at most one group per node, on the loopback service network "
+		    "(not with --netns, dpdk or --no-lofamo)");
+		return -EINVAL;
+	}
 	if (r->output >= 0 && (unsigned)r->output >= r->n) {
 		msg("--output node%d: the torus has nodes 0..%u", r->output, r->n - 1);
 		return -EINVAL;
@@ -377,6 +396,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "no-lofamo", no_argument, NULL, 'L' },
 		{ "lofamo-arg", required_argument, NULL, 'A' },
 		{ "drill", no_argument, NULL, 'R' },
+		{ "lofamo-groups", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "output", required_argument, NULL, 'O' },
@@ -389,7 +409,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 
 	run_defaults(r);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RX:J:hVO:QF", lo,
+	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RG:X:J:hVO:QF", lo,
 				NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);

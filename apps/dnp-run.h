@@ -121,6 +121,10 @@ struct run {
 	unsigned svc_port;
 	pid_t sup_pid;
 	pid_t *hfm_pid;
+	/* --lofamo-groups N: group supervisors between the HFMs and the top one */
+	unsigned lfm_groups;
+	pid_t *grp_pid;
+	char (*grp_addr)[32];
 	/* output and limits */
 	bool print_dir;     /* --print-run-dir */
 	bool oversubscribe; /* --oversubscribe: no fit check */

@@ -590,6 +590,110 @@ static pid_t lfm_spawn(const char *const *argv, const char *log, int pass_fd)
 	return pid;
 }
 
+/* A UDP socket on a loopback port the kernel picks; its address in addr. -1 (said why). */
+static int lfm_loopback(char *addr, size_t cap)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		msg("service network socket: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	snprintf(addr, cap, "127.0.0.1:%u", ntohs(sa.sin_port));
+	return fd;
+}
+
+/* The supervisor program's arguments after its path (k: the next free slot); returns k. */
+static unsigned lfm_sup_args(const struct run *r, const char **argv, unsigned k, const char *torus,
+			     const char *listen_at, bool fd3, const char *log)
+{
+	argv[k++] = "--torus";
+	argv[k++] = torus;
+	argv[k++] = "--listen";
+	argv[k++] = listen_at;
+	if (fd3) {
+		argv[k++] = "--listen-fd";
+		argv[k++] = "3";
+	}
+	argv[k++] = "--log";
+	argv[k++] = log;
+	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
+		if (!strcmp(r->lfm_args[i], "--t-write") || !strcmp(r->lfm_args[i], "--t-read")) {
+			argv[k++] = r->lfm_args[i];
+			argv[k++] = r->lfm_args[i + 1];
+		}
+	return k;
+}
+
+/* Group g's node ids: consecutive runs, the first groups one node longer when n does not divide. */
+static void lfm_group_range(const struct run *r, unsigned g, unsigned *first, unsigned *last)
+{
+	unsigned base = r->n / r->lfm_groups, extra = r->n % r->lfm_groups;
+
+	*first = g * base + (g < extra ? g : extra);
+	*last = *first + base + (g < extra ? 1 : 0) - 1;
+}
+
+/*
+ * --lofamo-groups (docs/lofamo.md, "A hierarchy of supervisors"): one group
+ * supervisor per run of node ids, reporting to the top supervisor at
+ * r->sup_addr. Their PIDs and addresses go to lofamo.pids ("group G PID
+ * ADDR"). 0, -ENOMEM or -ENOENT (said why).
+ */
+static int lfm_groups_start(struct run *r, const char *path, const char *torus, FILE *pids)
+{
+	char log[PATH_MAX + 32], out[PATH_MAX + 32], range[32];
+	const char *argv[32];
+
+	r->grp_pid = calloc(r->lfm_groups, sizeof(*r->grp_pid));
+	r->grp_addr = calloc(r->lfm_groups, sizeof(*r->grp_addr));
+	if (!r->grp_pid || !r->grp_addr)
+		return -ENOMEM;
+	for (unsigned g = 0; g < r->lfm_groups; g++) {
+		unsigned first, last, k = 0;
+		int fd = lfm_loopback(r->grp_addr[g], sizeof(r->grp_addr[g]));
+
+		if (fd < 0)
+			return -EADDRINUSE;
+		lfm_group_range(r, g, &first, &last);
+		snprintf(range, sizeof(range), "%u-%u", first, last);
+		snprintf(log, sizeof(log), "%s/group-%u.log", r->dir, g);
+		snprintf(out, sizeof(out), "%s/group-%u.out", r->dir, g);
+		argv[k++] = path;
+		k = lfm_sup_args(r, argv, k, torus, r->grp_addr[g], true, log);
+		argv[k++] = "--group";
+		argv[k++] = range;
+		argv[k++] = "--upstream";
+		argv[k++] = r->sup_addr;
+		argv[k] = NULL;
+		r->grp_pid[g] = lfm_spawn(argv, out, fd);
+		close(fd);
+		if (!r->grp_pid[g])
+			return -ENOENT;
+		fprintf(pids, "group %u %d %s\n", g, (int)r->grp_pid[g], r->grp_addr[g]);
+	}
+	return 0;
+}
+
+/* The supervisor node id's HFM reports to: its group's, or the top one. */
+static const char *lfm_hfm_sup(const struct run *r, unsigned id)
+{
+	for (unsigned g = 0; g < r->lfm_groups; g++) {
+		unsigned first, last;
+
+		lfm_group_range(r, g, &first, &last);
+		if (id >= first && id <= last)
+			return r->grp_addr[g];
+	}
+	return r->sup_addr;
+}
+
 /*
  * The Fault Supervisor on a loopback UDP port the kernel picks (the service
  * network here; dnp-run binds it and hands the socket over, so it cannot
@@ -601,27 +705,16 @@ int lofamo_start(struct run *r)
 	char torus[64], listen_at[48], path[PATH_MAX + 64], log[PATH_MAX + 32], regs[PATH_MAX + 32];
 	char node[16], sup_log[PATH_MAX + 32], ns[96];
 	const char *argv[32];
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
 	unsigned id, k;
-	int sfd = -1;
+	int sfd = -1, e;
 	FILE *f;
 
 	if (r->svc_ns[0]) {
 		/* The testbed's own service network: a private namespace, a fixed port. */
 		snprintf(r->sup_addr, sizeof(r->sup_addr), "%s:%u", r->svc_ip, r->svc_port);
 		setenv("DNP_TESTBED", r->ns_prefix, 1);
-	} else {
-		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sfd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-		    getsockname(sfd, (struct sockaddr *)&sa, &sl) < 0) {
-			msg("service network socket: %s", strerror(errno));
-			if (sfd >= 0)
-				close(sfd);
-			return -EADDRINUSE;
-		}
-		snprintf(r->sup_addr, sizeof(r->sup_addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+	} else if ((sfd = lfm_loopback(r->sup_addr, sizeof(r->sup_addr))) < 0) {
+		return -EADDRINUSE;
 	}
 	snprintf(torus, sizeof(torus), "%ux%ux%u", r->dim[0], r->dim[1], r->dim[2]);
 	snprintf(listen_at, sizeof(listen_at), "%s", r->sup_addr);
@@ -638,21 +731,7 @@ int lofamo_start(struct run *r)
 		argv[k++] = r->svc_ns;
 	}
 	argv[k++] = path;
-	argv[k++] = "--torus";
-	argv[k++] = torus;
-	argv[k++] = "--listen";
-	argv[k++] = listen_at;
-	if (sfd >= 0) {
-		argv[k++] = "--listen-fd";
-		argv[k++] = "3";
-	}
-	argv[k++] = "--log";
-	argv[k++] = sup_log;
-	for (unsigned i = 0; i + 1 < r->nlfm_args; i += 2)
-		if (!strcmp(r->lfm_args[i], "--t-write") || !strcmp(r->lfm_args[i], "--t-read")) {
-			argv[k++] = r->lfm_args[i];
-			argv[k++] = r->lfm_args[i + 1];
-		}
+	k = lfm_sup_args(r, argv, k, torus, listen_at, sfd >= 0, sup_log);
 	argv[k] = NULL;
 	r->sup_pid = lfm_spawn(argv, log, sfd);
 	if (sfd >= 0)
@@ -660,17 +739,20 @@ int lofamo_start(struct run *r)
 	if (!r->sup_pid)
 		return -ENOENT;
 	setenv("DNP_SUPERVISOR", r->sup_addr, 1);
-	r->hfm_pid = calloc(r->n, sizeof(*r->hfm_pid));
-	if (!r->hfm_pid)
-		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/dnp-hfm", r->selfdir);
-	if (!is_exec(path))
-		snprintf(path, sizeof(path), "%s/../lofamo/dnp-hfm", r->selfdir);
 	snprintf(log, sizeof(log), "%s/lofamo.pids", r->dir);
 	f = fopen(log, "we");
 	if (!f)
 		return -errno;
 	fprintf(f, "supervisor %d %s\n", (int)r->sup_pid, r->sup_addr);
+	e = r->lfm_groups ? lfm_groups_start(r, path, torus, f) : 0;
+	r->hfm_pid = calloc(r->n, sizeof(*r->hfm_pid));
+	if (e || !r->hfm_pid) {
+		fclose(f);
+		return e ? e : -ENOMEM;
+	}
+	snprintf(path, sizeof(path), "%s/dnp-hfm", r->selfdir);
+	if (!is_exec(path))
+		snprintf(path, sizeof(path), "%s/../lofamo/dnp-hfm", r->selfdir);
 	for (id = 0; id < r->n; id++) {
 		snprintf(regs, sizeof(regs), "%s/node-%u.lofamo", r->dir, id);
 		snprintf(node, sizeof(node), "%u", id);
@@ -683,13 +765,14 @@ int lofamo_start(struct run *r)
 		argv[k++] = "--node";
 		argv[k++] = node;
 		argv[k++] = "--supervisor";
-		argv[k++] = r->sup_addr;
+		argv[k++] = lfm_hfm_sup(r, id);
 		for (unsigned i = 0; i < r->nlfm_args; i++)
 			argv[k++] = r->lfm_args[i];
 		argv[k] = NULL;
 		r->hfm_pid[id] = lfm_spawn(argv, log, -1);
 		fprintf(f, "hfm %u %d\n", id, (int)r->hfm_pid[id]);
 		fprintf(f, "dnpd %u %d\n", id, (int)r->nodes[id].dpid);
+		fprintf(f, "hfmsup %u %s\n", id, lfm_hfm_sup(r, id));
 	}
 	fclose(f);
 	return 0;
@@ -702,13 +785,23 @@ void lofamo_stop(struct run *r)
 	for (unsigned id = 0; r->hfm_pid && id < r->n; id++)
 		if (r->hfm_pid[id] > 0)
 			kill(r->hfm_pid[id], SIGTERM);
+	for (unsigned g = 0; r->grp_pid && g < r->lfm_groups; g++)
+		if (r->grp_pid[g] > 0)
+			kill(r->grp_pid[g], SIGTERM);
 	if (r->sup_pid > 0)
 		kill(r->sup_pid, SIGTERM);
 	for (unsigned id = 0; r->hfm_pid && id < r->n; id++)
 		if (r->hfm_pid[id] > 0)
 			waitpid(r->hfm_pid[id], &status, 0);
+	for (unsigned g = 0; r->grp_pid && g < r->lfm_groups; g++)
+		if (r->grp_pid[g] > 0)
+			waitpid(r->grp_pid[g], &status, 0);
 	if (r->sup_pid > 0)
 		waitpid(r->sup_pid, &status, 0);
 	free(r->hfm_pid);
 	r->hfm_pid = NULL;
+	free(r->grp_pid);
+	r->grp_pid = NULL;
+	free(r->grp_addr);
+	r->grp_addr = NULL;
 }

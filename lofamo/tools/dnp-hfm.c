@@ -343,6 +343,7 @@ static void usage(FILE *f)
 		"  --mask HEX        set the DFM mask register (fault kinds reported)\n"
 		"  --key-file FILE   cluster key (32 hex digits): sign HEALTHs, take signed ACKs\n"
 		"  --log-level L     error, warn, info (default) or debug\n"
+		"  --normal-priority do not raise the priority (default: SCHED_RR 1, or nice -10)\n"
 		"  --help, --version\n"
 		"SIGUSR1 toggles a simulated cut of this node's service network.\n");
 }
@@ -355,6 +356,7 @@ struct hfm_args {
 	uint32_t set_tw, set_tr; /* timer register to set (0: leave it) */
 	long mask;               /* mask register to set (-1: leave it) */
 	enum dnp_log_level log_level;
+	bool normal_priority; /* --normal-priority */
 };
 
 /* The command line into h and a. Returns -1 to go on, else the exit status. */
@@ -369,16 +371,18 @@ static int hfm_parse(int argc, char **argv, struct hfm *h, struct hfm_args *a)
 		{ "mask", required_argument, NULL, 'm' },
 		{ "key-file", required_argument, NULL, 'K' },
 		{ "log-level", required_argument, NULL, 'g' },
+		{ "normal-priority", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct lfm_tool_common common = { &h->key, &h->keyed, &a->log_level };
+	const struct lfm_tool_common common = { &h->key, &h->keyed, &a->log_level,
+						&a->normal_priority };
 	bool have_node = false, have_sup = false;
 	char *end;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:g:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:n:s:w:R:m:K:g:PhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			h->regs_path = optarg;
@@ -573,6 +577,7 @@ int main(int argc, char **argv)
 	dnp_log_setup(PROG, stderr, a.log_level);
 	snprintf(node, sizeof(node), "node %u", h.node);
 	dnp_log_set_node(node);
+	lfm_tool_priority(a.normal_priority);
 	h.fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (h.fd < 0 || connect(h.fd, (struct sockaddr *)&a.sup, sizeof(a.sup)) < 0) {
 		dnp_log(DNP_LOG_ERR, "service network socket: %s", strerror(errno));

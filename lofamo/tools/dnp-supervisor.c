@@ -114,6 +114,7 @@ static void usage(FILE *f)
 		"  --key-file FILE   cluster key (32 hex digits): only signed HEALTHs are taken,\n"
 		"                    and STATUS only signed or from a loopback address\n"
 		"  --log-level L     error, warn, info (default) or debug\n"
+		"  --normal-priority do not raise the priority (default: SCHED_RR 1, or nice -10)\n"
 
 		"  --group FIRST-LAST  be a group supervisor: take the HEALTH of these nodes,\n"
 		"                    report them to the top supervisor (needs --upstream)\n"
@@ -138,6 +139,7 @@ struct sup_main {
 	uint64_t next_publish;
 	const char *on_fault, *on_heal;
 	struct dnp_hooks *hooks; /* NULL without --on-fault and --on-heal */
+	bool normal_priority;    /* --normal-priority */
 	bool keyed;              /* --key-file: datagrams must be signed (svc.h) */
 	struct dnp_svc_key key;
 	uint64_t refused; /* unsigned or badly signed datagrams dropped */
@@ -224,6 +226,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "on-heal", required_argument, NULL, 'E' },
 		{ "key-file", required_argument, NULL, 'K' },
 		{ "log-level", required_argument, NULL, 'g' },
+		{ "normal-priority", no_argument, NULL, 'P' },
 		{ "group", required_argument, NULL, 'G' },
 		{ "upstream", required_argument, NULL, 'U' },
 		{ "digest-ms", required_argument, NULL, 'D' },
@@ -231,7 +234,8 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct lfm_tool_common common = { &m->key, &m->keyed, &m->log_level };
+	const struct lfm_tool_common common = { &m->key, &m->keyed, &m->log_level,
+						&m->normal_priority };
 	bool have_torus = false;
 	uint32_t v;
 	int c, r;
@@ -241,7 +245,7 @@ static int sup_args(int argc, char **argv, struct sup_main *m)
 	m->http_at = getenv("DNP_SUPERVISOR_HTTP");
 	if (m->http_at && !*m->http_at)
 		m->http_at = NULL;
-	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:g:G:U:D:hV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:l:s:w:R:L:F:H:O:E:K:g:G:U:D:PhV", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (dnp_torus_parse(optarg, &m->sc.torus)) {
@@ -618,6 +622,7 @@ int main(int argc, char **argv)
 	if (sup_open(&m))
 		return 1;
 	dnp_log_setup(PROG, m.log, m.log_level);
+	lfm_tool_priority(m.normal_priority);
 	if (dnp_sup_create(&m.sc, clock_ms(CLOCK_MONOTONIC), &m.s)) {
 		dnp_log(DNP_LOG_ERR, "out of memory");
 		return 1;

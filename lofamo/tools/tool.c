@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "dnp_parse.h"
@@ -80,7 +82,31 @@ int lfm_tool_common_opt(const char *prog, int c, const char *arg, const struct l
 		return -1;
 	case 'V':
 		return dnp_version_print(prog);
+	case 'P':
+		if (!o->normal_priority)
+			return lfm_tool_usage_exit(c, usage);
+		*o->normal_priority = true;
+		return -1;
 	default:
 		return lfm_tool_usage_exit(c, usage);
 	}
+}
+
+void lfm_tool_priority(bool normal)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	if (normal) {
+		dnp_log(DNP_LOG_INFO, "normal priority (--normal-priority)");
+		return;
+	}
+	if (!sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &sp)) {
+		dnp_log(DNP_LOG_INFO, "real-time priority (SCHED_RR 1)");
+		return;
+	}
+	if (!setpriority(PRIO_PROCESS, 0, -10)) {
+		dnp_log(DNP_LOG_INFO, "nice -10 (SCHED_RR refused: %s)", strerror(errno));
+		return;
+	}
+	dnp_log(DNP_LOG_INFO, "normal priority (no right to raise it: %s)", strerror(errno));
 }

@@ -40,15 +40,30 @@ struct lfm_tool_common {
 	struct dnp_svc_key *key; /* --key-file */
 	bool *keyed;
 	enum dnp_log_level *log_level; /* --log-level */
+	bool *normal_priority;         /* --normal-priority (NULL: not an option of this tool) */
 };
 /*
  * The options every LO|FA|MO process takes, by their getopt codes: 'K'
- * --key-file, 'g' --log-level, 'V' --version; anything else is the default
+ * --key-file, 'g' --log-level, 'V' --version, 'P' --normal-priority (where
+ * normal_priority is set); anything else is the default
  * branch (lfm_tool_usage_exit). Returns -1 when the option was taken and
  * parsing goes on, else the exit status (0: --help or --version, 2: a usage
  * error, said).
  */
 int lfm_tool_common_opt(const char *prog, int c, const char *arg, const struct lfm_tool_common *o,
 			void (*usage)(FILE *f));
+
+/*
+ * The scheduling of a fault manager (dnp-hfm, dnp-supervisor), called once
+ * after the options: unless normal (--normal-priority), SCHED_RR at the
+ * lowest real-time priority, else nice -10 when that is refused, else the
+ * normal priority; logged at info. These processes sleep between short
+ * duties, so a higher priority costs the others nothing, and it keeps their
+ * watchdog duties on time beside CPU-bound processes (docs/lofamo.md, "A
+ * node under CPU pressure"), as heartbeat daemons such as corosync do. A
+ * command they start (--on-fault) runs at the normal priority
+ * (SCHED_RESET_ON_FORK).
+ */
+void lfm_tool_priority(bool normal);
 
 #endif

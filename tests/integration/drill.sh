@@ -6,7 +6,7 @@
 # supervisor's picture shows it, and the path the report took.
 #
 #   drill.sh BUILD SCENARIO [--torus XxYxZ] [--transport shm|udp|dpdk] [--csv]
-#            [--t-write MS] [--t-read MS] [--no-header]
+#            [--t-write MS] [--t-read MS] [--no-header] [--lofamo-groups N]
 #
 # SCENARIO: kill-dnpd, kill-hfm, both, sensor, svcnet-cut, restart-hfm (the
 # killed HFM is started again and the picture must heal), restart (the killed
@@ -16,6 +16,8 @@
 # loss=100%`, then restored), sick-link (5% of them corrupted, $DRILL_CORRUPT,
 # far over the CRC threshold of 100 ppm, then restored), all; or soak (no fault for --soak SECONDS,
 # default 60: false alarms are counted).
+# --lofamo-groups N: the HFMs report to N group supervisors, which report to
+# the top one the drill watches (dnp-run --lofamo-groups; docs/lofamo.md).
 # dpdk: dnp-run builds the namespace testbed (tests/testbed/netns.sh: one
 # namespace per node, af_packet on veth pairs, and a service network of its
 # own: the supervisor in PREFIX-svc, each HFM in its node's namespace behind a
@@ -48,7 +50,7 @@ fi
 
 build=$(cd "$1" && pwd); shift
 scen=$1; shift
-torus=2x2x2 transport=shm csv=0 tw=100 tr=250 header=1 soak=60
+torus=2x2x2 transport=shm csv=0 tw=100 tr=250 header=1 soak=60 groups=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--torus) torus=$2; shift ;;
@@ -58,6 +60,7 @@ while [ $# -gt 0 ]; do
 	--t-read) tr=$2; shift ;;
 	--no-header) header=0 ;;
 	--soak) soak=$2; shift ;;
+	--lofamo-groups) groups=(--lofamo-groups "$2"); shift ;;
 	*) echo "drill: unknown option $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -83,6 +86,7 @@ trap 'rm -f "$err"' EXIT
 for s in $scens; do
 	src=0
 	out=$("$build/apps/dnp-run" --torus "$torus" --transport "$transport" --drill --timeout $((soak + 120)) \
+		${groups[@]+"${groups[@]}"} \
 		--dnpd-arg --credit-timeout-ms --dnpd-arg $DRILL_LINK_TIMEOUT_MS \
 		--dnpd-arg --cmd-timeout-ms --dnpd-arg $DRILL_CMD_TIMEOUT_MS \
 		--lofamo-arg --t-write --lofamo-arg "$tw" --lofamo-arg --t-read --lofamo-arg "$tr" \

@@ -104,6 +104,17 @@ def pids():
     return r
 
 
+def hfm_supervisor(node):
+    """The supervisor node's HFM reports to: its group's with dnp-run
+    --lofamo-groups ("hfmsup ID ADDR" in lofamo.pids), else the top one."""
+    with open(os.path.join(d, "lofamo.pids")) as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 3 and w[0] == "hfmsup" and w[1] == str(node):
+                return w[2]
+    return os.environ["DNP_SUPERVISOR"]
+
+
 traffic = subprocess.Popen([os.environ["DRILL_TRAFFIC"]])
 done = os.path.join(d, "drill.done")
 
@@ -291,7 +302,7 @@ def main():
         with open(os.path.join(d, "hfm-%d.restart.log" % v), "w") as log:
             newh = subprocess.Popen(inns + [
                 os.environ["DRILL_HFM"], "--regs", os.path.join(d, "node-%d.lofamo" % v),
-                "--node", str(v), "--supervisor", os.environ["DNP_SUPERVISOR"],
+                "--node", str(v), "--supervisor", hfm_supervisor(v),
                 "--t-write", str(tw), "--t-read", str(tr)], stderr=log)
 
         def host_ok(p):
