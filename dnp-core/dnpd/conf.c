@@ -171,6 +171,17 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
 }
 
+/* Key routing: dor or adaptive (route.h, enum dnp_routing). */
+static int dnpd_set_routing(struct dnpd_conf *c, const char *v)
+{
+	int m = dnp_routing_parse(v);
+
+	if (m < 0)
+		return -EINVAL;
+	c->routing = (unsigned)m;
+	return 0;
+}
+
 int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 {
 	uint64_t u;
@@ -280,14 +291,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing")) {
-		int m = dnp_routing_parse(v);
-
-		if (m < 0)
-			return -EINVAL;
-		c->routing = (unsigned)m;
-		return 0;
-	}
+	if (!strcmp(key, "routing"))
+		return dnpd_set_routing(c, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
