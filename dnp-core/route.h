@@ -37,9 +37,11 @@
  * and up are adaptive: a packet there may take any productive direction
  * (dnp_route_adaptive) and may always fall back to its escape hop, which a
  * packet arriving on an adaptive VC computes as if it started at this node.
- * The escape network's channel dependency graph, with the dependencies that
- * detours through adaptive VCs add, stays acyclic (tests/test_route.c). Two
- * -phase detours need VCs 2/3, so adaptive mode plans none: what only a via
+ * Packets are forwarded whole (cut-through), so a packet on an adaptive VC
+ * holds no escape channel: the escape dependencies are those of escape
+ * routes starting at a source or after an adaptive hop, and their graph is
+ * acyclic (tests/test_route.c checks it with every adaptive choice). Two-
+ * phase detours need VCs 2/3, so adaptive mode plans none: what only a via
  * reaches is unreachable there. Adaptive routing needs three VCs or more.
  *
  * The tables are owned by the caller (fixed size, no allocation); one thread.
@@ -140,10 +142,12 @@ int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in
  * The same for a packet that may travel through a via (see above): src is
  * its source (the via may be relative to it), via its via code. A packet on
  * VC 0/1 with a via is in phase 1 until it reaches the via; on VC 2/3 it is
- * in phase 2. The hop may lead onto a broken cable when nothing better is
- * known; the caller checks its link.
+ * in phase 2. In adaptive mode VCs 2/3 are adaptive instead: a packet that
+ * arrived on one gets its escape hop as if injected here. The hop may lead
+ * onto a broken cable when nothing better is known; the caller checks its
+ * link.
  * Errors: -EHOSTUNREACH dst outside the torus; -EINVAL a malformed via code,
- * or a packet on VC 2/3 without a via.
+ * a packet on VC 2/3 without a via (DOR), or with one (adaptive).
  */
 int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
 		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out);
