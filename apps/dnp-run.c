@@ -102,6 +102,8 @@ static void usage(FILE *f)
 		"  --keep-going          let the other programs finish when one fails\n"
 		"  --impair SPEC         link impairment for every dnpd (dnpd --impair, e.g.\n"
 		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
+		"  --routing dor|adaptive  routing of every dnpd (dnpd --routing; adaptive\n"
+		"                        needs 3+ VCs, dnpd's default is 4; docs/routing.md)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -315,6 +317,18 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 		r->extra[r->nextra++] = "--impair";
 		r->extra[r->nextra++] = arg;
 		return 1;
+	case 'G': /* checked here, applied by dnpd */
+		if (strcmp(arg, "dor") && strcmp(arg, "adaptive")) {
+			msg("bad --routing '%s' (dor or adaptive)", arg);
+			return -EINVAL;
+		}
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--routing";
+		r->extra[r->nextra++] = arg;
+		return 1;
 	case 'K':
 		r->keep_dir = true;
 		return 1;
@@ -382,6 +396,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "keep-going", no_argument, NULL, 'k' },
 		{ "daemon-death", required_argument, NULL, 'X' },
 		{ "impair", required_argument, NULL, 'J' },
+		{ "routing", required_argument, NULL, 'G' },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

@@ -505,6 +505,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	int rc = dnp_route_init(&e->router, &c->torus, c->self, c->vc_mode);
 	if (rc == 0)
 		rc = dnp_route_set_vcs(&e->router, c->link.nvc);
+	if (rc == 0)
+		rc = dnp_route_set_routing(&e->router, c->routing);
 	if (rc < 0)
 		goto fail;
 	rc = dnp_buftab_create(c->max_buffers, &e->bt);

@@ -120,11 +120,17 @@ struct dnp_engine_conf {
 	struct dnp_coord self;
 	struct dnp_link_conf link; /* used for each of the node's links */
 	uint8_t vc_mode;           /* enum dnp_vc_mode */
-	uint32_t max_buffers;      /* >= 1 (4096 by default in dnpd) */
-	uint32_t max_ports;        /* 1..256 */
-	uint32_t max_commands;     /* outstanding commands per node, >= 1 */
-	uint32_t event_queue;      /* per-port event queue slots, power of two >= 2 */
-	uint32_t max_sends;        /* multi-packet SENDs being received at once, >= 1 */
+	/*
+	 * enum dnp_routing (route.h): DOR (0, the default) or adaptive, which
+	 * needs link.nvc >= 3 (dnp_engine_create: -EINVAL). Adaptive hops are
+	 * for single-packet messages only (docs/routing.md, "Ordering").
+	 */
+	uint8_t routing;
+	uint32_t max_buffers;  /* >= 1 (4096 by default in dnpd) */
+	uint32_t max_ports;    /* 1..256 */
+	uint32_t max_commands; /* outstanding commands per node, >= 1 */
+	uint32_t event_queue;  /* per-port event queue slots, power of two >= 2 */
+	uint32_t max_sends;    /* multi-packet SENDs being received at once, >= 1 */
 	/*
 	 * Bounds, in the caller's time unit; 0 = none (wait for ever, the
 	 * hardware's behaviour and the lab's default). dnpd sets all three.
@@ -241,6 +247,7 @@ struct dnp_engine_stats {
 	uint64_t query_tx, query_rx; /* QUERY packets sent by this node / answered here */
 	uint64_t query_resends;      /* commands sent again after "not delivered" */
 	uint64_t rx_refused;         /* packets of a message declared not delivered, not applied */
+	uint64_t adaptive_hops;      /* packets sent on an adaptive VC (routing adaptive) */
 };
 
 struct dnp_engine;

@@ -88,13 +88,20 @@ int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t
 	return e->c.mem->flush(e->c.mem_ctx, port, va, len) ? -EFAULT : 0;
 }
 
-/* Follows the fragment sequence of PUTs from h's source; true if h completes one whole. */
+/*
+ * Follows the fragment sequence of PUTs from h's source; true if h completes
+ * one whole. A single-packet PUT is whole by itself and leaves the sequence
+ * alone: under adaptive routing it may arrive between the fragments of an
+ * earlier multi-packet PUT of the same source (docs/routing.md, "Ordering").
+ */
 static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src)
 {
 	/* nputs is the torus size unless that is above PUTTRACK_MAX: no division then */
 	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 
+	if ((h->flags & DNP_PKT_F_FIRST) && (h->flags & DNP_PKT_F_LAST))
+		return h->offset == 0 && h->len == h->msg_len;
 	if (h->flags & DNP_PKT_F_FIRST) {
 		*t = (struct puttrack){ .src_id = src,
 					.msg_id = h->msg_id,

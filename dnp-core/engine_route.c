@@ -301,6 +301,47 @@ static void in_release(struct dnp_engine *e, unsigned in, unsigned vc, uint32_t 
 	engine_ack_mark(&e->links[in], e->now, false);
 }
 
+/*
+ * Adaptive routing (route.h): a single-packet message without a via may
+ * take a productive direction on an adaptive VC, the one with the most
+ * credit left (ties: the first direction, then the lower VC, so the lab
+ * stays deterministic). Returns true with *hop set when one can start now;
+ * false leaves the escape hop to the caller. Multi-packet messages keep to
+ * the escape network, so their packets stay in order (docs/routing.md,
+ * "Ordering").
+ */
+static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_hop *hop)
+{
+	const unsigned whole = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+	uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE];
+	uint32_t t_red = e->c.link.t_red, best_room = 0;
+	struct dnp_hop best = { 0 };
+
+	if ((p->h.flags & whole) != whole || p->h.via)
+		return false;
+	unsigned n = dnp_route_adaptive(&e->router, p->h.dst, dirs);
+	for (unsigned i = 0; i < n; i++) {
+		const struct dnp_link *l = e->links[dirs[i]].l;
+
+		if (!l || !engine_link_usable(e, dirs[i]) || dnp_link_state(l) != DNP_LINK_UP ||
+		    dnp_link_window_full(l))
+			continue;
+		for (unsigned vc = DNP_ROUTE_ADAPT_VC; vc < e->c.link.nvc; vc++) {
+			uint32_t est = dnp_link_estimate(l, vc);
+			uint32_t room = est + p->words <= t_red ? t_red - est : 0;
+
+			if (room > best_room) {
+				best_room = room;
+				best = (struct dnp_hop){ .dir = dirs[i], .vc = (uint8_t)vc };
+			}
+		}
+	}
+	if (!best_room || !dnp_link_can_start(e->links[best.dir].l, best.vc, p->words))
+		return false;
+	*hop = best;
+	return true;
+}
+
 /* Tries to move the head of input (dir, vc). Returns true on progress. */
 static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t now)
 {
@@ -348,8 +389,10 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	}
 	struct xlink *x = &e->links[hop.dir];
 	/* Nothing is queued on a link before it is UP: going UP restarts its counters. */
-	if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
-	    !dnp_link_can_start(x->l, hop.vc, p->words))
+	if (e->router.routing == DNP_ROUTING_ADAPTIVE && adaptive_hop(e, p, &hop))
+		e->st.adaptive_hops++;
+	else if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
+		 !dnp_link_can_start(x->l, hop.vc, p->words))
 		return false;
 	engine_q_pop(q);
 	if (in < DNP_NDIRS)

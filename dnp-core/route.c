@@ -147,6 +147,13 @@ static int hop_at(const struct dnp_router *r, struct dnp_coord self, struct dnp_
 		return -EHOSTUNREACH;
 	if (via & DNP_VIA_RSVD)
 		return -EINVAL;
+	if (phase2 && r->routing == DNP_ROUTING_ADAPTIVE) {
+		/* off an adaptive VC: the escape route starts here (no vias then) */
+		if (via & DNP_VIA_ON)
+			return -EINVAL;
+		phase2 = false;
+		fresh = true;
+	}
 	if (phase2 && !(via & DNP_VIA_ON))
 		return -EINVAL;
 	if ((via & DNP_VIA_ON) && !phase2) {
@@ -306,6 +313,8 @@ int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
 {
 	if (nvc < 1 || nvc > 4)
 		return -EINVAL;
+	if (r->routing == DNP_ROUTING_ADAPTIVE && nvc < DNP_ROUTE_ADAPT_MIN_VCS)
+		return -EINVAL;
 	r->nvc = (uint8_t)nvc;
 	if (++r->gen == 0)
 		r->gen = 1;
@@ -321,9 +330,10 @@ int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
  * if the path crosses a known broken cable (or with 'sick' a sick one), needs
  * a VC the links lack, or does not arrive.
  */
-static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t via, bool sick)
+static int simulate_from(const struct dnp_router *r, struct dnp_coord from, struct dnp_coord dst,
+			 uint16_t via, bool sick)
 {
-	struct dnp_coord cur = r->self;
+	struct dnp_coord cur = from;
 	unsigned in_dir = DNP_DIR_LOCAL, in_vc = 0;
 	unsigned limit = 2u * (r->torus.dim[0] + r->torus.dim[1] + r->torus.dim[2]) + 4;
 
@@ -332,7 +342,7 @@ static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t v
 
 		int f;
 
-		if (hop_at(r, cur, r->self, dst, via, in_dir, in_vc, &h) < 0)
+		if (hop_at(r, cur, from, dst, via, in_dir, in_vc, &h) < 0)
 			return -1;
 		if (h.dir == DNP_DIR_LOCAL)
 			return dnp_coord_eq(cur, dst) ? (int)hops : -1;
@@ -346,6 +356,11 @@ static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t v
 		in_vc = h.vc;
 	}
 	return -1;
+}
+
+static int simulate(const struct dnp_router *r, struct dnp_coord dst, uint16_t via, bool sick)
+{
+	return simulate_from(r, r->self, dst, via, sick);
 }
 
 /* Whether offset d on a ring of n names a distinct node (no aliasing). */
@@ -414,7 +429,7 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 		return pe->rc;
 	}
 	/* around sick cables too if a route does; around broken ones only if not */
-	bool vias = r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4;
+	bool vias = r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4 && r->routing == DNP_ROUTING_DOR;
 	if (r->n_sick &&
 	    (simulate(r, dst, 0, true) >= 0 || (vias && plan_via(r, dst, via, true) == 0)))
 		rc = 0;
@@ -429,4 +444,77 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 	pe->via = *via;
 	pe->rc = (int16_t)rc;
 	return rc;
+}
+
+/* ---------------------------------------------------------------- adaptive */
+
+int dnp_route_set_routing(struct dnp_router *r, unsigned routing)
+{
+	if (routing != DNP_ROUTING_DOR && routing != DNP_ROUTING_ADAPTIVE)
+		return -EINVAL;
+	if (routing == DNP_ROUTING_ADAPTIVE &&
+	    (r->vc_mode != DNP_VC_DATELINE || r->nvc < DNP_ROUTE_ADAPT_MIN_VCS))
+		return -EINVAL;
+	r->routing = (uint8_t)routing;
+	if (++r->gen == 0)
+		r->gen = 1; /* plans differ: adaptive mode plans no vias */
+	ver_bump(r);
+	return 0;
+}
+
+const char *dnp_routing_name(unsigned routing)
+{
+	return routing == DNP_ROUTING_DOR      ? "dor" :
+	       routing == DNP_ROUTING_ADAPTIVE ? "adaptive" :
+						 NULL;
+}
+
+int dnp_routing_parse(const char *name)
+{
+	if (name && !strcmp(name, "dor"))
+		return DNP_ROUTING_DOR;
+	if (name && !strcmp(name, "adaptive"))
+		return DNP_ROUTING_ADAPTIVE;
+	return -EINVAL;
+}
+
+/*
+ * Whether an adaptive hop from r->self in dir may be taken towards dst
+ * (route.h, dnp_route_adaptive): a sound cable, and with faults known a
+ * clean minimal escape route from the neighbour.
+ */
+static bool adaptive_ok(const struct dnp_router *r, struct dnp_coord dst, unsigned dir)
+{
+	if (!r->n_faults)
+		return true;
+	if (dnp_route_cable(r, r->self, dir) != DNP_CABLE_OK)
+		return false;
+	struct dnp_coord nb = dnp_torus_neighbour(&r->torus, r->self, (enum dnp_dir)dir);
+	int hops = simulate_from(r, nb, dst, 0, true);
+	return hops >= 0 && (unsigned)hops == dnp_torus_distance(&r->torus, nb, dst);
+}
+
+unsigned dnp_route_adaptive(const struct dnp_router *r, struct dnp_coord dst,
+			    uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE])
+{
+	unsigned n = 0;
+
+	if (r->routing != DNP_ROUTING_ADAPTIVE || !dnp_torus_contains(&r->torus, dst))
+		return 0;
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned len = r->torus.dim[k], a = coord_k(r->self, k), b = coord_k(dst, k);
+		int delta = dnp_torus_ring_delta(len, a, b);
+
+		if (!delta)
+			continue;
+		/* a tie (half the ring) is productive both ways */
+		bool plus = delta > 0;
+		bool minus = delta < 0 || 2u * (unsigned)delta == len;
+
+		if (plus && adaptive_ok(r, dst, 2 * k))
+			dirs[n++] = (uint8_t)(2 * k);
+		if (minus && adaptive_ok(r, dst, 2 * k + 1))
+			dirs[n++] = (uint8_t)(2 * k + 1);
+	}
+	return n;
 }

@@ -30,6 +30,20 @@
  * ones only when that fails. The same VC rules apply, so deadlock freedom is
  * that of the broken-cable detours.
  *
+ * Adaptive routing (docs/routing.md, "Adaptive routing"; dnp_route_set_routing):
+ * minimal adaptive routing made deadlock-free by an escape network, after
+ * Duato. The escape network is the dimension-ordered routing above on VCs
+ * 0/1 (dateline rule, ways round rings chosen around broken cables); VCs 2
+ * and up are adaptive: a packet there may take any productive direction
+ * (dnp_route_adaptive) and may always fall back to its escape hop, which a
+ * packet arriving on an adaptive VC computes as if it started at this node.
+ * Packets are forwarded whole (cut-through), so a packet on an adaptive VC
+ * holds no escape channel: the escape dependencies are those of escape
+ * routes starting at a source or after an adaptive hop, and their graph is
+ * acyclic (tests/test_route.c checks it with every adaptive choice). Two-
+ * phase detours need VCs 2/3, so adaptive mode plans none: what only a via
+ * reaches is unreachable there. Adaptive routing needs three VCs or more.
+ *
  * The tables are owned by the caller (fixed size, no allocation); one thread.
  */
 #ifndef DNP_ROUTE_H
@@ -43,6 +57,16 @@ enum dnp_vc_mode {
 	DNP_VC_DATELINE = 0,
 	DNP_VC_SINGLE = 1,
 };
+
+/* Routing modes (dnp_route_set_routing). */
+enum dnp_routing {
+	DNP_ROUTING_DOR = 0,      /* dimension-ordered (the DNP's, the default) */
+	DNP_ROUTING_ADAPTIVE = 1, /* minimal adaptive, DOR as the escape (VCs 0/1) */
+};
+
+#define DNP_ROUTE_ADAPT_VC 2u       /* the first adaptive VC in adaptive mode */
+#define DNP_ROUTE_ADAPT_MIN_VCS 3u  /* VCs adaptive mode needs: 2 escape, 1 adaptive */
+#define DNP_ROUTE_MAX_PRODUCTIVE 6u /* productive directions at most (ties in 3 rings) */
 
 #define DNP_ROUTE_MAX_FAULTS 64 /* broken cables a node keeps track of */
 #define DNP_ROUTE_PLAN_CACHE 64 /* planned detours remembered (direct-mapped) */
@@ -82,8 +106,9 @@ struct dnp_router {
 	struct dnp_torus torus;
 	struct dnp_coord self;
 	enum dnp_vc_mode vc_mode;
-	uint8_t nvc;  /* VCs the links carry: 4 allows two-phase detours */
-	uint32_t gen; /* bumped whenever the fault set changes (never 0) */
+	uint8_t nvc;     /* VCs the links carry: 4 allows two-phase detours */
+	uint8_t routing; /* enum dnp_routing */
+	uint32_t gen;    /* bumped whenever the fault set changes (never 0) */
 	/*
 	 * Bumped by every call that may change what dnp_route_step returns
 	 * (faults, VCs; never 0): a caller may keep a hop it
@@ -117,10 +142,12 @@ int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in
  * The same for a packet that may travel through a via (see above): src is
  * its source (the via may be relative to it), via its via code. A packet on
  * VC 0/1 with a via is in phase 1 until it reaches the via; on VC 2/3 it is
- * in phase 2. The hop may lead onto a broken cable when nothing better is
- * known; the caller checks its link.
+ * in phase 2. In adaptive mode VCs 2/3 are adaptive instead: a packet that
+ * arrived on one gets its escape hop as if injected here. The hop may lead
+ * onto a broken cable when nothing better is known; the caller checks its
+ * link.
  * Errors: -EHOSTUNREACH dst outside the torus; -EINVAL a malformed via code,
- * or a packet on VC 2/3 without a via.
+ * a packet on VC 2/3 without a via (DOR), or with one (adaptive).
  */
 int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
 		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out);
@@ -135,7 +162,10 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via);
 /* Errors: -EINVAL a malformed code. via 0 gives dst. */
 int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct dnp_coord dst,
 			uint16_t via, struct dnp_coord *out);
-/* The VCs the links carry (1..4; default 2). Errors: -EINVAL. */
+/*
+ * The VCs the links carry (1..4; default 2). Errors: -EINVAL (also fewer
+ * than adaptive routing needs while it is on).
+ */
 int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc);
 /*
  * Sets the state (enum dnp_cable_state) of the cable leaving node in dir.
@@ -152,6 +182,29 @@ static inline bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp
 {
 	return dnp_route_cable(r, node, dir) == DNP_CABLE_BROKEN;
 }
+/*
+ * Chooses the routing mode (enum dnp_routing). Adaptive mode needs the
+ * dateline VC mode and DNP_ROUTE_ADAPT_MIN_VCS VCs (set them first).
+ * Errors: -EINVAL an unknown mode, or adaptive with a single VC mode or too
+ * few VCs (the router is then unchanged).
+ */
+int dnp_route_set_routing(struct dnp_router *r, unsigned routing);
+/* "dor" or "adaptive" (NULL for another value). */
+const char *dnp_routing_name(unsigned routing);
+/* The mode a name gives ("dor", "adaptive"). Errors: -EINVAL an unknown name. */
+int dnp_routing_parse(const char *name);
+/*
+ * The productive (minimal) directions from r->self towards dst that an
+ * adaptive hop may take, in dirs[] (direction order, X+ first): each
+ * shortens the distance to dst, its cable is neither broken nor sick, and
+ * when faults are known the escape route from the neighbour it leads to is
+ * clear of them and minimal (so that adaptive hops never lead a packet
+ * where only a longer way or a via remains). Returns the count (0 in DOR
+ * mode, at dst, or for dst outside the torus). The caller picks one and an
+ * adaptive VC (DNP_ROUTE_ADAPT_VC .. nvc-1), or takes the escape hop.
+ */
+unsigned dnp_route_adaptive(const struct dnp_router *r, struct dnp_coord dst,
+			    uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE]);
 /* Forgets every fault. */
 void dnp_route_clear_faults(struct dnp_router *r);
 

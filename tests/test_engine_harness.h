@@ -128,6 +128,7 @@ static const struct dnp_mem_ops ops_flush = { .read = mem_read,
 static uint64_t t_cmd, t_reasm, t_deliver; /* the engine's timeouts (0 = none) */
 static uint64_t t_query;                   /* query_timeout (0 = no outcome queries) */
 static uint64_t t_sick_hold;               /* sick_hold (0 = a sick link is let go at once) */
+static uint8_t routing, nvcs;              /* enum dnp_routing, link VCs (0: the default) */
 static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
 static int pool_node = -1;                 /* this node gets the pools below */
@@ -159,6 +160,9 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	c.deliver_timeout = t_deliver;
 	c.query_timeout = t_query;
 	c.sick_hold = t_sick_hold;
+	c.routing = routing;
+	if (nvcs)
+		c.link.nvc = nvcs;
 	if (evq_slots && i == evq_node)
 		c.event_queue = evq_slots;
 	if ((int)i == pool_node) {
@@ -203,6 +207,7 @@ static int teardown(void **state)
 	ack_delay = 0;
 	reset_period = 0;
 	t_cmd = t_reasm = t_deliver = t_query = t_sick_hold = 0;
+	routing = nvcs = 0;
 	evq_slots = 0;
 	evq_node = 1;
 	pool_node = -1;

@@ -3,8 +3,9 @@
  * test_engine_sick — links LO|FA|MO judged sick (dnp_engine_link_sick): the
  * torus learns the sick cable from ROUTE packets and routes round it where a
  * way exists, uses it where none does, and lets it go only after the hold,
- * a hold that doubles when the link turns sick again soon after. Engines on
- * an X ring wired frame by frame (test_engine_harness.h).
+ * a hold that doubles when the link turns sick again soon after; adaptive
+ * routing on the same ring (its choice, its escape, broken cables). Engines
+ * on an X ring wired frame by frame (test_engine_harness.h).
  */
 #include "test_engine_harness.h"
 
@@ -110,11 +111,83 @@ static void test_engine_sick_link_hold(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[0].e)->sick_avoided, 2);
 }
 
+/* A PUT of len bytes from src to dst (port 0 both); returns the hops it took. */
+static unsigned put_to(unsigned src, unsigned dst, uint32_t key, size_t len, unsigned tag)
+{
+	struct dnp_event ev;
+
+	fill(nodes[src].mem[0], len, (uint8_t)(tag + 1));
+	struct dnp_cmd c = put_cmd(dst, 0, BASE, BASE + 8192 * src, key, len, tag);
+	assert_int_equal(dnp_engine_submit(nodes[src].e, 0, &c, now), 0);
+	ev = expect_event_nolink(dst, 0, 5000, DNP_EV_RX_PUT);
+	assert_memory_equal(nodes[dst].mem[0] + 8192 * src, nodes[src].mem[0], len);
+	unsigned hops = ev.hops;
+	ev = expect_event_nolink(src, 0, 5000, DNP_EV_TX_DONE);
+	assert_int_equal(ev.status, 0);
+	return hops;
+}
+
+static uint64_t tx_on(unsigned node, unsigned dir, unsigned vc)
+{
+	return dnp_engine_link_stats(nodes[node].e, dir)->vc[vc].tx_packets;
+}
+
+/*
+ * Adaptive routing (route.h) on a ring of 4 with 4 VCs. The source sends on
+ * its escape hop (commands are queued per output link at submission); the
+ * next node forwards a one-packet PUT on an adaptive VC (2, the first with
+ * the most credit), and the packets of a multi-packet PUT on the escape VC
+ * (0). With the cable 0-1 broken, 0 -> 2 goes X- and node 3 forwards it
+ * adaptively, never towards the broken cable. Two VCs are refused.
+ */
+static void test_engine_adaptive_ring(void **state)
+{
+	struct dnp_engine *e;
+	struct dnp_engine_conf c;
+
+	routing = DNP_ROUTING_ADAPTIVE;
+	nvcs = 4;
+	setup_nodes(4);
+	uint32_t key;
+	assert_int_equal(
+		dnp_engine_register(nodes[2].e, 0, BASE, 65536, DNP_BUF_PUT_TARGET, 0, &key), 0);
+	pump(100);
+	assert_int_equal(put_to(0, 2, key, 1000, 1), 2);
+	assert_int_equal(tx_on(0, DNP_DIR_XP, 0), 1);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->adaptive_hops, 1);
+	assert_int_equal(tx_on(1, DNP_DIR_XP, 2), 1);
+	assert_int_equal(tx_on(1, DNP_DIR_XP, 0) + tx_on(1, DNP_DIR_XP, 1), 0);
+	/* 3 packets, all on the escape route (X+, VC 0) */
+	assert_int_equal(put_to(0, 2, key, 3 * DNP_MAX_PAYLOAD, 2), 2);
+	assert_int_equal(dnp_engine_stats(nodes[1].e)->adaptive_hops, 1);
+	assert_int_equal(tx_on(1, DNP_DIR_XP, 0), 3);
+	/* the cable 0-1 broken: the other way round, adaptive at node 3 */
+	dnp_engine_link_down(nodes[0].e, DNP_DIR_XP, now);
+	dnp_engine_link_down(nodes[1].e, DNP_DIR_XM, now);
+	pump(200);
+	uint64_t adaptive_xm = tx_on(3, DNP_DIR_XM, 2); /* ROUTE packets to node 2 may be there */
+	uint64_t escape_xm = tx_on(3, DNP_DIR_XM, 0) + tx_on(3, DNP_DIR_XM, 1);
+	assert_int_equal(put_to(0, 2, key, 1000, 3), 2);
+	assert_true(tx_on(3, DNP_DIR_XM, 2) > adaptive_xm);
+	assert_int_equal(tx_on(3, DNP_DIR_XM, 0) + tx_on(3, DNP_DIR_XM, 1), escape_xm);
+	assert_int_equal(tx_on(0, DNP_DIR_XP, 0), 4);
+	/* too few VCs */
+	dnp_engine_conf_default(&c);
+	dnp_torus_init(&c.torus, 4, 1, 1);
+	c.mem = &ops;
+	c.routing = DNP_ROUTING_ADAPTIVE;
+	assert_int_equal(dnp_engine_create(&c, now, &e), -EINVAL);
+	c.link.nvc = 3;
+	assert_int_equal(dnp_engine_create(&c, now, &e), 0);
+	dnp_engine_destroy(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_engine_sick_link_avoided, teardown),
 		cmocka_unit_test_teardown(test_engine_sick_link_hold, teardown),
+		cmocka_unit_test_teardown(test_engine_adaptive_ring, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

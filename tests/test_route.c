@@ -2,7 +2,8 @@
 /*
  * Unit tests for dnp-core/route: known-answer paths, reachability in exactly
  * the torus distance, the channel-dependency-graph proof that dateline VCs are
- * deadlock-free (and that a single VC is not), detours round broken and sick cables.
+ * deadlock-free (and that a single VC is not), detours round broken and sick cables,
+ * and the escape network of adaptive routing with every adaptive choice.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -849,6 +850,206 @@ static void test_route_cable_table(void **state)
 	assert_int_equal(r.n_faults, DNP_ROUTE_MAX_FAULTS);
 }
 
+/* ------------------------------------------------------------ adaptive */
+
+/*
+ * Adaptive routing (route.h, docs/routing.md "Adaptive routing"), after
+ * Duato: the escape network (VCs 0/1) must reach every destination from
+ * every state an adaptive packet can be in, and its channel dependency
+ * graph must be acyclic. The DNP forwards whole packets (virtual
+ * cut-through), so a packet on an adaptive VC holds no escape channel: the
+ * escape dependencies are those of escape routes that start at a source
+ * (fresh) or at the node an adaptive hop led to (arriving on an adaptive
+ * VC), each followed until its destination. Every adaptive choice of every
+ * node for every destination is checked: a productive direction, never over
+ * a broken or sick cable, and the escape route from where it leads is clear
+ * of broken cables and minimal.
+ */
+struct astats {
+	unsigned pairs, unreachable, choices, escape_walks;
+};
+
+/* Every router of n in adaptive mode. */
+static void fnet_adaptive(struct fnet *n)
+{
+	for (uint32_t id = 0; id < n->size; id++)
+		assert_int_equal(dnp_route_set_routing(&n->r[id], DNP_ROUTING_ADAPTIVE), 0);
+}
+
+/*
+ * The escape route from cur, entered from in_dir on in_vc, to dst, adding
+ * its dependencies (the first hop's too, from 'prev' when it is an escape
+ * channel, else none). Returns its hop count, or -1 if it crosses a broken
+ * cable.
+ */
+static int escape_walk(struct fnet *n, uint32_t cur, uint32_t dst, unsigned in_dir, unsigned in_vc)
+{
+	struct dnp_coord s = dnp_torus_coord(&n->t, cur), d = dnp_torus_coord(&n->t, dst);
+	int prev = -1, hops = 0;
+
+	for (;;) {
+		struct dnp_hop h;
+		struct dnp_coord c = dnp_torus_coord(&n->t, cur);
+
+		assert_int_equal(dnp_route_step(&n->r[cur], s, d, 0, in_dir, in_vc, &h), 0);
+		if (h.dir == DNP_DIR_LOCAL) {
+			assert_int_equal(cur, dst);
+			return hops;
+		}
+		assert_true(h.vc < DNP_ROUTE_ADAPT_VC); /* the escape network: VCs 0/1 */
+		if (dnp_route_cable_broken(&n->r[cur], c, h.dir))
+			return -1;
+		assert_true(hops < MAX_PATH);
+		if (prev >= 0)
+			n->out[prev] |= 1u << (h.dir * NVC4 + h.vc);
+		prev = (int)fchan(cur, h.dir, h.vc);
+		hops++;
+		cur = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, c, h.dir));
+		in_dir = dnp_torus_opposite(h.dir);
+		in_vc = h.vc;
+	}
+}
+
+/* Checks node m's adaptive choices for dst, walking the escape route from each. */
+static void adaptive_choices(struct fnet *n, uint32_t m, uint32_t dst, struct astats *st)
+{
+	struct dnp_coord c = dnp_torus_coord(&n->t, m), d = dnp_torus_coord(&n->t, dst);
+	uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE];
+	unsigned k = dnp_route_adaptive(&n->r[m], d, dirs);
+	unsigned dist = dnp_torus_distance(&n->t, c, d);
+
+	assert_true(k <= DNP_ROUTE_MAX_PRODUCTIVE);
+	for (unsigned i = 0; i < k; i++) {
+		struct dnp_coord nb = dnp_torus_neighbour(&n->t, c, dirs[i]);
+		uint32_t nid = dnp_torus_id(&n->t, nb);
+
+		assert_true(i == 0 || dirs[i] > dirs[i - 1]);
+		assert_int_equal(dnp_route_cable(&n->r[m], c, dirs[i]), DNP_CABLE_OK);
+		assert_int_equal(dnp_torus_distance(&n->t, nb, d), dist - 1);
+		/* the escape from an adaptive VC: clear of faults, minimal */
+		assert_int_equal(
+			escape_walk(n, nid, dst, dnp_torus_opposite(dirs[i]), DNP_ROUTE_ADAPT_VC),
+			(int)dist - 1);
+		st->choices++;
+		st->escape_walks++;
+	}
+}
+
+/*
+ * All pairs under the current faults (dead: a dead node or UINT32_MAX):
+ * escape routes from every live source that has one (the source's plan is
+ * direct; adaptive mode plans no vias), every adaptive choice, and the
+ * escape network's dependency graph is acyclic.
+ */
+static void adaptive_check(struct fnet *n, uint32_t dead, struct astats *st)
+{
+	memset(n->out, 0, (size_t)n->size * DNP_NDIRS * NVC4 * sizeof(*n->out));
+	for (uint32_t s = 0; s < n->size; s++)
+		for (uint32_t d = 0; d < n->size; d++) {
+			uint16_t via = 1;
+
+			if (s == dead || d == dead || s == d)
+				continue;
+			int prc = dnp_route_plan(&n->r[s], dnp_torus_coord(&n->t, d), &via);
+			assert_int_equal(via, 0);
+			int hops = escape_walk(n, s, d, DNP_DIR_LOCAL, 0);
+			/* the plan is direct exactly when the escape route gets there */
+			assert_int_equal(prc == 0, hops >= 0);
+			st->pairs += hops >= 0;
+			st->unreachable += hops < 0;
+			st->escape_walks++;
+			adaptive_choices(n, s, d, st);
+		}
+	assert_false(fnet_cyclic(n));
+}
+
+static void test_route_adaptive_modes(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 2);
+	struct dnp_router *r = &n->r[0];
+	uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE];
+	struct dnp_hop h;
+
+	/* refused with two VCs or a single VC mode; DOR is the default */
+	assert_int_equal(r->routing, DNP_ROUTING_DOR);
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_ADAPTIVE), -EINVAL);
+	assert_int_equal(dnp_route_set_routing(r, 7), -EINVAL);
+	assert_int_equal(dnp_route_adaptive(r, C(1, 1, 0), dirs), 0);
+	assert_int_equal(dnp_route_set_vcs(r, 3), 0);
+	r->vc_mode = DNP_VC_SINGLE;
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_ADAPTIVE), -EINVAL);
+	r->vc_mode = DNP_VC_DATELINE;
+	uint32_t ver = r->ver;
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_ADAPTIVE), 0);
+	assert_true(r->ver != ver);
+	assert_int_equal(dnp_route_set_vcs(r, 2), -EINVAL);
+	assert_int_equal(dnp_routing_parse("adaptive"), DNP_ROUTING_ADAPTIVE);
+	assert_int_equal(dnp_routing_parse("dor"), DNP_ROUTING_DOR);
+	assert_int_equal(dnp_routing_parse("Adaptive"), -EINVAL);
+	assert_string_equal(dnp_routing_name(DNP_ROUTING_ADAPTIVE), "adaptive");
+	assert_null(dnp_routing_name(2));
+	/* 0,0,0 -> 1,2,3: X+, Y+ and Y- (a tie), Z- */
+	assert_int_equal(dnp_route_adaptive(r, C(1, 2, 3), dirs), 4);
+	assert_int_equal(dirs[0], DNP_DIR_XP);
+	assert_int_equal(dirs[1], DNP_DIR_YP);
+	assert_int_equal(dirs[2], DNP_DIR_YM);
+	assert_int_equal(dirs[3], DNP_DIR_ZM);
+	assert_int_equal(dnp_route_adaptive(r, C(0, 0, 0), dirs), 0);
+	/* a broken X+ cable is never an adaptive choice */
+	assert_int_equal(dnp_route_set_cable(r, C(0, 0, 0), DNP_DIR_XP, DNP_CABLE_BROKEN), 0);
+	assert_int_equal(dnp_route_adaptive(r, C(1, 2, 3), dirs), 3);
+	assert_int_equal(dirs[0], DNP_DIR_YP);
+	/* off an adaptive VC the escape route starts afresh: 2,0,0 -> 0,0,0 goes X+ over the wrap */
+	struct dnp_router r2;
+	assert_int_equal(dnp_route_init(&r2, &n->t, C(3, 0, 0), DNP_VC_DATELINE), 0);
+	assert_int_equal(dnp_route_set_vcs(&r2, 4), 0);
+	assert_int_equal(dnp_route_set_routing(&r2, DNP_ROUTING_ADAPTIVE), 0);
+	assert_int_equal(dnp_route_step(&r2, C(3, 0, 0), C(1, 0, 0), 0, DNP_DIR_XM, 3, &h), 0);
+	assert_int_equal(h.dir, DNP_DIR_XP);
+	assert_int_equal(h.vc, 1);
+	assert_int_equal(dnp_route_step(&r2, C(3, 0, 0), C(3, 1, 0), 0, DNP_DIR_XM, 2, &h), 0);
+	assert_int_equal(h.dir, DNP_DIR_YP);
+	assert_int_equal(h.vc, 0);
+	/* no vias in adaptive mode, and a via on an adaptive VC is refused */
+	assert_int_equal(
+		dnp_route_step(&r2, C(0, 0, 0), C(3, 1, 0), DNP_VIA_ON | 1u, DNP_DIR_XM, 2, &h),
+		-EINVAL);
+	fnet_free(n);
+}
+
+/* Every single cable and node failure of 4x4x4, four VCs (2 escape, 2 adaptive). */
+static void test_route_adaptive_every_failure_4x4x4(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 4);
+	struct astats st = { 0 };
+
+	fnet_adaptive(n);
+	adaptive_check(n, UINT32_MAX, &st);
+	assert_int_equal(st.pairs, 64u * 63);
+	assert_int_equal(st.unreachable, 0);
+	for (uint32_t node = 0; node < n->size; node++)
+		for (unsigned dim = 0; dim < 3; dim++) {
+			fnet_cable(n, node, 2 * dim, true);
+			adaptive_check(n, UINT32_MAX, &st);
+			fnet_cable(n, node, 2 * dim, false);
+		}
+	/* one broken cable: the other way round its ring always exists */
+	assert_int_equal(st.unreachable, 0);
+	unsigned pairs_links = st.pairs;
+	for (uint32_t node = 0; node < n->size; node++) {
+		fnet_node(n, node, true);
+		adaptive_check(n, node, &st);
+		fnet_node(n, node, false);
+	}
+	assert_true(st.choices > st.pairs);
+	print_message("4x4x4 adaptive: %u routes with single cable failures, %u with single node "
+		      "failures (%u pairs only a via reaches), %u adaptive choices, %u escape "
+		      "routes walked\n",
+		      pairs_links, st.pairs - pairs_links, st.unreachable, st.choices,
+		      st.escape_walks);
+	fnet_free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -870,6 +1071,8 @@ int main(void)
 		cmocka_unit_test(test_route_detour_sample_8x8x8),
 		cmocka_unit_test(test_route_detour_every_pair_3x3x3),
 		cmocka_unit_test(test_route_detour_pairs_sample_4x4x4),
+		cmocka_unit_test(test_route_adaptive_modes),
+		cmocka_unit_test(test_route_adaptive_every_failure_4x4x4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include "dnp_version.h"
 #include "dnpd.h"
 #include "pkt.h"
+#include "route.h"
 #include "transport.h"
 
 /* The log from here on: standard error, the level asked, this node's id and coordinates. */
@@ -114,6 +115,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  --vcs N                  virtual channels per link, 2..%u (default %u);\n"
 		"                           neighbours must use the same N\n"
+		"  --routing dor|adaptive   dimension-ordered (default), or minimal adaptive\n"
+		"                           with DOR on VCs 0/1 as the escape (3+ VCs; every\n"
+		"                           node of the torus the same; docs/routing.md)\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -165,6 +169,17 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 	memcpy(c->addr_local[dir], v, n);
 	c->addr_local[dir][n] = 0;
 	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
+}
+
+/* Key routing: dor or adaptive (route.h, enum dnp_routing). */
+static int dnpd_set_routing(struct dnpd_conf *c, const char *v)
+{
+	int m = dnp_routing_parse(v);
+
+	if (m < 0)
+		return -EINVAL;
+	c->routing = (unsigned)m;
+	return 0;
 }
 
 int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
@@ -276,6 +291,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
+	if (!strcmp(key, "routing"))
+		return dnpd_set_routing(c, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
@@ -308,6 +325,7 @@ enum {
 	OPT_VERBS_DEV,
 	OPT_GID_INDEX,
 	OPT_PCAP,
+	OPT_ROUTING,
 };
 
 static const struct option dnpd_opts[] = {
@@ -332,6 +350,7 @@ static const struct option dnpd_opts[] = {
 	{ "verbs-dev", required_argument, NULL, OPT_VERBS_DEV },
 	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
 	{ "pcap", required_argument, NULL, OPT_PCAP },
+	{ "routing", required_argument, NULL, OPT_ROUTING },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -360,8 +379,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_VERBS_DEV - OPT_TORUS] = "verbs_dev",
 	[OPT_GID_INDEX - OPT_TORUS] = "gid_index",
 	[OPT_PCAP - OPT_TORUS] = "pcap",
+	[OPT_ROUTING - OPT_TORUS] = "routing",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_PCAP - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ROUTING - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -396,7 +416,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_PCAP) {
+		if (opt < OPT_TORUS || opt > OPT_ROUTING) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
@@ -427,6 +447,13 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 	    c->udp_base_port + (uint64_t)dnp_torus_size(&c->torus) * 8u > 65536u) {
 		fprintf(stderr, "dnpd: --udp-base-port %u leaves no room for %u nodes\n",
 			c->udp_base_port, dnp_torus_size(&c->torus));
+		return -EINVAL;
+	}
+	if (c->routing == DNP_ROUTING_ADAPTIVE && c->vcs < DNP_ROUTE_ADAPT_MIN_VCS) {
+		fprintf(stderr,
+			"dnpd: routing adaptive needs %u VCs or more (2 escape VCs and an "
+			"adaptive one), not %u\n",
+			DNP_ROUTE_ADAPT_MIN_VCS, c->vcs);
 		return -EINVAL;
 	}
 	dnpd_log_start(c);

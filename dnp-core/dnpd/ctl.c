@@ -203,10 +203,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 es->cmpl_frames, dnp_engine_pending(d->e), es->rx_nobuf);
 	dnpd_out(&o,
 		 "routes broken_cables %u sick_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
-		 " route_changes %" PRIu64 " route_overflow %" PRIu64 " sick_avoided %" PRIu64 "\n",
+		 " route_changes %" PRIu64 " route_overflow %" PRIu64 " sick_avoided %" PRIu64
+		 " adaptive_hops %" PRIu64 "\n",
 		 (unsigned)(dnp_engine_router(d->e)->n_faults - dnp_engine_router(d->e)->n_sick),
 		 (unsigned)dnp_engine_router(d->e)->n_sick, es->route_tx, es->route_rx,
-		 es->route_changes, es->route_overflow, es->sick_avoided);
+		 es->route_changes, es->route_overflow, es->sick_avoided, es->adaptive_hops);
 	dnpd_out(&o,
 		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n",

@@ -47,6 +47,8 @@ static void usage(FILE *f)
 		"  --vcs 1..4             virtual channels (4, as dnpd); 1 = no dateline (can\n"
 		"                         deadlock); 2 = the hardware's two dateline VCs; 4 lets\n"
 		"                         detours go through an intermediate node\n"
+		"  --routing dor|adaptive dimension-ordered (dor), or minimal adaptive with DOR on\n"
+		"                         VCs 0/1 as the escape (needs --vcs 3 or 4; docs/routing.md)\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities,\n"
 		"                         0..1 or N%%\n"
 		"  --impair SPEC          the same in dnpd's spelling: loss=N%%,corrupt=N%%,dup=N%%,\n"
@@ -112,6 +114,7 @@ enum {
 	OPT_CREDIT_TIMEOUT_MS,
 	OPT_CMD_TIMEOUT_MS,
 	OPT_LINK_MHZ,
+	OPT_ROUTING,
 };
 
 static const struct option run_opts[] = {
@@ -155,6 +158,7 @@ static const struct option run_opts[] = {
 	{ "credit-timeout-ms", required_argument, NULL, OPT_CREDIT_TIMEOUT_MS },
 	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT_MS },
 	{ "link-mhz", required_argument, NULL, OPT_LINK_MHZ },
+	{ "routing", required_argument, NULL, OPT_ROUTING },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -342,6 +346,11 @@ static int opt_link(struct run_args *a, int opt, const char *arg)
 	case OPT_VCS:
 		ret = parse_u32(arg, &a->vcs);
 		return !ret && (a->vcs < 1 || a->vcs > DNP_MAX_VC) ? -EINVAL : ret;
+	case OPT_ROUTING:
+		ret = dnp_routing_parse(arg);
+		if (ret >= 0)
+			a->c.routing = (uint8_t)ret;
+		return ret < 0 ? ret : 0;
 	case OPT_RTO:
 		return parse_u64(arg, &l->rto);
 	case OPT_CREDIT_TIMEOUT:
@@ -543,6 +552,13 @@ static int cmd_run(int argc, char **argv)
 	if (ret || done)
 		return ret;
 	run_derive(&a);
+	if (a.c.routing == DNP_ROUTING_ADAPTIVE && a.vcs < DNP_ROUTE_ADAPT_MIN_VCS) {
+		fprintf(stderr,
+			"dnp-lab: --routing adaptive needs --vcs %u or more (2 escape VCs and "
+			"an adaptive one), not %u\n",
+			DNP_ROUTE_ADAPT_MIN_VCS, a.vcs);
+		return 2;
+	}
 	ret = dnp_lab_create(&a.c, &lab);
 	if (ret) {
 		fprintf(stderr, "dnp-lab: cannot set up the lab: %s\n", strerror(-ret));

@@ -348,6 +348,7 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.self = nd->c;
 		ec.link = c->link;
 		ec.vc_mode = c->vc_mode;
+		ec.routing = c->routing;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;

@@ -92,6 +92,7 @@ struct dnp_lab_conf {
 	 * dnp_lab_create; stall_limit 0 likewise. */
 	struct dnp_link_conf link;
 	uint8_t vc_mode;       /* enum dnp_vc_mode */
+	uint8_t routing;       /* enum dnp_routing: DOR (default) or adaptive (3+ VCs) */
 	uint32_t max_commands; /* outstanding commands per node */
 	uint32_t event_queue;
 	uint64_t cmd_timeout;

@@ -75,6 +75,7 @@ void lab_finish(struct dnp_lab *lab)
 		r->engine.route_tx += s->route_tx;
 		r->engine.route_rx += s->route_rx;
 		r->engine.route_changes += s->route_changes;
+		r->engine.adaptive_hops += s->adaptive_hops;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
 			const struct dnp_link_stats *ls;
 
@@ -227,6 +228,7 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("detoured", r->detoured);
 	K("excused", r->excused);
 	K("route_changes", r->engine.route_changes);
+	K("adaptive_hops", r->engine.adaptive_hops);
 	K("last_route_change", r->last_route_change);
 #undef K
 	return n;
