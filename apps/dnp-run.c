@@ -215,7 +215,7 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 	case 'R':
 		r->drill = true;
 		return 1;
-	case 'G': {
+	case 'Y': {
 		char *end;
 		unsigned long g = strtoul(arg, &end, 10);
 
@@ -411,7 +411,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "no-lofamo", no_argument, NULL, 'L' },
 		{ "lofamo-arg", required_argument, NULL, 'A' },
 		{ "drill", no_argument, NULL, 'R' },
-		{ "lofamo-groups", required_argument, NULL, 'G' },
+		{ "lofamo-groups", required_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "output", required_argument, NULL, 'O' },
@@ -424,7 +424,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 
 	run_defaults(r);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RG:X:J:hVO:QF", lo,
+	while ((c = getopt_long(argc, argv, "+:t:T:d:o:u:kp:i:a:KvNB:D:S:E:PLA:RG:Y:X:J:hVO:QF", lo,
 				NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
