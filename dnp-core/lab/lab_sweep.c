@@ -71,6 +71,7 @@ struct sweep {
 	unsigned fw;   /* its frame in words */
 	unsigned vcs;
 	uint32_t bw;
+	uint8_t credit_model; /* enum dnp_credit_model: the lab's default is the hardware's */
 	uint32_t hotspot, hot[SW_MAX_HOT];
 	unsigned nhot;
 	uint64_t warm, measure, seed;
@@ -450,6 +451,7 @@ static void sw_lab_conf(const struct sweep *s, struct dnp_lab_conf *c)
 	c->seed = s->seed;
 	c->link.nvc = (uint8_t)s->vcs;
 	c->vc_mode = DNP_VC_DATELINE;
+	c->link.credit_model = s->credit_model;
 	/* a run ends when all is delivered; past saturation the backlog drains
 	 * slower than it came, so allow it many windows */
 	c->max_time = 40 * (s->warm + s->measure) + 1000000;
@@ -633,6 +635,7 @@ static void sw_usage(FILE *f)
 		"  --size BYTES         payload of a message, one packet (256)\n"
 		"  --vcs N              virtual channels (2, the hardware's dateline pair)\n"
 		"  --bw W               link words per time unit (1)\n"
+		"  --credit-model hw|exact  credit interpretation (hw, the lab's; dnp-core/link.h)\n"
 		"  --loads LIST         offered loads, fractions of the ideal\n"
 		"                       (0.1,0.2,...,1.0,1.1,1.2)\n"
 		"  --warm T --measure T warm-up and measurement windows (3000, 6000)\n"
@@ -708,6 +711,7 @@ static void sw_defaults(struct sweep *s)
 	s->size = 256;
 	s->vcs = 2;
 	s->bw = 1;
+	s->credit_model = DNP_CREDIT_HW;
 	s->warm = 3000;
 	s->measure = 6000;
 	s->seed = 1;
@@ -744,6 +748,7 @@ enum {
 	SW_OPT_MEASURE,
 	SW_OPT_SEED,
 	SW_OPT_NOPLOT,
+	SW_OPT_CREDIT,
 	SW_OPT_HELP,
 };
 
@@ -760,6 +765,7 @@ static const struct option sw_opts[] = {
 	{ "measure", required_argument, NULL, SW_OPT_MEASURE },
 	{ "seed", required_argument, NULL, SW_OPT_SEED },
 	{ "no-plot", no_argument, NULL, SW_OPT_NOPLOT },
+	{ "credit-model", required_argument, NULL, SW_OPT_CREDIT },
 	{ "help", no_argument, NULL, SW_OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -805,6 +811,11 @@ static int sw_option(struct sweep *s, int o, const char *arg)
 		return sw_parse_u64(arg, 0, UINT64_MAX, &s->seed);
 	case SW_OPT_NOPLOT:
 		s->plot = false;
+		return 0;
+	case SW_OPT_CREDIT:
+		if (strcmp(arg, "hw") && strcmp(arg, "exact"))
+			return -EINVAL;
+		s->credit_model = strcmp(arg, "hw") ? DNP_CREDIT_EXACT : DNP_CREDIT_HW;
 		return 0;
 	case SW_OPT_HELP:
 		sw_usage(stdout);
@@ -880,10 +891,12 @@ static int sw_all(struct sweep *s)
 {
 	double sat[SW_NCONFIGS][SW_NPAT] = { { 0 } }, ideal[SW_NCONFIGS][SW_NPAT] = { { 0 } };
 
-	printf("dnp-lab sweep: %ux%ux%u, %u-byte payload = %u-word packets, %u VCs, bw %u, "
-	       "windows %" PRIu64 " + %" PRIu64 " units, hot spot node %u with %u senders\n",
+	printf("dnp-lab sweep: %ux%ux%u, %u-byte payload = %u-word packets, %u VCs, bw %u, %s "
+	       "credits, windows %" PRIu64 " + %" PRIu64 " units, hot spot node %u with %u "
+	       "senders\n",
 	       s->torus.dim[0], s->torus.dim[1], s->torus.dim[2], s->size, s->fw, s->vcs, s->bw,
-	       s->warm, s->measure, s->hotspot, s->nhot);
+	       s->credit_model == DNP_CREDIT_HW ? "hw" : "exact", s->warm, s->measure, s->hotspot,
+	       s->nhot);
 	for (unsigned k = 0; k < SW_NCONFIGS; k++) {
 		for (unsigned p = 0; p < SW_NPAT; p++) {
 			int ret;
