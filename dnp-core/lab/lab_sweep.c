@@ -727,8 +727,8 @@ static void sw_defaults(struct sweep *s)
 static void sw_quick(struct sweep *s)
 {
 	dnp_torus_init(&s->torus, 4, 4, 4);
-	s->warm = 300;
-	s->measure = 900;
+	s->warm = 250;
+	s->measure = 700;
 	s->loads[0] = 0.4;
 	s->loads[1] = 0.8;
 	s->nloads = 2;
