@@ -28,6 +28,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: dnp-lab run [options]\n"
 		"       dnp-lab efficiency [options]\n"
+		"       dnp-lab sweep [options]  synthetic patterns, offered-load ladder\n"
 		"       dnp-lab --help | --version\n"
 		"run options:\n"
 		"  --torus XxYxZ          torus size (2x2x2)\n"
@@ -591,6 +592,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "efficiency"))
 		return dnp_lab_efficiency_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sweep"))
+		return dnp_lab_sweep_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;

@@ -406,6 +406,13 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 	}
 	if (conf->nfaults > DNP_LAB_MAX_FAULTS)
 		return -EINVAL;
+	for (uint32_t i = 0; conf->plan && i < conf->nplan; i++) {
+		const struct dnp_lab_plan_msg *p = &conf->plan[i];
+
+		if (p->src >= dnp_torus_size(&conf->torus) ||
+		    p->dst >= dnp_torus_size(&conf->torus) || p->src == p->dst)
+			return -EINVAL;
+	}
 	for (unsigned i = 0; i < conf->nfaults; i++)
 		if (conf->faults[i].node >= dnp_torus_size(&conf->torus) ||
 		    conf->faults[i].dir >= DNP_NDIRS || conf->faults[i].kind > DNP_LAB_REVIVE)

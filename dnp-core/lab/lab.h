@@ -85,6 +85,17 @@ enum dnp_lab_pattern {
 	DNP_LAB_SHIFT = 4,      /* every node to (x+sx, y+sy, z+sz) */
 };
 
+/*
+ * One message of an explicit traffic plan (conf.plan, used by the sweep,
+ * dnp-core/lab/lab_sweep.c): a PUT of size bytes from src to dst (src !=
+ * dst), submitted no earlier than time 'release'. Per source, releases must
+ * not decrease along the plan (messages are submitted in plan order).
+ */
+struct dnp_lab_plan_msg {
+	uint32_t src, dst, size;
+	uint64_t release;
+};
+
 struct dnp_lab_conf {
 	struct dnp_torus torus;
 	/* engine settings (from dnp_engine_conf_default). link.rto, credit_timeout
@@ -121,6 +132,10 @@ struct dnp_lab_conf {
 	unsigned count;   /* repetitions (random: messages per node per size) */
 	unsigned hotspot; /* node id */
 	int shift[3];
+	/* explicit plan (NULL: the pattern above): replaces pattern, sizes and
+	 * count; the caller keeps it alive until dnp_lab_create returns */
+	const struct dnp_lab_plan_msg *plan;
+	uint32_t nplan;
 	/* run control */
 	uint64_t max_time;    /* stop with -ETIME after this */
 	uint64_t stall_limit; /* no progress for this long -> -EDEADLK */
@@ -218,6 +233,7 @@ struct dnp_lab_msg_info {
 	unsigned completions, rx_events;
 	uint64_t written;              /* bytes the target's memory saw written */
 	uint64_t submitted, completed; /* times; UINT64_MAX if not (yet) */
+	uint64_t released, received;   /* plan release (0 without a plan), first RX event */
 };
 
 uint32_t dnp_lab_nodes(const struct dnp_lab *lab);
@@ -235,5 +251,7 @@ uint64_t dnp_lab_now(const struct dnp_lab *lab);
  */
 int dnp_lab_efficiency_main(int argc, char **argv);
 int dnp_lab_efficiency_run(int rule, unsigned fifo_x, double *measured, double *model);
+/* Synthetic-pattern sweep (dnp-core/lab/lab_sweep.c, docs/lab.md "Sweep"): exit status. */
+int dnp_lab_sweep_main(int argc, char **argv);
 
 #endif

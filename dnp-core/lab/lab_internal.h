@@ -69,6 +69,7 @@ struct lab_msg {
 	uint64_t tx_va, rx_va;
 	uint64_t written;
 	uint64_t t_submit, t_done;
+	uint64_t release, t_rx; /* conf.plan's release time; first RX event */
 };
 
 struct lab_link {

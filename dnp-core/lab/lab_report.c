@@ -154,6 +154,8 @@ int dnp_lab_msg_info(const struct dnp_lab *lab, uint32_t i, struct dnp_lab_msg_i
 	out->written = m->written;
 	out->submitted = m->t_submit;
 	out->completed = m->t_done;
+	out->released = m->release;
+	out->received = m->t_rx;
 	return 0;
 }
 

@@ -75,6 +75,9 @@ static void plan_add(struct dnp_lab *lab, uint32_t src, uint32_t dst, uint32_t s
 		m->seed = lab_splitmix64(&s);
 		m->t_submit = UINT64_MAX;
 		m->t_done = UINT64_MAX;
+		m->t_rx = UINT64_MAX;
+		if (lab->conf.plan)
+			m->release = lab->conf.plan[lab->nmsgs].release;
 	}
 	lab->nmsgs++;
 }
@@ -86,6 +89,11 @@ void lab_plan(struct dnp_lab *lab)
 	uint32_t n = lab->n;
 
 	lab->nmsgs = 0;
+	if (c->plan) {
+		for (uint32_t i = 0; i < c->nplan; i++)
+			plan_add(lab, c->plan[i].src, c->plan[i].dst, c->plan[i].size);
+		return;
+	}
 	for (uint32_t src = 0; src < n; src++) {
 		struct lab_rng rng;
 		struct dnp_coord sc = dnp_torus_coord(&c->torus, src);
@@ -260,6 +268,7 @@ static void on_rx(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_eve
 	}
 	lab->res.rx_events++;
 	lab->last_progress = lab->now;
+	m->t_rx = lab->now;
 	if (ev->len != m->size || ev->peer_x != src->c.x || ev->peer_y != src->c.y ||
 	    ev->peer_z != src->c.z || ev->op != DNP_OP_PUT)
 		lab_verify_fail(lab, "RX event fields (msg, len)", (uint64_t)(m - lab->msgs),
@@ -374,6 +383,10 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 	while (nd->next_submit < nd->nout) {
 		uint32_t idx = nd->out[nd->next_submit];
 
+		if (lab->msgs[idx].release > lab->now) { /* a plan's message, not yet due */
+			(void)lab_schedule_wake(lab, nd, lab->msgs[idx].release);
+			break;
+		}
 		if (!lab->msgs[idx].excused && submit_one(lab, nd, idx) == -EAGAIN)
 			break;
 		nd->next_submit++;
