@@ -584,6 +584,9 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 		else
 			e->free_small = p;
 	}
+	e->big_free = nbig;
+	/* one big frame per input FIFO and the report reserve stay for reception */
+	e->inj_reserve = fifos + RX_RESERVE < nbig / 2 ? fifos + RX_RESERVE : nbig / 2;
 	for (uint32_t i = 0; i < c->max_commands; i++)
 		e->slots[i].next = i + 1 < c->max_commands ? i + 1 : NO_SLOT;
 	e->free_slot = 0;

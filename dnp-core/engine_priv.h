@@ -274,6 +274,8 @@ struct dnp_engine {
 	struct pkt *pkts;
 	uint8_t *frames;
 	uint32_t npkts, pkts_used;
+	uint32_t big_free;    /* buffers on free_big */
+	uint32_t inj_reserve; /* big buffers injection leaves to reception (engine_pool_has_inj) */
 	struct slot *slots;
 	uint32_t free_slot; /* free list through slot.next */
 	uint32_t nactive;
@@ -329,6 +331,7 @@ static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
 	*fl = p->next;
 	p->next = NULL;
 	e->pkts_used++;
+	e->big_free -= p->big;
 	return p;
 }
 
@@ -339,11 +342,28 @@ static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
 	p->next = *fl;
 	*fl = p;
 	e->pkts_used--;
+	e->big_free += p->big;
 }
 
 static inline bool engine_pool_has(const struct dnp_engine *e, uint32_t flen)
 {
 	return flen <= SMALL_FRAME ? (e->free_small || e->free_big) : e->free_big != NULL;
+}
+
+/*
+ * May injection take a buffer for a frame of flen bytes? Only while more
+ * than inj_reserve big buffers stay free for frames from the links. Link
+ * credits count FIFO words, and a FIFO of 512 words takes 25 frames of 20
+ * words, where the pool keeps 3 big buffers per FIFO (sized for the largest
+ * frames): without the reserve, nodes that inject as fast as their windows
+ * allow (nearest-neighbour traffic near saturation, docs/lab.md "Sweep") fill
+ * their pools with their own unacknowledged packets, refuse each other's
+ * frames for want of a buffer, and resend for ever. With it, every node can
+ * always take frames in, and those it delivers free their buffers.
+ */
+static inline bool engine_pool_has_inj(const struct dnp_engine *e, uint32_t flen)
+{
+	return flen <= SMALL_FRAME ? engine_pool_has(e, flen) : e->big_free > e->inj_reserve;
 }
 
 /* Two buffers for small frames free (an error report and the batch before it)? */
