@@ -483,6 +483,28 @@ static int outcome_create(struct dnp_engine *e, const struct dnp_engine_conf *c)
 	return 0;
 }
 
+/* The packet buffers onto their free lists: the first nbig are big. */
+static void pool_init(struct dnp_engine *e, uint32_t nbig, uint32_t fifos)
+{
+	uint8_t *f = e->frames;
+
+	for (uint32_t i = 0; i < e->npkts; i++) {
+		struct pkt *p = &e->pkts[i];
+
+		p->big = i < nbig;
+		p->frame = f;
+		f += p->big ? DNP_MAX_FRAME : SMALL_FRAME;
+		p->next = p->big ? e->free_big : e->free_small;
+		if (p->big)
+			e->free_big = p;
+		else
+			e->free_small = p;
+	}
+	e->big_free = nbig;
+	/* one big frame per input FIFO and the report reserve stay for reception */
+	e->inj_reserve = fifos + RX_RESERVE < nbig / 2 ? fifos + RX_RESERVE : nbig / 2;
+}
+
 int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out)
 {
 	if (!c || !out || !c->mem || !c->mem->read || !c->mem->write || !c->max_ports ||
@@ -572,21 +594,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts)
 		goto fail;
-	uint8_t *f = e->frames;
-	for (uint32_t i = 0; i < e->npkts; i++) {
-		struct pkt *p = &e->pkts[i];
-		p->big = i < nbig;
-		p->frame = f;
-		f += p->big ? DNP_MAX_FRAME : SMALL_FRAME;
-		p->next = p->big ? e->free_big : e->free_small;
-		if (p->big)
-			e->free_big = p;
-		else
-			e->free_small = p;
-	}
-	e->big_free = nbig;
-	/* one big frame per input FIFO and the report reserve stay for reception */
-	e->inj_reserve = fifos + RX_RESERVE < nbig / 2 ? fifos + RX_RESERVE : nbig / 2;
+	pool_init(e, nbig, fifos);
 	for (uint32_t i = 0; i < c->max_commands; i++)
 		e->slots[i].next = i + 1 < c->max_commands ? i + 1 : NO_SLOT;
 	e->free_slot = 0;
