@@ -270,6 +270,14 @@ static void test_lfm_health_grace(void **state)
 	assert_int_equal(dnp_lfm_health_grace(&h, 0, 100, 250), 0);
 	/* T_read under 2 x T_write: the second look is one T_write */
 	assert_int_equal(dnp_lfm_health_grace(&h, 500, 100, 150), 100);
+	/* a published lateness is shared memory: capped at the longest period */
+	struct dnp_lfm_wd wd;
+
+	memset(&wd, 0, sizeof(wd));
+	atomic_store(&wd.late, UINT64_MAX);
+	assert_int_equal(dnp_lfm_wd_late(&wd), (uint64_t)DNP_LFM_T_MAX * 1000000ull);
+	atomic_store(&wd.late, 7);
+	assert_int_equal(dnp_lfm_wd_late(&wd), 7);
 }
 
 /* A host that never showed up is not declared dead (the HFM may start later). */

@@ -337,13 +337,10 @@ static void send_diag(struct dnp_dfm *d, const struct dnp_dfm_input *in, unsigne
 	atomic_store_explicit(&d->r->diag_tx, d->st.diag_tx, memory_order_relaxed);
 }
 
-/* A lateness the other side published (ns, untrusted shared memory), in our units. */
+/* A lateness the other side published (ns, capped by dnp_lfm_wd_late), in our units. */
 static uint64_t dfm_from_ns(const struct dnp_dfm *d, uint64_t ns)
 {
-	uint64_t cap = (uint64_t)DNP_LFM_T_MAX * 1000000ull;
-
-	return (ns > cap ? cap : ns) / 1000000ull * d->c.unit_per_ms +
-	       (ns > cap ? 0 : ns % 1000000ull) * d->c.unit_per_ms / 1000000ull;
+	return ns / 1000000ull * d->c.unit_per_ms + ns % 1000000ull * d->c.unit_per_ms / 1000000ull;
 }
 
 /*

@@ -17,13 +17,17 @@
  * written and validated. Every T_read: the Host Watchdog Register is taken
  * and invalidated; found not validated (once the host has shown up at all),
  * it is an omission fault of the host; validated with a device at alarm
- * level, a periphery fault. A read that comes more than
- * dnp_dfm_late_slack() after its due time (the driver itself was kept off
- * the CPU, and so may the host have been) does not judge a cleared register
- * at once: it looks again one T_write later and only then declares the
- * omission. A dead host is so declared at most 2 x T_read after its last
- * validation by an on-time reader, and 2 x T_read + T_write plus the
- * reader's own lateness by a late one. While the host is faulty the DFM sends a DIAG
+ * level, a periphery fault. A read that comes more than a tenth of T_write
+ * after its due time (the driver itself was kept off the CPU, and so may the
+ * host have been), or on a node under CPU pressure lately (regs.h, local
+ * health: the DFM's own lateness and the host's published one), does not
+ * judge a cleared register at once: it looks again after
+ * dnp_lfm_health_grace() (at least T_write, at most T_read - T_write) and
+ * only then declares the omission. A dead host is so declared at most
+ * 2 x T_read after its last validation by an on-time reader on a quiet
+ * node, and at most 3 x T_read - T_write plus the reader's own lateness
+ * otherwise. The DFM publishes its own lateness in the DNP Watchdog
+ * Register for the HFM. While the host is faulty the DFM sends a DIAG
  * packet to every first neighbour every T_read (the "last chance" relay of
  * the report over the torus) and one more when the host recovers. A DIAG
  * received from a neighbour is recorded in the remote part and the Remote
@@ -133,16 +137,6 @@ struct dnp_dfm_stats {
 	uint64_t host_late_reads; /* late reads that gave the host a second look */
 };
 
-/*
- * How late a watchdog read may come before the reader counts as descheduled
- * (and gives the writer one more T_write before an omission verdict): a
- * tenth of T_write, in the caller's time units. The HFM applies the same
- * rule to the DNP Watchdog Register.
- */
-static inline uint64_t dnp_dfm_late_slack(uint32_t t_write_ms, uint64_t unit_per_ms)
-{
-	return (uint64_t)t_write_ms * unit_per_ms / 10u;
-}
 const struct dnp_dfm_stats *dnp_dfm_stats(const struct dnp_dfm *d);
 
 #endif

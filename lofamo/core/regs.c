@@ -106,7 +106,10 @@ void dnp_lfm_wd_write_late(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_n
 
 uint64_t dnp_lfm_wd_late(const struct dnp_lfm_wd *w)
 {
-	return atomic_load_explicit(&w->late, memory_order_relaxed);
+	uint64_t late = atomic_load_explicit(&w->late, memory_order_relaxed);
+	uint64_t cap = (uint64_t)DNP_LFM_T_MAX * 1000000ull;
+
+	return late > cap ? cap : late;
 }
 
 void dnp_lfm_health_note(struct dnp_lfm_health *h, uint64_t late)

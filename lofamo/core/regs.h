@@ -75,7 +75,7 @@ uint64_t dnp_lfm_health_grace(const struct dnp_lfm_health *h, uint64_t late, uin
  */
 void dnp_lfm_wd_write_late(struct dnp_lfm_wd *w, uint64_t status, uint64_t now_ns,
 			   uint64_t late_ns);
-/* The writer's published lateness (ns); any value is possible (shared memory). */
+/* The writer's published lateness (ns; shared memory: capped at DNP_LFM_T_MAX ms). */
 uint64_t dnp_lfm_wd_late(const struct dnp_lfm_wd *w);
 /*
  * Reader side: takes the valid bit and clears it atomically, and copies the

@@ -475,10 +475,7 @@ static void hfm_read_dnp(struct hfm *h, uint64_t now, uint64_t *next_read)
 
 	h->dnp_grace = false;
 	dnp_lfm_health_note(&h->health, late);
-	dnp_lfm_health_note(&h->health,
-			    dnp_lfm_wd_late(&h->r->dnp) > (uint64_t)DNP_LFM_T_MAX * 1000000ull ?
-				    (uint64_t)DNP_LFM_T_MAX * 1000000ull :
-				    dnp_lfm_wd_late(&h->r->dnp));
+	dnp_lfm_health_note(&h->health, dnp_lfm_wd_late(&h->r->dnp)); /* capped there */
 	if (!valid && h->dnp_alive && !second)
 		grace = dnp_lfm_health_grace(&h->health, late, (uint64_t)h->tw * 1000000ull,
 					     (uint64_t)h->tr * 1000000ull);
