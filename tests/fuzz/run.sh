@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs each libFuzzer harness for SECONDS on a seed corpus made from the golden
-# vectors of tests/test_pkt.c (and, for fuzz_app, a short program of legal
-# traffic), and fails if any harness finds a crash.
+# Runs each libFuzzer harness for SECONDS, as many at once as there are CPUs,
+# on a seed corpus made from the golden vectors of tests/test_pkt.c (and, for
+# fuzz_app, a short program of legal traffic), and fails if any harness finds
+# a crash.
 # Usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 # (BUILD_DIR configured with: CC=clang meson setup BUILD_DIR -Dfuzz=true)
 set -euo pipefail
@@ -112,7 +113,30 @@ printf '%s\n' 'node 0 (0,0,0) of 2x1x1 transport shm idle adaptive uptime_ms 789
 # the AGG datagrams of group supervisors (fuzz_svcagg.c): no seeds, it starts empty
 mkdir -p "$tmp/svcagg"
 
-status=0
+# One harness: its verdict goes to $tmp/$f.rc, its summary to $tmp/$f.out.
+fuzz_one() {
+	local f=$1 bin=$build/tests/fuzz/fuzz_$1 quiet=() rc=0
+	# The parsers under test print their complaints: keep libFuzzer's own output only.
+	case $f in conf | sess) quiet=(-close_fd_mask=3) ;; esac
+	{
+		echo "fuzz: fuzz_$f for ${secs}s"
+		# Seeds are copied so the corpus directory the fuzzer grows is the temp one.
+		if ! "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
+			-max_len=4224 -print_final_stats=1 "${quiet[@]}" \
+			-artifact_prefix="$tmp/artifacts/$f-" "$tmp/$f" >"$tmp/$f.log" 2>&1; then
+			echo "fuzz: fuzz_$f FAILED; last lines of its log:"
+			tail -n 40 "$tmp/$f.log"
+			rc=1
+		fi
+		grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$tmp/$f.log" || true
+	} >"$tmp/$f.out" 2>&1
+	echo "$rc" >"$tmp/$f.rc"
+}
+
+# As many harnesses at once as there are CPUs (each is single-threaded), so
+# the run takes SECONDS x harnesses / CPUs.
+jobs_max=$(nproc)
+run=()
 for f in pkt cmd engine app lofamo svcagg presto fi impair conf sess ctljson; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
@@ -123,23 +147,22 @@ for f in pkt cmd engine app lofamo svcagg presto fi impair conf sess ctljson; do
 		echo "fuzz: fuzz_conf not built (no libinih-dev): skipped"
 		continue
 	fi
-	# The parsers under test print their complaints: keep libFuzzer's own output only.
-	quiet=()
-	case $f in conf | sess) quiet=(-close_fd_mask=3) ;; esac
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $bin not built (configure with CC=clang and -Dfuzz=true)" >&2
 		exit 1
 	fi
-	echo "fuzz: fuzz_$f for ${secs}s"
-	# Seeds are copied so the corpus directory the fuzzer grows is the temp one.
-	if ! "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
-		-max_len=4224 -print_final_stats=1 "${quiet[@]}" \
-		-artifact_prefix="$tmp/artifacts/$f-" "$tmp/$f" >"$tmp/$f.log" 2>&1; then
-		echo "fuzz: fuzz_$f FAILED; last lines of its log:" >&2
-		tail -n 40 "$tmp/$f.log" >&2
-		status=1
-	fi
-	grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE' "$tmp/$f.log" || true
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n || true
+	done
+	fuzz_one "$f" &
+	run+=("$f")
+done
+wait
+
+status=0
+for f in "${run[@]}"; do
+	cat "$tmp/$f.out"
+	[ "$(cat "$tmp/$f.rc" 2>/dev/null)" = 0 ] || status=1
 done
 
 if compgen -G "$tmp/artifacts/*" >/dev/null; then
