@@ -542,6 +542,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	for (unsigned i = 0; i < 3; i++)
 		lc.dim[i] = c->torus.dim[i];
 	lc.vc_mode = c->vc_mode;
+	lc.routing = c->routing;
 	if (!lc.nonce) /* deterministic for the lab: the caller sets a random one (dnpd) */
 		lc.nonce = ((uint32_t)c->key_secret[0] ^ (uint32_t)(c->key_secret[1] >> 7) ^
 			    (e->self_id * 0x9e3779b9u)) |

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "link.h"
+#include "route.h" /* enum dnp_routing, for the hello's refusal in words */
 
 /* One unacked packet: the caller's pointer, its seq and when it was last sent. */
 struct dnp_link_slot {
@@ -1083,6 +1084,7 @@ static void hello_of(const struct dnp_link *l, struct dnp_pkt_hello *h)
 		.vc_mode = l->c.vc_mode,
 		.fifo_words = l->c.fifo_words,
 		.max_frame = DNP_MAX_FRAME,
+		.routing = l->c.routing,
 	};
 }
 
@@ -1113,6 +1115,7 @@ static unsigned hello_diff(const struct dnp_pkt_hello *m, const struct dnp_pkt_h
 		{ DNP_REFUSE_VC_MODE, m->vc_mode, p->vc_mode },
 		{ DNP_REFUSE_FIFO, m->fifo_words, p->fifo_words },
 		{ DNP_REFUSE_MAX_FRAME, m->max_frame, p->max_frame },
+		{ DNP_REFUSE_ROUTING, m->routing, p->routing },
 	};
 
 	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
@@ -1189,6 +1192,12 @@ uint8_t dnp_xport_code(const char *name)
 	return DNP_XPORT_NONE;
 }
 
+/* enum dnp_routing in words (route.c is not linked into link.c's unit test). */
+static const char *routing_word(uint64_t v)
+{
+	return v == DNP_ROUTING_DOR ? "dor" : v == DNP_ROUTING_ADAPTIVE ? "adaptive" : "unknown";
+}
+
 int dnp_link_refusal_str(const struct dnp_link_refusal *r, char *buf, size_t cap)
 {
 	static const char *const names[] = {
@@ -1215,6 +1224,9 @@ int dnp_link_refusal_str(const struct dnp_link_refusal *r, char *buf, size_t cap
 	case DNP_REFUSE_TRANSPORT:
 		return snprintf(buf, cap, "transport here %s peer %s", dnp_xport_name((unsigned)a),
 				dnp_xport_name((unsigned)b));
+	case DNP_REFUSE_ROUTING:
+		return snprintf(buf, cap, "routing here %s peer %s", routing_word(a),
+				routing_word(b));
 	default:
 		if (r->field < sizeof(names) / sizeof(names[0]) && names[r->field])
 			return snprintf(buf, cap, "%s here %llu peer %llu", names[r->field],

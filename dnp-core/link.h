@@ -138,6 +138,7 @@ struct dnp_link_conf {
 	/* The handshake: what the peer's hello must match, with nvc and fifo_words. */
 	uint8_t transport; /* enum dnp_xport */
 	uint8_t vc_mode;   /* the node's enum dnp_vc_mode (dnp_engine_create fills it) */
+	uint8_t routing;   /* the node's enum dnp_routing (dnp_engine_create fills it) */
 	uint16_t dim[3];   /* the torus size (dnp_engine_create fills it) */
 };
 
@@ -322,6 +323,7 @@ enum dnp_refuse_field {
 	DNP_REFUSE_VC_MODE, /* enum dnp_vc_mode */
 	DNP_REFUSE_FIFO,    /* fifo_words */
 	DNP_REFUSE_MAX_FRAME,
+	DNP_REFUSE_ROUTING, /* enum dnp_routing: a DOR node drops adaptive packets as misrouted */
 };
 
 struct dnp_link_refusal {

@@ -512,7 +512,7 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
  * The hello of a RESET frame (docs/protocol.md, "The link handshake"),
  * little-endian: 0 magic u16, 2 version u8, 3 transport u8, 4 dim x u16,
  * 6 dim y u16, 8 dim z u16, 10 nvc u8, 11 vc_mode u8, 12 fifo_words u32,
- * 16 max_frame u16, 18-31 reserved (zero).
+ * 16 max_frame u16, 18 routing u8, 19-31 reserved (zero).
  */
 #define HL_MAGIC 0u
 #define HL_VERSION 2u
@@ -522,7 +522,8 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 #define HL_VC_MODE 11u
 #define HL_FIFO 12u
 #define HL_MAX_FRAME 16u
-#define HL_RSVD 18u
+#define HL_ROUTING 18u
+#define HL_RSVD 19u
 
 void dnp_pkt_hello_encode(const struct dnp_pkt_hello *h, uint8_t out[DNP_HELLO_BYTES])
 {
@@ -536,6 +537,7 @@ void dnp_pkt_hello_encode(const struct dnp_pkt_hello *h, uint8_t out[DNP_HELLO_B
 	put8(out, HL_VC_MODE, h->vc_mode);
 	put32(out, HL_FIFO, h->fifo_words);
 	put16(out, HL_MAX_FRAME, h->max_frame);
+	put8(out, HL_ROUTING, h->routing);
 }
 
 int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hello *h)
@@ -560,6 +562,7 @@ int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hell
 	h->vc_mode = payload[HL_VC_MODE];
 	h->fifo_words = get32(payload, HL_FIFO);
 	h->max_frame = get16(payload, HL_MAX_FRAME);
+	h->routing = payload[HL_ROUTING];
 	return 0;
 }
 

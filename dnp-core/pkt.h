@@ -172,6 +172,11 @@ struct dnp_pkt_hello {
 	uint8_t vc_mode;     /* enum dnp_vc_mode (route.h) */
 	uint32_t fifo_words; /* RX FIFO depth per VC, words (what credits count against) */
 	uint16_t max_frame;  /* largest frame it sends and takes, bytes (DNP_MAX_FRAME) */
+	/*
+	 * enum dnp_routing (route.h): 0 is DOR, which is what the zero byte of
+	 * a hello written before this field existed says.
+	 */
+	uint8_t routing;
 };
 
 /*

@@ -666,6 +666,42 @@ static void test_engine_handshake_refusal_breaks_up_link(void **state)
  * "HL", version 1, transport, dims, VCs, VC mode, FIFO words, largest frame,
  * 14 zero bytes; and each class of bad hello has its error.
  */
+static void tweak_vcs_adaptive(struct dnp_engine_conf *c)
+{
+	tweak_vcs(c);
+	c->routing = DNP_ROUTING_ADAPTIVE;
+}
+
+/*
+ * Two 4-VC nodes, one of them adaptive: a DOR node drops adaptive packets as
+ * misrouted, so the hello refuses the pair (routing named on both ends), and
+ * node 1 restarted with DOR brings the links UP.
+ */
+static void test_engine_handshake_routing_refused(void **state)
+{
+	char words[96];
+
+	reset_period = 500;
+	setup_nodes(2);
+	for (unsigned n = 0; n < 2; n++) {
+		dnp_engine_destroy(nodes[n].e);
+		create_node_tweaked(n, 2, 1240 + n, n ? tweak_vcs_adaptive : tweak_vcs);
+	}
+	pump(3000);
+	expect_refused(0, DNP_REFUSE_ROUTING, DNP_ROUTING_DOR, DNP_ROUTING_ADAPTIVE);
+	expect_refused(1, DNP_REFUSE_ROUTING, DNP_ROUTING_ADAPTIVE, DNP_ROUTING_DOR);
+	dnp_link_refusal_str(dnp_link_refusal(dnp_engine_link(nodes[1].e, DNP_DIR_XP)), words,
+			     sizeof(words));
+	assert_string_equal(words, "routing here adaptive peer dor");
+	dnp_engine_destroy(nodes[1].e);
+	create_node_tweaked(1, 2, 1242, tweak_vcs);
+	pump(3000);
+	for (unsigned n = 0; n < 2; n++)
+		for (unsigned d = 0; d < 2; d++)
+			assert_int_equal(dnp_engine_link_state(nodes[n].e, d), DNP_LINK_UP);
+	teardown(state);
+}
+
 static void test_engine_handshake_hello_bytes(void **state)
 {
 	static const uint8_t golden[DNP_HELLO_BYTES] = {
@@ -687,6 +723,7 @@ static void test_engine_handshake_hello_bytes(void **state)
 		0x00,
 		0x40,
 		0x10,
+		0x01, /* routing: adaptive */
 		/* reserved: */ 0,
 	};
 	struct dnp_pkt_hello he = { .version = 1,
@@ -695,7 +732,8 @@ static void test_engine_handshake_hello_bytes(void **state)
 				    .nvc = 3,
 				    .vc_mode = DNP_VC_SINGLE,
 				    .fifo_words = 16384,
-				    .max_frame = DNP_MAX_FRAME },
+				    .max_frame = DNP_MAX_FRAME,
+				    .routing = DNP_ROUTING_ADAPTIVE },
 			     d;
 	uint8_t b[DNP_HELLO_MAX_BYTES];
 
@@ -705,7 +743,8 @@ static void test_engine_handshake_hello_bytes(void **state)
 	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), 0);
 	assert_true(d.version == 1 && d.transport == DNP_XPORT_UDP && d.dim[0] == 4 &&
 		    d.dim[1] == 2 && d.dim[2] == 256 && d.nvc == 3 && d.vc_mode == DNP_VC_SINGLE &&
-		    d.fifo_words == 16384 && d.max_frame == DNP_MAX_FRAME);
+		    d.fifo_words == 16384 && d.max_frame == DNP_MAX_FRAME &&
+		    d.routing == DNP_ROUTING_ADAPTIVE);
 	assert_int_equal(dnp_pkt_hello_decode(b, 0, &d), -ENODATA);
 	assert_int_equal(dnp_pkt_hello_decode(NULL, 32, &d), -ENODATA);
 	assert_int_equal(dnp_pkt_hello_decode(b, 2, &d), -EPROTO);
@@ -761,6 +800,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_handshake_mismatch_refused, teardown),
 		cmocka_unit_test_teardown(test_engine_handshake_old_or_odd_peer, teardown),
 		cmocka_unit_test_teardown(test_engine_handshake_refusal_breaks_up_link, teardown),
+		cmocka_unit_test_teardown(test_engine_handshake_routing_refused, teardown),
 		cmocka_unit_test(test_engine_handshake_hello_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

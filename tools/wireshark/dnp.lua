@@ -44,6 +44,7 @@ local CRC_STATUS = { [0] = "Bad", [1] = "Good", [2] = "Unverified" }
 local DIAG_KIND = { [0] = "NONE (host recovered)", [1] = "HOST_OMISSION", [2] = "HOST_PERIPHERY" }
 local WIRE_KIND = { [1] = "query", [2] = "answer" }
 local XPORT = { [0] = "none", [1] = "shm", [2] = "udp", [3] = "dpdk", [4] = "verbs" } -- enum dnp_xport
+local ROUTING = { [0] = "dor", [1] = "adaptive" } -- enum dnp_routing
 local HELLO_MAGIC = 0x4c48 -- "HL"
 local HELLO_BYTES = 32
 
@@ -101,6 +102,7 @@ f.hello_nvc = ProtoField.uint8("dnp.hello.nvc", "virtual channels (--vcs)", base
 f.hello_vc_mode = ProtoField.uint8("dnp.hello.vc_mode", "vc_mode (enum dnp_vc_mode)", base.DEC)
 f.hello_fifo = ProtoField.uint32("dnp.hello.fifo_words", "RX FIFO per VC (words)", base.DEC)
 f.hello_max_frame = ProtoField.uint16("dnp.hello.max_frame", "largest frame (bytes)", base.DEC)
+f.hello_routing = ProtoField.uint8("dnp.hello.routing", "routing (enum dnp_routing)", base.DEC, ROUTING)
 f.hello_rsvd = ProtoField.bytes("dnp.hello.reserved", "reserved")
 -- payload
 f.payload = ProtoField.bytes("dnp.payload", "payload")
@@ -357,12 +359,14 @@ local function hello_payload(p, t)
 	w:add(f.hello_vc_mode, p(11, 1))
 	w:add_le(f.hello_fifo, p(12, 4))
 	w:add_le(f.hello_max_frame, p(16, 2))
-	local r = w:add(f.hello_rsvd, p(18, HELLO_BYTES - 18))
-	if p(18, HELLO_BYTES - 18):raw():find("[^%z]") then r:add_proto_expert_info(e.reserved) end
-	return string.format("hello %dx%dx%d %s vcs %d vc_mode %d fifo %d max_frame %d",
+	w:add(f.hello_routing, p(18, 1))
+	local r = w:add(f.hello_rsvd, p(19, HELLO_BYTES - 19))
+	if p(19, HELLO_BYTES - 19):raw():find("[^%z]") then r:add_proto_expert_info(e.reserved) end
+	return string.format("hello %dx%dx%d %s vcs %d vc_mode %d fifo %d max_frame %d %s",
 		p(4, 2):le_uint(), p(6, 2):le_uint(), p(8, 2):le_uint(),
 		XPORT[p(3, 1):uint()] or ("transport " .. p(3, 1):uint()), p(10, 1):uint(),
-		p(11, 1):uint(), p(12, 4):le_uint(), p(16, 2):le_uint())
+		p(11, 1):uint(), p(12, 4):le_uint(), p(16, 2):le_uint(),
+		ROUTING[p(18, 1):uint()] or ("routing " .. p(18, 1):uint()))
 end
 
 local function payload(tvb, t, kind, lflags, plen, avail)
