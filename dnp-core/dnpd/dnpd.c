@@ -520,6 +520,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				ops->close(l->t);
 				return r;
 			}
+			l->backend = l->t;
 			l->t = w;
 			dnp_impair_capture(w, d->pcap);
 		}
