@@ -10,6 +10,11 @@ MORE.csv (same columns) holds the CPU cost rows and the engine ceiling.
 
 Writes BASE.md and BASE-{lat,bw,hops}.png. Every figure is the median over
 the reps of one run; nothing is carried over from another run.
+
+With --verbs (bench/run.sh --transport verbs): SoftDNP over the verbs
+transport beside perftest on the same Soft-RoCE devices in a VM; the
+transports are named NAME@ACCEL (kvm or tcg), and every table, ratio and plot
+says which accelerator ran the guest (verbs_report, BASE-{lat,bw}.png).
 """
 import argparse
 import csv
@@ -126,7 +131,11 @@ def main():
     ap.add_argument("--machine")
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--verbs", action="store_true",
+                    help="the rows of bench/run.sh --transport verbs (verbs_report)")
     a = ap.parse_args()
+    if a.verbs:
+        return verbs_report(a)
     med, cnt = load(a.csv)
     cpu = load(a.cpu)[0] if a.cpu and os.path.exists(a.cpu) else {}
     machine = open(a.machine).read().strip().splitlines() if a.machine else []
@@ -550,5 +559,217 @@ plot %s
     return made
 
 
+# ---------------------------------------------------------------- verbs
+# bench/run.sh --transport verbs: SoftDNP over verbs (UC and RC QPs) and
+# perftest on the same rxe device pair, in one VM boot. Rows are named
+# NAME@ACCEL; only ratios between rows of one run compare (under TCG the
+# guest's CPU is emulated).
+VERBS_SERIES = [
+    # (transport without @accel, peer, label, tests)
+    ("verbs-uc", "", "SoftDNP verbs UC", ("lat", "bw", "msgrate")),
+    ("verbs-rc", "", "SoftDNP verbs RC", ("lat", "bw", "msgrate")),
+    ("rxe-send_lat", "perftest", "ib_send_lat", ("lat",)),
+    ("rxe-write_lat", "perftest", "ib_write_lat", ("lat",)),
+    ("rxe-write_bw", "perftest", "ib_write_bw", ("bw", "msgrate")),
+]
+
+
+def verbs_accel(med, machine):
+    """The guest's accelerator: the machine file's line, else the rows' suffix."""
+    for line in machine:
+        if line.startswith("guest accelerator:"):
+            return line.split(":", 1)[1].split()[0]
+    for k in med:
+        if "@" in k[0]:
+            return k[0].split("@", 1)[1]
+    return "?"
+
+
+def verbs_table(w, get, sizes, test, title, cols, base, ratio_label):
+    """One side-by-side table: a column per series, then each SoftDNP
+    column's ratio to the perftest column base."""
+    present = [c for c in cols if any(get(c[0], c[1], test, b) is not None for b in sizes)]
+    if not present:
+        return
+    ours = [c for c in present if c[1] == ""]
+    w("## %s" % title)
+    w("")
+    w("| bytes | " + " | ".join(c[2] for c in present) +
+      "".join(" | %s / %s" % (c[2].split(" [")[0].replace("SoftDNP verbs ", ""), ratio_label)
+              for c in ours) + " |")
+    w("| ---: |" + " ---: |" * (len(present) + len(ours)))
+    for b in sizes:
+        vals = [get(c[0], c[1], test, b) for c in present]
+        ref = get(base[0], base[1], test, b) if base else None
+        rs = [ratio(get(c[0], c[1], test, b), ref) for c in ours]
+        w("| %d | " % b + " | ".join(fmt(v, "msgps" if test == "msgrate" else "") for v in vals) +
+          "".join(" | %s" % ("%.2f" % r if r is not None else "-") for r in rs) + " |")
+    w("")
+
+
+def verbs_report(a):
+    med, cnt = load(a.csv)
+    machine = open(a.machine).read().strip().splitlines() if a.machine else []
+    accel = verbs_accel(med, machine)
+    ACC = accel.upper()
+
+    def get(tr, peer, test, b):
+        return med.get(("%s@%s" % (tr, accel), peer, test, b))
+
+    cols = [(t, p, "%s [%s]" % (lab, ACC), tests) for t, p, lab, tests in VERBS_SERIES
+            if any(k[0] == "%s@%s" % (t, accel) and k[1] == p for k in med)]
+    sizes = sorted({k[3] for k in med if k[2] in ("lat", "bw")})
+    reps = max(cnt.values()) if cnt else 0
+    out = []
+    w = out.append
+    w("# SoftDNP over verbs beside perftest, %s (guest: %s)" % (os.path.basename(a.out), ACC))
+    w("")
+    w("```")
+    w("\n".join(machine))
+    w("```")
+    w("")
+    w("Raw rows: `%s` (header `transport,peer,test,bytes,rep,value,unit`; transports named "
+      "`NAME@%s`). Every figure is the **median over the %d rounds of this one VM boot**, "
+      "perftest and SoftDNP alternating round by round on the same two rxe devices." %
+      (os.path.basename(a.csv), accel, reps))
+    w("")
+    w("**Guest accelerator: %s.** %s Only the ratios between columns of this run compare; "
+      "the absolute figures are not those of a NIC." % (ACC, {
+          "tcg": "The VM's CPUs are emulated by qemu (TCG, no /dev/kvm here): every "
+                 "instruction is translated, system calls and context switches cost tens of "
+                 "microseconds, and four SoftDNP processes share the guest's vCPUs.",
+          "kvm": "The VM runs on hardware virtualisation (KVM)."}.get(accel, "")))
+    w("")
+    w("Method. perftest (Debian's): `ib_send_lat` and `ib_write_lat -s N` (t_typical, the "
+      "median, us), `ib_write_bw -s N` (BW average, converted from 2^20 to 10^6 B/s, and "
+      "MsgRate), server on `rxe0k0`, client on `rxe1k0`, GID index 1 (RoCE v2). SoftDNP: "
+      "two dnpd (2x1x1) over `--transport verbs` on the same devices, UC QPs (the default) "
+      "and RC QPs (`verbs_qp = rc`), default idle policy; `dnp_pingpong` (PUT ping-pong, "
+      "median half round trip, us) and `dnp_bw` (one-way PUT stream, window 32, MB/s = "
+      "10^6 B/s). `ib_send_lat` is the goal's reference: like SoftDNP it is a SEND/RECV "
+      "ping-pong, SoftDNP's PUT carries the DNP link layer (sequence, CRC, credits) on top.")
+    w("")
+    uc = [c for c in cols if c[1] == "perftest" and c[0] == "rxe-send_lat"]
+    wb = [c for c in cols if c[1] == "perftest" and c[0] == "rxe-write_bw"]
+    verbs_table(w, get, sizes, "lat", "Latency: half round trip, us, %s (lower is better)" % ACC,
+                [c for c in cols if "lat" in c[3]], uc[0] if uc else None, "ib_send_lat")
+    verbs_table(w, get, sizes, "bw", "Bandwidth, MB/s, %s (higher is better)" % ACC,
+                [c for c in cols if "bw" in c[3]], wb[0] if wb else None, "ib_write_bw")
+    verbs_table(w, get, sizes, "msgrate", "Message rate, messages/s, %s" % ACC,
+                [c for c in cols if "msgrate" in c[3]], wb[0] if wb else None, "ib_write_bw")
+
+    w("## perftest-shaped tables [%s]" % ACC)
+    w("")
+    for t, p, lab, tests in cols:
+        w("```")
+        if "lat" in tests:
+            w("# %s  (%s)" % (lab, "cf. ib_send_lat" if p == "" else "perftest's own"))
+            w(" #bytes     t_typical[usec]")
+            for b in sizes:
+                v = get(t, p, "lat", b)
+                if v is not None:
+                    w(" %-10d %-10.2f" % (b, v))
+        if "bw" in tests:
+            w("# %s  (%s)" % (lab, "cf. ib_write_bw" if p == "" else "perftest's own"))
+            w(" #bytes     BW average[MB/sec]   MsgRate[Mpps]")
+            for b in sizes:
+                v, m = get(t, p, "bw", b), get(t, p, "msgrate", b)
+                if v is not None:
+                    w(" %-10d %-20.2f %s" % (b, v, "%.6f" % (m / 1e6) if m else "-"))
+        w("```")
+    w("")
+
+    MB = 1048576
+    s8 = get("rxe-send_lat", "perftest", "lat", 8)
+    bw1 = get("rxe-write_bw", "perftest", "bw", MB)
+    goals = []
+    for t, lab in (("verbs-uc", "UC"), ("verbs-rc", "RC")):
+        l8, b1 = get(t, "", "lat", 8), get(t, "", "bw", MB)
+        r1, r2 = ratio(l8, s8), ratio(b1, bw1)
+        goals.append(("%s: 8 B half round trip <= 2 x ib_send_lat" % lab, r1,
+                      r1 is not None and r1 <= 2.0, "%s us / %s us" % (fmt(l8), fmt(s8))))
+        goals.append(("%s: 1 MiB bandwidth >= 0.5 x ib_write_bw" % lab, r2,
+                      r2 is not None and r2 >= 0.5, "%s / %s MB/s" % (fmt(b1), fmt(bw1))))
+    w("## Goals (issue: RoCE, a verbs transport), ratios of this run [%s]" % ACC)
+    w("")
+    w("| goal | ratio | met | figures |")
+    w("| --- | ---: | --- | --- |")
+    for g, r, ok, fig in goals:
+        w("| %s | %s | %s | %s (%s) |" % (g, "%.2f" % r if r is not None else "-",
+                                          ("yes" if ok else "**no**") if r is not None
+                                          else "not measured", fig, ACC))
+    w("")
+    pngs = verbs_plots(a.out, get, cols, sizes, ACC)
+    if pngs:
+        w("## Plots [%s]" % ACC)
+        w("")
+        for p, what in pngs:
+            w("![%s](%s)" % (what, os.path.basename(p)))
+            w("")
+    with open(a.out + ".md", "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("")
+    print("=" * 78)
+    print("SoftDNP over verbs beside perftest (%s), guest %s, medians of %d rounds" %
+          (os.path.basename(a.out), ACC, reps))
+    print("-" * 78)
+    for g, r, ok, fig in goals:
+        print("%-50s %6s %-8s %s" % (g, "%.2f" % r if r is not None else "-",
+                                     ("met" if ok else "NOT met") if r is not None else "n/a",
+                                     fig))
+    print("=" * 78)
+    return 0
+
+
+def verbs_plots(base, get, cols, sizes, acc):
+    """BASE-lat.png and BASE-bw.png: every series against size, the
+    accelerator in the title and in every legend entry."""
+    if not shutil.which("gnuplot"):
+        print("report: gnuplot not found, no plots", file=sys.stderr)
+        return []
+    made = []
+    d = base + "-plotdata"
+    os.makedirs(d, exist_ok=True)
+    try:
+        for test, ylabel, fname, what in (
+                ("lat", "half round trip (us)", "-lat.png", "latency against size"),
+                ("bw", "bandwidth (MB/s)", "-bw.png", "bandwidth against size")):
+            series = []
+            for i, (t, p, lab, tests) in enumerate(cols):
+                pts = [(b, get(t, p, test, b)) for b in sizes]
+                pts = [(b, v) for b, v in pts if v is not None]
+                if not pts or test not in tests:
+                    continue
+                fn = os.path.join(d, "%s-%d.dat" % (test, i))
+                with open(fn, "w") as f:
+                    for b, v in pts:
+                        f.write("%d %g\n" % (b, v))
+                series.append("'%s' using 1:2 with linespoints lw 2%s lc rgb '%s' pt %s ps 1.2 "
+                              "title '%s'" % (fn, "" if p == "" else " dt 2",
+                                              COLOURS[i % len(COLOURS)],
+                                              MARKERS[i % len(MARKERS)],
+                                              lab.replace("_", "\\_")))
+            if not series:
+                continue
+            out = base + fname
+            script = """set terminal pngcairo size 1000,650 font ',10'
+set output '%s'
+set logscale xy
+set grid
+set key outside right top font ',9'
+set xlabel 'message size (bytes)'
+set ylabel '%s'
+set title 'SoftDNP over verbs beside perftest, Soft-RoCE in a VM (%s): %s (medians, one boot)'
+plot %s
+""" % (out, ylabel, acc, what, ", \\\n     ".join(series))
+            subprocess.run(["gnuplot"], input=script, text=True, check=True)
+            made.append((out, what))
+    except (subprocess.CalledProcessError, OSError) as e:
+        print("report: gnuplot failed: %s" % e, file=sys.stderr)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return made
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

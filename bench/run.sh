@@ -4,6 +4,8 @@
 # measured the same way, on loopback, in one run.
 #
 #   bench/run.sh BUILD_DIR [--quick]        (./dnp bench [--quick] passes a release build)
+#   bench/run.sh BUILD_DIR [--quick] --transport verbs
+#                          (SoftDNP over verbs beside perftest in a Soft-RoCE VM: verbs_bench)
 #
 # Every test runs REPS times (default 3; env REPS), interleaved (rep 1
 # of everything, then rep 2, ...), so that a slow minute of the shared machine
@@ -37,9 +39,26 @@
 # <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
 # (--quick) writes the same with -quick after the host.
 set -u
-build=${1:?usage: bench/run.sh BUILD_DIR [--quick]}
+build=${1:?usage: bench/run.sh BUILD_DIR [--quick] [--transport verbs]}
+shift
 quick=0
-[ "${2:-}" = --quick ] && quick=1
+transport=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--transport)
+		transport=${2:-}
+		[ "$transport" = verbs ] || {
+			echo "bench/run.sh: --transport takes verbs" >&2
+			exit 2
+		}
+		shift ;;
+	*)
+		echo "bench/run.sh: unknown option $1" >&2
+		exit 2 ;;
+	esac
+	shift
+done
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
 outdir=${BENCH_OUT:-$(cd "$here/.." && pwd)/results/bench}
@@ -60,6 +79,64 @@ else
 fi
 T0=$(date +%s)
 
+# ---------------------------------------------------------------- verbs
+# --transport verbs: SoftDNP over the verbs transport beside perftest
+# (ib_send_lat, ib_write_lat, ib_write_bw), all on the same two Soft-RoCE
+# devices in one boot of the VM of tests/verbs/vm.sh (guest.sh scenario
+# sweep), rounds alternating; the rows' transports are named NAME@ACCEL (kvm
+# or tcg) and report.py --verbs writes <date>-<host>-verbs[-quick].md, .csv,
+# -machine.txt and -{lat,bw}.png. Root only (vm.sh installs and boots); no
+# 4 MiB size (minutes per size under TCG).
+verbs_bench() {
+	local vbase vout rc accel kver
+	vbase=$outdir/$stamp-$host-verbs$([ $quick = 1 ] && echo -quick)
+	[ $quick = 1 ] || sizes=${BENCH_SIZES:-8,64,512,4096,32768,262144,1048576}
+	for p in "$build/dnp-core/dnpd/dnpd" "$build/dnp-core/dnpd/dnpctl" "$apps/dnp_pingpong" \
+		"$apps/dnp_bw"; do
+		[ -x "$p" ] || {
+			echo "bench: $p is not built" >&2
+			exit 1
+		}
+	done
+	mkdir -p "$outdir"
+	vout=$(mktemp -d /tmp/verbs-bench.XXXXXX)
+	say "verbs: $reps rounds, sizes $sizes, in one VM boot (tests/verbs/vm.sh; waits for /tmp/softdnp-heavy.lock)"
+	local lock=(flock /tmp/softdnp-heavy.lock)
+	[ "${VERBS_LOCKED:-0}" = 1 ] && lock=()
+	BENCH_ROUNDS=$reps BENCH_SIZES=$sizes VERBS_TIMEOUT=${VERBS_TIMEOUT:-3000} \
+		"${lock[@]}" bash "$here/../tests/verbs/vm.sh" "$vout" "$here/../tests/verbs/guest.sh" \
+		"$build" sweep
+	rc=$?
+	accel=$(cat "$vout/accel" 2>/dev/null || echo unknown)
+	if [ $rc -ne 0 ] || [ ! -s "$vout/rows.csv" ]; then
+		echo "bench: the verbs VM run failed (status $rc$([ $rc = 77 ] && echo ": no VM here"));" \
+			"see $vout/guest.log and $vout/console.log" >&2
+		tail -n 20 "$vout/guest.log" >&2 2>/dev/null
+		exit 1
+	fi
+	echo "transport,peer,test,bytes,rep,value,unit" >"$vbase.csv"
+	awk -F, -v a="$accel" 'NF == 7 { $1 = $1 "@" a; print }' OFS=, "$vout/rows.csv" >>"$vbase.csv"
+	kver=$(ls /var/cache/softdnp-verbs/k/lib/modules 2>/dev/null | head -n 1)
+	{
+		echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+		echo "host: $host, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) CPUs"
+		echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+		echo "guest accelerator: $accel ($([ "$accel" = tcg ] && echo "emulated CPU, /dev/kvm not usable" || echo "hardware virtualisation"))"
+		echo "guest: Debian kernel ${kver:-?}, ${VERBS_SMP:-2} vCPUs, 1.5 GiB; rdma_rxe on veth pairs (MTU 9000, RoCE v2)"
+		echo "softdnp: $(git -C "$here/.." describe --always --dirty 2>/dev/null || echo unknown), $build"
+		echo "perftest: $(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown)"
+		echo "mode: $([ $quick = 1 ] && echo quick || echo full), $reps rounds, sizes $sizes"
+	} >"$vbase-machine.txt"
+	rm -rf "$vout"
+	say "measured; writing the report"
+	python3 "$here/report.py" --verbs --csv "$vbase.csv" --machine "$vbase-machine.txt" \
+		--out "$vbase" $([ $quick = 1 ] && echo --quick)
+	say "done in $(($(date +%s) - T0)) s: $vbase.md, .csv, -machine.txt, -{lat,bw}.png"
+	exit 0
+}
+say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T0)) "$*"; }
+[ "$transport" = verbs ] && verbs_bench
+
 for p in "$run" "$apps/dnp_pingpong" "$apps/dnp_bw" "$apps/udp_pingpong" \
 	"$build/dnp-core/dnpd/dnpd" "$build/bench/cacheline" "$build/bench/engine_bench"; do
 	if [ ! -x "$p" ]; then
@@ -74,7 +151,6 @@ trap 'exit 1' INT TERM
 echo "transport,peer,test,bytes,rep,value,unit" >"$csv"
 echo "transport,peer,test,bytes,rep,value,unit" >"$cpucsv"
 
-say() { printf '[bench %4ds] %s\n' $(($(date +%s) - T0)) "$*"; }
 row() { echo "$1,$2,$3,$4,$5,$6,$7" >>"$csv"; } # TRANSPORT PEER TEST BYTES REP VALUE UNIT
 
 # keep LABEL COMMAND...: runs it, output in $tmp/out; on failure says so (the

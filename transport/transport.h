@@ -128,6 +128,13 @@ struct dnp_transport_ops {
 	int (*init)(const char *args);
 	bool (*fini)(void);
 	const char *init_default; /* the arguments init uses by default, for usage texts */
+	/*
+	 * Optional (NULL: none): the backend's own counters of link t, written
+	 * into buf as blank-separated "name value" pairs (names and values
+	 * without blanks), NUL-terminated and cut at cap; returns the length
+	 * written. dnpctl stats shows them as "link DIR <name> ..." (verbs).
+	 */
+	size_t (*counters)(const struct dnp_transport *t, char *buf, size_t cap);
 };
 
 extern const struct dnp_transport_ops dnp_transport_shm;

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,7 @@ static void vb_hs_handle(struct dnp_verbs *v, const struct dnp_verbs_hello *h)
 				fprintf(stderr, "verbs: connecting QP %u to peer QP %u: %s\n",
 					v->qp->qp_num, h->qpn, strerror(-r));
 			v->connect_warned = true;
+			v->st.connect_errors++;
 			if (vb_qp_reset(v))
 				v->fatal = true;
 			return;
@@ -255,8 +257,11 @@ static bool vb_tx_reap(struct dnp_verbs *v)
 				continue;
 			/* One QP: sends complete in order. */
 			v->tx_tail++;
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			v->st.tx_completions++;
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+				v->st.tx_errors++;
 				failed = true;
+			}
 		}
 	} while (got == (int)DNP_VERBS_BATCH);
 	return failed;
@@ -328,10 +333,14 @@ static void vb_arm(struct dnp_verbs *v)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
-	while (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+	while (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
-	if (ibv_req_notify_cq(v->rcq, 0) == 0)
+		v->st.cq_events++;
+	}
+	if (ibv_req_notify_cq(v->rcq, 0) == 0) {
 		v->armed = true;
+		v->st.cq_arms++;
+	}
 }
 
 /* A completion came while armed: its event is (or will be) on the channel. */
@@ -340,8 +349,10 @@ static void vb_disarm(struct dnp_verbs *v)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
-	if (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0)
+	if (ibv_get_cq_event(v->chan, &cq, &cq_ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
+		v->st.cq_events++;
+	}
 	v->armed = false;
 }
 
@@ -402,8 +413,10 @@ static int vb_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned
 		if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len > v->frame_max ||
 		    wc[i].byte_len == 0) {
 			v->st.rx_bad++;
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+				v->st.rx_errors++;
 				failed = true;
+			}
 			continue;
 		}
 		f[out].data = vb_rx_slot(v, s);
@@ -603,6 +616,33 @@ static bool vb_up(const struct dnp_transport *t)
 	return !v->fatal && (v->connected || !v->was_connected);
 }
 
+/* The link's counters and QP state for dnpctl stats ("link DIR verbs ..."). */
+static size_t vb_counters(const struct dnp_transport *t, char *buf, size_t cap)
+{
+	const struct dnp_verbs *v = to_vb_c(t);
+	const struct dnp_verbs_stats *s = &v->st;
+	int n;
+
+	if (cap == 0)
+		return 0;
+	n = snprintf(buf, cap,
+		     "qp %s qpn %u connected %u tx_frames %" PRIu64 " tx_dropped %" PRIu64
+		     " tx_completions %" PRIu64 " tx_errors %" PRIu64 " rx_frames %" PRIu64
+		     " rx_bad %" PRIu64 " rx_errors %" PRIu64 " connects %" PRIu64
+		     " connect_errors %" PRIu64 " resets %" PRIu64 " cq_arms %" PRIu64
+		     " cq_events %" PRIu64 " hello_sent %" PRIu64 " hello_bad %" PRIu64,
+		     v->qp_type == IBV_QPT_RC ? "rc" : "uc", v->qp ? v->qp->qp_num : 0u,
+		     v->connected ? 1u : 0u, s->tx_frames, s->tx_dropped, s->tx_completions,
+		     s->tx_errors, s->rx_frames, s->rx_bad, s->rx_errors, s->connects,
+		     s->connect_errors, s->resets, s->cq_arms, s->cq_events, s->hello_sent,
+		     s->hello_bad);
+	if (n < 0) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 const struct dnp_transport_ops dnp_transport_verbs = {
 	.name = "verbs",
 	.open = vb_open,
@@ -612,6 +652,7 @@ const struct dnp_transport_ops dnp_transport_verbs = {
 	.mtu = vb_mtu,
 	.wait_fd = vb_wait_fd,
 	.up = vb_up,
+	.counters = vb_counters,
 };
 
 void dnp_transport_verbs_stats(const struct dnp_transport *t, struct dnp_verbs_stats *out)

@@ -51,14 +51,20 @@ extern const struct dnp_transport_ops dnp_transport_verbs;
 
 /* Counters of one verbs link (for tests and dnpctl-style reports). */
 struct dnp_verbs_stats {
-	uint64_t tx_frames;  /* posted sends */
-	uint64_t tx_dropped; /* frames dropped while not connected */
-	uint64_t rx_frames;  /* frames returned by rx_burst */
-	uint64_t rx_bad;     /* receive completions with an error or a bad length */
-	uint64_t connects;   /* times the QP was connected to a peer */
-	uint64_t resets;     /* times the QP was reset (peer restart, RC failure) */
-	uint64_t hello_sent; /* handshake datagrams sent */
-	uint64_t hello_bad;  /* handshake datagrams rejected */
+	uint64_t tx_frames;      /* posted sends */
+	uint64_t tx_dropped;     /* frames dropped while not connected */
+	uint64_t rx_frames;      /* frames returned by rx_burst */
+	uint64_t rx_bad;         /* receive completions with an error or a bad length */
+	uint64_t connects;       /* times the QP was connected to a peer */
+	uint64_t resets;         /* times the QP was reset (peer restart, RC failure) */
+	uint64_t hello_sent;     /* handshake datagrams sent */
+	uint64_t hello_bad;      /* handshake datagrams rejected */
+	uint64_t tx_completions; /* send completions reaped (this QP incarnation) */
+	uint64_t tx_errors;      /* send completions in error, flushes excepted (QP failed) */
+	uint64_t rx_errors;      /* receive completions in error, flushes excepted */
+	uint64_t connect_errors; /* QP connections that failed (no route, bad peer) */
+	uint64_t cq_arms;        /* receive CQ notifications requested (before idling) */
+	uint64_t cq_events;      /* completion events consumed from the channel */
 };
 
 /* Counters of a link opened by dnp_transport_verbs (undefined for other backends). */

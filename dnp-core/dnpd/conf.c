@@ -89,7 +89,7 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --idle adaptive|busy     adaptive (default): sched_yield() on empty passes\n"
 		"                           until 1 ms after the last work (commands, frames,\n"
 		"                           events, requests), then sleep on the doorbell\n"
-		"                           (udp: in poll()) until the next timer, at most\n"
+		"                           (udp, verbs: in poll()) until the next timer, at most\n"
 		"                           10 ms (dpdk: 100 us); after 3 ms without work\n"
 		"                           the engine runs only every 5 ms (dpdk sleeps\n"
 		"                           5 ms) until work shows up. busy: spin, never\n"

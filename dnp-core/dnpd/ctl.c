@@ -143,6 +143,13 @@ static void ctl_link(const struct dnpd *d, struct dnpd_out *o, unsigned i)
 		 " rx_dropped %" PRIu64 "\n",
 		 dnpd_dir_names[i], l->tx_frames, l->rx_frames, l->tx_backlogged, l->tx_errors,
 		 l->rx_errors, l->rx_dropped);
+	if (l->backend && dnp_transport_ops_of(l->backend)->counters) {
+		const struct dnp_transport_ops *bo = dnp_transport_ops_of(l->backend);
+		char c[512];
+
+		if (bo->counters(l->backend, c, sizeof(c)) > 0)
+			dnpd_out(o, "link %s %s %s\n", dnpd_dir_names[i], bo->name, c);
+	}
 }
 
 /* The "daemon" line and one "port" line per application session. */

@@ -176,7 +176,9 @@ static void put_link(FILE *f, struct line *ls, unsigned nl, const char *dir)
 			fputc(']', f);
 			vc_first = true;
 		}
-		if (!strcmp(l->tok[2], "impair") || !strcmp(l->tok[2], "transport")) {
+		/* "link DIR NAME k v ...": impair, transport, a backend's own (verbs) */
+		if (!strcmp(l->tok[2], "impair") || !strcmp(l->tok[2], "transport") ||
+		    (l->n % 2 == 1 && !is_number(l->tok[2]))) {
 			bool f2 = true;
 
 			fputs(first ? "" : ",", f);

@@ -520,6 +520,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 				ops->close(l->t);
 				return r;
 			}
+			l->backend = l->t;
 			l->t = w;
 			dnp_impair_capture(w, d->pcap);
 		}
@@ -766,7 +767,13 @@ static int dnpd_run(struct dnpd *d)
 	int r;
 
 	d->start = dnpd_now();
-	d->poll_mode = !strcmp(d->conf.transport, "udp");
+	/*
+	 * poll() when the links wake the daemon through file descriptors: udp's
+	 * sockets and verbs' completion channels. On the futex doorbell a
+	 * sleeping verbs daemon missed arriving frames until its next timer (up
+	 * to DNPD_FUTEX_MAX_NS; docs/verbs.md, "Where the time goes").
+	 */
+	d->poll_mode = !strcmp(d->conf.transport, "udp") || !strcmp(d->conf.transport, "verbs");
 	/*
 	 * Hold only where it was measured to help (docs/performance.md,
 	 * "Holding the CPU after a yield"): shm links and a daemon pinned to one

@@ -108,6 +108,7 @@ struct dnpd_link {
 	uint8_t state;      /* last seen enum dnp_link_state */
 	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
+	struct dnp_transport *backend; /* the backend's own link inside t (its counters) */
 	struct dnp_impair_conf impair;
 	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX];
 	unsigned side;

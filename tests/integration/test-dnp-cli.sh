@@ -91,6 +91,7 @@ done
 help_ok drill kill-dnpd --torus 2x2x2 --help
 help_ok mpirun --torus 2x1x1 -np 2 --help -- NPopenmpi
 help_ok bench --quick --help
+help_ok bench --transport verbs --help
 help_ok test --werror --help
 
 run --version
@@ -121,6 +122,9 @@ usage_error "unknown option --bogus" bench engine --bogus
 usage_error "option --out needs a value" bench --out
 usage_error "--save and --out exclude each other" bench --save --out "$tmp/x"
 usage_error "unknown option --quick" bench-dpdk --quick
+usage_error "--transport takes verbs" bench --transport udp
+usage_error "option --transport needs a value" bench --transport
+usage_error "unknown option --transport" bench engine --transport verbs
 usage_error "SECONDS must be a positive number, not 'soon'" fuzz soon
 usage_error "unexpected argument 7" fuzz 5 7
 usage_error "unknown option foo" build foo

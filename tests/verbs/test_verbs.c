@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "../../transport/verbs_setup.c"
+/* dnpctl stats --json, for the backend's line (white box too) */
+#include "../../dnp-core/dnpd/dnpctl_json.c"
 
 #include <sys/socket.h>
 
@@ -144,6 +146,53 @@ static void test_verbs_hello_parse(void **state)
 	close(sv[1]);
 }
 
+/*
+ * The backend's counters (ops->counters, dnpctl stats' "link DIR verbs ..."
+ * line): every counter by name, the QP type, a cut at the caller's capacity;
+ * and the JSON of dnpctl stats --json gives them an object under the link.
+ */
+static void test_verbs_counters(void **state)
+{
+	struct dnp_verbs v = { .base.ops = &dnp_transport_verbs, .qp_type = IBV_QPT_RC };
+	const struct dnp_transport *t = (const struct dnp_transport *)(const void *)&v;
+	char buf[512], *js = NULL;
+	size_t n, jn = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(dnp_transport_verbs.counters);
+	v.connected = true;
+	v.st.tx_frames = 11;
+	v.st.tx_completions = 10;
+	v.st.tx_errors = 1;
+	v.st.rx_errors = 2;
+	v.st.connect_errors = 3;
+	v.st.cq_arms = 4;
+	v.st.cq_events = 5;
+	v.st.resets = 6;
+	n = dnp_transport_verbs.counters(t, buf, sizeof(buf));
+	assert_int_equal(n, strlen(buf));
+	assert_non_null(strstr(buf, "qp rc qpn 0 connected 1 tx_frames 11 "));
+	assert_non_null(strstr(buf, " tx_completions 10 tx_errors 1 "));
+	assert_non_null(strstr(buf, " rx_errors 2 "));
+	assert_non_null(strstr(buf, " connect_errors 3 resets 6 cq_arms 4 cq_events 5 "));
+	assert_int_equal(dnp_transport_verbs.counters(t, buf, 8), 7);
+	assert_string_equal(buf, "qp rc q");
+
+	f = open_memstream(&js, &jn);
+	assert_non_null(f);
+	assert_int_equal(dnpctl_stats_json("link X+ state UP local a remote b\n"
+					   "link X+ verbs qp uc qpn 17 connected 1 cq_arms 4\n",
+					   f),
+			 0);
+	fclose(f);
+	assert_non_null(
+		strstr(js, "\"X+\":{\"state\":\"UP\",\"local\":\"a\",\"remote\":\"b\","
+			   "\"verbs\":{\"qp\":\"uc\",\"qpn\":17,\"connected\":1,\"cq_arms\":4}}"));
+	assert_non_null(strstr(js, "\"other\":[]"));
+	free(js);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_verbs_open_rejects),
 		cmocka_unit_test(test_verbs_open_no_device),
 		cmocka_unit_test(test_verbs_hello_parse),
+		cmocka_unit_test(test_verbs_counters),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,8 @@
 # with a boot timeout (a KVM guest hung after "Probing EDD" on this machine),
 # then TCG. Environment: VERBS_ACCEL=tcg|kvm forces one, VERBS_TIMEOUT
 # (seconds, default 600) bounds the whole run, VERBS_SMP (default 2) sets the
-# vCPUs; BENCH_ROUNDS is passed on to the guest.
+# vCPUs; BENCH_ROUNDS, BENCH_SIZES, VERBS_VARIANTS and VERBS_BEFORE_DNPD are
+# passed on to the guest (tests/verbs/guest.sh).
 set -u
 
 skip() {
@@ -182,7 +183,7 @@ make_initrd
 {
 	echo "cd $(printf '%q' "$PWD") || exit 2"
 	# The few settings the guest scripts read (the guest starts with a bare environment).
-	for v in BENCH_ROUNDS; do
+	for v in BENCH_ROUNDS BENCH_SIZES VERBS_VARIANTS VERBS_BEFORE_DNPD; do
 		[ -n "${!v:-}" ] && echo "export $v=$(printf '%q' "${!v}")"
 	done
 	printf '%q ' "$@"
