@@ -646,6 +646,7 @@ def verbs_report(a):
       (os.path.basename(a.csv), accel, reps))
     bad = [k for k, _, v in records(a.csv) if not (math.isfinite(v) and v > 0)]
     if bad:
+        w("")
         w("Left out, no figure (perftest prints `inf` when its clock fails under TCG): " +
           ", ".join("%s %s %d B" % (k[0], k[2], k[3]) for k in bad) + ".")
     w("")
