@@ -309,10 +309,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing"))
-		return dnpd_set_routing(c, v);
-	if (!strcmp(key, "congestion"))
-		return dnpd_set_congestion(c, v);
+	if (!strcmp(key, "routing") || !strcmp(key, "congestion"))
+		return key[0] == 'r' ? dnpd_set_routing(c, v) : dnpd_set_congestion(c, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
