@@ -123,7 +123,7 @@ bool engine_cg_pick(struct dnp_engine *e, unsigned qi)
 			}
 			return true;
 		}
-		if (!behind && !s->cg_held) {
+		if (!s->cg_held) {
 			s->cg_held = 1;
 			e->st.cg_held++;
 		}
