@@ -219,7 +219,7 @@ struct dnp_engine_conf {
 	 * cg_window, is halved (at least 1) by an echoed mark (at most once per
 	 * window's worth of packets) and grows by one packet per packet of an
 	 * unmarked report, up to cg_window. 0 in either field: its default
-	 * (a quarter of link.t_red; 64 packets).
+	 * (a quarter of link.t_red; 8 packets).
 	 */
 	uint8_t congestion;
 	uint32_t cg_threshold;

@@ -48,7 +48,7 @@ int engine_cg_create(struct dnp_engine *e)
 	e->cg_thresh = c->cg_threshold ? c->cg_threshold : c->link.t_red / 4;
 	if (!e->cg_thresh)
 		e->cg_thresh = 1;
-	e->cg_max = c->cg_window ? c->cg_window : 64;
+	e->cg_max = c->cg_window ? c->cg_window : 8;
 	e->cg = calloc(n, sizeof(*e->cg));
 	if (!e->cg)
 		return -ENOMEM;
