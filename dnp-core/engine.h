@@ -215,11 +215,11 @@ struct dnp_engine_conf {
 	 * occupancy is at least cg_threshold words, echoes the mark of a
 	 * delivered message in its completion report, and keeps a window per
 	 * destination node: a PUT or SEND starts only while fewer than its
-	 * window's packets to that node are unreported. A window starts at
-	 * cg_window, is halved (at least 1) by an echoed mark (at most once per
-	 * window's worth of packets) and grows by one packet per packet of an
-	 * unmarked report, up to cg_window. 0 in either field: its default
-	 * (a quarter of link.t_red; 8 packets).
+	 * window's packets to that node are unreported. A window starts at 8
+	 * packets (cg_window if smaller), is halved (at least 1) by an echoed
+	 * mark (at most once per window's worth of packets) and grows by one
+	 * packet per packet of an unmarked report, up to cg_window. 0 in either
+	 * field: its default (a quarter of link.t_red; 64 packets).
 	 */
 	uint8_t congestion;
 	uint32_t cg_threshold;

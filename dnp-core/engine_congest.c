@@ -12,6 +12,8 @@
 
 /* Commands of an injection queue looked at for one that may start. */
 #define CG_SCAN 16u
+/* A destination's first window (packets), at most the ceiling. */
+#define CG_WND_START 8u
 
 const char *dnp_congestion_name(unsigned mode)
 {
@@ -48,12 +50,12 @@ int engine_cg_create(struct dnp_engine *e)
 	e->cg_thresh = c->cg_threshold ? c->cg_threshold : c->link.t_red / 4;
 	if (!e->cg_thresh)
 		e->cg_thresh = 1;
-	e->cg_max = c->cg_window ? c->cg_window : 8;
+	e->cg_max = c->cg_window ? c->cg_window : 64;
 	e->cg = calloc(n, sizeof(*e->cg));
 	if (!e->cg)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
-		e->cg[i].wnd = e->cg_max;
+		e->cg[i].wnd = e->cg_max < CG_WND_START ? e->cg_max : CG_WND_START;
 	return 0;
 }
 

@@ -94,7 +94,7 @@ static void one_by_one(uint32_t key, unsigned n)
  * sent into a receiver that drains nothing finds the estimate at exactly
  * the threshold and is marked, and so is every later one; the first three
  * are not. Their target then echoes the marks, and the window is halved
- * once for the lot.
+ * once for the lot (a window starts at 8 packets: all 8 left at once).
  */
 static void test_cg_mark_at_threshold(void **state)
 {
@@ -103,38 +103,38 @@ static void test_cg_mark_at_threshold(void **state)
 	struct dnp_pkt_hdr h;
 	const uint8_t *pl;
 
-	assert_int_equal(sent_while_held(key, 10), 10);
-	assert_int_equal(st(0)->cg_marked, 10 - 3);
+	assert_int_equal(sent_while_held(key, 8), 8);
+	assert_int_equal(st(0)->cg_marked, 8 - 3);
 	/* the last data frame on the wire carries the mark */
 	assert_int_equal(dnp_pkt_decode(last_data, last_data_len, &h, &pl), 0);
 	assert_int_equal(h.kind, DNP_PKT_PUT);
 	assert_true(h.fstatus & DNP_FT_CE);
-	done_k(10);
-	assert_true(st(0)->cg_echoes >= 10 - 3); /* a batch is marked when any of it was */
-	assert_int_equal(st(0)->cg_cuts, 1);     /* once per window: all ten started before */
-	assert_int_equal(st(1)->cg_marked, 0);   /* reports are never marked */
+	done_k(8);
+	assert_true(st(0)->cg_echoes >= 8 - 3); /* a batch is marked when any of it was */
+	assert_int_equal(st(0)->cg_cuts, 1);    /* once per window: all eight started before */
+	assert_int_equal(st(1)->cg_marked, 0);  /* reports are never marked */
 }
 
 /*
- * Throttling engages and releases: after a marked round the window (16) is
- * halved, and a burst into the held receiver leaves only 8 packets; the
- * rest wait. Unmarked reports then grow it back to its ceiling: a burst
- * leaves 16 again. Every PUT completes once.
+ * Throttling engages and releases: a window starts at 8 packets; after a
+ * marked round it is halved, and a burst into the held receiver leaves only
+ * 4 packets; the rest wait. Unmarked reports then grow it to its ceiling
+ * (16), past its start: a burst leaves 16. Every PUT completes once.
  */
 static void test_cg_throttle_engages_and_releases(void **state)
 {
 	setup_cg(2, DNP_CONGESTION_ECN, 3 * FRAME_WORDS, 16);
 	uint32_t key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 
-	assert_int_equal(sent_while_held(key, 10), 10); /* the window starts open (16) */
-	done_k(10);
-	assert_int_equal(st(0)->cg_cuts, 1); /* 16 -> 8 */
+	assert_int_equal(sent_while_held(key, 8), 8); /* the first window: 8 */
+	done_k(8);
+	assert_int_equal(st(0)->cg_cuts, 1); /* 8 -> 4 */
 
 	uint64_t held0 = st(0)->cg_held;
-	assert_int_equal(sent_while_held(key, 20), 8); /* engaged: the window holds the rest */
-	assert_int_equal(st(0)->cg_held, held0 + 12);
+	assert_int_equal(sent_while_held(key, 20), 4); /* engaged: the window holds the rest */
+	assert_int_equal(st(0)->cg_held, held0 + 16);
 	done_k(20);
-	assert_true(st(0)->cg_cuts >= 2); /* that burst was marked too (8 > 3 frames) */
+	assert_true(st(0)->cg_cuts >= 2); /* that burst was marked too (4 > 3 frames) */
 
 	one_by_one(key, 16); /* released: each unmarked report adds a packet, up to 16 */
 	assert_int_equal(sent_while_held(key, 20), 16);
@@ -145,14 +145,17 @@ static void test_cg_throttle_engages_and_releases(void **state)
 /*
  * A held PUT does not hold the queue: with node 2's window (1) taken by a
  * PUT that node 2 does not take in, a PUT to node 1 (the same first hop,
- * X+) submitted after two more PUTs to node 2 leaves while they wait; the
- * PUTs to node 2 keep their order, and every byte lands.
+ * X+) submitted after two more PUTs and a GET to node 2 leaves while they
+ * wait. The GET, never held itself, stays behind the held PUTs to its node;
+ * the PUTs to node 2 keep their order, and every byte lands.
  */
 static void test_cg_bypass_keeps_order(void **state)
 {
 	setup_cg(4, DNP_CONGESTION_ECN, 0, 1);
 	uint32_t k2 = reg_buf(2, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
 	uint32_t k1 = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
+	uint32_t gsrc = reg_buf(2, 1, BASE, 4096, DNP_BUF_GET_SOURCE);
+	uint32_t gdst = reg_buf(0, 1, BASE, 4096, DNP_BUF_PUT_TARGET);
 	struct dnp_event ev;
 
 	fill(nodes[0].mem[0], 4 * PAYLOAD, 5);
@@ -163,13 +166,17 @@ static void test_cg_bypass_keeps_order(void **state)
 
 		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
 	}
+	struct dnp_cmd g = get_cmd(2, 1, BASE, gsrc, 64, BASE, gdst, 40);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 1, &g, now), 0);
 	struct dnp_cmd c1 = put_cmd(1, 0, BASE + 3 * PAYLOAD, BASE, k1, PAYLOAD, 30);
 	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c1, now), 0);
-	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE); /* node 1's, past the held two */
+	ev = expect_event(0, 0, 5000, DNP_EV_TX_DONE); /* node 1's, past the held ones */
 	assert_int_equal(ev.cookie, 30);
 	assert_int_equal(st(0)->cg_bypassed, 1);
-	assert_int_equal(st(0)->cg_held, 2);
+	assert_int_equal(st(0)->cg_held, 3);
+	assert_int_equal(st(0)->pkts_injected, 2); /* the first PUT to node 2 and node 1's */
 	hold_node = -1;
+	assert_int_equal(expect_event(0, 1, 20000, DNP_EV_GET_DONE).cookie, 40);
 	for (unsigned i = 0; i < 3; i++) /* node 2's, in submission order */
 		assert_int_equal(expect_event(0, 0, 20000, DNP_EV_TX_DONE).cookie, 20 + i);
 	assert_memory_equal(nodes[2].mem[0], nodes[0].mem[0], 3 * PAYLOAD);
