@@ -9,6 +9,14 @@
  * marked or held. Engines on an X ring wired frame by frame
  * (test_engine_harness.h); node 1 is "held" (it neither runs nor drains its
  * input) to fill node 0's credit estimate of it at will.
+ *
+ * Planted faults each of which fails at least one test here: marking above
+ * instead of at the threshold (> for >=: mark_at_threshold); a window that
+ * never holds (throttle, bypass); no growth on unmarked reports (throttle);
+ * no bypass (CG_SCAN 1: throttle, bypass); no echo in the CMPL batch
+ * (mark_at_threshold, throttle); a halving on every echo instead of once
+ * per window (mark_at_threshold, throttle); a bypass that ignores an older
+ * held command to the same node (bypass: the GET overtakes the PUTs).
  */
 #include "test_engine_harness.h"
 
