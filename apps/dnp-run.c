@@ -104,6 +104,7 @@ static void usage(FILE *f)
 		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
 		"  --routing dor|adaptive  routing of every dnpd (dnpd --routing; adaptive\n"
 		"                        needs 3+ VCs, dnpd's default is 4; docs/routing.md)\n"
+		"  --congestion off|ecn  congestion management of every dnpd (dnpd --congestion)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -268,6 +269,9 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 }
 
 /* Options about the run itself. 1 handled, 0 not ours, -EINVAL. */
+/* Long options without a short letter (values above any character). */
+#define RUN_OPT_CONGESTION 0x100
+
 static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus, bool *have_up)
 {
 	struct dnp_impair_conf imp;
@@ -327,6 +331,18 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 			return -EINVAL;
 		}
 		r->extra[r->nextra++] = "--routing";
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case RUN_OPT_CONGESTION: /* checked here, applied by dnpd */
+		if (strcmp(arg, "off") && strcmp(arg, "ecn")) {
+			msg("bad --congestion '%s' (off or ecn)", arg);
+			return -EINVAL;
+		}
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--congestion";
 		r->extra[r->nextra++] = arg;
 		return 1;
 	case 'K':
@@ -397,6 +413,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "daemon-death", required_argument, NULL, 'X' },
 		{ "impair", required_argument, NULL, 'J' },
 		{ "routing", required_argument, NULL, 'G' },
+		{ "congestion", required_argument, NULL, RUN_OPT_CONGESTION },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

@@ -129,7 +129,7 @@ static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uin
 
 	dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
 	dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
-			retx ? DNP_FT_RETX : 0, p->hops_tx);
+			(p->h.fstatus & DNP_FT_CE) | (retx ? DNP_FT_RETX : 0), p->hops_tx);
 	*out = (struct dnp_frame){ p->frame, p->flen };
 	dnp_link_stats_tx(x->l, p->words, retx);
 	dnp_link_sent(x->l, i, now);
@@ -592,6 +592,10 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (outcome_create(e, c) < 0)
 		goto fail;
+	rc = engine_cg_create(e);
+	if (rc < 0)
+		goto fail;
+	rc = -ENOMEM;
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts)
 		goto fail;
@@ -632,5 +636,6 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->sends);
 	free(e->puts);
 	free(e->outcomes);
+	free(e->cg);
 	free(e);
 }

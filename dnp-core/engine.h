@@ -207,7 +207,34 @@ struct dnp_engine_conf {
 	uint32_t pool_small, pool_big;
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
+	/*
+	 * Congestion management (docs/protocol.md, "Congestion marks"; h-congest).
+	 * congestion: enum dnp_congestion, OFF (0, the default: nothing below
+	 * applies, no table is allocated) or ECN: this node marks (DNP_FT_CE)
+	 * every PUT and SEND packet it sends on a VC whose estimated remote
+	 * occupancy is at least cg_threshold words, echoes the mark of a
+	 * delivered message in its completion report, and keeps a window per
+	 * destination node: a PUT or SEND starts only while fewer than its
+	 * window's packets to that node are unreported. A window starts at 8
+	 * packets (cg_window if smaller), is halved (at least 1) by an echoed
+	 * mark (at most once per window's worth of packets) and grows by one
+	 * packet per packet of an unmarked report, up to cg_window. 0 in either
+	 * field: its default (a quarter of link.t_red; 64 packets).
+	 */
+	uint8_t congestion;
+	uint32_t cg_threshold;
+	uint32_t cg_window;
 };
+
+/* Congestion management modes (struct dnp_engine_conf.congestion). */
+enum dnp_congestion {
+	DNP_CONGESTION_OFF = 0,
+	DNP_CONGESTION_ECN = 1,
+};
+/* "off" or "ecn" (NULL for another value). */
+const char *dnp_congestion_name(unsigned mode);
+/* The mode a name gives ("off", "ecn"). Errors: -EINVAL an unknown name. */
+int dnp_congestion_parse(const char *name);
 
 /* Fills c with sensible defaults for a torus node (caller then sets torus, self, mem). */
 void dnp_engine_conf_default(struct dnp_engine_conf *c);
@@ -248,6 +275,12 @@ struct dnp_engine_stats {
 	uint64_t query_resends;      /* commands sent again after "not delivered" */
 	uint64_t rx_refused;         /* packets of a message declared not delivered, not applied */
 	uint64_t adaptive_hops;      /* packets sent on an adaptive VC (routing adaptive) */
+	/* Congestion management (congestion ecn; h-congest). */
+	uint64_t cg_marked;   /* packets this node marked (DNP_FT_CE) on their way out */
+	uint64_t cg_echoes;   /* reports of own messages that came back marked */
+	uint64_t cg_cuts;     /* times a destination's window was halved */
+	uint64_t cg_held;     /* messages that waited for their destination's window */
+	uint64_t cg_bypassed; /* messages sent ahead of an older one held by its window */
 };
 
 struct dnp_engine;

@@ -60,6 +60,8 @@ void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 		return; /* still queued: the injector completes it when it dequeues */
 	struct evq *q = &e->ports[s->port];
 
+	if (s->cg_on)
+		engine_cg_done(e, s, status);
 	if (status == 0)
 		e->st.cmds_ok++;
 	else
@@ -349,7 +351,7 @@ static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t
 /* One packet of the command at the head of injection queue qi. */
 static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 {
-	if (e->qhead[qi] == NO_SLOT)
+	if (e->qhead[qi] == NO_SLOT || (e->cg && !engine_cg_pick(e, qi)))
 		return false;
 	struct slot *s = &e->slots[e->qhead[qi]];
 

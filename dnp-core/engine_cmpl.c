@@ -54,7 +54,7 @@ void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint
  * status, into the local input FIFO. -EAGAIN: no buffer free.
  */
 static int cmpl_packet(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
-		       const uint32_t *ids, unsigned n, int status, uint64_t now)
+		       const uint32_t *ids, unsigned n, int status, uint8_t fstatus, uint64_t now)
 {
 	uint16_t len = (uint16_t)((n - 1) * 4u);
 	struct pkt *p = engine_pkt_get(e, (uint32_t)dnp_pkt_frame_len(len));
@@ -72,6 +72,7 @@ static int cmpl_packet(struct dnp_engine *e, struct dnp_coord to, uint8_t to_por
 		.status = (uint8_t)(status < 0 ? -status : status),
 		.len = len,
 		.msg_id = ids[0],
+		.fstatus = fstatus,
 		.timestamp = (uint32_t)now,
 	};
 	uint8_t *pl = p->frame + DNP_PAYLOAD_OFF; /* the payload in place */
@@ -95,7 +96,7 @@ static int cmplb_flush(struct dnp_engine *e, struct cmplb *b, uint64_t now)
 {
 	if (!b->n)
 		return 0;
-	int r = cmpl_packet(e, b->to, b->port, b->ids, b->n, 0, now);
+	int r = cmpl_packet(e, b->to, b->port, b->ids, b->n, 0, b->ce ? DNP_FT_CE : 0, now);
 	if (r == -EAGAIN)
 		return r;
 	/* any other error cannot happen for a well-formed header; the batch goes either way */
@@ -147,7 +148,7 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	if (status) {
 		if (b && engine_pool_has_two_small(e))
 			(void)cmplb_flush(e, b, now); /* cannot fail: two buffers are free */
-		return cmpl_packet(e, to, to_port, &msg_id, 1, status, now);
+		return cmpl_packet(e, to, to_port, &msg_id, 1, status, 0, now);
 	}
 	if (b && b->n == 1 + DNP_CMPL_MAX_EXTRA && cmplb_flush(e, b, now) < 0)
 		return -EAGAIN;
@@ -164,8 +165,10 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 		}
 		b->to = to;
 		b->port = to_port;
+		b->ce = 0;
 		e->ncmplb++;
 	}
+	b->ce |= e->cg_rx_ce; /* congestion ecn: the mark of this message, echoed */
 	b->ids[b->n++] = msg_id;
 	e->dirty = true;
 	return 0;

@@ -211,7 +211,7 @@ static int deliver_get_req(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
  * its port's event queue has no room, or -EAGAIN when no buffer for the
  * answer is free: it then stays where it is.
  */
-int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		   struct pkt *p, uint64_t now)
 {
 	struct evq *q = h->dst_port < e->c.max_ports ? &e->ports[h->dst_port] : NULL;
@@ -315,4 +315,16 @@ bool engine_full_wait_over(struct dnp_engine *e, struct inwait *w, uint8_t port,
 		w->since = now;
 	}
 	return now - w->since >= e->c.deliver_timeout;
+}
+
+int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		   struct pkt *p, uint64_t now)
+{
+	if (!e->cg)
+		return deliver(e, h, payload, p, now);
+	/* congestion ecn: a data packet's mark goes into its report, a report's is the echo */
+	e->cg_rx_ce = (h->fstatus & DNP_FT_CE) != 0;
+	int rc = deliver(e, h, payload, p, now);
+	e->cg_rx_ce = false;
+	return rc;
 }

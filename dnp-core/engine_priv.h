@@ -125,6 +125,11 @@ struct slot {
 	uint8_t sent;    /* a packet of this attempt left: the target may hold some of it */
 	uint8_t data;    /* enum dnp_ev_data when known before it ends (else from 'sent') */
 	uint8_t rd_ev;   /* DNP_CMD_F_SRC_EVENT: its TX_READ is due, an event slot reserved */
+	/* congestion management (engine_congest.c) */
+	uint8_t cg_on;    /* its packets count in its destination's window */
+	uint8_t cg_held;  /* it waited for that window (counted once in cg_held) */
+	uint32_t cg_pkts; /* its packets, counted while cg_on */
+	uint32_t cg_seq;  /* its place in its destination's sequence when it started */
 };
 
 /*
@@ -227,6 +232,7 @@ struct cmplb {
 	struct dnp_coord to;
 	uint8_t port;
 	uint8_t n;
+	uint8_t ce; /* congestion ecn: a message it reports came marked (DNP_FT_CE) */
 	uint32_t ids[1 + DNP_CMPL_MAX_EXTRA];
 };
 #define CMPLB 4u /* batches open at once (distinct senders in one pass) */
@@ -317,6 +323,11 @@ struct dnp_engine {
 	uint32_t ncmplb;     /* batches with n > 0 */
 	uint32_t cmplb_next; /* the batch a new sender takes over when all are open */
 	struct dnp_engine_stats st;
+	/* congestion management (engine_congest.c); NULL when it is off */
+	struct cgdst *cg;
+	uint32_t cg_thresh; /* words of a VC's estimated remote occupancy that mark a packet */
+	uint32_t cg_max;    /* window ceiling, packets */
+	bool cg_rx_ce;      /* the packet being delivered carries DNP_FT_CE */
 };
 
 static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
@@ -623,12 +634,58 @@ bool engine_route_inputs(struct dnp_engine *e, uint64_t now);
  * dnp_engine_rx (engine.h).
  */
 
+/* ------------------------------------ congestion management (engine_congest.c) */
+/*
+ * With congestion ecn (engine.h): a PUT or SEND packet that leaves on a VC
+ * whose estimated remote occupancy is at or above cg_thresh words is marked
+ * (DNP_FT_CE, carried to its target); the target echoes the mark of the
+ * message's last packet in the CMPL frame that reports it (a batch is marked
+ * when any message in it was). Per destination node, the source keeps a
+ * window in packets (struct cgdst): a PUT or SEND that has not started waits
+ * while its destination's unreported packets fill the window, and a younger
+ * command to another node in the same injection queue may go ahead of it
+ * (never one to the same node, so the order per destination stays). An
+ * echoed mark halves the window, once per window of packets; each packet of
+ * an unmarked report adds one, up to cg_max. Loopback and GETs are never
+ * held. Everything is sized at create: nothing is allocated per packet.
+ */
+struct cgdst {
+	uint32_t inflight; /* packets started and not yet reported */
+	uint32_t wnd;      /* window, packets: 1..cg_max */
+	uint32_t seq;      /* messages started towards it (wraps) */
+	uint32_t seq_cut;  /* seq at the last halving: older echoes do not halve again */
+};
+
+/* Sets up the tables (dnp_engine_create). 0, -EINVAL (bad mode) or -ENOMEM. */
+int engine_cg_create(struct dnp_engine *e);
+/* Marks p if the VC it takes on link l is congested (only with congestion ecn). */
+static inline void engine_cg_mark(struct dnp_engine *e, const struct dnp_link *l, unsigned vc,
+				  struct pkt *p)
+{
+	if ((p->h.kind == DNP_PKT_PUT || p->h.kind == DNP_PKT_SEND) &&
+	    !(p->h.fstatus & DNP_FT_CE) && dnp_link_estimate(l, vc) >= e->cg_thresh) {
+		p->h.fstatus |= DNP_FT_CE;
+		e->st.cg_marked++;
+	}
+}
+/*
+ * Before the head of injection queue qi starts: when its window holds it,
+ * moves the oldest command of the queue that may start (one whose
+ * destination no older held command shares) to the head. False: nothing in
+ * the queue may start now.
+ */
+bool engine_cg_pick(struct dnp_engine *e, unsigned qi);
+/* Command s ended with status (a report, marked when e->cg_rx_ce): its window learns it. */
+void engine_cg_done(struct dnp_engine *e, struct slot *s, int status);
+
 /* Hands p to link dir (credit was checked). */
 static inline void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsigned vc,
 				       struct pkt *p, uint64_t now)
 {
 	struct xlink *x = &e->links[dir];
 
+	if (e->cg)
+		engine_cg_mark(e, x->l, vc, p);
 	p->h.vc = (uint8_t)vc;
 	dnp_pkt_set_vc(p->frame, vc); /* the CRC is recomputed when it is sent */
 	p->seq = dnp_link_seq_push(x->l, p, now);

@@ -117,6 +117,13 @@ enum dnp_pkt_kind {
 
 /* Footer status bits */
 #define DNP_FT_RETX 0x1u /* this transmission is a retransmission */
+/*
+ * Congestion mark (docs/protocol.md, "Congestion marks"): on a PUT or SEND
+ * packet, a router on the way found the VC it took filled above the
+ * congestion threshold; on a CMPL packet, the echo of such a mark to the
+ * sender (routers never mark CMPL packets). Carried from hop to hop.
+ */
+#define DNP_FT_CE 0x10u
 
 struct dnp_credit_vc {
 	uint32_t occupancy; /* words in the RX FIFO of this VC when the credit was latched */

@@ -15,6 +15,7 @@
 #include "dnp_parse.h"
 #include "dnp_version.h"
 #include "dnpd.h"
+#include "engine.h"
 #include "pkt.h"
 #include "route.h"
 #include "transport.h"
@@ -118,6 +119,10 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --routing dor|adaptive   dimension-ordered (default), or minimal adaptive\n"
 		"                           with DOR on VCs 0/1 as the escape (3+ VCs; every\n"
 		"                           node of the torus the same; docs/routing.md)\n"
+		"  --congestion off|ecn     congestion management: none (default), or marks\n"
+		"                           on congested VCs echoed in completion reports and a\n"
+		"                           window per destination (docs/protocol.md,\n"
+		"                           \"Congestion marks\")\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -179,6 +184,19 @@ static int dnpd_set_routing(struct dnpd_conf *c, const char *v)
 	if (m < 0)
 		return -EINVAL;
 	c->routing = (unsigned)m;
+	return 0;
+}
+
+/* Key congestion: off or ecn (engine.h, enum dnp_congestion). */
+static int dnpd_set_congestion(struct dnpd_conf *c, const char *v)
+{
+	/* spelled out, not dnp_congestion_parse: the config fuzzer links no engine */
+	if (!strcmp(v, "off"))
+		c->congestion = DNP_CONGESTION_OFF;
+	else if (!strcmp(v, "ecn"))
+		c->congestion = DNP_CONGESTION_ECN;
+	else
+		return -EINVAL;
 	return 0;
 }
 
@@ -291,8 +309,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing"))
-		return dnpd_set_routing(c, v);
+	if (!strcmp(key, "routing") || !strcmp(key, "congestion"))
+		return key[0] == 'r' ? dnpd_set_routing(c, v) : dnpd_set_congestion(c, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
@@ -326,6 +344,7 @@ enum {
 	OPT_GID_INDEX,
 	OPT_PCAP,
 	OPT_ROUTING,
+	OPT_CONGESTION,
 };
 
 static const struct option dnpd_opts[] = {
@@ -351,6 +370,7 @@ static const struct option dnpd_opts[] = {
 	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
 	{ "pcap", required_argument, NULL, OPT_PCAP },
 	{ "routing", required_argument, NULL, OPT_ROUTING },
+	{ "congestion", required_argument, NULL, OPT_CONGESTION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -380,8 +400,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_GID_INDEX - OPT_TORUS] = "gid_index",
 	[OPT_PCAP - OPT_TORUS] = "pcap",
 	[OPT_ROUTING - OPT_TORUS] = "routing",
+	[OPT_CONGESTION - OPT_TORUS] = "congestion",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ROUTING - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_CONGESTION - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -416,7 +437,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_ROUTING) {
+		if (opt < OPT_TORUS || opt > OPT_CONGESTION) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}

@@ -215,6 +215,12 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 (unsigned)(dnp_engine_router(d->e)->n_faults - dnp_engine_router(d->e)->n_sick),
 		 (unsigned)dnp_engine_router(d->e)->n_sick, es->route_tx, es->route_rx,
 		 es->route_changes, es->route_overflow, es->sick_avoided, es->adaptive_hops);
+	if (d->conf.congestion) /* congestion management (docs/protocol.md, "Congestion marks") */
+		dnpd_out(&o,
+			 "congestion mode %s marked %" PRIu64 " echoes %" PRIu64 " cuts %" PRIu64
+			 " held %" PRIu64 " bypassed %" PRIu64 "\n",
+			 dnp_congestion_name(d->conf.congestion), es->cg_marked, es->cg_echoes,
+			 es->cg_cuts, es->cg_held, es->cg_bypassed);
 	dnpd_out(&o,
 		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n",

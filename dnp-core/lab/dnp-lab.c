@@ -50,6 +50,8 @@ static void usage(FILE *f)
 		"                         detours go through an intermediate node\n"
 		"  --routing dor|adaptive dimension-ordered (dor), or minimal adaptive with DOR on\n"
 		"                         VCs 0/1 as the escape (needs --vcs 3 or 4; docs/routing.md)\n"
+		"  --congestion off|ecn   congestion management: none (off), or marks on congested\n"
+		"                         VCs and a window per destination (docs/lab.md)\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities,\n"
 		"                         0..1 or N%%\n"
 		"  --impair SPEC          the same in dnpd's spelling: loss=N%%,corrupt=N%%,dup=N%%,\n"
@@ -116,6 +118,7 @@ enum {
 	OPT_CMD_TIMEOUT_MS,
 	OPT_LINK_MHZ,
 	OPT_ROUTING,
+	OPT_CONGESTION,
 };
 
 static const struct option run_opts[] = {
@@ -160,6 +163,7 @@ static const struct option run_opts[] = {
 	{ "cmd-timeout-ms", required_argument, NULL, OPT_CMD_TIMEOUT_MS },
 	{ "link-mhz", required_argument, NULL, OPT_LINK_MHZ },
 	{ "routing", required_argument, NULL, OPT_ROUTING },
+	{ "congestion", required_argument, NULL, OPT_CONGESTION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -351,6 +355,11 @@ static int opt_link(struct run_args *a, int opt, const char *arg)
 		ret = dnp_routing_parse(arg);
 		if (ret >= 0)
 			a->c.routing = (uint8_t)ret;
+		return ret < 0 ? ret : 0;
+	case OPT_CONGESTION:
+		ret = dnp_congestion_parse(arg);
+		if (ret >= 0)
+			a->c.congestion = (uint8_t)ret;
 		return ret < 0 ? ret : 0;
 	case OPT_RTO:
 		return parse_u64(arg, &l->rto);

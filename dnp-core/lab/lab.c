@@ -349,6 +349,9 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.link = c->link;
 		ec.vc_mode = c->vc_mode;
 		ec.routing = c->routing;
+		ec.congestion = c->congestion;
+		ec.cg_threshold = c->cg_threshold;
+		ec.cg_window = c->cg_window;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;

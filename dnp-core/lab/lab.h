@@ -143,6 +143,10 @@ struct dnp_lab_conf {
 	/* self-test of the verifier: flip one byte of the n-th memory write the
 	 * engine makes (1-based; 0 = never), as a broken memory path would */
 	uint64_t tamper_write;
+	/* congestion management (engine.h, h-congest): enum dnp_congestion, and
+	 * the engine's cg_threshold (words) and cg_window (packets), 0: defaults */
+	uint8_t congestion;
+	uint32_t cg_threshold, cg_window;
 };
 
 /* Per directed link (node, dir). */

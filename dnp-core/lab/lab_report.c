@@ -76,6 +76,11 @@ void lab_finish(struct dnp_lab *lab)
 		r->engine.route_rx += s->route_rx;
 		r->engine.route_changes += s->route_changes;
 		r->engine.adaptive_hops += s->adaptive_hops;
+		r->engine.cg_marked += s->cg_marked;
+		r->engine.cg_echoes += s->cg_echoes;
+		r->engine.cg_cuts += s->cg_cuts;
+		r->engine.cg_held += s->cg_held;
+		r->engine.cg_bypassed += s->cg_bypassed;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
 			const struct dnp_link_stats *ls;
 
@@ -232,6 +237,13 @@ static unsigned counters(const struct dnp_lab *lab, struct lab_counter *k)
 	K("route_changes", r->engine.route_changes);
 	K("adaptive_hops", r->engine.adaptive_hops);
 	K("last_route_change", r->last_route_change);
+	if (lab->conf.congestion) { /* only then, so that a run without it reports as before */
+		K("cg_marked", r->engine.cg_marked);
+		K("cg_echoes", r->engine.cg_echoes);
+		K("cg_cuts", r->engine.cg_cuts);
+		K("cg_held", r->engine.cg_held);
+		K("cg_bypassed", r->engine.cg_bypassed);
+	}
 #undef K
 	return n;
 }

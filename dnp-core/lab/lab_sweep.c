@@ -21,10 +21,19 @@
  *
  * The configuration dimension (struct sweep_config) is what one more
  * protocol option becomes: a name, how it sets up the lab, and how its
- * routing loads the channels. Only dimension-ordered routing exists today.
+ * routing loads the channels: dor, adaptive (minimal adaptive, its ideal
+ * from the load spread evenly over the productive directions at every hop),
+ * and each of them with congestion management (+ecn), chosen with --configs.
+ *
+ * --hot-rate R gives the hot spot's senders their own offered load (R words
+ * per unit each, 0: silent) apart from the ladder, which then offers, and
+ * whose ideal counts, the uniform background of the other nodes only:
+ * accepted_bg is the background's accepted throughput, the figure congestion
+ * management protects (docs/lab.md, "Sweep").
  */
 #include "lab_internal.h"
 
+#include <assert.h>
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -48,6 +57,7 @@ static const char *const sw_names[SW_NPAT] = { "uniform", "transpose", "tornado"
 #define SW_CMPL_WORDS 4u  /* a CMPL frame reporting one message */
 #define SW_SATURATED 0.90 /* accepted below this x offered: past saturation */
 #define SW_PLOT_CMD "gnuplot"
+#define SW_MAX_CONFIGS 8u
 
 struct sweep;
 
@@ -60,6 +70,7 @@ struct sweep;
 struct sweep_config {
 	const char *name;
 	const char *routing;
+	const char *congestion;
 	int (*apply)(const struct sweep *s, struct dnp_lab_conf *c);
 	int (*loads)(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl);
 };
@@ -78,6 +89,12 @@ struct sweep {
 	double loads[SW_MAX_LOADS]; /* offered load ladder, fractions of the ideal */
 	unsigned nloads;
 	bool pat[SW_NPAT];
+	bool cfg[SW_MAX_CONFIGS]; /* configurations chosen (--configs) */
+	double hot_rate;          /* words/unit of each hot-spot sender; < 0: the ladder's */
+	uint32_t cg_window, cg_threshold; /* +ecn configurations (0: the engine's defaults) */
+	struct dnp_router *arouters;      /* adaptive routers, for the adaptive channel loads */
+	double *nw;                       /* scratch of the adaptive loads: weight per node */
+	uint32_t *nq;                     /* and the nodes in visiting order */
 	bool plot, quick;
 	const char *out;
 	struct dnp_router *routers; /* one per node, for the channel loads */
@@ -89,8 +106,10 @@ struct sweep {
 
 struct sweep_row {
 	double frac, offered, offered_meas, accepted, ideal, ideal_cmpl;
+	double accepted_bg; /* of the messages neither from a hot-spot sender nor to the hot spot */
 	double lat_mean;
-	uint64_t lat_p99;
+	uint64_t lat_p99, lat_bg_p99;
+	uint64_t cg_marked, cg_held; /* congestion management's counters, every node's */
 	uint64_t messages, delivered, end;
 	int status;
 };
@@ -160,6 +179,8 @@ static uint32_t sw_dests(struct sweep *s, enum sweep_pattern p, uint32_t src)
 	uint32_t n = 0;
 
 	if (p == SW_HOTSPOT && sw_is_hot(s, src)) {
+		if (s->hot_rate >= 0)
+			return 0; /* their own rate: the ladder and the ideal are the background's */
 		s->dst[0] = s->hotspot;
 		s->w[0] = 1.0;
 		return 1;
@@ -284,6 +305,73 @@ static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *l
 	return 0;
 }
 
+/*
+ * Adds w to the channels of src -> dst under minimal adaptive routing, taken
+ * as spreading its load evenly: at every node the weight that reached it is
+ * split in equal parts over the productive directions (dnp_route_adaptive),
+ * so every minimal path carries its share. Nodes are visited in order of
+ * their distance from src (each hop is one nearer dst), so a node's weight
+ * is whole before it is split.
+ */
+static int sw_spread(const struct sweep *s, uint32_t src, uint32_t dst, double w, double *load)
+{
+	struct dnp_coord to = dnp_torus_coord(&s->torus, dst);
+	uint32_t head = 0, tail = 0;
+
+	s->nw[src] = w;
+	s->nq[tail++] = src;
+	while (head < tail) {
+		uint32_t id = s->nq[head++];
+		double x = s->nw[id];
+		uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE];
+		unsigned nd;
+
+		s->nw[id] = 0;
+		if (id == dst)
+			continue;
+		nd = dnp_route_adaptive(&s->arouters[id], to, dirs);
+		if (!nd)
+			return -EHOSTUNREACH;
+		for (unsigned i = 0; i < nd; i++) {
+			struct dnp_coord c = dnp_torus_coord(&s->torus, id);
+			uint32_t nb =
+				dnp_torus_id(&s->torus, dnp_torus_neighbour(&s->torus, c, dirs[i]));
+
+			load[(size_t)id * DNP_NDIRS + dirs[i]] += x / nd;
+			if (s->nw[nb] == 0) {
+				if (tail == s->n)
+					return -ELOOP;
+				s->nq[tail++] = nb;
+			}
+			s->nw[nb] += x / nd;
+		}
+	}
+	return 0;
+}
+
+/* Channel loads of minimal adaptive routing; the CMPL frames keep to DOR (one-packet
+ * messages only take adaptive hops when flagged whole; reports are not). */
+static int sw_loads_adaptive(const struct sweep *s, enum sweep_pattern p, double *load,
+			     double *cmpl)
+{
+	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
+
+	for (uint32_t src = 0; src < s->n; src++) {
+		uint32_t nd = sw_dests(m, p, src);
+
+		for (uint32_t i = 0; i < nd; i++) {
+			int ret = sw_spread(s, src, s->dst[i], s->w[i], load);
+
+			if (!ret)
+				ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw,
+					      cmpl);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int sw_apply_dor(const struct sweep *s, struct dnp_lab_conf *c)
 {
 	(void)s;
@@ -291,11 +379,42 @@ static int sw_apply_dor(const struct sweep *s, struct dnp_lab_conf *c)
 	return 0;
 }
 
-/* The configurations, in CSV and plot order. Adaptive routing will be one more line. */
+/* Adaptive: VCs 0/1 the escape, 2 and up adaptive; with --vcs 2 it takes a third. */
+static int sw_apply_adaptive(const struct sweep *s, struct dnp_lab_conf *c)
+{
+	(void)s;
+	c->vc_mode = DNP_VC_DATELINE;
+	c->routing = DNP_ROUTING_ADAPTIVE;
+	if (c->link.nvc < DNP_ROUTE_ADAPT_MIN_VCS)
+		c->link.nvc = DNP_ROUTE_ADAPT_MIN_VCS;
+	return 0;
+}
+
+static int sw_apply_dor_ecn(const struct sweep *s, struct dnp_lab_conf *c)
+{
+	c->congestion = DNP_CONGESTION_ECN;
+	c->cg_window = s->cg_window;
+	c->cg_threshold = s->cg_threshold;
+	return sw_apply_dor(s, c);
+}
+
+static int sw_apply_adaptive_ecn(const struct sweep *s, struct dnp_lab_conf *c)
+{
+	c->congestion = DNP_CONGESTION_ECN;
+	c->cg_window = s->cg_window;
+	c->cg_threshold = s->cg_threshold;
+	return sw_apply_adaptive(s, c);
+}
+
+/* The configurations, in CSV and plot order; --configs chooses among them. */
 static const struct sweep_config sw_configs[] = {
-	{ "dor", "dor", sw_apply_dor, sw_loads_route },
+	{ "dor", "dor", "off", sw_apply_dor, sw_loads_route },
+	{ "adaptive", "adaptive", "off", sw_apply_adaptive, sw_loads_adaptive },
+	{ "dor+ecn", "dor", "ecn", sw_apply_dor_ecn, sw_loads_route },
+	{ "adaptive+ecn", "adaptive", "ecn", sw_apply_adaptive_ecn, sw_loads_adaptive },
 };
 #define SW_NCONFIGS (sizeof(sw_configs) / sizeof(sw_configs[0]))
+static_assert(SW_NCONFIGS <= SW_MAX_CONFIGS, "room for every configuration");
 
 /* Senders of the pattern (nodes with at least one destination). */
 static uint32_t sw_senders(struct sweep *s, enum sweep_pattern p)
@@ -366,11 +485,15 @@ static int sw_plan_add(struct sw_plan *pl, uint32_t src, uint32_t dst, unsigned 
 	return 0;
 }
 
-/* Bernoulli releases at q per unit from every sender, in release order. */
+/*
+ * Bernoulli releases at q per unit from every sender, in release order
+ * (with --hot-rate, the hot spot's senders at their own rate).
+ */
 static int sw_plan_build(struct sweep *s, enum sweep_pattern p, double q, struct sw_plan *pl)
 {
 	uint64_t end = s->warm + s->measure;
 	uint64_t thr = (uint64_t)(q * 0x1.0p53);
+	uint64_t thr_hot = s->hot_rate >= 0 ? (uint64_t)(s->hot_rate / s->fw * 0x1.0p53) : thr;
 	struct lab_rng *rng = calloc(s->n, sizeof(*rng));
 
 	if (!rng)
@@ -382,7 +505,9 @@ static int sw_plan_build(struct sweep *s, enum sweep_pattern p, double q, struct
 			uint32_t dst;
 			int ret;
 
-			if (lab_rng_below(&rng[src], 1ull << 53) >= thr)
+			bool hot = p == SW_HOTSPOT && sw_is_hot(s, src);
+
+			if (lab_rng_below(&rng[src], 1ull << 53) >= (hot ? thr_hot : thr))
 				continue;
 			if (!sw_pick(s, p, src, &rng[src], &dst))
 				continue;
@@ -405,15 +530,20 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Throughput and latency of a finished run, into row. */
-static int sw_measure(struct sweep *s, struct dnp_lab *lab, struct sweep_row *row)
+static int sw_measure(struct sweep *s, enum sweep_pattern p, struct dnp_lab *lab,
+		      struct sweep_row *row)
 {
-	uint64_t end = s->warm + s->measure, acc = 0, off = 0, sum = 0;
-	uint32_t nm = dnp_lab_messages(lab), nl = 0;
+	uint64_t end = s->warm + s->measure, acc = 0, acc_bg = 0, off = 0, sum = 0;
+	uint32_t nm = dnp_lab_messages(lab), nl = 0, nb = 0;
 	uint64_t *lat = malloc(((size_t)nm + 1) * sizeof(uint64_t));
+	uint64_t *lbg = malloc(((size_t)nm + 1) * sizeof(uint64_t));
 	double span = (double)s->n * (double)s->measure;
 
-	if (!lat)
+	if (!lat || !lbg) {
+		free(lat);
+		free(lbg);
 		return -ENOMEM;
+	}
 	row->messages = nm;
 	row->delivered = 0;
 	for (uint32_t i = 0; i < nm; i++) {
@@ -423,22 +553,35 @@ static int sw_measure(struct sweep *s, struct dnp_lab *lab, struct sweep_row *ro
 			continue;
 		if (mi.received != UINT64_MAX && mi.rx_events >= 1 && mi.status == 0)
 			row->delivered++;
-		if (mi.received != UINT64_MAX && mi.received >= s->warm && mi.received < end)
+		/* the background: what neither comes from a hot sender nor goes to the hot spot */
+		bool bg = !(p == SW_HOTSPOT && (sw_is_hot(s, mi.src) || mi.dst == s->hotspot));
+
+		if (mi.received != UINT64_MAX && mi.received >= s->warm && mi.received < end) {
 			acc += s->fw;
+			acc_bg += bg ? s->fw : 0;
+		}
 		if (mi.released < s->warm || mi.released >= end)
 			continue;
 		off += s->fw;
 		if (mi.received != UINT64_MAX) {
 			lat[nl++] = mi.received - mi.released;
 			sum += mi.received - mi.released;
+			if (bg)
+				lbg[nb++] = mi.received - mi.released;
 		}
 	}
 	row->accepted = acc / span;
+	row->accepted_bg = acc_bg / span;
 	row->offered_meas = off / span;
 	row->lat_mean = nl ? (double)sum / nl : 0;
 	qsort(lat, nl, sizeof(uint64_t), cmp_u64);
 	row->lat_p99 = nl ? lat[(nl - 1) * 99 / 100] : 0;
+	qsort(lbg, nb, sizeof(uint64_t), cmp_u64);
+	row->lat_bg_p99 = nb ? lbg[(nb - 1) * 99 / 100] : 0;
+	row->cg_marked = dnp_lab_result(lab)->engine.cg_marked;
+	row->cg_held = dnp_lab_result(lab)->engine.cg_held;
 	free(lat);
+	free(lbg);
 	return 0;
 }
 
@@ -488,7 +631,7 @@ static int sw_point(struct sweep *s, const struct sweep_config *cf, enum sweep_p
 		fprintf(stderr, "dnp-lab sweep: %s at load %.2f failed:\n", sw_names[p], row->frac);
 		dnp_lab_report(lab, stderr, false);
 	}
-	ret = sw_measure(s, lab, row);
+	ret = sw_measure(s, p, lab, row);
 out:
 	dnp_lab_destroy(lab);
 	free(pl.m);
@@ -513,10 +656,18 @@ static const char *sw_status(int st)
 	}
 }
 
+/* The VCs configuration cf runs with (adaptive takes a third when --vcs is 2). */
+static unsigned sw_vcs(const struct sweep *s, const struct sweep_config *cf)
+{
+	return !strcmp(cf->routing, "adaptive") && s->vcs < DNP_ROUTE_ADAPT_MIN_VCS ?
+		       DNP_ROUTE_ADAPT_MIN_VCS :
+		       s->vcs;
+}
+
 #define SW_CSV_HEADER                                                                          \
 	"config,routing,pattern,torus,payload_bytes,frame_words,load_frac,offered,"            \
 	"offered_measured,accepted,ideal,ideal_with_cmpl,lat_mean,lat_p99,messages,delivered," \
-	"end_time,status\n"
+	"end_time,status,vcs,congestion,accepted_bg,lat_bg_p99,cg_marked,cg_held\n"
 
 static void sw_row_out(struct sweep *s, const struct sweep_config *cf, enum sweep_pattern p,
 		       const struct sweep_row *r)
@@ -525,15 +676,22 @@ static void sw_row_out(struct sweep *s, const struct sweep_config *cf, enum swee
 
 	fprintf(s->csv,
 		"%s,%s,%s,%ux%ux%u,%u,%u,%.3f,%.5f,%.5f,%.5f,%.5f,%.5f,%.1f,%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%s\n",
+		",%" PRIu64 ",%" PRIu64 ",%s,%u,%s,%.5f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 		cf->name, cf->routing, sw_names[p], t->dim[0], t->dim[1], t->dim[2], s->size, s->fw,
 		r->frac, r->offered, r->offered_meas, r->accepted, r->ideal, r->ideal_cmpl,
-		r->lat_mean, r->lat_p99, r->messages, r->delivered, r->end, sw_status(r->status));
+		r->lat_mean, r->lat_p99, r->messages, r->delivered, r->end, sw_status(r->status),
+		sw_vcs(s, cf), cf->congestion, r->accepted_bg, r->lat_bg_p99, r->cg_marked,
+		r->cg_held);
 	fflush(s->csv);
 	printf("%-5s %-10s load %.2f  offered %.4f  accepted %.4f  (ideal %.4f)  latency mean "
-	       "%.0f p99 %" PRIu64 "  %" PRIu64 "/%" PRIu64 " delivered  %s\n",
+	       "%.0f p99 %" PRIu64 "  %" PRIu64 "/%" PRIu64 " delivered  %s",
 	       cf->name, sw_names[p], r->frac, r->offered_meas, r->accepted, r->ideal, r->lat_mean,
 	       r->lat_p99, r->delivered, r->messages, sw_status(r->status));
+	if (p == SW_HOTSPOT)
+		printf("  background %.4f p99 %" PRIu64, r->accepted_bg, r->lat_bg_p99);
+	if (r->cg_marked || r->cg_held)
+		printf("  marked %" PRIu64 " held %" PRIu64, r->cg_marked, r->cg_held);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -595,14 +753,19 @@ static void sw_plot(const struct sweep *s)
 			"set ylabel 'latency (units)'\nset logscale y\nplot ",
 			sw_names[p], sw_names[p], s->torus.dim[0], s->torus.dim[1], s->torus.dim[2],
 			s->fw);
-		for (unsigned k = 0; k < SW_NCONFIGS; k++)
+		for (unsigned k = 0, first = 1; k < SW_NCONFIGS; k++) {
+			if (!s->cfg[k])
+				continue;
 			fprintf(g,
 				"%s'sweep.csv' using (strcol(1) eq '%s' && strcol(3) eq '%s' ? "
 				"$10 : NaN):13 with linespoints title '%s mean', '' using "
 				"(strcol(1) eq '%s' && strcol(3) eq '%s' ? $10 : NaN):14 with "
 				"linespoints dt 2 title '%s p99'",
-				k ? ", " : "", sw_configs[k].name, sw_names[p], sw_configs[k].name,
-				sw_configs[k].name, sw_names[p], sw_configs[k].name);
+				first ? "" : ", ", sw_configs[k].name, sw_names[p],
+				sw_configs[k].name, sw_configs[k].name, sw_names[p],
+				sw_configs[k].name);
+			first = 0;
+		}
 		fprintf(g, "\nunset logscale y\n");
 	}
 	fprintf(g, "set output 'sweep-throughput.png'\nset title 'lab sweep: accepted against "
@@ -611,7 +774,7 @@ static void sw_plot(const struct sweep *s)
 		   "'accepted = offered' lc rgb 'gray'");
 	for (unsigned k = 0; k < SW_NCONFIGS; k++)
 		for (unsigned p = 0; p < SW_NPAT; p++)
-			if (s->pat[p])
+			if (s->pat[p] && s->cfg[k])
 				fprintf(g,
 					", 'sweep.csv' using (strcol(1) eq '%s' && strcol(3) eq "
 					"'%s' ? $9 : NaN):10 with linespoints title '%s %s'",
@@ -631,6 +794,12 @@ static void sw_usage(FILE *f)
 		"  --quick              4x4x4, short windows, loads 0.4 and 0.8 (the test's run)\n"
 		"  --torus XxYxZ        torus (8x8x8; dimensions up to %u)\n"
 		"  --patterns LIST      uniform,transpose,tornado,bitcomp,neighbour,hotspot (all)\n"
+		"  --configs LIST       dor,adaptive,dor+ecn,adaptive+ecn (dor,adaptive,dor+ecn;\n"
+		"                       --quick: dor); adaptive takes a third VC with --vcs 2\n"
+		"  --hot-rate R         each hot-spot sender offers R words/unit (0: silent); the\n"
+		"                       ladder and its ideal are then the background's alone\n"
+		"  --cg-window P --cg-threshold W  +ecn: window ceiling (packets) and marking\n"
+		"                       threshold (words); the engine's defaults otherwise\n"
 		"  --out DIR            CSV and PNGs go there (results/lab-sweep)\n"
 		"  --size BYTES         payload of a message, one packet (256)\n"
 		"  --vcs N              virtual channels (2, the hardware's dateline pair)\n"
@@ -662,6 +831,26 @@ static int sw_parse_patterns(struct sweep *s, const char *arg)
 		if (p == SW_NPAT)
 			return -EINVAL;
 		s->pat[p] = true;
+	}
+	return 0;
+}
+
+static int sw_parse_configs(struct sweep *s, const char *arg)
+{
+	char buf[256], *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, arg);
+	memset(s->cfg, 0, sizeof(s->cfg));
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned k;
+
+		for (k = 0; k < SW_NCONFIGS && strcmp(tok, sw_configs[k].name); k++)
+			;
+		if (k == SW_NCONFIGS)
+			return -EINVAL;
+		s->cfg[k] = true;
 	}
 	return 0;
 }
@@ -721,6 +910,9 @@ static void sw_defaults(struct sweep *s)
 	s->nloads = sizeof(ladder) / sizeof(ladder[0]);
 	for (unsigned p = 0; p < SW_NPAT; p++)
 		s->pat[p] = true;
+	for (unsigned k = 0; k < 3; k++) /* dor, adaptive, dor+ecn */
+		s->cfg[k] = true;
+	s->hot_rate = -1;
 }
 
 /* --quick: small and short, for the test; options after it still apply. */
@@ -733,6 +925,8 @@ static void sw_quick(struct sweep *s)
 	s->loads[1] = 0.8;
 	s->nloads = 2;
 	s->quick = true;
+	memset(s->cfg, 0, sizeof(s->cfg));
+	s->cfg[0] = true; /* dor; --configs after --quick adds others */
 }
 
 enum {
@@ -750,6 +944,10 @@ enum {
 	SW_OPT_NOPLOT,
 	SW_OPT_CREDIT,
 	SW_OPT_HELP,
+	SW_OPT_CONFIGS,
+	SW_OPT_HOT_RATE,
+	SW_OPT_CG_WINDOW,
+	SW_OPT_CG_THRESHOLD,
 };
 
 static const struct option sw_opts[] = {
@@ -767,6 +965,10 @@ static const struct option sw_opts[] = {
 	{ "no-plot", no_argument, NULL, SW_OPT_NOPLOT },
 	{ "credit-model", required_argument, NULL, SW_OPT_CREDIT },
 	{ "help", no_argument, NULL, SW_OPT_HELP },
+	{ "configs", required_argument, NULL, SW_OPT_CONFIGS },
+	{ "hot-rate", required_argument, NULL, SW_OPT_HOT_RATE },
+	{ "cg-window", required_argument, NULL, SW_OPT_CG_WINDOW },
+	{ "cg-threshold", required_argument, NULL, SW_OPT_CG_THRESHOLD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -820,6 +1022,24 @@ static int sw_option(struct sweep *s, int o, const char *arg)
 	case SW_OPT_HELP:
 		sw_usage(stdout);
 		return 1;
+	case SW_OPT_CONFIGS:
+		return sw_parse_configs(s, arg);
+	case SW_OPT_CG_WINDOW:
+		if (sw_parse_u64(arg, 1, 65536, &v))
+			return -EINVAL;
+		s->cg_window = (uint32_t)v;
+		return 0;
+	case SW_OPT_CG_THRESHOLD:
+		if (sw_parse_u64(arg, 1, 1u << 20, &v))
+			return -EINVAL;
+		s->cg_threshold = (uint32_t)v;
+		return 0;
+	case SW_OPT_HOT_RATE: {
+		char *end;
+
+		s->hot_rate = strtod(arg, &end);
+		return end != arg && !*end && s->hot_rate >= 0 && s->hot_rate <= 64 ? 0 : -EINVAL;
+	}
 	default:
 		return -EINVAL;
 	}
@@ -853,16 +1073,30 @@ static int sw_setup(struct sweep *s)
 	s->n = dnp_torus_size(&s->torus);
 	s->fw = dnp_pkt_frame_words(s->size);
 	s->routers = calloc(s->n, sizeof(*s->routers));
+	s->arouters = calloc(s->n, sizeof(*s->arouters));
 	s->dst = calloc(s->n, sizeof(*s->dst));
 	s->w = calloc(s->n, sizeof(*s->w));
-	if (!s->routers || !s->dst || !s->w)
+	s->nw = calloc(s->n, sizeof(*s->nw));
+	s->nq = calloc(s->n, sizeof(*s->nq));
+	if (!s->routers || !s->arouters || !s->dst || !s->w || !s->nw || !s->nq)
 		return -ENOMEM;
+	if (s->hot_rate > s->fw)
+		return -ERANGE; /* more than one packet per unit */
 	for (uint32_t i = 0; i < s->n; i++) {
 		int ret = dnp_route_init(&s->routers[i], &s->torus, dnp_torus_coord(&s->torus, i),
 					 DNP_VC_DATELINE);
 
 		if (!ret)
 			ret = dnp_route_set_vcs(&s->routers[i], s->vcs);
+		if (!ret) /* the adaptive loads' routers: 3+ VCs, as sw_apply_adaptive */
+			ret = dnp_route_init(&s->arouters[i], &s->torus,
+					     dnp_torus_coord(&s->torus, i), DNP_VC_DATELINE);
+		if (!ret)
+			ret = dnp_route_set_vcs(&s->arouters[i], s->vcs < DNP_ROUTE_ADAPT_MIN_VCS ?
+									 DNP_ROUTE_ADAPT_MIN_VCS :
+									 s->vcs);
+		if (!ret)
+			ret = dnp_route_set_routing(&s->arouters[i], DNP_ROUTING_ADAPTIVE);
 		if (ret)
 			return ret;
 	}
@@ -882,8 +1116,11 @@ static void sw_teardown(struct sweep *s)
 	if (s->csv)
 		fclose(s->csv);
 	free(s->routers);
+	free(s->arouters);
 	free(s->dst);
 	free(s->w);
+	free(s->nw);
+	free(s->nq);
 }
 
 /* All configurations and patterns, then the summary. */
@@ -897,11 +1134,15 @@ static int sw_all(struct sweep *s)
 	       s->torus.dim[0], s->torus.dim[1], s->torus.dim[2], s->size, s->fw, s->vcs, s->bw,
 	       s->credit_model == DNP_CREDIT_HW ? "hw" : "exact", s->warm, s->measure, s->hotspot,
 	       s->nhot);
+	if (s->hot_rate >= 0)
+		printf("hot spot: each sender offers %.3f words/unit; the ladder offers the uniform "
+		       "background of the other nodes\n",
+		       s->hot_rate);
 	for (unsigned k = 0; k < SW_NCONFIGS; k++) {
 		for (unsigned p = 0; p < SW_NPAT; p++) {
 			int ret;
 
-			if (!s->pat[p])
+			if (!s->pat[p] || !s->cfg[k])
 				continue;
 			ret = sw_ladder(s, &sw_configs[k], (enum sweep_pattern)p, &sat[k][p],
 					&ideal[k][p]);
@@ -914,12 +1155,12 @@ static int sw_all(struct sweep *s)
 				return ret;
 		}
 	}
-	printf("\nsaturation (highest accepted), words/node/unit:\nconfig pattern    ideal     "
+	printf("\nsaturation (highest accepted), words/node/unit:\nconfig       pattern    ideal     "
 	       "accepted  accepted/ideal\n");
 	for (unsigned k = 0; k < SW_NCONFIGS; k++)
 		for (unsigned p = 0; p < SW_NPAT; p++)
-			if (s->pat[p] && ideal[k][p] > 0)
-				printf("%-6s %-10s %.4f    %.4f    %.3f\n", sw_configs[k].name,
+			if (s->pat[p] && s->cfg[k] && ideal[k][p] > 0)
+				printf("%-12s %-10s %.4f    %.4f    %.3f\n", sw_configs[k].name,
 				       sw_names[p], ideal[k][p], sat[k][p],
 				       sat[k][p] / ideal[k][p]);
 	return 0;
