@@ -207,6 +207,18 @@ struct dnp_engine_conf {
 	uint32_t pool_small, pool_big;
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
+	/*
+	 * Traffic classes (docs/routing.md, "Traffic classes and virtual
+	 * channels"): enum dnp_arbitration (arb.h). Off (0, the default): the
+	 * class travels but the switch and injection keep their round robin and
+	 * FIFO order. Strict or wrr: per-class injection queues, and every
+	 * grant at injection and at the router outputs goes by class; classes
+	 * share the VCs, so routes, VCs and credits are unchanged.
+	 * arb_starve: strict's bound, 0 = DNP_ARB_STARVE_DEFAULT (-EINVAL for
+	 * an unknown policy).
+	 */
+	uint8_t arbitration;
+	uint16_t arb_starve;
 };
 
 /* Fills c with sensible defaults for a torus node (caller then sets torus, self, mem). */

@@ -138,6 +138,7 @@ f.crc_computed = ProtoField.uint32("dnp.crc.computed", "crc computed", base.HEX)
 f.crc_status = ProtoField.uint8("dnp.crc.status", "crc status", base.DEC, CRC_STATUS)
 f.fstatus = ProtoField.uint8("dnp.fstatus", "fstatus", base.HEX)
 f.retx = ProtoField.bool("dnp.fstatus.retx", "DNP_FT_RETX", 8, nil, 0x01)
+f.tc = ProtoField.uint8("dnp.fstatus.tc", "traffic class (0 lowest .. 7 top)", base.DEC, nil, 0x0e)
 f.hops = ProtoField.uint8("dnp.hops", "hops", base.DEC)
 f.via = ProtoField.uint16("dnp.via", "via", base.HEX)
 f.timestamp = ProtoField.uint32("dnp.timestamp", "timestamp", base.DEC)
@@ -432,7 +433,8 @@ local function footer(tvb, t, whole)
 	end
 	local fs = w:add(f.fstatus, tvb(fo + 4, 1))
 	fs:add(f.retx, tvb(fo + 4, 1))
-	if band(tvb(fo + 4, 1):uint(), 0xfe) ~= 0 then fs:add_proto_expert_info(e.reserved) end
+	fs:add(f.tc, tvb(fo + 4, 1))
+	if band(tvb(fo + 4, 1):uint(), 0xf0) ~= 0 then fs:add_proto_expert_info(e.reserved) end
 	w:add(f.hops, tvb(fo + 5, 1))
 	w:add_le(f.via, tvb(fo + 6, 2))
 	w:add_le(f.timestamp, tvb(fo + 8, 4))
