@@ -104,6 +104,8 @@ static void usage(FILE *f)
 		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
 		"  --routing dor|adaptive  routing of every dnpd (dnpd --routing; adaptive\n"
 		"                        needs 3+ VCs, dnpd's default is 4; docs/routing.md)\n"
+		"  --arbitration off|strict|wrr  traffic-class arbitration of every dnpd\n"
+		"                        (dnpd --arbitration; default off)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -231,6 +233,9 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 	}
 }
 
+/* Long options without a short letter (getopt codes above any character). */
+#define OPT_ARBITRATION 0x100
+
 /* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
 static int parse_daemon_opt(struct run *r, int c, const char *arg)
 {
@@ -260,6 +265,18 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 		return 1;
 	case 'P':
 		r->pin = true;
+		return 1;
+	case OPT_ARBITRATION: /* checked here, applied by dnpd */
+		if (strcmp(arg, "off") && strcmp(arg, "strict") && strcmp(arg, "wrr")) {
+			msg("bad --arbitration '%s' (off, strict or wrr)", arg);
+			return -EINVAL;
+		}
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--arbitration";
+		r->extra[r->nextra++] = arg;
 		return 1;
 	default:
 		v = (unsigned)parse_netns_opt(r, c, arg);
@@ -397,6 +414,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "daemon-death", required_argument, NULL, 'X' },
 		{ "impair", required_argument, NULL, 'J' },
 		{ "routing", required_argument, NULL, 'G' },
+		{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

@@ -281,7 +281,8 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 		 hop.dir != qi)
 		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!engine_pool_has_inj(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
-	    dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+	    dnp_link_window_full(x->l) || !engine_out_free(e, qi) ||
+	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
 		return false;
 	*vc = hop.vc;
 	return true;

@@ -508,6 +508,20 @@ static inline bool engine_link_usable(const struct dnp_engine *e, unsigned dir)
 	       dnp_link_state(e->links[dir].l) != DNP_LINK_BROKEN;
 }
 
+/*
+ * Arbitration on: may output dir take another packet? Only while nothing
+ * waits there for its first transmission, so that the class order is
+ * decided when the output is about to be free, not behind packets already
+ * committed to it (a top-class packet then waits for at most the frame on
+ * the wire and one more).
+ */
+static inline bool engine_out_free(const struct dnp_engine *e, unsigned dir)
+{
+	const struct xlink *x = &e->links[dir];
+
+	return !e->c.arbitration || dnp_link_unacked(x->l) <= x->next_tx;
+}
+
 /* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
 #define DELIVER_KEPT 1
 /* The last fragment of a PUT/SEND waits for room in its port's event queue. */

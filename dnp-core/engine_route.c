@@ -324,7 +324,7 @@ static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_h
 		const struct dnp_link *l = e->links[dirs[i]].l;
 
 		if (!l || !engine_link_usable(e, dirs[i]) || dnp_link_state(l) != DNP_LINK_UP ||
-		    dnp_link_window_full(l))
+		    dnp_link_window_full(l) || !engine_out_free(e, dirs[i]))
 			continue;
 		for (unsigned vc = DNP_ROUTE_ADAPT_VC; vc < e->c.link.nvc; vc++) {
 			uint32_t est = dnp_link_estimate(l, vc);
@@ -415,7 +415,7 @@ static bool route_at(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt 
 	if (e->router.routing == DNP_ROUTING_ADAPTIVE && adaptive_hop(e, p, &hop))
 		e->st.adaptive_hops++;
 	else if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
-		 !dnp_link_can_start(x->l, hop.vc, p->words))
+		 !engine_out_free(e, hop.dir) || !dnp_link_can_start(x->l, hop.vc, p->words))
 		return false;
 	in_take(e, in, vc, prev, p);
 	if (in < DNP_NDIRS)
@@ -493,21 +493,35 @@ static bool arb_try(struct dnp_engine *e, unsigned tc, unsigned b, uint64_t now)
 	return moved;
 }
 
-/* Serves class tc: its candidates in turn from arb_rr, blocked ones marked in *blk. */
+/*
+ * Serves class tc: its input FIFOs in turn from arb_rr, then its injection
+ * queues (packets already in the network go first, as the round-robin
+ * switch runs before injection); blocked candidates are marked in *blk.
+ */
 static bool arb_serve(struct dnp_engine *e, unsigned tc, uint64_t *blk, uint64_t now)
 {
 	uint64_t cand = class_cands(e, tc) & ~*blk;
-	const unsigned nb = CAND_INJ + NIN;
+	const unsigned nf = NIN * DNP_MAX_VC;
 
-	for (unsigned k = 0, b = e->arb_rr[tc]; cand && k < nb; k++, b = b + 1 == nb ? 0 : b + 1) {
+	for (unsigned k = 0, b = e->arb_rr[tc] % nf; (cand & ((1ull << nf) - 1)) && k < nf;
+	     k++, b = b + 1 == nf ? 0 : b + 1) {
 		if (!(cand >> b & 1u))
 			continue;
 		if (arb_try(e, tc, b, now)) {
-			e->arb_rr[tc] = (uint8_t)(b + 1 == nb ? 0 : b + 1);
+			e->arb_rr[tc] = (uint8_t)(b + 1 == nf ? 0 : b + 1);
 			return true;
 		}
 		*blk |= 1ull << b;
 		cand &= ~(1ull << b);
+	}
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		unsigned b = CAND_INJ + qi;
+
+		if (!(cand >> b & 1u))
+			continue;
+		if (arb_try(e, tc, b, now))
+			return true;
+		*blk |= 1ull << b;
 	}
 	return false;
 }

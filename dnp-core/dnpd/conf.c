@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "arb.h"
 #include "dnp_log.h"
 #include "dnp_parse.h"
 #include "dnp_version.h"
@@ -118,6 +119,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --routing dor|adaptive   dimension-ordered (default), or minimal adaptive\n"
 		"                           with DOR on VCs 0/1 as the escape (3+ VCs; every\n"
 		"                           node of the torus the same; docs/routing.md)\n"
+		"  --arbitration off|strict|wrr  traffic classes: off (default, classes change\n"
+		"                           nothing), strict priority with a starvation bound,\n"
+		"                           or weighted round robin (docs/routing.md)\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -171,9 +175,14 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
 }
 
-/* Key routing: dor or adaptive (route.h, enum dnp_routing). */
-static int dnpd_set_routing(struct dnpd_conf *c, const char *v)
+/*
+ * Key routing: dor or adaptive (route.h, enum dnp_routing); key arbitration:
+ * off, strict or wrr (arb.h, enum dnp_arbitration).
+ */
+static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 {
+	if (!strcmp(key, "arbitration"))
+		return dnp_arb_parse(v, &c->arbitration);
 	int m = dnp_routing_parse(v);
 
 	if (m < 0)
@@ -291,8 +300,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing"))
-		return dnpd_set_routing(c, v);
+	if (!strcmp(key, "routing") || !strcmp(key, "arbitration"))
+		return dnpd_set_routing(c, key, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
@@ -326,6 +335,7 @@ enum {
 	OPT_GID_INDEX,
 	OPT_PCAP,
 	OPT_ROUTING,
+	OPT_ARBITRATION,
 };
 
 static const struct option dnpd_opts[] = {
@@ -351,6 +361,7 @@ static const struct option dnpd_opts[] = {
 	{ "gid-index", required_argument, NULL, OPT_GID_INDEX },
 	{ "pcap", required_argument, NULL, OPT_PCAP },
 	{ "routing", required_argument, NULL, OPT_ROUTING },
+	{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -380,8 +391,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_GID_INDEX - OPT_TORUS] = "gid_index",
 	[OPT_PCAP - OPT_TORUS] = "pcap",
 	[OPT_ROUTING - OPT_TORUS] = "routing",
+	[OPT_ARBITRATION - OPT_TORUS] = "arbitration",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ROUTING - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ARBITRATION - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -416,7 +428,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_ROUTING) {
+		if (opt < OPT_TORUS || opt > OPT_ARBITRATION) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
