@@ -173,8 +173,9 @@ static struct slot *slot_alloc(struct dnp_engine *e)
 }
 
 /* Header of the next packet of an application command. */
-static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
-			  struct dnp_pkt_hdr *h, uint64_t now)
+static inline __attribute__((always_inline)) void build_cmd_hdr(struct dnp_engine *e,
+								const struct slot *s, uint32_t len,
+								struct dnp_pkt_hdr *h, uint64_t now)
 {
 	memset(h, 0, sizeof(*h));
 	h->lflags = DNP_LINK_F_SEQ;
@@ -352,7 +353,8 @@ static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t
 }
 
 /* One packet of the command at the head of injection queue qi of class tc. */
-static bool inject_one(struct dnp_engine *e, unsigned qi, unsigned tc, uint64_t now)
+static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *e, unsigned qi,
+							     unsigned tc, uint64_t now)
 {
 	if (e->qhead[qi][tc] == NO_SLOT)
 		return false;

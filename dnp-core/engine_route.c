@@ -347,7 +347,9 @@ static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_h
  * packet after prev (a higher class passing lower ones), and gives its
  * words back to the FIFO.
  */
-static void in_take(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt *prev, struct pkt *p)
+static inline __attribute__((always_inline)) void in_take(struct dnp_engine *e, unsigned in,
+							  unsigned vc, struct pkt *prev,
+							  struct pkt *p)
 {
 	struct pktq *q = &e->in[in][vc];
 
