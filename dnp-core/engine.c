@@ -213,11 +213,14 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	int ri;
 	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
 		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
-	unsigned unacked = dnp_link_unacked(x->l);
+	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx;
 	while (n < max && x->next_tx < unacked) {
 		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
 		x->next_tx++;
 	}
+	/* arbitration: the output is free again, the next packet may be chosen (engine_out_free) */
+	if (e->c.arbitration && x->next_tx != first)
+		e->dirty = true;
 	/* They carry the ack: a delayed credit has only the occupancy left to say. */
 	if (n > seq0 && x->ack_dirty && e->c.ack_delay)
 		x->ack_since = now;
