@@ -264,6 +264,35 @@ static void test_engine_class_interleaved_messages(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[1].e)->rx_incomplete, 0);
 }
 
+/*
+ * With arbitration on, a packet waits for its output to be free (nothing
+ * unsent there): when the driver takes the frame that was waiting, the
+ * engine has work again, or a daemon that idles until dnp_engine_has_work
+ * would leave the next packet where it is.
+ */
+static void test_engine_class_output_frees_work(void **state)
+{
+	struct dnp_frame f[4];
+
+	(void)state;
+	arbitration = DNP_ARB_STRICT;
+	setup_nodes(2);
+	pump(100);
+	uint32_t key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
+	for (unsigned i = 0; i < 3; i++) {
+		struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 64 * i, key, 8, i + 1);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	dnp_engine_run(nodes[0].e, now);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->pkts_injected, 1); /* one per free output */
+	assert_int_equal(dnp_engine_tx_burst(nodes[0].e, DNP_DIR_XP, f, 4, now), 1);
+	assert_true(dnp_engine_has_work(nodes[0].e));
+	dnp_engine_run(nodes[0].e, now);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->pkts_injected, 2);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(expect_event(0, 0, 5000, DNP_EV_TX_DONE).status, 0);
+}
+
 /* A class above the top one: the command ends with ERROR -EINVAL, nothing sent. */
 static void test_engine_class_out_of_range(void **state)
 {
@@ -295,6 +324,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_class_router_off, teardown),
 		cmocka_unit_test_teardown(test_engine_class_router_strict, teardown),
 		cmocka_unit_test_teardown(test_engine_class_interleaved_messages, teardown),
+		cmocka_unit_test_teardown(test_engine_class_output_frees_work, teardown),
 		cmocka_unit_test_teardown(test_engine_class_out_of_range, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
