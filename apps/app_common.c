@@ -833,8 +833,8 @@ unsigned app_bench_iters(const struct app_bench_opts *o, uint64_t size, uint64_t
 void app_bench_usage_common(FILE *f)
 {
 	fprintf(f, "  LIST: comma-separated sizes, K/M/G suffixes (default 8,32,...,2M,4M).\n"
-		   "  --csv: machine-readable rows. --tc N: send in traffic class N (0..7,\n"
-		   "  default 0; docs/api.md, \"Traffic classes\"). --help, --version.\n"
+		   "  --csv: machine-readable rows. --help, --version.\n"
+		   "  --tc N: the measured PUTs in traffic class N, 0..7 (default 0).\n"
 		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 
