@@ -327,7 +327,7 @@ struct dnp_engine {
 	 * each class's round robin over its candidates resumes.
 	 */
 	struct dnp_arb arb;
-	uint16_t in_tc[NIN][DNP_MAX_VC][DNP_ARB_CLASSES];
+	uint32_t in_tc[NIN][DNP_MAX_VC][DNP_ARB_CLASSES];
 	uint32_t tc_mask[DNP_ARB_CLASSES];
 	uint8_t arb_rr[DNP_ARB_CLASSES];
 };
