@@ -804,7 +804,8 @@ static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const voi
 			size_t len, struct dnp_coords peer, unsigned peer_port, unsigned flags)
 {
 	if (!d || (len && !local) || (uint64_t)len > DNP_MAX_MSG || peer_port >= DNP_PORTS_MAX ||
-	    (flags & ~(DNP_NONBLOCK | DNP_SRC_EVENT | DNP_NO_EVENT)) || !dnp_coords_ok(d, peer))
+	    (flags & ~(DNP_NONBLOCK | DNP_SRC_EVENT | DNP_NO_EVENT | DNP_TC_MASK)) ||
+	    !dnp_coords_ok(d, peer))
 		return -EINVAL;
 	if (op == DNP_OP_GET && (flags & DNP_SRC_EVENT))
 		return -EINVAL; /* a GET reads no local source */
@@ -818,6 +819,7 @@ static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const voi
 	c->dst_x = (uint8_t)peer.x;
 	c->dst_y = (uint8_t)peer.y;
 	c->dst_z = (uint8_t)peer.z;
+	c->tc = (uint8_t)DNP_TC_OF(flags);
 	c->len = len;
 	c->local_va = (uint64_t)(uintptr_t)local;
 	return 0;

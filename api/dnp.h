@@ -48,6 +48,16 @@ struct dnp_coords {
  * against the queue until it ends.
  */
 #define DNP_NO_EVENT 0x4u
+/*
+ * Traffic class of the command (docs/api.md, "Traffic classes"): DNP_TC(0)
+ * (the lowest, also what no class bits mean) .. DNP_TC(7) (the top). With
+ * arbitration on in the daemons (--arbitration strict|wrr) a higher class
+ * goes first at injection and at every router output; with it off, the
+ * default, classes change nothing. Packets of one class keep their order.
+ */
+#define DNP_TC(n) (((unsigned)(n)&0x7u) << 8)
+#define DNP_TC_MASK 0x700u
+#define DNP_TC_OF(flags) (((flags)&DNP_TC_MASK) >> 8)
 
 /*
  * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on

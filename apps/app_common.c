@@ -753,6 +753,9 @@ int app_bench_opt(struct app_bench_opts *o, int c, const char *arg)
 	case 'v':
 		o->verify = true;
 		return 1;
+	case APP_OPT_TC:
+		r = app_parse_count(arg, 0, &o->tc);
+		return r ? r : o->tc > DNP_TC_MAX ? -EINVAL : 1;
 	default:
 		return 0;
 	}
@@ -780,6 +783,7 @@ int app_bench_parse(int argc, char **argv, const struct app_bench_cli *cli,
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "csv", no_argument, NULL, 'c' },
 		{ "verify", no_argument, NULL, 'v' },
+		{ "tc", required_argument, NULL, APP_OPT_TC },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 	};
@@ -830,6 +834,7 @@ void app_bench_usage_common(FILE *f)
 {
 	fprintf(f, "  LIST: comma-separated sizes, K/M/G suffixes (default 8,32,...,2M,4M).\n"
 		   "  --csv: machine-readable rows. --help, --version.\n"
+		   "  --tc N: the measured PUTs in traffic class N, 0..7 (default 0).\n"
 		   "  Run it under dnp-run; instances on other nodes exit 0.\n");
 }
 

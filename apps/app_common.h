@@ -148,6 +148,7 @@ int app_parse_count(const char *s, unsigned min, unsigned *out);
 
 /* Options shared by the benchmark programs (dnp_pingpong, dnp_bw). */
 #define APP_MAX_SIZES 64
+#define APP_OPT_TC 0x100 /* getopt value of --tc (no short letter) */
 struct app_bench_opts {
 	uint64_t sizes[APP_MAX_SIZES];
 	unsigned nsizes;
@@ -156,12 +157,14 @@ struct app_bench_opts {
 	bool csv, have_peer;
 	bool verify; /* test mode: every message has its own bytes, checked on arrival */
 	struct dnp_coords peer;
+	unsigned tc; /* --tc: traffic class of the measured messages (DNP_TC), 0..7 */
 };
 /* Defaults: sizes 8, 32, ..., 2M, 4M; no fixed iteration count. */
 void app_bench_defaults(struct app_bench_opts *o, unsigned warmup);
 /*
  * One shared option, by its getopt letter: p (--peer), s (--sizes),
- * n (--iters), w (--warmup), c (--csv), v (--verify). Returns 1 if handled,
+ * n (--iters), w (--warmup), c (--csv), v (--verify), APP_OPT_TC (--tc,
+ * long only). Returns 1 if handled,
  * 0 if the letter is not a shared one, -EINVAL for a bad value.
  */
 int app_bench_opt(struct app_bench_opts *o, int c, const char *arg);

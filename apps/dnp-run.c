@@ -105,6 +105,8 @@ static void usage(FILE *f)
 		"  --routing dor|adaptive  routing of every dnpd (dnpd --routing; adaptive\n"
 		"                        needs 3+ VCs, dnpd's default is 4; docs/routing.md)\n"
 		"  --congestion off|ecn  congestion management of every dnpd (dnpd --congestion)\n"
+		"  --arbitration off|strict|wrr  traffic-class arbitration of every dnpd\n"
+		"                        (dnpd --arbitration; default off)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -232,6 +234,10 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 	}
 }
 
+/* Long options without a short letter (getopt codes above any character). */
+#define RUN_OPT_CONGESTION 0x100
+#define OPT_ARBITRATION 0x101
+
 /* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
 static int parse_daemon_opt(struct run *r, int c, const char *arg)
 {
@@ -262,6 +268,18 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 	case 'P':
 		r->pin = true;
 		return 1;
+	case OPT_ARBITRATION: /* checked here, applied by dnpd */
+		if (strcmp(arg, "off") && strcmp(arg, "strict") && strcmp(arg, "wrr")) {
+			msg("bad --arbitration '%s' (off, strict or wrr)", arg);
+			return -EINVAL;
+		}
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--arbitration";
+		r->extra[r->nextra++] = arg;
+		return 1;
 	default:
 		v = (unsigned)parse_netns_opt(r, c, arg);
 		return v ? 1 : parse_lofamo_opt(r, c, arg);
@@ -269,9 +287,6 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 }
 
 /* Options about the run itself. 1 handled, 0 not ours, -EINVAL. */
-/* Long options without a short letter (values above any character). */
-#define RUN_OPT_CONGESTION 0x100
-
 static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus, bool *have_up)
 {
 	struct dnp_impair_conf imp;
@@ -414,6 +429,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "impair", required_argument, NULL, 'J' },
 		{ "routing", required_argument, NULL, 'G' },
 		{ "congestion", required_argument, NULL, RUN_OPT_CONGESTION },
+		{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

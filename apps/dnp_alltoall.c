@@ -36,6 +36,7 @@ struct a2a {
 	unsigned window;
 	bool verbose;
 	bool detours;      /* a path may be longer than the torus distance */
+	unsigned tc;       /* --tc: traffic class of its PUTs (0..7) */
 	unsigned detoured; /* messages that came the long way */
 	uint8_t *rbuf, *sbuf;
 	uint64_t *peer_va;
@@ -46,11 +47,12 @@ struct a2a {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--sizes LIST] [--window W] [--detours] [--verbose]\n"
+	fprintf(f, "usage: " PROG " [--sizes LIST] [--window W] [--detours] [--verbose] [--tc N]\n"
 		   "  every node PUTs each size (default 1,4096,1048577) to every other node\n"
 		   "  and verifies what it received. Run it under dnp-run. Each message must\n"
 		   "  take exactly the torus distance in hops; with --detours (failures in the\n"
 		   "  torus, docs/routing.md) it may take more, and the count is printed.\n"
+		   "  --tc N: PUT in traffic class N (0..7, default 0; docs/api.md).\n"
 		   "  --help: this text; --version: the version.\n");
 }
 
@@ -171,7 +173,8 @@ static int put_all(struct a2a *t)
 					r = dnp_put(a->d, t->sbuf + id * t->region + t->offs[k],
 						    t->sizes[k], app_coords_of(a, id), a->peer_port,
 						    t->peer_va[id] + a->id * t->region + t->offs[k],
-						    t->peer_key[id], cookie, DNP_NONBLOCK);
+						    t->peer_key[id], cookie,
+						    DNP_NONBLOCK | DNP_TC(t->tc));
 					if (r == 0)
 						break;
 					if (r != -EAGAIN) {
@@ -256,6 +259,7 @@ static int parse_opts(int argc, char **argv, struct a2a *t)
 		{ "window", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "detours", no_argument, NULL, 'd' },
+		{ "tc", required_argument, NULL, APP_OPT_TC },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -282,6 +286,10 @@ static int parse_opts(int argc, char **argv, struct a2a *t)
 			break;
 		case 'd':
 			t->detours = true;
+			break;
+		case APP_OPT_TC:
+			if (app_parse_count(optarg, 0, &t->tc) < 0 || t->tc > DNP_TC_MAX)
+				return app_cli_bad_value(PROG, usage, "--tc", optarg);
 			break;
 		default: /* --help, --version, usage errors */
 			return app_cli_other(PROG, usage, c, argv);

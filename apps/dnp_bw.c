@@ -206,7 +206,7 @@ static int put_burst(struct app *a, const struct bw_opts *o, const void *src, ui
 				src = v->sbuf + off;
 			}
 			r = dnp_put(a->d, src, size, peer, a->peer_port, rva + off, rkey, ++*cookie,
-				    0);
+				    DNP_TC(o->b.tc));
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				return r;

@@ -218,7 +218,7 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 						 msg_salt(k, i));
 			t0 = app_now_ns();
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf,
-				    key, ++issued, 0);
+				    key, ++issued, DNP_TC(o->b.tc));
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;
@@ -326,7 +326,7 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 							 msg_salt(k, i));
 			}
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey,
-				    ++issued, 0);
+				    ++issued, DNP_TC(o->b.tc));
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;

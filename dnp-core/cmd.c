@@ -42,7 +42,7 @@ int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned m
 	/* a GET's source is remote: there is no local read to report */
 	if (c->op == DNP_OP_GET && (c->flags & DNP_CMD_F_SRC_EVENT))
 		return -EINVAL;
-	if (c->rsvd0 || c->rsvd1 || c->rsvd2 || c->rsvd3)
+	if (c->tc > DNP_TC_MAX || c->rsvd1 || c->rsvd2 || c->rsvd3)
 		return -EINVAL;
 	if (c->len > DNP_MAX_MSG)
 		return -EINVAL;

@@ -13,7 +13,8 @@
 /*
  * Checks a command read from an application's ring before the engine acts
  * on it (the bytes come from another process: trust nothing).
- * Errors: -EINVAL (unknown op, non-zero reserved fields, unknown flags or
+ * Errors: -EINVAL (unknown op, non-zero reserved fields, tc above
+ * DNP_TC_MAX, unknown flags or
  * DNP_CMD_F_SRC_EVENT on a GET,
  * len above DNP_MAX_MSG, va + len overflowing, dst_port >= max_ports),
  * -EHOSTUNREACH (destination outside the torus).

@@ -95,8 +95,14 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 	if (e->ncables)
 		engine_route_announce(e, now);
 	for (unsigned r = 0; r < MAX_RUN_ROUNDS; r++) {
-		bool progress = engine_route_inputs(e, now);
-		progress |= engine_inject(e, now);
+		bool progress;
+
+		if (e->c.arbitration) {
+			progress = engine_arb_round(e, now);
+		} else {
+			progress = engine_route_inputs(e, now);
+			progress |= engine_inject(e, now);
+		}
 		if (e->ncmplb) /* this round's success reports, one frame per sender */
 			progress |= engine_cmplb_flush_all(e, now);
 		if (!progress)
@@ -128,8 +134,10 @@ static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uin
 	struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
 
 	dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
-	dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
-			(p->h.fstatus & DNP_FT_CE) | (retx ? DNP_FT_RETX : 0), p->hops_tx);
+	dnp_pkt_restamp(
+		p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+		(uint8_t)((retx ? DNP_FT_RETX : 0) | (p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK))),
+		p->hops_tx);
 	*out = (struct dnp_frame){ p->frame, p->flen };
 	dnp_link_stats_tx(x->l, p->words, retx);
 	dnp_link_sent(x->l, i, now);
@@ -206,11 +214,14 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	int ri;
 	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
 		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
-	unsigned unacked = dnp_link_unacked(x->l);
+	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx;
 	while (n < max && x->next_tx < unacked) {
 		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
 		x->next_tx++;
 	}
+	/* arbitration: the output is free again, the next packet may be chosen (engine_out_free) */
+	if (e->c.arbitration && x->next_tx != first)
+		e->dirty = true;
 	/* They carry the ack: a delayed credit has only the occupancy left to say. */
 	if (n > seq0 && x->ack_dirty && e->c.ack_delay)
 		x->ack_since = now;
@@ -511,7 +522,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	    c->max_ports > DNP_MAX_PORTS || !c->max_commands || c->max_commands > 65536 ||
 	    !pow2(c->event_queue) || !c->max_sends || !c->max_buffers ||
 	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc || c->link.nvc > DNP_MAX_VC ||
-	    c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES)
+	    c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES || c->arbitration > DNP_ARB_WRR)
 		return -EINVAL;
 	/*
 	 * The engine starts whole packets: under stop-at-red a packet may begin
@@ -587,8 +598,9 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
 	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
 	e->sends = calloc(c->max_sends, sizeof(*e->sends));
-	e->nputs =
-		dnp_torus_size(&c->torus) < PUTTRACK_MAX ? dnp_torus_size(&c->torus) : PUTTRACK_MAX;
+	/* with arbitration, one PUT sequence per source node and class (engine_deliver.c) */
+	uint32_t ntrack = dnp_torus_size(&c->torus) * (c->arbitration ? DNP_ARB_CLASSES : 1u);
+	e->nputs = ntrack < PUTTRACK_MAX ? ntrack : PUTTRACK_MAX;
 	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (outcome_create(e, c) < 0)
 		goto fail;
@@ -611,7 +623,9 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 		e->ports[i].send_head = e->ports[i].send_tail = NO_SLOT;
 	}
 	for (unsigned i = 0; i < NIN; i++)
-		e->qhead[i] = e->qtail[i] = NO_SLOT;
+		for (unsigned tc = 0; tc < DNP_ARB_CLASSES; tc++)
+			e->qhead[i][tc] = e->qtail[i][tc] = NO_SLOT;
+	dnp_arb_init(&e->arb, c->arbitration, c->arb_starve);
 	dnp_keygen_init(&e->keys, c->key_secret);
 	*out = e;
 	return 0;

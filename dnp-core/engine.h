@@ -208,7 +208,7 @@ struct dnp_engine_conf {
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
 	/*
-	 * Congestion management (docs/protocol.md, "Congestion marks"; h-congest).
+	 * Congestion management (docs/protocol.md, "Congestion marks").
 	 * congestion: enum dnp_congestion, OFF (0, the default: nothing below
 	 * applies, no table is allocated) or ECN: this node marks (DNP_FT_CE)
 	 * every PUT and SEND packet it sends on a VC whose estimated remote
@@ -224,6 +224,18 @@ struct dnp_engine_conf {
 	uint8_t congestion;
 	uint32_t cg_threshold;
 	uint32_t cg_window;
+	/*
+	 * Traffic classes (docs/routing.md, "Traffic classes and virtual
+	 * channels"): enum dnp_arbitration (arb.h). Off (0, the default): the
+	 * class travels but the switch and injection keep their round robin and
+	 * FIFO order. Strict or wrr: per-class injection queues, and every
+	 * grant at injection and at the router outputs goes by class; classes
+	 * share the VCs, so routes, VCs and credits are unchanged.
+	 * arb_starve: strict's bound, 0 = DNP_ARB_STARVE_DEFAULT (-EINVAL for
+	 * an unknown policy).
+	 */
+	uint8_t arbitration;
+	uint16_t arb_starve;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */

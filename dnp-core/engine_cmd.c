@@ -133,24 +133,26 @@ void engine_fail_cmd(struct dnp_engine *e, struct slot *s, int status)
 void engine_inj_push(struct dnp_engine *e, unsigned qi, struct slot *s)
 {
 	uint32_t i = (uint32_t)(s - e->slots);
+	unsigned tc = e->c.arbitration ? s->c.tc : 0; /* checked: <= DNP_TC_MAX */
 
 	s->queue = (uint8_t)qi;
+	s->qtc = (uint8_t)tc;
 	s->next = NO_SLOT;
 	s->injecting = 1;
-	if (e->qtail[qi] == NO_SLOT)
-		e->qhead[qi] = i;
+	if (e->qtail[qi][tc] == NO_SLOT)
+		e->qhead[qi][tc] = i;
 	else
-		e->slots[e->qtail[qi]].next = i;
-	e->qtail[qi] = i;
+		e->slots[e->qtail[qi][tc]].next = i;
+	e->qtail[qi][tc] = i;
 }
 
-void engine_inj_pop(struct dnp_engine *e, unsigned qi)
+void engine_inj_pop(struct dnp_engine *e, unsigned qi, unsigned tc)
 {
-	struct slot *s = &e->slots[e->qhead[qi]];
+	struct slot *s = &e->slots[e->qhead[qi][tc]];
 
-	e->qhead[qi] = s->next;
-	if (e->qhead[qi] == NO_SLOT)
-		e->qtail[qi] = NO_SLOT;
+	e->qhead[qi][tc] = s->next;
+	if (e->qhead[qi][tc] == NO_SLOT)
+		e->qtail[qi][tc] = NO_SLOT;
 	s->injecting = 0;
 	if (qi == DNP_DIR_LOCAL)
 		e->lo_wait.on = false; /* a new head */
@@ -173,8 +175,9 @@ static struct slot *slot_alloc(struct dnp_engine *e)
 }
 
 /* Header of the next packet of an application command. */
-static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t len,
-			  struct dnp_pkt_hdr *h, uint64_t now)
+static inline __attribute__((always_inline)) void build_cmd_hdr(struct dnp_engine *e,
+								const struct slot *s, uint32_t len,
+								struct dnp_pkt_hdr *h, uint64_t now)
 {
 	memset(h, 0, sizeof(*h));
 	h->lflags = DNP_LINK_F_SEQ;
@@ -188,6 +191,7 @@ static void build_cmd_hdr(struct dnp_engine *e, const struct slot *s, uint32_t l
 	h->timestamp = (uint32_t)now;
 	h->flags = 0;
 	h->status = s->retry; /* DNP_PKT_RETRY: sent again after "not delivered" */
+	h->fstatus = dnp_ft_tc(s->c.tc);
 	if (s->c.op == DNP_OP_GET) {
 		h->kind = DNP_PKT_GET_REQ;
 		h->va = s->c.remote_va;
@@ -226,6 +230,7 @@ static void build_resp_hdr(struct dnp_engine *e, const struct pkt *job, uint32_t
 	h->len = (uint16_t)len;
 	h->msg_len = job->job_len;
 	h->timestamp = (uint32_t)now;
+	h->fstatus = dnp_ft_tc(dnp_pkt_tc(&job->h)); /* the class of its request */
 	if (job->job_off == 0)
 		h->flags |= DNP_PKT_F_FIRST;
 	if (job->job_off + len == job->job_len)
@@ -279,7 +284,8 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 		 hop.dir != qi)
 		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!engine_pool_has_inj(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
-	    dnp_link_window_full(x->l) || !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+	    dnp_link_window_full(x->l) || !engine_out_free(e, qi) ||
+	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
 		return false;
 	*vc = hop.vc;
 	return true;
@@ -325,7 +331,7 @@ static int out_send(struct dnp_engine *e, unsigned qi, struct dnp_pkt_hdr *h, ui
 /* Takes the head command off queue qi and ends it with err. */
 static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err)
 {
-	engine_inj_pop(e, qi);
+	engine_inj_pop(e, qi, s->qtc);
 	engine_complete(e, s, err);
 	return true;
 }
@@ -348,12 +354,13 @@ static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t
 	return read_local(e, s->port, s->c.local_va + s->offset, len, dst, &seq);
 }
 
-/* One packet of the command at the head of injection queue qi. */
-static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
+/* One packet of the command at the head of injection queue qi of class tc. */
+static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *e, unsigned qi,
+							     unsigned tc, uint64_t now)
 {
-	if (e->qhead[qi] == NO_SLOT || (e->cg && !engine_cg_pick(e, qi)))
+	if (e->qhead[qi][tc] == NO_SLOT || (e->cg && !engine_cg_pick(e, qi, tc)))
 		return false;
-	struct slot *s = &e->slots[e->qhead[qi]];
+	struct slot *s = &e->slots[e->qhead[qi][tc]];
 
 	if (s->offset == UINT64_MAX) /* failed while queued */
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
@@ -408,7 +415,7 @@ static bool inject_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
 	s->offset += is_getreq ? s->c.len : len;
 	if (s->offset >= s->c.len || is_getreq) {
-		engine_inj_pop(e, qi); /* it now waits for its completion report */
+		engine_inj_pop(e, qi, tc); /* it now waits for its completion report */
 		s->t_wait = now;
 	}
 	return true;
@@ -476,15 +483,24 @@ bool engine_inject(struct dnp_engine *e, uint64_t now)
 	bool progress = false;
 
 	for (unsigned qi = 0; qi < NIN; qi++) {
-		if (e->qhead[qi] == NO_SLOT && !e->resp[qi].head)
+		if (e->qhead[qi][0] == NO_SLOT && !e->resp[qi].head)
 			continue;
 		/* GET responses first: a requester is waiting on them */
 		for (unsigned k = 0; k < 64 && respond_one(e, qi, now); k++)
 			progress = true;
-		for (unsigned k = 0; k < 64 && inject_one(e, qi, now); k++)
+		for (unsigned k = 0; k < 64 && inject_one(e, qi, 0, now); k++)
 			progress = true;
 	}
 	return progress;
+}
+
+bool engine_inject_class(struct dnp_engine *e, unsigned qi, unsigned tc, uint64_t now)
+{
+	const struct pkt *job = e->resp[qi].head;
+
+	if (job && engine_pkt_class(&job->h) == tc && respond_one(e, qi, now))
+		return true;
+	return inject_one(e, qi, tc, now);
 }
 
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)

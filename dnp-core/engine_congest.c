@@ -92,22 +92,22 @@ static void cg_start(struct dnp_engine *e, struct slot *s)
 		d->inflight + s->cg_pkts < d->inflight ? UINT32_MAX : d->inflight + s->cg_pkts;
 }
 
-/* Moves slot i (after prev in queue qi) to the head of the queue. */
-static void cg_to_head(struct dnp_engine *e, unsigned qi, uint32_t prev, uint32_t i)
+/* Moves slot i (after prev in queue qi of class tc) to the head of the queue. */
+static void cg_to_head(struct dnp_engine *e, unsigned qi, unsigned tc, uint32_t prev, uint32_t i)
 {
 	struct slot *s = &e->slots[i];
 
 	e->slots[prev].next = s->next;
-	if (e->qtail[qi] == i)
-		e->qtail[qi] = prev;
-	s->next = e->qhead[qi];
-	e->qhead[qi] = i;
+	if (e->qtail[qi][tc] == i)
+		e->qtail[qi][tc] = prev;
+	s->next = e->qhead[qi][tc];
+	e->qhead[qi][tc] = i;
 }
 
-bool engine_cg_pick(struct dnp_engine *e, unsigned qi)
+bool engine_cg_pick(struct dnp_engine *e, unsigned qi, unsigned tc)
 {
 	uint32_t held[CG_SCAN], nheld = 0, prev = NO_SLOT;
-	uint32_t i = e->qhead[qi];
+	uint32_t i = e->qhead[qi][tc];
 
 	for (unsigned k = 0; i != NO_SLOT && k < CG_SCAN; k++) {
 		struct slot *s = &e->slots[i];
@@ -120,7 +120,7 @@ bool engine_cg_pick(struct dnp_engine *e, unsigned qi)
 			if (cg_gated(s, qi))
 				cg_start(e, s);
 			if (prev != NO_SLOT) {
-				cg_to_head(e, qi, prev, i);
+				cg_to_head(e, qi, tc, prev, i);
 				e->st.cg_bypassed++;
 			}
 			return true;

@@ -93,10 +93,19 @@ int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t
  * one whole. A single-packet PUT is whole by itself and leaves the sequence
  * alone: under adaptive routing it may arrive between the fragments of an
  * earlier multi-packet PUT of the same source (docs/routing.md, "Ordering").
+ * The source is a source node id, or with arbitration a (node, class) key.
  */
 static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src)
 {
-	/* nputs is the torus size unless that is above PUTTRACK_MAX: no division then */
+	/*
+	 * With arbitration a higher class may pass a lower one's fragments, so
+	 * each class of a source keeps its own sequence (packets of one class
+	 * stay in order: docs/routing.md, "Traffic classes and virtual
+	 * channels"). nputs is the number of keys unless that is above
+	 * PUTTRACK_MAX: no division then.
+	 */
+	if (e->c.arbitration)
+		src = src * DNP_ARB_CLASSES + dnp_pkt_tc(h);
 	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 

@@ -48,6 +48,47 @@ static void link_event(struct dnp_engine *e, unsigned dir, int status)
 	}
 }
 
+/*
+ * Commands of class tc queued for broken link dir: those that can take a
+ * detour are appended to the list moved..moved_tail (through slot.next, in
+ * order), the others end (engine_link_broken).
+ */
+static void detour_queued(struct dnp_engine *e, unsigned dir, unsigned tc, uint32_t *moved,
+			  uint32_t *moved_tail)
+{
+	uint32_t i;
+
+	while ((i = e->qhead[dir][tc]) != NO_SLOT) {
+		struct slot *s = &e->slots[i];
+		struct dnp_hop hop;
+
+		engine_inj_pop(e, dir, tc);
+		/*
+		 * Some of its packets left on the link: lost or written, the
+		 * rest never will be. With outcome queries its target says
+		 * which (not delivered: it is sent again whole on a detour).
+		 */
+		if (s->offset != 0 && engine_query_soon(e, s->msg_id))
+			continue;
+		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
+		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
+			    0 ||
+		    hop.dir == dir || !engine_link_usable(e, hop.dir)) {
+			engine_complete(e, s, -ENOLINK);
+			continue;
+		}
+		s->queue = hop.dir;
+		s->hop_vc = hop.vc;
+		s->rver = e->router.ver;
+		s->next = NO_SLOT;
+		if (*moved_tail == NO_SLOT)
+			*moved = i;
+		else
+			e->slots[*moved_tail].next = i;
+		*moved_tail = i;
+	}
+}
+
 /* The link module reported DNP_LINK_RST_* bits: drain on DOWN, restart on UP. */
 static void link_transition(struct dnp_engine *e, unsigned dir, unsigned bits, uint64_t now)
 {
@@ -108,36 +149,8 @@ void engine_link_broken(struct dnp_engine *e, unsigned dir, uint64_t now)
 	 * commands keep their order.
 	 */
 	uint32_t moved = NO_SLOT, moved_tail = NO_SLOT;
-	while (e->qhead[dir] != NO_SLOT) {
-		uint32_t i = e->qhead[dir];
-		struct slot *s = &e->slots[i];
-		struct dnp_hop hop;
-
-		engine_inj_pop(e, dir);
-		/*
-		 * Some of its packets left on the link: lost or written, the
-		 * rest never will be. With outcome queries its target says
-		 * which (not delivered: it is sent again whole on a detour).
-		 */
-		if (s->offset != 0 && engine_query_soon(e, s->msg_id))
-			continue;
-		if (s->offset != 0 || dnp_route_plan(&e->router, s->dst, &s->via) < 0 ||
-		    dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
-			    0 ||
-		    hop.dir == dir || !engine_link_usable(e, hop.dir)) {
-			engine_complete(e, s, -ENOLINK);
-			continue;
-		}
-		s->queue = hop.dir;
-		s->hop_vc = hop.vc;
-		s->rver = e->router.ver;
-		s->next = NO_SLOT;
-		if (moved_tail == NO_SLOT)
-			moved = i;
-		else
-			e->slots[moved_tail].next = i;
-		moved_tail = i;
-	}
+	for (unsigned tc = 0; tc < DNP_ARB_CLASSES; tc++)
+		detour_queued(e, dir, tc, &moved, &moved_tail);
 	while (moved != NO_SLOT) {
 		struct slot *s = &e->slots[moved];
 

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arb.h"
 #include "engine.h"
 
 #define NIN (DNP_NDIRS + 1) /* six links and the local input */
@@ -56,6 +57,7 @@ struct pkt {
 	uint8_t in_dir, in_vc;
 	uint8_t big;
 	uint8_t hops_tx; /* hop count the frame carries on its next link */
+	uint8_t tc;      /* class it is arbitrated by (engine_pkt_class), set on input */
 	uint8_t *frame;
 	/*
 	 * A delivered GET request becomes its own responder job: h describes
@@ -108,6 +110,7 @@ struct slot {
 	uint8_t injecting; /* still in an injection queue */
 	uint8_t port;
 	uint8_t queue;   /* injection queue index (first-hop dir, or LOCAL) */
+	uint8_t qtc;     /* ... and its class (0 with arbitration off: one queue per dir) */
 	uint32_t next;   /* injection queue link */
 	uint32_t msg_id; /* on the wire */
 	uint64_t offset; /* bytes injected so far */
@@ -286,7 +289,7 @@ struct dnp_engine {
 	uint32_t free_slot; /* free list through slot.next */
 	uint32_t nactive;
 	uint32_t gen;
-	uint32_t qhead[NIN], qtail[NIN];
+	uint32_t qhead[NIN][DNP_ARB_CLASSES], qtail[NIN][DNP_ARB_CLASSES];
 	struct pktq resp[NIN]; /* GET responder jobs, by first-hop direction */
 	struct evq *ports;
 	struct dnp_event *evmem;
@@ -328,7 +331,30 @@ struct dnp_engine {
 	uint32_t cg_thresh; /* words of a VC's estimated remote occupancy that mark a packet */
 	uint32_t cg_max;    /* window ceiling, packets */
 	bool cg_rx_ce;      /* the packet being delivered carries DNP_FT_CE */
+	/*
+	 * Traffic classes (arbitration on; engine_route.c, "class arbiter"):
+	 * the arbiter's state, packets of each class in each input FIFO, a bit
+	 * per FIFO (in * DNP_MAX_VC + vc) holding some of class c, and where
+	 * each class's round robin over its candidates resumes.
+	 */
+	struct dnp_arb arb;
+	uint32_t in_tc[NIN][DNP_MAX_VC][DNP_ARB_CLASSES];
+	uint32_t tc_mask[DNP_ARB_CLASSES];
+	uint8_t arb_rr[DNP_ARB_CLASSES];
 };
+
+/*
+ * The class a packet is arbitrated by: its footer class for data packets;
+ * reports, queries, ROUTE and DIAG packets go as the top class (small, and
+ * they free resources at their sender).
+ */
+static inline unsigned engine_pkt_class(const struct dnp_pkt_hdr *h)
+{
+	if (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND || h->kind == DNP_PKT_GET_REQ ||
+	    h->kind == DNP_PKT_GET_RESP)
+		return dnp_pkt_tc(h);
+	return DNP_ARB_CLASSES - 1;
+}
 
 static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
 {
@@ -414,6 +440,11 @@ static inline void engine_in_push(struct dnp_engine *e, unsigned in, unsigned vc
 {
 	engine_q_push(&e->in[in][vc], p);
 	e->in_mask |= 1u << (in * DNP_MAX_VC + vc);
+	if (e->c.arbitration) {
+		p->tc = (uint8_t)engine_pkt_class(&p->h);
+		e->in_tc[in][vc][p->tc]++;
+		e->tc_mask[p->tc] |= 1u << (in * DNP_MAX_VC + vc);
+	}
 }
 
 /*
@@ -488,6 +519,20 @@ static inline bool engine_link_usable(const struct dnp_engine *e, unsigned dir)
 	       dnp_link_state(e->links[dir].l) != DNP_LINK_BROKEN;
 }
 
+/*
+ * Arbitration on: may output dir take another packet? Only while nothing
+ * waits there for its first transmission, so that the class order is
+ * decided when the output is about to be free, not behind packets already
+ * committed to it (a top-class packet then waits for at most the frame on
+ * the wire and one more).
+ */
+static inline bool engine_out_free(const struct dnp_engine *e, unsigned dir)
+{
+	const struct xlink *x = &e->links[dir];
+
+	return !e->c.arbitration || dnp_link_unacked(x->l) <= x->next_tx;
+}
+
 /* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
 #define DELIVER_KEPT 1
 /* The last fragment of a PUT/SEND waits for room in its port's event queue. */
@@ -515,11 +560,26 @@ struct slot *engine_slot_by_msg(struct dnp_engine *e, uint32_t msg_id);
 void engine_complete(struct dnp_engine *e, struct slot *s, int status);
 /* Fails a command that may still sit in an injection queue (marked, then ended there). */
 void engine_fail_cmd(struct dnp_engine *e, struct slot *s, int status);
-/* Appends s to injection queue qi / takes the head off queue qi (the caller holds it). */
+/*
+ * Appends s to injection queue qi of its class (class 0 with arbitration
+ * off) / takes the head off queue qi of class tc (the caller holds it).
+ */
 void engine_inj_push(struct dnp_engine *e, unsigned qi, struct slot *s);
-void engine_inj_pop(struct dnp_engine *e, unsigned qi);
+void engine_inj_pop(struct dnp_engine *e, unsigned qi, unsigned tc);
 /* Up to 64 packets of GET responses, then of commands, per queue; true on progress. */
 bool engine_inject(struct dnp_engine *e, uint64_t now);
+/*
+ * Arbitration on: one packet of class tc from injection queue qi, a GET
+ * response first when the responder job at the head of qi is of that class;
+ * true when one left.
+ */
+bool engine_inject_class(struct dnp_engine *e, unsigned qi, unsigned tc, uint64_t now);
+/* Does injection queue qi hold work of class tc (a command, or the head responder job)? */
+static inline bool engine_inj_has(const struct dnp_engine *e, unsigned qi, unsigned tc)
+{
+	return e->qhead[qi][tc] != NO_SLOT ||
+	       (e->resp[qi].head && engine_pkt_class(&e->resp[qi].head->h) == tc);
+}
 
 /* -------------------------------------- completion reports (engine_cmpl.c) */
 /*
@@ -625,6 +685,13 @@ void engine_route_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 void engine_route_announce(struct dnp_engine *e, uint64_t now);
 /* One round-robin pass of the switch over the input FIFOs; true on progress. */
 bool engine_route_inputs(struct dnp_engine *e, uint64_t now);
+/*
+ * Arbitration on, instead of engine_route_inputs and engine_inject: grants
+ * packets from the input FIFOs and the injection queues one at a time, in
+ * the class order of the arbiter (arb.h), until none can go; true on
+ * progress.
+ */
+bool engine_arb_round(struct dnp_engine *e, uint64_t now);
 
 /* ------------------------------------------------------ links (engine_link.c) */
 /*
@@ -669,12 +736,12 @@ static inline void engine_cg_mark(struct dnp_engine *e, const struct dnp_link *l
 	}
 }
 /*
- * Before the head of injection queue qi starts: when its window holds it,
+ * Before the head of injection queue qi of class tc starts: when its window holds it,
  * moves the oldest command of the queue that may start (one whose
  * destination no older held command shares) to the head. False: nothing in
  * the queue may start now.
  */
-bool engine_cg_pick(struct dnp_engine *e, unsigned qi);
+bool engine_cg_pick(struct dnp_engine *e, unsigned qi, unsigned tc);
 /* Command s ended with status (a report, marked when e->cg_rx_ce): its window learns it. */
 void engine_cg_done(struct dnp_engine *e, struct slot *s, int status);
 

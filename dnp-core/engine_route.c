@@ -324,7 +324,7 @@ static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_h
 		const struct dnp_link *l = e->links[dirs[i]].l;
 
 		if (!l || !engine_link_usable(e, dirs[i]) || dnp_link_state(l) != DNP_LINK_UP ||
-		    dnp_link_window_full(l))
+		    dnp_link_window_full(l) || !engine_out_free(e, dirs[i]))
 			continue;
 		for (unsigned vc = DNP_ROUTE_ADAPT_VC; vc < e->c.link.nvc; vc++) {
 			uint32_t est = dnp_link_estimate(l, vc);
@@ -342,11 +342,39 @@ static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_h
 	return true;
 }
 
-/* Tries to move the head of input (dir, vc). Returns true on progress. */
-static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t now)
+/*
+ * Takes p off input FIFO (in, vc): the head, or with arbitration on the
+ * packet after prev (a higher class passing lower ones), and gives its
+ * words back to the FIFO.
+ */
+static inline __attribute__((always_inline)) void in_take(struct dnp_engine *e, unsigned in,
+							  unsigned vc, struct pkt *prev,
+							  struct pkt *p)
 {
 	struct pktq *q = &e->in[in][vc];
-	struct pkt *p = q->head;
+
+	if (!prev) {
+		engine_q_pop(q);
+	} else {
+		prev->next = p->next;
+		if (q->tail == p)
+			q->tail = prev;
+		q->n--;
+		p->next = NULL;
+	}
+	in_release(e, in, vc, p->words);
+	if (e->c.arbitration && !--e->in_tc[in][vc][p->tc])
+		e->tc_mask[p->tc] &= ~(1u << (in * DNP_MAX_VC + vc));
+}
+
+/*
+ * Tries to move the packet after prev in input (dir, vc) (prev NULL: the
+ * head). Returns true on progress.
+ */
+static bool route_at(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt *prev, uint64_t now)
+{
+	struct pktq *q = &e->in[in][vc];
+	struct pkt *p = prev ? prev->next : q->head;
 	struct dnp_hop hop;
 
 	if (!p)
@@ -356,8 +384,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 			  engine_local_hop(e, p->h.dst, p->h.via, &hop) :
 			  dnp_route_step(&e->router, p->h.src, p->h.dst, p->h.via, in, vc, &hop);
 	if (rrc < 0) {
-		engine_q_pop(q);
-		in_release(e, in, vc, p->words);
+		in_take(e, in, vc, prev, p);
 		e->st.rx_misrouted++;
 		engine_drop_unroutable(e, p, -EHOSTUNREACH, now);
 		return true;
@@ -372,8 +399,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 				return false;
 			engine_deliver_give_up(e, &p->h, now);
 		}
-		engine_q_pop(q);
-		in_release(e, in, vc, p->words);
+		in_take(e, in, vc, prev, p);
 		e->st.pkts_delivered++;
 		if (rc == DELIVER_KEPT)
 			engine_q_push(&e->resp[p->job_q], p);
@@ -382,8 +408,7 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 		return true;
 	}
 	if (!engine_link_usable(e, hop.dir)) {
-		engine_q_pop(q);
-		in_release(e, in, vc, p->words);
+		in_take(e, in, vc, prev, p);
 		engine_drop_unroutable(e, p, -ENOLINK, now);
 		return true;
 	}
@@ -392,12 +417,11 @@ static bool route_one(struct dnp_engine *e, unsigned in, unsigned vc, uint64_t n
 	if (e->router.routing == DNP_ROUTING_ADAPTIVE && adaptive_hop(e, p, &hop))
 		e->st.adaptive_hops++;
 	else if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
-		 !dnp_link_can_start(x->l, hop.vc, p->words))
+		 !engine_out_free(e, hop.dir) || !dnp_link_can_start(x->l, hop.vc, p->words))
 		return false;
-	engine_q_pop(q);
+	in_take(e, in, vc, prev, p);
 	if (in < DNP_NDIRS)
 		e->st.pkts_forwarded++;
-	in_release(e, in, vc, p->words);
 	p->hops_tx = (uint8_t)(p->h.hops + 1);
 	engine_link_enqueue(e, hop.dir, hop.vc, p, now);
 	return true;
@@ -419,12 +443,111 @@ bool engine_route_inputs(struct dnp_engine *e, uint64_t now)
 		for (unsigned vc = 0; bits && vc < e->c.link.nvc; vc++, bits >>= 1) {
 			if (!(bits & 1u))
 				continue;
-			while (route_one(e, in, vc, now))
+			while (route_at(e, in, vc, NULL, now))
 				progress = true;
 			if (!e->in[in][vc].head)
 				e->in_mask &= ~(1u << (in * DNP_MAX_VC + vc));
 		}
 	}
 	e->rr = (uint8_t)(e->rr + 1 == NIN ? 0 : e->rr + 1);
+	return progress;
+}
+
+/* ------------------------------------------------------------ class arbiter */
+/*
+ * Arbitration on (docs/routing.md, "Traffic classes and virtual channels"):
+ * the candidates of a class are the input FIFOs holding packets of it
+ * (bits 0..27 of a candidate mask: in * DNP_MAX_VC + vc) and the injection
+ * queues with work of it (bits 32..38: 32 + queue). Each grant moves one
+ * packet; the arbiter (arb.h) says which class goes next among those with a
+ * candidate not yet found blocked in this round. Within a class the
+ * candidates take turns (arb_rr), and within a FIFO the first packet of the
+ * class goes, so packets of one class keep their order.
+ */
+#define CAND_INJ 32u
+#define ARB_GRANTS_MAX 1024u /* grants per engine_arb_round */
+
+static uint64_t class_cands(const struct dnp_engine *e, unsigned tc)
+{
+	uint64_t m = e->tc_mask[tc];
+
+	for (unsigned qi = 0; qi < NIN; qi++)
+		if (engine_inj_has(e, qi, tc))
+			m |= 1ull << (CAND_INJ + qi);
+	return m;
+}
+
+/* One packet of class tc from candidate bit b; true when it left. */
+static bool arb_try(struct dnp_engine *e, unsigned tc, unsigned b, uint64_t now)
+{
+	if (b >= CAND_INJ)
+		return engine_inject_class(e, b - CAND_INJ, tc, now);
+	unsigned in = b / DNP_MAX_VC, vc = b % DNP_MAX_VC;
+	struct pkt *prev = NULL, *p = e->in[in][vc].head;
+
+	while (p && p->tc != tc)
+		prev = p, p = p->next;
+	if (!p) /* (the mask says there is one) */
+		return false;
+	bool moved = route_at(e, in, vc, prev, now);
+	if (!e->in[in][vc].head)
+		e->in_mask &= ~(1u << b);
+	return moved;
+}
+
+/*
+ * Serves class tc: its input FIFOs in turn from arb_rr, then its injection
+ * queues (packets already in the network go first, as the round-robin
+ * switch runs before injection); blocked candidates are marked in *blk.
+ */
+static bool arb_serve(struct dnp_engine *e, unsigned tc, uint64_t *blk, uint64_t now)
+{
+	uint64_t cand = class_cands(e, tc) & ~*blk;
+	const unsigned nf = NIN * DNP_MAX_VC;
+
+	for (unsigned k = 0, b = e->arb_rr[tc] % nf; (cand & ((1ull << nf) - 1)) && k < nf;
+	     k++, b = b + 1 == nf ? 0 : b + 1) {
+		if (!(cand >> b & 1u))
+			continue;
+		if (arb_try(e, tc, b, now)) {
+			e->arb_rr[tc] = (uint8_t)(b + 1 == nf ? 0 : b + 1);
+			return true;
+		}
+		*blk |= 1ull << b;
+		cand &= ~(1ull << b);
+	}
+	for (unsigned qi = 0; qi < NIN; qi++) {
+		unsigned b = CAND_INJ + qi;
+
+		if (!(cand >> b & 1u))
+			continue;
+		if (arb_try(e, tc, b, now))
+			return true;
+		*blk |= 1ull << b;
+	}
+	return false;
+}
+
+bool engine_arb_round(struct dnp_engine *e, uint64_t now)
+{
+	uint64_t blk[DNP_ARB_CLASSES] = { 0 };
+	bool progress = false;
+
+	/* bounded like the round-robin switch's pass: the run loop comes back */
+	for (unsigned grants = 0; grants < ARB_GRANTS_MAX;) {
+		unsigned avail = 0;
+
+		for (unsigned tc = 0; tc < DNP_ARB_CLASSES; tc++)
+			if (class_cands(e, tc) & ~blk[tc])
+				avail |= 1u << tc;
+		int tc = dnp_arb_pick(&e->arb, avail);
+		if (tc < 0)
+			break;
+		if (arb_serve(e, (unsigned)tc, &blk[tc], now)) {
+			dnp_arb_grant(&e->arb, (unsigned)tc, avail);
+			progress = true;
+			grants++;
+		}
+	}
 	return progress;
 }

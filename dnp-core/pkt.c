@@ -163,7 +163,7 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 
 	if ((h->lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
 	    h->src_dir > DNP_DIR_LOCAL || (h->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) ||
-	    (h->fstatus & ~(DNP_FT_RETX | DNP_FT_CE)))
+	    (h->fstatus & ~(DNP_FT_RETX | DNP_FT_CE | DNP_FT_TC_MASK)))
 		return -EINVAL;
 
 	if (h->kind == DNP_PKT_CREDIT) {
@@ -172,7 +172,7 @@ static int check_rules(const struct dnp_pkt_hdr *h)
 		 * a payload for the credit state of VCs 2-3, or a RESET's hello.
 		 */
 		if ((h->lflags & DNP_LINK_F_SEQ) || h->flags || h->vc || h->status || h->msg_id ||
-		    h->msg_len || h->via)
+		    h->msg_len || h->via || (h->fstatus & DNP_FT_TC_MASK))
 			return -EINVAL;
 		if (h->len != 0 && !(h->lflags & DNP_LINK_F_RESET) &&
 		    h->len != DNP_CREDIT_EXT_BYTES)
@@ -472,7 +472,7 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	    get16(p, LW_FLEN) != len)
 		return -EINVAL;
 	if ((lflags & ~(DNP_LINK_F_SEQ | DNP_LINK_F_RESET | DNP_LINK_F_SACK)) ||
-	    src_dir > DNP_DIR_LOCAL || (fstatus & ~(DNP_FT_RETX | DNP_FT_CE)))
+	    src_dir > DNP_DIR_LOCAL || (fstatus & ~(DNP_FT_RETX | DNP_FT_CE | DNP_FT_TC_MASK)))
 		return -EINVAL;
 	/* Keep the sequencing rule of check_rules() so the result still decodes. */
 	kind = p[H0_KVF] & KVF_KIND_MASK;

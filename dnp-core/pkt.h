@@ -124,6 +124,20 @@ enum dnp_pkt_kind {
  * sender (routers never mark CMPL packets). Carried from hop to hop.
  */
 #define DNP_FT_CE 0x10u
+/*
+ * Bits 1-3: the packet's traffic class, 0 (lowest) .. 7 (top), set at
+ * injection from the command's class (a GET response takes its request's)
+ * and kept on every hop, so each router arbitrates by it (docs/protocol.md,
+ * "Traffic classes"). CREDIT frames carry none.
+ */
+#define DNP_FT_TC_MASK 0x0eu
+#define DNP_FT_TC_SHIFT 1u
+
+/* Footer status bits for class tc (0..7). */
+static inline uint8_t dnp_ft_tc(unsigned tc)
+{
+	return (uint8_t)((tc << DNP_FT_TC_SHIFT) & DNP_FT_TC_MASK);
+}
 
 struct dnp_credit_vc {
 	uint32_t occupancy; /* words in the RX FIFO of this VC when the credit was latched */
@@ -164,6 +178,12 @@ struct dnp_pkt_hdr {
 	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
 	uint32_t msg_len;   /* total message length in bytes */
 };
+
+/* The traffic class a header carries in its footer status. */
+static inline unsigned dnp_pkt_tc(const struct dnp_pkt_hdr *h)
+{
+	return (h->fstatus & DNP_FT_TC_MASK) >> DNP_FT_TC_SHIFT;
+}
 
 /*
  * The hello of a RESET frame (docs/protocol.md, "The link handshake"): what

@@ -102,8 +102,15 @@ static void test_cmd_rejects_reserved(void **state)
 	struct dnp_cmd c;
 
 	c = good_cmd(DNP_OP_PUT);
-	c.rsvd0 = 1;
+	c.tc = DNP_TC_MAX + 1; /* a class beyond the top one */
 	assert_int_equal(check(&c), -EINVAL);
+	c.tc = 0xff;
+	assert_int_equal(check(&c), -EINVAL);
+	for (unsigned tc = 0; tc <= DNP_TC_MAX; tc++) {
+		c.tc = (uint8_t)tc;
+		assert_int_equal(check(&c), 0);
+	}
+	c = good_cmd(DNP_OP_PUT);
 	c = good_cmd(DNP_OP_PUT);
 	c.rsvd1 = 0x80000000u;
 	assert_int_equal(check(&c), -EINVAL);

@@ -278,6 +278,48 @@ static void test_pkt_golden_put(void **state)
 	assert_memory_equal(pl, golden_put_payload, 11);
 }
 
+/*
+ * The golden PUT in traffic class 5: footer status 0x0b (RETX | 5 << 1),
+ * new CRC d631af66 (Python zlib.crc32 over the frame with the CRC zeroed).
+ * Restamping keeps the class bits; a CREDIT may carry none.
+ */
+static void test_pkt_golden_put_class(void **state)
+{
+	uint8_t want[DNP_MAX_FRAME], got[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr h = golden_put_hdr(), d;
+	size_t n = unhex(golden_put_hex, want, sizeof(want));
+
+	(void)state;
+	want[n - 16] = 0x66, want[n - 15] = 0xaf, want[n - 14] = 0x31, want[n - 13] = 0xd6;
+	want[n - 12] = 0x0b;
+	h.fstatus = DNP_FT_RETX | dnp_ft_tc(5);
+	assert_int_equal(h.fstatus, 0x0b);
+	assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, got, sizeof(got)), 80);
+	assert_memory_equal(got, want, 80);
+	assert_int_equal(dnp_pkt_decode(want, n, &d, NULL), 0);
+	assert_int_equal(dnp_pkt_tc(&d), 5);
+	assert_int_equal(d.fstatus & DNP_FT_RETX, DNP_FT_RETX);
+	/* a hop restamps RETX off and keeps the class */
+	assert_int_equal(dnp_pkt_restamp(got, 80, DNP_LINK_F_SEQ, 7, 8, 2, dnp_ft_tc(5), 4), 0);
+	assert_int_equal(dnp_pkt_decode(got, 80, &d, NULL), 0);
+	assert_int_equal(dnp_pkt_tc(&d), 5);
+	assert_int_equal(d.fstatus, 0x0a);
+	for (unsigned tc = 0; tc <= 7; tc++) {
+		h.fstatus = dnp_ft_tc(tc);
+		assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, got, sizeof(got)), 80);
+		assert_int_equal(dnp_pkt_decode(got, 80, &d, NULL), 0);
+		assert_int_equal(dnp_pkt_tc(&d), tc);
+	}
+	/* bits above the class stay refused */
+	h.fstatus = 0x20;
+	assert_int_equal(dnp_pkt_encode(&h, golden_put_payload, got, sizeof(got)), -EINVAL);
+	assert_int_equal(dnp_pkt_restamp(want, 80, DNP_LINK_F_SEQ, 7, 8, 2, 0x20, 4), -EINVAL);
+	/* link control has no class */
+	h = golden_credit_hdr();
+	h.fstatus = dnp_ft_tc(1);
+	assert_int_equal(dnp_pkt_encode(&h, NULL, got, sizeof(got)), -EINVAL);
+}
+
 static void test_pkt_golden_credit(void **state)
 {
 	uint8_t want[DNP_MAX_FRAME], got[DNP_MAX_FRAME];
@@ -404,7 +446,7 @@ static void random_hdr(struct dnp_pkt_hdr *h)
 	h->src = (struct dnp_coord){ (uint8_t)(r >> 24), (uint8_t)(r >> 32), (uint8_t)(r >> 40) };
 	h->dst_port = (uint8_t)(r >> 48);
 	h->src_port = (uint8_t)(r >> 56);
-	h->fstatus = (uint8_t)(rnd() & DNP_FT_RETX);
+	h->fstatus = (uint8_t)(rnd() & (DNP_FT_RETX | DNP_FT_TC_MASK));
 	h->hops = (uint8_t)rnd();
 	h->timestamp = (uint32_t)rnd();
 
@@ -412,6 +454,7 @@ static void random_hdr(struct dnp_pkt_hdr *h)
 		/* A 2-VC credit (no payload) or a 4-VC one; RESET frames have none. */
 		unsigned nvc = rnd() & 1 ? DNP_MAX_VC : 2;
 
+		h->fstatus &= DNP_FT_RETX; /* a credit has no class */
 		h->len = dnp_pkt_credit_len(nvc);
 		if (!h->len)
 			h->lflags = (uint8_t)(rnd() & DNP_LINK_F_RESET);
@@ -723,7 +766,7 @@ static void test_pkt_decode_einval(void **state)
 	f[14] = 7; /* src_dir beyond LOCAL */
 	assert_int_equal(decode_fixed(f, n), -EINVAL);
 	n = put_frame(f);
-	f[n - 16 + 4] = 0x02; /* unknown footer status bit */
+	f[n - 16 + 4] = 0x20; /* unknown footer status bit */
 	assert_int_equal(decode_fixed(f, n), -EINVAL);
 	n = put_frame(f);
 	f[3] = 0; /* data kind without SEQ */
@@ -874,7 +917,7 @@ static void test_pkt_restamp_errors(void **state)
 	memcpy(f, orig, n);
 	assert_int_equal(dnp_pkt_restamp(f, n, 0x2 | DNP_LINK_F_SEQ, 0, 0, 0, 0, 0), -EINVAL);
 	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0, 0, 7, 0, 0), -EINVAL);
-	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0, 0, 0, 2, 0), -EINVAL);
+	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0, 0, 0, 0x20, 0), -EINVAL);
 	assert_int_equal(dnp_pkt_restamp(f, n, 0, 0, 0, 0, 0, 0), -EINVAL); /* PUT needs SEQ */
 	assert_int_equal(dnp_pkt_restamp(f, n - 16, DNP_LINK_F_SEQ, 0, 0, 0, 0, 0), -EINVAL);
 	assert_int_equal(dnp_pkt_restamp(f, 48, DNP_LINK_F_SEQ, 0, 0, 0, 0, 0), -EINVAL);
@@ -910,6 +953,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pkt_golden_put),
 		cmocka_unit_test(test_pkt_golden_credit),
+		cmocka_unit_test(test_pkt_golden_put_class),
 		cmocka_unit_test(test_pkt_golden_credit_4vc),
 		cmocka_unit_test(test_pkt_credit_payload_rules),
 		cmocka_unit_test(test_pkt_roundtrip_random),

@@ -43,6 +43,15 @@ enum dnp_op {
 #define DNP_CMD_F_SRC_EVENT 0x2u
 #define DNP_CMD_F_ALL 0x3u /* every flag the daemon knows */
 
+/*
+ * Traffic classes (docs/api.md, "Traffic classes"): struct dnp_cmd.tc, 0 the
+ * lowest .. DNP_TC_MAX the top. A daemon with arbitration on serves a higher
+ * class first at injection and at every router output; with it off (the
+ * default) the class travels but changes nothing.
+ */
+#define DNP_TC_MAX 7u
+#define DNP_TC_LEVELS 8u
+
 struct dnp_cmd {
 	/* word 0: Header — where the packets go */
 	uint8_t op;       /* enum dnp_op; bit 7 is the command ring's full bit (ring.h) */
@@ -50,7 +59,7 @@ struct dnp_cmd {
 	uint8_t dst_port; /* destination port on the remote node */
 	uint8_t src_port; /* filled by the daemon from the session; ignored from apps */
 	uint8_t dst_x, dst_y, dst_z;
-	uint8_t rsvd0;
+	uint8_t tc;          /* traffic class, 0 (lowest) .. DNP_TC_MAX (top); above: -EINVAL */
 	uint32_t remote_key; /* key of the remote buffer (PUT target / GET source); SEND: 0 */
 	uint32_t rsvd1;
 	/* word 1: Footer — remote address and length */

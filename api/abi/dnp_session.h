@@ -59,10 +59,11 @@
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
 /*
- * 5: command flags NO_EVENT and SRC_EVENT, event TX_READ (dnp_abi.h); 4:
+ * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0); 5: command
+ * flags NO_EVENT and SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
-#define DNP_SESS_VERSION 5u
+#define DNP_SESS_VERSION 6u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */

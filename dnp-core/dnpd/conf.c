@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "arb.h"
 #include "dnp_log.h"
 #include "dnp_parse.h"
 #include "dnp_version.h"
@@ -123,6 +124,9 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           on congested VCs echoed in completion reports and a\n"
 		"                           window per destination (docs/protocol.md,\n"
 		"                           \"Congestion marks\")\n"
+		"  --arbitration off|strict|wrr  traffic classes: off (default, classes change\n"
+		"                           nothing), strict priority with a starvation bound,\n"
+		"                           or weighted round robin (docs/routing.md)\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -176,9 +180,19 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 	return dnpd_copy(c->addr_remote[dir], DNPD_ADDR_MAX, remote);
 }
 
-/* Key routing: dor or adaptive (route.h, enum dnp_routing). */
-static int dnpd_set_routing(struct dnpd_conf *c, const char *v)
+/*
+ * Key routing: dor or adaptive (route.h, enum dnp_routing); key arbitration:
+ * off, strict or wrr (arb.h, enum dnp_arbitration).
+ */
+static int dnpd_set_congestion(struct dnpd_conf *c, const char *v);
+
+/* Keys routing, arbitration and congestion: how packets go and who goes first. */
+static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 {
+	if (!strcmp(key, "arbitration"))
+		return dnp_arb_parse(v, &c->arbitration);
+	if (!strcmp(key, "congestion"))
+		return dnpd_set_congestion(c, v);
 	int m = dnp_routing_parse(v);
 
 	if (m < 0)
@@ -309,8 +323,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing") || !strcmp(key, "congestion"))
-		return key[0] == 'r' ? dnpd_set_routing(c, v) : dnpd_set_congestion(c, v);
+	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion"))
+		return dnpd_set_routing(c, key, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
 		       c->heap_default                                        ? 0 :
@@ -345,6 +359,7 @@ enum {
 	OPT_PCAP,
 	OPT_ROUTING,
 	OPT_CONGESTION,
+	OPT_ARBITRATION,
 };
 
 static const struct option dnpd_opts[] = {
@@ -371,6 +386,7 @@ static const struct option dnpd_opts[] = {
 	{ "pcap", required_argument, NULL, OPT_PCAP },
 	{ "routing", required_argument, NULL, OPT_ROUTING },
 	{ "congestion", required_argument, NULL, OPT_CONGESTION },
+	{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -401,8 +417,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_PCAP - OPT_TORUS] = "pcap",
 	[OPT_ROUTING - OPT_TORUS] = "routing",
 	[OPT_CONGESTION - OPT_TORUS] = "congestion",
+	[OPT_ARBITRATION - OPT_TORUS] = "arbitration",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_CONGESTION - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ARBITRATION - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -437,7 +454,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_CONGESTION) {
+		if (opt < OPT_TORUS || opt > OPT_ARBITRATION) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}

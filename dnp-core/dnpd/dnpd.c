@@ -575,6 +575,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.nvc = (uint8_t)d->conf.vcs;
 	ec.routing = (uint8_t)d->conf.routing;
 	ec.congestion = (uint8_t)d->conf.congestion;
+	ec.arbitration = d->conf.arbitration;
 	ec.link.transport = dnp_xport_code(d->conf.transport); /* told in the handshake */
 	ec.link.fifo_words = DNPD_FIFO_WORDS;
 	ec.link.t_red = DNPD_FIFO_WORDS - 6;

@@ -73,6 +73,7 @@ struct dnpd_conf {
 	unsigned vcs;               /* virtual channels per link, 2..DNP_MAX_VC */
 	unsigned routing;           /* enum dnp_routing: DOR (default) or adaptive (3+ VCs) */
 	unsigned congestion;        /* enum dnp_congestion: off (default) or ecn */
+	uint8_t arbitration;        /* enum dnp_arbitration (arb.h): off (default), strict, wrr */
 	char config[PATH_MAX];      /* --config FILE or "" */
 	char impair[1024];          /* --impair specs joined by ';' (transport/impair.h), or "" */
 	char pcap[PATH_MAX]; /* --pcap FILE: capture every link's frames (transport/pcap.h) */

@@ -52,6 +52,11 @@ static void usage(FILE *f)
 		"                         VCs 0/1 as the escape (needs --vcs 3 or 4; docs/routing.md)\n"
 		"  --congestion off|ecn   congestion management: none (off), or marks on congested\n"
 		"                         VCs and a window per destination (docs/lab.md)\n"
+		"  --arbitration off|strict|wrr  traffic-class arbitration of the engines (off)\n"
+		"  --tc N                 class 0..7 of the pattern's messages (0)\n"
+		"  --pingpong A,B         a ping-pong flow between node ids A and B beside the\n"
+		"                         pattern: --pingpong-count messages (100) of\n"
+		"                         --pingpong-size bytes (8) in class --pingpong-tc (7)\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities,\n"
 		"                         0..1 or N%%\n"
 		"  --impair SPEC          the same in dnpd's spelling: loss=N%%,corrupt=N%%,dup=N%%,\n"
@@ -119,6 +124,12 @@ enum {
 	OPT_LINK_MHZ,
 	OPT_ROUTING,
 	OPT_CONGESTION,
+	OPT_ARBITRATION, /* traffic classes: dnp_lab_class_opt (lab_conf.c) */
+	OPT_TC,
+	OPT_PINGPONG,
+	OPT_PP_COUNT,
+	OPT_PP_SIZE,
+	OPT_PP_TC,
 };
 
 static const struct option run_opts[] = {
@@ -164,6 +175,12 @@ static const struct option run_opts[] = {
 	{ "link-mhz", required_argument, NULL, OPT_LINK_MHZ },
 	{ "routing", required_argument, NULL, OPT_ROUTING },
 	{ "congestion", required_argument, NULL, OPT_CONGESTION },
+	{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
+	{ "tc", required_argument, NULL, OPT_TC },
+	{ "pingpong", required_argument, NULL, OPT_PINGPONG },
+	{ "pingpong-count", required_argument, NULL, OPT_PP_COUNT },
+	{ "pingpong-size", required_argument, NULL, OPT_PP_SIZE },
+	{ "pingpong-tc", required_argument, NULL, OPT_PP_TC },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -433,6 +450,13 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 	case OPT_VERBOSE:
 		a->c.verbose = true;
 		return 0;
+	case OPT_ARBITRATION:
+	case OPT_TC:
+	case OPT_PINGPONG:
+	case OPT_PP_COUNT:
+	case OPT_PP_SIZE:
+	case OPT_PP_TC:
+		return dnp_lab_class_opt(&a->c, run_opts[opt - OPT_TORUS].name, arg);
 	default:
 		return NOT_MINE;
 	}

@@ -302,6 +302,7 @@ static int build_nodes(struct dnp_lab *lab)
 		if (!nd->out || !nd->in || !nd->retry)
 			goto out;
 		nd->next_wake = UINT64_MAX;
+		nd->pp_due = UINT32_MAX;
 		for (unsigned d = 0; d < DNP_NDIRS; d++) {
 			struct lab_link *l = &nd->link[d];
 			struct dnp_coord pc =
@@ -326,6 +327,8 @@ static int build_nodes(struct dnp_lab *lab)
 		m->rx_va = LAB_RX_BASE + d->rx_size;
 		d->rx_size += slot_len(m->size);
 		d->in[d->nin++] = i;
+		if (m->pp && (i == 0 || !lab->msgs[i - 1].pp))
+			s->pp_due = i; /* the first of the ping-pong flow */
 	}
 	ret = 0;
 out:
@@ -352,6 +355,7 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.congestion = c->congestion;
 		ec.cg_threshold = c->cg_threshold;
 		ec.cg_window = c->cg_window;
+		ec.arbitration = c->arbitration;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;
@@ -425,7 +429,10 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 		return -ENOMEM;
 	lab->conf = *conf;
 	lab->n = dnp_torus_size(&conf->torus);
-	if (conf->pattern == DNP_LAB_HOTSPOT && conf->hotspot >= lab->n) {
+	if ((conf->pattern == DNP_LAB_HOTSPOT && conf->hotspot >= lab->n) ||
+	    conf->tc > DNP_TC_MAX || conf->pp_tc > DNP_TC_MAX ||
+	    (conf->pp_count && (conf->pp_a >= lab->n || conf->pp_b >= lab->n ||
+				conf->pp_a == conf->pp_b || !conf->pp_size))) {
 		free(lab);
 		return -EINVAL;
 	}

@@ -143,10 +143,22 @@ struct dnp_lab_conf {
 	/* self-test of the verifier: flip one byte of the n-th memory write the
 	 * engine makes (1-based; 0 = never), as a broken memory path would */
 	uint64_t tamper_write;
-	/* congestion management (engine.h, h-congest): enum dnp_congestion, and
+	/* congestion management (engine.h): enum dnp_congestion, and
 	 * the engine's cg_threshold (words) and cg_window (packets), 0: defaults */
 	uint8_t congestion;
 	uint32_t cg_threshold, cg_window;
+	/*
+	 * Traffic classes (docs/lab.md, "Traffic classes"): the engines'
+	 * arbitration (enum dnp_arbitration, arb.h; 0 off), the class of the
+	 * pattern's (or plan's) messages, and a ping-pong flow beside them:
+	 * pp_count messages of pp_size bytes in class pp_tc, pp_a -> pp_b, then
+	 * pp_b -> pp_a, and so on, each submitted when the one before it
+	 * arrived (the first at time 0); pp_count 0: none.
+	 */
+	uint8_t arbitration;
+	uint8_t tc;
+	uint8_t pp_tc;
+	uint32_t pp_count, pp_size, pp_a, pp_b;
 };
 
 /* Per directed link (node, dir). */
@@ -189,6 +201,15 @@ struct dnp_lab_result {
 	/* sums of every node's engine and link counters */
 	struct dnp_engine_stats engine;
 	struct dnp_link_stats link;
+	/*
+	 * The ping-pong flow (conf.pp_count): its messages that arrived
+	 * (pp_all), those of them that arrived while the rest of the traffic
+	 * still ran (pp_msgs; all of them when there is no other traffic), and
+	 * the one-way latency of those (submission -> RX event at the target),
+	 * time units; pp_end: when its last message arrived; pp_bulk_end: when
+	 * the last other message completed (0: none).
+	 */
+	uint64_t pp_all, pp_msgs, pp_lat_median, pp_lat_p99, pp_lat_max, pp_end, pp_bulk_end;
 };
 
 /* Lab defaults: hardware-like link (bw 1, latency 35, C 35, 512-word FIFO, T_RED 506). */
@@ -197,6 +218,14 @@ void dnp_lab_conf_default(struct dnp_lab_conf *c);
  * into c->sizes. -EINVAL / -E2BIG (more than DNP_LAB_MAX_SIZES). */
 int dnp_lab_parse_sizes(const char *s, struct dnp_lab_conf *c);
 const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
+/*
+ * The traffic-class options of the lab (dnp-lab's long names): "arbitration"
+ * off|strict|wrr, "tc" N, "pingpong" A,B (node ids; also sets pp_count 100,
+ * pp_size 8 and pp_tc 7 unless given), "pingpong-count" N,
+ * "pingpong-size" BYTES, "pingpong-tc" N. Classes 0..7.
+ * Errors: -EINVAL (bad value or unknown name).
+ */
+int dnp_lab_class_opt(struct dnp_lab_conf *c, const char *name, const char *arg);
 /* -EINVAL if unknown. */
 int dnp_lab_pattern_parse(const char *s, enum dnp_lab_pattern *p);
 /*

@@ -6,6 +6,7 @@
  */
 #include "lab_internal.h"
 
+#include "arb.h"
 #include "dnp_parse.h"
 
 /* ------------------------------------------------------------- setup */
@@ -202,5 +203,56 @@ int dnp_lab_random_faults(struct dnp_lab_conf *c, unsigned cuts, unsigned kills,
 		    (ret = fault_add(c, at + len, node, 0, DNP_LAB_REVIVE)))
 			return ret;
 	}
+	return 0;
+}
+
+/* ------------------------------------------------- traffic classes */
+
+static int class_u32(const char *arg, uint32_t max, uint32_t *v)
+{
+	uint64_t x;
+
+	if (dnp_parse_u64_max(arg, max, &x))
+		return -EINVAL;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+int dnp_lab_class_opt(struct dnp_lab_conf *c, const char *name, const char *arg)
+{
+	uint32_t v, w;
+	char *comma;
+
+	if (!strcmp(name, "arbitration"))
+		return dnp_arb_parse(arg, &c->arbitration);
+	if (!strcmp(name, "tc") || !strcmp(name, "pingpong-tc")) {
+		if (class_u32(arg, DNP_TC_MAX, &v))
+			return -EINVAL;
+		*(name[0] == 't' ? &c->tc : &c->pp_tc) = (uint8_t)v;
+		return 0;
+	}
+	if (!strcmp(name, "pingpong-count"))
+		return class_u32(arg, 1u << 24, &c->pp_count);
+	if (!strcmp(name, "pingpong-size"))
+		return class_u32(arg, UINT32_MAX, &c->pp_size) || !c->pp_size ? -EINVAL : 0;
+	if (strcmp(name, "pingpong") || !(comma = strchr(arg, ',')))
+		return -EINVAL;
+	char a[16];
+	size_t n = (size_t)(comma - arg);
+
+	if (n == 0 || n >= sizeof(a))
+		return -EINVAL;
+	memcpy(a, arg, n);
+	a[n] = 0;
+	if (class_u32(a, UINT32_MAX, &v) || class_u32(comma + 1, UINT32_MAX, &w) || v == w)
+		return -EINVAL;
+	c->pp_a = v;
+	c->pp_b = w;
+	if (!c->pp_count)
+		c->pp_count = 100;
+	if (!c->pp_size)
+		c->pp_size = 8;
+	if (!c->pp_tc)
+		c->pp_tc = DNP_TC_MAX;
 	return 0;
 }

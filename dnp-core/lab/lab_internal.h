@@ -61,6 +61,7 @@ struct lab_msg {
 	uint8_t ncompl, nrx;
 	uint8_t resolved;  /* counted out of open_msgs */
 	uint8_t excused;   /* an endpoint was killed: not verified */
+	uint8_t pp;        /* of the ping-pong flow: submitted when the one before arrived */
 	uint16_t attempts; /* submissions after the first (failures) */
 	uint64_t retry_at; /* when it may be submitted again */
 	int32_t status;    /* 1 until completed */
@@ -96,6 +97,7 @@ struct lab_node {
 	bool dead;            /* killed: no engine */
 	uint32_t incarnation; /* engines this node has had, minus one */
 	uint64_t tx_size, rx_size;
+	uint32_t pp_due; /* its ping-pong message to submit now (UINT32_MAX: none) */
 	uint32_t rx_key;
 	uint64_t next_wake;
 	uint64_t delivered_seen;

@@ -13,6 +13,39 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The ping-pong flow's one-way latencies (conf.pp_count), into r. */
+static void pp_finish(struct dnp_lab *lab, struct dnp_lab_result *r)
+{
+	uint64_t *lat = malloc((lab->conf.pp_count + 1) * sizeof(*lat));
+	uint64_t nl = 0, bulk_end = 0;
+
+	r->pp_all = r->pp_msgs = r->pp_lat_median = r->pp_lat_p99 = r->pp_lat_max = r->pp_end = 0;
+	for (uint32_t i = 0; i < lab->nmsgs; i++)
+		if (!lab->msgs[i].pp && lab->msgs[i].t_done != UINT64_MAX &&
+		    lab->msgs[i].t_done > bulk_end)
+			bulk_end = lab->msgs[i].t_done;
+	r->pp_bulk_end = bulk_end;
+	for (uint32_t i = 0; lat && i < lab->nmsgs; i++) {
+		const struct lab_msg *m = &lab->msgs[i];
+
+		if (!m->pp || m->t_rx == UINT64_MAX || m->t_submit == UINT64_MAX)
+			continue;
+		r->pp_all++;
+		if (bulk_end && m->t_rx > bulk_end)
+			continue; /* after the other traffic ended: not measured */
+		lat[nl++] = m->t_rx - m->t_submit;
+		r->pp_end = m->t_rx > r->pp_end ? m->t_rx : r->pp_end;
+	}
+	if (nl) {
+		qsort(lat, nl, sizeof(*lat), cmp_u64);
+		r->pp_msgs = nl;
+		r->pp_lat_median = lat[nl / 2];
+		r->pp_lat_p99 = lat[(nl - 1) * 99 / 100];
+		r->pp_lat_max = lat[nl - 1];
+	}
+	free(lat);
+}
+
 void lab_finish(struct dnp_lab *lab)
 {
 	struct dnp_lab_result *r = &lab->res;
@@ -51,6 +84,8 @@ void lab_finish(struct dnp_lab *lab)
 		r->lat_min = 0;
 	}
 	free(lat);
+	if (lab->conf.pp_count)
+		pp_finish(lab, r);
 	memset(&r->engine, 0, sizeof(r->engine));
 	memset(&r->link, 0, sizeof(r->link));
 	for (uint32_t i = 0; i < lab->n; i++) {
@@ -308,6 +343,13 @@ static void report_csv(const struct dnp_lab *lab, FILE *f, const struct lab_coun
 	fprintf(f, "\n# latency\nmin,median,p99,max,mean\n");
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.1f\n", r->lat_min,
 		r->lat_median, r->lat_p99, r->lat_max, r->lat_mean);
+	if (lab->conf.pp_count)
+		fprintf(f,
+			"\n# pingpong\nmessages,all,median,p99,max,end,rest_end\n%" PRIu64
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			"\n",
+			r->pp_msgs, r->pp_all, r->pp_lat_median, r->pp_lat_p99, r->pp_lat_max,
+			r->pp_end, r->pp_bulk_end);
 	fprintf(f, "\n# counters\nname,value\n");
 	for (unsigned i = 0; i < nk; i++)
 		fprintf(f, "%s,%" PRIu64 "\n", k[i].name, k[i].v);
@@ -396,6 +438,14 @@ static void report_text(const struct dnp_lab *lab, FILE *f, const struct lab_cou
 		"latency:   submit->completion min %" PRIu64 " median %" PRIu64 " p99 %" PRIu64
 		" max %" PRIu64 " mean %.1f (time units)\n",
 		r->lat_min, r->lat_median, r->lat_p99, r->lat_max, r->lat_mean);
+	if (lab->conf.pp_count)
+		fprintf(f,
+			"pingpong:  %" PRIu64 " of %" PRIu64
+			" messages (class %u) arrived while the"
+			" rest ran (it ended at %" PRIu64 "): one-way latency median %" PRIu64
+			" p99 %" PRIu64 " max %" PRIu64 ", last at %" PRIu64 " (time units)\n",
+			r->pp_msgs, r->pp_all, lab->conf.pp_tc, r->pp_bulk_end, r->pp_lat_median,
+			r->pp_lat_p99, r->pp_lat_max, r->pp_end);
 	fprintf(f, "links:     %u directed, utilisation min %.1f%% mean %.1f%% max %.1f%%",
 		u.nlinks, 100 * u.umin, u.nlinks ? 100 * u.usum / u.nlinks : 0.0, 100 * u.umax);
 	if (u.nlinks)

@@ -67,7 +67,10 @@ static void plan_add(struct dnp_lab *lab, uint32_t src, uint32_t dst, uint32_t s
 		struct lab_msg *m = &lab->msgs[lab->nmsgs];
 		uint64_t s = lab->conf.seed ^ ((uint64_t)lab->nmsgs << 20);
 
+		uint8_t pp = m->pp;
+
 		memset(m, 0, sizeof(*m));
+		m->pp = pp;
 		m->src = src;
 		m->dst = dst;
 		m->size = size;
@@ -83,17 +86,39 @@ static void plan_add(struct dnp_lab *lab, uint32_t src, uint32_t dst, uint32_t s
 }
 
 /* Generates the traffic: called twice, to count and then to fill lab->msgs. */
+static void plan_pattern(struct dnp_lab *lab);
+
+/* The ping-pong flow (conf.pp_count), after the rest of the traffic. */
+static void plan_pingpong(struct dnp_lab *lab)
+{
+	const struct dnp_lab_conf *c = &lab->conf;
+
+	for (uint32_t k = 0; k < c->pp_count; k++) {
+		if (lab->msgs)
+			lab->msgs[lab->nmsgs].pp = 1; /* (plan_add keeps it) */
+		plan_add(lab, k % 2 ? c->pp_b : c->pp_a, k % 2 ? c->pp_a : c->pp_b, c->pp_size);
+	}
+}
+
 void lab_plan(struct dnp_lab *lab)
 {
 	const struct dnp_lab_conf *c = &lab->conf;
-	uint32_t n = lab->n;
 
 	lab->nmsgs = 0;
 	if (c->plan) {
 		for (uint32_t i = 0; i < c->nplan; i++)
 			plan_add(lab, c->plan[i].src, c->plan[i].dst, c->plan[i].size);
-		return;
+	} else {
+		plan_pattern(lab);
 	}
+	plan_pingpong(lab);
+}
+
+static void plan_pattern(struct dnp_lab *lab)
+{
+	const struct dnp_lab_conf *c = &lab->conf;
+	uint32_t n = lab->n;
+
 	for (uint32_t src = 0; src < n; src++) {
 		struct lab_rng rng;
 		struct dnp_coord sc = dnp_torus_coord(&c->torus, src);
@@ -269,6 +294,8 @@ static void on_rx(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_eve
 	lab->res.rx_events++;
 	lab->last_progress = lab->now;
 	m->t_rx = lab->now;
+	if (m->pp && m + 1 < lab->msgs + lab->nmsgs && m[1].pp)
+		nd->pp_due = (uint32_t)(m + 1 - lab->msgs); /* the answer goes now */
 	if (ev->len != m->size || ev->peer_x != src->c.x || ev->peer_y != src->c.y ||
 	    ev->peer_z != src->c.z || ev->op != DNP_OP_PUT)
 		lab_verify_fail(lab, "RX event fields (msg, len)", (uint64_t)(m - lab->msgs),
@@ -342,6 +369,7 @@ static int submit_one(struct dnp_lab *lab, struct lab_node *nd, uint32_t idx)
 	cmd.len = m->size;
 	cmd.local_va = m->tx_va;
 	cmd.cookie = (uint64_t)idx + 1;
+	cmd.tc = m->pp ? lab->conf.pp_tc : lab->conf.tc;
 	ret = dnp_engine_submit(nd->e, LAB_PORT, &cmd, lab->now);
 	if (ret == -EAGAIN)
 		return ret;
@@ -364,6 +392,10 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 {
 	bool any = false;
 
+	if (nd->pp_due != UINT32_MAX && submit_one(lab, nd, nd->pp_due) != -EAGAIN) {
+		nd->pp_due = UINT32_MAX;
+		any = true;
+	}
 	/* failed messages whose time has come, first */
 	while (nd->retry_head != nd->retry_tail) {
 		uint32_t idx = nd->retry[nd->retry_head % (nd->nout + 1)];
@@ -383,6 +415,10 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 	while (nd->next_submit < nd->nout) {
 		uint32_t idx = nd->out[nd->next_submit];
 
+		if (lab->msgs[idx].pp) { /* submitted in its turn (pp_due) */
+			nd->next_submit++;
+			continue;
+		}
 		if (lab->msgs[idx].release > lab->now) { /* a plan's message, not yet due */
 			(void)lab_schedule_wake(lab, nd, lab->msgs[idx].release);
 			break;

@@ -24,7 +24,7 @@ static void check_accepted(const struct dnp_cmd *c, const struct dnp_torus *t, u
 {
 	if (c->op < DNP_OP_PUT || c->op > DNP_OP_GET)
 		abort();
-	if ((c->flags & ~DNP_CMD_F_ALL) || c->rsvd0 || c->rsvd1 || c->rsvd2 || c->rsvd3)
+	if ((c->flags & ~DNP_CMD_F_ALL) || c->tc > DNP_TC_MAX || c->rsvd1 || c->rsvd2 || c->rsvd3)
 		abort();
 	if (c->op == DNP_OP_GET && (c->flags & DNP_CMD_F_SRC_EVENT))
 		abort();

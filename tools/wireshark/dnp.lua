@@ -142,6 +142,7 @@ f.fstatus = ProtoField.uint8("dnp.fstatus", "fstatus", base.HEX)
 f.retx = ProtoField.bool("dnp.fstatus.retx", "DNP_FT_RETX", 8, nil, 0x01)
 -- congestion mark (data) or its echo (CMPL): docs/protocol.md, "Congestion marks"
 f.ce = ProtoField.bool("dnp.fstatus.ce", "DNP_FT_CE", 8, nil, 0x10)
+f.tc = ProtoField.uint8("dnp.fstatus.tc", "traffic class (0 lowest .. 7 top)", base.DEC, nil, 0x0e)
 f.hops = ProtoField.uint8("dnp.hops", "hops", base.DEC)
 f.via = ProtoField.uint16("dnp.via", "via", base.HEX)
 f.timestamp = ProtoField.uint32("dnp.timestamp", "timestamp", base.DEC)
@@ -438,8 +439,9 @@ local function footer(tvb, t, whole)
 	end
 	local fs = w:add(f.fstatus, tvb(fo + 4, 1))
 	fs:add(f.retx, tvb(fo + 4, 1))
+	fs:add(f.tc, tvb(fo + 4, 1))
 	fs:add(f.ce, tvb(fo + 4, 1))
-	if band(tvb(fo + 4, 1):uint(), 0xfe) ~= 0 then fs:add_proto_expert_info(e.reserved) end
+	if band(tvb(fo + 4, 1):uint(), 0xe0) ~= 0 then fs:add_proto_expert_info(e.reserved) end
 	w:add(f.hops, tvb(fo + 5, 1))
 	w:add_le(f.via, tvb(fo + 6, 2))
 	w:add_le(f.timestamp, tvb(fo + 8, 4))
