@@ -320,6 +320,22 @@ unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_
 uint32_t dnp_engine_quiet_take(struct dnp_engine *e, unsigned port);
 
 /*
+ * Completion counters (dnp_abi.h, DNP_CNTR_MAX per port): a command whose
+ * cntr is 1 + i bumps counter i of its port when it ends, ok on success
+ * (whether or not an event says so), err on failure; a command the engine
+ * refused (dnp_cmd_check) counts too when its cntr is valid. A port opened
+ * anew starts at 0. dnp_engine_cntr_take returns the mask of the port's
+ * counters that changed since the last call (bit i: counter i; 0 for a port
+ * out of range), clears it, and points *vals at the port's DNP_CNTR_MAX
+ * counters, valid until the next call into the engine.
+ */
+struct dnp_engine_cntr {
+	uint64_t ok, err;
+};
+uint64_t dnp_engine_cntr_take(struct dnp_engine *e, unsigned port,
+			      const struct dnp_engine_cntr **vals);
+
+/*
  * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to
  * DNP_ENGINE_DIAG_MAX bytes to a node's fault manager, routed like any
  * packet, and never answered: lost on a broken link, it is just gone.
