@@ -45,6 +45,10 @@ loopback)
 pingpong)
 	set -- dnp_pingpong --verify --sizes 8,4096,65536,1M --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=4 ;;
+pingpong-inline)
+	# DNP_INLINE up to DNP_INLINE_MAX (24), the usual path beyond, every byte checked
+	set -- dnp_pingpong --verify --inline --sizes 1,8,24,25,4096 --iters 50
+	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=5 ;;
 pingpong-far)
 	set -- dnp_pingpong --verify --peer 1,1,1 --sizes 8,4096,100000 --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
