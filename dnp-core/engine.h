@@ -22,7 +22,10 @@
  * errno; a success of a command flagged DNP_CMD_F_NO_EVENT ends with none
  * (dnp_engine_quiet_take counts it), and a PUT or SEND flagged
  * DNP_CMD_F_SRC_EVENT gets one DNP_EV_TX_READ before its completion, once its
- * last packet left (its whole source was read). The errors:
+ * last packet left (its whole source was read). A command whose cntr byte
+ * names a completion counter bumps it when it ends (dnp_engine_cntr_take);
+ * an inline PUT (DNP_CMD_F_INLINE) is read from the engine's copy of the
+ * slot, never through mem->read. The errors:
  *   -EACCES        no buffer at that address opened by the key (checked
  *                  first: a wrong key learns nothing of the buffer)
  *   -ERANGE        the range runs past the buffer the key opens
