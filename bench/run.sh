@@ -349,8 +349,9 @@ hops() { # REP: multi-hop PUT ping-pong latency on 4x4x1 and 2x2x2 (shm, 8 B)
 pagefault() {
 	local n=$([ $quick = 1 ] && echo 11 || echo 31)
 	say "rep $1: page faults (pagefault_bench, 2x1x1 shm)"
+	# a path: dnp-run looks a bare name up next to itself (apps/), then in $PATH
 	keep pagefault "$run" --torus 2x1x1 --transport shm --timeout 280 -- \
-		pagefault_bench --iters $n || return 0
+		"$build/bench/pagefault_bench" --iters $n || return 0
 	sed -n 's/^\[0,0,0\] //p' "$tmp/out" | awk -v r="$1" '
 		/process_vm_\* alone/ { part = "vm"; next }
 		/call to TX_DONE/ { part = "put"; next }
