@@ -85,10 +85,11 @@ struct dnp {
 	struct dnp_heap heap;
 	struct dnp_coords self, dims;
 	unsigned port;
-	struct dnp_yield yield; /* waits: yield only when somebody else wants the CPU */
-	bool hold;              /* waits look a moment after a yield (bell->hold) */
-	unsigned long_waits;    /* waits in a row that took >= DNP_LONG_WAIT_NS */
-	int cpu;                /* the CPU last published in ctl->app_cpu */
+	struct dnp_yield yield;      /* waits: yield only when somebody else wants the CPU */
+	bool hold;                   /* waits look a moment after a yield (bell->hold) */
+	unsigned long_waits;         /* waits in a row that took >= DNP_LONG_WAIT_NS */
+	int cpu;                     /* the CPU last published in ctl->app_cpu */
+	struct dnp_sess_cntr *cntrs; /* completion counters (DNP_CNTR_MAX), written by the daemon */
 };
 
 static uint64_t dnp_now_ns(void)
@@ -420,6 +421,11 @@ static int dnp_map_session(struct dnp *d, const int *fds)
 		return -EPROTO;
 	if ((uint64_t)ctl->cmd_off >= ctl->map_size || (uint64_t)ctl->ev_off >= ctl->map_size)
 		return -EPROTO;
+	/* the counters: every one of them inside the map, 8-byte aligned */
+	if (ctl->cntr_num < DNP_CNTR_MAX || (ctl->cntr_off & 7u) ||
+	    (uint64_t)ctl->cntr_off + DNP_CNTR_MAX * sizeof(struct dnp_sess_cntr) > ctl->map_size)
+		return -EPROTO;
+	d->cntrs = (struct dnp_sess_cntr *)(void *)((uint8_t *)p + ctl->cntr_off);
 	r = dnp_ring_attach((uint8_t *)p + ctl->cmd_off, ctl->map_size - ctl->cmd_off,
 			    sizeof(struct dnp_cmd), &d->cmd);
 	if (r)
@@ -793,22 +799,32 @@ static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
 	return 0;
 }
 
-/* The command flags that the call's flags ask for (dnp.h: DNP_SRC_EVENT, DNP_NO_EVENT). */
+/* The command flags that the call's flags ask for (dnp.h: DNP_SRC_EVENT, DNP_NO_EVENT, DNP_INLINE). */
 static uint8_t dnp_cmd_flags(unsigned flags)
 {
 	return (uint8_t)((flags & DNP_SRC_EVENT ? DNP_CMD_F_SRC_EVENT : 0) |
-			 (flags & DNP_NO_EVENT ? DNP_CMD_F_NO_EVENT : 0));
+			 (flags & DNP_NO_EVENT ? DNP_CMD_F_NO_EVENT : 0) |
+			 (flags & DNP_INLINE ? DNP_CMD_F_INLINE : 0));
 }
+
+/* The flags of dnp_put/send/get; DNP_CNTR(n) checked on its own. */
+#define DNP_CALL_FLAGS \
+	(DNP_NONBLOCK | DNP_SRC_EVENT | DNP_NO_EVENT | DNP_INLINE | DNP_CNTR_MASK | DNP_TC_MASK)
 
 static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const void *local,
 			size_t len, struct dnp_coords peer, unsigned peer_port, unsigned flags)
 {
 	if (!d || (len && !local) || (uint64_t)len > DNP_MAX_MSG || peer_port >= DNP_PORTS_MAX ||
-	    (flags & ~(DNP_NONBLOCK | DNP_SRC_EVENT | DNP_NO_EVENT | DNP_TC_MASK)) ||
-	    !dnp_coords_ok(d, peer))
+	    (flags & ~DNP_CALL_FLAGS) || !dnp_coords_ok(d, peer))
 		return -EINVAL;
 	if (op == DNP_OP_GET && (flags & DNP_SRC_EVENT))
 		return -EINVAL; /* a GET reads no local source */
+	if ((flags & DNP_CNTR_MASK) > DNP_CNTR(DNP_CNTR_MAX - 1))
+		return -EINVAL;
+	/* an inline PUT: short, and its source is free at once (nothing to report) */
+	if ((flags & DNP_INLINE) &&
+	    (op != DNP_OP_PUT || len > DNP_INLINE_MAX || (flags & DNP_SRC_EVENT)))
+		return -EINVAL;
 	if ((uintptr_t)local + len < (uintptr_t)local)
 		return -EINVAL;
 	memset(c, 0, sizeof(*c));
@@ -821,7 +837,11 @@ static int dnp_cmd_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, const voi
 	c->dst_z = (uint8_t)peer.z;
 	c->tc = (uint8_t)DNP_TC_OF(flags);
 	c->len = len;
-	c->local_va = (uint64_t)(uintptr_t)local;
+	c->cntr = (uint8_t)((flags & DNP_CNTR_MASK) >> 16); /* 0, or 1 + the counter */
+	if (flags & DNP_INLINE)
+		dnp_cmd_inline_set(c, local, len); /* the slot carries the bytes */
+	else
+		c->local_va = (uint64_t)(uintptr_t)local;
 	return 0;
 }
 
@@ -1002,6 +1022,96 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 		}
 	}
 	return r;
+}
+
+/* ------------------------------------------------ completion counters */
+
+int dnp_cntr_read(struct dnp *d, unsigned n, uint64_t *ok, uint64_t *err)
+{
+	if (!d || n >= DNP_CNTR_MAX)
+		return -EINVAL;
+	/* acquire: pairs with the daemon's release store of the count */
+	if (ok)
+		*ok = atomic_load_explicit(&d->cntrs[n].ok, memory_order_acquire);
+	if (err)
+		*err = atomic_load_explicit(&d->cntrs[n].err, memory_order_acquire);
+	return 0;
+}
+
+static bool dnp_cntr_reached(struct dnp *d, unsigned n, uint64_t threshold)
+{
+	uint64_t ok, err;
+
+	(void)dnp_cntr_read(d, n, &ok, &err);
+	return ok + err >= threshold;
+}
+
+/*
+ * As wait_slow: looks with a yield every 4 looks for DNP_YIELD_NS, then
+ * sleeps on ev_seq, which the daemon bumps after it publishes counters as
+ * after it pushes events. Events that come meanwhile go to the stash.
+ */
+int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms)
+{
+	uint64_t t0, now, deadline = 0;
+	unsigned i;
+	int r;
+
+	if (!d || n >= DNP_CNTR_MAX)
+		return -EINVAL;
+	if (dnp_cntr_reached(d, n, threshold))
+		return 1;
+	if (timeout_ms == 0)
+		return dnp_check_dead(d) ? -EIO : 0;
+	t0 = dnp_now_ns();
+	if (timeout_ms > 0)
+		deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
+	d->yield.back = 0;
+	for (i = 0;; i++) {
+		if (dnp_cntr_reached(d, n, threshold))
+			return 1;
+		if ((i & 3u) != 0) {
+			dnp_cpu_relax();
+			continue;
+		}
+		r = dnp_stash_events(d);
+		if (r)
+			return r;
+		now = dnp_now_ns();
+		if (deadline && now >= deadline)
+			return 0;
+		if (now - t0 >= DNP_YIELD_NS)
+			break;
+		dnp_note_cpu(d);
+		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
+			dnp_yield_step(&d->yield, now);
+	}
+	for (;;) {
+		struct timespec ts;
+		uint64_t slice = (uint64_t)DNP_SLEEP_SLICE_MS * 1000000ull;
+		uint32_t seq;
+
+		now = dnp_now_ns();
+		if (deadline && now >= deadline)
+			return 0;
+		if (deadline && deadline - now < slice)
+			slice = deadline - now;
+		/* event count, as in wait_slow: take ev_seq, look, sleep if unchanged */
+		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
+		r = dnp_stash_events(d);
+		if (r)
+			return r;
+		if (dnp_cntr_reached(d, n, threshold))
+			return 1;
+		if (dnp_check_dead(d))
+			return dnp_cntr_reached(d, n, threshold) ? 1 : -EIO;
+		ts.tv_sec = (time_t)(slice / 1000000000ull);
+		ts.tv_nsec = (long)(slice % 1000000000ull);
+		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
+			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
+		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
+	}
 }
 
 /* -------------------------------------------------------------- strerror */

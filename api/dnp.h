@@ -58,6 +58,22 @@ struct dnp_coords {
 #define DNP_TC(n) (((unsigned)(n)&0x7u) << 8)
 #define DNP_TC_MASK 0x700u
 #define DNP_TC_OF(flags) (((flags)&DNP_TC_MASK) >> 8)
+/*
+ * PUT only (SEND, GET: -EINVAL; with DNP_SRC_EVENT: -EINVAL): the payload,
+ * at most DNP_INLINE_MAX bytes, is copied into the command itself, so the
+ * daemon never reads our memory for it, and src may be reused as soon as
+ * dnp_put returns. Its events carry va 0. docs/api.md, "Inline PUTs".
+ */
+#define DNP_INLINE 0x8u
+#define DNP_INLINE_MAX 24u
+/*
+ * Completion counters (docs/api.md, "Completion counters"): DNP_CNTR(n),
+ * n < DNP_CNTR_MAX (64), makes the command bump counter n of our port when
+ * it ends, its 'ok' count on success, its 'err' count on failure, whether or
+ * not an event reports it (pair it with DNP_NO_EVENT). Other n: -EINVAL.
+ */
+#define DNP_CNTR(n) ((((unsigned)(n)) + 1u) << 16)
+#define DNP_CNTR_MASK 0xff0000u
 
 /*
  * Connects to the daemon. A daemon listens on <run dir>/node-<id>.sock, or on
@@ -192,6 +208,24 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms);
 /* Up to max events without waiting; returns the count, or -EINVAL. */
 int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
+
+/*
+ * Completion counters of our port (DNP_CNTR(n) above). Both count from 0
+ * when the port opened and only grow; the daemon alone writes them.
+ * dnp_cntr_read: *ok and *err (either may be NULL) get counter n's counts.
+ * Errors: -EINVAL (d NULL, n >= DNP_CNTR_MAX).
+ * dnp_cntr_wait: waits up to timeout_ms (-1: forever, 0: look once) until
+ * ok + err of counter n reaches threshold, as Portals 4's counting events
+ * do: every command that named the counter ends in exactly one of the two,
+ * so waiting for base + k, base being ok + err before k commands were
+ * posted, returns once all k ended, whether they failed or not. Events that
+ * arrive meanwhile are kept for dnp_poll_events/dnp_wait_event (so the
+ * daemon never waits for event room). Returns 1 (reached), 0 (timeout), or
+ * -EINVAL (d NULL, n >= DNP_CNTR_MAX), -EIO (daemon gone), -EOVERFLOW or
+ * -ENOMEM (kept events, as in dnp_put).
+ */
+int dnp_cntr_read(struct dnp *d, unsigned n, uint64_t *ok, uint64_t *err);
+int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms);
 
 /* A short text naming the cause of a negative errno of this API (the
  * status of an event included); strerror's text for other codes. */

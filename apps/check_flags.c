@@ -11,7 +11,12 @@
  *   port's quota of outstanding commands (2048), so a quota that event-less
  *   commands did not give back would stall them; then one to a wrong key.
  *   A must get exactly one event, the ERROR -EACCES of the last; B gets
- *   every RX_PUT, with the right bytes.
+ *   every RX_PUT, with the right bytes. They all name completion counter 0:
+ *   dnp_cntr_wait for FL_QUIET + 1 must return, with ok FL_QUIET and err 1.
+ *   inline PUTs: one of each length 1 .. DNP_INLINE_MAX flagged DNP_INLINE
+ *   and counter 1; A overwrites the source as soon as dnp_put returns, and
+ *   B must still find the original bytes; TX_DONE carries va 0, and
+ *   counter 1 ends at ok DNP_INLINE_MAX, err 0.
  */
 #include <stdint.h>
 
@@ -25,6 +30,8 @@
 #define FL_QLEN 512u
 #define FL_QCOOKIE 20000u
 #define FL_BADCOOKIE 30000u
+#define FL_ICOOKIE 40000u
+#define FL_IOFF (FL_STRIDE / 2) /* inline PUT n lands at FL_IOFF + n * 64 of B's first stride */
 
 static const size_t fl_sizes[FL_NSIZES] = { 4096, 65536, 1u << 20 };
 
@@ -93,6 +100,8 @@ static int src_event_put(struct chk *k, uint8_t *src, size_t len, uint64_t rva, 
 	}
 }
 
+static int quiet_counted(struct chk *k);
+
 /* FL_QUIET event-less PUTs, then one to a wrong key: only its ERROR may come back. */
 static int quiet_puts(struct chk *k, uint64_t rva, uint32_t rkey)
 {
@@ -109,7 +118,7 @@ static int quiet_puts(struct chk *k, uint64_t rva, uint32_t rkey)
 	while (q < FL_QUIET) {
 		r = dnp_put(a->d, src + (size_t)q * FL_QLEN, FL_QLEN, k->peer, a->peer_port,
 			    rva + (uint64_t)q * FL_QLEN, rkey, FL_QCOOKIE + q,
-			    DNP_NO_EVENT | DNP_NONBLOCK);
+			    DNP_NO_EVENT | DNP_NONBLOCK | DNP_CNTR(0));
 		if (r == 0) {
 			q++;
 			continue;
@@ -130,7 +139,7 @@ static int quiet_puts(struct chk *k, uint64_t rva, uint32_t rkey)
 		}
 	}
 	r = dnp_put(a->d, src, FL_QLEN, k->peer, a->peer_port, rva, rkey ^ 0x5a5a5a5au,
-		    FL_BADCOOKIE, DNP_NO_EVENT);
+		    FL_BADCOOKIE, DNP_NO_EVENT | DNP_CNTR(0));
 	if (r < 0) {
 		fail(k, "event-less put to a wrong key: %s", dnp_strerror(r));
 		return r;
@@ -145,6 +154,71 @@ static int quiet_puts(struct chk *k, uint64_t rva, uint32_t rkey)
 		printf("ok: %u event-less PUTs (%u waits for room) gave no event; the one to a "
 		       "wrong key gave ERROR -EACCES\n",
 		       FL_QUIET, stalls);
+	return quiet_counted(k);
+}
+
+/* Counter 0 has counted every event-less PUT: FL_QUIET successes, one error. */
+static int quiet_counted(struct chk *k)
+{
+	uint64_t ok = 0, err = 0;
+	int r = dnp_cntr_wait(k->a.d, 0, FL_QUIET + 1, k->a.timeout_ms);
+
+	if (r != 1) {
+		fail(k, "dnp_cntr_wait(0, %u): %s", FL_QUIET + 1,
+		     r ? dnp_strerror(r) : "timed out");
+		return -EIO;
+	}
+	(void)dnp_cntr_read(k->a.d, 0, &ok, &err);
+	if (ok != FL_QUIET || err != 1)
+		fail(k, "counter 0: ok %llu err %llu, want %u and 1", (unsigned long long)ok,
+		     (unsigned long long)err, FL_QUIET);
+	else
+		printf("ok: counter 0 reached %u successes and 1 error\n", FL_QUIET);
+	(void)dnp_cntr_read(k->a.d, 1, &ok, &err);
+	if (ok || err)
+		fail(k, "counter 1 moved before its commands: ok %llu err %llu",
+		     (unsigned long long)ok, (unsigned long long)err);
+	return 0;
+}
+
+/*
+ * One inline PUT of each length 1 .. DNP_INLINE_MAX on counter 1, its
+ * source overwritten as soon as dnp_put returns; each TX_DONE has va 0.
+ */
+static int inline_puts(struct chk *k, uint64_t rva, uint32_t rkey)
+{
+	struct app *a = &k->a;
+	uint8_t src[DNP_INLINE_MAX];
+	struct dnp_event ev;
+	uint64_t ok = 0, err = 0;
+	int r;
+
+	for (unsigned n = 1; n <= DNP_INLINE_MAX; n++) {
+		app_pattern_fill(src, n, a->id, k->peer_id, n, 500 + n);
+		r = dnp_put(a->d, src, n, k->peer, a->peer_port, rva + FL_IOFF + n * 64u, rkey,
+			    FL_ICOOKIE + n, DNP_INLINE | DNP_CNTR(1));
+		memset(src, 0xee, sizeof(src)); /* reused at once */
+		if (r < 0) {
+			fail(k, "inline put of %u bytes: %s", n, dnp_strerror(r));
+			return r;
+		}
+		r = app_next_event(a, &ev, a->timeout_ms);
+		if (r <= 0) {
+			fail(k, "inline put of %u bytes: no completion", n);
+			return -EIO;
+		}
+		if (ev.type != DNP_EV_TX_DONE || ev.cookie != FL_ICOOKIE + n || ev.va != 0 ||
+		    ev.len != n) {
+			app_print_event(PROG, "inline", &ev);
+			fail(k, "inline put of %u bytes: not its TX_DONE with va 0", n);
+		}
+	}
+	if (dnp_cntr_wait(a->d, 1, DNP_INLINE_MAX, 0) != 1 || dnp_cntr_read(a->d, 1, &ok, &err) ||
+	    ok != DNP_INLINE_MAX || err)
+		fail(k, "counter 1: ok %llu err %llu after %u inline PUTs", (unsigned long long)ok,
+		     (unsigned long long)err, DNP_INLINE_MAX);
+	else
+		printf("ok: %u inline PUTs completed, counted on counter 1\n", DNP_INLINE_MAX);
 	return 0;
 }
 
@@ -182,6 +256,8 @@ int mode_flags_a(struct chk *k)
 		       FL_NSIZES * FL_ITERS);
 	if (quiet_puts(k, m.c.c, (uint32_t)m.c.d) < 0)
 		return -EIO;
+	if (inline_puts(k, m.c.a, (uint32_t)m.c.b) < 0)
+		return -EIO;
 	a_done(k);
 	/* B has every message: nothing else may come (a late TX_DONE, say) */
 	while (app_next_event(a, &ev, 300) == 1) {
@@ -197,6 +273,16 @@ static long rx_index(struct chk *k, const struct dnp_event *ev, const uint8_t *b
 {
 	uint64_t va = ev->va;
 
+	if (va >= (uintptr_t)b1 + FL_IOFF && va < (uintptr_t)b1 + FL_STRIDE) { /* inline */
+		uint64_t n = (va - (uintptr_t)b1 - FL_IOFF) / 64u;
+
+		if (n < 1 || n > DNP_INLINE_MAX || va != (uintptr_t)b1 + FL_IOFF + n * 64u ||
+		    ev->len != n ||
+		    app_pattern_check((const void *)(uintptr_t)va, n, k->peer_id, k->a.id, n,
+				      500 + n) != -1)
+			return -1;
+		return FL_NSIZES * FL_ITERS + FL_QUIET + (long)n - 1;
+	}
 	if (va >= (uintptr_t)b1 &&
 	    va < (uintptr_t)b1 + (uint64_t)FL_NSIZES * FL_ITERS * FL_STRIDE) {
 		uint64_t off = va - (uintptr_t)b1;
@@ -224,7 +310,7 @@ static long rx_index(struct chk *k, const struct dnp_event *ev, const uint8_t *b
 int mode_flags_b(struct chk *k)
 {
 	struct app *a = &k->a;
-	const unsigned want = FL_NSIZES * FL_ITERS + FL_QUIET;
+	const unsigned want = FL_NSIZES * FL_ITERS + FL_QUIET + DNP_INLINE_MAX;
 	size_t l1 = (size_t)FL_NSIZES * FL_ITERS * FL_STRIDE, l2 = (size_t)FL_QUIET * FL_QLEN;
 	uint8_t *b1 = xalloc(k, l1), *b2 = xalloc(k, l2), *seen = xalloc(k, want);
 	struct dnp_event ev;

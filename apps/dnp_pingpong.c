@@ -30,18 +30,23 @@
 struct pp_opts {
 	struct app_bench_opts b;
 	bool loopback;
+	bool inl; /* --inline: DNP_INLINE for sizes up to DNP_INLINE_MAX */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST | -a] [--iters N]\n"
-		   "                    [--warmup N] [--csv] [--verify]\n"
-		   "  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
-		   "  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
-		   "  Columns as perftest's: min, max, typical (median), average, stdev, 99%%,\n"
-		   "  99.9%% (microseconds). -a: every power of two from 2 bytes to 8 MiB.\n"
-		   "  --verify (test mode): every message has its own bytes, and both sides\n"
-		   "  check each one they receive (its address, length and every byte).\n");
+	fprintf(f,
+		"usage: " PROG " [--peer X,Y,Z] [--loopback] [--sizes LIST | -a] [--iters N]\n"
+		"                    [--warmup N] [--csv] [--verify] [--inline]\n"
+		"  PUT ping-pong latency (half round trip) between node (0,0,0) and its +X\n"
+		"  neighbour (or --peer); --loopback: PUT-to-self completion time on node 0.\n"
+		"  Columns as perftest's: min, max, typical (median), average, stdev, 99%%,\n"
+		"  99.9%% (microseconds). -a: every power of two from 2 bytes to 8 MiB.\n"
+		"  --verify (test mode): every message has its own bytes, and both sides\n"
+		"  check each one they receive (its address, length and every byte).\n"
+		"  --inline: PUTs of up to %u bytes carry their payload in the command\n"
+		"  (DNP_INLINE); larger sizes are sent as usual.\n",
+		DNP_INLINE_MAX);
 	app_bench_usage_common(f);
 }
 
@@ -71,7 +76,22 @@ static int parse_opts(int argc, char **argv, struct pp_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	app_bench_defaults(&o->b, 200); /* lets the scheduler settle the four processes first */
-	return app_bench_parse(argc, argv, &cli, &o->b, o);
+	/* --inline is taken out here: the shared parser has one own-option slot (--loopback) */
+	int n = 0;
+	for (int i = 0; i < argc; i++) {
+		if (i && !strcmp(argv[i], "--inline"))
+			o->inl = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return app_bench_parse(n, argv, &cli, &o->b, o);
+}
+
+/* DNP_INLINE for a size that fits the command, under --inline. */
+static unsigned put_flags(const struct pp_opts *o, uint64_t size)
+{
+	return (o->inl && size <= DNP_INLINE_MAX ? DNP_INLINE : 0) | DNP_TC(o->b.tc);
 }
 
 static unsigned iters_for(const struct pp_opts *o, uint64_t size)
@@ -218,7 +238,7 @@ static int run_loopback(struct app *a, const struct pp_opts *o)
 						 msg_salt(k, i));
 			t0 = app_now_ns();
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], a->self, a->port, (uintptr_t)rbuf,
-				    key, ++issued, DNP_TC(o->b.tc));
+				    key, ++issued, put_flags(o, o->b.sizes[k]));
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;
@@ -326,7 +346,7 @@ static int run_pingpong(struct app *a, const struct pp_opts *o, struct dnp_coord
 							 msg_salt(k, i));
 			}
 			r = dnp_put(a->d, sbuf, o->b.sizes[k], peer, a->peer_port, rva, rkey,
-				    ++issued, DNP_TC(o->b.tc));
+				    ++issued, put_flags(o, size));
 			if (r < 0) {
 				fprintf(stderr, PROG ": put: %s\n", dnp_strerror(r));
 				goto out;

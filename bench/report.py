@@ -349,6 +349,7 @@ def main():
         w("")
         w("`./dnp bench engine` measures the same with more repetitions and 64 B as well.")
         w("")
+    pagefault_section(w, cpu)
     L, B = get("shm", "", "loopback", 8), get("shm-busy", "", "lat", 8)
     S, U = get("shm", "", "lat", 8), get("udp", "", "lat", 8)
     if pps8 and L and B and S:
@@ -466,6 +467,27 @@ def main():
         print("%-62s %6s %s" % (g, "%.2f" % r if r is not None else "-",
                                 ("met" if ok else "NOT met") if r is not None else "n/a"))
     print("=" * 78)
+
+
+def pagefault_section(w, cpu):
+    """Page faults (bench/pagefault_bench, run.sh pagefault) beside PART's figures."""
+    sizes = sorted(b for (t, p, k, b) in cpu if t == "shm" and k == "pf_warm")
+    if not sizes:
+        return
+    w("## Page faults (PUT call to TX_DONE through process_vm_*, 2x1x1 shm, us; PART beside)")
+    w("")
+    w("| bytes | touched | fresh target | ratio | fresh source | ratio | kernel write, touched / fresh |")
+    w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for b in sizes:
+        wm, cd, cs = (cpu.get(("shm", "", k, b)) for k in ("pf_warm", "pf_cold_dst", "pf_cold_src"))
+        vw, vf = cpu.get(("cpu", "", "pf_vm_wr_warm", b)), cpu.get(("cpu", "", "pf_vm_wr_fresh", b))
+        w("| %d | %s | %s | %s | %s | %s | %s / %s |" % (
+            b, fmt(wm), fmt(cd), "%.2fx" % ratio(cd, wm) if ratio(cd, wm) else "-", fmt(cs),
+            "%.2fx" % ratio(cs, wm) if ratio(cs, wm) else "-", fmt(vw), fmt(vf)))
+    w("")
+    w("PART (ARMv8, faults at the destination): one page with a minor fault about 38 us; "
+      "1 MB with a fault on every page 2.6x the time without. docs/performance.md, \"Page faults\".")
+    w("")
 
 
 def plots(base, med, cols, sizes, hop):

@@ -29,7 +29,9 @@
 # daemons included).
 #
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
-# per rep), for the cost breakdown of an 8-byte PUT.
+# per rep), for the cost breakdown of an 8-byte PUT, and the cost of page
+# faults (bench/pagefault_bench beside PART's figures; first rep only in a
+# quick run).
 #
 # Writes into $BENCH_OUT (default results/bench/, ignored by git; ./dnp bench
 # --save sets bench/results/, ./dnp bench --out DIR sets DIR):
@@ -415,6 +417,28 @@ hops() { # REP: multi-hop PUT ping-pong latency on 4x4x1 and 2x2x2 (shm, 8 B)
 	done
 }
 
+# pagefault REP: what page faults cost a PUT through process_vm_* (bench/pagefault_bench,
+# PART's comparison; docs/performance.md, "Page faults"): call to TX_DONE of PUTs of one
+# page, 1 MiB and 4 MiB into touched pages, never-touched target pages and never-touched
+# source pages (medians of N), and the kernel's process_vm_writev alone, into
+# touched and fresh pages.
+pagefault() {
+	local n=$([ $quick = 1 ] && echo 11 || echo 31)
+	say "rep $1: page faults (pagefault_bench, 2x1x1 shm)"
+	# a path: dnp-run looks a bare name up next to itself (apps/), then in $PATH
+	keep pagefault "$run" --torus 2x1x1 --transport shm --timeout 280 -- \
+		"$build/bench/pagefault_bench" --iters $n || return 0
+	sed -n 's/^\[0,0,0\] //p' "$tmp/out" | awk -v r="$1" '
+		/process_vm_\* alone/ { part = "vm"; next }
+		/call to TX_DONE/ { part = "put"; next }
+		part == "vm" && NF == 7 && $1 ~ /^[0-9]+$/ {
+			printf "cpu,,pf_vm_wr_warm,%s,%s,%s,us\ncpu,,pf_vm_wr_fresh,%s,%s,%s,us\n", $1, r, $2, $1, r, $3 }
+		part == "put" && NF == 6 && $1 ~ /^[0-9]+$/ {
+			printf "shm,,pf_warm,%s,%s,%s,us\n", $1, r, $2
+			printf "shm,,pf_cold_dst,%s,%s,%s,us\n", $1, r, $3
+			printf "shm,,pf_cold_src,%s,%s,%s,us\n", $1, r, $5 }' >>"$cpucsv"
+}
+
 # cpu_cost REP: CPU time (user + system) of all the processes of a run (the
 # two daemons and the two programs, as getrusage(RUSAGE_CHILDREN) sees them
 # through dnp-run), divided by the messages or the MiB it moved.
@@ -471,6 +495,7 @@ while [ "$r" -le "$reps" ]; do
 	if [ $quick = 0 ] || [ "$r" = 1 ]; then
 		want hops && hops "$r"
 		want cpu && cpu_cost "$r"
+		want pagefault && [ -x "$build/bench/pagefault_bench" ] && pagefault "$r"
 	fi
 	r=$((r + 1))
 done

@@ -18,6 +18,17 @@ static bool op_known(unsigned op)
 	return op == DNP_OP_PUT || op == DNP_OP_SEND || op == DNP_OP_GET;
 }
 
+/*
+ * An inline PUT carries its payload in word 2 and rsvd3 (dnp_abi.h): those
+ * fields are data, not checked; there is no local range to read nor a
+ * source to give back.
+ */
+static bool inline_ok(const struct dnp_cmd *c)
+{
+	return c->op == DNP_OP_PUT && !(c->flags & DNP_CMD_F_SRC_EVENT) &&
+	       c->len <= DNP_CMD_INLINE_MAX;
+}
+
 /* [va, va + len) must be representable: its end may not wrap past 2^64. */
 static bool range_wraps(uint64_t va, uint64_t len)
 {
@@ -42,12 +53,20 @@ int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned m
 	/* a GET's source is remote: there is no local read to report */
 	if (c->op == DNP_OP_GET && (c->flags & DNP_CMD_F_SRC_EVENT))
 		return -EINVAL;
-	if (c->tc > DNP_TC_MAX || c->rsvd1 || c->rsvd2 || c->rsvd3)
+	if (c->cntr > DNP_CNTR_MAX || c->rsvd1b || c->tc > DNP_TC_MAX)
+		return -EINVAL;
+	if (c->flags & DNP_CMD_F_INLINE) {
+		if (!inline_ok(c))
+			return -EINVAL;
+	} else if (c->rsvd2 || c->rsvd3) {
+		return -EINVAL;
+	}
+	if (c->rsvd1)
 		return -EINVAL;
 	if (c->len > DNP_MAX_MSG)
 		return -EINVAL;
 	/* PUT/SEND read local_va, GET writes it: every op touches the local range. */
-	if (range_wraps(c->local_va, c->len))
+	if (!(c->flags & DNP_CMD_F_INLINE) && range_wraps(c->local_va, c->len))
 		return -EINVAL;
 	/* SEND lands in the target's next SEND buffer: no remote address nor key. */
 	if (c->op == DNP_OP_SEND) {

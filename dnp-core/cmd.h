@@ -14,8 +14,10 @@
  * Checks a command read from an application's ring before the engine acts
  * on it (the bytes come from another process: trust nothing).
  * Errors: -EINVAL (unknown op, non-zero reserved fields, tc above
- * DNP_TC_MAX, unknown flags or
- * DNP_CMD_F_SRC_EVENT on a GET,
+ * DNP_TC_MAX, unknown flags or DNP_CMD_F_SRC_EVENT on a GET, cntr above
+ * DNP_CNTR_MAX, DNP_CMD_F_INLINE on anything but a PUT of at most
+ * DNP_CMD_INLINE_MAX bytes without DNP_CMD_F_SRC_EVENT (an inline PUT's
+ * word 2 and rsvd3 are its payload),
  * len above DNP_MAX_MSG, va + len overflowing, dst_port >= max_ports),
  * -EHOSTUNREACH (destination outside the torus).
  */

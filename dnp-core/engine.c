@@ -322,6 +322,8 @@ int dnp_engine_port_open(struct dnp_engine *e, unsigned port)
 	q->reserved = 0;
 	q->quiet = 0;
 	q->send_head = q->send_tail = NO_SLOT;
+	memset(q->cntr, 0, DNP_CNTR_MAX * sizeof(*q->cntr)); /* a new application counts from 0 */
+	q->cntr_dirty = 0;
 	return 0;
 }
 
@@ -596,6 +598,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->slots = calloc(c->max_commands, sizeof(*e->slots));
 	e->ports = calloc(c->max_ports, sizeof(*e->ports));
 	e->evmem = calloc((size_t)c->max_ports * c->event_queue, sizeof(*e->evmem));
+	e->cntrmem = calloc((size_t)c->max_ports * DNP_CNTR_MAX, sizeof(*e->cntrmem));
 	e->posts = calloc(c->max_buffers, sizeof(*e->posts));
 	e->sends = calloc(c->max_sends, sizeof(*e->sends));
 	/* with arbitration, one PUT sequence per source node and class (engine_deliver.c) */
@@ -609,7 +612,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 		goto fail;
 	rc = -ENOMEM;
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
-	    !e->sends || !e->puts)
+	    !e->sends || !e->puts || !e->cntrmem)
 		goto fail;
 	pool_init(e, nbig, fifos);
 	for (uint32_t i = 0; i < c->max_commands; i++)
@@ -620,6 +623,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->free_post = 0;
 	for (uint32_t i = 0; i < c->max_ports; i++) {
 		e->ports[i].ev = e->evmem + (size_t)i * c->event_queue;
+		e->ports[i].cntr = e->cntrmem + (size_t)i * DNP_CNTR_MAX;
 		e->ports[i].send_head = e->ports[i].send_tail = NO_SLOT;
 	}
 	for (unsigned i = 0; i < NIN; i++)
@@ -646,6 +650,7 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->slots);
 	free(e->ports);
 	free(e->evmem);
+	free(e->cntrmem);
 	free(e->posts);
 	free(e->sends);
 	free(e->puts);

@@ -22,7 +22,10 @@
  * errno; a success of a command flagged DNP_CMD_F_NO_EVENT ends with none
  * (dnp_engine_quiet_take counts it), and a PUT or SEND flagged
  * DNP_CMD_F_SRC_EVENT gets one DNP_EV_TX_READ before its completion, once its
- * last packet left (its whole source was read). The errors:
+ * last packet left (its whole source was read). A command whose cntr byte
+ * names a completion counter bumps it when it ends (dnp_engine_cntr_take);
+ * an inline PUT (DNP_CMD_F_INLINE) is read from the engine's copy of the
+ * slot, never through mem->read. The errors:
  *   -EACCES        no buffer at that address opened by the key (checked
  *                  first: a wrong key learns nothing of the buffer)
  *   -ERANGE        the range runs past the buffer the key opens
@@ -363,6 +366,22 @@ unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_
  * too. 0 for a port out of range; a port opened anew starts at 0.
  */
 uint32_t dnp_engine_quiet_take(struct dnp_engine *e, unsigned port);
+
+/*
+ * Completion counters (dnp_abi.h, DNP_CNTR_MAX per port): a command whose
+ * cntr is 1 + i bumps counter i of its port when it ends, ok on success
+ * (whether or not an event says so), err on failure; a command the engine
+ * refused (dnp_cmd_check) counts too when its cntr is valid. A port opened
+ * anew starts at 0. dnp_engine_cntr_take returns the mask of the port's
+ * counters that changed since the last call (bit i: counter i; 0 for a port
+ * out of range), clears it, and points *vals at the port's DNP_CNTR_MAX
+ * counters, valid until the next call into the engine.
+ */
+struct dnp_engine_cntr {
+	uint64_t ok, err;
+};
+uint64_t dnp_engine_cntr_take(struct dnp_engine *e, unsigned port,
+			      const struct dnp_engine_cntr **vals);
 
 /*
  * LO|FA|MO diagnostics (lofamo/dfm.h). A DIAG packet carries up to

@@ -43,9 +43,19 @@ static struct dnp_event cmd_event(const struct slot *s, uint8_t type, int status
 		.status = (int8_t)status,
 		.msg_id = s->msg_id,
 		.len = (uint32_t)s->c.len,
-		.va = s->c.local_va,
+		.va = s->c.flags & DNP_CMD_F_INLINE ? 0 : s->c.local_va, /* inline: data there */
 		.cookie = s->c.cookie,
 	};
+}
+
+/* A command that named counter i ended with status. */
+static void cntr_bump(struct evq *q, unsigned i, int status)
+{
+	if (status == 0)
+		q->cntr[i].ok++;
+	else
+		q->cntr[i].err++;
+	q->cntr_dirty |= 1ull << i;
 }
 
 /*
@@ -76,6 +86,8 @@ void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 						       DNP_EV_TX_DONE;
 
 		q->reserved -= 1u + s->rd_ev;
+		if (s->c.cntr && s->c.cntr <= DNP_CNTR_MAX)
+			cntr_bump(q, s->c.cntr - 1u, status);
 		if (status == 0 && (s->c.flags & DNP_CMD_F_NO_EVENT)) {
 			q->quiet++;
 		} else {
@@ -116,6 +128,20 @@ uint32_t dnp_engine_quiet_take(struct dnp_engine *e, unsigned port)
 
 	e->ports[port].quiet = 0;
 	return n;
+}
+
+uint64_t dnp_engine_cntr_take(struct dnp_engine *e, unsigned port,
+			      const struct dnp_engine_cntr **vals)
+{
+	static_assert(DNP_CNTR_MAX <= 64, "one bit per counter in a uint64_t");
+	if (port >= e->c.max_ports)
+		return 0;
+	struct evq *q = &e->ports[port];
+	uint64_t m = q->cntr_dirty;
+
+	q->cntr_dirty = 0;
+	*vals = q->cntr;
+	return m;
 }
 
 /* Failing a command that may still sit in an injection queue. */
@@ -346,6 +372,10 @@ static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t
 		memcpy(dst, &va, 8);
 		memcpy(dst + 8, &k, 4);
 		memcpy(dst + 12, &l, 4);
+		return 0;
+	}
+	if (s->c.flags & DNP_CMD_F_INLINE) { /* the payload is in the slot: no memory read */
+		dnp_cmd_inline_get(&s->c, dst, len);
 		return 0;
 	}
 	/* a command's reads: its own id (msg_id is unique among live slots) */

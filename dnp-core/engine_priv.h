@@ -164,6 +164,9 @@ struct evq {
 	 */
 	bool overrun;
 	uint32_t send_head, send_tail; /* SEND-target posts, indices into e->posts */
+	/* Completion counters (dnp_engine_cntr_take): DNP_CNTR_MAX of them, in e->cntrmem. */
+	struct dnp_engine_cntr *cntr;
+	uint64_t cntr_dirty; /* bit i: counter i changed since the driver last took them */
 };
 
 struct post {
@@ -293,6 +296,7 @@ struct dnp_engine {
 	struct pktq resp[NIN]; /* GET responder jobs, by first-hop direction */
 	struct evq *ports;
 	struct dnp_event *evmem;
+	struct dnp_engine_cntr *cntrmem; /* max_ports * DNP_CNTR_MAX completion counters */
 	struct post *posts;
 	uint32_t free_post;
 	struct sendasm *sends;

@@ -91,6 +91,7 @@ static void test_cmd_rejects_unknown_flags(void **state)
 {
 	struct dnp_cmd c = good_cmd(DNP_OP_PUT);
 
+	c.len = 8; /* short enough for DNP_CMD_F_INLINE */
 	for (unsigned bit = 0; bit < 8; bit++) {
 		c.flags = (uint8_t)(1u << bit);
 		assert_int_equal(check(&c), c.flags & DNP_CMD_F_ALL ? 0 : -EINVAL);
@@ -112,7 +113,10 @@ static void test_cmd_rejects_reserved(void **state)
 	}
 	c = good_cmd(DNP_OP_PUT);
 	c = good_cmd(DNP_OP_PUT);
-	c.rsvd1 = 0x80000000u;
+	c.rsvd1 = 0x8000u;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_PUT);
+	c.rsvd1b = 1;
 	assert_int_equal(check(&c), -EINVAL);
 	c = good_cmd(DNP_OP_GET);
 	c.rsvd2 = 1;
@@ -199,6 +203,66 @@ static void test_cmd_rejects_outside_torus(void **state)
 	}
 }
 
+static void test_cmd_counter_field(void **state)
+{
+	struct dnp_cmd c;
+
+	for (unsigned op = DNP_OP_PUT; op <= DNP_OP_GET; op++) {
+		c = good_cmd(op);
+		c.cntr = 1; /* counter 0 */
+		assert_int_equal(check(&c), 0);
+		c.cntr = DNP_CNTR_MAX; /* the last counter */
+		c.flags = DNP_CMD_F_NO_EVENT;
+		assert_int_equal(check(&c), 0);
+		c.cntr = DNP_CNTR_MAX + 1;
+		assert_int_equal(check(&c), -EINVAL);
+		c.cntr = 0xff;
+		assert_int_equal(check(&c), -EINVAL);
+	}
+}
+
+static void test_cmd_inline(void **state)
+{
+	struct dnp_cmd c = good_cmd(DNP_OP_PUT);
+	const uint8_t src[DNP_CMD_INLINE_MAX + 1] = "0123456789abcdefghijklmn";
+	uint8_t out[DNP_CMD_INLINE_MAX];
+
+	c.flags = DNP_CMD_F_INLINE | DNP_CMD_F_NO_EVENT;
+	c.len = DNP_CMD_INLINE_MAX;
+	dnp_cmd_inline_set(&c, src, DNP_CMD_INLINE_MAX);
+	/* payload bytes fill local_va, local_key, rsvd2 and rsvd3: accepted as data */
+	assert_true(c.rsvd2 != 0 && c.rsvd3 != 0 && c.local_va != 0);
+	assert_int_equal(check(&c), 0);
+	assert_int_equal(c.cookie, 0xfeedfacecafebeefull); /* the cookie is left alone */
+	memset(out, 0, sizeof(out));
+	dnp_cmd_inline_get(&c, out, DNP_CMD_INLINE_MAX);
+	assert_memory_equal(out, src, DNP_CMD_INLINE_MAX);
+	/* a payload that would "wrap" as an address is data: fine */
+	c.local_va = UINT64_MAX;
+	assert_int_equal(check(&c), 0);
+	c.len = 0;
+	assert_int_equal(check(&c), 0);
+	c.len = DNP_CMD_INLINE_MAX + 1;
+	assert_int_equal(check(&c), -EINVAL);
+	/* PUT only, and no source to give back */
+	c.len = 8;
+	c.flags = DNP_CMD_F_INLINE | DNP_CMD_F_SRC_EVENT;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_SEND);
+	c.len = 8;
+	c.flags = DNP_CMD_F_INLINE;
+	assert_int_equal(check(&c), -EINVAL);
+	c = good_cmd(DNP_OP_GET);
+	c.len = 8;
+	c.flags = DNP_CMD_F_INLINE;
+	assert_int_equal(check(&c), -EINVAL);
+	/* without the flag, the same bytes in rsvd2/rsvd3 are refused */
+	c = good_cmd(DNP_OP_PUT);
+	c.len = 8;
+	dnp_cmd_inline_set(&c, src, DNP_CMD_INLINE_MAX);
+	assert_int_equal(check(&c), -EINVAL);
+}
+
 static void test_cmd_names(void **state)
 {
 	static const struct test_name ops[] = {
@@ -234,6 +298,8 @@ int main(void)
 		cmocka_unit_test(test_cmd_rejects_send_with_key),
 		cmocka_unit_test(test_cmd_rejects_bad_port),
 		cmocka_unit_test(test_cmd_rejects_outside_torus),
+		cmocka_unit_test(test_cmd_counter_field),
+		cmocka_unit_test(test_cmd_inline),
 		cmocka_unit_test(test_cmd_names),
 	};
 

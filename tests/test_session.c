@@ -42,6 +42,7 @@
 #include "dnp.h"
 #include "dnp_session.h"
 #include "dnpd.h"
+#include "engine.h" /* struct dnp_engine_cntr: the counts the fake engine publishes */
 #include "test_proc.h"
 
 struct fake {
@@ -1114,6 +1115,96 @@ static bool process_vm_readv_probe(pid_t pid, uint64_t *out)
  * new process's memory through the old pid (-ESRCH), which a bare pid
  * would. Needs a writable ns_last_pid (root) to recycle the pid on purpose.
  */
+/*
+ * Completion counters (the fake engine counts like the real one: a command
+ * with an odd cookie fails) and inline PUTs, through libdnp: dnp_cntr_wait
+ * returns once ok + err reaches its threshold, times out short of it, and
+ * what the application writes into the counter page is overwritten by the
+ * daemon's own count at its next store. An inline PUT's slot carries the
+ * bytes, not an address.
+ */
+static struct dnp_engine_cntr cvals[DNP_CNTR_MAX];
+
+static void serve_cntr(struct fixture *x, struct dnpd_session *se)
+{
+	struct dnp_cmd c;
+	uint64_t mask = 0;
+
+	while (dnp_ring_pop_burst(se->cmd, &c, 1)) {
+		x->f.last_cmd = c;
+		atomic_fetch_add(&x->f.cmds, 1);
+		if (c.cntr && c.cntr <= DNP_CNTR_MAX) {
+			if (c.cookie & 1)
+				cvals[c.cntr - 1].err++;
+			else
+				cvals[c.cntr - 1].ok++;
+			mask |= 1ull << (c.cntr - 1);
+		}
+	}
+	dnpd_sess_cntr_publish(se, mask, cvals);
+}
+
+static void *srv_cntr(void *arg)
+{
+	return srv_loop(arg, serve_cntr, 100);
+}
+
+static void test_session_counters_and_inline(void **state)
+{
+	struct fixture *x = *state;
+	struct dnp_coords self, dims;
+	struct dnp *d;
+	uint64_t ok, err;
+	uint8_t src[DNP_INLINE_MAX + 1], back[DNP_INLINE_MAX];
+
+	memset(cvals, 0, sizeof(cvals));
+	restart_with(x, NULL, srv_cntr);
+	assert_int_equal(dnp_open(x->sock, &d), 0);
+	assert_int_equal(dnp_self(d, &self, &dims), 0);
+	assert_int_equal(dnp_cntr_read(d, 7, &ok, &err), 0);
+	assert_true(ok == 0 && err == 0);
+	assert_int_equal(dnp_cntr_read(d, DNP_CNTR_MAX, &ok, &err), -EINVAL);
+	assert_int_equal(dnp_cntr_wait(d, DNP_CNTR_MAX, 1, 0), -EINVAL);
+	assert_int_equal(dnp_put(d, src, 8, self, 0, 0, 1, 0, DNP_CNTR(DNP_CNTR_MAX)), -EINVAL);
+	assert_int_equal(dnp_put(d, src, DNP_INLINE_MAX + 1, self, 0, 0, 1, 0, DNP_INLINE),
+			 -EINVAL);
+	assert_int_equal(dnp_put(d, src, 8, self, 0, 0, 1, 0, DNP_INLINE | DNP_SRC_EVENT), -EINVAL);
+	assert_int_equal(dnp_send(d, src, 8, self, 0, 0, DNP_INLINE), -EINVAL);
+
+	for (uint64_t i = 0; i < 10; i++)
+		assert_int_equal(
+			dnp_put(d, src, 8, self, 0, 0x1000, 1, i, DNP_NO_EVENT | DNP_CNTR(7)), 0);
+	assert_int_equal(dnp_cntr_wait(d, 7, 10, 5000), 1);
+	assert_int_equal(dnp_cntr_read(d, 7, &ok, &err), 0);
+	assert_true(ok == 5 && err == 5); /* the odd cookies failed */
+	assert_int_equal(dnp_cntr_wait(d, 7, 11, 0), 0);
+	assert_int_equal(dnp_cntr_wait(d, 7, 11, 30), 0);
+	assert_int_equal(x->f.last_cmd.cntr, 8);
+
+	/* the application scribbles its counter: the daemon's next store is its own count */
+	atomic_store(&x->srv->by_port[dnp_port(d)]->cntrs[7].ok, 999);
+	assert_int_equal(dnp_put(d, src, 8, self, 0, 0x1000, 1, 20, DNP_NO_EVENT | DNP_CNTR(7)), 0);
+	for (int i = 0; i < 5000 && (dnp_cntr_read(d, 7, &ok, &err), ok != 6); i++)
+		usleep(1000);
+	assert_int_equal(ok, 6);
+
+	/* an inline PUT: the slot holds the bytes, the source is free at once */
+	for (unsigned i = 0; i < DNP_INLINE_MAX; i++)
+		src[i] = (uint8_t)(0xa0 + i);
+	assert_int_equal(dnp_put(d, src, DNP_INLINE_MAX, self, 0, 0x2000, 1, 30, DNP_INLINE), 0);
+	memset(src, 0, sizeof(src));
+	for (int i = 0; i < 5000 && atomic_load(&x->f.cmds) < 12; i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&x->f.cmds), 12);
+	assert_int_equal(x->f.last_cmd.flags, DNP_CMD_F_INLINE);
+	assert_int_equal(x->f.last_cmd.len, DNP_INLINE_MAX);
+	assert_int_equal(x->f.last_cmd.cookie, 30);
+	dnp_cmd_inline_get(&x->f.last_cmd, back, DNP_INLINE_MAX);
+	for (unsigned i = 0; i < DNP_INLINE_MAX; i++)
+		assert_int_equal(back[i], 0xa0 + i);
+	dnp_close(d);
+}
+
 static void test_session_pid_reuse(void **state)
 {
 	struct fixture *x = *state;
@@ -1321,6 +1412,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_session_register_needs_ptrace, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_session_pid_reuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_counters_and_inline, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum dnp_op {
 	DNP_OP_PUT = 1,  /* local [local_va, +len) -> remote PUT-target buffer at remote_va */
@@ -41,7 +42,15 @@ enum dnp_op {
  */
 #define DNP_CMD_F_NO_EVENT 0x1u
 #define DNP_CMD_F_SRC_EVENT 0x2u
-#define DNP_CMD_F_ALL 0x3u /* every flag the daemon knows */
+/*
+ * DNP_CMD_F_INLINE: a PUT whose payload (len <= DNP_CMD_INLINE_MAX bytes)
+ * travels in the slot itself, in the fields an inline PUT does not need
+ * (dnp_cmd_inline_set): the daemon never reads application memory for it,
+ * and its events carry va 0. PUT only, and not with SRC_EVENT (there is no
+ * source to give back): -EINVAL.
+ */
+#define DNP_CMD_F_INLINE 0x4u
+#define DNP_CMD_F_ALL 0x7u /* every flag the daemon knows */
 
 /*
  * Traffic classes (docs/api.md, "Traffic classes"): struct dnp_cmd.tc, 0 the
@@ -61,7 +70,9 @@ struct dnp_cmd {
 	uint8_t dst_x, dst_y, dst_z;
 	uint8_t tc;          /* traffic class, 0 (lowest) .. DNP_TC_MAX (top); above: -EINVAL */
 	uint32_t remote_key; /* key of the remote buffer (PUT target / GET source); SEND: 0 */
-	uint32_t rsvd1;
+	uint8_t cntr;   /* 0, or 1 + the completion counter this command bumps (DNP_CNTR_MAX) */
+	uint8_t rsvd1b; /* 0 */
+	uint16_t rsvd1;
 	/* word 1: Footer — remote address and length */
 	uint64_t remote_va; /* PUT/GET: remote address; SEND: ignored */
 	uint64_t len;       /* bytes, 0 .. DNP_MAX_MSG */
@@ -74,6 +85,50 @@ struct dnp_cmd {
 	uint64_t rsvd3;
 };
 static_assert(sizeof(struct dnp_cmd) == 64, "command slot is four 16-byte words");
+
+/*
+ * Completion counters (docs/api.md, "Completion counters"): each port has
+ * DNP_CNTR_MAX counters, each a count of successes and one of errors. A
+ * command whose 'cntr' is 1 + i bumps counter i when it ends: 'ok' when it
+ * succeeded (with or without its completion event), 'err' when it failed.
+ * The daemon keeps the counts and publishes them in the session memory
+ * (struct dnp_sess_cntr, dnp_session.h); it never reads them back.
+ */
+#define DNP_CNTR_MAX 64u
+
+/*
+ * Inline PUT payload (DNP_CMD_F_INLINE): bytes [0, 16) in word 2 (local_va,
+ * local_key, rsvd2), bytes [16, 24) in rsvd3; unused bytes are 0. Both
+ * sides go through these two helpers, so the layout is in one place.
+ */
+#define DNP_CMD_INLINE_MAX 24u
+static_assert(offsetof(struct dnp_cmd, rsvd2) + 4 == offsetof(struct dnp_cmd, cookie) &&
+		      offsetof(struct dnp_cmd, local_va) + 16 == offsetof(struct dnp_cmd, cookie),
+	      "word 2 is local_va, local_key, rsvd2");
+
+static inline void dnp_cmd_inline_set(struct dnp_cmd *c, const void *src, size_t len)
+{
+	uint8_t *w2 = (uint8_t *)c + offsetof(struct dnp_cmd, local_va);
+	uint8_t *w3 = (uint8_t *)c + offsetof(struct dnp_cmd, rsvd3);
+	size_t a = len < 16 ? len : 16;
+
+	memset(w2, 0, 16);
+	memset(w3, 0, 8);
+	memcpy(w2, src, a);
+	if (len > a)
+		memcpy(w3, (const uint8_t *)src + a, len - a);
+}
+
+static inline void dnp_cmd_inline_get(const struct dnp_cmd *c, void *dst, size_t len)
+{
+	const uint8_t *w2 = (const uint8_t *)c + offsetof(struct dnp_cmd, local_va);
+	const uint8_t *w3 = (const uint8_t *)c + offsetof(struct dnp_cmd, rsvd3);
+	size_t a = len < 16 ? len : 16;
+
+	memcpy(dst, w2, a);
+	if (len > a)
+		memcpy((uint8_t *)dst + a, w3, len - a);
+}
 
 #define DNP_MAX_MSG 0xffffffffull /* messages up to 4 GiB - 1 (32-bit lengths in events) */
 

@@ -59,8 +59,10 @@
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
 /*
- * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0); 5: command
- * flags NO_EVENT and SRC_EVENT, event TX_READ (dnp_abi.h); 4:
+ * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0), completion
+ * counters (struct dnp_sess_cntr at ctl.cntr_off, the command's cntr byte)
+ * and inline PUTs (DNP_CMD_F_INLINE); 5: command flags NO_EVENT and
+ * SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
 #define DNP_SESS_VERSION 6u
@@ -153,10 +155,31 @@ struct dnp_sess_ctl {
 	 * the daemon yields after pushing events only to an app on its own CPU.
 	 */
 	_Atomic int32_t app_cpu;
-	uint8_t pad1[48];
+	/*
+	 * Completion counters (version 6): cntr_num struct dnp_sess_cntr at
+	 * offset cntr_off of the session memfd. Written by the daemon before
+	 * the HELLO reply, constant afterwards.
+	 */
+	uint32_t cntr_off;
+	uint32_t cntr_num;
+	uint8_t pad1[40];
 };
 static_assert(sizeof(struct dnp_sess_ctl) == 128, "control block is two lines");
 static_assert(offsetof(struct dnp_sess_ctl, ev_seq) == 64, "doorbell on its own line");
+
+/*
+ * One completion counter of a port (dnp_abi.h, DNP_CNTR_MAX): commands that
+ * ended well ('ok') and in error ('err') since the session opened, among
+ * those that named it. Written by the daemon only, from its own private
+ * counts (a store-release of each changed value, then a bump of ev_seq
+ * that wakes the app like an event); the daemon never reads them, so what
+ * the app writes there changes nothing but what it reads itself.
+ */
+struct dnp_sess_cntr {
+	_Atomic uint64_t ok;
+	_Atomic uint64_t err;
+};
+static_assert(sizeof(struct dnp_sess_cntr) == 16, "counter is ok, err");
 
 /* Placement of the rings in the session memfd (page-aligned, so both sides agree). */
 #define DNP_SESS_PAGE 4096u

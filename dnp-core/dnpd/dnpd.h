@@ -250,7 +250,9 @@ struct dnpd_session {
 	struct dnp_ring cmd_ring, ev_ring;
 	struct dnp_ring *cmd; /* &cmd_ring once the session has memory, else NULL */
 	struct dnp_ring *ev;
-	uint8_t *heap; /* daemon's mapping */
+	struct dnp_sess_cntr
+		*cntrs; /* the completion counters in the session memory (write only) */
+	uint8_t *heap;  /* daemon's mapping */
 	uint64_t heap_size;
 	uint64_t app_heap; /* app's mapping (0 until ATTACH) */
 	/* Commands popped from the ring, not yet accepted by the engine (it said -EAGAIN). */
@@ -304,6 +306,15 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
 /* After pushing events: wakes the app if it sleeps (event bell). */
 void dnpd_sess_notify(struct dnpd_session *se);
+/*
+ * Publishes the port's completion counters whose bit is set in mask
+ * (dnp_engine_cntr_take: the engine's own counts, DNP_CNTR_MAX of them) into
+ * the session memory, then rings the event bell. Writes only: nothing the
+ * app wrote there is read.
+ */
+struct dnp_engine_cntr;
+void dnpd_sess_cntr_publish(struct dnpd_session *se, uint64_t mask,
+			    const struct dnp_engine_cntr *vals);
 /*
  * Up to max commands from the session's command ring (ring.h: bounded,
  * whatever the app wrote), and never more than the port's quota of

@@ -29,7 +29,7 @@ static void dnpd_reject(struct dnpd *d, struct dnpd_session *se, const struct dn
 		.peer_z = c->dst_z,
 		.status = (int8_t)r,
 		.len = (uint32_t)c->len,
-		.va = c->local_va,
+		.va = c->flags & DNP_CMD_F_INLINE ? 0 : c->local_va,
 		.cookie = c->cookie,
 	};
 
@@ -233,8 +233,12 @@ unsigned dnpd_push_events(struct dnpd *d)
 		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
 		/* A room dnpd_sess_ev_push honours whatever the app writes (ring.h). */
 		uint32_t room = dnpd_sess_ev_room(se);
+		const struct dnp_engine_cntr *cv;
+		uint64_t cm = dnp_engine_cntr_take(d->e, se->port, &cv);
 		unsigned n;
 
+		if (cm) /* counters first: they need no room */
+			dnpd_sess_cntr_publish(se, cm, cv);
 		if (room == 0)
 			continue; /* the engine keeps them: back-pressure reaches the senders */
 		n = dnp_engine_poll_events(d->e, se->port, ev,

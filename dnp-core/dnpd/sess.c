@@ -39,6 +39,7 @@
 
 #include "dnp_futex.h"
 #include "dnpd.h"
+#include "engine.h" /* struct dnp_engine_cntr: a layout only, no engine call */
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77 /* Linux 6.5; older kernels answer ENOPROTOOPT */
@@ -121,6 +122,7 @@ static void dnpd_sess_unmap(struct dnpd_session *se)
 	se->heap = NULL;
 	se->ctl = NULL;
 	se->cmd = se->ev = NULL;
+	se->cntrs = NULL;
 }
 
 /* Drops connection i: closes its port (the engine forgets its buffers and commands). */
@@ -201,6 +203,21 @@ void dnpd_sess_notify(struct dnpd_session *se)
 	atomic_fetch_add_explicit(&se->ctl->ev_seq, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&se->ctl->ev_waiters, memory_order_seq_cst))
 		dnp_futex_wake(&se->ctl->ev_seq);
+}
+
+void dnpd_sess_cntr_publish(struct dnpd_session *se, uint64_t mask,
+			    const struct dnp_engine_cntr *vals)
+{
+	if (!se->cntrs || !mask)
+		return;
+	for (unsigned i = 0; i < DNP_CNTR_MAX; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		/* release: what the commands wrote is seen by whoever sees the count */
+		atomic_store_explicit(&se->cntrs[i].ok, vals[i].ok, memory_order_release);
+		atomic_store_explicit(&se->cntrs[i].err, vals[i].err, memory_order_release);
+	}
+	dnpd_sess_notify(se); /* a waiter sleeps on ev_seq, as for events */
 }
 
 unsigned dnpd_sess_cmd_pop(struct dnpd_session *se, struct dnp_cmd *c, unsigned max)
@@ -415,7 +432,10 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 	size_t ev_sz = dnp_ring_memsize(DNP_SESS_EV_SLOTS, sizeof(struct dnp_event));
 	uint64_t cmd_off = DNP_SESS_ALIGN_UP(sizeof(struct dnp_sess_ctl));
 	uint64_t ev_off = DNP_SESS_ALIGN_UP(cmd_off + cmd_sz);
-	uint64_t map_size = DNP_SESS_ALIGN_UP(ev_off + ev_sz);
+	/* the completion counters: a page of their own after the event ring */
+	uint64_t cntr_off = DNP_SESS_ALIGN_UP(ev_off + ev_sz);
+	uint64_t map_size =
+		DNP_SESS_ALIGN_UP(cntr_off + DNP_CNTR_MAX * sizeof(struct dnp_sess_cntr));
 	struct dnp_sess_ctl *ctl;
 	void *map = NULL, *hmap = NULL;
 	int fds[2] = { -1, -1 };
@@ -470,6 +490,9 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 	ctl->ev_off = (uint32_t)ev_off;
 	ctl->ev_slots = DNP_SESS_EV_SLOTS;
 	ctl->map_size = map_size;
+	ctl->cntr_off = (uint32_t)cntr_off;
+	ctl->cntr_num = DNP_CNTR_MAX;
+	se->cntrs = (struct dnp_sess_cntr *)(void *)((uint8_t *)map + cntr_off);
 	ctl->heap_size = heap;
 	ctl->max_ports = s->conf.max_ports;
 	atomic_store_explicit(&ctl->state, DNP_SESS_OPEN, memory_order_release);

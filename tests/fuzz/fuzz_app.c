@@ -52,8 +52,10 @@ struct harness {
 	struct dnpd_session *se;
 	struct dnp_ring app_cmd, app_ev; /* the application's own handles */
 	uint32_t cmd_off, ev_off; /* the application's copies: it scribbles the control block */
+	uint32_t cntr_off;
 	uint32_t keys[4];
 	unsigned nkeys;
+	struct dnp_engine_cntr seen[DNP_CNTR_MAX]; /* the counts last published: they only grow */
 };
 
 static struct harness H;
@@ -139,6 +141,30 @@ static const struct dnpd_sess_ops sess_ops = {
 
 /* ------------------------------------------------------------ the daemon */
 
+/*
+ * Completion counters as dnpd_push_events publishes them: what lands in the
+ * shared page is the engine's own count, whatever the app wrote there, and
+ * a count never goes down.
+ */
+static void daemon_cntrs(struct dnpd_session *se)
+{
+	const struct dnp_engine_cntr *cv;
+	uint64_t cm = dnp_engine_cntr_take(H.e, se->port, &cv);
+
+	dnpd_sess_cntr_publish(se, cm, cv);
+	for (unsigned i = 0; i < DNP_CNTR_MAX; i++) {
+		if (!(cm & (1ull << i)))
+			continue;
+		if (atomic_load(&se->cntrs[i].ok) != cv[i].ok ||
+		    atomic_load(&se->cntrs[i].err) != cv[i].err)
+			abort();
+		if (cv[i].ok < H.seen[i].ok || cv[i].err < H.seen[i].err ||
+		    cv[i].ok + cv[i].err == H.seen[i].ok + H.seen[i].err)
+			abort(); /* a bit set for a counter that did not move */
+		H.seen[i] = cv[i];
+	}
+}
+
 /* One pass of dnpd's loop for our session (dnpd.c: dnpd_poll_cmds, dnpd_push_events). */
 static void daemon_step(uint64_t now)
 {
@@ -182,6 +208,7 @@ static void daemon_step(uint64_t now)
 		abort(); /* what did not fit must be counted */
 	if (se->inflight > DNPD_PORT_COMMANDS_DEFAULT)
 		abort();
+	daemon_cntrs(se);
 	/* The daemon's view of the rings is its own. */
 	if (se->cmd->slots != DNP_SESS_CMD_SLOTS || se->cmd->slot_size != sizeof(struct dnp_cmd) ||
 	    se->ev->slots != DNP_SESS_EV_SLOTS || se->ev->slot_size != sizeof(struct dnp_event) ||
@@ -215,6 +242,19 @@ static void app_legal_cmd(struct fuzz_in *in)
 		c.remote_key = H.nkeys ? H.keys[(k >> 2) % H.nkeys] : (uint32_t)fuzz_take(in, 4);
 	if (c.op == DNP_OP_GET)
 		c.local_key = H.nkeys ? H.keys[(k >> 4) % H.nkeys] : 0;
+	/* a counter (one past the last is refused), event-less or not, maybe inline */
+	unsigned x = (unsigned)fuzz_take(in, 1);
+	c.cntr = (uint8_t)(x % (DNP_CNTR_MAX + 2));
+	c.flags = (uint8_t)(k & 0x40 ? DNP_CMD_F_NO_EVENT : 0);
+	if (c.op == DNP_OP_PUT && (k & 0x80)) {
+		uint8_t pl[DNP_CMD_INLINE_MAX];
+
+		c.len = len % (DNP_CMD_INLINE_MAX + 1);
+		c.flags |= DNP_CMD_F_INLINE;
+		for (unsigned i = 0; i < sizeof(pl); i++)
+			pl[i] = (uint8_t)fuzz_take(in, 1);
+		dnp_cmd_inline_set(&c, pl, (size_t)c.len);
+	}
 	(void)dnp_ring_push(&H.app_cmd, &c);
 }
 
@@ -236,7 +276,7 @@ static void run_program(struct fuzz_in *in)
 	struct dnp_event ev[16];
 
 	while (in->n) {
-		unsigned op = (unsigned)fuzz_take(in, 1) % 10;
+		unsigned op = (unsigned)fuzz_take(in, 1) % 12;
 
 		switch (op) {
 		case 0: { /* a word of a ring header: magic/geometry, head, tail, padding */
@@ -289,6 +329,14 @@ static void run_program(struct fuzz_in *in)
 			(void)dnp_ring_pop_burst(&H.app_ev, ev,
 						 1 + (unsigned)fuzz_take(in, 1) % 16);
 			break;
+		case 8: { /* the app writes its counters page: the daemon must not care */
+			uint32_t off = (uint32_t)fuzz_take(in, 2) %
+				       (DNP_CNTR_MAX * sizeof(struct dnp_sess_cntr) / 8) * 8;
+			uint64_t v = fuzz_take(in, 8);
+
+			memcpy(shm() + H.cntr_off + off, &v, 8);
+			break;
+		}
 		default: /* the daemon runs */
 			now += 1 + fuzz_take(in, 2) * 1000;
 			daemon_step(now);
@@ -364,6 +412,7 @@ static int setup(void)
 	H.s->conn[H.s->nconn++] = H.se; /* dnpd_sess_destroy frees it */
 	/* The application attaches as libdnp does. */
 	H.cmd_off = H.se->ctl->cmd_off;
+	H.cntr_off = H.se->ctl->cntr_off;
 	H.ev_off = H.se->ctl->ev_off;
 	if (dnp_ring_attach(shm() + H.cmd_off, H.se->map_size - H.cmd_off, sizeof(struct dnp_cmd),
 			    &H.app_cmd) ||

@@ -24,11 +24,21 @@ static void check_accepted(const struct dnp_cmd *c, const struct dnp_torus *t, u
 {
 	if (c->op < DNP_OP_PUT || c->op > DNP_OP_GET)
 		abort();
-	if ((c->flags & ~DNP_CMD_F_ALL) || c->tc > DNP_TC_MAX || c->rsvd1 || c->rsvd2 || c->rsvd3)
+	if ((c->flags & ~DNP_CMD_F_ALL) || c->tc > DNP_TC_MAX || c->rsvd1 || c->rsvd1b)
 		abort();
 	if (c->op == DNP_OP_GET && (c->flags & DNP_CMD_F_SRC_EVENT))
 		abort();
-	if (c->len > DNP_MAX_MSG || c->local_va + c->len < c->local_va)
+	if (c->cntr > DNP_CNTR_MAX) /* 0: none, else 1 + a counter of the port */
+		abort();
+	if (c->flags & DNP_CMD_F_INLINE) {
+		/* word 2 and rsvd3 are payload: a PUT that fits, with no source to give back */
+		if (c->op != DNP_OP_PUT || c->len > DNP_CMD_INLINE_MAX ||
+		    (c->flags & DNP_CMD_F_SRC_EVENT))
+			abort();
+	} else if (c->rsvd2 || c->rsvd3 || c->local_va + c->len < c->local_va) {
+		abort();
+	}
+	if (c->len > DNP_MAX_MSG)
 		abort();
 	if (c->op != DNP_OP_SEND && c->remote_va + c->len < c->remote_va)
 		abort();

@@ -45,6 +45,10 @@ loopback)
 pingpong)
 	set -- dnp_pingpong --verify --sizes 8,4096,65536,1M --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=4 ;;
+pingpong-inline)
+	# DNP_INLINE up to DNP_INLINE_MAX (24), the usual path beyond, every byte checked
+	set -- dnp_pingpong --verify --inline --sizes 1,8,24,25,4096 --iters 50
+	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=5 ;;
 pingpong-far)
 	set -- dnp_pingpong --verify --peer 1,1,1 --sizes 8,4096,100000 --iters 50
 	want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
@@ -86,10 +90,11 @@ slow-drain)
 	set -- dnp_check slow-drain
 	want_pat='PASS slow-drain'; want_n=8 ;;
 flags)
-	# DNP_SRC_EVENT (TX_READ before TX_DONE) and DNP_NO_EVENT (docs/api.md)
+	# DNP_SRC_EVENT (TX_READ before TX_DONE) and DNP_NO_EVENT (docs/api.md);
+	# completion counters (DNP_CNTR) and inline PUTs (DNP_INLINE)
 	set -- dnp_check flags
-	want_pat='^\[[01],0,0\] (PASS flags|ok: (21 PUTs flagged|3000 event-less|3021 PUTs arrived))'
-	want_n=5 ;;
+	want_pat='^\[[01],0,0\] (PASS flags|ok: (21 PUTs flagged|3000 event-less|3045 PUTs arrived|counter 0 reached 3000|24 inline PUTs))'
+	want_n=7 ;;
 send-order | get | bad-key | out-of-bounds | outstanding-1000 | blocking-20000)
 	set -- dnp_check "$sc"
 	want_pat="^\[[01],0,0\] PASS $sc"; want_n=2 ;;
