@@ -207,6 +207,15 @@ struct dnp_engine_conf {
 	uint32_t pool_small, pool_big;
 	const struct dnp_mem_ops *mem;
 	void *mem_ctx;
+	/*
+	 * Collectives (coll.h). coll_groups: groups a node holds at once (its
+	 * ports' joins; 0: every collective command fails -EOPNOTSUPP);
+	 * coll_max_bytes: the largest ALLREDUCE or BCAST, 1..DNP_COLL_MAX_BYTES
+	 * (a group keeps about 2 x (log2(members) + 3) buffers of this size,
+	 * allocated when it is joined). Defaults: 16 and DNP_COLL_MAX_BYTES.
+	 */
+	uint32_t coll_groups;
+	uint32_t coll_max_bytes;
 };
 
 /* Fills c with sensible defaults for a torus node (caller then sets torus, self, mem). */

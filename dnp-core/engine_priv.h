@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll.h"
 #include "engine.h"
 
 #define NIN (DNP_NDIRS + 1) /* six links and the local input */
@@ -317,6 +318,7 @@ struct dnp_engine {
 	uint32_t ncmplb;     /* batches with n > 0 */
 	uint32_t cmplb_next; /* the batch a new sender takes over when all are open */
 	struct dnp_engine_stats st;
+	struct dnp_coll *coll; /* collectives (coll.c): groups and their running instances */
 };
 
 static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)

@@ -66,6 +66,53 @@ struct dnp_cmd {
 };
 static_assert(sizeof(struct dnp_cmd) == 64, "command slot is four 16-byte words");
 
+/*
+ * Collectives run by the daemons (docs/api.md, "Collectives"; the engine's
+ * dnp-core/coll.h). Ops from 8 upward; each ends in one completion event
+ * (DNP_EV_TX_DONE with the op, or DNP_EV_ERROR), none on success with
+ * DNP_CMD_F_NO_EVENT; DNP_CMD_F_SRC_EVENT is refused. Fields of a
+ * collective command: remote_key = the group id (non-zero, the same on every
+ * member); rsvd1 = DNP_COLL_PARAM(redop, dtype, root); dst_*, dst_port,
+ * local_key, rsvd0, rsvd2 and rsvd3 zero.
+ *   JOIN       local_va/len: the members, struct dnp_coll_member[len / 4]
+ *   LEAVE      nothing more
+ *   ALLREDUCE  local_va: source, remote_va: result (may be the same), len
+ *   BARRIER    len 0, no addresses
+ *   BCAST      local_va/len: the root's source, every other member's result
+ */
+#define DNP_OP_COLL_JOIN 8u
+#define DNP_OP_COLL_LEAVE 9u
+#define DNP_OP_ALLREDUCE 10u
+#define DNP_OP_BARRIER 11u
+#define DNP_OP_BCAST 12u
+
+enum dnp_coll_redop {
+	DNP_RED_SUM = 1,
+	DNP_RED_MIN = 2,
+	DNP_RED_MAX = 3,
+	DNP_RED_BAND = 4, /* integers only */
+	DNP_RED_BOR = 5,  /* integers only */
+};
+enum dnp_coll_dtype {
+	DNP_TYPE_INT32 = 1,
+	DNP_TYPE_INT64 = 2,
+	DNP_TYPE_FLOAT = 3,
+	DNP_TYPE_DOUBLE = 4,
+};
+#define DNP_COLL_PARAM(redop, dtype, root) \
+	((uint32_t)(redop) | (uint32_t)(dtype) << 8 | (uint32_t)(root) << 16)
+#define DNP_COLL_REDOP(param) ((param)&0xffu)
+#define DNP_COLL_DTYPE(param) (((param) >> 8) & 0xffu)
+#define DNP_COLL_ROOT(param) ((param) >> 16)
+
+/* A member of a group: a port on a node. */
+struct dnp_coll_member {
+	uint8_t x, y, z, port;
+};
+static_assert(sizeof(struct dnp_coll_member) == 4, "a member is one 32-bit word");
+#define DNP_COLL_MAX_MEMBERS 4096u
+#define DNP_COLL_MAX_BYTES 65536u /* largest ALLREDUCE or BCAST (-EMSGSIZE above) */
+
 #define DNP_MAX_MSG 0xffffffffull /* messages up to 4 GiB - 1 (32-bit lengths in events) */
 
 enum dnp_ev_type {

@@ -62,7 +62,7 @@
  * 5: command flags NO_EVENT and SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
-#define DNP_SESS_VERSION 5u
+#define DNP_SESS_VERSION 6u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
