@@ -11,7 +11,8 @@
 
 #define NTAGS_MAX 15u /* fold, up to 12 doubling steps, the result back: lg + 2 <= 14 */
 #define PROG_MAX 32u
-#define OP_ABORT 0xffu /* a COLL packet saying a member left (va bits 48-55) */
+#define OP_ABORT 0xffu       /* a COLL packet saying a member left (va bits 48-55) */
+#define KEY_EMPTY (1u << 24) /* a broadcast's step from a member without the data yet */
 
 enum {
 	ST_SEND = 1,
@@ -45,8 +46,10 @@ struct cinst {
 	uint8_t pc, nprog;
 	struct cstep prog[PROG_MAX];
 	uint32_t out_off;
-	uint16_t got[NTAGS_MAX]; /* fragments of each tag received */
-	uint8_t *acc, *stash;    /* the partial result; a buffer per tag */
+	uint16_t got[NTAGS_MAX];  /* fragments of each tag received */
+	uint8_t empty[NTAGS_MAX]; /* broadcast: the tag came without the data (KEY_EMPTY) */
+	bool have;                /* broadcast: acc holds the root's data */
+	uint8_t *acc, *stash;     /* the partial result; a buffer per tag */
 };
 
 struct cgroup {
@@ -147,32 +150,11 @@ static void prog_allreduce(const struct cgroup *g, struct cinst *c)
 	prog_add(c, ST_DONE, 0, 0, 0);
 }
 
-/* Binomial tree from the root, on ranks relative to it. */
-static void prog_bcast(const struct cgroup *g, struct cinst *c)
-{
-	uint32_t n = g->n, v = (g->rank + n - c->root) % n, top = 1;
-
-	if (v) {
-		prog_add(c, ST_RECV, 0, RX_COPY, ((v & (v - 1)) + c->root) % n);
-		top = v & -v;
-	} else {
-		while (top < n)
-			top <<= 1;
-	}
-	for (uint32_t b = top >> 1; b; b >>= 1)
-		if (v + b < n)
-			prog_add(c, ST_SEND, 0, 0, (v + b + c->root) % n);
-	prog_add(c, ST_DONE, 0, 0, 0);
-}
-
 static void prog_build(const struct cgroup *g, struct cinst *c)
 {
 	c->nprog = 0;
 	c->pc = 0;
-	if (c->op == DNP_OP_BCAST)
-		prog_bcast(g, c);
-	else
-		prog_allreduce(g, c);
+	prog_allreduce(g, c); /* a broadcast too: see coll.h */
 	c->known = true;
 }
 
@@ -338,6 +320,15 @@ static bool coll_out(struct dnp_engine *e, struct dnp_pkt_hdr *h, const uint8_t 
 static bool send_step(struct dnp_engine *e, const struct cgroup *g, struct cinst *c,
 		      const struct cstep *st, uint64_t now)
 {
+	if (c->op == DNP_OP_BCAST && !c->have) { /* nothing to pass on yet: say so */
+		struct dnp_pkt_hdr h;
+
+		coll_hdr(e, g, c, st->peer, &h, now);
+		h.key = st->tag | KEY_EMPTY;
+		h.msg_len = c->len;
+		h.flags = DNP_PKT_F_FIRST | (c->len == 0 ? DNP_PKT_F_LAST : 0);
+		return coll_out(e, &h, NULL);
+	}
 	do {
 		uint32_t left = c->len - c->out_off;
 		uint32_t fl = left > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : left;
@@ -442,9 +433,13 @@ static bool advance(struct dnp_engine *e, struct cgroup *g, struct cinst *c, uin
 		} else if (st->what == ST_RECV) {
 			uint8_t *in = c->stash + (size_t)st->tag * e->coll->max_bytes;
 
-			if (c->got[st->tag] < nfrags(c->len))
+			if (c->got[st->tag] < nfrags(c->len) && !c->empty[st->tag])
 				return progress;
-			if (st->mode == RX_COPY)
+			if (c->op == DNP_OP_BCAST) { /* the data, from whichever side has it */
+				if (!c->empty[st->tag] && !c->have)
+					memcpy(c->acc, in, c->len);
+				c->have |= !c->empty[st->tag];
+			} else if (st->mode == RX_COPY)
 				memcpy(c->acc, in, c->len);
 			else if (st->mode == RX_ACC_IN)
 				reduce(c, c->acc, c->acc, in);
@@ -665,6 +660,7 @@ static int coll_start(struct dnp_engine *e, struct cgroup *g, struct slot *s, ui
 		c->len = want.len;
 		prog_build(g, c);
 	}
+	c->have = s->c.op != DNP_OP_BCAST || root == g->rank;
 	c->running = true;
 	c->slot_id = s->msg_id;
 	e->coll->nrunning++;
@@ -784,9 +780,12 @@ void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const u
 	struct cinst *c = inst_for(g, seq);
 	const struct cstep *st;
 
+	bool empty = (h->key & KEY_EMPTY) != 0;
+
 	if (!c || !params_take(g, c, h, co->max_bytes) || !(st = prog_recv(c, tag)) ||
-	    !is_member(g, st->peer, h) || c->got[tag] >= nfrags(c->len) ||
-	    (uint64_t)h->offset + h->len > c->len) {
+	    !is_member(g, st->peer, h) || c->got[tag] >= nfrags(c->len) || c->empty[tag] ||
+	    (uint64_t)h->offset + h->len > c->len ||
+	    (empty && (c->op != DNP_OP_BCAST || h->len || c->got[tag]))) {
 		co->st.rx_dropped++;
 		if (c && c->running && c->bad)
 			advance(e, g, c, now);
@@ -794,6 +793,7 @@ void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const u
 	}
 	memcpy(c->stash + (size_t)tag * co->max_bytes + h->offset, payload, h->len);
 	c->got[tag]++;
+	c->empty[tag] = empty;
 	if (c->running)
 		advance(e, g, c, now);
 }

@@ -21,9 +21,11 @@
  *     partial, higher rank's partial), element by element: the same
  *     operands in the same order on both sides. A barrier is an allreduce
  *     of 0 bytes.
- *   broadcast: a binomial tree rooted at the root (relative rank v gets the
- *     data from v with its lowest bit cleared, then sends it to v + 2^k for
- *     each 2^k below that bit, largest first).
+ *   broadcast: the same exchanges, where a member passes on the root's data
+ *     once it has it, and an empty packet before (KEY_EMPTY). So every
+ *     collective needs every member to have started it, and no member is
+ *     ever more than one collective ahead of another (a tree broadcast
+ *     would let the root run ahead without bound).
  * The data of each step travels in COLL packets (up to 4096 bytes each),
  * straight from the engine's buffers: no application memory is read or
  * written but the caller's source (at the start) and result (at the end).

@@ -255,6 +255,52 @@ static void test_coll_bcast(void **state)
 	}
 }
 
+/*
+ * Broadcasts from changing roots while one node is stopped: no member ends
+ * one before every member started it (a root may not run ahead of a slow
+ * member by more than one collective, or its packets would find no place),
+ * and once the node runs again every broadcast arrives whole, in order.
+ */
+static void test_coll_bcast_run_ahead(void **state)
+{
+	struct dnp_event ev;
+
+	setup_nodes(4);
+	join(8);
+	hold_node = 3; /* members 6 and 7 */
+	for (unsigned root = 0; root < 3; root++) {
+		struct dnp_cmd c = coll_cmd(DNP_OP_BCAST, DNP_COLL_PARAM(0, 0, root),
+					    SRC_VA + root * 0x1000, 0, 3000, root);
+
+		fill(src_of(root) + root * 0x1000, 3000, root + 7);
+		for (unsigned r = 0; r < 8; r++)
+			if (root > 0 || r < 6)
+				assert_int_equal(
+					dnp_engine_submit(nodes[m_node(r)].e, m_port(r), &c, now),
+					0);
+		if (root == 0) { /* not even the root ends it before 6 and 7 started it */
+			pump(3000);
+			for (unsigned r = 0; r < 6; r++)
+				assert_int_equal(dnp_engine_poll_events(nodes[m_node(r)].e,
+									m_port(r), &ev, 1),
+						 0);
+			hold_node = -1;
+			for (unsigned r = 6; r < 8; r++)
+				assert_int_equal(
+					dnp_engine_submit(nodes[m_node(r)].e, m_port(r), &c, now),
+					0);
+		}
+		for (unsigned r = 0; r < 8; r++)
+			assert_int_equal(
+				expect_event_nolink(m_node(r), m_port(r), STEPS, DNP_EV_TX_DONE)
+					.cookie,
+				root);
+		for (unsigned r = 0; r < 8; r++)
+			assert_memory_equal(src_of(r) + root * 0x1000, src_of(root) + root * 0x1000,
+					    3000);
+	}
+}
+
 /* No member passes a barrier before every member entered it. */
 static void test_coll_barrier(void **state)
 {
@@ -462,6 +508,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_coll_allreduce_64k, teardown),
 		cmocka_unit_test_teardown(test_coll_float_identical, teardown),
 		cmocka_unit_test_teardown(test_coll_bcast, teardown),
+		cmocka_unit_test_teardown(test_coll_bcast_run_ahead, teardown),
 		cmocka_unit_test_teardown(test_coll_barrier, teardown),
 		cmocka_unit_test_teardown(test_coll_run_ahead, teardown),
 		cmocka_unit_test_teardown(test_coll_errors, teardown),
