@@ -89,6 +89,8 @@ void lab_plan(struct dnp_lab *lab)
 	uint32_t n = lab->n;
 
 	lab->nmsgs = 0;
+	if (c->coll_op) /* collectives instead (lab_coll.c) */
+		return;
 	if (c->plan) {
 		for (uint32_t i = 0; i < c->nplan; i++)
 			plan_add(lab, c->plan[i].src, c->plan[i].dst, c->plan[i].size);
@@ -297,6 +299,8 @@ bool lab_poll_events(struct dnp_lab *lab, struct lab_node *nd)
 	bool any = false;
 	unsigned n;
 
+	if (lab->coll)
+		return lab_coll_poll(lab, nd);
 	while ((n = dnp_engine_poll_events(nd->e, LAB_PORT, ev, 32)) > 0) {
 		any = true;
 		for (unsigned i = 0; i < n; i++) {
@@ -364,6 +368,8 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 {
 	bool any = false;
 
+	if (lab->coll)
+		return lab_coll_submit(lab, nd);
 	/* failed messages whose time has come, first */
 	while (nd->retry_head != nd->retry_tail) {
 		uint32_t idx = nd->retry[nd->retry_head % (nd->nout + 1)];
