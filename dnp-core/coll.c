@@ -499,35 +499,44 @@ static int read_app(struct dnp_engine *e, unsigned port, uint64_t va, void *dst,
 	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len, &seq) ? -EFAULT : 0;
 }
 
-/* Checks the member list (untrusted: the application's memory) and finds our rank. */
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Checks the member list (untrusted: the application's memory) and finds
+ * our rank: every member in the torus and its ports, none twice (sorted
+ * copy, so the check costs n log n whatever the torus size).
+ */
 static int members_check(struct dnp_engine *e, unsigned port, const struct dnp_coll_member *m,
 			 uint32_t n, uint32_t *rank)
 {
-	uint32_t nodes = dnp_torus_size(&e->c.torus), ports = e->c.max_ports;
-	uint8_t *seen = calloc(((size_t)nodes * ports + 7) / 8, 1);
+	uint64_t *keys = malloc((size_t)n * sizeof(*keys));
 	int rc = -ENOENT;
 
-	if (!seen)
+	if (!keys)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		struct dnp_coord c = { m[i].x, m[i].y, m[i].z };
 
-		if (!dnp_torus_contains(&e->c.torus, c) || m[i].port >= ports) {
-			rc = -EINVAL;
-			break;
+		if (!dnp_torus_contains(&e->c.torus, c) || m[i].port >= e->c.max_ports) {
+			free(keys);
+			return -EINVAL;
 		}
-		size_t bit = (size_t)dnp_torus_id(&e->c.torus, c) * ports + m[i].port;
-		if (seen[bit / 8] & (1u << (bit % 8))) {
-			rc = -EINVAL;
-			break;
-		}
-		seen[bit / 8] |= (uint8_t)(1u << (bit % 8));
+		keys[i] = (uint64_t)dnp_torus_id(&e->c.torus, c) << 8 | m[i].port;
 		if (engine_coord_self(e, c) && m[i].port == port) {
 			*rank = i;
 			rc = 0;
 		}
 	}
-	free(seen);
+	qsort(keys, n, sizeof(*keys), u64_cmp);
+	for (uint32_t i = 1; i < n; i++)
+		if (keys[i] == keys[i - 1])
+			rc = -EINVAL;
+	free(keys);
 	return rc;
 }
 
