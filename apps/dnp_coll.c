@@ -5,7 +5,8 @@
  *
  * Presto (presto.h) starts the ranks and exchanges each rank's port; the
  * collectives run on a second session of this process, in one group of
- * every rank (rank order). Modes:
+ * every rank (rank order). Presto is told to keep to its host-based
+ * collectives (PRESTO_COLL=host), the reference of --bench. Modes:
  *   check (default)  every reduction on every type, at 1, 7 and 64 KiB worth
  *                    of elements, against a reference each rank computes for
  *                    itself (values are a function of rank and index), then
@@ -366,6 +367,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	setenv("PRESTO_COLL", "host", 1); /* Presto's own collectives: the host-based ones */
 	rc = presto_init(NULL, &r.p);
 	if (rc == 0)
 		rc = dnp_open(NULL, &r.d);

@@ -48,7 +48,8 @@ enum p_type {
 enum p_cookie {
 	C_SEND = 1,
 	C_CREDIT = 2,
-	C_GET = 3
+	C_GET = 3,
+	C_COLL = 4 /* a collective run by the daemons (p_coll_*) */
 };
 enum p_slot_state {
 	S_FREE = DNP_STAGE_FREE,
@@ -180,6 +181,10 @@ struct presto {
 	struct presto_stats stats;
 	void *priv[3];    /* rx_mem, credit_in, ring_mem if not in the heap */
 	void **priv_peer; /* per peer: its stage memory if private */
+	/* collectives run by the daemons (p_coll_*): every rank joined the group */
+	bool coll_ok;
+	bool coll_done; /* the running one ended, with coll_status */
+	int coll_status;
 };
 
 static uint64_t p_now(void)
@@ -753,6 +758,11 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 		break;
 	}
 	/* Completions and errors of our own commands. */
+	if (kind == C_COLL) { /* the collective in p_coll_wait */
+		p->coll_done = true;
+		p->coll_status = ev->type == DNP_EV_TX_DONE ? 0 : ev->status ? ev->status : -EIO;
+		return;
+	}
 	if (kind == C_SEND && a < (uint32_t)p->size && b < p->credits) {
 		pe = &p->peers[a];
 		if (pe->stage[b].state != S_INFLIGHT)
@@ -1074,11 +1084,75 @@ static int p_sendrecv_wait(struct presto *p, struct presto_req *a, struct presto
 	return r1 ? r1 : r2;
 }
 
+/*
+ * Collectives run by the daemons (dnp.h, "Collectives"): the group of every
+ * rank, in rank order, joined at init unless PRESTO_COLL=host. The
+ * collectives of that group are used whenever they can do the call
+ * (allreduce of at most DNP_COLL_MAX_BYTES, barrier, bcast of at most
+ * that); every rank decides alike, so all take the same path.
+ */
+#define P_COLL_GID 0x9e570u
+
+/* Waits for the collective just queued (or its submission error rc). */
+static int p_coll_wait(struct presto *p, int rc)
+{
+	uint64_t deadline = p->wait_timeout_ns ? p_now() + p->wait_timeout_ns : 0;
+
+	while (rc == 0 && !p->coll_done) {
+		if (p->fatal)
+			return p->fatal;
+		if (deadline && p_now() > deadline)
+			return -ETIMEDOUT;
+		if (p_progress(p) == 0)
+			p_idle(p);
+	}
+	return rc ? rc : p->coll_status;
+}
+
+static uint64_t p_coll_cookie(struct presto *p)
+{
+	p->coll_done = false;
+	return dnp_reqtab_cookie(C_COLL, 0, 0);
+}
+
+/*
+ * Joins the group of every rank; coll_ok once every rank has (a host-based
+ * allreduce of the outcome). A libdnp that refuses the join outright (no
+ * collectives in it: every rank alike) leaves Presto host-based at once.
+ */
+static int p_coll_join(struct presto *p)
+{
+	const char *env = getenv("PRESTO_COLL");
+	struct dnp_coll_member *m;
+	int ok, all = 0, rc;
+
+	if ((env && !strcmp(env, "host")) || p->size > (int)DNP_COLL_MAX_MEMBERS)
+		return 0;
+	m = calloc((size_t)p->size, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (int k = 0; k < p->size; k++)
+		m[k] = (struct dnp_coll_member){ (uint8_t)p->peers[k].c.x, (uint8_t)p->peers[k].c.y,
+						 (uint8_t)p->peers[k].c.z, (uint8_t)p->peer_port };
+	rc = dnp_coll_group_create(p->d, P_COLL_GID, m, (unsigned)p->size, p_coll_cookie(p), 0);
+	if (rc == 0)
+		rc = p_coll_wait(p, 0);
+	free(m);
+	if (rc == -EOPNOTSUPP || rc == -EINVAL)
+		return 0;
+	ok = rc == 0;
+	rc = presto_allreduce(p, &ok, &all, 1, PRESTO_INT, PRESTO_MIN); /* host-based yet */
+	p->coll_ok = rc == 0 && all == 1;
+	return rc;
+}
+
 int presto_barrier(struct presto *p)
 {
 	struct presto_req *s, *r;
 	int k, rc;
 
+	if (p->coll_ok)
+		return p_coll_wait(p, dnp_barrier(p->d, P_COLL_GID, p_coll_cookie(p), 0));
 	/* Dissemination: round k talks to rank +-2^k; log2(size) rounds. */
 	for (k = 1; k < p->size; k <<= 1) {
 		rc = p_irecv(p, NULL, 0, (p->rank - k + p->size) % p->size, T_BARRIER, P_CTX_COLL,
@@ -1102,6 +1176,9 @@ int presto_bcast(struct presto *p, void *buf, size_t len, int root)
 
 	if (root < 0 || root >= n || (!buf && len))
 		return -EINVAL;
+	if (p->coll_ok && len <= DNP_COLL_MAX_BYTES)
+		return p_coll_wait(p, dnp_bcast(p->d, P_COLL_GID, buf, len, (unsigned)root,
+						p_coll_cookie(p), 0));
 	vr = (p->rank - root + n) % n;
 	/* Binomial tree: receive from the parent, then send to the children. */
 	for (mask = 1; mask < n; mask <<= 1)
@@ -1220,6 +1297,18 @@ int presto_allreduce(struct presto *p, const void *sbuf, void *rbuf, size_t coun
 
 	if (!rbuf && count)
 		return -EINVAL;
+	if (p->coll_ok && count && p_type_size(type) && op <= PRESTO_MAX &&
+	    count <= DNP_COLL_MAX_BYTES / p_type_size(type) && sbuf) {
+		unsigned t = type == PRESTO_DOUBLE  ? DNP_TYPE_DOUBLE :
+			     p_type_size(type) == 8 ? DNP_TYPE_INT64 :
+						      DNP_TYPE_INT32;
+		unsigned o = op == PRESTO_SUM ? DNP_RED_SUM :
+			     op == PRESTO_MIN ? DNP_RED_MIN :
+						DNP_RED_MAX;
+
+		return p_coll_wait(p, dnp_allreduce(p->d, P_COLL_GID, sbuf, rbuf, count, t, o,
+						    p_coll_cookie(p), 0));
+	}
 	rc = presto_reduce(p, sbuf, rbuf, count, type, op, 0);
 	if (rc < 0)
 		return rc;
@@ -1447,6 +1536,9 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 		if (p_progress(p) == 0)
 			p_idle(p);
 	}
+	r = p_coll_join(p); /* collectives run by the daemons, when every rank has them */
+	if (r < 0)
+		goto err;
 	*out = p;
 	return 0;
 err:
