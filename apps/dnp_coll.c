@@ -231,6 +231,9 @@ static int bench(struct run *r, unsigned iters, size_t size)
 			host[nh++] = now_ns() - t0;
 		}
 	}
+	if (rc)
+		printf("FAIL bench: %s allreduce %u: %s\n", no > nh ? "offloaded" : "presto",
+		       no > nh ? no : nh, dnp_strerror(rc));
 	if (rc == 0 && r->rank == 0) {
 		double mo = median_us(off, iters), mh = median_us(host, iters);
 		printf("allreduce %zu B on %d ranks, %u each: offloaded median %.2f us, "
@@ -388,7 +391,7 @@ int main(int argc, char **argv)
 		_exit(rc ? 1 : 0); /* the torus lost a node: no orderly goodbye */
 	}
 	if (iters) {
-		rc = bench(&r, iters, size);
+		rc = bench(&r, iters, size) ? -1 : 0;
 	} else {
 		uint8_t *a = malloc(MAXB), *b = malloc(MAXB), *w = malloc(MAXB);
 		rc = a && b && w ? check_reduce(&r, a, b, w) : -ENOMEM;

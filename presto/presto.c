@@ -179,11 +179,9 @@ struct presto {
 	struct dnp_yield yield; /* test() loops: yield only when somebody else wants the CPU */
 	bool closing;
 	struct presto_stats stats;
-	void *priv[3];    /* rx_mem, credit_in, ring_mem if not in the heap */
-	void **priv_peer; /* per peer: its stage memory if private */
-	/* collectives run by the daemons (p_coll_*): every rank joined the group */
-	bool coll_ok;
-	bool coll_done; /* the running one ended, with coll_status */
+	void *priv[3];           /* rx_mem, credit_in, ring_mem if not in the heap */
+	void **priv_peer;        /* per peer: its stage memory if private */
+	bool coll_ok, coll_done; /* p_coll_*: every rank joined; the running one ended */
 	int coll_status;
 };
 
@@ -1084,68 +1082,7 @@ static int p_sendrecv_wait(struct presto *p, struct presto_req *a, struct presto
 	return r1 ? r1 : r2;
 }
 
-/*
- * Collectives run by the daemons (dnp.h, "Collectives"): the group of every
- * rank, in rank order, joined at init unless PRESTO_COLL=host. The
- * collectives of that group are used whenever they can do the call
- * (allreduce of at most DNP_COLL_MAX_BYTES, barrier, bcast of at most
- * that); every rank decides alike, so all take the same path.
- */
-#define P_COLL_GID 0x9e570u
-
-/* Waits for the collective just queued (or its submission error rc). */
-static int p_coll_wait(struct presto *p, int rc)
-{
-	uint64_t deadline = p->wait_timeout_ns ? p_now() + p->wait_timeout_ns : 0;
-
-	while (rc == 0 && !p->coll_done) {
-		if (p->fatal)
-			return p->fatal;
-		if (deadline && p_now() > deadline)
-			return -ETIMEDOUT;
-		if (p_progress(p) == 0)
-			p_idle(p);
-	}
-	return rc ? rc : p->coll_status;
-}
-
-static uint64_t p_coll_cookie(struct presto *p)
-{
-	p->coll_done = false;
-	return dnp_reqtab_cookie(C_COLL, 0, 0);
-}
-
-/*
- * Joins the group of every rank; coll_ok once every rank has (a host-based
- * allreduce of the outcome). A libdnp that refuses the join outright (no
- * collectives in it: every rank alike) leaves Presto host-based at once.
- */
-static int p_coll_join(struct presto *p)
-{
-	const char *env = getenv("PRESTO_COLL");
-	struct dnp_coll_member *m;
-	int ok, all = 0, rc;
-
-	if ((env && !strcmp(env, "host")) || p->size > (int)DNP_COLL_MAX_MEMBERS)
-		return 0;
-	m = calloc((size_t)p->size, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	for (int k = 0; k < p->size; k++)
-		m[k] = (struct dnp_coll_member){ (uint8_t)p->peers[k].c.x, (uint8_t)p->peers[k].c.y,
-						 (uint8_t)p->peers[k].c.z, (uint8_t)p->peer_port };
-	rc = dnp_coll_group_create(p->d, P_COLL_GID, m, (unsigned)p->size, p_coll_cookie(p), 0);
-	if (rc == 0)
-		rc = p_coll_wait(p, 0);
-	free(m);
-	if (rc == -EOPNOTSUPP || rc == -EINVAL)
-		return 0;
-	ok = rc == 0;
-	rc = presto_allreduce(p, &ok, &all, 1, PRESTO_INT, PRESTO_MIN); /* host-based yet */
-	p->coll_ok = rc == 0 && all == 1;
-	return rc;
-}
-
+#include "presto_coll.h" /* collectives run by the daemons */
 int presto_barrier(struct presto *p)
 {
 	struct presto_req *s, *r;
@@ -1297,18 +1234,8 @@ int presto_allreduce(struct presto *p, const void *sbuf, void *rbuf, size_t coun
 
 	if (!rbuf && count)
 		return -EINVAL;
-	if (p->coll_ok && count && p_type_size(type) && op <= PRESTO_MAX &&
-	    count <= DNP_COLL_MAX_BYTES / p_type_size(type) && sbuf) {
-		unsigned t = type == PRESTO_DOUBLE  ? DNP_TYPE_DOUBLE :
-			     p_type_size(type) == 8 ? DNP_TYPE_INT64 :
-						      DNP_TYPE_INT32;
-		unsigned o = op == PRESTO_SUM ? DNP_RED_SUM :
-			     op == PRESTO_MIN ? DNP_RED_MIN :
-						DNP_RED_MAX;
-
-		return p_coll_wait(p, dnp_allreduce(p->d, P_COLL_GID, sbuf, rbuf, count, t, o,
-						    p_coll_cookie(p), 0));
-	}
+	if (p_coll_allreduce(p, sbuf, rbuf, count, type, op, &rc))
+		return rc;
 	rc = presto_reduce(p, sbuf, rbuf, count, type, op, 0);
 	if (rc < 0)
 		return rc;
@@ -1536,9 +1463,7 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 		if (p_progress(p) == 0)
 			p_idle(p);
 	}
-	r = p_coll_join(p); /* collectives run by the daemons, when every rank has them */
-	if (r < 0)
-		goto err;
+	p_coll_join(p); /* collectives run by the daemons, when every rank has them */
 	*out = p;
 	return 0;
 err:
