@@ -1113,7 +1113,7 @@ int presto_bcast(struct presto *p, void *buf, size_t len, int root)
 
 	if (root < 0 || root >= n || (!buf && len))
 		return -EINVAL;
-	if (p->coll_ok && len <= DNP_COLL_MAX_BYTES)
+	if (p->coll_ok && len <= P_COLL_MAX)
 		return p_coll_wait(p, dnp_bcast(p->d, P_COLL_GID, buf, len, (unsigned)root,
 						p_coll_cookie(p), 0));
 	vr = (p->rank - root + n) % n;
