@@ -1178,3 +1178,88 @@ const char *dnp_strerror(int err)
 	s = err < 0 ? strerrordesc_np(-err) : NULL;
 	return s ? s : "unknown error";
 }
+
+/* ------------------------------------------------ collectives (h-coll) */
+
+/* A collective command of group id: the fields every one shares. */
+static int dnp_coll_fill(struct dnp *d, struct dnp_cmd *c, unsigned op, uint32_t id,
+			 uint64_t cookie, unsigned flags)
+{
+	if (!d || !id || (flags & ~(DNP_NONBLOCK | DNP_NO_EVENT)))
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	c->op = (uint8_t)op;
+	c->flags = dnp_cmd_flags(flags);
+	c->remote_key = id;
+	c->cookie = cookie;
+	return 0;
+}
+
+int dnp_coll_group_create(struct dnp *d, uint32_t id, const struct dnp_coll_member *members,
+			  unsigned n, uint64_t cookie, unsigned flags)
+{
+	struct dnp_cmd c;
+	int r = dnp_coll_fill(d, &c, DNP_OP_COLL_JOIN, id, cookie, flags);
+
+	if (r)
+		return r;
+	if (!members || !n || n > DNP_COLL_MAX_MEMBERS)
+		return -EINVAL;
+	c.local_va = (uint64_t)(uintptr_t)members;
+	c.len = (uint64_t)n * sizeof(*members);
+	return dnp_submit(d, &c, flags);
+}
+
+int dnp_coll_group_destroy(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags)
+{
+	struct dnp_cmd c;
+	int r = dnp_coll_fill(d, &c, DNP_OP_COLL_LEAVE, id, cookie, flags);
+
+	return r ? r : dnp_submit(d, &c, flags);
+}
+
+int dnp_allreduce(struct dnp *d, uint32_t id, const void *src, void *dst, size_t count,
+		  unsigned dtype, unsigned redop, uint64_t cookie, unsigned flags)
+{
+	size_t esz = dtype == DNP_TYPE_INT32 || dtype == DNP_TYPE_FLOAT  ? 4 :
+		     dtype == DNP_TYPE_INT64 || dtype == DNP_TYPE_DOUBLE ? 8 :
+									   0;
+	struct dnp_cmd c;
+	int r = dnp_coll_fill(d, &c, DNP_OP_ALLREDUCE, id, cookie, flags);
+
+	if (r)
+		return r;
+	if (!esz || redop < DNP_RED_SUM || redop > DNP_RED_BOR ||
+	    (redop > DNP_RED_MAX && esz && (dtype == DNP_TYPE_FLOAT || dtype == DNP_TYPE_DOUBLE)) ||
+	    count > DNP_COLL_MAX_BYTES / esz || (count && (!src || !dst)))
+		return -EINVAL;
+	c.coll_param = DNP_COLL_PARAM(redop, dtype, 0);
+	c.local_va = (uint64_t)(uintptr_t)src;
+	c.remote_va = (uint64_t)(uintptr_t)dst;
+	c.len = count * esz;
+	return dnp_submit(d, &c, flags);
+}
+
+int dnp_barrier(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags)
+{
+	struct dnp_cmd c;
+	int r = dnp_coll_fill(d, &c, DNP_OP_BARRIER, id, cookie, flags);
+
+	return r ? r : dnp_submit(d, &c, flags);
+}
+
+int dnp_bcast(struct dnp *d, uint32_t id, void *buf, size_t len, unsigned root, uint64_t cookie,
+	      unsigned flags)
+{
+	struct dnp_cmd c;
+	int r = dnp_coll_fill(d, &c, DNP_OP_BCAST, id, cookie, flags);
+
+	if (r)
+		return r;
+	if (len > DNP_COLL_MAX_BYTES || (len && !buf) || root >= DNP_COLL_MAX_MEMBERS)
+		return -EINVAL;
+	c.coll_param = DNP_COLL_PARAM(0, 0, root);
+	c.local_va = (uint64_t)(uintptr_t)buf;
+	c.len = len;
+	return dnp_submit(d, &c, flags);
+}

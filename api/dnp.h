@@ -227,6 +227,58 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
 int dnp_cntr_read(struct dnp *d, unsigned n, uint64_t *ok, uint64_t *err);
 int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms);
 
+/*
+ * Collectives run by the daemons (docs/api.md, "Collectives"). A group is
+ * a list of members (struct dnp_coll_member: node coordinates and port, at
+ * most DNP_COLL_MAX_MEMBERS) and an id (non-zero), the same list in the same
+ * order and the same id on every member; a member's rank is its index in
+ * the list. Every call returns 0 once its command is queued (or, with
+ * nothing queued, -EINVAL for a bad argument, -EAGAIN, -EIO, -EOVERFLOW,
+ * -ENOMEM as for dnp_put) and its command ends in one event carrying the
+ * cookie: DNP_EV_TX_DONE with op = the call's DNP_OP_* once the result is
+ * in this member's buffer, or DNP_EV_ERROR with status:
+ *   -ENOENT        create: this node and port are not in the list; others:
+ *                  no group of that id on this port
+ *   -EEXIST        create: this port already holds a group of that id
+ *   -EINVAL        create: a member twice, outside the torus or its ports;
+ *                  bcast: root not a rank; the daemon refused the command
+ *   -ENOSPC        create: the daemon holds as many groups as it can (16)
+ *   -ENOMEM        create: the daemon has no memory for the group
+ *   -EMSGSIZE      more than DNP_COLL_MAX_BYTES (64 KiB) of data
+ *   -EBUSY         a collective of this group is still running here
+ *   -EBADMSG       another member runs another collective as this one (its
+ *                  op, type, count or root differ)
+ *   -ECONNABORTED  a member left the group (its application ended or it
+ *                  called dnp_coll_group_destroy): this collective and every
+ *                  later one fail; destroy the group
+ *   -ETIMEDOUT     not done within the command deadline (dnpd
+ *                  --cmd-timeout-ms): a member died, its daemon restarted,
+ *                  or it never joined in
+ *   -EFAULT        our buffers could not be read or written
+ *   -EOPNOTSUPP    the daemon runs no collectives
+ * Buffers (and the member list) must stay valid until the event. Each
+ * member runs one collective of a group at a time, in the same order as
+ * every other member. DNP_NONBLOCK and DNP_NO_EVENT apply as for dnp_put;
+ * DNP_SRC_EVENT is -EINVAL.
+ */
+int dnp_coll_group_create(struct dnp *d, uint32_t id, const struct dnp_coll_member *members,
+			  unsigned n, uint64_t cookie, unsigned flags);
+/* Leaves the group: the other members' collectives from the next one on fail. */
+int dnp_coll_group_destroy(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags);
+/*
+ * dst[i] = src[i] of rank 0 op src[i] of rank 1 op ... for count elements of
+ * dtype (enum dnp_coll_dtype) and redop (enum dnp_coll_redop; BAND and BOR on
+ * integers only). The same bits on every member, run after run: the order
+ * of the operations is fixed by rank. dst may be src.
+ */
+int dnp_allreduce(struct dnp *d, uint32_t id, const void *src, void *dst, size_t count,
+		  unsigned dtype, unsigned redop, uint64_t cookie, unsigned flags);
+/* Ends on each member once every member has entered it. */
+int dnp_barrier(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags);
+/* The root's [buf, +len) into every other member's buf. */
+int dnp_bcast(struct dnp *d, uint32_t id, void *buf, size_t len, unsigned root, uint64_t cookie,
+	      unsigned flags);
+
 /* A short text naming the cause of a negative errno of this API (the
  * status of an event included); strerror's text for other codes. */
 const char *dnp_strerror(int err);

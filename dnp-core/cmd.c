@@ -46,6 +46,8 @@ static bool dst_in_torus(const struct dnp_cmd *c, const struct dnp_torus *t)
 
 int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned max_ports)
 {
+	if (dnp_op_is_coll(c->op))
+		return dnp_cmd_check_coll(c);
 	if (!op_known(c->op))
 		return -EINVAL;
 	if (c->flags & ~DNP_CMD_F_ALL)
@@ -103,9 +105,63 @@ const char *dnp_op_name(unsigned op)
 		[DNP_OP_PUT] = "PUT",
 		[DNP_OP_SEND] = "SEND",
 		[DNP_OP_GET] = "GET",
+		/* collectives (h-coll) */
+		[DNP_OP_COLL_JOIN] = "COLL_JOIN",
+		[DNP_OP_COLL_LEAVE] = "COLL_LEAVE",
+		[DNP_OP_ALLREDUCE] = "ALLREDUCE",
+		[DNP_OP_BARRIER] = "BARRIER",
+		[DNP_OP_BCAST] = "BCAST",
 	};
 
 	if (op < sizeof(names) / sizeof(names[0]) && names[op])
 		return names[op];
 	return "?";
+}
+
+/* Bytes of one element of a DNP_TYPE_*, 0 for an unknown type. */
+static unsigned coll_type_size(unsigned t)
+{
+	return t == DNP_TYPE_INT32 || t == DNP_TYPE_FLOAT  ? 4 :
+	       t == DNP_TYPE_INT64 || t == DNP_TYPE_DOUBLE ? 8 :
+							     0;
+}
+
+/* An ALLREDUCE's parameter word: a known reduction on a type it applies to, root 0. */
+static bool coll_reduce_ok(uint32_t param)
+{
+	unsigned op = DNP_COLL_REDOP(param), t = DNP_COLL_DTYPE(param);
+
+	if (op < DNP_RED_SUM || op > DNP_RED_BOR || !coll_type_size(t) || DNP_COLL_ROOT(param))
+		return false;
+	return op <= DNP_RED_MAX || t == DNP_TYPE_INT32 || t == DNP_TYPE_INT64;
+}
+
+int dnp_cmd_check_coll(const struct dnp_cmd *c)
+{
+	if ((c->flags & ~DNP_CMD_F_NO_EVENT) || !c->remote_key || c->dst_port || c->dst_x ||
+	    c->dst_y || c->dst_z || c->tc || c->cntr || c->rsvd1b || c->rsvd1 || c->rsvd2 ||
+	    c->rsvd3)
+		return -EINVAL;
+	if (range_wraps(c->local_va, c->len) || range_wraps(c->remote_va, c->len))
+		return -EINVAL;
+	switch (c->op) {
+	case DNP_OP_COLL_JOIN:
+		if (c->coll_param || c->remote_va || !c->len ||
+		    c->len % sizeof(struct dnp_coll_member) ||
+		    c->len / sizeof(struct dnp_coll_member) > DNP_COLL_MAX_MEMBERS)
+			return -EINVAL;
+		return 0;
+	case DNP_OP_COLL_LEAVE:
+	case DNP_OP_BARRIER:
+		return c->coll_param || c->remote_va || c->local_va || c->len ? -EINVAL : 0;
+	case DNP_OP_ALLREDUCE:
+		if (!coll_reduce_ok(c->coll_param) ||
+		    c->len % coll_type_size(DNP_COLL_DTYPE(c->coll_param)))
+			return -EINVAL;
+		return c->len > DNP_COLL_MAX_BYTES ? -EMSGSIZE : 0;
+	default: /* DNP_OP_BCAST */
+		if (DNP_COLL_REDOP(c->coll_param) || DNP_COLL_DTYPE(c->coll_param) || c->remote_va)
+			return -EINVAL;
+		return c->len > DNP_COLL_MAX_BYTES ? -EMSGSIZE : 0;
+	}
 }

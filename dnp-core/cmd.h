@@ -23,6 +23,21 @@
  */
 int dnp_cmd_check(const struct dnp_cmd *c, const struct dnp_torus *t, unsigned max_ports);
 
+/*
+ * Collective commands (dnp_abi.h, DNP_OP_COLL_JOIN..DNP_OP_BCAST): checked by
+ * dnp_cmd_check with their own rules: -EINVAL (unknown flags or flag
+ * SRC_EVENT, group id 0, a field the op does not use not zero, unknown
+ * reduction or type, BAND/BOR on a floating type, len not a multiple of the
+ * type or of a member, no member or more than DNP_COLL_MAX_MEMBERS, a range
+ * that wraps), -EMSGSIZE (len above DNP_COLL_MAX_BYTES). Whether the group
+ * exists and the root is a member is the engine's to check (coll.h).
+ */
+static inline int dnp_op_is_coll(unsigned op)
+{
+	return op >= DNP_OP_COLL_JOIN && op <= DNP_OP_BCAST;
+}
+int dnp_cmd_check_coll(const struct dnp_cmd *c);
+
 const char *dnp_ev_type_name(unsigned type);
 const char *dnp_op_name(unsigned op);
 

@@ -34,6 +34,8 @@ void dnp_engine_conf_default(struct dnp_engine_conf *c)
 	c->max_sends = 256;
 	c->key_secret[0] = 0x5eed;
 	c->key_secret[1] = 0x5eed5eed;
+	c->coll_groups = 16; /* collectives (coll.h) */
+	c->coll_max_bytes = DNP_COLL_MAX_BYTES;
 }
 
 /* How often timeouts are checked: a quarter of the shortest one (0: never). */
@@ -63,6 +65,7 @@ static void check_timeouts(struct dnp_engine *e, uint64_t now)
 			if (e->c.cmd_timeout && now - s->t_submit > e->c.cmd_timeout)
 				engine_fail_cmd(e, s, -ETIMEDOUT); /* the last resort */
 			else if (e->c.query_timeout && !s->injecting && s->c.op != DNP_OP_GET &&
+				 !dnp_op_is_coll(s->c.op) && /* no packets of its own */
 				 (s->ask || now - s->t_wait >= e->c.query_timeout))
 				engine_query_due(e, s, now); /* its report is late: ask */
 		}
@@ -105,10 +108,13 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now)
 		}
 		if (e->ncmplb) /* this round's success reports, one frame per sender */
 			progress |= engine_cmplb_flush_all(e, now);
+		if (engine_coll_running(e)) /* collectives (coll.c) */
+			progress |= engine_coll_pump(e, now);
 		if (!progress)
 			break;
 	}
-	e->dirty = e->ncmplb != 0; /* a batch no buffer could take yet */
+	e->dirty = e->ncmplb != 0;       /* a batch no buffer could take yet */
+	e->dirty |= engine_coll_busy(e); /* a collective waits for a packet buffer */
 }
 
 /*
@@ -373,6 +379,7 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 		if (!s->injecting)
 			engine_complete(e, s, -ECONNRESET);
 	}
+	engine_coll_port_closed(e, port, e->now); /* its groups are left */
 	q->open = false;
 	q->head = q->tail = 0;
 	q->reserved = 0;
@@ -610,6 +617,9 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	rc = engine_cg_create(e);
 	if (rc < 0)
 		goto fail;
+	rc = engine_coll_create(e); /* collectives (coll.c) */
+	if (rc < 0)
+		goto fail;
 	rc = -ENOMEM;
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts || !e->cntrmem)
@@ -656,5 +666,6 @@ void dnp_engine_destroy(struct dnp_engine *e)
 	free(e->puts);
 	free(e->outcomes);
 	free(e->cg);
+	engine_coll_destroy(e);
 	free(e);
 }

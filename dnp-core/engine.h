@@ -239,6 +239,15 @@ struct dnp_engine_conf {
 	 */
 	uint8_t arbitration;
 	uint16_t arb_starve;
+	/*
+	 * Collectives (coll.h). coll_groups: groups a node holds at once (its
+	 * ports' joins; 0: every collective command fails -EOPNOTSUPP);
+	 * coll_max_bytes: the largest ALLREDUCE or BCAST, 1..DNP_COLL_MAX_BYTES
+	 * (a group keeps about 2 x (log2(members) + 3) buffers of this size,
+	 * allocated when it is joined). Defaults: 16 and DNP_COLL_MAX_BYTES.
+	 */
+	uint32_t coll_groups;
+	uint32_t coll_max_bytes;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */

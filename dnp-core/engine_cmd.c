@@ -556,6 +556,13 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 
 	int rc = dnp_cmd_check(c, &e->c.torus, e->c.max_ports);
 	struct dnp_hop hop;
+	if (dnp_op_is_coll(c->op)) { /* collectives (coll.c): never injected */
+		if (rc == 0)
+			rc = engine_coll_submit(e, s, now);
+		if (rc < 0)
+			engine_complete(e, s, rc);
+		return 0;
+	}
 	if (rc == 0 && (s->c.flags & DNP_CMD_F_SRC_EVENT)) {
 		s->rd_ev = 1; /* its TX_READ's slot: room was checked with it */
 		q->reserved++;

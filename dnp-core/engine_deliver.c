@@ -244,6 +244,9 @@ static int deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	case DNP_PKT_ROUTE:
 		engine_route_take(e, h, payload);
 		return 0;
+	case DNP_PKT_COLL: /* collectives (coll.c) */
+		engine_coll_take(e, h, payload, now);
+		return 0;
 	case DNP_PKT_CREDIT:
 		return 0;
 	default:

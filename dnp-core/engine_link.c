@@ -14,7 +14,7 @@ void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uin
 	struct dnp_coord owner = engine_pkt_owner(&p->h, &oport);
 
 	if (p->h.kind != DNP_PKT_CMPL && p->h.kind != DNP_PKT_CREDIT && p->h.kind != DNP_PKT_DIAG &&
-	    p->h.kind != DNP_PKT_ROUTE && p->h.kind != DNP_PKT_QUERY &&
+	    p->h.kind != DNP_PKT_ROUTE && p->h.kind != DNP_PKT_QUERY && p->h.kind != DNP_PKT_COLL &&
 	    !(status == -ENOLINK && engine_coord_self(e, owner) &&
 	      engine_query_soon(e, p->h.msg_id)))
 		(void)engine_send_cmpl(e, owner, oport, p->h.msg_id, status, now);

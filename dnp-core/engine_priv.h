@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "arb.h"
+#include "coll.h"
 #include "engine.h"
 
 #define NIN (DNP_NDIRS + 1) /* six links and the local input */
@@ -345,6 +346,7 @@ struct dnp_engine {
 	uint32_t in_tc[NIN][DNP_MAX_VC][DNP_ARB_CLASSES];
 	uint32_t tc_mask[DNP_ARB_CLASSES];
 	uint8_t arb_rr[DNP_ARB_CLASSES];
+	struct dnp_coll *coll; /* collectives (coll.c): groups and their running instances */
 };
 
 /*

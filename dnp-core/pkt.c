@@ -128,20 +128,21 @@ static inline uint64_t get64(const uint8_t *p, unsigned off)
 
 static bool kind_known(unsigned kind)
 {
-	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_QUERY;
+	return kind >= DNP_PKT_PUT && kind <= DNP_PKT_COLL;
 }
 
 /* Kinds that move message bytes and so travel sequenced (retransmittable). */
 static bool kind_is_data(unsigned kind)
 {
 	return kind == DNP_PKT_PUT || kind == DNP_PKT_SEND || kind == DNP_PKT_GET_REQ ||
-	       kind == DNP_PKT_GET_RESP;
+	       kind == DNP_PKT_GET_RESP || kind == DNP_PKT_COLL;
 }
 
 /* Kinds whose H1/footer describe a fragment of a message. */
 static bool kind_is_fragment(unsigned kind)
 {
-	return kind == DNP_PKT_PUT || kind == DNP_PKT_SEND || kind == DNP_PKT_GET_RESP;
+	return kind == DNP_PKT_PUT || kind == DNP_PKT_SEND || kind == DNP_PKT_GET_RESP ||
+	       kind == DNP_PKT_COLL;
 }
 
 /* First checks, shared by encode and decode: -E2BIG, -EBADMSG, -ERANGE. */
@@ -573,7 +574,7 @@ const char *dnp_pkt_kind_name(unsigned kind)
 		[DNP_PKT_GET_REQ] = "GET_REQ", [DNP_PKT_GET_RESP] = "GET_RESP",
 		[DNP_PKT_CMPL] = "CMPL",       [DNP_PKT_CREDIT] = "CREDIT",
 		[DNP_PKT_DIAG] = "DIAG",       [DNP_PKT_ROUTE] = "ROUTE",
-		[DNP_PKT_QUERY] = "QUERY",
+		[DNP_PKT_QUERY] = "QUERY",     [DNP_PKT_COLL] = "COLL",
 	};
 
 	if (kind < sizeof(names) / sizeof(names[0]) && names[kind])

@@ -57,6 +57,7 @@ enum dnp_pkt_kind {
 	DNP_PKT_DIAG = 7,     /* LO|FA|MO diagnostics, delivered to the fault manager */
 	DNP_PKT_ROUTE = 8,    /* link states a node tells its neighbours (docs/routing.md) */
 	DNP_PKT_QUERY = 9,    /* outcome query for msg_id (+ ids in payload, as CMPL) */
+	DNP_PKT_COLL = 10,    /* a collective's data between daemons (coll.h, docs/protocol.md) */
 };
 
 /*

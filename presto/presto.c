@@ -48,7 +48,8 @@ enum p_type {
 enum p_cookie {
 	C_SEND = 1,
 	C_CREDIT = 2,
-	C_GET = 3
+	C_GET = 3,
+	C_COLL = 4 /* a collective run by the daemons (p_coll_*) */
 };
 enum p_slot_state {
 	S_FREE = DNP_STAGE_FREE,
@@ -178,8 +179,10 @@ struct presto {
 	struct dnp_yield yield; /* test() loops: yield only when somebody else wants the CPU */
 	bool closing;
 	struct presto_stats stats;
-	void *priv[3];    /* rx_mem, credit_in, ring_mem if not in the heap */
-	void **priv_peer; /* per peer: its stage memory if private */
+	void *priv[3];           /* rx_mem, credit_in, ring_mem if not in the heap */
+	void **priv_peer;        /* per peer: its stage memory if private */
+	bool coll_ok, coll_done; /* p_coll_*: every rank joined; the running one ended */
+	int coll_status;
 };
 
 static uint64_t p_now(void)
@@ -753,6 +756,11 @@ static void p_event(struct presto *p, const struct dnp_event *ev)
 		break;
 	}
 	/* Completions and errors of our own commands. */
+	if (kind == C_COLL) { /* the collective in p_coll_wait */
+		p->coll_done = true;
+		p->coll_status = ev->type == DNP_EV_TX_DONE ? 0 : ev->status ? ev->status : -EIO;
+		return;
+	}
 	if (kind == C_SEND && a < (uint32_t)p->size && b < p->credits) {
 		pe = &p->peers[a];
 		if (pe->stage[b].state != S_INFLIGHT)
@@ -1074,11 +1082,14 @@ static int p_sendrecv_wait(struct presto *p, struct presto_req *a, struct presto
 	return r1 ? r1 : r2;
 }
 
+#include "presto_coll.h" /* collectives run by the daemons */
 int presto_barrier(struct presto *p)
 {
 	struct presto_req *s, *r;
 	int k, rc;
 
+	if (p->coll_ok)
+		return p_coll_wait(p, dnp_barrier(p->d, P_COLL_GID, p_coll_cookie(p), 0));
 	/* Dissemination: round k talks to rank +-2^k; log2(size) rounds. */
 	for (k = 1; k < p->size; k <<= 1) {
 		rc = p_irecv(p, NULL, 0, (p->rank - k + p->size) % p->size, T_BARRIER, P_CTX_COLL,
@@ -1102,6 +1113,9 @@ int presto_bcast(struct presto *p, void *buf, size_t len, int root)
 
 	if (root < 0 || root >= n || (!buf && len))
 		return -EINVAL;
+	if (p->coll_ok && len <= P_COLL_MAX)
+		return p_coll_wait(p, dnp_bcast(p->d, P_COLL_GID, buf, len, (unsigned)root,
+						p_coll_cookie(p), 0));
 	vr = (p->rank - root + n) % n;
 	/* Binomial tree: receive from the parent, then send to the children. */
 	for (mask = 1; mask < n; mask <<= 1)
@@ -1220,6 +1234,8 @@ int presto_allreduce(struct presto *p, const void *sbuf, void *rbuf, size_t coun
 
 	if (!rbuf && count)
 		return -EINVAL;
+	if (p_coll_allreduce(p, sbuf, rbuf, count, type, op, &rc))
+		return rc;
 	rc = presto_reduce(p, sbuf, rbuf, count, type, op, 0);
 	if (rc < 0)
 		return rc;
@@ -1447,6 +1463,7 @@ int presto_init(const struct presto_conf *conf, struct presto **out)
 		if (p_progress(p) == 0)
 			p_idle(p);
 	}
+	p_coll_join(p); /* collectives run by the daemons, when every rank has them */
 	*out = p;
 	return 0;
 err:

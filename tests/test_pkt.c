@@ -713,7 +713,7 @@ static void test_pkt_decode_ebadmsg(void **state)
 
 	f[24] = (uint8_t)((f[24] & 0xf0) | 0);
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
-	f[24] = (uint8_t)((f[24] & 0xf0) | 10); /* past DNP_PKT_QUERY */
+	f[24] = (uint8_t)((f[24] & 0xf0) | 11); /* past DNP_PKT_COLL */
 	assert_int_equal(decode_fixed(f, n), -EBADMSG);
 }
 
@@ -941,7 +941,8 @@ static void test_pkt_kind_name(void **state)
 		{ 0, "?" },
 		{ DNP_PKT_ROUTE, "ROUTE" },
 		{ DNP_PKT_QUERY, "QUERY" },
-		{ 10, "?" },
+		{ DNP_PKT_COLL, "COLL" },
+		{ 11, "?" },
 		{ ~0u, "?" },
 	};
 

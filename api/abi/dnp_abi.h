@@ -77,8 +77,11 @@ struct dnp_cmd {
 	uint64_t remote_va; /* PUT/GET: remote address; SEND: ignored */
 	uint64_t len;       /* bytes, 0 .. DNP_MAX_MSG */
 	/* word 2: CMD0 — the local side of the transfer */
-	uint64_t local_va;  /* PUT/SEND: source; GET: destination (a PUT-target buffer) */
-	uint32_t local_key; /* GET: key of the local destination buffer */
+	uint64_t local_va; /* PUT/SEND: source; GET: destination (a PUT-target buffer) */
+	union {
+		uint32_t local_key;  /* GET: key of the local destination buffer */
+		uint32_t coll_param; /* collectives: DNP_COLL_PARAM(redop, dtype, root) */
+	};
 	uint32_t rsvd2;
 	/* word 3: CMD1 — completion */
 	uint64_t cookie; /* returned in the completion event */
@@ -129,6 +132,54 @@ static inline void dnp_cmd_inline_get(const struct dnp_cmd *c, void *dst, size_t
 	if (len > a)
 		memcpy((uint8_t *)dst + a, w3, len - a);
 }
+/*
+ * Collectives run by the daemons (docs/api.md, "Collectives"; the engine's
+ * dnp-core/coll.h). Ops from 8 upward; each ends in one completion event
+ * (DNP_EV_TX_DONE with the op, or DNP_EV_ERROR), none on success with
+ * DNP_CMD_F_NO_EVENT; DNP_CMD_F_SRC_EVENT is refused. Fields of a
+ * collective command: remote_key = the group id (non-zero, the same on every
+ * member); coll_param = DNP_COLL_PARAM(redop, dtype, root) (it shares its
+ * word with local_key, which a collective does not use); dst_*, dst_port, tc,
+ * cntr (no class, no completion counter for a collective), rsvd1b, rsvd1,
+ * rsvd2 and rsvd3 zero.
+ *   JOIN       local_va/len: the members, struct dnp_coll_member[len / 4]
+ *   LEAVE      nothing more
+ *   ALLREDUCE  local_va: source, remote_va: result (may be the same), len
+ *   BARRIER    len 0, no addresses
+ *   BCAST      local_va/len: the root's source, every other member's result
+ */
+#define DNP_OP_COLL_JOIN 8u
+#define DNP_OP_COLL_LEAVE 9u
+#define DNP_OP_ALLREDUCE 10u
+#define DNP_OP_BARRIER 11u
+#define DNP_OP_BCAST 12u
+
+enum dnp_coll_redop {
+	DNP_RED_SUM = 1,
+	DNP_RED_MIN = 2,
+	DNP_RED_MAX = 3,
+	DNP_RED_BAND = 4, /* integers only */
+	DNP_RED_BOR = 5,  /* integers only */
+};
+enum dnp_coll_dtype {
+	DNP_TYPE_INT32 = 1,
+	DNP_TYPE_INT64 = 2,
+	DNP_TYPE_FLOAT = 3,
+	DNP_TYPE_DOUBLE = 4,
+};
+#define DNP_COLL_PARAM(redop, dtype, root) \
+	((uint32_t)(redop) | (uint32_t)(dtype) << 8 | (uint32_t)(root) << 16)
+#define DNP_COLL_REDOP(param) ((param)&0xffu)
+#define DNP_COLL_DTYPE(param) (((param) >> 8) & 0xffu)
+#define DNP_COLL_ROOT(param) ((param) >> 16)
+
+/* A member of a group: a port on a node. */
+struct dnp_coll_member {
+	uint8_t x, y, z, port;
+};
+static_assert(sizeof(struct dnp_coll_member) == 4, "a member is one 32-bit word");
+#define DNP_COLL_MAX_MEMBERS 4096u
+#define DNP_COLL_MAX_BYTES 65536u /* largest ALLREDUCE or BCAST (-EMSGSIZE above) */
 
 #define DNP_MAX_MSG 0xffffffffull /* messages up to 4 GiB - 1 (32-bit lengths in events) */
 

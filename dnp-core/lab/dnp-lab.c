@@ -78,7 +78,10 @@ static void usage(FILE *f)
 		"  --max-time T           stop (failure) at this virtual time\n"
 		"  --stall T              no progress for T time units = deadlock\n"
 		"  --csv                  machine-readable output\n"
-		"  --verbose              print the first verification errors\n");
+		"  --verbose              print the first verification errors\n"
+		"  --coll allreduce|barrier|bcast  instead of the pattern: every node joins one\n"
+		"                         group and runs --coll-count collectives (10) of\n"
+		"                         --coll-size bytes (8), run by the engines\n");
 }
 
 enum {
@@ -130,6 +133,9 @@ enum {
 	OPT_PP_COUNT,
 	OPT_PP_SIZE,
 	OPT_PP_TC,
+	OPT_COLL, /* collectives (lab_coll.c) */
+	OPT_COLL_SIZE,
+	OPT_COLL_COUNT,
 };
 
 static const struct option run_opts[] = {
@@ -181,6 +187,9 @@ static const struct option run_opts[] = {
 	{ "pingpong-count", required_argument, NULL, OPT_PP_COUNT },
 	{ "pingpong-size", required_argument, NULL, OPT_PP_SIZE },
 	{ "pingpong-tc", required_argument, NULL, OPT_PP_TC },
+	{ "coll", required_argument, NULL, OPT_COLL },
+	{ "coll-size", required_argument, NULL, OPT_COLL_SIZE },
+	{ "coll-count", required_argument, NULL, OPT_COLL_COUNT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -457,6 +466,21 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 	case OPT_PP_SIZE:
 	case OPT_PP_TC:
 		return dnp_lab_class_opt(&a->c, run_opts[opt - OPT_TORUS].name, arg);
+	case OPT_COLL: {
+		unsigned k = 0;
+		int ret = !strcmp(arg, "allreduce") ? 0 : parse_choice(arg, "barrier", "bcast", &k);
+
+		a->c.coll_op = !strcmp(arg, "allreduce") ? DNP_OP_ALLREDUCE :
+			       k                         ? DNP_OP_BCAST :
+							   DNP_OP_BARRIER;
+		a->c.coll_count = a->c.coll_count ? a->c.coll_count : 10;
+		a->c.coll_size = a->c.coll_size ? a->c.coll_size : 8;
+		return ret;
+	}
+	case OPT_COLL_SIZE:
+		return parse_u32(arg, &a->c.coll_size);
+	case OPT_COLL_COUNT:
+		return parse_u32(arg, &a->c.coll_count);
 	default:
 		return NOT_MINE;
 	}
@@ -603,6 +627,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	ret = dnp_lab_run(lab);
 	dnp_lab_report(lab, stdout, a.csv);
+	dnp_lab_coll_report(lab, stdout); /* collectives (--coll) */
 	if (a.c.timeline) {
 		const uint64_t *tl;
 		unsigned n = dnp_lab_timeline(lab, &tl);

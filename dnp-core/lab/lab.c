@@ -94,6 +94,8 @@ static int lab_mem_read(void *ctx, unsigned port, const struct dnp_buf *buf, uin
 	struct lab_node *n = ctx;
 	struct lab_msg *m;
 
+	if (va >= LAB_COLL_BASE && n->lab->coll) /* collectives (lab_coll.c) */
+		return lab_coll_read(n, va, dst, len);
 	if (port != LAB_PORT || va < LAB_TX_BASE || va - LAB_TX_BASE > n->tx_size ||
 	    len > n->tx_size - (va - LAB_TX_BASE))
 		return -EFAULT;
@@ -114,6 +116,8 @@ static int lab_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, ui
 	struct lab_msg *m;
 	uint64_t bad;
 
+	if (va >= LAB_COLL_BASE && lab->coll) /* collectives (lab_coll.c) */
+		return lab_coll_write(n, va, src, len);
 	if (port != LAB_PORT || va < LAB_RX_BASE || va - LAB_RX_BASE > n->rx_size ||
 	    len > n->rx_size - (va - LAB_RX_BASE))
 		return -EFAULT;
@@ -363,6 +367,9 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		if (ec.max_sends > 4)
 			ec.max_sends = 4;
 		ec.cmd_timeout = c->cmd_timeout;
+		/* collectives (lab_coll.c): one group, of the run's size */
+		ec.coll_groups = c->coll_op ? 1 : 0;
+		ec.coll_max_bytes = c->coll_size ? c->coll_size : 8;
 		/* reproducible keys: the secret follows the lab's seed and the node */
 		ec.key_secret[0] = c->seed * 0x9e3779b97f4a7c15ull + id + 1;
 		ec.key_secret[1] = ~c->seed ^ ((uint64_t)id << 32);
@@ -459,6 +466,9 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 		goto fail;
 	lab->open_msgs = lab->nmsgs;
 	lab->res.messages = lab->nmsgs;
+	ret = conf->coll_op ? lab_coll_create(lab) : 0; /* counts into open_msgs */
+	if (ret)
+		goto fail;
 	for (uint32_t i = 0; i < lab->nmsgs; i++)
 		lab->res.bytes += lab->msgs[i].size;
 	*out = lab;
@@ -490,6 +500,7 @@ void dnp_lab_destroy(struct dnp_lab *lab)
 	free(lab->touched);
 	free(lab->heap);
 	free(lab->timeline);
+	lab_coll_destroy(lab);
 	free(lab);
 }
 
@@ -880,6 +891,8 @@ int dnp_lab_run(struct dnp_lab *lab)
 out:
 	if (ret)
 		r->status = ret;
+	if (lab->coll)
+		lab_coll_finish(lab);
 	lab_finish(lab);
 	return r->status;
 }

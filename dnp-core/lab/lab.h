@@ -159,6 +159,18 @@ struct dnp_lab_conf {
 	uint8_t tc;
 	uint8_t pp_tc;
 	uint32_t pp_count, pp_size, pp_a, pp_b;
+	/*
+	 * Collectives (lab_coll.c, docs/lab.md "Collectives"): coll_op
+	 * (DNP_OP_ALLREDUCE, DNP_OP_BARRIER, DNP_OP_BCAST; 0: none) replaces the
+	 * traffic: port 0 of every node joins one group of all nodes (rank =
+	 * node id) and runs coll_count collectives of coll_size bytes (allreduce:
+	 * int64 sums, rounded down to whole elements, at least one; broadcast:
+	 * from rank 0), each member starting its next one when its last ended.
+	 * Every result is checked against the sum (or the root's bytes).
+	 */
+	uint8_t coll_op;
+	uint32_t coll_size;
+	unsigned coll_count;
 };
 
 /* Per directed link (node, dir). */
@@ -210,6 +222,15 @@ struct dnp_lab_result {
 	 * the last other message completed (0: none).
 	 */
 	uint64_t pp_all, pp_msgs, pp_lat_median, pp_lat_p99, pp_lat_max, pp_end, pp_bulk_end;
+	/*
+	 * Collectives (conf.coll_op): completed and failed, each member's time
+	 * from submitting one to its completion (median and maximum over every
+	 * member and collective, join excluded), and the time from the first
+	 * submission of the first collective to the last completion of the last,
+	 * divided by coll_count.
+	 */
+	uint64_t coll_done, coll_failed, coll_lat_median, coll_lat_max;
+	double coll_per_op;
 };
 
 /* Lab defaults: hardware-like link (bw 1, latency 35, C 35, 512-word FIFO, T_RED 506). */
@@ -284,6 +305,8 @@ uint64_t dnp_lab_now(const struct dnp_lab *lab);
  */
 int dnp_lab_efficiency_main(int argc, char **argv);
 int dnp_lab_efficiency_run(int rule, unsigned fifo_x, double *measured, double *model);
+/* Collectives (lab_coll.c): the figures of a run with conf.coll_op, one line each, to f. */
+void dnp_lab_coll_report(const struct dnp_lab *lab, FILE *f);
 /* Synthetic-pattern sweep (dnp-core/lab/lab_sweep.c, docs/lab.md "Sweep"): exit status. */
 int dnp_lab_sweep_main(int argc, char **argv);
 

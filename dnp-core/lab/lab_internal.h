@@ -133,6 +133,7 @@ struct dnp_lab {
 	unsigned ntimeline;   /* windows used */
 	uint8_t scratch[DNP_MAX_PAYLOAD];
 	struct dnp_lab_result res;
+	struct lab_coll *coll; /* conf.coll_op: the collectives' state (lab_coll.c) */
 };
 
 /* lab.c */
@@ -153,6 +154,15 @@ void lab_touch(struct dnp_lab *lab, uint32_t id);
 bool lab_poll_events(struct dnp_lab *lab, struct lab_node *nd);
 bool lab_submit(struct dnp_lab *lab, struct lab_node *nd);
 
+/* lab_coll.c: conf.coll_op replaces the traffic of lab_traffic.c */
+#define LAB_COLL_BASE 0x300000000000ull /* members, source and result of every node */
+int lab_coll_create(struct dnp_lab *lab);
+void lab_coll_destroy(struct dnp_lab *lab);
+bool lab_coll_poll(struct dnp_lab *lab, struct lab_node *nd);
+bool lab_coll_submit(struct dnp_lab *lab, struct lab_node *nd);
+int lab_coll_read(struct lab_node *nd, uint64_t va, void *dst, size_t len);
+int lab_coll_write(struct lab_node *nd, uint64_t va, const void *src, size_t len);
+void lab_coll_finish(struct dnp_lab *lab);
 /* lab_report.c */
 void lab_finish(struct dnp_lab *lab);
 

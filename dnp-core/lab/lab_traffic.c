@@ -105,6 +105,8 @@ void lab_plan(struct dnp_lab *lab)
 	const struct dnp_lab_conf *c = &lab->conf;
 
 	lab->nmsgs = 0;
+	if (c->coll_op) /* collectives instead (lab_coll.c) */
+		return;
 	if (c->plan) {
 		for (uint32_t i = 0; i < c->nplan; i++)
 			plan_add(lab, c->plan[i].src, c->plan[i].dst, c->plan[i].size);
@@ -324,6 +326,8 @@ bool lab_poll_events(struct dnp_lab *lab, struct lab_node *nd)
 	bool any = false;
 	unsigned n;
 
+	if (lab->coll)
+		return lab_coll_poll(lab, nd);
 	while ((n = dnp_engine_poll_events(nd->e, LAB_PORT, ev, 32)) > 0) {
 		any = true;
 		for (unsigned i = 0; i < n; i++) {
@@ -392,6 +396,8 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 {
 	bool any = false;
 
+	if (lab->coll)
+		return lab_coll_submit(lab, nd);
 	if (nd->pp_due != UINT32_MAX && submit_one(lab, nd, nd->pp_due) != -EAGAIN) {
 		nd->pp_due = UINT32_MAX;
 		any = true;

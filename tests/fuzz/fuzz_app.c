@@ -255,6 +255,26 @@ static void app_legal_cmd(struct fuzz_in *in)
 			pl[i] = (uint8_t)fuzz_take(in, 1);
 		dnp_cmd_inline_set(&c, pl, (size_t)c.len);
 	}
+	if (k % 7 == 6) { /* a collective (coll.h): join a group of us, then run its ops */
+		struct dnp_coll_member me = { 0, 0, 0, (uint8_t)H.se->port };
+
+		memset(&c, 0, sizeof(c));
+		c.op = (uint8_t)(DNP_OP_COLL_JOIN + (k >> 3) % 5);
+		c.remote_key = 1 + (k >> 6);
+		c.coll_param = c.op == DNP_OP_ALLREDUCE ?
+				       DNP_COLL_PARAM(1 + k % 5, 1 + (k >> 2) % 4, 0) :
+			       c.op == DNP_OP_BCAST ? DNP_COLL_PARAM(0, 0, k >> 7) :
+						      0;
+		c.cntr = (uint8_t)(x % (DNP_CNTR_MAX + 2));
+		c.local_va = APP_HEAP_VA + off;
+		c.remote_va = c.op == DNP_OP_ALLREDUCE ? APP_HEAP_VA + roff : 0;
+		c.len = c.op == DNP_OP_BARRIER || c.op == DNP_OP_COLL_LEAVE ? 0 : len % 70000;
+		if (c.op == DNP_OP_COLL_JOIN && off + sizeof(me) <= HEAP_SIZE && (k & 0x20)) {
+			memcpy(H.se->heap + off, &me, sizeof(me)); /* a group of one: it runs */
+			c.len = sizeof(me);
+		}
+		c.cookie = fuzz_take(in, 8);
+	}
 	(void)dnp_ring_push(&H.app_cmd, &c);
 }
 

@@ -122,7 +122,7 @@ static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now)
 	h.src = (struct dnp_coord){ (uint8_t)(fuzz_take(in, 1) % 3), 0, 0 };
 	h.dst_port = (uint8_t)fuzz_take(in, 1);
 	h.src_port = (uint8_t)fuzz_take(in, 1);
-	h.kind = (uint8_t)(fuzz_take(in, 1) % 10); /* DNP_PKT_QUERY included */
+	h.kind = (uint8_t)(fuzz_take(in, 1) % 11); /* DNP_PKT_COLL included */
 	h.vc = (uint8_t)(fuzz_take(in, 1) % DNP_MAX_VC);
 	h.flags = (uint8_t)(fuzz_take(in, 1) % 4);
 	h.status = (uint8_t)fuzz_take(in, 1);

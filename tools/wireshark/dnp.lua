@@ -33,7 +33,7 @@ local ETHERTYPE = 0x88B5
 
 local KIND = {
 	[1] = "PUT", [2] = "SEND", [3] = "GET_REQ", [4] = "GET_RESP",
-	[5] = "CMPL", [6] = "CREDIT", [7] = "DIAG", [8] = "ROUTE", [9] = "QUERY",
+	[5] = "CMPL", [6] = "CREDIT", [7] = "DIAG", [8] = "ROUTE", [9] = "QUERY", [10] = "COLL",
 }
 local K_PUT, K_SEND, K_GET_REQ, K_GET_RESP, K_CMPL, K_CREDIT, K_DIAG, K_ROUTE = 1, 2, 3, 4, 5, 6, 7, 8
 local K_QUERY = 9
