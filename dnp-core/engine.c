@@ -614,11 +614,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	e->puts = calloc(e->nputs, sizeof(*e->puts));
 	if (outcome_create(e, c) < 0)
 		goto fail;
-	rc = engine_cg_create(e);
-	if (rc < 0)
-		goto fail;
-	rc = engine_coll_create(e); /* collectives (coll.c) */
-	if (rc < 0)
+	rc = engine_cg_create(e); /* congestion (engine_congest.c), collectives (coll.c) */
+	if (rc < 0 || (rc = engine_coll_create(e)) < 0)
 		goto fail;
 	rc = -ENOMEM;
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
