@@ -47,6 +47,7 @@ struct cinst {
 	struct cstep prog[PROG_MAX];
 	uint32_t out_off;
 	uint16_t got[NTAGS_MAX];  /* fragments of each tag received */
+	uint16_t seen[NTAGS_MAX]; /* ... as a bit per fragment (offset / DNP_MAX_PAYLOAD) */
 	uint8_t empty[NTAGS_MAX]; /* broadcast: the tag came without the data (KEY_EMPTY) */
 	bool have;                /* broadcast: acc holds the root's data */
 	uint8_t *acc, *stash;     /* the partial result; a buffer per tag */
@@ -171,6 +172,25 @@ static const struct cstep *prog_recv(const struct cinst *c, unsigned tag)
 static uint32_t nfrags(uint32_t len)
 {
 	return len ? (len + DNP_MAX_PAYLOAD - 1) / DNP_MAX_PAYLOAD : 1;
+}
+
+/*
+ * Is a data fragment (offset, flen) of a len-byte message one send_step
+ * makes, and new? Fragments start at multiples of DNP_MAX_PAYLOAD and are
+ * whole (the last one the rest); each counts once. A peer that sent the same
+ * offset twice, or overlapping pieces, would otherwise complete the step with
+ * bytes it never sent (frames from a link are not trusted).
+ */
+static bool frag_new(const struct cinst *c, uint32_t tag, uint32_t len, uint32_t offset,
+		     uint32_t flen)
+{
+	uint32_t k = offset / DNP_MAX_PAYLOAD, rest = len > offset ? len - offset : 0;
+
+	if (offset % DNP_MAX_PAYLOAD || k >= 16 || (len && offset >= len))
+		return false;
+	if (flen != (rest > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : rest))
+		return false;
+	return !(c->seen[tag] >> k & 1u);
 }
 
 /* -------------------------------------------------------------- reductions */
@@ -794,7 +814,8 @@ void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const u
 	if (!c || !params_take(g, c, h, co->max_bytes) || !(st = prog_recv(c, tag)) ||
 	    !is_member(g, st->peer, h) || c->got[tag] >= nfrags(c->len) || c->empty[tag] ||
 	    (uint64_t)h->offset + h->len > c->len ||
-	    (empty && (c->op != DNP_OP_BCAST || h->len || c->got[tag]))) {
+	    (empty && (c->op != DNP_OP_BCAST || h->len || c->got[tag])) ||
+	    (!empty && !frag_new(c, tag, c->len, h->offset, h->len))) {
 		co->st.rx_dropped++;
 		if (c && c->running && c->bad)
 			advance(e, g, c, now);
@@ -802,6 +823,8 @@ void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const u
 	}
 	memcpy(c->stash + (size_t)tag * co->max_bytes + h->offset, payload, h->len);
 	c->got[tag]++;
+	if (!empty) /* frag_new checked the offset */
+		c->seen[tag] |= (uint16_t)(1u << (h->offset / DNP_MAX_PAYLOAD));
 	c->empty[tag] = empty;
 	if (c->running)
 		advance(e, g, c, now);

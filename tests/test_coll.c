@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "coll.h"
+#include "crc.h"
 #include "test_engine_harness.h"
 
 #define GID 0x77u
@@ -473,6 +474,76 @@ static void test_coll_member_dies(void **state)
 	allreduce_check(DNP_RED_SUM, DNP_TYPE_INT64, 8, 1);
 }
 
+static unsigned forged; /* COLL frames the forger below rewrote */
+
+/*
+ * A forger on node 0's links: the first COLL fragment at offset 4096 it
+ * sees goes on with offset 0 (a fragment already sent) and without LAST, its
+ * CRC made good again, so the frame is well formed and the link takes it.
+ */
+static void forge_offset(unsigned from, uint8_t *f, uint32_t len)
+{
+	struct dnp_pkt_hdr h;
+	const uint8_t *pl;
+	uint8_t *crc = f + len - DNP_WORD_BYTES;
+
+	if (from != 0 || forged || dnp_pkt_decode(f, len, &h, &pl) < 0 || h.kind != DNP_PKT_COLL ||
+	    h.offset != DNP_MAX_PAYLOAD)
+		return;
+	memset(f + 44, 0, 4); /* H1 offset (docs/protocol.md, "Word 2") */
+	f[24] &= 0x7f;        /* H0 byte 8: not LAST (offset 0 does not end the message) */
+	memset(crc, 0, 4);
+	uint32_t v = dnp_crc32(0, f, len);
+	for (unsigned i = 0; i < 4; i++)
+		crc[i] = (uint8_t)(v >> (8 * i));
+	forged++;
+}
+
+/*
+ * A fragment from a link whose offset repeats one already received (a
+ * forged frame with a good CRC): the receiver drops it, so no member ends
+ * with bytes nobody sent; the step misses its real fragment and ends at the
+ * deadline instead. Without the check the step counted two fragments and
+ * completed with a stale half (0xee, below).
+ */
+static void test_coll_forged_fragment(void **state)
+{
+	size_t count = 2 * DNP_MAX_PAYLOAD / 8; /* two fragments */
+	static uint8_t ref[2 * DNP_MAX_PAYLOAD];
+
+	t_cmd = 3000;
+	setup_nodes(2);
+	join(4); /* ranks 0, 1 on node 0 and 2, 3 on node 1: step 2 crosses the link */
+	for (unsigned r = 0; r < nmem; r++) {
+		for (size_t i = 0; i < count; i++)
+			put_val(src_of(r) + i * 8, DNP_TYPE_INT64, val(r, i, 5));
+		memset(dst_of(r), 0xee, count * 8);
+	}
+	reference(DNP_RED_SUM, DNP_TYPE_INT64, count, 5, ref);
+	forged = 0;
+	pump_mangle = forge_offset;
+	struct dnp_cmd c =
+		coll_cmd(DNP_OP_ALLREDUCE, DNP_COLL_PARAM(DNP_RED_SUM, DNP_TYPE_INT64, 0), SRC_VA,
+			 DST_VA, count * 8, 6);
+	submit_all(&c);
+	unsigned failed = 0;
+
+	for (unsigned r = 0; r < nmem; r++) {
+		struct dnp_event ev;
+
+		assert_true(next_event_nolink(m_node(r), m_port(r), &ev, 2 * 3000));
+		if (ev.type == DNP_EV_TX_DONE) {
+			assert_memory_equal(dst_of(r), ref, count * 8);
+		} else {
+			assert_int_equal(ev.type, DNP_EV_ERROR);
+			assert_int_equal(ev.status, -ETIMEDOUT);
+			failed++;
+		}
+	}
+	assert_int_equal(forged, 1);
+	assert_true(failed > 0); /* the real fragment was replaced: someone misses it */
+}
+
 /*
  * A member's application goes away (its port closes) mid-collective: the
  * others fail at once with -ECONNABORTED, as does any later collective of
@@ -515,6 +586,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_coll_off, teardown),
 		cmocka_unit_test_teardown(test_coll_member_dies, teardown),
 		cmocka_unit_test_teardown(test_coll_member_leaves, teardown),
+		cmocka_unit_test_teardown(test_coll_forged_fragment, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

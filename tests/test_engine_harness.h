@@ -144,6 +144,8 @@ static bool exact_prompt;                /* dnpd's link settings instead of the 
 static uint64_t ack_delay;               /* with exact_prompt: engine.h's ack_delay */
 static uint64_t reset_period;            /* links come back (0: BROKEN is final) */
 static uint8_t last_data[DNP_MAX_FRAME]; /* the last data frame pump() carried */
+/* pump hands every frame to this before its receiver (a forger on the wire); NULL: none */
+static void (*pump_mangle)(unsigned from, uint8_t *frame, uint32_t len);
 static uint32_t last_data_len;
 
 static void create_node(unsigned i, unsigned x, uint32_t seed)
@@ -223,6 +225,7 @@ static int teardown(void **state)
 	poison_lo = poison_hi = 0;
 	poison_failed = false;
 	memset(nreads, 0, sizeof(nreads));
+	pump_mangle = NULL;
 	return 0;
 }
 
@@ -263,6 +266,8 @@ static void pump(unsigned steps)
 						drop_seq = -1; /* once */
 						continue;
 					}
+					if (pump_mangle)
+						pump_mangle(i, copy, f[k].len);
 					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d),
 							    copy, f[k].len, now);
 				}
