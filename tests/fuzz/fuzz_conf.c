@@ -72,7 +72,7 @@ static void check_strings(const struct dnpd_conf *c)
 		TERMINATED(c->addr_remote[d]);
 	}
 	CHECK(!strcmp(c->transport, "shm") || !strcmp(c->transport, "udp") ||
-	      !strcmp(c->transport, "dpdk"));
+	      !strcmp(c->transport, "dpdk") || !strcmp(c->transport, "verbs"));
 }
 
 /* The values of an accepted file or command line (a refused one may be half set). */
