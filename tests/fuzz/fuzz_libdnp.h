@@ -138,27 +138,6 @@ const char *dnp_strerror(int err)
 }
 
 /* No collectives in this stand-in (Presto keeps to its host-based ones). */
-int dnp_coll_group_create(struct dnp *d, uint32_t id, const struct dnp_coll_member *members,
-			  unsigned n, uint64_t cookie, unsigned flags)
-{
-	return -EOPNOTSUPP;
-}
-
-int dnp_allreduce(struct dnp *d, uint32_t id, const void *src, void *dst, size_t count,
-		  unsigned dtype, unsigned redop, uint64_t cookie, unsigned flags)
-{
-	return -EOPNOTSUPP;
-}
-
-int dnp_barrier(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags)
-{
-	return -EOPNOTSUPP;
-}
-
-int dnp_bcast(struct dnp *d, uint32_t id, void *buf, size_t len, unsigned root, uint64_t cookie,
-	      unsigned flags)
-{
-	return -EOPNOTSUPP;
-}
+#include "../libdnp_nocoll.h"
 
 #endif
