@@ -13,6 +13,11 @@
 #define DFI_CAPS                                                                               \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/*
+ * FI_COLLECTIVE only when asked (as libfabric's providers do): the daemons'
+ * barrier, broadcast and allreduce (dnp_fi_coll.c, fi_query_collective).
+ */
+#define DFI_CAPS_ASKED FI_COLLECTIVE
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 
 /* ------------------------------------------------------------ getinfo */
@@ -22,10 +27,10 @@
  * application's hints ask beyond them is refused with -FI_ENODATA (never
  * granted and then ignored). docs/mpi.md has the table, with the reasons.
  */
-#define DFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define DFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE | FI_COLLECTIVE)
 #define DFI_RX_CAPS                                                                 \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-	 FI_DIRECTED_RECV | FI_SOURCE)
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_COLLECTIVE)
 #define DFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_ORDER FI_ORDER_SAS /* messages of a pair: sequence numbers; RMA: none */
 #define DFI_QUEUE 1024         /* advertised tx/rx size (queues grow: a larger ask is met) */
@@ -174,7 +179,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	if (node || service || (h && h->dest_addr && !dfi_dest_ok(h)))
 		return -FI_ENODATA; /* no name resolution: addresses come from fi_getname */
 	if (h &&
-	    ((h->caps & ~DFI_CAPS) || h->addr_format != FI_FORMAT_UNSPEC ||
+	    ((h->caps & ~(DFI_CAPS | DFI_CAPS_ASKED)) || h->addr_format != FI_FORMAT_UNSPEC ||
 	     (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, DFI_FABRIC)) ||
 	     !dfi_tx_ok(h->tx_attr) || !dfi_rx_ok(h->rx_attr) || !dfi_ep_ok(h->ep_attr) ||
 	     !dfi_domain_ok(h->domain_attr)))

@@ -161,7 +161,9 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 	q = dnp_reqtab_find(&ep->reqs, a, b);
 	if (!q)
 		return;
-	if (kind == C_GET && q->kind == R_RECV)
+	if (kind == C_COLL && (q->kind == R_COLL || q->kind == R_JOIN))
+		dfi_coll_event(ep, q, ev);
+	else if (kind == C_GET && q->kind == R_RECV)
 		dfi_get_done(ep, q, ev);
 	else if (kind == C_RMA && q->kind == R_RMA)
 		dfi_rma_done(ep, q, ev);
@@ -188,6 +190,10 @@ static void dfi_drop_queue(struct dfi_ep *ep, struct dfi_peer *pe, int err)
 /* Ends request q with CQ error err (a positive FI_* errno). */
 static void dfi_req_fail(struct dfi_ep *ep, struct dfi_req *q, int err)
 {
+	if (q->kind == R_COLL || q->kind == R_JOIN) {
+		dfi_coll_fail(ep, q, err);
+		return;
+	}
 	if (q->kind == R_RECV)
 		dfi_cq_error(ep->rx_cq, q->context, FI_RECV | (q->tagged ? FI_TAGGED : FI_MSG), 0,
 			     q->buf, q->tag, 0, err);
@@ -306,6 +312,8 @@ void dfi_progress(struct dfi_ep *ep)
 			dfi_get_issue(ep, q);
 		}
 	}
+	if (ep->mcs)
+		dfi_coll_progress(ep);
 	for (i = 0; i < ep->dom->nidx; i++) {
 		struct dfi_peer *pe = ep->peers[i];
 
@@ -368,7 +376,9 @@ static int dfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ep->av = (struct dfi_av *)bfid;
 		return 0;
 	case FI_CLASS_EQ:
-		return 0;
+		if (ep->eq)
+			return -FI_EINVAL; /* one event queue per endpoint */
+		return (int)LOCKED(dfi_eq_bind((struct dfi_eq *)bfid, ep));
 	case FI_CLASS_CNTR:
 		return (int)LOCKED(dfi_cntr_bind(ep, (struct dfi_cntr *)bfid, flags));
 	case FI_CLASS_CQ:
@@ -458,6 +468,9 @@ static int dfi_ep_close(struct fid *fid)
 		free(u->data);
 		free(u);
 	}
+	dfi_coll_close_ep(ep);
+	if (ep->eq)
+		dfi_eq_unbind(ep->eq, ep);
 	dnp_reqtab_fini(&ep->reqs, free);
 	for (k = 0; k < DFI_CNT_N; k++)
 		if (ep->cntr[k])
@@ -498,7 +511,7 @@ static struct fi_ops_cm dfi_cm_ops = {
 	.accept = NOSYS(accept),
 	.reject = NOSYS(reject),
 	.shutdown = NOSYS(shutdown),
-	.join = NOSYS(join),
+	.join = dfi_join,
 };
 
 int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context)
@@ -550,6 +563,7 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	ep->ep.msg = &dfi_msg_ops;
 	ep->ep.tagged = &dfi_tagged_ops;
 	ep->ep.rma = &dfi_rma_ops;
+	ep->ep.collective = &dfi_coll_ops;
 	dom->ep = ep;
 	pthread_mutex_unlock(&dfi_lock);
 	*out = &ep->ep;
