@@ -158,6 +158,13 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		dfi_credit_return(ep, a);
 		return;
 	}
+	if (kind == C_RMA && a == 0 && b == 0) {
+		/* a write the daemon counted (dnp_fi_rma.c) failed: its counter has the error */
+		if (ev->type == DNP_EV_ERROR)
+			dfi_cq_error(ep->tx_cq, NULL, FI_RMA | FI_WRITE, 0, NULL, 0, 0,
+				     ev->status ? -ev->status : FI_EIO);
+		return;
+	}
 	q = dnp_reqtab_find(&ep->reqs, a, b);
 	if (!q)
 		return;

@@ -254,11 +254,19 @@ enum {
 	DFI_CNT_N
 };
 
+/*
+ * A counter is the provider's count plus, when it has one (dn >= 0), the
+ * daemon's completion counter dn of the domain's port (DNP_CNTR): writes
+ * that need no CQ entry are counted by the daemon alone. val and err hold
+ * the provider's part less the daemon's counts when the counter opened (or
+ * was set), modulo 2^64, so value = val + daemon ok, errors = err + daemon err.
+ */
 struct dfi_cntr {
 	struct fid_cntr cntr;
 	struct dfi_domain *dom;
 	uint64_t val, err;
 	unsigned bound; /* kinds of an endpoint it counts */
+	int dn;         /* the daemon's counter, -1: none (all DNP_CNTR_MAX taken) */
 };
 
 struct dfi_domain {
@@ -268,6 +276,8 @@ struct dfi_domain {
 	unsigned nnodes, port, nidx, my_idx;
 	struct dfi_ep *ep;
 	struct dnp_regcache regs; /* ranges registered for rendez-vous */
+	uint64_t cntr_used;       /* daemon counters held by open fi_cntrs (bit n: DNP_CNTR(n)) */
+	unsigned tc;              /* DNP_TC(n) of the endpoint's tx_attr->tclass (dnp_fi_ep.c) */
 };
 
 struct dfi_ep {
@@ -386,6 +396,12 @@ int dfi_cntr_bind(struct dfi_ep *ep, struct dfi_cntr *c, uint64_t flags);
  * counter bound for its kind (FI_RECV, FI_SEND, FI_READ, FI_WRITE) counts it.
  */
 void dfi_count(struct dfi_ep *ep, uint64_t flags, bool err);
+/*
+ * The DNP_CNTR flag for an operation of kind k (DFI_CNT_*) that writes no CQ
+ * entry, when the counter bound for k has a daemon counter; 0 otherwise
+ * (the provider then counts it, dfi_count).
+ */
+unsigned dfi_cntr_flag(const struct dfi_ep *ep, unsigned k);
 
 /* ---- dnp_fi_av.c */
 /* fi_av_open: FI_AV_MAP / FI_AV_TABLE; -FI_EINVAL, -FI_ENOSYS (named or rx_ctx_bits). */
