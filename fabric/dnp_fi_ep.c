@@ -528,13 +528,16 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	size_t ring_len = (size_t)dom->nidx * DFI_K * DFI_SLOT;
 	size_t cred_len = dfi_cred_len(dom);
 	uint8_t *area;
-	int r;
+	int r, tc;
 
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
 	if (!dfi_src_ok(info, dom->self, dom->port))
 		return -FI_EINVAL; /* src_addr of another node (or port) than the domain's */
+	tc = info && info->tx_attr ? dfi_tclass(info->tx_attr->tclass) : 0;
+	if (tc < 0)
+		return -FI_EINVAL;
 	pthread_mutex_lock(&dfi_lock);
 	if (dom->ep) {
 		pthread_mutex_unlock(&dfi_lock);
@@ -546,6 +549,7 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 		goto err;
 	dnp_reqtab_init(&ep->reqs, DNP_REQTAB_MAX24);
 	ep->dom = dom;
+	dom->tc = DNP_TC(tc); /* every command of the endpoint carries its class */
 	ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->directed = !info || (info->caps & FI_DIRECTED_RECV);

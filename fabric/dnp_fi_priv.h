@@ -365,6 +365,8 @@ const char *dfi_socket(char *buf, size_t len);
  * an endpoint on port may take (dnp_fi.h).
  */
 bool dfi_src_ok(const struct fi_info *info, struct dnp_coords self, unsigned port);
+/* The DNP class (0..7) of a libfabric tclass (tx_attr), -1 when unknown. */
+int dfi_tclass(uint32_t tclass);
 
 /* ---- dnp_fi_cq.c */
 /* fi_cq_open: formats up to FI_CQ_FORMAT_TAGGED; -FI_ENOSYS for a wait object. */

@@ -32,6 +32,9 @@
  *               reaches their number, no CQ entry, the bytes land; a wrong key
  *               counts in fi_cntr_readerr; fi_cntr_set; a write with
  *               FI_COMPLETION still counts (provider path) and completes
+ * With "--tc" it only writes, from one endpoint per libfabric traffic class
+ * (tx_attr->tclass) on node 0, 1000 + i bytes to B (i: the class's place in
+ * the list it prints), for tests/integration/fi-tc.sh to find on the wire.
  * With "--cntr-bench N" (DNP_NNODES >= 2) it measures instead N 8-byte
  * fi_writes completed by the counter against the same completed in the CQ.
  * Prints "PASS fi_dnp_check" and exits 0 if all is right.
@@ -663,6 +666,55 @@ static void cntr_daemon(const char *sock)
 	printf("ok: fi_cntr on FI_WRITE: 200 writes counted, wrong key in readerr, set\n");
 }
 
+/* One fi_write of 1000 + i bytes from an endpoint of each traffic class to B. */
+static void tc_writes(const char *sock)
+{
+	static const uint32_t tcs[] = { FI_TC_UNSPEC,       FI_TC_SCAVENGER,
+					FI_TC_BULK_DATA,    FI_TC_BEST_EFFORT,
+					FI_TC_LOW_LATENCY,  FI_TC_DEDICATED_ACCESS,
+					FI_TC_NETWORK_CTRL, FI_TC_DSCP | 46,
+					FI_TC_DSCP | 24 };
+	static uint8_t win[2048], src[2048];
+	struct fid_mr *mr;
+	unsigned i;
+
+	CHECK(fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0, "mr");
+	for (i = 0; i < sizeof(tcs) / sizeof(tcs[0]); i++) {
+		struct fi_info *fi = fi_dupinfo(info);
+		struct fi_side s = { 0 };
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry ee;
+		uint8_t addr[64];
+		size_t len = sizeof(addr);
+
+		fi->tx_attr->tclass = tcs[i];
+		if (fi_side_open(&s, fi, sock, FI_AV_TABLE, 0) ||
+		    fi_getname(&B.ep->fid, addr, &len) ||
+		    fi_av_insert(s.av, addr, 1, &s.peer, 0, NULL) != 1) {
+			CHECK(0, "endpoint of tclass %#x", tcs[i]);
+		} else {
+			CHECK(fi_write(s.ep, src, 1000 + i, NULL, s.peer, (uintptr_t)win,
+				       fi_mr_key(mr), NULL) == 0,
+			      "write");
+			CHECK(next(&s, &e, &ee) == 1, "write of tclass %#x completes", tcs[i]);
+			printf("tc %u tclass %#x len %u\n", i, tcs[i], 1000 + i);
+		}
+		fi_side_close(&s);
+		fi_freeinfo(fi);
+	}
+	{
+		struct fi_info *fi = fi_dupinfo(info);
+		struct fi_side s = { 0 };
+
+		fi->tx_attr->tclass = FI_TC_LABEL + 77; /* a label the provider does not know */
+		CHECK(fi_side_open(&s, fi, sock, FI_AV_TABLE, 0) == -FI_EINVAL,
+		      "an unknown tclass is refused");
+		fi_side_close(&s);
+		fi_freeinfo(fi);
+	}
+	fi_close(&mr->fid);
+}
+
 /* Median of n doubles (sorts them). */
 static double median(double *v, unsigned n)
 {
@@ -807,17 +859,21 @@ int main(int argc, char **argv)
 		CHECK(fi_av_insert(A.av, addr, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL,
 		      "a bad address is refused");
 	}
-	matching();
-	directed();
-	peek_claim_data();
-	rebirth();
-	truncation_cancel();
-	rma();
-	refused();
-	if (argc > 2 && !strcmp(argv[1], "--cntr-bench"))
+	if (argc > 1 && !strcmp(argv[1], "--tc")) {
+		tc_writes(sa);
+	} else if (argc > 2 && !strcmp(argv[1], "--cntr-bench")) {
+		rma();
 		cntr_bench(sa, (unsigned)atoi(argv[2]));
-	else
+	} else {
+		matching();
+		directed();
+		peek_claim_data();
+		rebirth();
+		truncation_cancel();
+		rma();
+		refused();
 		cntr_daemon(sa);
+	}
 	fi_side_close(&A);
 	fi_side_close(&B);
 	fi_side_close(&C);
