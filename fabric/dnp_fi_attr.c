@@ -13,6 +13,11 @@
 #define DFI_CAPS                                                                               \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | \
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/*
+ * FI_COLLECTIVE only when asked (as libfabric's providers do): the daemons'
+ * barrier, broadcast and allreduce (dnp_fi_coll.c, fi_query_collective).
+ */
+#define DFI_CAPS_ASKED FI_COLLECTIVE
 #define DFI_MR_MODE (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED)
 
 /* ------------------------------------------------------------ getinfo */
@@ -22,15 +27,42 @@
  * application's hints ask beyond them is refused with -FI_ENODATA (never
  * granted and then ignored). docs/mpi.md has the table, with the reasons.
  */
-#define DFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
+#define DFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE | FI_COLLECTIVE)
 #define DFI_RX_CAPS                                                                 \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | \
-	 FI_DIRECTED_RECV | FI_SOURCE)
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_COLLECTIVE)
 #define DFI_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define DFI_ORDER FI_ORDER_SAS /* messages of a pair: sequence numbers; RMA: none */
 #define DFI_QUEUE 1024         /* advertised tx/rx size (queues grow: a larger ask is met) */
 #define DFI_CQ_CNT 16
 #define DFI_CNTR_CNT 16 /* counters are memory only: as many as CQs */
+
+/*
+ * The DNP class (0 lowest .. 7 top; docs/mpi.md, "Traffic classes in the
+ * provider") of a libfabric tclass; -1 for one the provider does not know.
+ */
+int dfi_tclass(uint32_t tclass)
+{
+	if (tclass & FI_TC_DSCP)
+		return tclass & ~(uint32_t)(FI_TC_DSCP | 0x3f) ? -1 : (int)((tclass & 0x3f) >> 3);
+	switch (tclass) {
+	case FI_TC_UNSPEC:
+	case FI_TC_SCAVENGER:
+		return 0;
+	case FI_TC_BULK_DATA:
+		return 1;
+	case FI_TC_BEST_EFFORT:
+		return 2;
+	case FI_TC_LOW_LATENCY:
+		return 5;
+	case FI_TC_DEDICATED_ACCESS:
+		return 6;
+	case FI_TC_NETWORK_CTRL:
+		return 7;
+	default:
+		return -1;
+	}
+}
 
 /* Capabilities for hints->caps: the primary ones asked, their implied modifiers. */
 static uint64_t dfi_caps(uint64_t want)
@@ -49,7 +81,8 @@ static uint64_t dfi_caps(uint64_t want)
 static bool dfi_tx_ok(const struct fi_tx_attr *t)
 {
 	return !t || (!(t->caps & ~DFI_TX_CAPS) && !(t->msg_order & ~DFI_ORDER) && !t->comp_order &&
-		      t->inject_size <= DFI_EAGER && t->iov_limit <= 1 && t->rma_iov_limit <= 1);
+		      dfi_tclass(t->tclass) >= 0 && t->inject_size <= DFI_EAGER &&
+		      t->iov_limit <= 1 && t->rma_iov_limit <= 1);
 }
 
 static bool dfi_rx_ok(const struct fi_rx_attr *r)
@@ -174,7 +207,7 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	if (node || service || (h && h->dest_addr && !dfi_dest_ok(h)))
 		return -FI_ENODATA; /* no name resolution: addresses come from fi_getname */
 	if (h &&
-	    ((h->caps & ~DFI_CAPS) || h->addr_format != FI_FORMAT_UNSPEC ||
+	    ((h->caps & ~(DFI_CAPS | DFI_CAPS_ASKED)) || h->addr_format != FI_FORMAT_UNSPEC ||
 	     (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, DFI_FABRIC)) ||
 	     !dfi_tx_ok(h->tx_attr) || !dfi_rx_ok(h->rx_attr) || !dfi_ep_ok(h->ep_attr) ||
 	     !dfi_domain_ok(h->domain_attr)))
@@ -206,8 +239,10 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->tx_attr->iov_limit = 1;
 	fi->tx_attr->rma_iov_limit = 1;
 	/* op_flags (FI_COMPLETION with selective completion) as the application asks */
-	if (h && h->tx_attr)
+	if (h && h->tx_attr) {
 		fi->tx_attr->op_flags = h->tx_attr->op_flags;
+		fi->tx_attr->tclass = h->tx_attr->tclass; /* dfi_tclass: every one it knows */
+	}
 	if (h && h->rx_attr)
 		fi->rx_attr->op_flags = h->rx_attr->op_flags;
 	fi->rx_attr->caps = caps & DFI_RX_CAPS;

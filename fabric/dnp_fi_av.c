@@ -135,7 +135,7 @@ static struct fi_ops_av dfi_av_ops = {
 	.remove = dfi_av_remove,
 	.lookup = dfi_av_lookup,
 	.straddr = dfi_av_straddr,
-	.av_set = NOSYS(av_set),
+	.av_set = dfi_av_set,
 };
 
 int dfi_av_open(struct fid_domain *fdom, struct fi_av_attr *attr, struct fid_av **out,

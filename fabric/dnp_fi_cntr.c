@@ -9,6 +9,14 @@
  * does not offer: a DNP PUT or GET leaves no event at its target.
  * Reads and waits make progress (FI_PROGRESS_MANUAL); fi_cntr_wait polls,
  * yielding the CPU, until the threshold, a new error or its timeout.
+ *
+ * Daemon counters (issue 27): each counter takes one of the port's
+ * DNP_CNTR_MAX completion counters when it opens. An fi_write that needs no
+ * CQ entry (FI_SELECTIVE_COMPLETION without FI_COMPLETION, or
+ * fi_inject_write) on an endpoint whose FI_WRITE counter has one is issued
+ * with DNP_NO_EVENT | DNP_CNTR(n) (dnp_fi_rma.c): no request, no event on
+ * success, the daemon counts it. A read adds the daemon's counts to the
+ * provider's own.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -37,6 +45,21 @@ void dfi_count(struct dfi_ep *ep, uint64_t flags, bool err)
 		c->err++;
 	else
 		c->val++;
+}
+
+unsigned dfi_cntr_flag(const struct dfi_ep *ep, unsigned k)
+{
+	const struct dfi_cntr *c = ep->cntr[k];
+
+	return c && c->dn >= 0 ? DNP_CNTR(c->dn) : 0;
+}
+
+/* The daemon's counts of c (0 without a daemon counter). */
+static void dfi_cntr_daemon(const struct dfi_cntr *c, uint64_t *ok, uint64_t *err)
+{
+	*ok = *err = 0;
+	if (c->dn >= 0)
+		dnp_cntr_read(c->dom->d, (unsigned)c->dn, ok, err);
 }
 
 int dfi_cntr_bind(struct dfi_ep *ep, struct dfi_cntr *c, uint64_t flags)
@@ -73,11 +96,12 @@ static void dfi_cntr_progress(struct dfi_cntr *c)
 static uint64_t dfi_cntr_get(struct fid_cntr *fc, bool err)
 {
 	struct dfi_cntr *c = CNTR(fc);
-	uint64_t v;
+	uint64_t v, dok, derr;
 
 	pthread_mutex_lock(&dfi_lock);
 	dfi_cntr_progress(c);
-	v = err ? c->err : c->val;
+	dfi_cntr_daemon(c, &dok, &derr);
+	v = err ? c->err + derr : c->val + dok;
 	pthread_mutex_unlock(&dfi_lock);
 	return v;
 }
@@ -96,10 +120,11 @@ static uint64_t dfi_cntr_readerr(struct fid_cntr *fc)
 static int dfi_cntr_change(struct fid_cntr *fc, uint64_t v, bool add, bool err)
 {
 	struct dfi_cntr *c = CNTR(fc);
-	uint64_t *p = err ? &c->err : &c->val;
+	uint64_t *p = err ? &c->err : &c->val, dok, derr;
 
 	pthread_mutex_lock(&dfi_lock);
-	*p = add ? *p + v : v;
+	dfi_cntr_daemon(c, &dok, &derr);
+	*p = add ? *p + v : v - (err ? derr : dok); /* set: the daemon's part counts from here */
 	pthread_mutex_unlock(&dfi_lock);
 	return 0;
 }
@@ -133,18 +158,20 @@ static int dfi_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
 	struct dfi_cntr *c = CNTR(fc);
 	uint64_t deadline = timeout >= 0 ? dfi_now() + (uint64_t)timeout * 1000000ull : 0;
-	uint64_t err0;
+	uint64_t err0, dok, derr;
 	int r;
 
 	pthread_mutex_lock(&dfi_lock);
-	err0 = c->err;
+	dfi_cntr_daemon(c, &dok, &derr);
+	err0 = c->err + derr;
 	for (;;) {
 		dfi_cntr_progress(c);
-		if (c->val >= threshold) {
+		dfi_cntr_daemon(c, &dok, &derr);
+		if (c->val + dok >= threshold) {
 			r = 0;
 			break;
 		}
-		if (c->err != err0) {
+		if (c->err + derr != err0) {
 			r = -FI_EAVAIL;
 			break;
 		}
@@ -173,6 +200,8 @@ static int dfi_cntr_close(struct fid *fid)
 		pthread_mutex_unlock(&dfi_lock);
 		return -FI_EBUSY; /* still bound to an open endpoint */
 	}
+	if (c->dn >= 0)
+		c->dom->cntr_used &= ~(1ull << c->dn);
 	pthread_mutex_unlock(&dfi_lock);
 	free(c);
 	return 0;
@@ -213,6 +242,21 @@ int dfi_cntr_open(struct fid_domain *fdom, struct fi_cntr_attr *attr, struct fid
 	if (!c)
 		return -FI_ENOMEM;
 	c->dom = (struct dfi_domain *)fdom;
+	c->dn = -1;
+	pthread_mutex_lock(&dfi_lock);
+	for (unsigned n = 0; n < DNP_CNTR_MAX && !getenv("DNP_FI_NO_DAEMON_CNTR"); n++)
+		if (!(c->dom->cntr_used & (1ull << n))) {
+			uint64_t dok, derr;
+
+			c->dom->cntr_used |= 1ull << n;
+			c->dn = (int)n;
+			dfi_cntr_daemon(c, &dok,
+					&derr); /* a counter used before counts from here */
+			c->val = -dok;
+			c->err = -derr;
+			break;
+		}
+	pthread_mutex_unlock(&dfi_lock);
 	c->cntr.fid.fclass = FI_CLASS_CNTR;
 	c->cntr.fid.context = context;
 	c->cntr.fid.ops = &dfi_cntr_fi_ops;

@@ -158,10 +158,19 @@ static void dfi_event(struct dfi_ep *ep, const struct dnp_event *ev)
 		dfi_credit_return(ep, a);
 		return;
 	}
+	if (kind == C_RMA && a == 0 && b == 0) {
+		/* a write the daemon counted (dnp_fi_rma.c) failed: its counter has the error */
+		if (ev->type == DNP_EV_ERROR)
+			dfi_cq_error(ep->tx_cq, NULL, FI_RMA | FI_WRITE, 0, NULL, 0, 0,
+				     ev->status ? -ev->status : FI_EIO);
+		return;
+	}
 	q = dnp_reqtab_find(&ep->reqs, a, b);
 	if (!q)
 		return;
-	if (kind == C_GET && q->kind == R_RECV)
+	if (kind == C_COLL && (q->kind == R_COLL || q->kind == R_JOIN))
+		dfi_coll_event(ep, q, ev);
+	else if (kind == C_GET && q->kind == R_RECV)
 		dfi_get_done(ep, q, ev);
 	else if (kind == C_RMA && q->kind == R_RMA)
 		dfi_rma_done(ep, q, ev);
@@ -188,6 +197,10 @@ static void dfi_drop_queue(struct dfi_ep *ep, struct dfi_peer *pe, int err)
 /* Ends request q with CQ error err (a positive FI_* errno). */
 static void dfi_req_fail(struct dfi_ep *ep, struct dfi_req *q, int err)
 {
+	if (q->kind == R_COLL || q->kind == R_JOIN) {
+		dfi_coll_fail(ep, q, err);
+		return;
+	}
 	if (q->kind == R_RECV)
 		dfi_cq_error(ep->rx_cq, q->context, FI_RECV | (q->tagged ? FI_TAGGED : FI_MSG), 0,
 			     q->buf, q->tag, 0, err);
@@ -306,6 +319,8 @@ void dfi_progress(struct dfi_ep *ep)
 			dfi_get_issue(ep, q);
 		}
 	}
+	if (ep->mcs)
+		dfi_coll_progress(ep);
 	for (i = 0; i < ep->dom->nidx; i++) {
 		struct dfi_peer *pe = ep->peers[i];
 
@@ -368,7 +383,9 @@ static int dfi_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		ep->av = (struct dfi_av *)bfid;
 		return 0;
 	case FI_CLASS_EQ:
-		return 0;
+		if (ep->eq)
+			return -FI_EINVAL; /* one event queue per endpoint */
+		return (int)LOCKED(dfi_eq_bind((struct dfi_eq *)bfid, ep));
 	case FI_CLASS_CNTR:
 		return (int)LOCKED(dfi_cntr_bind(ep, (struct dfi_cntr *)bfid, flags));
 	case FI_CLASS_CQ:
@@ -458,6 +475,9 @@ static int dfi_ep_close(struct fid *fid)
 		free(u->data);
 		free(u);
 	}
+	dfi_coll_close_ep(ep);
+	if (ep->eq)
+		dfi_eq_unbind(ep->eq, ep);
 	dnp_reqtab_fini(&ep->reqs, free);
 	for (k = 0; k < DFI_CNT_N; k++)
 		if (ep->cntr[k])
@@ -498,7 +518,7 @@ static struct fi_ops_cm dfi_cm_ops = {
 	.accept = NOSYS(accept),
 	.reject = NOSYS(reject),
 	.shutdown = NOSYS(shutdown),
-	.join = NOSYS(join),
+	.join = dfi_join,
 };
 
 int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **out, void *context)
@@ -508,13 +528,16 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	size_t ring_len = (size_t)dom->nidx * DFI_K * DFI_SLOT;
 	size_t cred_len = dfi_cred_len(dom);
 	uint8_t *area;
-	int r;
+	int r, tc;
 
 	if (info && info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
 	    info->ep_attr->type != FI_EP_UNSPEC)
 		return -FI_EINVAL;
 	if (!dfi_src_ok(info, dom->self, dom->port))
 		return -FI_EINVAL; /* src_addr of another node (or port) than the domain's */
+	tc = info && info->tx_attr ? dfi_tclass(info->tx_attr->tclass) : 0;
+	if (tc < 0)
+		return -FI_EINVAL;
 	pthread_mutex_lock(&dfi_lock);
 	if (dom->ep) {
 		pthread_mutex_unlock(&dfi_lock);
@@ -526,6 +549,7 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 		goto err;
 	dnp_reqtab_init(&ep->reqs, DNP_REQTAB_MAX24);
 	ep->dom = dom;
+	dom->tc = DNP_TC(tc); /* every command of the endpoint carries its class */
 	ep->tx_op_flags = info && info->tx_attr ? info->tx_attr->op_flags : 0;
 	ep->rx_op_flags = info && info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->directed = !info || (info->caps & FI_DIRECTED_RECV);
@@ -550,6 +574,7 @@ int dfi_endpoint(struct fid_domain *fdom, struct fi_info *info, struct fid_ep **
 	ep->ep.msg = &dfi_msg_ops;
 	ep->ep.tagged = &dfi_tagged_ops;
 	ep->ep.rma = &dfi_rma_ops;
+	ep->ep.collective = &dfi_coll_ops;
 	dom->ep = ep;
 	pthread_mutex_unlock(&dfi_lock);
 	*out = &ep->ep;

@@ -19,6 +19,11 @@ int dfi_enosys_fid(void)
 	return -FI_ENOSYS;
 }
 
+ssize_t dfi_enosys_op(void)
+{
+	return -FI_ENOSYS;
+}
+
 /* ------------------------------------------------------------ domain, fabric */
 
 static int dfi_domain_close(struct fid *fid)
@@ -52,7 +57,7 @@ static struct fi_ops_domain dfi_domain_ops = {
 	.stx_ctx = NOSYS(stx_ctx),
 	.srx_ctx = NOSYS(srx_ctx),
 	.query_atomic = NOSYS(query_atomic),
-	.query_collective = NOSYS(query_collective),
+	.query_collective = dfi_query_collective,
 };
 
 /*
@@ -114,32 +119,143 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 }
 
 /*
- * Event queue: RDM endpoints have no connection events, so it stays empty;
- * it exists because applications open and bind one anyway.
+ * Event queue: RDM endpoints have no connection events; what comes is the
+ * end of fi_join_collective (FI_JOIN_COMPLETE, or an error entry). Reads
+ * progress the endpoints bound to it.
  */
-static ssize_t dfi_eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len,
+static struct dfi_eq_ent *dfi_eq_slot(struct dfi_eq *eq)
+{
+	struct dfi_eq_ent *e;
+
+	if (eq->n == eq->cap) {
+		size_t cap = eq->cap ? eq->cap * 2 : 16, i;
+		struct dfi_eq_ent *ne = calloc(cap, sizeof(*ne));
+
+		if (!ne)
+			return NULL;
+		for (i = 0; i < eq->n; i++)
+			ne[i] = eq->ent[(eq->head + i) % eq->cap];
+		free(eq->ent);
+		eq->ent = ne;
+		eq->cap = cap;
+		eq->head = 0;
+	}
+	e = &eq->ent[(eq->head + eq->n) % eq->cap];
+	memset(e, 0, sizeof(*e));
+	eq->n++;
+	return e;
+}
+
+void dfi_eq_write(struct dfi_eq *eq, uint32_t event, fid_t fid, void *context)
+{
+	struct dfi_eq_ent *e = eq ? dfi_eq_slot(eq) : NULL;
+
+	if (!e)
+		return;
+	e->event = event;
+	e->e.fid = fid;
+	e->e.context = context;
+}
+
+void dfi_eq_error(struct dfi_eq *eq, fid_t fid, void *context, int err)
+{
+	struct dfi_eq_ent *e = eq ? dfi_eq_slot(eq) : NULL;
+
+	if (!e)
+		return;
+	e->err = true;
+	e->event = FI_JOIN_COMPLETE;
+	e->ee.fid = fid;
+	e->ee.context = context;
+	e->ee.err = err;
+	e->ee.prov_errno = -err;
+}
+
+int dfi_eq_bind(struct dfi_eq *eq, struct dfi_ep *ep)
+{
+	if (eq->neps == DFI_EQ_EPS)
+		return -FI_ENOSPC;
+	eq->eps[eq->neps++] = ep;
+	ep->eq = eq;
+	return 0;
+}
+
+void dfi_eq_unbind(struct dfi_eq *eq, struct dfi_ep *ep)
+{
+	unsigned i;
+
+	for (i = 0; i < eq->neps; i++)
+		if (eq->eps[i] == ep) {
+			eq->eps[i] = eq->eps[--eq->neps];
+			break;
+		}
+	ep->eq = NULL;
+}
+
+static ssize_t dfi_eq_read_locked(struct dfi_eq *eq, uint32_t *event, void *buf, size_t len,
+				  uint64_t flags)
+{
+	struct dfi_eq_ent *e;
+	unsigned i;
+
+	for (i = 0; i < eq->neps; i++)
+		dfi_progress(eq->eps[i]);
+	if (!eq->n)
+		return -FI_EAGAIN;
+	e = &eq->ent[eq->head];
+	if (e->err)
+		return -FI_EAVAIL;
+	if (len < sizeof(e->e))
+		return -FI_ETOOSMALL;
+	if (event)
+		*event = e->event;
+	memcpy(buf, &e->e, sizeof(e->e));
+	if (!(flags & FI_PEEK)) {
+		eq->head = (eq->head + 1) % eq->cap;
+		eq->n--;
+	}
+	return (ssize_t)sizeof(e->e);
+}
+
+static ssize_t dfi_eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t len,
 			   uint64_t flags)
 {
-	return -FI_EAGAIN;
+	return LOCKED(dfi_eq_read_locked((struct dfi_eq *)feq, event, buf, len, flags));
 }
 
-static ssize_t dfi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags)
+static ssize_t dfi_eq_readerr_locked(struct dfi_eq *eq, struct fi_eq_err_entry *buf)
 {
-	return -FI_EAGAIN;
+	struct dfi_eq_ent *e;
+
+	if (!eq->n || !eq->ent[eq->head].err)
+		return -FI_EAGAIN;
+	e = &eq->ent[eq->head];
+	*buf = e->ee;
+	eq->head = (eq->head + 1) % eq->cap;
+	eq->n--;
+	return (ssize_t)sizeof(*buf);
 }
 
-/* Waits as asked (timeout ms, < 0: for ever) for an event that never comes. */
-static ssize_t dfi_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, int timeout,
+static ssize_t dfi_eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	return LOCKED(dfi_eq_readerr_locked((struct dfi_eq *)feq, buf));
+}
+
+/* Reads with progress until an entry comes or timeout ms pass (< 0: for ever). */
+static ssize_t dfi_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf, size_t len, int timeout,
 			    uint64_t flags)
 {
-	struct timespec ts = { .tv_sec = timeout / 1000, .tv_nsec = timeout % 1000 * 1000000L };
+	uint64_t end = dfi_now() + (uint64_t)(timeout < 0 ? 0 : timeout) * 1000000ull;
+	ssize_t r;
 
-	if (timeout < 0)
-		for (;;)
-			pause();
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-	return -FI_EAGAIN;
+	for (;;) {
+		r = dfi_eq_read(feq, event, buf, len, flags);
+		struct timespec ts = { 0, 200000 };
+
+		if (r != -FI_EAGAIN || (timeout >= 0 && dfi_now() >= end))
+			return r;
+		nanosleep(&ts, NULL); /* joins take a round trip of the daemons: no need to spin */
+	}
 }
 
 static const char *dfi_eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
@@ -150,7 +266,14 @@ static const char *dfi_eq_strerror(struct fid_eq *eq, int prov_errno, const void
 
 static int dfi_eq_close(struct fid *fid)
 {
-	free(fid);
+	struct dfi_eq *eq = (struct dfi_eq *)fid;
+
+	pthread_mutex_lock(&dfi_lock);
+	while (eq->neps) /* endpoints still bound no longer report to it */
+		dfi_eq_unbind(eq, eq->eps[0]);
+	pthread_mutex_unlock(&dfi_lock);
+	free(eq->ent);
+	free(eq);
 	return 0;
 }
 
@@ -166,7 +289,7 @@ static struct fi_ops_eq dfi_eq_ops = {
 	.size = sizeof(struct fi_ops_eq),
 	.read = dfi_eq_read,
 	.readerr = dfi_eq_readerr,
-	.write = NOSYS(write),
+	.write = NOSYS_OP(write),
 	.sread = dfi_eq_sread,
 	.strerror = dfi_eq_strerror,
 };
@@ -174,15 +297,15 @@ static struct fi_ops_eq dfi_eq_ops = {
 static int dfi_eq_open(struct fid_fabric *fab, struct fi_eq_attr *attr, struct fid_eq **out,
 		       void *context)
 {
-	struct fid_eq *eq = calloc(1, sizeof(*eq));
+	struct dfi_eq *eq = calloc(1, sizeof(*eq));
 
 	if (!eq)
 		return -FI_ENOMEM;
-	eq->fid.fclass = FI_CLASS_EQ;
-	eq->fid.context = context;
-	eq->fid.ops = &dfi_eq_fi_ops;
-	eq->ops = &dfi_eq_ops;
-	*out = eq;
+	eq->eq.fid.fclass = FI_CLASS_EQ;
+	eq->eq.fid.context = context;
+	eq->eq.fid.ops = &dfi_eq_fi_ops;
+	eq->eq.ops = &dfi_eq_ops;
+	*out = &eq->eq;
 	return 0;
 }
 

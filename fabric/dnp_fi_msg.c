@@ -27,7 +27,7 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 
 	r = dnp_put(ep->dom->d, pe->stage_mem + (size_t)k * DFI_SLOT, s->len, pe->c, pe->port,
 		    pe->ring_va + (uint64_t)(s->seq % DFI_K) * DFI_SLOT, pe->ring_key,
-		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK);
+		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK | ep->dom->tc);
 	dnp_stage_issued(&s->state, &pe->pending, r);
 	if (r != 0 && r != -EAGAIN)
 		dfi_fail(ep, r, "PUT");
@@ -182,7 +182,7 @@ void dfi_credit_return(struct dfi_ep *ep, unsigned idx)
 	ep->credit_out[idx] = pe->consumed;
 	r = dnp_put(ep->dom->d, &ep->credit_out[idx], sizeof(uint64_t), pe->c, pe->port,
 		    pe->credit_va, pe->credit_key, dnp_reqtab_cookie(C_CREDIT, idx, 0),
-		    DNP_NONBLOCK);
+		    DNP_NONBLOCK | ep->dom->tc);
 	if (r == 0) {
 		pe->credit_busy = true;
 		pe->acked = pe->consumed;
@@ -245,7 +245,7 @@ void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q)
 
 	r = dnp_get(ep->dom->d, q->bounce ? q->bounce : q->buf, q->got, q->reg->key, pe->c,
 		    pe->port, q->rts.va, q->rts.key, dnp_reqtab_cookie(C_GET, q->idx, q->gen),
-		    DNP_NONBLOCK);
+		    DNP_NONBLOCK | ep->dom->tc);
 	if (r == 0) {
 		q->getting = true;
 		return;

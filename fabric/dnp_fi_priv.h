@@ -18,6 +18,8 @@
  *   dnp_fi_msg.c     FI_MSG and FI_TAGGED: the eager ring protocol, credits,
  *                    rendez-vous, matching, fi_cancel
  *   dnp_fi_rma.c     FI_RMA: fi_read as a DNP GET, fi_write as a DNP PUT
+ *   dnp_fi_coll.c    FI_COLLECTIVE: AV sets, fi_join_collective, barrier,
+ *                    broadcast and allreduce as the daemons' collectives
  *
  * Locking: every entry point called by the application takes dfi_lock
  * (FI_THREAD_SAFE); every function declared here expects it held unless its
@@ -34,6 +36,7 @@
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
@@ -56,7 +59,8 @@ enum {
 	C_STAGE = 1,
 	C_CREDIT = 2,
 	C_GET = 3,
-	C_RMA = 4
+	C_RMA = 4,
+	C_COLL = 5 /* a collective (or a join) of dnp_fi_coll.c */
 };
 /* States of a staging slot (stage.h). */
 enum {
@@ -68,7 +72,9 @@ enum {
 enum {
 	R_SEND = 1,
 	R_RECV,
-	R_RMA
+	R_RMA,
+	R_COLL, /* a collective (dnp_fi_coll.c) */
+	R_JOIN  /* an fi_join_collective (dnp_fi_coll.c) */
 };
 
 /* The provider-wide lock (dnp_fi_fabric.c). */
@@ -139,6 +145,49 @@ struct dfi_req {
 	bool wdata;                   /* fi_writedata */
 	void *inject;                 /* fi_inject_write: the private copy written */
 	struct dfi_req *next;
+	/* R_COLL, R_JOIN (dnp_fi_coll.c) */
+	struct dfi_mc *mc;
+	unsigned coll, dtype, redop, root; /* DNP_OP_*, DNP_TYPE_*, DNP_RED_*, root rank */
+	const void *csrc;                  /* allreduce: the source */
+};
+
+/* An event queue: FI_JOIN_COMPLETE entries and their errors (dnp_fi_fabric.c). */
+struct dfi_eq_ent {
+	uint32_t event;
+	bool err;
+	struct fi_eq_entry e;
+	struct fi_eq_err_entry ee;
+};
+
+#define DFI_EQ_EPS 16 /* endpoints one event queue progresses */
+
+struct dfi_eq {
+	struct fid_eq eq;
+	struct dfi_eq_ent *ent;
+	size_t cap, head, n;
+	struct dfi_ep *eps[DFI_EQ_EPS]; /* bound endpoints: reads progress them */
+	unsigned neps;
+};
+
+/* An AV set: an ordered list of AV addresses (dnp_fi_coll.c). */
+struct dfi_av_set {
+	struct fid_av_set set;
+	struct dfi_av *av;
+	fi_addr_t *addr;
+	size_t n, cap;
+};
+
+/* A collective group joined by an endpoint: one group of the daemon (dnp_fi_coll.c). */
+struct dfi_mc {
+	struct fid_mc mc;
+	struct dfi_ep *ep; /* NULL once the endpoint closed */
+	uint32_t id;       /* the daemon's group id, the same on every member */
+	struct dnp_coll_member *m;
+	unsigned n, rank;
+	int state;                       /* 0 joining, 1 joined, else -FI_* of the join */
+	struct dfi_req *run;             /* the collective the daemon runs */
+	struct dfi_req *q_head, *q_tail; /* collectives waiting for it, in order */
+	struct dfi_mc *next;             /* the endpoint's groups */
 };
 
 struct dfi_out {
@@ -205,11 +254,19 @@ enum {
 	DFI_CNT_N
 };
 
+/*
+ * A counter is the provider's count plus, when it has one (dn >= 0), the
+ * daemon's completion counter dn of the domain's port (DNP_CNTR): writes
+ * that need no CQ entry are counted by the daemon alone. val and err hold
+ * the provider's part less the daemon's counts when the counter opened (or
+ * was set), modulo 2^64, so value = val + daemon ok, errors = err + daemon err.
+ */
 struct dfi_cntr {
 	struct fid_cntr cntr;
 	struct dfi_domain *dom;
 	uint64_t val, err;
 	unsigned bound; /* kinds of an endpoint it counts */
+	int dn;         /* the daemon's counter, -1: none (all DNP_CNTR_MAX taken) */
 };
 
 struct dfi_domain {
@@ -219,6 +276,8 @@ struct dfi_domain {
 	unsigned nnodes, port, nidx, my_idx;
 	struct dfi_ep *ep;
 	struct dnp_regcache regs; /* ranges registered for rendez-vous */
+	uint64_t cntr_used;       /* daemon counters held by open fi_cntrs (bit n: DNP_CNTR(n)) */
+	unsigned tc;              /* DNP_TC(n) of the endpoint's tx_attr->tclass (dnp_fi_ep.c) */
 };
 
 struct dfi_ep {
@@ -245,6 +304,12 @@ struct dfi_ep {
 	uint64_t gen;
 	int fatal;
 	uint64_t alive_at; /* when the daemon was last seen alive (dfi_now) */
+	/* FI_COLLECTIVE (dnp_fi_coll.c) */
+	struct dfi_eq *eq;  /* bound event queue: FI_JOIN_COMPLETE */
+	struct dfi_mc *mcs; /* joined (or joining) groups */
+	uint32_t *join_h;   /* hashes of member lists joined, */
+	unsigned *join_n;   /* and how often each */
+	unsigned njoin;
 };
 
 /*
@@ -254,6 +319,9 @@ struct dfi_ep {
  */
 int dfi_enosys_fid(void);
 #define NOSYS(fn) ((void *)dfi_enosys_fid)
+/* The same for an operation returning ssize_t (an int's -FI_ENOSYS would read as positive). */
+ssize_t dfi_enosys_op(void);
+#define NOSYS_OP(fn) ((void *)dfi_enosys_op)
 
 #define EP(fep) ((struct dfi_ep *)(fep))
 /* An entry point's body under the provider lock. */
@@ -297,6 +365,8 @@ const char *dfi_socket(char *buf, size_t len);
  * an endpoint on port may take (dnp_fi.h).
  */
 bool dfi_src_ok(const struct fi_info *info, struct dnp_coords self, unsigned port);
+/* The DNP class (0..7) of a libfabric tclass (tx_attr), -1 when unknown. */
+int dfi_tclass(uint32_t tclass);
 
 /* ---- dnp_fi_cq.c */
 /* fi_cq_open: formats up to FI_CQ_FORMAT_TAGGED; -FI_ENOSYS for a wait object. */
@@ -328,6 +398,12 @@ int dfi_cntr_bind(struct dfi_ep *ep, struct dfi_cntr *c, uint64_t flags);
  * counter bound for its kind (FI_RECV, FI_SEND, FI_READ, FI_WRITE) counts it.
  */
 void dfi_count(struct dfi_ep *ep, uint64_t flags, bool err);
+/*
+ * The DNP_CNTR flag for an operation of kind k (DFI_CNT_*) that writes no CQ
+ * entry, when the counter bound for k has a daemon counter; 0 otherwise
+ * (the provider then counts it, dfi_count).
+ */
+unsigned dfi_cntr_flag(const struct dfi_ep *ep, unsigned k);
 
 /* ---- dnp_fi_av.c */
 /* fi_av_open: FI_AV_MAP / FI_AV_TABLE; -FI_EINVAL, -FI_ENOSYS (named or rx_ctx_bits). */
@@ -388,6 +464,36 @@ void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q);
 int dfi_notify_write(struct dfi_ep *ep, unsigned idx, uint64_t len, uint64_t data);
 /* The rendez-vous GET of receive q ended (event ev): FIN to the sender, q completes. */
 void dfi_get_done(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *ev);
+
+/* ---- dnp_fi_fabric.c: event queues */
+/* Queue an event (FI_JOIN_COMPLETE) for fid with context; a failed allocation drops it. */
+void dfi_eq_write(struct dfi_eq *eq, uint32_t event, fid_t fid, void *context);
+/* Queue an error entry for fid: err a positive FI_* errno. */
+void dfi_eq_error(struct dfi_eq *eq, fid_t fid, void *context, int err);
+/* Endpoint ep no longer progresses through eq (its close). */
+void dfi_eq_unbind(struct dfi_eq *eq, struct dfi_ep *ep);
+/* fi_ep_bind of an event queue: -FI_ENOSPC past DFI_EQ_EPS endpoints. */
+int dfi_eq_bind(struct dfi_eq *eq, struct dfi_ep *ep);
+
+/* ---- dnp_fi_coll.c */
+extern struct fi_ops_collective dfi_coll_ops;
+/* fi_av_set on av (FI_UNIVERSE or start/end/stride/count); -FI_EINVAL, -FI_ENOMEM. */
+int dfi_av_set(struct fid_av *fav, struct fi_av_set_attr *attr, struct fid_av_set **out,
+	       void *context);
+/* fi_join (cm ops): FI_COLLECTIVE joins only (-FI_ENOSYS for multicast). */
+int dfi_join(struct fid_ep *fep, const void *addr, uint64_t flags, struct fid_mc **mc,
+	     void *context);
+/* fi_query_collective: 0 for what the daemons run, -FI_EOPNOTSUPP otherwise. */
+int dfi_query_collective(struct fid_domain *dom, enum fi_collective_op coll,
+			 struct fi_collective_attr *attr, uint64_t flags);
+/* The daemon's event for a C_COLL command (request q) came. */
+void dfi_coll_event(struct dfi_ep *ep, struct dfi_req *q, const struct dnp_event *ev);
+/* A collective or join request ends with err (a positive FI_* errno): its group forgets it. */
+void dfi_coll_fail(struct dfi_ep *ep, struct dfi_req *q, int err);
+/* Issues the collectives that wait for their group while the daemon can take them. */
+void dfi_coll_progress(struct dfi_ep *ep);
+/* The endpoint closes: its groups are left and no longer refer to it. */
+void dfi_coll_close_ep(struct dfi_ep *ep);
 
 /* ---- dnp_fi_rma.c */
 extern struct fi_ops_rma dfi_rma_ops;

@@ -40,6 +40,24 @@ static int dfi_read_dest(struct dfi_ep *ep, struct dfi_req *q, struct dfi_mr *mr
 	return 0;
 }
 
+/*
+ * A write the daemon counts (dnp_fi_cntr.c): no request, no event on
+ * success (DNP_NO_EVENT | cntr: DNP_CNTR(n)); a failure counts in the
+ * counter's errors and comes back as an event with the cookie of no request
+ * (C_RMA, 0, 0), which dfi_event turns into a CQ error entry without a context.
+ * An inject is copied into the command (DNP_INLINE, up to DNP_INLINE_MAX).
+ */
+static ssize_t dfi_write_counted(struct dfi_ep *ep, struct dfi_peer *pe, const void *buf,
+				 size_t len, uint64_t addr, uint64_t key, unsigned cntr,
+				 bool inject)
+{
+	unsigned fl = DNP_NONBLOCK | DNP_NO_EVENT | cntr | ep->dom->tc | (inject ? DNP_INLINE : 0);
+	int r = dnp_put(ep->dom->d, buf, len, pe->c, pe->port, addr, (uint32_t)key,
+			dnp_reqtab_cookie(C_RMA, 0, 0), fl);
+
+	return r == -EAGAIN ? -FI_EAGAIN : r;
+}
+
 static ssize_t dfi_rma(struct dfi_ep *ep, void *buf, size_t len, void *desc, fi_addr_t peer,
 		       uint64_t addr, uint64_t key, void *context, uint64_t flags, uint64_t data,
 		       unsigned how)
@@ -63,6 +81,15 @@ static ssize_t dfi_rma(struct dfi_ep *ep, void *buf, size_t len, void *desc, fi_
 	pe = dfi_peer_of(ep, peer, &idx, &err);
 	if (!pe)
 		return err;
+	if (!read && !(flags & FI_REMOTE_CQ_DATA) &&
+	    ((how & DFI_RMA_NOCOMP) ||
+	     !dfi_want_comp(ep->tx_flags, how & DFI_RMA_EXPLICIT ? flags : ep->tx_op_flags))) {
+		unsigned cf = dfi_cntr_flag(ep, DFI_CNT_WRITE);
+
+		if (cf && (!(flags & FI_INJECT) || len <= DNP_INLINE_MAX))
+			return dfi_write_counted(ep, pe, buf, len, addr, key, cf,
+						 flags & FI_INJECT);
+	}
 	q = dfi_req_new(ep, R_RMA);
 	if (!q)
 		return -FI_ENOMEM;
@@ -80,7 +107,8 @@ static ssize_t dfi_rma(struct dfi_ep *ep, void *buf, size_t len, void *desc, fi_
 		if (r == 0)
 			r = dnp_get(ep->dom->d, q->bounce ? q->bounce : buf, len, lkey, pe->c,
 				    pe->port, addr, (uint32_t)key,
-				    dnp_reqtab_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
+				    dnp_reqtab_cookie(C_RMA, q->idx, q->gen),
+				    DNP_NONBLOCK | ep->dom->tc);
 	} else {
 		if (flags & FI_INJECT) {
 			q->inject = malloc(len);
@@ -92,7 +120,7 @@ static ssize_t dfi_rma(struct dfi_ep *ep, void *buf, size_t len, void *desc, fi_
 			src = q->inject;
 		}
 		r = dnp_put(ep->dom->d, src, len, pe->c, pe->port, addr, (uint32_t)key,
-			    dnp_reqtab_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK);
+			    dnp_reqtab_cookie(C_RMA, q->idx, q->gen), DNP_NONBLOCK | ep->dom->tc);
 	}
 	if (r < 0) {
 		dfi_unreg_user(ep->dom, q);

@@ -26,6 +26,17 @@
  *               completion); fi_tinject does not
  *   rebirth     C closes and a new endpoint takes its port: B talks to it
  *   refused     fi_poll_open and fi_wait_open answer -FI_ENOSYS
+ *   cntr        a counter bound for FI_WRITE on an endpoint whose CQ takes
+ *               FI_SELECTIVE_COMPLETION: fi_write and fi_inject_write without
+ *               FI_COMPLETION are counted by the daemon (DNP_CNTR): the value
+ *               reaches their number, no CQ entry, the bytes land; a wrong key
+ *               counts in fi_cntr_readerr; fi_cntr_set; a write with
+ *               FI_COMPLETION still counts (provider path) and completes
+ * With "--tc" it only writes, from one endpoint per libfabric traffic class
+ * (tx_attr->tclass) on node 0, 1000 + i bytes to B (i: the class's place in
+ * the list it prints), for tests/integration/fi-tc.sh to find on the wire.
+ * With "--cntr-bench N" (DNP_NNODES >= 2) it measures instead N 8-byte
+ * fi_writes completed by the counter against the same completed in the CQ.
  * Prints "PASS fi_dnp_check" and exits 0 if all is right.
  */
 #include <stdbool.h>
@@ -34,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -545,6 +557,254 @@ static void refused(void)
 	printf("ok: poll and wait sets refused (-FI_ENOSYS)\n");
 }
 
+/* D: an endpoint on node 0 with counter c bound for FI_WRITE and a CQ of selective completion. */
+static int cntr_side(struct fi_side *d, const char *sock)
+{
+	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC };
+	uint8_t addr[64];
+	size_t len = sizeof(addr);
+	int r;
+
+	setenv("DNP_SOCKET", sock, 1);
+	r = fi_fabric(info->fabric_attr, &d->fab, NULL);
+	if (!r)
+		r = fi_domain(d->fab, info, &d->dom, NULL);
+	if (!r)
+		r = fi_cntr_open(d->dom, &ca, &d->cntr[0], NULL);
+	d->cntr_flags[0] = FI_WRITE;
+	if (!r)
+		r = fi_side_open_ep(d, info, FI_AV_TABLE, FI_SELECTIVE_COMPLETION);
+	if (!r)
+		r = fi_getname(&B.ep->fid, addr, &len);
+	if (!r)
+		r = fi_av_insert(d->av, addr, 1, &d->peer, 0, NULL) == 1 ? 0 : -FI_EINVAL;
+	return r;
+}
+
+/* Waits (bounded) until counter c reaches v; returns its value. */
+static uint64_t cntr_reach(struct fid_cntr *c, uint64_t v)
+{
+	int r = fi_cntr_wait(c, v, 10000);
+
+	CHECK(r == 0 || r == -FI_EAVAIL, "fi_cntr_wait(%llu): %s", (unsigned long long)v,
+	      fi_strerror(-r));
+	return fi_cntr_read(c);
+}
+
+static void cntr_daemon(const char *sock)
+{
+	static uint64_t win[256], src[256];
+	struct fi_side D = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee = { 0 };
+	struct fid_mr *mr;
+	struct fid_cntr *c;
+	struct fi_msg_rma m;
+	struct fi_rma_iov ri;
+	struct iovec iov;
+	uint64_t base, i, key;
+	unsigned k;
+	int ctx;
+
+	if (cntr_side(&D, sock)) {
+		CHECK(0, "counter endpoint");
+		fi_side_close(&D);
+		return;
+	}
+	c = D.cntr[0];
+	CHECK(fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0,
+	      "mr_reg");
+	key = fi_mr_key(mr);
+	base = fi_cntr_read(c);
+	CHECK(base == 0, "a new counter reads %llu", (unsigned long long)base);
+	for (i = 0; i < 200; i++) {
+		src[i] = 0x1000 + i;
+		if (i % 4 == 3)
+			CHECK(fi_inject_write(D.ep, &src[i], 8, D.peer, (uintptr_t)&win[i], key) ==
+				      0,
+			      "inject_write %llu", (unsigned long long)i);
+		else
+			CHECK(fi_write(D.ep, &src[i], 8, NULL, D.peer, (uintptr_t)&win[i], key,
+				       &ctx) == 0,
+			      "write %llu", (unsigned long long)i);
+	}
+	CHECK(cntr_reach(c, 200) == 200, "counted %llu of 200 writes",
+	      (unsigned long long)fi_cntr_read(c));
+	CHECK(fi_cntr_readerr(c) == 0, "errors %llu", (unsigned long long)fi_cntr_readerr(c));
+	for (k = 0, i = 0; i < 200; i++)
+		k += win[i] == 0x1000 + i;
+	CHECK(k == 200, "%u of 200 written words landed", k);
+	CHECK(fi_cq_read(D.cq, &e, 1) == -FI_EAGAIN, "selective completion: no CQ entry");
+	/* a wrong key: an error in the counter (and an error entry), not a success */
+	CHECK(fi_write(D.ep, &src[0], 8, NULL, D.peer, (uintptr_t)&win[0], key ^ 0x5a5a, &ctx) == 0,
+	      "write with a wrong key");
+	for (i = 0; i < 1000 && fi_cntr_readerr(c) == 0; i++)
+		usleep(1000);
+	CHECK(fi_cntr_readerr(c) == 1 && fi_cntr_read(c) == 200, "wrong key: ok %llu err %llu",
+	      (unsigned long long)fi_cntr_read(c), (unsigned long long)fi_cntr_readerr(c));
+	CHECK(fi_cq_read(D.cq, &e, 1) == -FI_EAVAIL && fi_cq_readerr(D.cq, &ee, 0) == 1 &&
+		      ee.err != 0,
+	      "wrong key: CQ error entry");
+	/* set, then one more; then one with FI_COMPLETION (a CQ entry, the provider counts) */
+	CHECK(fi_cntr_set(c, 1000) == 0 && fi_cntr_read(c) == 1000, "set");
+	CHECK(fi_write(D.ep, &src[1], 8, NULL, D.peer, (uintptr_t)&win[250], key, &ctx) == 0, "w");
+	CHECK(cntr_reach(c, 1001) == 1001, "after set");
+	iov = (struct iovec){ &src[2], 8 };
+	ri = (struct fi_rma_iov){ (uintptr_t)&win[251], 8, key };
+	m = (struct fi_msg_rma){ .msg_iov = &iov,
+				 .iov_count = 1,
+				 .addr = D.peer,
+				 .rma_iov = &ri,
+				 .rma_iov_count = 1,
+				 .context = &ctx };
+	CHECK(fi_writemsg(D.ep, &m, FI_COMPLETION) == 0, "writemsg");
+	CHECK(cntr_reach(c, 1002) == 1002, "a write with FI_COMPLETION counts too");
+	CHECK(fi_cq_read(D.cq, &e, 1) == 1 && e.op_context == &ctx, "its CQ entry");
+	CHECK(win[250] == src[1] && win[251] == src[2], "landed");
+	fi_close(&mr->fid);
+	fi_side_close(&D);
+	printf("ok: fi_cntr on FI_WRITE: 200 writes counted, wrong key in readerr, set\n");
+}
+
+/* One fi_write of 1000 + i bytes from an endpoint of each traffic class to B. */
+static void tc_writes(const char *sock)
+{
+	static const uint32_t tcs[] = { FI_TC_UNSPEC,       FI_TC_SCAVENGER,
+					FI_TC_BULK_DATA,    FI_TC_BEST_EFFORT,
+					FI_TC_LOW_LATENCY,  FI_TC_DEDICATED_ACCESS,
+					FI_TC_NETWORK_CTRL, FI_TC_DSCP | 46,
+					FI_TC_DSCP | 24 };
+	static uint8_t win[2048], src[2048];
+	struct fid_mr *mr;
+	unsigned i;
+
+	CHECK(fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL) == 0, "mr");
+	for (i = 0; i < sizeof(tcs) / sizeof(tcs[0]); i++) {
+		struct fi_info *fi = fi_dupinfo(info);
+		struct fi_side s = { 0 };
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry ee;
+		uint8_t addr[64];
+		size_t len = sizeof(addr);
+
+		fi->tx_attr->tclass = tcs[i];
+		if (fi_side_open(&s, fi, sock, FI_AV_TABLE, 0) ||
+		    fi_getname(&B.ep->fid, addr, &len) ||
+		    fi_av_insert(s.av, addr, 1, &s.peer, 0, NULL) != 1) {
+			CHECK(0, "endpoint of tclass %#x", tcs[i]);
+		} else {
+			CHECK(fi_write(s.ep, src, 1000 + i, NULL, s.peer, (uintptr_t)win,
+				       fi_mr_key(mr), NULL) == 0,
+			      "write");
+			CHECK(next(&s, &e, &ee) == 1, "write of tclass %#x completes", tcs[i]);
+			printf("tc %u tclass %#x len %u\n", i, tcs[i], 1000 + i);
+		}
+		fi_side_close(&s);
+		fi_freeinfo(fi);
+	}
+	{
+		struct fi_info *fi = fi_dupinfo(info);
+		struct fi_side s = { 0 };
+
+		fi->tx_attr->tclass = FI_TC_LABEL + 77; /* a label the provider does not know */
+		CHECK(fi_side_open(&s, fi, sock, FI_AV_TABLE, 0) == -FI_EINVAL,
+		      "an unknown tclass is refused");
+		fi_side_close(&s);
+		fi_freeinfo(fi);
+	}
+	fi_close(&mr->fid);
+}
+
+/* Median of n doubles (sorts them). */
+static double median(double *v, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * N 8-byte fi_writes one at a time (each waited) and as a stream (all
+ * posted, then waited), completed by the counter (D) or in the CQ (A),
+ * 5 rounds each: medians in us per write.
+ */
+static void cntr_bench(const char *sock, unsigned n)
+{
+	static uint64_t win[64], src = 42;
+	struct fi_side D = { 0 };
+	struct fid_mr *mr;
+	double one[2][5], str[2][5];
+	uint64_t key, v;
+	int ctx;
+
+	if (cntr_side(&D, sock) ||
+	    fi_mr_reg(B.dom, win, sizeof(win), FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL)) {
+		CHECK(0, "bench setup");
+		return;
+	}
+	key = fi_mr_key(mr);
+	v = fi_cntr_read(D.cntr[0]);
+	for (unsigned r = 0; r < 5; r++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry ee;
+		double t;
+
+		t = secs();
+		for (unsigned i = 0; i < n; i++) {
+			while (fi_write(D.ep, &src, 8, NULL, D.peer, (uintptr_t)win, key, &ctx) ==
+			       -FI_EAGAIN)
+				fi_cntr_read(D.cntr[0]);
+			CHECK(fi_cntr_wait(D.cntr[0], ++v, 10000) == 0, "bench wait");
+		}
+		one[0][r] = (secs() - t) / n * 1e6;
+		t = secs();
+		for (unsigned i = 0; i < n; i++) {
+			CHECK(fi_write(A.ep, &src, 8, NULL, A.peer, (uintptr_t)win, key, &ctx) == 0,
+			      "w");
+			CHECK(next(&A, &e, &ee) == 1, "bench CQ");
+		}
+		one[1][r] = (secs() - t) / n * 1e6;
+		t = secs();
+		for (unsigned i = 0; i < n; i++)
+			while (fi_write(D.ep, &src, 8, NULL, D.peer, (uintptr_t)win, key, &ctx) ==
+			       -FI_EAGAIN)
+				fi_cntr_read(D.cntr[0]);
+		v += n;
+		CHECK(fi_cntr_wait(D.cntr[0], v, 30000) == 0, "bench stream wait");
+		str[0][r] = (secs() - t) / n * 1e6;
+		t = secs();
+		for (unsigned i = 0, got = 0; i < n || got < n;) {
+			if (i < n &&
+			    fi_write(A.ep, &src, 8, NULL, A.peer, (uintptr_t)win, key, &ctx) == 0)
+				i++;
+			if (fi_cq_read(A.cq, &e, 1) == 1)
+				got++;
+		}
+		str[1][r] = (secs() - t) / n * 1e6;
+	}
+	printf("cntr-bench: %u 8-byte fi_writes, node 0 to the last of %s, 5 rounds, median us/write\n",
+	       n, getenv("DNP_NNODES"));
+	printf("one at a time: counter %.2f  CQ %.2f  (ratio CQ/counter %.2f)\n", median(one[0], 5),
+	       median(one[1], 5), median(one[1], 5) / median(one[0], 5));
+	printf("stream:        counter %.2f  CQ %.2f  (ratio CQ/counter %.2f)\n", median(str[0], 5),
+	       median(str[1], 5), median(str[1], 5) / median(str[0], 5));
+	fi_close(&mr->fid);
+	fi_side_close(&D);
+}
+
 int main(int argc, char **argv)
 {
 	struct fi_info *hints;
@@ -599,13 +859,21 @@ int main(int argc, char **argv)
 		CHECK(fi_av_insert(A.av, addr, 1, &bad, 0, NULL) == 0 && bad == FI_ADDR_NOTAVAIL,
 		      "a bad address is refused");
 	}
-	matching();
-	directed();
-	peek_claim_data();
-	rebirth();
-	truncation_cancel();
-	rma();
-	refused();
+	if (argc > 1 && !strcmp(argv[1], "--tc")) {
+		tc_writes(sa);
+	} else if (argc > 2 && !strcmp(argv[1], "--cntr-bench")) {
+		rma();
+		cntr_bench(sa, (unsigned)atoi(argv[2]));
+	} else {
+		matching();
+		directed();
+		peek_claim_data();
+		rebirth();
+		truncation_cancel();
+		rma();
+		refused();
+		cntr_daemon(sa);
+	}
 	fi_side_close(&A);
 	fi_side_close(&B);
 	fi_side_close(&C);

@@ -71,7 +71,8 @@ struct p_hdr {
 	uint64_t id;       /* RTS / FIN: the sender's request id */
 	uint64_t ring_va;  /* HELLO: our eager ring (PUT target), the sender's part at */
 	uint32_t ring_key; /*   ring_va + rank * credits * slot */
-	uint32_t rsvd;
+	uint8_t tc;        /* EAGER, RTS: the message's class (its data and the GET of it) */
+	uint8_t rsvd[3];
 };
 _Static_assert(sizeof(struct p_hdr) == P_HDR, "header is 64 bytes");
 
@@ -183,6 +184,7 @@ struct presto {
 	void **priv_peer;        /* per peer: its stage memory if private */
 	bool coll_ok, coll_done; /* p_coll_*: every rank joined; the running one ended */
 	int coll_status;
+	unsigned tc; /* class of the messages started from now on (presto_set_class) */
 };
 
 static uint64_t p_now(void)
@@ -309,15 +311,17 @@ static void p_stage_issue(struct presto *p, int dst, unsigned k)
 {
 	struct p_peer *pe = &p->peers[dst];
 	struct p_stage *s = &pe->stage[k];
+	uint8_t *m = pe->stage_mem + (size_t)k * p->slot;
+	unsigned fl = DNP_NONBLOCK | DNP_TC(((const struct p_hdr *)m)->tc); /* its header's */
 	int r;
 
 	if (s->put)
-		r = dnp_put(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
+		r = dnp_put(p->d, m, s->len, pe->c, p->peer_port,
 			    pe->ring_va + (uint64_t)(s->seq % p->credits) * p->slot, pe->ring_key,
-			    dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+			    dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), fl);
 	else
-		r = dnp_send(p->d, pe->stage_mem + (size_t)k * p->slot, s->len, pe->c, p->peer_port,
-			     dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), DNP_NONBLOCK);
+		r = dnp_send(p->d, m, s->len, pe->c, p->peer_port,
+			     dnp_reqtab_cookie(C_SEND, (uint32_t)dst, k), fl);
 	dnp_stage_issued(&s->state, &pe->pending, r);
 	if (r == 0)
 		return;
@@ -480,7 +484,7 @@ static void p_get_issue(struct presto *p, struct presto_req *q)
 	int r;
 
 	r = dnp_get(p->d, dst, q->got, q->reg->key, p->peers[h->src].c, p->peer_port, h->va, h->key,
-		    dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK);
+		    dnp_reqtab_cookie(C_GET, q->idx, q->gen), DNP_NONBLOCK | DNP_TC(h->tc));
 	if (r == 0) {
 		q->get_pending = false;
 		q->getting = true;
@@ -872,7 +876,7 @@ static int p_isend(struct presto *p, const void *buf, size_t len, int dst, int t
 		   struct presto_req **out)
 {
 	struct presto_req *q;
-	struct p_hdr h = { .ctx = (uint8_t)ctx, .tag = tag, .len = len };
+	struct p_hdr h = { .ctx = (uint8_t)ctx, .tag = tag, .len = len, .tc = (uint8_t)p->tc };
 	int r;
 
 	if (dst < 0 || dst >= p->size || tag < 0 || tag > PRESTO_TAG_MAX || (!buf && len) || !out ||
@@ -1060,219 +1064,25 @@ int presto_set_eager_max(struct presto *p, size_t n)
 	return 0;
 }
 
+int presto_set_class(struct presto *p, unsigned tc)
+{
+	if (tc > 7)
+		return -EINVAL;
+	p->tc = tc;
+	return 0;
+}
+
+unsigned presto_class(const struct presto *p)
+{
+	return p->tc;
+}
+
 void presto_get_stats(const struct presto *p, struct presto_stats *st)
 {
 	*st = p->stats;
 }
 
-/* ---- collectives (context P_CTX_COLL: never matched by user receives) ---- */
-
-enum {
-	T_BARRIER = 1,
-	T_BCAST,
-	T_REDUCE,
-	T_GATHER
-};
-
-static int p_sendrecv_wait(struct presto *p, struct presto_req *a, struct presto_req *b)
-{
-	int r1 = a ? presto_wait(p, &a, NULL) : 0;
-	int r2 = b ? presto_wait(p, &b, NULL) : 0;
-
-	return r1 ? r1 : r2;
-}
-
-#include "presto_coll.h" /* collectives run by the daemons */
-int presto_barrier(struct presto *p)
-{
-	struct presto_req *s, *r;
-	int k, rc;
-
-	if (p->coll_ok)
-		return p_coll_wait(p, dnp_barrier(p->d, P_COLL_GID, p_coll_cookie(p), 0));
-	/* Dissemination: round k talks to rank +-2^k; log2(size) rounds. */
-	for (k = 1; k < p->size; k <<= 1) {
-		rc = p_irecv(p, NULL, 0, (p->rank - k + p->size) % p->size, T_BARRIER, P_CTX_COLL,
-			     &r);
-		if (rc < 0)
-			return rc;
-		rc = p_isend(p, NULL, 0, (p->rank + k) % p->size, T_BARRIER, P_CTX_COLL, &s);
-		if (rc < 0)
-			return rc;
-		rc = p_sendrecv_wait(p, s, r);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-int presto_bcast(struct presto *p, void *buf, size_t len, int root)
-{
-	int n = p->size, vr, mask, rc;
-	struct presto_req *q;
-
-	if (root < 0 || root >= n || (!buf && len))
-		return -EINVAL;
-	if (p->coll_ok && len <= P_COLL_MAX)
-		return p_coll_wait(p, dnp_bcast(p->d, P_COLL_GID, buf, len, (unsigned)root,
-						p_coll_cookie(p), 0));
-	vr = (p->rank - root + n) % n;
-	/* Binomial tree: receive from the parent, then send to the children. */
-	for (mask = 1; mask < n; mask <<= 1)
-		if (vr & mask) {
-			rc = p_irecv(p, buf, len, (vr - mask + root) % n, T_BCAST, P_CTX_COLL, &q);
-			if (rc == 0)
-				rc = presto_wait(p, &q, NULL);
-			if (rc < 0)
-				return rc;
-			break;
-		}
-	for (mask >>= 1; mask > 0; mask >>= 1) {
-		if (vr + mask >= n)
-			continue;
-		rc = p_isend(p, buf, len, (vr + mask + root) % n, T_BCAST, P_CTX_COLL, &q);
-		if (rc == 0)
-			rc = presto_wait(p, &q, NULL);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-static size_t p_type_size(enum presto_type t)
-{
-	switch (t) {
-	case PRESTO_INT:
-		return sizeof(int);
-	case PRESTO_LONG:
-		return sizeof(long);
-	case PRESTO_DOUBLE:
-		return sizeof(double);
-	}
-	return 0;
-}
-
-#define P_COMBINE(T)                                                            \
-	do {                                                                    \
-		T *x = acc;                                                     \
-		const T *y = in;                                                \
-		for (i = 0; i < count; i++)                                     \
-			x[i] = op == PRESTO_SUM ? x[i] + y[i] :                 \
-			       op == PRESTO_MIN ? (y[i] < x[i] ? y[i] : x[i]) : \
-						  (y[i] > x[i] ? y[i] : x[i]);  \
-	} while (0)
-
-static void p_combine(void *acc, const void *in, size_t count, enum presto_type type,
-		      enum presto_op op)
-{
-	size_t i;
-
-	switch (type) {
-	case PRESTO_INT:
-		P_COMBINE(int);
-		break;
-	case PRESTO_LONG:
-		P_COMBINE(long);
-		break;
-	case PRESTO_DOUBLE:
-		P_COMBINE(double);
-		break;
-	}
-}
-
-int presto_reduce(struct presto *p, const void *sbuf, void *rbuf, size_t count,
-		  enum presto_type type, enum presto_op op, int root)
-{
-	size_t es = p_type_size(type), bytes = count * es;
-	int n = p->size, vr, mask, rc = 0;
-	struct presto_req *q;
-	void *acc, *tmp;
-
-	if (!es || op > PRESTO_MAX || root < 0 || root >= n || (!sbuf && count) ||
-	    (p->rank == root && !rbuf && count) || (count && bytes / count != es))
-		return -EINVAL;
-	acc = malloc(bytes ? bytes : 1);
-	tmp = malloc(bytes ? bytes : 1);
-	if (!acc || !tmp) {
-		free(acc);
-		free(tmp);
-		return -ENOMEM;
-	}
-	if (bytes)
-		memcpy(acc, sbuf, bytes);
-	vr = (p->rank - root + n) % n;
-	/* Binomial tree towards the root; children combine in a fixed order. */
-	for (mask = 1; mask < n; mask <<= 1) {
-		if (vr & mask) {
-			rc = p_isend(p, acc, bytes, (vr - mask + root) % n, T_REDUCE, P_CTX_COLL,
-				     &q);
-			if (rc == 0)
-				rc = presto_wait(p, &q, NULL);
-			break;
-		}
-		if (vr + mask < n) {
-			rc = p_irecv(p, tmp, bytes, (vr + mask + root) % n, T_REDUCE, P_CTX_COLL,
-				     &q);
-			if (rc == 0)
-				rc = presto_wait(p, &q, NULL);
-			if (rc < 0)
-				break;
-			p_combine(acc, tmp, count, type, op);
-		}
-	}
-	if (rc == 0 && vr == 0 && bytes)
-		memcpy(rbuf, acc, bytes);
-	free(acc);
-	free(tmp);
-	return rc;
-}
-
-int presto_allreduce(struct presto *p, const void *sbuf, void *rbuf, size_t count,
-		     enum presto_type type, enum presto_op op)
-{
-	int rc;
-
-	if (!rbuf && count)
-		return -EINVAL;
-	if (p_coll_allreduce(p, sbuf, rbuf, count, type, op, &rc))
-		return rc;
-	rc = presto_reduce(p, sbuf, rbuf, count, type, op, 0);
-	if (rc < 0)
-		return rc;
-	return presto_bcast(p, rbuf, count * p_type_size(type), 0);
-}
-
-int presto_gather(struct presto *p, const void *sbuf, size_t len, void *rbuf, int root)
-{
-	struct presto_req **qs;
-	int i, rc = 0, r;
-
-	if (root < 0 || root >= p->size || (!sbuf && len) || (p->rank == root && !rbuf && len))
-		return -EINVAL;
-	if (p->rank != root) {
-		struct presto_req *q;
-
-		rc = p_isend(p, sbuf, len, root, T_GATHER, P_CTX_COLL, &q);
-		return rc < 0 ? rc : presto_wait(p, &q, NULL);
-	}
-	qs = calloc((size_t)p->size, sizeof(*qs));
-	if (!qs)
-		return -ENOMEM;
-	for (i = 0; i < p->size && rc == 0; i++)
-		if (i != root)
-			rc = p_irecv(p, (uint8_t *)rbuf + (size_t)i * len, len, i, T_GATHER,
-				     P_CTX_COLL, &qs[i]);
-	if (len)
-		memmove((uint8_t *)rbuf + (size_t)root * len, sbuf, len);
-	for (i = 0; i < p->size; i++)
-		if (qs[i]) {
-			r = presto_wait(p, &qs[i], NULL);
-			if (r < 0 && rc == 0)
-				rc = r;
-		}
-	free(qs);
-	return rc;
-}
+#include "presto_hcoll.h" /* host-based collectives (and those of the daemons) */
 
 /* ---- set-up and tear-down ---- */
 

@@ -93,6 +93,17 @@ size_t presto_eager_max(const struct presto *p);
  * payload (PRESTO_SLOT_SIZE - 64).
  */
 int presto_set_eager_max(struct presto *p, size_t n);
+/*
+ * Traffic class (issue 30; docs/api.md, "Traffic classes": 0 the lowest and
+ * the default .. 7 the top) of the messages this rank starts from now on:
+ * each message keeps the class it was started with, so setting it between
+ * two presto_isend calls gives each its own. The class goes with the eager
+ * data or the rendez-vous request, and the receiver GETs a rendez-vous
+ * message's data in it; credits and FINs travel in class 0. Collectives
+ * use the class current when they are called. -EINVAL above 7.
+ */
+int presto_set_class(struct presto *p, unsigned tc);
+unsigned presto_class(const struct presto *p);
 
 /*
  * Starts a send of [buf, buf+len) to rank dst with tag (0..PRESTO_TAG_MAX).

@@ -43,6 +43,20 @@ static uint32_t lb_next_key;
 static uint64_t lb_order;
 static unsigned lb_gets, lb_puts, lb_sends;
 static int lb_dummy;
+/* traffic classes seen: Presto messages by header type (EAGER, RTS, ...), and GETs */
+static unsigned lb_tc_msg[8][8], lb_tc_get[8];
+
+/* Counts the class of a PUT or SEND that carries a Presto header. */
+static void lb_tc_note(const void *src, size_t len, unsigned flags)
+{
+	struct p_hdr h;
+
+	if (len < P_HDR)
+		return;
+	memcpy(&h, src, sizeof(h));
+	if (h.type < 8)
+		lb_tc_msg[h.type][DNP_TC_OF(flags)]++;
+}
 
 static void lb_reset(void)
 {
@@ -51,6 +65,8 @@ static void lb_reset(void)
 	lb_next_key = 0x5a5a0001u;
 	lb_order = 0;
 	lb_gets = lb_puts = lb_sends = 0;
+	memset(lb_tc_msg, 0, sizeof(lb_tc_msg));
+	memset(lb_tc_get, 0, sizeof(lb_tc_get));
 }
 
 static void lb_push(const struct dnp_event *ev)
@@ -182,10 +198,10 @@ int dnp_send(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, 
 	unsigned i;
 
 	(void)d;
-	(void)flags;
 	if (lb_dst_ok(dst, port))
 		return -EINVAL;
 	lb_sends++;
+	lb_tc_note(src, len, flags);
 	for (i = 0; i < LB_BUFS; i++)
 		if (lb_buf[i].used && (lb_buf[i].flags & DNP_BUF_SEND_TARGET) &&
 		    (!t || lb_buf[i].order < t->order))
@@ -214,10 +230,10 @@ int dnp_put(struct dnp *d, const void *src, size_t len, struct dnp_coords dst, u
 	struct lb_buf *t;
 
 	(void)d;
-	(void)flags;
 	if (lb_dst_ok(dst, port))
 		return -EINVAL;
 	lb_puts++;
+	lb_tc_note(src, len, flags);
 	t = lb_find(remote_va, len, remote_key, DNP_BUF_PUT_TARGET);
 	if (!t) {
 		lb_done(DNP_EV_ERROR, cookie, src, -EACCES);
@@ -235,10 +251,10 @@ int dnp_get(struct dnp *d, void *dst, size_t len, uint32_t local_key, struct dnp
 	    unsigned port, uint64_t remote_va, uint32_t remote_key, uint64_t cookie, unsigned flags)
 {
 	(void)d;
-	(void)flags;
 	if (lb_dst_ok(src, port))
 		return -EINVAL;
 	lb_gets++;
+	lb_tc_get[DNP_TC_OF(flags)]++;
 	if (!lb_find((uintptr_t)dst, len, local_key, DNP_BUF_PUT_TARGET) ||
 	    !lb_find(remote_va, len, remote_key, DNP_BUF_GET_SOURCE)) {
 		lb_done(DNP_EV_ERROR, cookie, dst, -EACCES);
@@ -486,6 +502,50 @@ static void test_eager_rndv_switch(void **state)
 }
 
 /*
+ * presto_set_class (issue 30): each message goes in the class current when
+ * it was started, eager data and rendez-vous request alike, and the
+ * receiver's GET of a rendez-vous message in that class too.
+ */
+static void test_class(void **state)
+{
+	struct presto *p = *state;
+	static uint8_t sb[20000], rb[20000];
+	struct presto_status st;
+	struct presto_req *a, *b;
+
+	assert_int_equal(presto_class(p), 0);
+	assert_int_equal(presto_set_class(p, 8), -EINVAL);
+	assert_int_equal(presto_set_class(p, 5), 0);
+	assert_int_equal(presto_class(p), 5);
+	fill(sb, sizeof(sb), 9);
+	send_recv(p, sb, 100, 1, rb, sizeof(rb), 1, &st);
+	assert_memory_equal(rb, sb, 100);
+	assert_int_equal(lb_tc_msg[M_EAGER][5], 1);
+	send_recv(p, sb, sizeof(sb), 2, rb, sizeof(rb), 2, &st); /* rendez-vous */
+	assert_memory_equal(rb, sb, sizeof(sb));
+	assert_int_equal(lb_tc_msg[M_RTS][5], 1);
+	assert_int_equal(lb_tc_get[5], 1);
+	/* two messages in a row, each in its own class */
+	assert_int_equal(presto_isend(p, sb, 10, 0, 3, &a), 0);
+	assert_int_equal(presto_set_class(p, 2), 0);
+	assert_int_equal(presto_isend(p, sb, 20, 0, 3, &b), 0);
+	assert_int_equal(presto_recv(p, rb, sizeof(rb), 0, 3, &st), 0);
+	assert_int_equal(st.len, 10);
+	assert_int_equal(presto_recv(p, rb, sizeof(rb), 0, 3, &st), 0);
+	assert_int_equal(st.len, 20);
+	assert_int_equal(presto_wait(p, &a, NULL), 0);
+	assert_int_equal(presto_wait(p, &b, NULL), 0);
+	assert_int_equal(lb_tc_msg[M_EAGER][5], 2);
+	assert_int_equal(lb_tc_msg[M_EAGER][2], 1);
+	/* back to the default: nothing more in class 5 */
+	assert_int_equal(presto_set_class(p, 0), 0);
+	send_recv(p, sb, sizeof(sb), 4, rb, sizeof(rb), 4, &st);
+	assert_int_equal(lb_tc_get[5], 1);
+	assert_int_equal(lb_tc_get[0], 1);
+	assert_int_equal(lb_tc_msg[M_RTS][5], 1);
+}
+
+/*
  * A message longer than the receive buffer fills it, keeps nothing beyond
  * it, and completes with -EMSGSIZE (eager and rendez-vous); zero capacity
  * takes a message of zero bytes without error and truncates any other.
@@ -605,6 +665,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncation, setup_send, teardown),
 		cmocka_unit_test_setup_teardown(test_credits, setup_send, teardown),
 		cmocka_unit_test_setup_teardown(test_private_copy_released_oldest, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_class, setup_send, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
