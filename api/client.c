@@ -685,16 +685,42 @@ void dnp_free(struct dnp *d, void *p)
 		dnp_heap_release(&d->heap, p);
 }
 
+/*
+ * DNP_BUF_POPULATE: every page of [addr, addr+len) faulted in, writable.
+ * MADV_POPULATE_WRITE where the kernel has it; else a no-op atomic add on one
+ * byte of each page (a write fault that keeps the byte, even if a thread
+ * writes it meanwhile; the range must then be writable, as dnp.h says).
+ * 0 or -EFAULT (not mapped; with madvise also not writable).
+ */
+static int dnp_populate(void *addr, size_t len)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)addr & ~(pg - 1);
+
+#ifdef MADV_POPULATE_WRITE
+	if (madvise((void *)a, (uintptr_t)addr + len - a, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -EFAULT; /* EFAULT, ENOMEM (not mapped), EPERM, EHWPOISON */
+#endif
+	if (msync((void *)a, (uintptr_t)addr + len - a, MS_ASYNC) < 0)
+		return -EFAULT; /* a hole: touching it would crash */
+	for (uintptr_t p = (uintptr_t)addr; p < (uintptr_t)addr + len; p = (p & ~(pg - 1)) + pg)
+		__atomic_fetch_add((volatile uint8_t *)p, 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
 int dnp_register(struct dnp *d, void *addr, size_t len, unsigned flags, uint32_t *key)
 {
 	struct dnp_sess_msg m = { 0 };
 	int r;
 
-	if (!d || !addr || !len || !key || !flags || (flags & ~DNP_BUF_ALL) ||
-	    (uintptr_t)addr + len < (uintptr_t)addr)
+	if (!d || !addr || !len || !key || !(flags & DNP_BUF_ALL) ||
+	    (flags & ~(DNP_BUF_ALL | DNP_BUF_POPULATE)) || (uintptr_t)addr + len < (uintptr_t)addr)
 		return -EINVAL;
+	if ((flags & DNP_BUF_POPULATE) && (r = dnp_populate(addr, len)) < 0)
+		return r;
 	m.type = DNP_SESS_REGISTER;
-	m.arg32 = flags;
+	m.arg32 = flags & DNP_BUF_ALL; /* POPULATE is ours alone */
 	m.va = (uint64_t)(uintptr_t)addr;
 	m.len = len;
 	r = dnp_request(d, &m);

@@ -107,6 +107,12 @@ void dnp_free(struct dnp *d, void *p);
  * which needs ptrace access to this process (same user and, under Yama
  * ptrace_scope 1, prctl(PR_SET_PTRACER, daemon pid); docs/security.md,
  * "Memory outside the shared heap").
+ * DNP_BUF_POPULATE (with at least one of those) first faults every page of
+ * the range in, writable, in this process (madvise MADV_POPULATE_WRITE,
+ * Linux 5.14+, else a write of one byte per page that keeps its value), so
+ * that transfers into fresh memory take no page faults; it costs the faults
+ * at registration instead (docs/performance.md, "Proactive page-in"). The
+ * range must then be writable (-EFAULT otherwise).
  * *key receives the key a remote PUT/GET must present (unguessable from
  * other keys; never 0). Errors: -EINVAL (bad argument or flags), -EEXIST
  * (overlaps a buffer of ours), -ENOSPC (the node's buffer table, or its

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll_ref.h"
 #include "dnp.h"
 #include "presto.h"
 
@@ -84,48 +85,6 @@ static int run_allreduce(struct run *r, const void *src, void *dst, size_t count
 	return rc ? rc : wait_done(r, ck, DNP_OP_ALLREDUCE);
 }
 
-static size_t esize(unsigned t)
-{
-	return t == DNP_TYPE_INT32 || t == DNP_TYPE_FLOAT ? 4 : 8;
-}
-
-static int64_t val(int rank, size_t i, unsigned salt)
-{
-	return (int64_t)(((unsigned)rank * 7919u + i * 104729u + salt * 31u) % 2001u) - 1000;
-}
-
-static void put(uint8_t *p, unsigned t, int64_t v)
-{
-	int32_t i32 = (int32_t)v;
-	float f = (float)v * 0.5f;
-	double d = (double)v * 0.25;
-
-	if (t == DNP_TYPE_INT32)
-		memcpy(p, &i32, 4);
-	else if (t == DNP_TYPE_INT64)
-		memcpy(p, &v, 8);
-	else if (t == DNP_TYPE_FLOAT)
-		memcpy(p, &f, 4);
-	else
-		memcpy(p, &d, 8);
-}
-
-/* The reference for element i: every rank's value reduced here (exact in any order). */
-static int64_t ref(const struct run *r, unsigned op, size_t i, unsigned salt)
-{
-	int64_t acc = val(0, i, salt);
-
-	for (int k = 1; k < r->size; k++) {
-		int64_t v = val(k, i, salt);
-		acc = op == DNP_RED_SUM  ? acc + v :
-		      op == DNP_RED_MIN  ? (v < acc ? v : acc) :
-		      op == DNP_RED_MAX  ? (v > acc ? v : acc) :
-		      op == DNP_RED_BAND ? (acc & v) :
-					   (acc | v);
-	}
-	return acc;
-}
-
 static int check_reduce(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want)
 {
 	static const unsigned types[] = { DNP_TYPE_INT32, DNP_TYPE_INT64, DNP_TYPE_FLOAT,
@@ -136,17 +95,19 @@ static int check_reduce(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want
 	for (unsigned ti = 0; ti < 4; ti++)
 		for (unsigned op = DNP_RED_SUM; op <= DNP_RED_BOR; op++) {
 			unsigned t = types[ti];
-			size_t counts[3] = { 1, 7, MAXB / esize(t) };
+			size_t counts[3] = { 1, 7, MAXB / coll_ref_esize(t) };
 
 			if (op > DNP_RED_MAX && (t == DNP_TYPE_FLOAT || t == DNP_TYPE_DOUBLE))
 				continue;
 			for (unsigned k = 0; k < 3; k++) {
-				size_t n = counts[k], len = n * esize(t);
+				size_t n = counts[k], len = n * coll_ref_esize(t);
 
 				salt++;
 				for (size_t i = 0; i < n; i++) {
-					put(src + i * esize(t), t, val(r->rank, i, salt));
-					put(want + i * esize(t), t, ref(r, op, i, salt));
+					coll_ref_put(src + i * coll_ref_esize(t), t,
+						     coll_ref_val((unsigned)r->rank, i, salt));
+					coll_ref_put(want + i * coll_ref_esize(t), t,
+						     coll_ref_elem(op, (unsigned)r->size, i, salt));
 				}
 				memset(dst, 0xee, len);
 				int rc = run_allreduce(r, src, dst, n, t, op);

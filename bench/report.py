@@ -476,14 +476,17 @@ def pagefault_section(w, cpu):
         return
     w("## Page faults (PUT call to TX_DONE through process_vm_*, 2x1x1 shm, us; PART beside)")
     w("")
-    w("| bytes | touched | fresh target | ratio | fresh source | ratio | kernel write, touched / fresh |")
-    w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    w("| bytes | touched | fresh target | ratio | fresh source | ratio | kernel write, touched / fresh "
+      "| fresh target, DNP_BUF_POPULATE | ratio |")
+    w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for b in sizes:
-        wm, cd, cs = (cpu.get(("shm", "", k, b)) for k in ("pf_warm", "pf_cold_dst", "pf_cold_src"))
+        wm, cd, cs, cp = (cpu.get(("shm", "", k, b)) for k in ("pf_warm", "pf_cold_dst", "pf_cold_src",
+                                                              "pf_populated"))
         vw, vf = cpu.get(("cpu", "", "pf_vm_wr_warm", b)), cpu.get(("cpu", "", "pf_vm_wr_fresh", b))
         w("| %d | %s | %s | %s | %s | %s | %s / %s |" % (
             b, fmt(wm), fmt(cd), "%.2fx" % ratio(cd, wm) if ratio(cd, wm) else "-", fmt(cs),
-            "%.2fx" % ratio(cs, wm) if ratio(cs, wm) else "-", fmt(vw), fmt(vf)))
+            "%.2fx" % ratio(cs, wm) if ratio(cs, wm) else "-", fmt(vw), fmt(vf))
+          + " %s | %s |" % (fmt(cp), "%.2fx" % ratio(cp, wm) if ratio(cp, wm) else "-"))
     w("")
     w("PART (ARMv8, faults at the destination): one page with a minor fault about 38 us; "
       "1 MB with a fault on every page 2.6x the time without. docs/performance.md, \"Page faults\".")

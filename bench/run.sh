@@ -420,7 +420,8 @@ hops() { # REP: multi-hop PUT ping-pong latency on 4x4x1 and 2x2x2 (shm, 8 B)
 # pagefault REP: what page faults cost a PUT through process_vm_* (bench/pagefault_bench,
 # PART's comparison; docs/performance.md, "Page faults"): call to TX_DONE of PUTs of one
 # page, 1 MiB and 4 MiB into touched pages, never-touched target pages and never-touched
-# source pages (medians of N), and the kernel's process_vm_writev alone, into
+# source pages (medians of N), never-touched target pages registered with
+# DNP_BUF_POPULATE, and the kernel's process_vm_writev alone, into
 # touched and fresh pages.
 pagefault() {
 	local n=$([ $quick = 1 ] && echo 11 || echo 31)
@@ -433,10 +434,11 @@ pagefault() {
 		/call to TX_DONE/ { part = "put"; next }
 		part == "vm" && NF == 7 && $1 ~ /^[0-9]+$/ {
 			printf "cpu,,pf_vm_wr_warm,%s,%s,%s,us\ncpu,,pf_vm_wr_fresh,%s,%s,%s,us\n", $1, r, $2, $1, r, $3 }
-		part == "put" && NF == 6 && $1 ~ /^[0-9]+$/ {
+		part == "put" && NF >= 6 && $1 ~ /^[0-9]+$/ {
 			printf "shm,,pf_warm,%s,%s,%s,us\n", $1, r, $2
 			printf "shm,,pf_cold_dst,%s,%s,%s,us\n", $1, r, $3
-			printf "shm,,pf_cold_src,%s,%s,%s,us\n", $1, r, $5 }' >>"$cpucsv"
+			printf "shm,,pf_cold_src,%s,%s,%s,us\n", $1, r, $5
+			if (NF >= 8) printf "shm,,pf_populated,%s,%s,%s,us\n", $1, r, $7 }' >>"$cpucsv"
 }
 
 # cpu_cost REP: CPU time (user + system) of all the processes of a run (the

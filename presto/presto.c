@@ -439,10 +439,10 @@ static void p_get_issue(struct presto *p, struct presto_req *q);
 static void p_fin(struct presto *p, int dst, uint64_t id, int status)
 {
 	struct p_hdr h = { .type = M_FIN, .id = id, .status = status };
-	int r = p_enqueue(p, dst, &h, NULL, 0, NULL);
 
-	if (r < 0)
-		p_fail(p, r, "FIN", dst);
+	if (p_enqueue(p, dst, &h, NULL, 0, NULL) < 0) /* its only error */
+		p_fail(p, -ENOMEM, "FIN", dst);
+	p_push(p, dst); /* now: its sender waits, and we may not be called again for long */
 }
 
 static void p_recv_done(struct presto_req *q, const struct p_hdr *h, size_t n, int err)

@@ -15,13 +15,12 @@ static size_t p_type_size(enum presto_type t);
  * rank, in rank order, joined at init unless PRESTO_COLL=host. The
  * collectives of that group are used whenever they can do the call
  * (allreduce of at most P_COLL_MAX bytes, barrier, bcast of at most that);
- * every rank decides alike, so all take the same path. P_COLL_MAX is one
- * packet, not the daemons' 64 KiB: a stall of 64 KiB offloaded allreduces
- * after other large traffic is not understood yet
- * (bench/results/2026-12-05-collectives.md, "Open").
+ * every rank decides alike, so all take the same path. P_COLL_MAX is the
+ * daemons' limit (the stall of large offloaded allreduces after host-based
+ * rendez-vous traffic was a FIN that p_fin left queued: it now leaves at once).
  */
 #define P_COLL_GID 0x9e570u
-#define P_COLL_MAX 4096u
+#define P_COLL_MAX DNP_COLL_MAX_BYTES
 
 /* Waits for the collective just queued (or its submission error rc). */
 static int p_coll_wait(struct presto *p, int rc)

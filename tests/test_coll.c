@@ -9,6 +9,7 @@
  */
 #include <math.h>
 
+#include "../apps/coll_ref.h"
 #include "coll.h"
 #include "crc.h"
 #include "test_engine_harness.h"
@@ -88,62 +89,23 @@ static uint8_t *dst_of(unsigned r)
 	return nodes[m_node(r)].mem[m_port(r)] + (DST_VA - BASE);
 }
 
-/* Element i of member r's source: small values (float sums stay exact in any order). */
-static int64_t val(unsigned r, size_t i, unsigned salt)
-{
-	return (int64_t)((r * 7919u + i * 104729u + salt * 31u) % 2001u) - 1000;
-}
-
-static size_t type_size(unsigned t)
-{
-	return t == DNP_TYPE_INT32 || t == DNP_TYPE_FLOAT ? 4 : 8;
-}
-
-/* Writes element i of type t with value v at p. */
-static void put_val(uint8_t *p, unsigned t, int64_t v)
-{
-	int32_t i32 = (int32_t)v;
-	float f = (float)v * 0.5f;
-	double d = (double)v * 0.25;
-
-	if (t == DNP_TYPE_INT32)
-		memcpy(p, &i32, 4);
-	else if (t == DNP_TYPE_INT64)
-		memcpy(p, &v, 8);
-	else if (t == DNP_TYPE_FLOAT)
-		memcpy(p, &f, 4);
-	else
-		memcpy(p, &d, 8);
-}
-
-/* The reference: the values of every member, reduced here in rank order. */
+/* The reference (apps/coll_ref.h, shared with dnp_coll): member r's values, reduced in rank order. */
 static void reference(unsigned op, unsigned t, size_t count, unsigned salt, uint8_t *out)
 {
-	for (size_t i = 0; i < count; i++) {
-		int64_t acc = val(0, i, salt);
-
-		for (unsigned r = 1; r < nmem; r++) {
-			int64_t v = val(r, i, salt);
-
-			acc = op == DNP_RED_SUM  ? acc + v :
-			      op == DNP_RED_MIN  ? (v < acc ? v : acc) :
-			      op == DNP_RED_MAX  ? (v > acc ? v : acc) :
-			      op == DNP_RED_BAND ? (acc & v) :
-						   (acc | v);
-		}
-		put_val(out + i * type_size(t), t, acc);
-	}
+	for (size_t i = 0; i < count; i++)
+		coll_ref_put(out + i * coll_ref_esize(t), t, coll_ref_elem(op, nmem, i, salt));
 }
 
 /* One allreduce of count elements on every member, checked against the reference. */
 static void allreduce_check(unsigned op, unsigned t, size_t count, unsigned salt)
 {
-	size_t len = count * type_size(t);
+	size_t len = count * coll_ref_esize(t);
 	static uint8_t ref[DNP_COLL_MAX_BYTES];
 
 	for (unsigned r = 0; r < nmem; r++) {
 		for (size_t i = 0; i < count; i++)
-			put_val(src_of(r) + i * type_size(t), t, val(r, i, salt));
+			coll_ref_put(src_of(r) + i * coll_ref_esize(t), t,
+				     coll_ref_val(r, i, salt));
 		memset(dst_of(r), 0xee, len);
 	}
 	struct dnp_cmd c =
@@ -333,7 +295,7 @@ static void test_coll_run_ahead(void **state)
 	expect_event_nolink(0, 0, STEPS, DNP_EV_TX_DONE);
 	for (size_t i = 0; i < 4; i++)
 		for (unsigned r = 0; r < nmem; r++)
-			put_val(src_of(r) + i * 4, DNP_TYPE_INT32, val(r, i, 9));
+			coll_ref_put(src_of(r) + i * 4, DNP_TYPE_INT32, coll_ref_val(r, i, 9));
 	struct dnp_cmd a =
 		coll_cmd(DNP_OP_ALLREDUCE, DNP_COLL_PARAM(DNP_RED_SUM, DNP_TYPE_INT32, 0), SRC_VA,
 			 DST_VA, 16, 6);
@@ -516,7 +478,7 @@ static void test_coll_forged_fragment(void **state)
 	join(4); /* ranks 0, 1 on node 0 and 2, 3 on node 1: step 2 crosses the link */
 	for (unsigned r = 0; r < nmem; r++) {
 		for (size_t i = 0; i < count; i++)
-			put_val(src_of(r) + i * 8, DNP_TYPE_INT64, val(r, i, 5));
+			coll_ref_put(src_of(r) + i * 8, DNP_TYPE_INT64, coll_ref_val(r, i, 5));
 		memset(dst_of(r), 0xee, count * 8);
 	}
 	reference(DNP_RED_SUM, DNP_TYPE_INT64, count, 5, ref);

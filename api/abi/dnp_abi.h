@@ -260,5 +260,10 @@ enum dnp_ev_data {
 #define DNP_BUF_SEND_TARGET 0x2u /* SEND messages land in it, in registration order */
 #define DNP_BUF_GET_SOURCE 0x4u  /* remote GET may read it */
 #define DNP_BUF_ALL 0x7u
+/*
+ * dnp_register only (libdnp): fault the pages in before registering (a
+ * proactive page-in). Never sent to the daemon: the ABI is unchanged.
+ */
+#define DNP_BUF_POPULATE 0x8u
 
 #endif

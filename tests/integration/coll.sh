@@ -1,12 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Collectives run by the daemons (dnp_coll): 8 ranks on a 2x2x2 torus of real daemons.
-# usage: coll.sh BUILD_DIR shm|udp check|kill
+# usage: coll.sh BUILD_DIR shm|udp check|kill|interleave
 #   check: every reduction and type against each rank's reference, broadcast from every
 #          root, barriers: every rank prints "PASS coll".
 #   kill:  rank 7 kills its own daemon (kill -9) mid-run; the daemons' command deadline is
 #          3 s: each of the 7 others must end its collective with an error event ("PASS
 #          kill"), never hang (each wait is bounded at 20 s).
+#   interleave: dnp_coll --bench's sequence at 64 KiB: blocks of 10 offloaded allreduces
+#          and 10 of Presto's host-based ones (rendez-vous), 20 of each; every call must
+#          complete (the daemons' command deadline is 5 s). It stalled when a rank left
+#          Presto with the FIN of its last rendez-vous GET still queued in the library:
+#          the sender waited in Presto while the others waited in the next collective.
 # Exit 77 if not built.
 set -u
 build=$1 tr=$2 mode=$3
@@ -32,6 +37,19 @@ if [ "$mode" = kill ]; then
 		exit 1
 	fi
 	echo "OK: 7 survivors got an error over $tr"
+	exit 0
+fi
+if [ "$mode" = interleave ]; then
+	"$run" --torus 2x2x2 --transport "$tr" --timeout 150 --no-lofamo \
+		--dnpd-arg=--cmd-timeout-ms=5000 \
+		-- "$prog" --bench 20 --size 65536 --wait-ms 20000 >"$out" 2>&1
+	rc=$?
+	cat "$out"
+	if [ $rc -ne 0 ] || ! grep -q "^\[0,0,0\] allreduce 65536 B on 8 ranks, 20 each" "$out"; then
+		echo "FAIL: interleaved 64 KiB allreduces did not all complete (dnp-run: $rc)"
+		exit 1
+	fi
+	echo "OK: 20 offloaded and 20 host-based 64 KiB allreduces, interleaved, over $tr"
 	exit 0
 fi
 "$run" --torus 2x2x2 --transport "$tr" --timeout 200 -- "$prog" >"$out" 2>&1
