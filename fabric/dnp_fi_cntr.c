@@ -98,11 +98,27 @@ static uint64_t dfi_cntr_get(struct fid_cntr *fc, bool err)
 	struct dfi_cntr *c = CNTR(fc);
 	uint64_t v, dok, derr;
 
+	bool yield = false;
+
 	pthread_mutex_lock(&dfi_lock);
 	dfi_cntr_progress(c);
 	dfi_cntr_daemon(c, &dok, &derr);
 	v = err ? c->err + derr : c->val + dok;
+	/*
+	 * An application spinning on fi_cntr_read must leave the core to the
+	 * daemon that brings the count (as CQ reads do, dnp_fi_cq.c): every
+	 * few reads that found nothing new.
+	 */
+	if (c->val + dok + c->err + derr != c->last) {
+		c->last = c->val + dok + c->err + derr;
+		c->idle = 0;
+	} else if (++c->idle >= 4) {
+		c->idle = 0;
+		yield = true;
+	}
 	pthread_mutex_unlock(&dfi_lock);
+	if (yield)
+		dnp_yield_step(&c->yield, dnp_yield_now());
 	return v;
 }
 

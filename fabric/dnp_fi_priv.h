@@ -267,6 +267,9 @@ struct dfi_cntr {
 	uint64_t val, err;
 	unsigned bound; /* kinds of an endpoint it counts */
 	int dn;         /* the daemon's counter, -1: none (all DNP_CNTR_MAX taken) */
+	uint64_t last;  /* value + errors at the last read: unchanged reads are idle */
+	unsigned idle;
+	struct dnp_yield yield; /* as a CQ's: spinning reads leave the CPU to the daemon */
 };
 
 struct dfi_domain {

@@ -705,10 +705,21 @@ static void tc_writes(const char *sock)
 	{
 		struct fi_info *fi = fi_dupinfo(info);
 		struct fi_side s = { 0 };
+		struct fi_info *got = NULL;
 
 		fi->tx_attr->tclass = FI_TC_LABEL + 77; /* a label the provider does not know */
 		CHECK(fi_side_open(&s, fi, sock, FI_AV_TABLE, 0) == -FI_EINVAL,
 		      "an unknown tclass is refused");
+		fi->tx_attr->tclass = FI_TC_LOW_LATENCY;
+		CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, fi, &got) == 0 && got &&
+			      got->tx_attr->tclass == FI_TC_LOW_LATENCY,
+		      "fi_getinfo grants a known tclass");
+		fi_freeinfo(got);
+		got = NULL;
+		fi->tx_attr->tclass = FI_TC_DSCP | 0x40; /* no DSCP has 7 bits */
+		CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, fi, &got) == -FI_ENODATA,
+		      "fi_getinfo refuses an unknown tclass");
+		fi_freeinfo(got);
 		fi_side_close(&s);
 		fi_freeinfo(fi);
 	}

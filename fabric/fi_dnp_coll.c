@@ -619,11 +619,13 @@ int main(int argc, char **argv)
 	barrier(ca);
 	broadcast(ca);
 	for (r = 0; r < n; r++)
-		fi_close(&mc[r]->fid);
+		if (mc[r])
+			fi_close(&mc[r]->fid);
 	join_all(n, mc, ca, "rejoin"); /* the same list again: a new daemon group */
 	barrier(ca);
 	for (r = 0; r < n; r++)
-		fi_close(&mc[r]->fid);
+		if (mc[r])
+			fi_close(&mc[r]->fid);
 	death(pid, c2p[0], p2c[1]);
 	for (r = 0; r < n; r++)
 		fi_side_close(&S[r]);
