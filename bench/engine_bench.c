@@ -94,6 +94,7 @@ static int setup(struct node n[2], uint32_t *key)
 		c.link.credit_model = DNP_CREDIT_EXACT;
 		c.prompt_credits = true;
 		c.ack_delay = 100000; /* dnpd's DNPD_ACK_DELAY_NS */
+		c.rx_direct = true;   /* as dnpd: delivered from the sender's frame */
 		c.link.credit_period = 1000000;
 		c.link.credit_timeout = 4000000000ull;
 		c.link.rto = 20000000;

@@ -248,6 +248,20 @@ struct dnp_engine_conf {
 	 */
 	uint32_t coll_groups;
 	uint32_t coll_max_bytes;
+	/*
+	 * Direct receive (h-fast, docs/performance.md "Passes over the
+	 * payload"): when true, dnp_engine_rx delivers an in-sequence PUT,
+	 * SEND or GET response addressed to this node straight from the
+	 * caller's frame, which may sit in memory the peer can still write
+	 * (a shm slot), instead of copying it into a packet buffer first:
+	 * only while its input FIFO is empty, so the order and the FIFO's
+	 * credits are those of the copying path. The header is decoded once
+	 * into private memory and every check (CRC, key, range) is made as
+	 * before; the payload is only ever copied, as bytes. Any other frame,
+	 * or one whose delivery must wait, takes the copying path. Default
+	 * false: the lab keeps the copying path.
+	 */
+	bool rx_direct;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */
@@ -305,6 +319,8 @@ struct dnp_engine_stats {
 	uint64_t cg_cuts;     /* times a destination's window was halved */
 	uint64_t cg_held;     /* messages that waited for their destination's window */
 	uint64_t cg_bypassed; /* messages sent ahead of an older one held by its window */
+	/* Direct receive (conf.rx_direct; h-fast). */
+	uint64_t rx_direct; /* data frames delivered from the caller's frame, no copy first */
 };
 
 struct dnp_engine;
@@ -354,7 +370,12 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * beyond a gap are normally held until it fills, and return 0;
  * dnp_link_rx_seq), -ENOBUFS no room (the peer resends it).
  * The frame may live in memory the peer still writes (shm links): the
- * engine copies it before it reads any byte, and uses only the copy.
+ * engine copies it before it reads any byte, and uses only the copy; with
+ * conf.rx_direct, a data frame for this node is decoded in place (each
+ * header byte read once, into private memory) and its payload copied
+ * straight to its destination. The frame is not used after the call.
+ * -EPROTO (rx_malformed): a direct frame whose bytes changed between its
+ * decode and the copy its delayed delivery needed.
  */
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now);
 

@@ -311,12 +311,165 @@ static __attribute__((noinline)) int rx_reset(struct dnp_engine *e, struct xlink
 	return rx_drop(e, p, 0);
 }
 
+/*
+ * Direct receive (dnp_engine_conf.rx_direct): may the frame be a data frame
+ * for this node on an idle input FIFO? A hint from the raw bytes (offsets of
+ * docs/protocol.md: H0 dst at 16, kind and VC at 24), read before anything is
+ * checked and trusted for nothing: a wrong answer costs a second decode, or
+ * a copy the frame would have had anyway. It keeps forwarded frames and
+ * link control off the direct path, which would decode them twice.
+ */
+static inline bool rx_direct_hint(const struct dnp_engine *e, unsigned dir, const uint8_t *f,
+				  size_t len)
+{
+	unsigned kvf, kind;
+
+	if (len < DNP_FRAME_OVERHEAD)
+		return false;
+	kvf = f[24];
+	kind = kvf & 0x0fu;
+	return (kind == DNP_PKT_PUT || kind == DNP_PKT_SEND || kind == DNP_PKT_GET_RESP) &&
+	       f[16] == e->c.self.x && f[17] == e->c.self.y && f[18] == e->c.self.z &&
+	       !e->in[dir][(kvf >> 4) & 3u].head;
+}
+
+/*
+ * May h (decoded in place, checked) be delivered now from the caller's frame?
+ * Only as the copying path would deliver it next: the expected frame of the
+ * link, on an empty FIFO with room for it, routed to this node.
+ */
+static bool rx_direct_ok(struct dnp_engine *e, struct xlink *x, unsigned dir,
+			 const struct dnp_pkt_hdr *h, uint32_t words)
+{
+	struct dnp_hop hop;
+
+	return (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND || h->kind == DNP_PKT_GET_RESP) &&
+	       h->seq == dnp_link_ack_value(x->l) && !e->in[dir][h->vc].head &&
+	       dnp_link_rx_occupancy(x->l, h->vc) + words <= e->c.link.fifo_words &&
+	       dnp_route_step(&e->router, h->src, h->dst, h->via, dir, h->vc, &hop) == 0 &&
+	       hop.dir == DNP_DIR_LOCAL;
+}
+
+/*
+ * A data frame of link dir decoded in place into h (payload: in the caller's
+ * frame). Delivered from there when rx_direct_ok allows and its delivery
+ * need not wait: the link sees what the copying path does (ack, sequence,
+ * the words accepted into the FIFO and released at once). Otherwise the
+ * frame is copied as dnp_engine_rx does and decoded again from the copy; a
+ * copy whose header differs from h (the peer rewrote the frame meanwhile)
+ * is dropped as malformed (-EPROTO).
+ */
+static int rx_direct(struct dnp_engine *e, struct xlink *x, unsigned dir, const void *frame,
+		     const struct dnp_pkt_hdr *h, const uint8_t *payload, size_t len, uint64_t now)
+{
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	struct dnp_pkt_hdr hbuf, *hc;
+	const uint8_t *pl;
+
+	if (rx_direct_ok(e, x, dir, h, words)) {
+		int rc = engine_deliver(e, h, payload, NULL, now);
+
+		if (rc != -EAGAIN && rc != DELIVER_FULL) {
+			struct pkt *p;
+
+			engine_ack_mark(x, now, false);
+			(void)dnp_link_rx_seq(x->l, h->seq);
+			(void)dnp_link_rx_accept(x->l, h->vc, words);
+			dnp_link_rx_release(x->l, h->vc, words);
+			e->wait[dir][h->vc].on = false;
+			e->st.pkts_delivered++;
+			e->st.rx_direct++;
+			/* The frames held behind the gap it closed follow, in order (rx_data). */
+			while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
+				if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
+					engine_pkt_put(e, p);
+					break;
+				}
+				(void)dnp_link_rx_seq(x->l, p->h.seq);
+				engine_in_push(e, dir, p->in_vc, p);
+			}
+			return 0;
+		}
+	}
+	struct pkt *p =
+		engine_pool_has_rx(e, (uint32_t)len) ? engine_pkt_get(e, (uint32_t)len) : NULL;
+	uint8_t *copy = p ? p->frame : e->rxcopy;
+
+	if (!p)
+		e->st.rx_nobuf++;
+	memcpy(copy, frame, len);
+	hc = p ? &p->h : &hbuf;
+	/* decode memsets h first: equal headers compare equal, padding included */
+	if (dnp_pkt_decode(copy, len, hc, &pl) < 0 || memcmp(hc, h, sizeof(*h)) != 0) {
+		e->st.rx_malformed++;
+		return rx_drop(e, p, -EPROTO);
+	}
+	return rx_data(e, x, dir, p, copy, hc, len, now);
+}
+
+/*
+ * The link-level steps every frame takes before its kind matters: own link,
+ * statistics, epoch, the peer's ack. Returns 0 to go on, or the frame's
+ * result when it ends here (p dropped).
+ */
+static int rx_link(struct dnp_engine *e, struct xlink *x, unsigned dir, struct pkt *p,
+		   const struct dnp_pkt_hdr *h, size_t len, uint64_t now)
+{
+	void *freed[64];
+	unsigned n;
+	int rc;
+
+	if (!rx_on_own_link(e, dir, h)) {
+		e->st.rx_wrong_link++;
+		return rx_drop(e, p, -EXDEV);
+	}
+	dnp_link_stats_rx(x->l, (uint32_t)(len / DNP_WORD_BYTES));
+	e->dirty = true;
+
+	/* Epochs (link.h): frames but RESET frames must match the link's. */
+	rc = dnp_link_rx_epoch(x->l, h->epoch, now);
+	if (rc < 0)
+		return rx_drop(e, p, rc);
+	if (rc)
+		link_transition(e, dir, (unsigned)rc, now);
+
+	/* The peer's cumulative ack frees our unacked packets. */
+	while ((n = dnp_link_on_ack(x->l, h->ack, freed, 64, now)) > 0) {
+		for (unsigned i = 0; i < n; i++)
+			engine_pkt_put(e, freed[i]);
+		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
+		if (n < 64)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * dnp_engine_rx with conf.rx_direct, for a frame rx_direct_hint picked: 1
+ * when it must take the copying path after all (nothing done yet), else
+ * the frame's result.
+ */
+static int rx_try_direct(struct dnp_engine *e, struct xlink *x, unsigned dir, const void *frame,
+			 size_t len, uint64_t now)
+{
+	struct dnp_pkt_hdr h;
+	const uint8_t *payload;
+	int rc;
+
+	/* each header byte read once into h, the private copy every check looks at */
+	if (dnp_pkt_decode(frame, len, &h, &payload) < 0 || (h.lflags & DNP_LINK_F_RESET) ||
+	    h.kind == DNP_PKT_CREDIT || h.vc >= e->c.link.nvc)
+		return 1; /* errors and link control: counted and handled on the copy */
+	rc = rx_link(e, x, dir, NULL, &h, len, now);
+	if (rc)
+		return rc;
+	return rx_direct(e, x, dir, frame, &h, payload, len, now);
+}
+
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now)
 {
 	struct dnp_pkt_hdr hbuf, *h;
 	const uint8_t *payload;
-	void *freed[64];
-	unsigned n;
 
 	if (dir >= DNP_NDIRS || !e->links[dir].l)
 		return -ENODEV;
@@ -326,6 +479,12 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	if (len > DNP_MAX_FRAME) {
 		e->st.rx_malformed++;
 		return -EMSGSIZE;
+	}
+	if (e->c.rx_direct && rx_direct_hint(e, dir, frame, len)) {
+		int rd = rx_try_direct(e, x, dir, frame, len, now);
+
+		if (rd <= 0)
+			return rd;
 	}
 	/*
 	 * The frame may sit in memory the peer can still write (shm links):
@@ -351,29 +510,9 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	}
 	if (h->lflags & DNP_LINK_F_RESET) /* the handshake (link.h) */
 		return rx_reset(e, x, dir, p, copy, h, len, now);
-	if (!rx_on_own_link(e, dir, h)) {
-		e->st.rx_wrong_link++;
-		return rx_drop(e, p, -EXDEV);
-	}
-	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
-	dnp_link_stats_rx(x->l, words);
-	e->dirty = true;
-
-	/* Epochs (link.h): frames but RESET frames must match the link's. */
-	rc = dnp_link_rx_epoch(x->l, h->epoch, now);
-	if (rc < 0)
-		return rx_drop(e, p, rc);
+	rc = rx_link(e, x, dir, p, h, len, now);
 	if (rc)
-		link_transition(e, dir, (unsigned)rc, now);
-
-	/* The peer's cumulative ack frees our unacked packets. */
-	while ((n = dnp_link_on_ack(x->l, h->ack, freed, 64, now)) > 0) {
-		for (unsigned i = 0; i < n; i++)
-			engine_pkt_put(e, freed[i]);
-		x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
-		if (n < 64)
-			break;
-	}
+		return rc;
 	if (h->kind == DNP_PKT_CREDIT) {
 		/* What the peer holds beyond a gap: resend only what it lacks. */
 		(void)dnp_link_on_sack(x->l, h->ack, h->sack, now);

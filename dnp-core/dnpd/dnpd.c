@@ -595,6 +595,8 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	 * once only when the sender's view of our FIFO matters.
 	 */
 	ec.ack_delay = DNPD_ACK_DELAY_NS;
+	/* frames for this node go from the link's buffer to the app (docs/performance.md) */
+	ec.rx_direct = true;
 	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
 							   DNPD_CREDIT_PERIOD_NS;
 	ec.link.credit_timeout = d->conf.credit_timeout_ms ?

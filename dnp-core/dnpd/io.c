@@ -74,13 +74,16 @@ unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
 	return work;
 }
 
-/* Link credits only (peeked while quiet: the engine will decode the frame again). */
+/*
+ * Link credits only (peeked while quiet). The kind's byte as sent (H0 byte
+ * 8 of the frame, low four bits: docs/protocol.md), not a decode: a hint for
+ * the work count, trusted for nothing else, and no CRC pass over a frame the
+ * engine checks anyway (docs/performance.md, "Passes over the payload").
+ */
+#define DNPD_KVF_OFF 24u
 static bool dnpd_is_credit(const struct dnp_rx_frame *f)
 {
-	struct dnp_pkt_hdr h;
-	const uint8_t *payload;
-
-	return dnp_pkt_decode(f->data, f->len, &h, &payload) == 0 && h.kind == DNP_PKT_CREDIT;
+	return f->len >= DNP_FRAME_OVERHEAD && (f->data[DNPD_KVF_OFF] & 0x0fu) == DNP_PKT_CREDIT;
 }
 
 /*
