@@ -164,6 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.link.t_red = 1000;
 	c.link.t_yellow = 500;
 	c.mem = &ops;
+	/* both receive paths: the copying one, and direct receive (dnpd's) */
+	c.rx_direct = size > 0 && (data[size - 1] & 0x80);
 	memset(regs, 0, sizeof(regs));
 	if (dnp_engine_create(&c, 0, &e))
 		abort();
