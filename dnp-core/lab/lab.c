@@ -360,6 +360,8 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.cg_threshold = c->cg_threshold;
 		ec.cg_window = c->cg_window;
 		ec.arbitration = c->arbitration;
+		ec.arb_low_payload = c->low_payload;
+		ec.arb_top_reserve = c->top_reserve;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;
