@@ -280,12 +280,17 @@ static int sw_walk(const struct sweep *s, uint32_t src, uint32_t dst, double w, 
 	return -ELOOP;
 }
 
+/* How a message's data words load the channels: sw_walk (DOR) or sw_spread (adaptive). */
+typedef int (*sw_fwd_fn)(const struct sweep *s, uint32_t src, uint32_t dst, double w, double *load);
+
 /*
- * Channel loads of the routers' own route (dimension order today): load[]
- * per data word injected per unit; cmpl[] adds the CMPL frame that answers
- * every message on the way back (SW_CMPL_WORDS per message).
+ * Channel loads of every message of pattern p: load[] per data word injected
+ * per unit, routed by fwd; cmpl[] adds the CMPL frame that answers every
+ * message on the way back (SW_CMPL_WORDS per message, always DOR: reports
+ * take no adaptive hop).
  */
-static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl)
+static int sw_loads(const struct sweep *s, enum sweep_pattern p, sw_fwd_fn fwd, double *load,
+		    double *cmpl)
 {
 	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
 
@@ -293,7 +298,7 @@ static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *l
 		uint32_t nd = sw_dests(m, p, src);
 
 		for (uint32_t i = 0; i < nd; i++) {
-			int ret = sw_walk(s, src, s->dst[i], s->w[i], load);
+			int ret = fwd(s, src, s->dst[i], s->w[i], load);
 
 			if (!ret)
 				ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw,
@@ -303,6 +308,12 @@ static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *l
 		}
 	}
 	return 0;
+}
+
+/* Channel loads of the routers' own route (dimension order). */
+static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl)
+{
+	return sw_loads(s, p, sw_walk, load, cmpl);
 }
 
 /*
@@ -349,27 +360,11 @@ static int sw_spread(const struct sweep *s, uint32_t src, uint32_t dst, double w
 	return 0;
 }
 
-/* Channel loads of minimal adaptive routing; the CMPL frames keep to DOR (one-packet
- * messages only take adaptive hops when flagged whole; reports are not). */
+/* Channel loads of minimal adaptive routing (one-packet messages; the CMPL frames keep to DOR). */
 static int sw_loads_adaptive(const struct sweep *s, enum sweep_pattern p, double *load,
 			     double *cmpl)
 {
-	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
-
-	for (uint32_t src = 0; src < s->n; src++) {
-		uint32_t nd = sw_dests(m, p, src);
-
-		for (uint32_t i = 0; i < nd; i++) {
-			int ret = sw_spread(s, src, s->dst[i], s->w[i], load);
-
-			if (!ret)
-				ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw,
-					      cmpl);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	return sw_loads(s, p, sw_spread, load, cmpl);
 }
 
 static int sw_apply_dor(const struct sweep *s, struct dnp_lab_conf *c)
