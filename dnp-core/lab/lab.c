@@ -426,7 +426,8 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 		const struct dnp_lab_plan_msg *p = &conf->plan[i];
 
 		if (p->src >= dnp_torus_size(&conf->torus) ||
-		    p->dst >= dnp_torus_size(&conf->torus) || p->src == p->dst)
+		    p->dst >= dnp_torus_size(&conf->torus) || p->src == p->dst ||
+		    p->tc > DNP_TC_MAX)
 			return -EINVAL;
 	}
 	for (unsigned i = 0; i < conf->nfaults; i++)

@@ -94,6 +94,7 @@ enum dnp_lab_pattern {
 struct dnp_lab_plan_msg {
 	uint32_t src, dst, size;
 	uint64_t release;
+	uint8_t tc; /* its class, 0..7 (0: conf.tc) */
 };
 
 struct dnp_lab_conf {
