@@ -531,7 +531,8 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	    c->max_ports > DNP_MAX_PORTS || !c->max_commands || c->max_commands > 65536 ||
 	    !pow2(c->event_queue) || !c->max_sends || !c->max_buffers ||
 	    !dnp_torus_contains(&c->torus, c->self) || !c->link.nvc || c->link.nvc > DNP_MAX_VC ||
-	    c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES || c->arbitration > DNP_ARB_WRR)
+	    c->link.fifo_words < DNP_MAX_FRAME / DNP_WORD_BYTES || c->arbitration > DNP_ARB_WRR ||
+	    !engine_top_conf_ok(c))
 		return -EINVAL;
 	/*
 	 * The engine starts whole packets: under stop-at-red a packet may begin

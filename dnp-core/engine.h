@@ -262,6 +262,22 @@ struct dnp_engine_conf {
 	 * false: the lab keeps the copying path.
 	 */
 	bool rx_direct;
+	/*
+	 * Top-class latency remedies (docs/routing.md, "Top-class latency"),
+	 * with arbitration on only; 0 (the default) leaves each off. Classes
+	 * below the top one (DNP_ARB_CLASSES - 1, also the class of control
+	 * packets) are the low classes.
+	 * arb_low_payload: a low-class PUT, SEND or GET response is cut into
+	 * packets of at most this many payload bytes (16..DNP_MAX_PAYLOAD, a
+	 * multiple of 16), so a top-class packet waits behind shorter frames.
+	 * arb_top_reserve: words of every VC's RX FIFO that a low-class packet
+	 * may not take: it starts only while est + its words + reserve <=
+	 * t_red, so a top-class packet finds room beside a FIFO full of bulk.
+	 * Errors at create (-EINVAL): a payload out of range, or a reserve that
+	 * leaves no room for the largest low-class frame under t_red.
+	 */
+	uint16_t arb_low_payload;
+	uint16_t arb_top_reserve;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */

@@ -294,8 +294,8 @@ static uint8_t *payload_buf(struct dnp_engine *e, unsigned qi, uint32_t len, str
  * Credit, window and a buffer are checked before any memory is read, so
  * memory is read only for a packet that can leave. Loopback always may.
  */
-static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, uint16_t via,
-		      uint32_t len, int known_vc, uint8_t *vc)
+static bool out_ready(struct dnp_engine *e, unsigned qi, unsigned tc, struct dnp_coord dst,
+		      uint16_t via, uint32_t len, int known_vc, uint8_t *vc)
 {
 	*vc = 0;
 	if (qi == DNP_DIR_LOCAL)
@@ -311,7 +311,7 @@ static bool out_ready(struct dnp_engine *e, unsigned qi, struct dnp_coord dst, u
 		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
 	if (!engine_pool_has_inj(e, flen) || dnp_link_state(x->l) != DNP_LINK_UP ||
 	    dnp_link_window_full(x->l) || !engine_out_free(e, qi) ||
-	    !dnp_link_can_start(x->l, hop.vc, flen / DNP_WORD_BYTES))
+	    !engine_can_start(e, x->l, hop.vc, tc, flen / DNP_WORD_BYTES))
 		return false;
 	*vc = hop.vc;
 	return true;
@@ -401,9 +401,8 @@ static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *
 
 	bool is_getreq = s->c.op == DNP_OP_GET;
 	uint64_t remaining = s->c.len - s->offset;
-	uint32_t len = is_getreq                   ? DNP_GET_DESC_BYTES :
-		       remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD :
-						     (uint32_t)remaining;
+	uint32_t seg = engine_seg_max(e, tc);
+	uint32_t len = is_getreq ? DNP_GET_DESC_BYTES : remaining > seg ? seg : (uint32_t)remaining;
 	/* a TX_READ is due once this packet left: its source is then read whole */
 	bool read_done = s->rd_ev && len == remaining;
 	struct dnp_pkt_hdr hl, *h;
@@ -412,7 +411,8 @@ static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, s->dst, s->via, len, s->rver == e->router.ver ? s->hop_vc : -1, &vc))
+	if (!out_ready(e, qi, tc, s->dst, s->via, len, s->rver == e->router.ver ? s->hop_vc : -1,
+		       &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (load_cmd_payload(e, s, len, buf) < 0) {
@@ -472,14 +472,16 @@ static bool respond_one(struct dnp_engine *e, unsigned qi, uint64_t now)
 		return resp_abort(e, qi, -ENOLINK, now);
 
 	uint64_t remaining = job->job_len - job->job_off;
-	uint32_t len = remaining > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : (uint32_t)remaining;
+	unsigned tc = engine_pkt_class(&job->h);
+	uint32_t seg = e->c.arbitration ? engine_seg_max(e, tc) : DNP_MAX_PAYLOAD;
+	uint32_t len = remaining > seg ? seg : (uint32_t)remaining;
 	struct dnp_pkt_hdr hl, *h;
 	uint8_t vc;
 
 	struct pkt *p;
 	uint8_t *buf;
 
-	if (!out_ready(e, qi, job->h.src, job->job_via, len, -1, &vc))
+	if (!out_ready(e, qi, e->c.arbitration ? tc : 0, job->h.src, job->job_via, len, -1, &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	/* a GET's reads: bit 63 and the requester's node, port and id */

@@ -539,6 +539,27 @@ static inline bool engine_out_free(const struct dnp_engine *e, unsigned dir)
 	return !e->c.arbitration || dnp_link_unacked(x->l) <= x->next_tx;
 }
 
+/*
+ * Top-class remedies (engine.h, arb_low_payload, arb_top_reserve): the
+ * largest payload of a packet of class tc, and whether a packet of class
+ * tc and 'words' words may start on (l, vc) now.
+ */
+static inline uint32_t engine_seg_max(const struct dnp_engine *e, unsigned tc)
+{
+	return e->c.arb_low_payload && tc < DNP_ARB_CLASSES - 1 ? e->c.arb_low_payload :
+								  DNP_MAX_PAYLOAD;
+}
+
+static inline bool engine_can_start(const struct dnp_engine *e, struct dnp_link *l, unsigned vc,
+				    unsigned tc, uint32_t words)
+{
+	return dnp_link_can_start(l, vc,
+				  tc < DNP_ARB_CLASSES - 1 ? words + e->c.arb_top_reserve : words);
+}
+
+/* The create-time check of those two settings (engine_route.c): both 0 with arbitration off. */
+bool engine_top_conf_ok(const struct dnp_engine_conf *c);
+
 /* The packet became a GET responder job: the caller moves it to e->resp[p->job_q]. */
 #define DELIVER_KEPT 1
 /* The last fragment of a PUT/SEND waits for room in its port's event queue. */

@@ -336,7 +336,7 @@ static bool adaptive_hop(struct dnp_engine *e, const struct pkt *p, struct dnp_h
 			}
 		}
 	}
-	if (!best_room || !dnp_link_can_start(e->links[best.dir].l, best.vc, p->words))
+	if (!best_room || !engine_can_start(e, e->links[best.dir].l, best.vc, p->tc, p->words))
 		return false;
 	*hop = best;
 	return true;
@@ -417,7 +417,8 @@ static bool route_at(struct dnp_engine *e, unsigned in, unsigned vc, struct pkt 
 	if (e->router.routing == DNP_ROUTING_ADAPTIVE && adaptive_hop(e, p, &hop))
 		e->st.adaptive_hops++;
 	else if (dnp_link_state(x->l) != DNP_LINK_UP || dnp_link_window_full(x->l) ||
-		 !engine_out_free(e, hop.dir) || !dnp_link_can_start(x->l, hop.vc, p->words))
+		 !engine_out_free(e, hop.dir) ||
+		 !engine_can_start(e, x->l, hop.vc, p->tc, p->words))
 		return false;
 	in_take(e, in, vc, prev, p);
 	if (in < DNP_NDIRS)
@@ -451,6 +452,19 @@ bool engine_route_inputs(struct dnp_engine *e, uint64_t now)
 	}
 	e->rr = (uint8_t)(e->rr + 1 == NIN ? 0 : e->rr + 1);
 	return progress;
+}
+
+bool engine_top_conf_ok(const struct dnp_engine_conf *c)
+{
+	uint32_t pay = c->arb_low_payload ? c->arb_low_payload : DNP_MAX_PAYLOAD;
+
+	if (!c->arbitration)
+		return !c->arb_low_payload && !c->arb_top_reserve;
+	if (pay < DNP_WORD_BYTES || pay > DNP_MAX_PAYLOAD || pay % DNP_WORD_BYTES)
+		return false;
+	/* the largest low-class frame must still fit under T_RED beside the reserve */
+	return (uint64_t)dnp_pkt_frame_len(pay) / DNP_WORD_BYTES + c->arb_top_reserve <=
+	       (c->link.t_red ? c->link.t_red : c->link.fifo_words);
 }
 
 /* ------------------------------------------------------------ class arbiter */

@@ -21,7 +21,10 @@ Then the configuration columns (--configs), each where its difference is large:
   * a hot spot at two words per unit from each of its eight senders, beside a
     uniform background (--hot-rate 2): with congestion management (dor+ecn)
     the background's p99 latency is below 1 / FACTOR_ECN of DOR's alone, its
-    packets were marked and held, and DOR alone marks and holds nothing.
+    packets were marked and held, and DOR alone marks and holds nothing;
+    with classes (--classes: dor+tc, the background in the top class) the
+    background's p99 is also below 1 / FACTOR_ECN of DOR's alone (planted
+    fault, the background left in class 0: 14,555 against 20,694, fails).
 Usage: check-lab-sweep.py DNP_LAB
 """
 import csv
@@ -86,11 +89,18 @@ def check_configs(lab, best):
         fail("adaptive transpose accepts %.4f, not above %.1f x dor's %.4f"
              % (ad, FACTOR_ADAPTIVE, best[("dor", "transpose")]))
     rows = sweep(lab, ["--patterns", "hotspot", "--configs", "dor,dor+ecn", "--hot-rate", "2",
-                       "--loads", "0.3", "--warm", "1000", "--measure", "2000"])
+                       "--loads", "0.3", "--warm", "1000", "--measure", "2000", "--classes"])
     check_rows(rows)
     by = {r["config"]: r for r in rows}
-    if set(by) != {"dor", "dor+ecn"}:
+    if set(by) != {"dor", "dor+ecn", "dor+tc", "dor+ecn+tc"}:
         fail("hot spot: runs of %s" % sorted(by))
+    for name, r in by.items():
+        if r["classes"] != ("strict" if name.endswith("+tc") else "off"):
+            fail("%s: classes column %s" % (name, r["classes"]))
+    # classes: the background, in the top class, passes the hot senders' packets
+    if FACTOR_ECN * int(by["dor+tc"]["lat_bg_p99"]) >= int(by["dor"]["lat_bg_p99"]):
+        fail("hot spot: background p99 %s with dor+tc, not below 1/%.0f of dor's %s"
+             % (by["dor+tc"]["lat_bg_p99"], FACTOR_ECN, by["dor"]["lat_bg_p99"]))
     dor, ecn = by["dor"], by["dor+ecn"]
     if int(dor["cg_marked"]) or int(dor["cg_held"]):
         fail("dor marked %s and held %s packets" % (dor["cg_marked"], dor["cg_held"]))

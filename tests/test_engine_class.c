@@ -311,6 +311,111 @@ static void test_engine_class_out_of_range(void **state)
 	assert_int_equal(dnp_engine_stats(nodes[0].e)->pkts_injected, 0);
 }
 
+/*
+ * Top-class remedy 1 (engine.h arb_low_payload): with strict arbitration and
+ * a 256-byte cap, a 4 KiB PUT of class 0 leaves in 16 packets and lands
+ * whole; one of the top class still leaves in one packet. Without the cap
+ * (or with arbitration off, where the setting is refused) it is one packet.
+ */
+static void test_engine_class_low_payload(void **state)
+{
+	(void)state;
+	arbitration = DNP_ARB_STRICT;
+	low_payload = 256;
+	setup_nodes(2);
+	pump(100);
+	uint32_t key = reg_buf(1, 0, BASE, 2u << 20, DNP_BUF_PUT_TARGET);
+	fill(nodes[0].mem[0], 8192, 3);
+	struct dnp_cmd lo = put_cmd(1, 0, BASE, BASE, key, 4096, 1);
+	struct dnp_cmd hi = put_cmd(1, 0, BASE + 4096, TOP_VA, key, 4096, 2);
+
+	hi.tc = 7;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &lo, now), 0);
+	assert_int_equal(expect_event(0, 0, 20000, DNP_EV_TX_DONE).cookie, 1);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->pkts_injected, 16);
+	assert_int_equal(first_rx_put(1), BASE);
+	assert_memory_equal(nodes[1].mem[0], nodes[0].mem[0], 4096);
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &hi, now), 0);
+	assert_int_equal(expect_event(0, 0, 20000, DNP_EV_TX_DONE).cookie, 2);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->pkts_injected, 17);
+	assert_memory_equal(nodes[1].mem[0] + (TOP_VA - BASE), nodes[0].mem[0] + 4096, 4096);
+}
+
+/* The settings are refused with arbitration off, or when no low frame would fit. */
+static void test_engine_class_top_conf(void **state)
+{
+	struct dnp_engine_conf c;
+	struct dnp_engine *e = NULL;
+
+	(void)state;
+	dnp_engine_conf_default(&c);
+	dnp_torus_init(&c.torus, 2, 1, 1);
+	c.mem = &ops;
+	c.arb_low_payload = 256;
+	assert_int_equal(dnp_engine_create(&c, 0, &e), -EINVAL); /* arbitration off */
+	c.arbitration = DNP_ARB_STRICT;
+	c.arb_low_payload = 100; /* not a multiple of 16 */
+	assert_int_equal(dnp_engine_create(&c, 0, &e), -EINVAL);
+	c.arb_low_payload = 0;
+	c.arb_top_reserve = (uint16_t)(c.link.t_red - DNP_MAX_FRAME / DNP_WORD_BYTES + 1);
+	assert_int_equal(dnp_engine_create(&c, 0, &e), -EINVAL);
+	c.arb_top_reserve--;
+	assert_int_equal(dnp_engine_create(&c, 0, &e), 0);
+	dnp_engine_destroy(e);
+}
+
+/*
+ * Top-class remedy 2 (engine.h arb_top_reserve): node 1 is held, so node 0's
+ * estimate of its FIFO only grows. Class-0 packets of 8 words (64-byte
+ * payloads) fill the VC; then an 8-byte PUT of class 7 (5 words) is
+ * submitted. Returns whether it left. T_RED 2042: without a reserve the low
+ * class leaves 2 words, too few; with 16 reserved it stops at 2016.
+ */
+static bool reserve_race(uint16_t reserve, uint64_t *low_pkts)
+{
+	arbitration = DNP_ARB_STRICT;
+	low_payload = 64;
+	top_reserve = reserve;
+	setup_nodes(2);
+	pump(100);
+	uint32_t key = reg_buf(1, 0, BASE, 2u << 20, DNP_BUF_PUT_TARGET);
+	struct dnp_cmd lo = put_cmd(1, 0, BASE, BASE, key, 300 * 64, 1);
+	struct dnp_cmd hi = put_cmd(1, 0, BASE, TOP_VA, key, 8, 2);
+
+	hi.tc = 7;
+	hold_node = 1;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &lo, now), 0);
+	pump(1000);
+	*low_pkts = dnp_engine_stats(nodes[0].e)->pkts_injected;
+	assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &hi, now), 0);
+	pump(200);
+	bool went = dnp_engine_stats(nodes[0].e)->pkts_injected == *low_pkts + 1;
+	hold_node = -1;
+	return went;
+}
+
+static void test_engine_class_top_reserve(void **state)
+{
+	uint64_t n;
+
+	(void)state;
+	assert_true(reserve_race(16, &n));
+	assert_int_equal(n, 253); /* 253 x 8 + 16 + 8 > 2042 */
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(expect_event(0, 0, 50000, DNP_EV_TX_DONE).status, 0);
+}
+
+static void test_engine_class_no_reserve(void **state)
+{
+	uint64_t n;
+
+	(void)state;
+	assert_false(reserve_race(0, &n)); /* the problem the reserve solves */
+	assert_int_equal(n, 255);
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(expect_event(0, 0, 50000, DNP_EV_TX_DONE).status, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +431,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_engine_class_interleaved_messages, teardown),
 		cmocka_unit_test_teardown(test_engine_class_output_frees_work, teardown),
 		cmocka_unit_test_teardown(test_engine_class_out_of_range, teardown),
+		cmocka_unit_test_teardown(test_engine_class_low_payload, teardown),
+		cmocka_unit_test(test_engine_class_top_conf),
+		cmocka_unit_test_teardown(test_engine_class_top_reserve, teardown),
+		cmocka_unit_test_teardown(test_engine_class_no_reserve, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

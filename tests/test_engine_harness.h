@@ -130,6 +130,7 @@ static uint64_t t_query;                   /* query_timeout (0 = no outcome quer
 static uint64_t t_sick_hold;               /* sick_hold (0 = a sick link is let go at once) */
 static uint8_t routing, nvcs;              /* enum dnp_routing, link VCs (0: the default) */
 static uint8_t arbitration;                /* enum dnp_arbitration (arb.h), 0: off */
+static uint16_t low_payload, top_reserve;  /* engine.h arb_low_payload, arb_top_reserve */
 static uint32_t evq_slots;                 /* event queue size of node evq_node (0 = default) */
 static unsigned evq_node = 1;
 static int pool_node = -1;                 /* this node gets the pools below */
@@ -165,6 +166,8 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 	c.sick_hold = t_sick_hold;
 	c.routing = routing;
 	c.arbitration = arbitration;
+	c.arb_low_payload = low_payload;
+	c.arb_top_reserve = top_reserve;
 	if (nvcs)
 		c.link.nvc = nvcs;
 	if (evq_slots && i == evq_node)
@@ -213,6 +216,7 @@ static int teardown(void **state)
 	t_cmd = t_reasm = t_deliver = t_query = t_sick_hold = 0;
 	routing = nvcs = 0;
 	arbitration = 0;
+	low_payload = top_reserve = 0;
 	evq_slots = 0;
 	evq_node = 1;
 	pool_node = -1;

@@ -513,10 +513,10 @@ static void test_lab_plan_release(void **state)
 {
 	(void)state;
 	static const struct dnp_lab_plan_msg plan[] = {
-		{ 0, 1, 100, 0 },    { 0, 7, 4096, 0 },    { 3, 4, 1, 500 },
-		{ 0, 2, 300, 2000 }, { 5, 0, 2000, 2000 }, { 3, 6, 64, 9000 },
+		{ 0, 1, 100, 0, 0 },    { 0, 7, 4096, 0, 0 },    { 3, 4, 1, 500, 0 },
+		{ 0, 2, 300, 2000, 0 }, { 5, 0, 2000, 2000, 0 }, { 3, 6, 64, 9000, 0 },
 	};
-	struct dnp_lab_plan_msg bad[1] = { { 0, 8, 16, 0 } };
+	struct dnp_lab_plan_msg bad[1] = { { 0, 8, 16, 0, 0 } };
 	struct dnp_lab_conf c;
 	struct dnp_lab *lab;
 

@@ -57,6 +57,10 @@ static void usage(FILE *f)
 		"  --pingpong A,B         a ping-pong flow between node ids A and B beside the\n"
 		"                         pattern: --pingpong-count messages (100) of\n"
 		"                         --pingpong-size bytes (8) in class --pingpong-tc (7)\n"
+		"  --low-payload BYTES    with arbitration: packets of classes 0..6 carry at most\n"
+		"                         BYTES (16..4096; 0 = 4096)\n"
+		"  --top-reserve WORDS    with arbitration: words of every VC FIFO that classes\n"
+		"                         0..6 may not take (0)\n"
 		"  --loss P --corrupt P --dup P --reorder P   per-frame fault probabilities,\n"
 		"                         0..1 or N%%\n"
 		"  --impair SPEC          the same in dnpd's spelling: loss=N%%,corrupt=N%%,dup=N%%,\n"
@@ -136,6 +140,8 @@ enum {
 	OPT_COLL, /* collectives (lab_coll.c) */
 	OPT_COLL_SIZE,
 	OPT_COLL_COUNT,
+	OPT_LOW_PAYLOAD, /* top-class remedies: dnp_lab_class_opt */
+	OPT_TOP_RESERVE,
 };
 
 static const struct option run_opts[] = {
@@ -190,6 +196,8 @@ static const struct option run_opts[] = {
 	{ "coll", required_argument, NULL, OPT_COLL },
 	{ "coll-size", required_argument, NULL, OPT_COLL_SIZE },
 	{ "coll-count", required_argument, NULL, OPT_COLL_COUNT },
+	{ "low-payload", required_argument, NULL, OPT_LOW_PAYLOAD },
+	{ "top-reserve", required_argument, NULL, OPT_TOP_RESERVE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -465,6 +473,8 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 	case OPT_PP_COUNT:
 	case OPT_PP_SIZE:
 	case OPT_PP_TC:
+	case OPT_LOW_PAYLOAD:
+	case OPT_TOP_RESERVE:
 		return dnp_lab_class_opt(&a->c, run_opts[opt - OPT_TORUS].name, arg);
 	case OPT_COLL: {
 		unsigned k = 0;

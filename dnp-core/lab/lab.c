@@ -360,6 +360,8 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.cg_threshold = c->cg_threshold;
 		ec.cg_window = c->cg_window;
 		ec.arbitration = c->arbitration;
+		ec.arb_low_payload = c->low_payload;
+		ec.arb_top_reserve = c->top_reserve;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;
@@ -424,7 +426,8 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 		const struct dnp_lab_plan_msg *p = &conf->plan[i];
 
 		if (p->src >= dnp_torus_size(&conf->torus) ||
-		    p->dst >= dnp_torus_size(&conf->torus) || p->src == p->dst)
+		    p->dst >= dnp_torus_size(&conf->torus) || p->src == p->dst ||
+		    p->tc > DNP_TC_MAX)
 			return -EINVAL;
 	}
 	for (unsigned i = 0; i < conf->nfaults; i++)

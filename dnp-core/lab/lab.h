@@ -94,6 +94,7 @@ enum dnp_lab_pattern {
 struct dnp_lab_plan_msg {
 	uint32_t src, dst, size;
 	uint64_t release;
+	uint8_t tc; /* its class, 0..7 (0: conf.tc) */
 };
 
 struct dnp_lab_conf {
@@ -171,6 +172,14 @@ struct dnp_lab_conf {
 	uint8_t coll_op;
 	uint32_t coll_size;
 	unsigned coll_count;
+	/*
+	 * Top-class latency remedies (engine.h arb_low_payload and
+	 * arb_top_reserve; docs/lab.md, "Traffic classes"), with arbitration
+	 * on: the largest payload of a low-class packet (bytes, 0: 4096) and the
+	 * words of each VC FIFO kept for the top class (0: none).
+	 */
+	uint16_t low_payload;
+	uint16_t top_reserve;
 };
 
 /* Per directed link (node, dir). */
@@ -243,7 +252,8 @@ const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
  * The traffic-class options of the lab (dnp-lab's long names): "arbitration"
  * off|strict|wrr, "tc" N, "pingpong" A,B (node ids; also sets pp_count 100,
  * pp_size 8 and pp_tc 7 unless given), "pingpong-count" N,
- * "pingpong-size" BYTES, "pingpong-tc" N. Classes 0..7.
+ * "pingpong-size" BYTES, "pingpong-tc" N, "low-payload" BYTES (16..4096, a
+ * multiple of 16), "top-reserve" WORDS. Classes 0..7.
  * Errors: -EINVAL (bad value or unknown name).
  */
 int dnp_lab_class_opt(struct dnp_lab_conf *c, const char *name, const char *arg);

@@ -231,6 +231,13 @@ int dnp_lab_class_opt(struct dnp_lab_conf *c, const char *name, const char *arg)
 		*(name[0] == 't' ? &c->tc : &c->pp_tc) = (uint8_t)v;
 		return 0;
 	}
+	if (!strcmp(name, "low-payload") || !strcmp(name, "top-reserve")) {
+		if (class_u32(arg, name[0] == 'l' ? DNP_MAX_PAYLOAD : UINT16_MAX, &v) ||
+		    (name[0] == 'l' && v % DNP_WORD_BYTES))
+			return -EINVAL;
+		*(name[0] == 'l' ? &c->low_payload : &c->top_reserve) = (uint16_t)v;
+		return 0;
+	}
 	if (!strcmp(name, "pingpong-count"))
 		return class_u32(arg, 1u << 24, &c->pp_count);
 	if (!strcmp(name, "pingpong-size"))

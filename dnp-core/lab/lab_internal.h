@@ -62,6 +62,7 @@ struct lab_msg {
 	uint8_t resolved;  /* counted out of open_msgs */
 	uint8_t excused;   /* an endpoint was killed: not verified */
 	uint8_t pp;        /* of the ping-pong flow: submitted when the one before arrived */
+	uint8_t tc;        /* the plan's class (0: conf.tc) */
 	uint16_t attempts; /* submissions after the first (failures) */
 	uint64_t retry_at; /* when it may be submitted again */
 	int32_t status;    /* 1 until completed */

@@ -33,6 +33,8 @@
  */
 #include "lab_internal.h"
 
+#include "arb.h"
+
 #include <assert.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -71,6 +73,7 @@ struct sweep_config {
 	const char *name;
 	const char *routing;
 	const char *congestion;
+	const char *classes; /* "off", or "strict": the hot spot's background in the top class */
 	int (*apply)(const struct sweep *s, struct dnp_lab_conf *c);
 	int (*loads)(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl);
 };
@@ -96,6 +99,7 @@ struct sweep {
 	double *nw;                       /* scratch of the adaptive loads: weight per node */
 	uint32_t *nq;                     /* and the nodes in visiting order */
 	bool plot, quick;
+	bool classes; /* --classes: each chosen configuration also as +tc */
 	const char *out;
 	struct dnp_router *routers; /* one per node, for the channel loads */
 	uint32_t *dst;              /* scratch: destinations of one source */
@@ -280,12 +284,17 @@ static int sw_walk(const struct sweep *s, uint32_t src, uint32_t dst, double w, 
 	return -ELOOP;
 }
 
+/* How a message's data words load the channels: sw_walk (DOR) or sw_spread (adaptive). */
+typedef int (*sw_fwd_fn)(const struct sweep *s, uint32_t src, uint32_t dst, double w, double *load);
+
 /*
- * Channel loads of the routers' own route (dimension order today): load[]
- * per data word injected per unit; cmpl[] adds the CMPL frame that answers
- * every message on the way back (SW_CMPL_WORDS per message).
+ * Channel loads of every message of pattern p: load[] per data word injected
+ * per unit, routed by fwd; cmpl[] adds the CMPL frame that answers every
+ * message on the way back (SW_CMPL_WORDS per message, always DOR: reports
+ * take no adaptive hop).
  */
-static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl)
+static int sw_loads(const struct sweep *s, enum sweep_pattern p, sw_fwd_fn fwd, double *load,
+		    double *cmpl)
 {
 	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
 
@@ -293,7 +302,7 @@ static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *l
 		uint32_t nd = sw_dests(m, p, src);
 
 		for (uint32_t i = 0; i < nd; i++) {
-			int ret = sw_walk(s, src, s->dst[i], s->w[i], load);
+			int ret = fwd(s, src, s->dst[i], s->w[i], load);
 
 			if (!ret)
 				ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw,
@@ -303,6 +312,12 @@ static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *l
 		}
 	}
 	return 0;
+}
+
+/* Channel loads of the routers' own route (dimension order). */
+static int sw_loads_route(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl)
+{
+	return sw_loads(s, p, sw_walk, load, cmpl);
 }
 
 /*
@@ -349,27 +364,11 @@ static int sw_spread(const struct sweep *s, uint32_t src, uint32_t dst, double w
 	return 0;
 }
 
-/* Channel loads of minimal adaptive routing; the CMPL frames keep to DOR (one-packet
- * messages only take adaptive hops when flagged whole; reports are not). */
+/* Channel loads of minimal adaptive routing (one-packet messages; the CMPL frames keep to DOR). */
 static int sw_loads_adaptive(const struct sweep *s, enum sweep_pattern p, double *load,
 			     double *cmpl)
 {
-	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
-
-	for (uint32_t src = 0; src < s->n; src++) {
-		uint32_t nd = sw_dests(m, p, src);
-
-		for (uint32_t i = 0; i < nd; i++) {
-			int ret = sw_spread(s, src, s->dst[i], s->w[i], load);
-
-			if (!ret)
-				ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw,
-					      cmpl);
-			if (ret)
-				return ret;
-		}
-	}
-	return 0;
+	return sw_loads(s, p, sw_spread, load, cmpl);
 }
 
 static int sw_apply_dor(const struct sweep *s, struct dnp_lab_conf *c)
@@ -406,13 +405,40 @@ static int sw_apply_adaptive_ecn(const struct sweep *s, struct dnp_lab_conf *c)
 	return sw_apply_adaptive(s, c);
 }
 
-/* The configurations, in CSV and plot order; --configs chooses among them. */
+/*
+ * +tc: the same with classes (strict arbitration); in the hot-spot pattern
+ * the background goes in the top class and the hot senders in class 0, so
+ * the pair shows what classes do for the traffic they protect; in the other
+ * patterns every message is of class 0 and the pair shows what arbitration
+ * costs.
+ */
+#define SW_APPLY_TC(name, base)                                        \
+	static int name(const struct sweep *s, struct dnp_lab_conf *c) \
+	{                                                              \
+		c->arbitration = DNP_ARB_STRICT;                       \
+		return base(s, c);                                     \
+	}
+SW_APPLY_TC(sw_apply_dor_tc, sw_apply_dor)
+SW_APPLY_TC(sw_apply_adaptive_tc, sw_apply_adaptive)
+SW_APPLY_TC(sw_apply_dor_ecn_tc, sw_apply_dor_ecn)
+SW_APPLY_TC(sw_apply_adaptive_ecn_tc, sw_apply_adaptive_ecn)
+
+/*
+ * The configurations, in CSV and plot order; --configs chooses among them;
+ * --classes adds the +tc one of each chosen (index + SW_NBASE).
+ */
 static const struct sweep_config sw_configs[] = {
-	{ "dor", "dor", "off", sw_apply_dor, sw_loads_route },
-	{ "adaptive", "adaptive", "off", sw_apply_adaptive, sw_loads_adaptive },
-	{ "dor+ecn", "dor", "ecn", sw_apply_dor_ecn, sw_loads_route },
-	{ "adaptive+ecn", "adaptive", "ecn", sw_apply_adaptive_ecn, sw_loads_adaptive },
+	{ "dor", "dor", "off", "off", sw_apply_dor, sw_loads_route },
+	{ "adaptive", "adaptive", "off", "off", sw_apply_adaptive, sw_loads_adaptive },
+	{ "dor+ecn", "dor", "ecn", "off", sw_apply_dor_ecn, sw_loads_route },
+	{ "adaptive+ecn", "adaptive", "ecn", "off", sw_apply_adaptive_ecn, sw_loads_adaptive },
+	{ "dor+tc", "dor", "off", "strict", sw_apply_dor_tc, sw_loads_route },
+	{ "adaptive+tc", "adaptive", "off", "strict", sw_apply_adaptive_tc, sw_loads_adaptive },
+	{ "dor+ecn+tc", "dor", "ecn", "strict", sw_apply_dor_ecn_tc, sw_loads_route },
+	{ "adaptive+ecn+tc", "adaptive", "ecn", "strict", sw_apply_adaptive_ecn_tc,
+	  sw_loads_adaptive },
 };
+#define SW_NBASE 4u
 #define SW_NCONFIGS (sizeof(sw_configs) / sizeof(sw_configs[0]))
 static_assert(SW_NCONFIGS <= SW_MAX_CONFIGS, "room for every configuration");
 
@@ -481,7 +507,8 @@ static int sw_plan_add(struct sw_plan *pl, uint32_t src, uint32_t dst, unsigned 
 		pl->m = m;
 		pl->cap = cap;
 	}
-	pl->m[pl->n++] = (struct dnp_lab_plan_msg){ src, dst, size, t };
+	pl->m[pl->n++] =
+		(struct dnp_lab_plan_msg){ .src = src, .dst = dst, .size = size, .release = t };
 	return 0;
 }
 
@@ -621,6 +648,9 @@ static int sw_point(struct sweep *s, const struct sweep_config *cf, enum sweep_p
 	c.plan = pl.m;
 	c.nplan = pl.n;
 	ret = cf->apply(s, &c);
+	for (uint32_t i = 0; c.arbitration && p == SW_HOTSPOT && i < pl.n; i++)
+		if (!sw_is_hot(s, pl.m[i].src) && pl.m[i].dst != s->hotspot)
+			pl.m[i].tc = DNP_TC_MAX; /* +tc: the background in the top class */
 	if (!ret)
 		ret = pl.n ? dnp_lab_create(&c, &lab) : -EDOM;
 	if (ret)
@@ -667,7 +697,7 @@ static unsigned sw_vcs(const struct sweep *s, const struct sweep_config *cf)
 #define SW_CSV_HEADER                                                                          \
 	"config,routing,pattern,torus,payload_bytes,frame_words,load_frac,offered,"            \
 	"offered_measured,accepted,ideal,ideal_with_cmpl,lat_mean,lat_p99,messages,delivered," \
-	"end_time,status,vcs,congestion,accepted_bg,lat_bg_p99,cg_marked,cg_held\n"
+	"end_time,status,vcs,congestion,accepted_bg,lat_bg_p99,cg_marked,cg_held,classes\n"
 
 static void sw_row_out(struct sweep *s, const struct sweep_config *cf, enum sweep_pattern p,
 		       const struct sweep_row *r)
@@ -676,12 +706,12 @@ static void sw_row_out(struct sweep *s, const struct sweep_config *cf, enum swee
 
 	fprintf(s->csv,
 		"%s,%s,%s,%ux%ux%u,%u,%u,%.3f,%.5f,%.5f,%.5f,%.5f,%.5f,%.1f,%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%s,%u,%s,%.5f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		",%" PRIu64 ",%" PRIu64 ",%s,%u,%s,%.5f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s\n",
 		cf->name, cf->routing, sw_names[p], t->dim[0], t->dim[1], t->dim[2], s->size, s->fw,
 		r->frac, r->offered, r->offered_meas, r->accepted, r->ideal, r->ideal_cmpl,
 		r->lat_mean, r->lat_p99, r->messages, r->delivered, r->end, sw_status(r->status),
 		sw_vcs(s, cf), cf->congestion, r->accepted_bg, r->lat_bg_p99, r->cg_marked,
-		r->cg_held);
+		r->cg_held, cf->classes);
 	fflush(s->csv);
 	printf("%-5s %-10s load %.2f  offered %.4f  accepted %.4f  (ideal %.4f)  latency mean "
 	       "%.0f p99 %" PRIu64 "  %" PRIu64 "/%" PRIu64 " delivered  %s",
@@ -795,7 +825,10 @@ static void sw_usage(FILE *f)
 		"  --torus XxYxZ        torus (8x8x8; dimensions up to %u)\n"
 		"  --patterns LIST      uniform,transpose,tornado,bitcomp,neighbour,hotspot (all)\n"
 		"  --configs LIST       dor,adaptive,dor+ecn,adaptive+ecn (dor,adaptive,dor+ecn;\n"
-		"                       --quick: dor); adaptive takes a third VC with --vcs 2\n"
+		"                       --quick: dor); adaptive takes a third VC with --vcs 2;\n"
+		"                       each also as NAME+tc (strict arbitration)\n"
+		"  --classes            every chosen configuration also with classes (+tc): the\n"
+		"                       hot spot's background in the top class\n"
 		"  --hot-rate R         each hot-spot sender offers R words/unit (0: silent); the\n"
 		"                       ladder and its ideal are then the background's alone\n"
 		"  --cg-window P --cg-threshold W  +ecn: window ceiling (packets) and marking\n"
@@ -948,6 +981,7 @@ enum {
 	SW_OPT_HOT_RATE,
 	SW_OPT_CG_WINDOW,
 	SW_OPT_CG_THRESHOLD,
+	SW_OPT_CLASSES,
 };
 
 static const struct option sw_opts[] = {
@@ -969,6 +1003,7 @@ static const struct option sw_opts[] = {
 	{ "hot-rate", required_argument, NULL, SW_OPT_HOT_RATE },
 	{ "cg-window", required_argument, NULL, SW_OPT_CG_WINDOW },
 	{ "cg-threshold", required_argument, NULL, SW_OPT_CG_THRESHOLD },
+	{ "classes", no_argument, NULL, SW_OPT_CLASSES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -1024,6 +1059,9 @@ static int sw_option(struct sweep *s, int o, const char *arg)
 		return 1;
 	case SW_OPT_CONFIGS:
 		return sw_parse_configs(s, arg);
+	case SW_OPT_CLASSES:
+		s->classes = true;
+		return 0;
 	case SW_OPT_CG_WINDOW:
 		if (sw_parse_u64(arg, 1, 65536, &v))
 			return -EINVAL;
@@ -1127,6 +1165,9 @@ static void sw_teardown(struct sweep *s)
 static int sw_all(struct sweep *s)
 {
 	double sat[SW_NCONFIGS][SW_NPAT] = { { 0 } }, ideal[SW_NCONFIGS][SW_NPAT] = { { 0 } };
+
+	for (unsigned k = 0; s->classes && k < SW_NBASE; k++)
+		s->cfg[k + SW_NBASE] |= s->cfg[k]; /* the class / no class pair */
 
 	printf("dnp-lab sweep: %ux%ux%u, %u-byte payload = %u-word packets, %u VCs, bw %u, %s "
 	       "credits, windows %" PRIu64 " + %" PRIu64 " units, hot spot node %u with %u "

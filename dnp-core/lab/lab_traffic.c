@@ -79,8 +79,10 @@ static void plan_add(struct dnp_lab *lab, uint32_t src, uint32_t dst, uint32_t s
 		m->t_submit = UINT64_MAX;
 		m->t_done = UINT64_MAX;
 		m->t_rx = UINT64_MAX;
-		if (lab->conf.plan)
+		if (lab->conf.plan) {
 			m->release = lab->conf.plan[lab->nmsgs].release;
+			m->tc = lab->conf.plan[lab->nmsgs].tc;
+		}
 	}
 	lab->nmsgs++;
 }
@@ -373,7 +375,7 @@ static int submit_one(struct dnp_lab *lab, struct lab_node *nd, uint32_t idx)
 	cmd.len = m->size;
 	cmd.local_va = m->tx_va;
 	cmd.cookie = (uint64_t)idx + 1;
-	cmd.tc = m->pp ? lab->conf.pp_tc : lab->conf.tc;
+	cmd.tc = m->pp ? lab->conf.pp_tc : m->tc ? m->tc : lab->conf.tc;
 	ret = dnp_engine_submit(nd->e, LAB_PORT, &cmd, lab->now);
 	if (ret == -EAGAIN)
 		return ret;
