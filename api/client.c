@@ -920,6 +920,20 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 }
 
 /*
+ * True when the only process this wait waits for, a daemon with no links
+ * pinned to one CPU (the bell's solo_cpu), runs on another CPU than ours:
+ * a yield could then only give our CPU to a process outside the run
+ * (docs/performance.md, "Hand-off and context switches"). Untrusted: a
+ * wrong value costs yields or a spin until the sleep, never an event.
+ */
+static bool dnp_waits_elsewhere(struct dnp *d)
+{
+	uint32_t solo = atomic_load_explicit(&d->bell->solo_cpu, memory_order_relaxed);
+
+	return solo != 0 && d->cpu >= 0 && (uint32_t)d->cpu != solo - 1;
+}
+
+/*
  * What a wait waits for: one event (into ev), or completion counter n at
  * threshold (ev NULL; the events that come meanwhile go to the stash).
  */
@@ -992,6 +1006,8 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
+		if (dnp_waits_elsewhere(d))
+			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
 			dnp_yield_step(&d->yield, now);
 	}
