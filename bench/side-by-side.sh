@@ -67,7 +67,7 @@ loaded() {
 	h1=$!
 	sh -c 'while :; do :; done' &
 	h2=$!
-	DNP_BENCH_LOCK=env "$@" || rc=$?
+	DNP_BENCH_LOCK="env" "$@" || rc=$?
 	kill "$h1" "$h2"
 	wait "$h1" "$h2" 2>/dev/null || true
 	[ -n "${DNP_BENCH_LOCK:-}" ] || {
