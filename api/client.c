@@ -946,29 +946,81 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 }
 
 /*
- * dnp_wait_event once nothing waits: poll, yielding the CPU every 4 looks (2
+ * True when the only process this wait waits for, a daemon with no links
+ * pinned to one CPU (the bell's solo_cpu), runs on another CPU than ours:
+ * a yield could then only give our CPU to a process outside the run
+ * (docs/performance.md, "Hand-off and context switches"). Untrusted: a
+ * wrong value costs yields or a spin until the sleep, never an event.
+ */
+static bool dnp_waits_elsewhere(struct dnp *d)
+{
+	uint32_t solo = atomic_load_explicit(&d->bell->solo_cpu, memory_order_relaxed);
+
+	return solo != 0 && d->cpu >= 0 && (uint32_t)d->cpu != solo - 1;
+}
+
+/*
+ * What a wait waits for: one event (into ev), or completion counter n at
+ * threshold (ev NULL; the events that come meanwhile go to the stash).
+ */
+struct dnp_waiter {
+	struct dnp_event *ev;
+	unsigned n;
+	uint64_t threshold;
+};
+
+static bool dnp_cntr_reached(struct dnp *d, unsigned n, uint64_t threshold);
+
+/*
+ * One look: 1 when what w waits for is there, 0 when not, a negative errno
+ * when stashing events failed. 'full': a counter wait also stashes the
+ * events that came (every 4th look and before a sleep, as ring reads cost).
+ */
+static int wait_look(struct dnp *d, const struct dnp_waiter *w, bool full)
+{
+	int r;
+
+	if (w->ev)
+		return dnp_take_events(d, w->ev, 1) ? 1 : 0;
+	if (dnp_cntr_reached(d, w->n, w->threshold))
+		return 1;
+	if (full) {
+		r = dnp_stash_events(d);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The one wait loop of dnp_wait_event and dnp_cntr_wait, once the first
+ * look found nothing: poll, yielding the CPU every 4 looks (2
  * shared cores: a pure spinner would keep the daemon from producing the
  * event; every 4 rather than 64 looks: the 2-node shm ping-pong, four
  * processes on two CPUs, is about 10% faster), except while alone on the CPU
- * (dnp_yield.h), and only after yield_ns sleep on the event bell, whose
- * wake-up costs about 11 us. A wait's first yield is at once (we may just
- * have posted the command that the process sharing our CPU must carry); a
- * yield that ran somebody else is followed by half a lone yield's time of
- * looking before the next (dnp_yield_held: whoever gave us the CPU likely
- * just sent our event), when the daemon says so (bell->hold: a pinned shm daemon;
- * docs/performance.md, "Holding the CPU after a yield"). Returns 1
- * (an event), 0 (deadline passed) or -EIO (the daemon died).
+ * (dnp_yield.h), and only after yield_ns sleep on the event bell (ev_seq,
+ * which the daemon bumps after it pushes events and after it publishes
+ * counters), whose wake-up costs about 11 us. A wait's first yield is at
+ * once (we may just have posted the command that the process sharing our
+ * CPU must carry); a yield that ran somebody else is followed by half a lone
+ * yield's time of looking before the next (dnp_yield_held: whoever gave us
+ * the CPU likely just sent our event), when the daemon says so (bell->hold:
+ * a pinned shm daemon; docs/performance.md, "Holding the CPU after a
+ * yield"). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
+ * or an error of dnp_stash_events.
  */
-static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t deadline,
+static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uint64_t deadline,
 		     uint64_t yield_ns)
 {
 	uint64_t now;
 	unsigned i;
+	int r;
 
 	d->yield.back = 0;
 	for (i = 0;; i++) {
-		if (dnp_take_events(d, ev, 1))
-			return 1;
+		r = wait_look(d, w, (i & 3u) == 0);
+		if (r)
+			return r;
 		if ((i & 3u) != 0) {
 			dnp_cpu_relax();
 			continue;
@@ -980,6 +1032,8 @@ static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t 
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
+		if (dnp_waits_elsewhere(d))
+			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
 			dnp_yield_step(&d->yield, now);
 	}
@@ -988,6 +1042,19 @@ static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t 
 		uint64_t slice = (uint64_t)DNP_SLEEP_SLICE_MS * 1000000ull;
 		uint32_t seq;
 
+		/*
+		 * Event count: take ev_seq, look, announce the sleep (seq_cst
+		 * against the daemon's seq_cst bump then load of ev_waiters),
+		 * and sleep only if ev_seq has not moved since we looked.
+		 */
+		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
+		r = wait_look(d, w, true);
+		if (r)
+			return r;
+		if (dnp_check_dead(d)) {
+			r = wait_look(d, w, true);
+			return r ? r : -EIO;
+		}
 		if (deadline) {
 			now = dnp_now_ns();
 			if (now >= deadline)
@@ -995,24 +1062,12 @@ static int wait_slow(struct dnp *d, struct dnp_event *ev, uint64_t t0, uint64_t 
 			if (deadline - now < slice)
 				slice = deadline - now;
 		}
-		/*
-		 * Event count: take ev_seq, look, announce the sleep (seq_cst
-		 * against the daemon's seq_cst bump then load of ev_waiters),
-		 * and sleep only if ev_seq has not moved since we looked.
-		 */
-		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
-		if (dnp_take_events(d, ev, 1))
-			return 1;
-		if (dnp_check_dead(d))
-			return dnp_take_events(d, ev, 1) ? 1 : -EIO;
 		ts.tv_sec = (time_t)(slice / 1000000000ull);
 		ts.tv_nsec = (long)(slice % 1000000000ull);
 		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
 			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
 		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
-		if (dnp_take_events(d, ev, 1))
-			return 1;
 	}
 }
 
@@ -1038,7 +1093,7 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 	 * the wake-up costs little against such a wait (docs/performance.md).
 	 */
 	yield_ns = d->long_waits >= DNP_LONG_WAITS ? DNP_YIELD_SHORT_NS : DNP_YIELD_NS;
-	r = wait_slow(d, ev, t0, deadline, yield_ns);
+	r = wait_slow(d, &(struct dnp_waiter){ .ev = ev }, t0, deadline, yield_ns);
 	if (r == 1) {
 		if (dnp_now_ns() - t0 >= DNP_LONG_WAIT_NS) {
 			if (d->long_waits < DNP_LONG_WAITS)
@@ -1072,16 +1127,10 @@ static bool dnp_cntr_reached(struct dnp *d, unsigned n, uint64_t threshold)
 	return ok + err >= threshold;
 }
 
-/*
- * As wait_slow: looks with a yield every 4 looks for DNP_YIELD_NS, then
- * sleeps on ev_seq, which the daemon bumps after it publishes counters as
- * after it pushes events. Events that come meanwhile go to the stash.
- */
+/* wait_slow with DNP_YIELD_NS of yielding, for the counter (events go to the stash). */
 int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms)
 {
-	uint64_t t0, now, deadline = 0;
-	unsigned i;
-	int r;
+	uint64_t t0, deadline = 0;
 
 	if (!d || n >= DNP_CNTR_MAX)
 		return -EINVAL;
@@ -1092,52 +1141,8 @@ int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms)
 	t0 = dnp_now_ns();
 	if (timeout_ms > 0)
 		deadline = t0 + (uint64_t)timeout_ms * 1000000ull;
-	d->yield.back = 0;
-	for (i = 0;; i++) {
-		if (dnp_cntr_reached(d, n, threshold))
-			return 1;
-		if ((i & 3u) != 0) {
-			dnp_cpu_relax();
-			continue;
-		}
-		r = dnp_stash_events(d);
-		if (r)
-			return r;
-		now = dnp_now_ns();
-		if (deadline && now >= deadline)
-			return 0;
-		if (now - t0 >= DNP_YIELD_NS)
-			break;
-		dnp_note_cpu(d);
-		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
-			dnp_yield_step(&d->yield, now);
-	}
-	for (;;) {
-		struct timespec ts;
-		uint64_t slice = (uint64_t)DNP_SLEEP_SLICE_MS * 1000000ull;
-		uint32_t seq;
-
-		now = dnp_now_ns();
-		if (deadline && now >= deadline)
-			return 0;
-		if (deadline && deadline - now < slice)
-			slice = deadline - now;
-		/* event count, as in wait_slow: take ev_seq, look, sleep if unchanged */
-		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
-		r = dnp_stash_events(d);
-		if (r)
-			return r;
-		if (dnp_cntr_reached(d, n, threshold))
-			return 1;
-		if (dnp_check_dead(d))
-			return dnp_cntr_reached(d, n, threshold) ? 1 : -EIO;
-		ts.tv_sec = (time_t)(slice / 1000000000ull);
-		ts.tv_nsec = (long)(slice % 1000000000ull);
-		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
-			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
-		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
-	}
+	return wait_slow(d, &(struct dnp_waiter){ .n = n, .threshold = threshold }, t0, deadline,
+			 DNP_YIELD_NS);
 }
 
 /* -------------------------------------------------------------- strerror */

@@ -26,3 +26,47 @@ machine_info() {
 		2>/dev/null || echo unknown)
 	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 }
+
+# ------------------------------------------------ hand-off figures (issue: CPU, switches)
+# rus_run OUT CMD...: runs CMD under GNU time; OUT gets "user system vcsw ivcsw" of
+# CMD and of every descendant it reaped (dnp-run reaps its daemons and programs).
+# Returns CMD's status.
+rus_run() {
+	local out=$1
+	shift
+	/usr/bin/time -f '%U %S %w %c' -o "$out.t" -- "$@"
+	local rc=$?
+	tail -n 1 "$out.t" >"$out"
+	rm -f "$out.t"
+	return $rc
+}
+
+# rus_sum FILE...: "cpu_s switches" summed over rus_run (or GNU time -f '%U %S %w %c')
+# outputs; a file may hold several (the last line of each run: grep -v its status lines)
+rus_sum() {
+	grep -hE '^[0-9.]+ [0-9.]+ [0-9]+ [0-9]+$' "$@" | awk '{ c += $1 + $2; s += $3 + $4 } END { printf "%.4f %d\n", c, s }'
+}
+
+# two_host_wrappers DIR BUILD: the "two hosts" placement on a 2x1x1 torus,
+# each node's daemon and program sharing one CPU (node x on CPU x): writes
+# DIR/dnpd (for dnp-run --dnpd) and DIR/dnp_pingpong, DIR/dnp_bw (programs
+# for dnp-run), which exec the real ones under taskset.
+two_host_wrappers() {
+	local dir=$1 b=$2 p
+	mkdir -p "$dir"
+	cat >"$dir/dnpd" <<EOS
+#!/bin/sh
+# the daemon of node X,0,0 on CPU X
+prev=; x=0
+for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
+exec taskset -c "\$x" "$b/dnp-core/dnpd/dnpd" "\$@"
+EOS
+	for p in dnp_pingpong dnp_bw; do
+		cat >"$dir/$p" <<EOS
+#!/bin/sh
+# node i's program on CPU i, beside its daemon
+exec taskset -c "\${DNP_NODE_ID:-0}" "$b/apps/$p" "\$@"
+EOS
+	done
+	chmod +x "$dir/dnpd" "$dir/dnp_pingpong" "$dir/dnp_bw"
+}

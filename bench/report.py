@@ -350,6 +350,7 @@ def main():
         w("`./dnp bench engine` measures the same with more repetitions and 64 B as well.")
         w("")
     pagefault_section(w, cpu)
+    hand_section(w, cpu)
     L, B = get("shm", "", "loopback", 8), get("shm-busy", "", "lat", 8)
     S, U = get("shm", "", "lat", 8), get("udp", "", "lat", 8)
     if pps8 and L and B and S:
@@ -385,7 +386,8 @@ def main():
     u8, rxd8 = get("udp", "", "lat", 8), get("udp;ofi_rxd", "libfabric", "lat", 8)
     g2 = ratio(u8, rxd8)
     goals.append(("udp: 8 B half round trip <= libfabric udp;ofi_rxd", g2,
-                  g2 is not None and g2 <= 1.0, "%s us / %s us" % (fmt(u8), fmt(rxd8))))
+                  g2 is not None and g2 <= 1.0, "%s us / %s us" % (fmt(u8), fmt(rxd8)),
+                  (("udp", ""), ("udp;ofi_rxd", "libfabric"))))
     s8, sb8, rxm8 = get("shm", "", "lat", 8), get("shm-busy", "", "lat", 8), \
         get("tcp;ofi_rxm", "libfabric", "lat", 8)
     g3 = ratio(s8, sb8)
@@ -393,7 +395,8 @@ def main():
                   g3 is not None and g3 <= 1.3, "%s us / %s us" % (fmt(s8), fmt(sb8))))
     g4 = ratio(s8, rxm8)
     goals.append(("shm: 8 B half round trip <= libfabric tcp;ofi_rxm", g4,
-                  g4 is not None and g4 <= 1.0, "%s us / %s us" % (fmt(s8), fmt(rxm8))))
+                  g4 is not None and g4 <= 1.0, "%s us / %s us" % (fmt(s8), fmt(rxm8)),
+                  (("shm", ""), ("tcp;ofi_rxm", "libfabric"))))
     MB = 1048576
     sbw, fshm, frxm = get("shm", "", "bw", MB), get("shm", "libfabric", "bw", MB), \
         get("tcp;ofi_rxm", "libfabric", "bw", MB)
@@ -403,15 +406,22 @@ def main():
     g6 = ratio(sbw, frxm)
     goals.append(("shm: 1 MiB PUT bandwidth > libfabric tcp;ofi_rxm", g6,
                   g6 is not None and g6 > 1.0, "%s / %s MB/s" % (fmt(sbw), fmt(frxm))))
+    goals += hand_goals(cpu)
     s1m = get("shm", "", "lat", MB)
     pp = MB / s1m if s1m else None
     w("## Goals (performance issue, section 4), ratios from this run")
     w("")
-    w("| goal | ratio | met | figures |")
-    w("| --- | ---: | --- | --- |")
-    for g, r, ok, fig in goals:
-        w("| %s | %s | %s | %s |" % (g, "%.2f" % r if r is not None else "-",
-                                     ("yes" if ok else "**no**") if r is not None else "not measured", fig))
+    w("Hand-off columns (8-byte ping-pong of the same stacks, part `hand` of this run): CPU "
+      "time per message of all processes of both sides, and context switches per half round "
+      "trip, SoftDNP / peer.")
+    w("")
+    w("| goal | ratio | met | figures | CPU per message, ns | switches per half round trip |")
+    w("| --- | ---: | --- | --- | --- | --- |")
+    for g, r, ok, fig, *pair in goals:
+        cpu_c, csw_c = hand_cells(cpu, pair[0] if pair else None)
+        w("| %s | %s | %s | %s | %s | %s |" % (
+            g, "%.2f" % r if r is not None else "-",
+            ("yes" if ok else "**no**") if r is not None else "not measured", fig, cpu_c, csw_c))
     w("")
     w("The bandwidth goals compare SoftDNP's streaming `dnp_bw` with libfabric's ping-pong "
       "MB/s (the only bandwidth `fi_pingpong` gives). Like for like (ping-pong, size / half "
@@ -463,10 +473,90 @@ def main():
                 test, b, "%s %s" % (fmt(bd[0]), bd[1][8:]) if bd else "-",
                 "%s %s" % (fmt(bp[0]), bp[1]) if bp else "-", win))
     print("-" * 78)
-    for g, r, ok, fig in goals:
+    for g, r, ok, fig, *_ in goals:
         print("%-62s %6s %s" % (g, "%.2f" % r if r is not None else "-",
                                 ("met" if ok else "NOT met") if r is not None else "n/a"))
     print("=" * 78)
+
+
+# ---- hand-off: 8-byte ping-pong under GNU time (bench/run.sh, part 'hand')
+HAND_ROWS = [  # (label, placement, transport, peer)
+    ("SoftDNP shm", "pinned (--pin)", "shm", ""),
+    ("SoftDNP shm", "unpinned", "shm-unpinned", ""),
+    ("SoftDNP shm", "two hosts", "shm-2host", ""),
+    ("SoftDNP udp", "pinned (--pin)", "udp", ""),
+    ("SoftDNP udp", "unpinned", "udp-unpinned", ""),
+    ("SoftDNP udp", "two hosts", "udp-2host", ""),
+] + [("libfabric " + p, pl, p + sfx, "libfabric") for p in ("tcp", "tcp;ofi_rxm", "udp;ofi_rxd", "shm")
+     for pl, sfx in (("pinned", ""), ("two hosts", "-2host"))]
+
+
+def hand_cells(cpu, pair):
+    """'SoftDNP / peer (ratio)' cells of CPU per message and switches for a goal's pair."""
+    if not pair:
+        return "", ""
+    (t1, p1), (t2, p2) = pair
+    out = []
+    for test, f in (("cpu_pp_msg", "%.0f"), ("csw_half", "%.2f")):
+        a, b = cpu.get((t1, p1, test, 8)), cpu.get((t2, p2, test, 8))
+        if a is None and b is None:
+            out.append("-")
+            continue
+        cell = "%s / %s" % (f % a if a is not None else "-", f % b if b is not None else "-")
+        if test == "cpu_pp_msg" and a is not None and b:
+            cell += " (%.2f)" % (a / b)
+        out.append(cell)
+    return out[0], out[1]
+
+
+def hand_section(w, cpu):
+    """The table of the hand-off rows: half round trip, CPU per message, switches."""
+    rows = [r for r in HAND_ROWS if cpu.get((r[2], r[3], "cpu_pp_msg", 8)) is not None]
+    if not rows:
+        return
+    w("## Hand-off: 8-byte ping-pong, CPU time and context switches per message")
+    w("")
+    w("| stack | placement | half round trip (us) | CPU per message (ns) | "
+      "context switches per half round trip |")
+    w("| --- | --- | ---: | ---: | ---: |")
+    for lab, pl, t, p in rows:
+        w("| %s | %s | %s | %s | %s |" % (
+            lab, pl, fmt(cpu.get((t, p, "hand_lat", 8))), fmt(cpu.get((t, p, "cpu_pp_msg", 8))),
+            "%.2f" % cpu[(t, p, "csw_half", 8)] if (t, p, "csw_half", 8) in cpu else "-"))
+    w("")
+    w("Method: each stack runs an 8-byte ping-pong of N/5 and of N round trips under GNU "
+      "`time` (SoftDNP: `dnp-run` with both daemons and both programs, which it reaps; "
+      "libfabric: `fi_pingpong` server and client); CPU = user + system, switches = voluntary "
+      "+ involuntary, both summed over every process of both sides, and each figure is the "
+      "difference of the two runs over the extra messages (two per round trip), so start-up "
+      "and teardown cancel out. GNU time counts CPU in 10 ms steps: about 1 ns per message "
+      "at N = 20000. Placements: pinned = SoftDNP `dnp-run --pin` (node i's daemon on CPU i, "
+      "its program on the other CPU), the peers' two processes on CPUs 0 and 1; unpinned = "
+      "placed by the scheduler; two hosts = node x's program and daemon both on CPU x. A "
+      "libfabric node is one process, so its two-host placement is its pinned one, measured "
+      "again in the same rep. The fewest switches each placement allows: docs/performance.md, "
+      "\"Hand-off and context switches\".")
+    w("")
+
+
+def hand_goals(cpu):
+    """Goals of the hand-off part: CPU per message, the latency goals in the two-host placement."""
+    goals = []
+    rxd = cpu.get(("udp;ofi_rxd", "libfabric", "cpu_pp_msg", 8))
+    for t in ("udp", "shm"):
+        a = cpu.get((t, "", "cpu_pp_msg", 8))
+        g = ratio(a, rxd)
+        goals.append(("%s: CPU per 8 B message <= 1.5 x libfabric udp;ofi_rxd (pinned)" % t, g,
+                      g is not None and g <= 1.5, "%s ns / %s ns" % (fmt(a), fmt(rxd)),
+                      ((t, ""), ("udp;ofi_rxd", "libfabric"))))
+    for t, peer in (("udp", "udp;ofi_rxd"), ("shm", "tcp;ofi_rxm")):
+        a = cpu.get((t + "-2host", "", "hand_lat", 8))
+        b = cpu.get((peer + "-2host", "libfabric", "hand_lat", 8))
+        g = ratio(a, b)
+        goals.append(("%s: 8 B half round trip <= libfabric %s, two hosts" % (t, peer), g,
+                      g is not None and g <= 1.0, "%s us / %s us" % (fmt(a), fmt(b)),
+                      ((t + "-2host", ""), (peer + "-2host", "libfabric"))))
+    return goals
 
 
 def pagefault_section(w, cpu):

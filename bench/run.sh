@@ -3,7 +3,8 @@
 # The benchmark report: SoftDNP beside the stacks a user would pick instead,
 # measured the same way, on loopback, in one run.
 #
-#   bench/run.sh BUILD_DIR [--quick]        (./dnp bench [--quick] passes a release build)
+#   bench/run.sh BUILD_DIR [--quick] [--placement default|two-host|both]
+#                          (./dnp bench [--quick] passes a release build)
 #   bench/run.sh BUILD_DIR [--quick] --transport verbs
 #                          (SoftDNP over verbs beside perftest in a Soft-RoCE VM: verbs_bench)
 #
@@ -28,6 +29,17 @@
 # tori, CPU cost per message and per MiB (getrusage of dnp-run's process tree,
 # daemons included).
 #
+# Hand-off figures (part 'hand', every rep): the 8-byte ping-pong of SoftDNP shm
+# and udp and of each libfabric provider, each run under GNU time, giving its
+# half round trip, the CPU time (user + system) of all processes of both sides
+# per message (two messages per round trip) and their context switches
+# (voluntary + involuntary) per half round trip. Placements (--placement, default
+# both): 'default' = SoftDNP --pin (rows shm, udp) and unpinned (shm-unpinned,
+# udp-unpinned), the peers on CPUs 0 and 1; 'two-host' = each node's program
+# and daemon share one CPU, node x on CPU x (rows shm-2host, udp-2host); a
+# libfabric node is one process, so its two-host placement is its pinned one
+# (rows NAME-2host repeat it, measured again in the same rep).
+#
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
 # per rep), for the cost breakdown of an 8-byte PUT, and the cost of page
 # faults (bench/pagefault_bench beside PART's figures; first rep only in a
@@ -45,9 +57,17 @@ build=${1:?usage: bench/run.sh BUILD_DIR [--quick] [--transport verbs]}
 shift
 quick=0
 transport=
+placement=both
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
+	--placement)
+		placement=${2:-}
+		case $placement in default | two-host | both) ;; *)
+			echo "bench/run.sh: --placement takes default, two-host or both" >&2
+			exit 2 ;;
+		esac
+		shift ;;
 	--transport)
 		transport=${2:-}
 		[ "$transport" = verbs ] || {
@@ -63,6 +83,7 @@ while [ $# -gt 0 ]; do
 done
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$build" && pwd)
+. "$here/lib.sh"
 outdir=${BENCH_OUT:-$(cd "$here/.." && pwd)/results/bench}
 stamp=$(date -u +%Y-%m-%d)
 host=$(hostname -s 2>/dev/null || hostname)
@@ -225,7 +246,7 @@ fi
 	echo "libfabric: $(dpkg-query -W -f='${Version}' libfabric1 2>/dev/null || echo absent)"
 	echo "ucx: $(dpkg-query -W -f='${Version}' libucx0 2>/dev/null || echo absent)"
 	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "mode: $([ $quick = 1 ] && echo quick || echo full), $reps reps, sizes $sizes"
+	echo "mode: $([ $quick = 1 ] && echo quick || echo full), $reps reps, sizes $sizes, placement $placement"
 	echo "transports: ${transports[*]}"
 	echo "$ib_line"
 } >"$machine"
@@ -481,6 +502,81 @@ cpu_cost() {
 	done
 }
 
+# hand REP: hand-off figures of the 8-byte ping-pong (see the head of this
+# file): rows in the -more CSV: hand_lat (us, the half round trip), cpu_pp_msg
+# (ns of CPU per message, all processes of both sides) and csw_half (context
+# switches per half round trip). Each stack runs twice, N/5 and N round trips,
+# and the figures are the differences divided by the extra messages: start-up,
+# connection set-up and teardown cancel out.
+hand_rows() { # LABEL PEER EXTRA_MESSAGES LAT_US RUSAGE_LONG RUSAGE_SHORT
+	local l=$1 p=$2 m=$3 lat=$4 hi lo
+	hi=$(rus_sum "$5")
+	lo=$(rus_sum "$6")
+	echo "$hi $lo" | awk -v t="$l" -v p="$p" -v r="$r" -v m="$m" '{
+		printf "%s,%s,cpu_pp_msg,8,%s,%.0f,ns\n", t, p, r, ($1 - $3) * 1e9 / m
+		printf "%s,%s,csw_half,8,%s,%.2f,n\n", t, p, r, ($2 - $4) / m }' >>"$cpucsv"
+	[ -n "$lat" ] && echo "$l,$p,hand_lat,8,$r,$lat,us" >>"$cpucsv"
+	return 0
+}
+# hand_fi PROV EP ITERS SUFFIX: one fi_pingpong run, GNU time of server and client
+# in $tmp/rus-s$SUFFIX and $tmp/rus-c$SUFFIX; half round trip in $lat
+hand_fi() {
+	local p
+	p=$(port)
+	/usr/bin/time -f '%U %S %w %c' -o "$tmp/rus-s$4" taskset -c 1 timeout 120 fi_pingpong \
+		-p "$1" -e "$2" -B "$p" -S 8 -I "$3" >"$tmp/fis" 2>&1 &
+	spid=$!
+	wait_listen "$p"
+	if /usr/bin/time -f '%U %S %w %c' -o "$tmp/rus-c$4" taskset -c 0 timeout 120 fi_pingpong \
+		-p "$1" -e "$2" -P "$p" -S 8 -I "$3" 127.0.0.1 >"$tmp/fic" 2>&1; then
+		wait "$spid"
+		lat=$(awk 'h && NF >= 8 { print $7; exit } $1 == "bytes" { h = 1 }' "$tmp/fic")
+		return 0
+	fi
+	echo "bench: fi_pingpong $1 (hand-off) failed (rows left out)" >&2
+	stop_server
+	return 1
+}
+hand() {
+	local r=$1 t pl opts prog n lo lat prov ep lab
+	n=$([ $quick = 1 ] && echo 5000 || echo 20000)
+	lo=$((n / 5))
+	[ -x "$tmp/2host/dnpd" ] || two_host_wrappers "$tmp/2host" "$build"
+	for pl in pin unpinned 2host; do
+		case $placement-$pl in default-2host | two-host-pin | two-host-unpinned) continue ;; esac
+		for t in shm udp; do
+			case $pl in
+			pin) opts=(--pin) prog=dnp_pingpong lab=$t ;;
+			unpinned) opts=() prog=dnp_pingpong lab=$t-unpinned ;;
+			2host) opts=(--dnpd "$tmp/2host/dnpd") prog=$tmp/2host/dnp_pingpong lab=$t-2host ;;
+			esac
+			say "rep $r: hand-off, SoftDNP $lab 8 B ping-pong (CPU, switches)"
+			keep "hand $lab" /usr/bin/time -f '%U %S %w %c' -o "$tmp/rus-lo" "$run" --torus 2x1x1 \
+				--transport $t "${opts[@]}" --timeout 240 -- "$prog" --sizes 8 --iters $lo \
+				--warmup 100 --csv || continue
+			keep "hand $lab" /usr/bin/time -f '%U %S %w %c' -o "$tmp/rus" "$run" --torus 2x1x1 \
+				--transport $t "${opts[@]}" --timeout 240 -- "$prog" --sizes 8 --iters $n \
+				--warmup 100 --csv || continue
+			lat=$(sed -n 's/^\[0,0,0\] 8,[0-9]*,[^,]*,\([^,]*\),.*/\1/p' "$tmp/out")
+			hand_rows "$lab" "" $((2 * (n - lo))) "$lat" "$tmp/rus" "$tmp/rus-lo"
+		done
+	done
+	[ $have_fi = 1 ] || return 0
+	for pl in pin 2host; do
+		case $placement-$pl in default-2host | two-host-pin) continue ;; esac
+		for prov in tcp "tcp;ofi_rxm" "udp;ofi_rxd" shm; do
+			case $prov in tcp) ep=msg ;; *) ep=rdm ;; esac
+			lab=$prov$([ $pl = 2host ] && echo -2host)
+			say "rep $r: hand-off, libfabric $lab 8 B ping-pong (CPU, switches)"
+			hand_fi "$prov" "$ep" $lo -lo || continue
+			hand_fi "$prov" "$ep" $n "" || continue
+			cat "$tmp/rus-s" "$tmp/rus-c" >"$tmp/rus"
+			cat "$tmp/rus-s-lo" "$tmp/rus-c-lo" >"$tmp/rus-lo"
+			hand_rows "$lab" libfabric $((2 * (n - lo))) "$lat" "$tmp/rus" "$tmp/rus-lo"
+		done
+	done
+}
+
 # want PART: env BENCH_ONLY (a list of parts) limits a run to some parts, for
 # debugging the script; the report then has only those rows.
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
@@ -490,6 +586,7 @@ while [ "$r" -le "$reps" ]; do
 	want engine && engine "$r"
 	want softdnp && softdnp "$r"
 	want kernel && kernel "$r"
+	want hand && hand "$r"
 	[ $have_fi = 1 ] && want libfabric && libfabric "$r"
 	[ $have_ucx = 1 ] && want ucx && ucx "$r"
 	[ -n "$ibdev" ] && want perftest && perftest "$r"

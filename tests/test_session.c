@@ -704,6 +704,7 @@ static void test_session_abi_layout(void **state)
 	assert_int_equal(offsetof(struct dnp_sess_ctl, state), 72);
 	assert_int_equal(sizeof(struct dnp_sess_bell), 64);
 	assert_int_equal(offsetof(struct dnp_sess_bell, poll_mode), 12);
+	assert_int_equal(offsetof(struct dnp_sess_bell, solo_cpu), 20);
 	assert_int_equal(sizeof(struct dnp_cmd), 64);
 	assert_int_equal(sizeof(struct dnp_event), 32);
 	assert_int_equal(DNP_SESS_MAGIC, 0x53504e44u);

@@ -59,13 +59,14 @@
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
 /*
+ * 7: the bell's solo_cpu (a waiter on another CPU needs no yield);
  * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0), completion
  * counters (struct dnp_sess_cntr at ctl.cntr_off, the command's cntr byte)
  * and inline PUTs (DNP_CMD_F_INLINE); 5: command flags NO_EVENT and
  * SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
-#define DNP_SESS_VERSION 6u
+#define DNP_SESS_VERSION 7u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
@@ -115,7 +116,14 @@ struct dnp_sess_bell {
 	_Atomic uint32_t magic;           /* 0x444e5042 "DNPB" once mapped */
 	_Atomic uint32_t poll_mode;       /* 1: wake with the eventfd, not the futex */
 	_Atomic uint32_t hold;            /* 1: waits look a moment after a yield (client.c) */
-	uint32_t reserved[11];
+	/*
+	 * Version 7: CPU + 1 of a daemon pinned to one CPU that has no links
+	 * (so no other daemon carries this node's traffic), else 0. An app
+	 * waiting on another CPU waits for nobody on its own: it does not
+	 * yield (client.c, wait_slow).
+	 */
+	_Atomic uint32_t solo_cpu;
+	uint32_t reserved[10];
 };
 static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
 

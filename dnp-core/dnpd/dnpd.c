@@ -301,11 +301,57 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	return false;
 }
 
+/*
+ * Hand-off by placement (docs/performance.md, "Hand-off and context
+ * switches"): a daemon pinned to one CPU with no links is the only daemon
+ * its apps wait for. It says so in the bell (solo_cpu), so an app polling on
+ * another CPU does not yield; and when none of its apps last polled on its
+ * own CPU (their app_cpu hints, untrusted: a wrong one costs a yield or a
+ * spin, never a lost event) its idle passes do not yield either. A yield
+ * then could only hand the CPU to a process outside the run (beside two
+ * busy processes: a time slice, milliseconds, per wait). Called every
+ * DNPD_HOUSE_NS; sessions come and go.
+ */
+static void dnpd_solo(struct dnpd *d)
+{
+	unsigned k;
+
+	d->solo_spin = false;
+	if (d->solo_cpu < 0)
+		return;
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+
+		if (atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed) == d->solo_cpu)
+			return;
+	}
+	d->solo_spin = true;
+}
+
+/* At the start of the loop: d->solo_cpu, published in the bell. */
+static void dnpd_solo_init(struct dnpd *d)
+{
+	cpu_set_t cs;
+	unsigned dir, c;
+
+	d->solo_cpu = -1;
+	for (dir = 0; dir < DNP_NDIRS; dir++)
+		if (d->link[dir].exists)
+			break;
+	if (dir == DNP_NDIRS && sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) == 1)
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &cs))
+				d->solo_cpu = (int)c;
+	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->solo_cpu,
+			      (uint32_t)(d->solo_cpu + 1), memory_order_relaxed);
+}
+
 static void dnpd_loop(struct dnpd *d)
 {
 	uint64_t now = dnpd_now();
 	uint64_t last_house = 0, idle_since = now, last_active = now;
 
+	dnpd_solo_init(d);
 	while (!atomic_load_explicit(&dnpd_stop, memory_order_relaxed)) {
 		unsigned work_app;
 		uint64_t act;
@@ -322,6 +368,7 @@ static void dnpd_loop(struct dnpd *d)
 		work_app += dnpd_push_events(d);
 		if (now - last_house >= DNPD_HOUSE_NS) {
 			work_app += dnpd_house(d, now);
+			dnpd_solo(d);
 			last_house = now;
 		}
 		/*
@@ -365,7 +412,7 @@ static void dnpd_loop(struct dnpd *d)
 			 */
 			if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
 				d->holds++;
-			else
+			else if (!d->solo_spin)
 				dnp_yield_step(&d->yield, now);
 			continue;
 		}

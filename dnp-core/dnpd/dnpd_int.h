@@ -145,6 +145,8 @@ struct dnpd {
 	bool hold;              /* look a moment after a yield that ran somebody else */
 	bool quick_exit;        /* the transport's threads still run: leave with _exit() */
 	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */
+	int solo_cpu;           /* pinned to this CPU and no links, else -1 (dnpd_solo) */
+	bool solo_spin;         /* solo, and no app polls on solo_cpu: idle passes do not yield */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
