@@ -19,6 +19,11 @@ int dnp_coll_group_create(struct dnp *d, uint32_t id, const struct dnp_coll_memb
 	return -EOPNOTSUPP;
 }
 
+int dnp_coll_group_destroy(struct dnp *d, uint32_t id, uint64_t cookie, unsigned flags)
+{
+	return -ENOENT; /* no group was ever created */
+}
+
 int dnp_allreduce(struct dnp *d, uint32_t id, const void *src, void *dst, size_t count,
 		  unsigned dtype, unsigned redop, uint64_t cookie, unsigned flags)
 {

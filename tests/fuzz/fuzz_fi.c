@@ -18,6 +18,7 @@
 #include "../../fabric/dnp_fi_attr.c"
 #include "../../fabric/dnp_fi_av.c"
 #include "../../fabric/dnp_fi_cntr.c"
+#include "../../fabric/dnp_fi_coll.c"
 #include "../../fabric/dnp_fi_cq.c"
 #include "../../fabric/dnp_fi_ep.c"
 #include "../../fabric/dnp_fi_fabric.c"
