@@ -107,6 +107,9 @@ static void usage(FILE *f)
 		"  --congestion off|ecn  congestion management of every dnpd (dnpd --congestion)\n"
 		"  --arbitration off|strict|wrr  traffic-class arbitration of every dnpd\n"
 		"                        (dnpd --arbitration; default off)\n"
+		"  --low-payload BYTES   --top-reserve WORDS  top-class latency remedies of\n"
+		"                        every dnpd (dnpd --low-payload, --top-reserve; need\n"
+		"                        --arbitration strict or wrr; docs/routing.md)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -237,6 +240,8 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 /* Long options without a short letter (getopt codes above any character). */
 #define RUN_OPT_CONGESTION 0x100
 #define OPT_ARBITRATION 0x101
+#define RUN_OPT_LOW_PAYLOAD 0x102
+#define RUN_OPT_TOP_RESERVE 0x103
 
 /* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
 static int parse_daemon_opt(struct run *r, int c, const char *arg)
@@ -278,6 +283,19 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 			return -EINVAL;
 		}
 		r->extra[r->nextra++] = "--arbitration";
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case RUN_OPT_LOW_PAYLOAD: /* the range is dnpd's to check (conf.c) */
+	case RUN_OPT_TOP_RESERVE:
+		if (parse_uint(c == RUN_OPT_LOW_PAYLOAD ? "low-payload" : "top-reserve", arg, 65535,
+			       &v) < 0)
+			return -EINVAL;
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] =
+			c == RUN_OPT_LOW_PAYLOAD ? "--low-payload" : "--top-reserve";
 		r->extra[r->nextra++] = arg;
 		return 1;
 	default:
@@ -430,6 +448,8 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "routing", required_argument, NULL, 'G' },
 		{ "congestion", required_argument, NULL, RUN_OPT_CONGESTION },
 		{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
+		{ "low-payload", required_argument, NULL, RUN_OPT_LOW_PAYLOAD },
+		{ "top-reserve", required_argument, NULL, RUN_OPT_TOP_RESERVE },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

@@ -127,6 +127,11 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"  --arbitration off|strict|wrr  traffic classes: off (default, classes change\n"
 		"                           nothing), strict priority with a starvation bound,\n"
 		"                           or weighted round robin (docs/routing.md)\n"
+		"  --low-payload BYTES      with arbitration on: low classes go in packets of at\n"
+		"                           most BYTES payload (16..4096, a multiple of 16;\n"
+		"                           default 0, off; docs/routing.md \"Top-class latency\")\n"
+		"  --top-reserve WORDS      with arbitration on: RX FIFO words low classes may\n"
+		"                           not take (default 0, off)\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -182,17 +187,29 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 
 /*
  * Key routing: dor or adaptive (route.h, enum dnp_routing); key arbitration:
- * off, strict or wrr (arb.h, enum dnp_arbitration).
+ * off, strict or wrr (arb.h, enum dnp_arbitration); keys low_payload (0 or
+ * 16..DNP_MAX_PAYLOAD, a multiple of 16) and top_reserve (words, 0..65535;
+ * dnpd checks it against its FIFO at start-up): the top-class remedies of
+ * engine.h, refused by dnpd_conf_parse with arbitration off.
  */
 static int dnpd_set_congestion(struct dnpd_conf *c, const char *v);
 
 /* Keys routing, arbitration and congestion: how packets go and who goes first. */
 static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 {
+	uint64_t u;
+
 	if (!strcmp(key, "arbitration"))
 		return dnp_arb_parse(v, &c->arbitration);
 	if (!strcmp(key, "congestion"))
 		return dnpd_set_congestion(c, v);
+	if (!strcmp(key, "low_payload"))
+		return dnpd_parse_u64(v, DNP_MAX_PAYLOAD, &u) || u % DNP_WORD_BYTES ?
+			       -EINVAL :
+			       (c->low_payload = (uint16_t)u, 0);
+	if (!strcmp(key, "top_reserve"))
+		return dnpd_parse_u64(v, UINT16_MAX, &u) ? -EINVAL :
+							   (c->top_reserve = (uint16_t)u, 0);
 	int m = dnp_routing_parse(v);
 
 	if (m < 0)
@@ -323,7 +340,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		c->vcs = (unsigned)u;
 		return 0;
 	}
-	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion"))
+	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion") ||
+	    !strcmp(key, "low_payload") || !strcmp(key, "top_reserve"))
 		return dnpd_set_routing(c, key, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
@@ -360,6 +378,8 @@ enum {
 	OPT_ROUTING,
 	OPT_CONGESTION,
 	OPT_ARBITRATION,
+	OPT_LOW_PAYLOAD,
+	OPT_TOP_RESERVE,
 };
 
 static const struct option dnpd_opts[] = {
@@ -387,6 +407,8 @@ static const struct option dnpd_opts[] = {
 	{ "routing", required_argument, NULL, OPT_ROUTING },
 	{ "congestion", required_argument, NULL, OPT_CONGESTION },
 	{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
+	{ "low-payload", required_argument, NULL, OPT_LOW_PAYLOAD },
+	{ "top-reserve", required_argument, NULL, OPT_TOP_RESERVE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -418,8 +440,10 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_ROUTING - OPT_TORUS] = "routing",
 	[OPT_CONGESTION - OPT_TORUS] = "congestion",
 	[OPT_ARBITRATION - OPT_TORUS] = "arbitration",
+	[OPT_LOW_PAYLOAD - OPT_TORUS] = "low_payload",
+	[OPT_TOP_RESERVE - OPT_TORUS] = "top_reserve",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_ARBITRATION - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_TOP_RESERVE - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -454,7 +478,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_ARBITRATION) {
+		if (opt < OPT_TORUS || opt > OPT_TOP_RESERVE) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
@@ -462,6 +486,13 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 		if (dnpd_conf_set(c, key, optarg)) {
 			fprintf(stderr, "dnpd: bad value for --%s: '%s'\n",
 				dnpd_opts[opt - 256].name, optarg);
+			if (opt == OPT_LOW_PAYLOAD)
+				fprintf(stderr,
+					"dnpd: --low-payload: 0 (off) or %u..%u bytes, a "
+					"multiple of %u\n",
+					DNP_WORD_BYTES, DNP_MAX_PAYLOAD, DNP_WORD_BYTES);
+			if (opt == OPT_TOP_RESERVE)
+				fprintf(stderr, "dnpd: --top-reserve: 0 (off) .. 65535 words\n");
 			return -EINVAL;
 		}
 	}
@@ -492,6 +523,12 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			"dnpd: routing adaptive needs %u VCs or more (2 escape VCs and an "
 			"adaptive one), not %u\n",
 			DNP_ROUTE_ADAPT_MIN_VCS, c->vcs);
+		return -EINVAL;
+	}
+	if ((c->low_payload || c->top_reserve) && c->arbitration == DNP_ARB_OFF) {
+		fprintf(stderr,
+			"dnpd: --low-payload and --top-reserve (low_payload, top_reserve) "
+			"need --arbitration strict or wrr: with classes off they do nothing\n");
 		return -EINVAL;
 	}
 	dnpd_log_start(c);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arb.h"
 #include "dnpd_int.h"
 #include "pcap.h"
 
@@ -203,11 +204,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 " bytes_delivered %" PRIu64 " rx_crc_errors %" PRIu64 " rx_malformed %" PRIu64
 		 " rx_misrouted %" PRIu64 " deliver_errors %" PRIu64 " events %" PRIu64
 		 " hops_total %" PRIu64 " cmpl_frames %" PRIu64 " pending %" PRIu64
-		 " rx_nobuf %" PRIu64 "\n",
+		 " rx_nobuf %" PRIu64 " rx_direct %" PRIu64 "\n",
 		 es->cmds_accepted, es->cmds_ok, es->cmds_failed, es->pkts_injected,
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
-		 es->cmpl_frames, dnp_engine_pending(d->e), es->rx_nobuf);
+		 es->cmpl_frames, dnp_engine_pending(d->e), es->rx_nobuf, es->rx_direct);
 	dnpd_out(&o,
 		 "routes broken_cables %u sick_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
 		 " route_changes %" PRIu64 " route_overflow %" PRIu64 " sick_avoided %" PRIu64
@@ -221,6 +222,10 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			 " held %" PRIu64 " bypassed %" PRIu64 "\n",
 			 dnp_congestion_name(d->conf.congestion), es->cg_marked, es->cg_echoes,
 			 es->cg_cuts, es->cg_held, es->cg_bypassed);
+	if (d->conf.arbitration) /* traffic classes (docs/routing.md, "Top-class latency") */
+		dnpd_out(&o, "classes arbitration %s low_payload %u top_reserve %u\n",
+			 dnp_arb_name(d->conf.arbitration), d->conf.low_payload,
+			 d->conf.top_reserve);
 	dnpd_out(&o,
 		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n",

@@ -101,7 +101,8 @@ static void split(char *s, struct line *l)
 /* Pairs after the section name take an even count; the known sections. */
 static bool is_pairs_section(const struct line *l)
 {
-	static const char *const sec[] = { "engine", "routes", "bounds", "daemon", "congestion" };
+	static const char *const sec[] = { "engine", "routes",     "bounds",
+					   "daemon", "congestion", "classes" };
 
 	for (size_t i = 0; i < sizeof(sec) / sizeof(sec[0]); i++)
 		if (!strcmp(l->tok[0], sec[i]))

@@ -605,6 +605,7 @@ static void dnpd_close_links(struct dnpd *d)
 static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 {
 	struct dnp_engine_conf ec;
+	uint32_t low_words;
 
 	dnp_engine_conf_default(&ec);
 	ec.torus = d->conf.torus;
@@ -627,6 +628,18 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.link.fifo_words = DNPD_FIFO_WORDS;
 	ec.link.t_red = DNPD_FIFO_WORDS - 6;
 	ec.link.t_yellow = DNPD_FIFO_WORDS / 2;
+	/* Top-class remedies (engine.h; conf.c refused them with arbitration off). */
+	ec.arb_low_payload = d->conf.low_payload;
+	ec.arb_top_reserve = d->conf.top_reserve;
+	low_words =
+		dnp_pkt_frame_words(d->conf.low_payload ? d->conf.low_payload : DNP_MAX_PAYLOAD);
+	if (d->conf.top_reserve > ec.link.t_red - low_words) {
+		dnpd_log(DNPD_ERR,
+			 "--top-reserve %u: at most %u words (the largest low-class frame, %u "
+			 "words, must fit under the FIFO's red threshold, %u words, beside it)",
+			 d->conf.top_reserve, ec.link.t_red - low_words, low_words, ec.link.t_red);
+		return -EINVAL;
+	}
 	/*
 	 * A credit goes out in the next tx_burst after a frame is accepted or
 	 * leaves a FIFO, so the sender's estimate follows the receiver at

@@ -74,9 +74,11 @@ struct dnpd_conf {
 	unsigned routing;           /* enum dnp_routing: DOR (default) or adaptive (3+ VCs) */
 	unsigned congestion;        /* enum dnp_congestion: off (default) or ecn */
 	uint8_t arbitration;        /* enum dnp_arbitration (arb.h): off (default), strict, wrr */
-	char config[PATH_MAX];      /* --config FILE or "" */
-	char impair[1024];          /* --impair specs joined by ';' (transport/impair.h), or "" */
-	char pcap[PATH_MAX]; /* --pcap FILE: capture every link's frames (transport/pcap.h) */
+	uint16_t low_payload;  /* engine arb_low_payload: low-class packet payload cap, 0 = off */
+	uint16_t top_reserve;  /* engine arb_top_reserve: FIFO words kept for the top class */
+	char config[PATH_MAX]; /* --config FILE or "" */
+	char impair[1024];     /* --impair specs joined by ';' (transport/impair.h), or "" */
+	char pcap[PATH_MAX];   /* --pcap FILE: capture every link's frames (transport/pcap.h) */
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];
