@@ -322,6 +322,7 @@ struct dnp_engine_stats {
 	uint64_t sick_avoided;       /* times an own link judged sick began to be avoided */
 	uint64_t route_overflow;     /* cable states not kept: a table was full */
 	uint64_t rx_incomplete;      /* PUT fragments out of sequence (some were lost) */
+	uint64_t rx_incomplete_msgs; /* PUTs/SENDs whose last fragment found them incomplete */
 	uint64_t cmpl_frames;        /* CMPL packets made here (one may report many messages) */
 	uint64_t rx_nobuf; /* frames that found no buffer free (most: ack and credits only) */
 	/* Outcome queries (docs/protocol.md, "Outcome queries"). */

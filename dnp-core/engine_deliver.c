@@ -140,8 +140,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
 	rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
-	if (!whole)
-		return engine_deliver_fail(e, h, -ENOLINK, now); /* fragments lost on the way */
+	if (!whole) /* fragments lost, or late by another path */
+		return engine_outcome_incomplete(e, h, now);
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
 	return engine_deliver_rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset,

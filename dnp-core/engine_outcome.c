@@ -100,6 +100,24 @@ static int query_answer(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint3
 	return engine_send_cmpl(e, h->src, h->src_port, msg_id, -(int)DNP_CMPL_NOT_DELIVERED, now);
 }
 
+int engine_outcome_incomplete(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now)
+{
+	uint8_t oport;
+	struct dnp_coord owner = engine_pkt_owner(h, &oport);
+	struct outcome *o = engine_outcome_at(e, h->src, h->msg_id);
+
+	e->st.rx_incomplete_msgs++;
+	if (!o || engine_coord_self(e, owner))
+		return engine_deliver_fail(e, h, -ENOLINK, now); /* no history: lost for good */
+	if (o->msg_id == h->msg_id && (o->state == OUT_REFUSED || o->state == OUT_RETRIED))
+		return 0; /* declared already (its packets are refused before they get here) */
+	if (o->msg_id != h->msg_id || o->state < OUT_REFUSED)
+		e->nrefused++;
+	*o = (struct outcome){ .msg_id = h->msg_id, .state = OUT_REFUSED };
+	e->st.deliver_errors++;
+	return engine_send_cmpl(e, owner, oport, h->msg_id, -(int)DNP_CMPL_NOT_DELIVERED, now);
+}
+
 void engine_query_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       uint64_t now)
 {

@@ -183,6 +183,7 @@ struct sendasm {
 	uint32_t msg_id;
 	uint64_t va, len;
 	uint32_t msg_len;
+	uint32_t got;    /* payload bytes written so far (whole: got == msg_len) */
 	uint64_t t_last; /* when its latest fragment arrived (reasm_timeout) */
 };
 
@@ -848,6 +849,17 @@ static inline void engine_outcome_record(struct dnp_engine *e, uint32_t src, uin
  * follows such a declaration.
  */
 bool engine_outcome_refuse(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now);
+/*
+ * The last fragment h of a PUT or SEND found its message incomplete: some
+ * fragments were lost, or are still on their way by another path (a route
+ * that changed under the message: a link judged sick, a cable state learnt).
+ * With an outcome history for its source the message is declared not
+ * delivered, as to a QUERY: what is left of it is refused, and its source
+ * sends it again whole (docs/protocol.md, "Incomplete messages"). Without
+ * one (the lab) it fails back with -ENOLINK. Returns 0, or -EAGAIN as
+ * engine_send_cmpl (the caller checked that a buffer is free).
+ */
+int engine_outcome_incomplete(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint64_t now);
 /* A QUERY from h->src: each id answered with its outcome, when known. */
 void engine_query_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       uint64_t now);

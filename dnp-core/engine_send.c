@@ -160,12 +160,27 @@ static int send_slot(struct dnp_engine *e, const struct dnp_pkt_hdr *h, struct e
 	return 0;
 }
 
+/*
+ * Was SEND h (a fragment without reassembly state) reported already: its
+ * first fragment refused with an error? Then the rest of it is refused the
+ * same way; otherwise its first fragment is still on its way.
+ */
+static bool send_reported(struct dnp_engine *e, const struct dnp_pkt_hdr *h)
+{
+	const struct outcome *o = engine_outcome_at(e, h->src, h->msg_id);
+
+	return !o || (o->msg_id == h->msg_id && o->state != OUT_EMPTY);
+}
+
 int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 			struct evq *q, uint64_t now)
 {
 	struct sendasm *a, single;
 	int rc = send_slot(e, h, q, &single, &a);
 
+	if (rc == -ENOBUFS && (h->flags & DNP_PKT_F_LAST) && !(h->flags & DNP_PKT_F_FIRST) &&
+	    !send_reported(e, h))
+		return engine_outcome_incomplete(e, h, now); /* its first fragment is late */
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
 	/* SEND-target buffers are chosen by the receiver: no key to check */
@@ -188,9 +203,14 @@ int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 	}
 	e->st.bytes_delivered += h->len;
 	a->t_last = now;
+	a->got += h->len;
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
 	engine_send_end(e, a);
+	if (a->got != h->msg_len) { /* fragments lost, or late by another path */
+		engine_post_front(e, h->dst_port, a->va, a->len);
+		return engine_outcome_incomplete(e, h, now);
+	}
 	return engine_deliver_rx_done(e, h, dnp_torus_id(&e->c.torus, h->src), q, DNP_EV_RX_SEND,
 				      DNP_OP_SEND, a->va, now);
 }

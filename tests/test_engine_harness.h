@@ -139,7 +139,17 @@ static int drop_node = -1, drop_kind = -1; /* pump drops these frames */
 static int drop_dir = -1;                  /* ... sent on this link only (-1: any) */
 static int64_t drop_seq = -1;              /* pump drops node 0's first frame with this seq */
 static int hold_node = -1; /* pump neither runs nor drains this node (its input piles up) */
+/* pump keeps the frames node stash_node sends on link stash_dir; stash_release() delivers them */
+static int stash_node = -1, stash_dir = -1;
+#define STASH_MAX 256
+static struct stashed {
+	unsigned peer;
+	uint32_t len;
+	uint8_t data[DNP_MAX_FRAME];
+} stash[STASH_MAX];
+static unsigned nstash;
 static unsigned nnodes;
+static bool grid; /* 4 nodes on a 2x2x1 torus, node i at (i & 1, i >> 1), instead of a ring */
 static uint64_t now;
 static bool exact_prompt;                /* dnpd's link settings instead of the hardware's */
 static uint64_t ack_delay;               /* with exact_prompt: engine.h's ack_delay */
@@ -153,8 +163,9 @@ static void create_node(unsigned i, unsigned x, uint32_t seed)
 {
 	struct dnp_engine_conf c;
 	dnp_engine_conf_default(&c);
-	dnp_torus_init(&c.torus, x, 1, 1);
-	c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+	dnp_torus_init(&c.torus, grid ? 2 : x, grid ? 2 : 1, 1);
+	c.self = grid ? (struct dnp_coord){ (uint8_t)(i & 1), (uint8_t)(i >> 1), 0 } :
+			(struct dnp_coord){ (uint8_t)i, 0, 0 };
 	c.max_ports = NPORTS;
 	c.mem = defer ? &ops_flush : &ops;
 	c.mem_ctx = &nodes[i];
@@ -224,6 +235,9 @@ static int teardown(void **state)
 	drop_node = drop_kind = drop_dir = -1;
 	drop_seq = -1;
 	hold_node = -1;
+	stash_node = stash_dir = -1;
+	nstash = 0;
+	grid = false;
 	defer = false;
 	nqueued = flushes = 0;
 	poison_lo = poison_hi = 0;
@@ -254,8 +268,9 @@ static void pump(unsigned steps)
 						memcpy(last_data, copy, f[k].len);
 						last_data_len = f[k].len;
 					}
-					/* X ring: + goes to i+1, - to i-1 */
-					unsigned peer = d == DNP_DIR_XP ? (i + 1) % nnodes :
+					/* X ring: + goes to i+1, - to i-1 (grid: the other node of the ring) */
+					unsigned peer = grid            ? i ^ (d / 2 ? 2u : 1u) :
+							d == DNP_DIR_XP ? (i + 1) % nnodes :
 									  (i + nnodes - 1) % nnodes;
 					struct dnp_pkt_hdr h;
 					const uint8_t *pl;
@@ -270,6 +285,16 @@ static void pump(unsigned steps)
 						drop_seq = -1; /* once */
 						continue;
 					}
+					if ((int)i == stash_node && (int)d == stash_dir) {
+						if (nstash <
+						    STASH_MAX) { /* beyond: lost on the wire */
+							stash[nstash].peer = peer;
+							stash[nstash].len = f[k].len;
+							memcpy(stash[nstash++].data, copy,
+							       f[k].len);
+						}
+						continue;
+					}
 					if (pump_mangle)
 						pump_mangle(i, copy, f[k].len);
 					(void)dnp_engine_rx(nodes[peer].e, dnp_torus_opposite(d),
@@ -278,6 +303,17 @@ static void pump(unsigned steps)
 			}
 		}
 	}
+}
+
+/* The stashed frames reach their peer now, in the order they were sent; stashing ends. */
+static inline void stash_release(void)
+{
+	for (unsigned k = 0; k < nstash; k++)
+		(void)dnp_engine_rx(nodes[stash[k].peer].e,
+				    dnp_torus_opposite((enum dnp_dir)stash_dir), stash[k].data,
+				    stash[k].len, now);
+	nstash = 0;
+	stash_node = stash_dir = -1;
 }
 
 static bool next_event(unsigned node, unsigned port, struct dnp_event *ev, unsigned max_steps)

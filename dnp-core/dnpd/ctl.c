@@ -228,8 +228,11 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			 d->conf.top_reserve);
 	dnpd_out(&o,
 		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
-		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 "\n",
-		 es->rx_wrong_link, es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost);
+		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 " rx_incomplete %" PRIu64
+		 " rx_incomplete_msgs %" PRIu64 " rx_refused %" PRIu64 " query_resends %" PRIu64
+		 "\n",
+		 es->rx_wrong_link, es->deliver_timeouts, es->reasm_timeouts, es->rx_events_lost,
+		 es->rx_incomplete, es->rx_incomplete_msgs, es->rx_refused, es->query_resends);
 	for (i = 0; i < DNP_NDIRS; i++)
 		ctl_link(d, &o, i);
 	ctl_daemon(d, &o);

@@ -5,6 +5,10 @@
 # (dnpd --impair, transport/impair.h; seeded per node). Then
 #   - dnp_alltoall: every node PUTs every size to every other node, and every
 #     byte is verified (all 8 report "all bytes verified");
+#     corrupt frames get links judged sick, and a message may go round one
+#     (--detours: a longer path) or have its packets reordered when a route
+#     changes under it (the target declares it not delivered and it is sent
+#     again: docs/protocol.md, "Incomplete messages");
 #   - the counters account for the faults: the sum of the receivers' CRC
 #     errors equals the sum of the frames the senders corrupted (each has one
 #     bit flipped, which the CRC always catches); frames were dropped, and the
@@ -60,7 +64,7 @@ export DNP_APP_TIMEOUT
 alltoall() {
 	apids=""
 	for id in 0 1 2 3 4 5 6 7; do
-		DNP_SOCKET=$dir/node-$id.sock "$a2a" --sizes "$1" >"$dir/a2a-$id.out" 2>&1 &
+		DNP_SOCKET=$dir/node-$id.sock "$a2a" --detours --sizes "$1" >"$dir/a2a-$id.out" 2>&1 &
 		apids="$apids $!"
 	done
 	rc=0
@@ -118,6 +122,7 @@ dups=$(sum 'rx_dup' rx_dup)
 ooo=$(sum 'rx_out_of_order' rx_out_of_order)
 echo "injected: frames $frames dropped $dropped corrupted $corrupted duplicated $duplicated reordered $reordered"
 echo "seen:     crc_errors $crc retx_frames $retx retx_rounds $rounds rx_dup $dups rx_out_of_order $ooo"
+echo "resent:   incomplete messages $(sum '^bounds ' rx_incomplete_msgs) query_resends $(sum '^bounds ' query_resends)"
 [ "$frames" -gt 1000 ] || fail "too little traffic to judge ($frames frames)"
 [ "$crc" -eq "$corrupted" ] || fail "CRC errors ($crc) != corrupted frames ($corrupted)"
 [ "$dropped" -gt 0 ] && [ "$retx" -gt 0 ] && [ "$rounds" -gt 0 ] ||
