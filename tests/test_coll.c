@@ -4,7 +4,9 @@
  * every type against a reference computed here, results bit-identical on
  * every member and from run to run, groups of a power of two and not,
  * broadcast from each root, 64 KiB, barrier, the errors, and members that
- * die or leave mid-collective. Engines on an X ring wired frame by frame
+ * die or leave mid-collective; pipelined collectives (coll.h) up to 1 MiB:
+ * every op and type over several windows of chunks, back to back with
+ * members running ahead, and faults in the middle of one. Engines on an X ring wired frame by frame
  * (test_engine_harness.h); members are (node, port), node-major.
  */
 #include <math.h>
