@@ -250,7 +250,8 @@ int dnp_cntr_wait(struct dnp *d, unsigned n, uint64_t threshold, int timeout_ms)
  *                  bcast: root not a rank; the daemon refused the command
  *   -ENOSPC        create: the daemon holds as many groups as it can (16)
  *   -ENOMEM        create: the daemon has no memory for the group
- *   -EMSGSIZE      more than DNP_COLL_MAX_BYTES (64 KiB) of data
+ *   -EMSGSIZE      more than DNP_COLL_MAX_BYTES (4 MiB) of data, or more
+ *                  than the daemon's own limit (engine coll_max_bytes)
  *   -EBUSY         a collective of this group is still running here
  *   -EBADMSG       another member runs another collective as this one (its
  *                  op, type, count or root differ)

@@ -9,13 +9,16 @@
  * collectives (PRESTO_COLL=host), the reference of --bench. Modes:
  *   check (default)  every reduction on every type, at 1, 7 and 64 KiB worth
  *                    of elements, against a reference each rank computes for
- *                    itself (values are a function of rank and index), then
- *                    broadcast from every root, then barriers. "PASS coll".
+ *                    itself (values are a function of rank and index), and
+ *                    sum and bor at 1 MiB (pipelined), then broadcast from
+ *                    every root (up to 1 MiB), then barriers. "PASS coll".
  *   --bench N        allreduce of --size bytes (8) of doubles, N times
  *                    offloaded and N times with Presto's host-based
  *                    presto_allreduce, in blocks of 10 alternately; rank 0
- *                    prints each one's median and the ratio.
- *   --kill-rank R    allreduces until one fails; rank R kills its own daemon
+ *                    prints each one's median, the ratio and the bandwidth
+ *                    (bytes / median). With --bcast: broadcasts from rank 0
+ *                    (dnp_bcast against presto_bcast) instead.
+ *   --kill-rank R    allreduces of --size bytes until one fails; rank R kills its own daemon
  *                    (kill -9, its PID from the run directory) after 20 of
  *                    them and exits. Every other rank must end its current
  *                    collective with an error event ("PASS kill", the errno
@@ -25,6 +28,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,7 @@
 #define PROG "dnp_coll"
 #define GID 0xc011u
 #define MAXB DNP_COLL_MAX_BYTES
+#define CHECK_BIG (1u << 20) /* check: the large (pipelined) collectives' size */
 
 struct run {
 	struct presto *p;
@@ -85,6 +90,32 @@ static int run_allreduce(struct run *r, const void *src, void *dst, size_t count
 	return rc ? rc : wait_done(r, ck, DNP_OP_ALLREDUCE);
 }
 
+/* Pipelined allreduces (coll.h): a sum of doubles and a bor of int64, of CHECK_BIG bytes. */
+static int check_large(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want, unsigned salt)
+{
+	static const unsigned t[2] = { DNP_TYPE_DOUBLE, DNP_TYPE_INT64 };
+	static const unsigned op[2] = { DNP_RED_SUM, DNP_RED_BOR };
+
+	for (unsigned k = 0; k < 2; k++) {
+		size_t n = CHECK_BIG / 8;
+
+		salt++;
+		for (size_t i = 0; i < n; i++) {
+			coll_ref_put(src + i * 8, t[k], coll_ref_val((unsigned)r->rank, i, salt));
+			coll_ref_put(want + i * 8, t[k],
+				     coll_ref_elem(op[k], (unsigned)r->size, i, salt));
+		}
+		memset(dst, 0xee, CHECK_BIG);
+		int rc = run_allreduce(r, src, dst, n, t[k], op[k]);
+		if (rc || memcmp(dst, want, CHECK_BIG)) {
+			printf("FAIL allreduce op %u type %u count %zu: %s\n", op[k], t[k], n,
+			       rc ? dnp_strerror(rc) : "wrong result");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int check_reduce(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want)
 {
 	static const unsigned types[] = { DNP_TYPE_INT32, DNP_TYPE_INT64, DNP_TYPE_FLOAT,
@@ -95,7 +126,7 @@ static int check_reduce(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want
 	for (unsigned ti = 0; ti < 4; ti++)
 		for (unsigned op = DNP_RED_SUM; op <= DNP_RED_BOR; op++) {
 			unsigned t = types[ti];
-			size_t counts[3] = { 1, 7, MAXB / coll_ref_esize(t) };
+			size_t counts[3] = { 1, 7, 65536 / coll_ref_esize(t) };
 
 			if (op > DNP_RED_MAX && (t == DNP_TYPE_FLOAT || t == DNP_TYPE_DOUBLE))
 				continue;
@@ -118,15 +149,15 @@ static int check_reduce(struct run *r, uint8_t *src, uint8_t *dst, uint8_t *want
 				}
 			}
 		}
-	return 0;
+	return check_large(r, src, dst, want, salt);
 }
 
 static int check_bcast_barrier(struct run *r, uint8_t *buf)
 {
-	static const size_t lens[] = { 1, 5000, MAXB };
+	static const size_t lens[] = { 1, 5000, 65536, CHECK_BIG };
 
 	for (int root = 0; root < r->size; root++) {
-		size_t len = lens[root % 3];
+		size_t len = lens[root % 4];
 
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (uint8_t)(r->rank == root ? i * 13 + (size_t)root : 0x5a);
@@ -168,27 +199,47 @@ static double median_us(uint64_t *v, unsigned n)
 	return (double)v[n / 2] / 1000.0;
 }
 
-static int bench(struct run *r, unsigned iters, size_t size)
+/* One offloaded (host false) or host-based collective of the benchmark. */
+static int bench_one(struct run *r, bool bcast, bool host, double *src, double *dst, size_t count)
+{
+	if (bcast && host)
+		return presto_bcast(r->p, dst, count * 8, 0);
+	if (bcast) {
+		uint64_t ck = ++r->cookie;
+		int rc = dnp_bcast(r->d, GID, dst, count * 8, 0, ck, 0);
+		return rc ? rc : wait_done(r, ck, DNP_OP_BCAST);
+	}
+	if (host)
+		return presto_allreduce(r->p, src, dst, count, PRESTO_DOUBLE, PRESTO_SUM);
+	return run_allreduce(r, src, dst, count, DNP_TYPE_DOUBLE, DNP_RED_SUM);
+}
+
+static int bench(struct run *r, unsigned iters, size_t size, bool bcast)
 {
 	size_t count = size / 8 ? size / 8 : 1;
-	double src[MAXB / 8], dst[MAXB / 8];
+	double *src = calloc(count, 8), *dst = calloc(count, 8);
 	uint64_t *off = calloc(iters, 8), *host = calloc(iters, 8);
 	unsigned no = 0, nh = 0;
 	int rc = 0;
 
-	if (!off || !host)
+	if (!off || !host || !src || !dst) {
+		free(src);
+		free(dst);
+		free(off);
+		free(host);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < count; i++)
-		src[i] = r->rank + i * 0.5;
+		src[i] = dst[i] = r->rank + i * 0.5;
 	for (unsigned b = 0; rc == 0 && (no < iters || nh < iters); b++) {
 		for (unsigned k = 0; rc == 0 && k < 10 && no < iters; k++) {
 			uint64_t t0 = now_ns();
-			rc = run_allreduce(r, src, dst, count, DNP_TYPE_DOUBLE, DNP_RED_SUM);
+			rc = bench_one(r, bcast, false, src, dst, count);
 			off[no++] = now_ns() - t0;
 		}
 		for (unsigned k = 0; rc == 0 && k < 10 && nh < iters; k++) {
 			uint64_t t0 = now_ns();
-			rc = presto_allreduce(r->p, src, dst, count, PRESTO_DOUBLE, PRESTO_SUM);
+			rc = bench_one(r, bcast, true, src, dst, count);
 			host[nh++] = now_ns() - t0;
 		}
 	}
@@ -197,10 +248,13 @@ static int bench(struct run *r, unsigned iters, size_t size)
 		       no > nh ? no : nh, dnp_strerror(rc));
 	if (rc == 0 && r->rank == 0) {
 		double mo = median_us(off, iters), mh = median_us(host, iters);
-		printf("allreduce %zu B on %d ranks, %u each: offloaded median %.2f us, "
-		       "presto median %.2f us, ratio %.3f\n",
-		       count * 8, r->size, iters, mo, mh, mo / mh);
+		printf("%s %zu B on %d ranks, %u each: offloaded median %.2f us, "
+		       "presto median %.2f us, ratio %.3f, offloaded %.1f MB/s, presto %.1f MB/s\n",
+		       bcast ? "bcast" : "allreduce", count * 8, r->size, iters, mo, mh, mo / mh,
+		       (double)(count * 8) / mo, (double)(count * 8) / mh);
 	}
+	free(src);
+	free(dst);
 	free(off);
 	free(host);
 	return rc;
@@ -226,10 +280,9 @@ static int kill_own_daemon(void)
 	return pid && kill((pid_t)pid, SIGKILL) == 0 ? 0 : -ESRCH;
 }
 
-static int kill_mode(struct run *r, int victim)
+/* Allreduces until one fails; the victim kills its daemon after 20. */
+static int kill_loop(struct run *r, int victim, double *src, double *dst, size_t count)
 {
-	double src = r->rank, dst;
-
 	for (unsigned i = 0;; i++) {
 		if (r->rank == victim && i == 20) {
 			int rc = kill_own_daemon();
@@ -237,7 +290,7 @@ static int kill_mode(struct run *r, int victim)
 			       rc ? "FAIL to kill" : "killed", i);
 			return rc ? -1 : 0;
 		}
-		int rc = run_allreduce(r, &src, &dst, 1, DNP_TYPE_DOUBLE, DNP_RED_SUM);
+		int rc = run_allreduce(r, src, dst, count, DNP_TYPE_DOUBLE, DNP_RED_SUM);
 		if (rc == -ETIME) {
 			printf("FAIL kill: allreduce %u still running after %d ms\n", i,
 			       r->wait_ms);
@@ -248,7 +301,8 @@ static int kill_mode(struct run *r, int victim)
 			       rc);
 			return 0;
 		}
-		if (dst != r->size * (r->size - 1) / 2.0) {
+		if (dst[0] != r->size * (r->size - 1) / 2.0 ||
+		    dst[count - 1] != r->size * (r->size - 1) / 2.0) {
 			printf("FAIL kill: wrong sum before the kill\n");
 			return -1;
 		}
@@ -257,6 +311,25 @@ static int kill_mode(struct run *r, int victim)
 			return -1;
 		}
 	}
+}
+
+static int kill_mode(struct run *r, int victim, size_t size)
+{
+	size_t count = size / 8 ? size / 8 : 1;
+	double *src = calloc(count, 8), *dst = calloc(count, 8);
+
+	if (!src || !dst) {
+		free(src);
+		free(dst);
+		return -1;
+	}
+	for (size_t i = 0; i < count; i++)
+		src[i] = r->rank;
+	int rc = kill_loop(r, victim, src, dst, count);
+
+	free(src);
+	free(dst);
+	return rc;
 }
 
 /* Every rank's (node, port) in rank order, through Presto. */
@@ -288,7 +361,9 @@ static int make_group(struct run *r)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " PROG " [--bench N [--size BYTES]] [--kill-rank R] [--wait-ms MS]\n"
+	fprintf(f, "usage: " PROG
+		   " [--bench N [--size BYTES] [--bcast]] [--kill-rank R [--size BYTES]]\n"
+		   "       [--wait-ms MS]\n"
 		   "  under dnp-run: checks (default), measures against Presto's allreduce\n"
 		   "  (--bench), or kills rank R's daemon mid-run (--kill-rank).\n");
 }
@@ -299,12 +374,14 @@ int main(int argc, char **argv)
 					      { "size", required_argument, NULL, 's' },
 					      { "kill-rank", required_argument, NULL, 'k' },
 					      { "wait-ms", required_argument, NULL, 'w' },
+					      { "bcast", no_argument, NULL, 'c' },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	struct run r = { .wait_ms = 60000 };
 	unsigned iters = 0;
 	size_t size = 8;
 	int victim = -1, c, rc;
+	bool bcast = false;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		char *end = NULL;
@@ -313,6 +390,10 @@ int main(int argc, char **argv)
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
+		}
+		if (c == 'c') {
+			bcast = true;
+			continue;
 		}
 		if (c == '?' || !end || *end || v < 0 || v > 10000000) {
 			usage(stderr);
@@ -347,14 +428,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (victim >= 0) {
-		rc = kill_mode(&r, victim);
+		rc = kill_mode(&r, victim, size);
 		fflush(stdout);
 		_exit(rc ? 1 : 0); /* the torus lost a node: no orderly goodbye */
 	}
 	if (iters) {
-		rc = bench(&r, iters, size) ? -1 : 0;
+		rc = bench(&r, iters, size, bcast) ? -1 : 0;
 	} else {
-		uint8_t *a = malloc(MAXB), *b = malloc(MAXB), *w = malloc(MAXB);
+		uint8_t *a = malloc(CHECK_BIG), *b = malloc(CHECK_BIG), *w = malloc(CHECK_BIG);
 		rc = a && b && w ? check_reduce(&r, a, b, w) : -ENOMEM;
 		if (rc == 0)
 			rc = check_bcast_barrier(&r, a);

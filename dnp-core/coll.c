@@ -13,6 +13,9 @@
 #define PROG_MAX 32u
 #define OP_ABORT 0xffu       /* a COLL packet saying a member left (va bits 48-55) */
 #define KEY_EMPTY (1u << 24) /* a broadcast's step from a member without the data yet */
+#define CHUNK DNP_COLL_CHUNK_BYTES
+#define WIN DNP_COLL_WINDOW /* chunks a member runs at once */
+#define NSLOT (2u * WIN)    /* chunks a member keeps state for (coll.h: why twice) */
 
 enum {
 	ST_SEND = 1,
@@ -32,6 +35,25 @@ struct cstep {
 	uint16_t peer;
 };
 
+/*
+ * One chunk of a collective, at position pos of the group's chunk stream:
+ * running here, or its early packets kept. Slot pos % NSLOT.
+ */
+struct cchunk {
+	bool used;
+	bool started; /* this member runs it (its source read) */
+	bool done;    /* its result is in the application's buffer */
+	bool have;    /* broadcast: acc holds the root's data */
+	uint8_t ci;   /* its collective: g->in[ci] */
+	uint8_t pc;
+	uint32_t pos;
+	uint32_t out_off;         /* bytes of the current send step queued */
+	uint16_t got[NTAGS_MAX];  /* fragments of each tag received */
+	uint16_t seen[NTAGS_MAX]; /* ... as a bit per fragment (offset / DNP_MAX_PAYLOAD) */
+	uint8_t empty[NTAGS_MAX]; /* broadcast: the tag came without the data (KEY_EMPTY) */
+	uint8_t *acc, *stash;     /* the partial result; a buffer per tag */
+};
+
 /* One collective of a group, seq: running here, or its early packets kept. */
 struct cinst {
 	uint32_t seq;
@@ -43,14 +65,11 @@ struct cinst {
 	uint16_t root;
 	uint32_t len;
 	uint32_t slot_id;
-	uint8_t pc, nprog;
+	uint32_t base;        /* the position of its chunk 0 */
+	uint32_t nch;         /* its chunks (known) */
+	uint32_t next, ndone; /* chunks started here, and done */
+	uint8_t nprog;
 	struct cstep prog[PROG_MAX];
-	uint32_t out_off;
-	uint16_t got[NTAGS_MAX];  /* fragments of each tag received */
-	uint16_t seen[NTAGS_MAX]; /* ... as a bit per fragment (offset / DNP_MAX_PAYLOAD) */
-	uint8_t empty[NTAGS_MAX]; /* broadcast: the tag came without the data (KEY_EMPTY) */
-	bool have;                /* broadcast: acc holds the root's data */
-	uint8_t *acc, *stash;     /* the partial result; a buffer per tag */
 };
 
 struct cgroup {
@@ -61,15 +80,19 @@ struct cgroup {
 	uint32_t n, rank, p2, lg;
 	uint32_t seq; /* collectives started here so far */
 	uint32_t abort_seq;
+	uint32_t next_base; /* the position of the next collective's chunk 0 */
+	uint32_t lo;        /* the lowest position not done here */
 	struct dnp_coll_member *m;
 	uint8_t *mem;
 	struct cinst in[2];
+	struct cchunk ch[NSLOT];
 };
 
 struct dnp_coll {
 	uint32_t ngroups;
 	uint32_t nrunning;
-	uint32_t max_bytes; /* per buffer, a multiple of 64 */
+	uint32_t max_len; /* the largest collective (conf.coll_max_bytes) */
+	uint32_t bsz;     /* per buffer: a chunk, or max_len if smaller; a multiple of 64 */
 	struct dnp_coll_stats st;
 	struct cgroup g[];
 };
@@ -84,7 +107,8 @@ int engine_coll_create(struct dnp_engine *e)
 	if (!e->coll)
 		return -ENOMEM;
 	e->coll->ngroups = n;
-	e->coll->max_bytes = (e->c.coll_max_bytes + 63u) & ~63u;
+	e->coll->max_len = e->c.coll_max_bytes;
+	e->coll->bsz = ((e->c.coll_max_bytes < CHUNK ? e->c.coll_max_bytes : CHUNK) + 63u) & ~63u;
 	return 0;
 }
 
@@ -118,6 +142,63 @@ static struct cgroup *group_find(struct dnp_coll *co, unsigned port, uint32_t gi
 		if (co->g[i].used && co->g[i].port == port && co->g[i].gid == gid)
 			return &co->g[i];
 	return NULL;
+}
+
+/* ------------------------------------------------------------------ chunks */
+
+/* Chunks a collective of len bytes takes (a barrier: one, of 0 bytes). */
+static uint32_t nchunks(uint32_t len)
+{
+	return len ? (len + CHUNK - 1) / CHUNK : 1;
+}
+
+/* The bytes of chunk k of c. */
+static uint32_t chunk_len(const struct cinst *c, uint32_t k)
+{
+	uint32_t off = k * CHUNK;
+
+	return c->len - off > CHUNK ? CHUNK : c->len - off;
+}
+
+static uint32_t chunk_idx(const struct cinst *c, const struct cchunk *ch)
+{
+	return ch->pos - c->base;
+}
+
+static unsigned inst_idx(const struct cgroup *g, const struct cinst *c)
+{
+	return (unsigned)(c - g->in);
+}
+
+/*
+ * The slot of position pos for collective c: its own, or a free one made
+ * its own; NULL when the slot holds another position (cannot happen to
+ * positions in [lo, lo + NSLOT): older ones are freed as lo passes them).
+ */
+static struct cchunk *chunk_get(struct cgroup *g, const struct cinst *c, uint32_t pos)
+{
+	struct cchunk *ch = &g->ch[pos % NSLOT];
+
+	if (ch->used)
+		return ch->pos == pos && ch->ci == inst_idx(g, c) ? ch : NULL;
+	uint8_t *acc = ch->acc, *stash = ch->stash;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->acc = acc;
+	ch->stash = stash;
+	ch->used = true;
+	ch->pos = pos;
+	ch->ci = (uint8_t)inst_idx(g, c);
+	return ch;
+}
+
+/* Frees the slots of c's chunks. */
+static void chunks_free(struct cgroup *g, const struct cinst *c)
+{
+	for (unsigned i = 0; i < NSLOT; i++)
+		if (g->ch[i].used && g->ch[i].ci == inst_idx(g, c) &&
+		    g->ch[i].pos - c->base < c->nch)
+			g->ch[i].used = false;
 }
 
 /* ---------------------------------------------------------------- programs */
@@ -154,7 +235,6 @@ static void prog_allreduce(const struct cgroup *g, struct cinst *c)
 static void prog_build(const struct cgroup *g, struct cinst *c)
 {
 	c->nprog = 0;
-	c->pc = 0;
 	prog_allreduce(g, c); /* a broadcast too: see coll.h */
 	c->known = true;
 }
@@ -181,7 +261,7 @@ static uint32_t nfrags(uint32_t len)
  * offset twice, or overlapping pieces, would otherwise complete the step with
  * bytes it never sent (frames from a link are not trusted).
  */
-static bool frag_new(const struct cinst *c, uint32_t tag, uint32_t len, uint32_t offset,
+static bool frag_new(const struct cchunk *c, uint32_t tag, uint32_t len, uint32_t offset,
 		     uint32_t flen)
 {
 	uint32_t k = offset / DNP_MAX_PAYLOAD, rest = len > offset ? len - offset : 0;
@@ -269,10 +349,9 @@ static void reduce_f64(unsigned op, uint8_t *dst, const uint8_t *a, const uint8_
 }
 
 /* dst = op(a, b) element by element: a is the lower ranks' partial, always the left operand. */
-static void reduce(const struct cinst *c, uint8_t *dst, const uint8_t *a, const uint8_t *b)
+static void reduce(const struct cinst *c, uint8_t *dst, const uint8_t *a, const uint8_t *b,
+		   size_t len)
 {
-	size_t len = c->len;
-
 	switch (c->dtype) {
 	case DNP_TYPE_INT32:
 		reduce_i32(c->redop, dst, a, b, len);
@@ -336,36 +415,44 @@ static bool coll_out(struct dnp_engine *e, struct dnp_pkt_hdr *h, const uint8_t 
 	return true;
 }
 
-/* Sends the partial result (message 'tag') to rank peer; true once every fragment left. */
-static bool send_step(struct dnp_engine *e, const struct cgroup *g, struct cinst *c,
-		      const struct cstep *st, uint64_t now)
+/*
+ * Sends chunk ch's partial result (message 'tag') to rank peer; true once
+ * every fragment left. Offsets are the collective's (chunk * CHUNK + the
+ * fragment's place in the chunk); msg_len is the collective's length.
+ */
+static bool send_step(struct dnp_engine *e, const struct cgroup *g, const struct cinst *c,
+		      struct cchunk *ch, const struct cstep *st, uint64_t now)
 {
-	if (c->op == DNP_OP_BCAST && !c->have) { /* nothing to pass on yet: say so */
+	uint32_t off0 = chunk_idx(c, ch) * CHUNK, clen = chunk_len(c, chunk_idx(c, ch));
+
+	if (c->op == DNP_OP_BCAST && !ch->have) { /* nothing to pass on yet: say so */
 		struct dnp_pkt_hdr h;
 
 		coll_hdr(e, g, c, st->peer, &h, now);
 		h.key = st->tag | KEY_EMPTY;
+		h.offset = off0;
 		h.msg_len = c->len;
-		h.flags = DNP_PKT_F_FIRST | (c->len == 0 ? DNP_PKT_F_LAST : 0);
+		h.flags = (off0 == 0 ? DNP_PKT_F_FIRST : 0) | (c->len == 0 ? DNP_PKT_F_LAST : 0);
 		return coll_out(e, &h, NULL);
 	}
 	do {
-		uint32_t left = c->len - c->out_off;
+		uint32_t left = clen - ch->out_off;
 		uint32_t fl = left > DNP_MAX_PAYLOAD ? DNP_MAX_PAYLOAD : left;
+		uint32_t off = off0 + ch->out_off;
 		struct dnp_pkt_hdr h;
 
 		coll_hdr(e, g, c, st->peer, &h, now);
 		h.key = st->tag | (uint32_t)c->redop << 8 | (uint32_t)c->dtype << 16;
-		h.offset = c->out_off;
+		h.offset = off;
 		h.len = (uint16_t)fl;
 		h.msg_len = c->len;
-		h.flags = (c->out_off == 0 ? DNP_PKT_F_FIRST : 0) |
-			  (c->out_off + fl == c->len ? DNP_PKT_F_LAST : 0);
-		if (!coll_out(e, &h, c->acc + c->out_off))
+		h.flags = (off == 0 ? DNP_PKT_F_FIRST : 0) |
+			  (off + fl == c->len ? DNP_PKT_F_LAST : 0);
+		if (!coll_out(e, &h, ch->acc + ch->out_off))
 			return false;
-		c->out_off += fl;
-	} while (c->out_off < c->len);
-	c->out_off = 0;
+		ch->out_off += fl;
+	} while (ch->out_off < clen);
+	ch->out_off = 0;
 	return true;
 }
 
@@ -388,22 +475,24 @@ static void send_abort(struct dnp_engine *e, const struct cgroup *g, uint32_t se
 
 /* ----------------------------------------------------------- running them */
 
-static void inst_reset(struct cinst *c, uint32_t seq)
+static void inst_reset(struct cinst *c, uint32_t seq, uint32_t base)
 {
-	uint8_t *acc = c->acc, *stash = c->stash;
-
 	memset(c, 0, sizeof(*c));
-	c->acc = acc;
-	c->stash = stash;
 	c->seq = seq;
+	c->base = base;
 	c->used = true;
 }
 
-/* Ends c with status (its command's one event, if the command is still live). */
-static void inst_end(struct dnp_engine *e, struct cinst *c, int status)
+/*
+ * Ends c with status (its command's one event, if the command is still
+ * live). Its chunks' slots are freed and the group's stream moves past it.
+ */
+static void inst_end(struct dnp_engine *e, struct cgroup *g, struct cinst *c, int status)
 {
 	struct slot *s = engine_slot_by_msg(e, c->slot_id);
 
+	chunks_free(g, c);
+	g->lo = c->base + c->nch;
 	c->running = false;
 	c->used = false;
 	e->coll->nrunning--;
@@ -415,62 +504,138 @@ static void inst_end(struct dnp_engine *e, struct cinst *c, int status)
 		engine_complete(e, s, status);
 }
 
-/* The result into the application's buffer. 0 or -EFAULT. */
+/* Chunk ch's result into the application's buffer. 0 or -EFAULT. */
 static int write_result(struct dnp_engine *e, const struct cgroup *g, const struct cinst *c,
-			const struct slot *s)
+			const struct cchunk *ch, const struct slot *s)
 {
-	uint64_t va = c->op == DNP_OP_ALLREDUCE ? s->c.remote_va : s->c.local_va;
+	uint32_t k = chunk_idx(c, ch), clen = chunk_len(c, k);
+	uint64_t va =
+		(c->op == DNP_OP_ALLREDUCE ? s->c.remote_va : s->c.local_va) + (uint64_t)k * CHUNK;
 
-	if (c->op == DNP_OP_BARRIER || !c->len || (c->op == DNP_OP_BCAST && g->rank == c->root))
+	if (c->op == DNP_OP_BARRIER || !clen || (c->op == DNP_OP_BCAST && g->rank == c->root))
 		return 0;
-	const struct dnp_buf *b = dnp_buftab_find(e->bt, g->port, va, c->len);
+	const struct dnp_buf *b = dnp_buftab_find(e->bt, g->port, va, clen);
 
-	if (e->c.mem->write(e->c.mem_ctx, g->port, b, va, c->acc, c->len))
+	if (e->c.mem->write(e->c.mem_ctx, g->port, b, va, ch->acc, clen))
 		return -EFAULT;
-	return engine_mem_settle(e, g->port, va, c->len);
+	return engine_mem_settle(e, g->port, va, clen);
 }
 
-/* Moves c on as far as it goes; true on progress. */
+/*
+ * Moves chunk ch of c on as far as it goes: 1 on progress, 0 without, or a
+ * negative errno that ends the collective (its result could not be written).
+ */
+static int chunk_advance(struct dnp_engine *e, struct cgroup *g, struct cinst *c, struct cchunk *ch,
+			 const struct slot *s, uint64_t now)
+{
+	uint32_t clen = chunk_len(c, chunk_idx(c, ch));
+	int progress = 0;
+
+	while (!ch->done) {
+		const struct cstep *st = &c->prog[ch->pc];
+
+		if (st->what == ST_SEND) {
+			if (!send_step(e, g, c, ch, st, now))
+				return progress;
+		} else if (st->what == ST_RECV) {
+			uint8_t *in = ch->stash + (size_t)st->tag * e->coll->bsz;
+
+			if (ch->got[st->tag] < nfrags(clen) && !ch->empty[st->tag])
+				return progress;
+			if (c->op == DNP_OP_BCAST) { /* the data, from whichever side has it */
+				if (!ch->empty[st->tag] && !ch->have)
+					memcpy(ch->acc, in, clen);
+				ch->have |= !ch->empty[st->tag];
+			} else if (st->mode == RX_COPY)
+				memcpy(ch->acc, in, clen);
+			else if (st->mode == RX_ACC_IN)
+				reduce(c, ch->acc, ch->acc, in, clen);
+			else
+				reduce(c, ch->acc, in, ch->acc, clen);
+		} else {
+			int rc = write_result(e, g, c, ch, s);
+
+			if (rc < 0)
+				return rc;
+			ch->done = true;
+			c->ndone++;
+			return 1;
+		}
+		ch->pc++;
+		progress = 1;
+	}
+	return progress;
+}
+
+static int read_app(struct dnp_engine *e, unsigned port, uint64_t va, void *dst, uint32_t len,
+		    uint32_t id, uint64_t end);
+
+/* Starts chunk ch of c here: its share of the source into acc. 0 or -EFAULT. */
+static int chunk_start(struct dnp_engine *e, const struct cgroup *g, const struct cinst *c,
+		       struct cchunk *ch, const struct slot *s)
+{
+	uint32_t k = chunk_idx(c, ch);
+	bool src = c->op == DNP_OP_ALLREDUCE || (c->op == DNP_OP_BCAST && c->root == g->rank);
+
+	ch->started = true;
+	ch->have = c->op != DNP_OP_BCAST || c->root == g->rank;
+	if (!src)
+		return 0;
+	return read_app(e, g->port, s->c.local_va + (uint64_t)k * CHUNK, ch->acc, chunk_len(c, k),
+			s->msg_id, s->c.local_va + c->len);
+}
+
+/*
+ * Moves c on as far as it goes; true on progress. Chunks start in order
+ * while fewer than WIN positions from the group's lowest unfinished one;
+ * each runs the same program on its own bytes.
+ */
 static bool advance(struct dnp_engine *e, struct cgroup *g, struct cinst *c, uint64_t now)
 {
-	bool progress = false;
+	bool progress = false, again = true;
 
-	while (c->running) {
-		const struct cstep *st = &c->prog[c->pc];
+	while (c->running && again) {
 		struct slot *s = engine_slot_by_msg(e, c->slot_id);
+		int rc = 0;
 
+		again = false;
 		if (!s) { /* ended without us (cmd_timeout): its packets are dropped from now */
-			inst_end(e, c, -ETIMEDOUT);
+			inst_end(e, g, c, -ETIMEDOUT);
 			return true;
 		}
 		if (c->bad || (g->aborted && (int32_t)(c->seq - g->abort_seq) >= 0)) {
-			inst_end(e, c, c->bad ? -EBADMSG : -ECONNABORTED);
+			inst_end(e, g, c, c->bad ? -EBADMSG : -ECONNABORTED);
 			return true;
 		}
-		if (st->what == ST_SEND) {
-			if (!send_step(e, g, c, st, now))
-				return progress;
-		} else if (st->what == ST_RECV) {
-			uint8_t *in = c->stash + (size_t)st->tag * e->coll->max_bytes;
+		while (rc == 0 && c->next < c->nch && c->base + c->next - g->lo < WIN) {
+			struct cchunk *ch = chunk_get(g, c, c->base + c->next);
 
-			if (c->got[st->tag] < nfrags(c->len) && !c->empty[st->tag])
-				return progress;
-			if (c->op == DNP_OP_BCAST) { /* the data, from whichever side has it */
-				if (!c->empty[st->tag] && !c->have)
-					memcpy(c->acc, in, c->len);
-				c->have |= !c->empty[st->tag];
-			} else if (st->mode == RX_COPY)
-				memcpy(c->acc, in, c->len);
-			else if (st->mode == RX_ACC_IN)
-				reduce(c, c->acc, c->acc, in);
-			else
-				reduce(c, c->acc, in, c->acc);
-		} else {
-			inst_end(e, c, write_result(e, g, c, s));
+			rc = ch ? chunk_start(e, g, c, ch, s) : -EPROTO;
+			c->next++;
+			again = true;
+		}
+		for (uint32_t k = 0; rc >= 0 && k < WIN; k++) {
+			struct cchunk *ch = &g->ch[(g->lo + k) % NSLOT];
+
+			if (ch->used && ch->started && !ch->done && ch->pos == g->lo + k &&
+			    ch->ci == inst_idx(g, c))
+				rc = chunk_advance(e, g, c, ch, s, now);
+			again |= rc > 0;
+		}
+		if (rc < 0) {
+			inst_end(e, g, c, rc);
 			return true;
 		}
-		c->pc++;
-		progress = true;
+		while (g->ch[g->lo % NSLOT].used && g->ch[g->lo % NSLOT].pos == g->lo &&
+		       g->ch[g->lo % NSLOT].done) {
+			g->ch[g->lo % NSLOT].used = false;
+			g->lo++;
+		}
+		if (c->ndone == c->nch) {
+			inst_end(e, g, c, 0);
+			return true;
+		}
+		progress |= again;
 	}
 	return progress;
 }
@@ -497,9 +662,12 @@ bool engine_coll_busy(const struct dnp_engine *e)
 	const struct dnp_coll *co = e->coll;
 
 	for (uint32_t i = 0; co && co->nrunning && i < co->ngroups; i++)
-		for (unsigned k = 0; co->g[i].used && k < 2; k++) {
-			const struct cinst *c = &co->g[i].in[k];
-			if (c->running && c->prog[c->pc].what == ST_SEND)
+		for (unsigned k = 0; co->g[i].used && k < NSLOT; k++) {
+			const struct cchunk *ch = &co->g[i].ch[k];
+			const struct cinst *c = &co->g[i].in[ch->ci];
+
+			if (ch->used && ch->started && !ch->done && c->running &&
+			    c->prog[ch->pc].what == ST_SEND)
 				return true;
 		}
 	return false;
@@ -507,14 +675,15 @@ bool engine_coll_busy(const struct dnp_engine *e)
 
 /* ------------------------------------------------------------------ joining */
 
+/* Reads len bytes at va of the application; end: where its command's reads end. */
 static int read_app(struct dnp_engine *e, unsigned port, uint64_t va, void *dst, uint32_t len,
-		    uint32_t id)
+		    uint32_t id, uint64_t end)
 {
 	if (!len)
 		return 0;
 	const struct dnp_buf *b = dnp_buftab_find(e->bt, (uint8_t)port, va, len);
 	/* a collective's reads: bit 62 and its command's id */
-	const struct dnp_mem_seq seq = { .id = 1ull << 62 | id, .end = va + len };
+	const struct dnp_mem_seq seq = { .id = 1ull << 62 | id, .end = end };
 
 	return e->c.mem->read(e->c.mem_ctx, port, b, va, dst, len, &seq) ? -EFAULT : 0;
 }
@@ -576,14 +745,15 @@ static int coll_join(struct dnp_engine *e, const struct slot *s)
 	struct dnp_coll_member *m = malloc((size_t)n * sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	int rc = read_app(e, s->port, s->c.local_va, m, (uint32_t)s->c.len, s->msg_id);
+	int rc = read_app(e, s->port, s->c.local_va, m, (uint32_t)s->c.len, s->msg_id,
+			  s->c.local_va + s->c.len);
 	if (rc == 0)
 		rc = members_check(e, s->port, m, n, &rank);
 	uint32_t p2 = 1, lg = 0;
 	while (p2 * 2 <= n)
 		p2 *= 2, lg++;
-	size_t per = (size_t)(lg + 3) * co->max_bytes; /* acc + lg + 2 tags */
-	uint8_t *mem = rc == 0 ? calloc(2, per) : NULL;
+	size_t per = (size_t)(lg + 3) * co->bsz; /* acc + lg + 2 tags, per chunk slot */
+	uint8_t *mem = rc == 0 ? calloc(NSLOT, per) : NULL;
 	if (rc == 0 && !mem)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -599,9 +769,9 @@ static int coll_join(struct dnp_engine *e, const struct slot *s)
 			      .lg = lg,
 			      .m = m,
 			      .mem = mem };
-	for (unsigned k = 0; k < 2; k++) {
-		g->in[k].acc = mem + k * per;
-		g->in[k].stash = g->in[k].acc + co->max_bytes;
+	for (unsigned k = 0; k < NSLOT; k++) {
+		g->ch[k].acc = mem + k * per;
+		g->ch[k].stash = g->ch[k].acc + co->bsz;
 	}
 	return 0;
 }
@@ -617,7 +787,7 @@ static void coll_leave(struct dnp_engine *e, struct cgroup *g, uint64_t now)
 	send_abort(e, g, seq, now);
 	for (unsigned k = 0; k < 2; k++)
 		if (g->in[k].running)
-			inst_end(e, &g->in[k], -ECONNABORTED);
+			inst_end(e, g, &g->in[k], -ECONNABORTED);
 	group_free(e->coll, g);
 }
 
@@ -641,14 +811,24 @@ static int inst_take(struct dnp_engine *e, struct cgroup *g, struct cinst **out)
 		if (c->running && engine_slot_by_msg(e, c->slot_id))
 			return -EBUSY;
 		if (c->running) /* its command timed out: nothing more to do for it */
-			inst_end(e, c, -ETIMEDOUT);
+			inst_end(e, g, c, -ETIMEDOUT);
 	}
 	struct cinst *c = &g->in[g->seq & 1];
 
 	if (!c->used || c->seq != g->seq)
-		inst_reset(c, g->seq);
+		inst_reset(c, g->seq, g->next_base);
 	*out = c;
 	return 0;
+}
+
+/* c could not start (rc): it is over here, its chunks and early packets dropped. */
+static int start_fail(struct dnp_engine *e, struct cgroup *g, struct cinst *c, int rc)
+{
+	chunks_free(g, c);
+	g->lo = g->next_base;
+	c->used = false;
+	e->coll->st.failed++;
+	return rc;
 }
 
 static int coll_start(struct dnp_engine *e, struct cgroup *g, struct slot *s, uint64_t now)
@@ -661,26 +841,24 @@ static int coll_start(struct dnp_engine *e, struct cgroup *g, struct slot *s, ui
 		return rc;
 	if (s->c.op == DNP_OP_BCAST && root >= g->n)
 		return -EINVAL;
-	g->seq++; /* from here on this collective is ours, done or failed */
-	if (g->aborted && (int32_t)(c->seq - g->abort_seq) >= 0)
-		rc = -ECONNABORTED;
 	struct cinst want = { .op = s->c.op,
 			      .redop = (uint8_t)DNP_COLL_REDOP(s->c.coll_param),
 			      .dtype = (uint8_t)DNP_COLL_DTYPE(s->c.coll_param),
 			      .root = (uint16_t)root,
 			      .len = (uint32_t)s->c.len };
+	/* from here on this collective is ours, done or failed, and its chunks */
+	g->seq++;
+	if (!c->known)
+		c->nch = nchunks(want.len);
+	g->next_base = c->base + nchunks(want.len);
+	if (g->aborted && (int32_t)(c->seq - g->abort_seq) >= 0)
+		rc = -ECONNABORTED;
 	if (rc == 0 && c->known &&
 	    (c->bad || c->op != want.op || c->redop != want.redop || c->dtype != want.dtype ||
 	     c->root != want.root || c->len != want.len))
 		rc = -EBADMSG;
-	if (rc == 0 &&
-	    (s->c.op == DNP_OP_ALLREDUCE || (s->c.op == DNP_OP_BCAST && root == g->rank)))
-		rc = read_app(e, s->port, s->c.local_va, c->acc, want.len, s->msg_id);
-	if (rc < 0) {
-		c->used = false;
-		e->coll->st.failed++;
-		return rc;
-	}
+	if (rc < 0)
+		return start_fail(e, g, c, rc);
 	if (!c->known) {
 		c->op = want.op;
 		c->redop = want.redop;
@@ -689,7 +867,7 @@ static int coll_start(struct dnp_engine *e, struct cgroup *g, struct slot *s, ui
 		c->len = want.len;
 		prog_build(g, c);
 	}
-	c->have = s->c.op != DNP_OP_BCAST || root == g->rank;
+	c->next = c->ndone = 0;
 	c->running = true;
 	c->slot_id = s->msg_id;
 	e->coll->nrunning++;
@@ -719,7 +897,7 @@ int engine_coll_submit(struct dnp_engine *e, struct slot *s, uint64_t now)
 		engine_complete(e, s, 0);
 		return 0;
 	}
-	if (s->c.len > co->max_bytes || s->c.len > e->c.coll_max_bytes)
+	if (s->c.len > co->max_len)
 		return -EMSGSIZE;
 	return coll_start(e, g, s, now);
 }
@@ -754,13 +932,13 @@ static struct cinst *inst_for(struct cgroup *g, uint32_t seq)
 	if (seq != g->seq)
 		return NULL;
 	if (!c->used || c->seq != seq)
-		inst_reset(c, seq);
+		inst_reset(c, seq, g->next_base);
 	return c;
 }
 
 /* The packet's params agree with c's (set them from it if c has none): else c is bad. */
 static bool params_take(const struct cgroup *g, struct cinst *c, const struct dnp_pkt_hdr *h,
-			uint32_t max_bytes)
+			uint32_t max_len)
 {
 	uint8_t op = (uint8_t)(h->va >> 48), redop = (uint8_t)(h->key >> 8),
 		dtype = (uint8_t)(h->key >> 16);
@@ -773,15 +951,45 @@ static bool params_take(const struct cgroup *g, struct cinst *c, const struct dn
 		return !c->bad;
 	}
 	if ((op != DNP_OP_ALLREDUCE && op != DNP_OP_BARRIER && op != DNP_OP_BCAST) ||
-	    h->msg_len > max_bytes || root >= g->n)
+	    h->msg_len > max_len || root >= g->n)
 		return false;
 	c->op = op;
 	c->redop = redop;
 	c->dtype = dtype;
 	c->root = root;
 	c->len = h->msg_len;
+	c->nch = nchunks(c->len);
 	prog_build(g, c);
 	return true;
+}
+
+/*
+ * The chunk slot a packet for c belongs to, or NULL: its chunk is past c's
+ * end, or its position outside [lo, lo + NSLOT) (which no member keeping to
+ * the window sends: coll.h).
+ */
+static struct cchunk *chunk_for(struct cgroup *g, const struct cinst *c,
+				const struct dnp_pkt_hdr *h)
+{
+	uint32_t k = h->offset / CHUNK, pos = c->base + k;
+
+	if (k >= c->nch || pos - g->lo >= NSLOT)
+		return NULL;
+	return chunk_get(g, c, pos);
+}
+
+/* Is a packet's fragment one the step of tag in chunk ch waits for, and new? */
+static bool frag_ok(const struct cinst *c, const struct cchunk *ch, uint32_t tag,
+		    const struct dnp_pkt_hdr *h)
+{
+	uint32_t clen = chunk_len(c, chunk_idx(c, ch)), off = h->offset - chunk_idx(c, ch) * CHUNK;
+	bool empty = (h->key & KEY_EMPTY) != 0;
+
+	if (ch->got[tag] >= nfrags(clen) || ch->empty[tag] || (uint64_t)off + h->len > clen)
+		return false;
+	if (empty)
+		return c->op == DNP_OP_BCAST && !h->len && !ch->got[tag] && !off;
+	return frag_new(ch, tag, clen, off, h->len);
 }
 
 void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
@@ -808,24 +1016,23 @@ void engine_coll_take(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const u
 	}
 	struct cinst *c = inst_for(g, seq);
 	const struct cstep *st;
+	struct cchunk *ch;
 
-	bool empty = (h->key & KEY_EMPTY) != 0;
-
-	if (!c || !params_take(g, c, h, co->max_bytes) || !(st = prog_recv(c, tag)) ||
-	    !is_member(g, st->peer, h) || c->got[tag] >= nfrags(c->len) || c->empty[tag] ||
-	    (uint64_t)h->offset + h->len > c->len ||
-	    (empty && (c->op != DNP_OP_BCAST || h->len || c->got[tag])) ||
-	    (!empty && !frag_new(c, tag, c->len, h->offset, h->len))) {
+	if (!c || !params_take(g, c, h, co->max_len) || !(st = prog_recv(c, tag)) ||
+	    !is_member(g, st->peer, h) || !(ch = chunk_for(g, c, h)) || !frag_ok(c, ch, tag, h)) {
 		co->st.rx_dropped++;
 		if (c && c->running && c->bad)
 			advance(e, g, c, now);
 		return;
 	}
-	memcpy(c->stash + (size_t)tag * co->max_bytes + h->offset, payload, h->len);
-	c->got[tag]++;
-	if (!empty) /* frag_new checked the offset */
-		c->seen[tag] |= (uint16_t)(1u << (h->offset / DNP_MAX_PAYLOAD));
-	c->empty[tag] = empty;
+	uint32_t off = h->offset - chunk_idx(c, ch) * CHUNK;
+
+	memcpy(ch->stash + (size_t)tag * co->bsz + off, payload, h->len);
+	ch->got[tag]++;
+	if (h->key & KEY_EMPTY)
+		ch->empty[tag] = 1;
+	else /* frag_new checked the offset */
+		ch->seen[tag] |= (uint16_t)(1u << (off / DNP_MAX_PAYLOAD));
 	if (c->running)
 		advance(e, g, c, now);
 }

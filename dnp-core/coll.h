@@ -26,9 +26,22 @@
  *     collective needs every member to have started it, and no member is
  *     ever more than one collective ahead of another (a tree broadcast
  *     would let the root run ahead without bound).
+ * Pipelining: a collective of len bytes is cut into chunks of
+ * DNP_COLL_CHUNK_BYTES (the last one the rest; a barrier is one chunk of 0
+ * bytes), and each chunk runs the whole program above on its own bytes, so
+ * the fixed reduction order holds per element whatever the chunking. The
+ * chunks of a group's collectives, one after the other, form the group's
+ * chunk stream: chunk k of the collective that starts at position b is at
+ * position b + k on every member. A member runs the chunks at positions
+ * [lo, lo + DNP_COLL_WINDOW) at once, lo being its lowest unfinished one,
+ * and keeps state for [lo, lo + 2 * DNP_COLL_WINDOW): a member finishes a
+ * chunk only after every member started it, so no member runs (sends) a
+ * chunk more than 2 * DNP_COLL_WINDOW - 1 positions past another's lo, and
+ * no packet of a member keeping to the window is ever dropped.
  * The data of each step travels in COLL packets (up to 4096 bytes each),
  * straight from the engine's buffers: no application memory is read or
- * written but the caller's source (at the start) and result (at the end).
+ * written but the caller's source (a chunk as it starts) and result (a
+ * chunk as it ends).
  *
  * Completion: one event per collective per member, when its result is in
  * the application's buffer (TX_DONE, op = the command's), or an ERROR:
@@ -40,7 +53,7 @@
  *                 BCAST: root >= members; a bad command (dnp_cmd_check_coll)
  *   -ENOSPC       JOIN: coll_groups groups held already
  *   -ENOMEM       JOIN: no memory for the group's buffers
- *   -EMSGSIZE     len above coll_max_bytes
+ *   -EMSGSIZE     len above coll_max_bytes (at most DNP_COLL_MAX_BYTES)
  *   -EBUSY        a collective of this group is still running on this port
  *   -EBADMSG      another member runs another collective as this one (op,
  *                 type, length or root differ)
@@ -50,13 +63,22 @@
  *                 restarted, or a packet was lost with a link)
  *   -EFAULT       the source or result could not be read or written
  * Memory: a group's buffers are allocated when it is joined (a command,
- * off the packet path) and freed when it is left or its port closes.
+ * off the packet path) and freed when it is left or its port closes:
+ * 2 * DNP_COLL_WINDOW chunk slots of (lg + 3) buffers of min(chunk,
+ * coll_max_bytes) bytes (lg: log2 of the members' largest power of two),
+ * 768 KiB for 8 members, whatever the collectives' length. No packet and no
+ * chunk allocates.
  */
 #ifndef DNP_COLL_H
 #define DNP_COLL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* A collective's chunk: the unit that runs the program (wire format: all members alike). */
+#define DNP_COLL_CHUNK_BYTES 16384u
+/* Chunks a member runs at once; it keeps state for twice as many. */
+#define DNP_COLL_WINDOW 4u
 
 struct dnp_engine;
 struct dnp_pkt_hdr;

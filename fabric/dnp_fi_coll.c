@@ -3,10 +3,13 @@
  * FI_COLLECTIVE of the provider "dnp" (contract: dnp_fi_priv.h): the
  * collectives the daemons run (docs/api.md, "Collectives") behind
  * libfabric's collective API.
- *   - An AV set is an ordered list of AV addresses; its order is the ranks.
+ *   - An AV set is a list of AV addresses; the group's ranks are its members
+ *     sorted by (x, y, z, port), whatever order each member listed them in
+ *     (libfabric names a broadcast's root by address, never by rank).
  *   - fi_join_collective makes the set a daemon group: its id is a hash of
- *     the member list and of how often this endpoint joined that same list
- *     before, so every member computes the same id without talking; the
+ *     the sorted member list and of how often this endpoint joined that
+ *     same set before, so every member computes the same id without
+ *     talking, and the daemons see the same list in the same order; the
  *     group's JOIN command ends in FI_JOIN_COMPLETE (or an error entry) on
  *     the endpoint's EQ.
  *   - fi_barrier, fi_broadcast and fi_allreduce are one daemon command each
@@ -551,7 +554,19 @@ static int dfi_group_id(struct dfi_ep *ep, const struct dnp_coll_member *m, unsi
 	return 0;
 }
 
-/* The members of set s in its order, and this endpoint's rank among them. */
+static uint32_t dfi_member_key(const struct dnp_coll_member *m)
+{
+	return (uint32_t)m->x << 24 | (uint32_t)m->y << 16 | (uint32_t)m->z << 8 | m->port;
+}
+
+static int dfi_member_cmp(const void *a, const void *b)
+{
+	uint32_t x = dfi_member_key(a), y = dfi_member_key(b);
+
+	return x < y ? -1 : x > y;
+}
+
+/* The members of set s, sorted (the ranks: see above), and this endpoint's rank among them. */
 static int dfi_members(struct dfi_ep *ep, const struct dfi_av_set *s, struct dnp_coll_member **out,
 		       unsigned *rank)
 {
@@ -574,10 +589,12 @@ static int dfi_members(struct dfi_ep *ep, const struct dfi_av_set *s, struct dnp
 		}
 		a = &s->av->tab[s->addr[i]];
 		m[i] = (struct dnp_coll_member){ a->x, a->y, a->z, a->port };
-		if (a->x == dom->self.x && a->y == dom->self.y && a->z == dom->self.z &&
-		    a->port == dom->port)
-			*rank = (unsigned)i;
 	}
+	qsort(m, s->n, sizeof(*m), dfi_member_cmp);
+	for (i = 0; i < s->n; i++)
+		if (m[i].x == dom->self.x && m[i].y == dom->self.y && m[i].z == dom->self.z &&
+		    m[i].port == dom->port)
+			*rank = (unsigned)i;
 	if (*rank == ~0u) {
 		free(m);
 		return -FI_EINVAL; /* we are not a member */

@@ -12,7 +12,9 @@
  *   allreduce   every type x operation against a reference computed here,
  *               the same bits on every member; several queued at once
  *   barrier     does not complete while a member has not entered it
- *   broadcast   from several roots, up to the daemon's 64 KiB
+ *   broadcast   from several roots, 64 KiB and 1 MiB (pipelined by the daemons)
+ *   order       each member lists the same members in another order: one
+ *               group all the same (allreduce and broadcast agree)
  *   refused     other collectives -FI_ENOSYS; other ops, types, sizes
  *               -FI_EOPNOTSUPP
  *   rejoin      the same members joined again (a new group) after fi_close
@@ -43,7 +45,9 @@
 #include "fi_side.h"
 
 #define MAXN 8
-#define WAIT_MS 20000 /* a collective's bound; a death's: the daemon's 30 s deadline + 15 */
+#define BIG_BCAST (1u << 20)
+#define DAEMON_MAX (4u << 20) /* the daemons' largest collective (DNP_COLL_MAX_BYTES) */
+#define WAIT_MS 20000         /* a collective's bound; a death's: the daemon's 30 s deadline + 15 */
 #define DEATH_MS 45000
 #define ADDRLEN 32
 
@@ -179,7 +183,7 @@ static void getinfo_query(void)
 			CHECK(want ? r == 0 : r == -FI_EOPNOTSUPP, "allreduce op %d type %d: %d",
 			      ops[o], dts[t], r);
 			if (r == 0)
-				CHECK(a.datatype_attr.count * a.datatype_attr.size == 65536,
+				CHECK(a.datatype_attr.count * a.datatype_attr.size == DAEMON_MAX,
 				      "count %zu size %zu", a.datatype_attr.count,
 				      a.datatype_attr.size);
 		}
@@ -191,7 +195,7 @@ static void getinfo_query(void)
 	CHECK(fi_query_collective(S[0].dom, FI_ALLREDUCE, &a, 0) == -FI_EOPNOTSUPP, "FI_UINT32");
 	a.datatype = FI_UINT8;
 	CHECK(fi_query_collective(S[0].dom, FI_BROADCAST, &a, 0) == 0 &&
-		      a.datatype_attr.count == 65536,
+		      a.datatype_attr.count == DAEMON_MAX,
 	      "broadcast of bytes");
 	CHECK(fi_query_collective(S[0].dom, FI_ALLGATHER, &a, 0) == -FI_EOPNOTSUPP, "allgather");
 	CHECK(fi_query_collective(S[0].dom, FI_REDUCE, &a, 0) == -FI_EOPNOTSUPP, "reduce");
@@ -365,15 +369,15 @@ static void barrier(fi_addr_t *ca)
 
 static void broadcast(fi_addr_t *ca)
 {
-	static uint8_t buf[MAXN][65536 + 8];
-	const unsigned roots[] = { 0, 3, MAXN - 1 };
-	const size_t counts[] = { 1000, 65536, 1 };
+	static uint8_t buf[MAXN][BIG_BCAST + 8];
+	const unsigned roots[] = { 0, 3, MAXN - 1, 5 };
+	const size_t counts[] = { 1000, 65536, 1, BIG_BCAST };
 	unsigned k, r;
 
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		unsigned root = roots[k] % n;
-		enum fi_datatype dt = k == 1 ? FI_UINT8 : FI_INT64;
-		size_t bytes = counts[k] * (k == 1 ? 1 : 8);
+		enum fi_datatype dt = k % 2 ? FI_UINT8 : FI_INT64;
+		size_t bytes = counts[k] * (k % 2 ? 1 : 8);
 
 		for (r = 0; r < n; r++) {
 			if (r == root)
@@ -391,18 +395,18 @@ static void broadcast(fi_addr_t *ca)
 			CHECK(fi_side_same(buf[r], bytes, 100 + k), "broadcast from %u: member %u",
 			      root, r);
 	}
-	CHECK(fi_broadcast(S[0].ep, buf[0], 65537, NULL, ca[0], 0, FI_UINT8, 0, NULL) ==
+	CHECK(fi_broadcast(S[0].ep, buf[0], DAEMON_MAX + 1, NULL, ca[0], 0, FI_UINT8, 0, NULL) ==
 		      -FI_EOPNOTSUPP,
-	      "broadcast above 64 KiB");
+	      "broadcast above 4 MiB");
 	CHECK(fi_broadcast(S[0].ep, buf[0], 1, NULL, ca[0], 0, FI_LONG_DOUBLE, 0, NULL) ==
 		      -FI_EOPNOTSUPP,
 	      "broadcast of long double");
 	CHECK(fi_allreduce(S[0].ep, buf[0], 1, NULL, buf[1], NULL, ca[0], FI_INT32, FI_PROD, 0,
 			   NULL) == -FI_EOPNOTSUPP,
 	      "FI_PROD");
-	CHECK(fi_allreduce(S[0].ep, buf[0], 16385, NULL, buf[1], NULL, ca[0], FI_INT32, FI_SUM, 0,
-			   NULL) == -FI_EOPNOTSUPP,
-	      "allreduce above 64 KiB");
+	CHECK(fi_allreduce(S[0].ep, buf[0], DAEMON_MAX / 4 + 1, NULL, buf[1], NULL, ca[0], FI_INT32,
+			   FI_SUM, 0, NULL) == -FI_EOPNOTSUPP,
+	      "allreduce above 4 MiB");
 	CHECK(fi_alltoall(S[0].ep, buf[0], 1, NULL, buf[1], NULL, ca[0], FI_INT32, 0, NULL) ==
 		      -FI_ENOSYS,
 	      "alltoall");
@@ -432,6 +436,69 @@ static void join_all(unsigned k, struct fid_mc **mc, fi_addr_t *ca, const char *
 	join_wait(eq, mc, k, what);
 	for (r = 0; r < k; r++)
 		ca[r] = mc[r] ? fi_mc_addr(mc[r]) : FI_ADDR_NOTAVAIL;
+}
+
+/*
+ * Every member lists the members in its own order (member r starts at r and
+ * goes backwards): the same group all the same. A sum of doubles whose bits
+ * depend on the order of the additions is the same on every member, and a
+ * broadcast from member 2 (named by address) reaches all. Without sorted
+ * lists the ids differ (or the daemons' ranks do) and the joins or the
+ * collectives fail.
+ */
+static void order(void)
+{
+	static double src[MAXN][CNT], dst[MAXN][CNT];
+	static uint8_t buf[MAXN][3000];
+	struct fi_av_set_attr at = { .flags = FI_UNIVERSE };
+	struct fid_mc *mc[MAXN];
+	fi_addr_t ca[MAXN];
+	unsigned r, j, i;
+
+	for (r = 0; r < n; r++) {
+		struct fid_av_set *set;
+		fi_addr_t sa;
+
+		mc[r] = NULL;
+		CHECK(fi_av_set(S[r].av, &at, &set, NULL) == 0, "order: av_set %u", r);
+		for (j = 0; j < n; j++)
+			CHECK(fi_av_set_remove(set, j) == 0, "order: remove");
+		for (j = 0; j < n; j++)
+			CHECK(fi_av_set_insert(set, (r + n - j) % n) == 0, "order: insert");
+		CHECK(fi_av_set_addr(set, &sa) == 0, "order: av_set_addr");
+		CHECK(fi_join_collective(S[r].ep, sa, set, 0, &mc[r], &mc[r]) == 0,
+		      "order: join %u", r);
+		fi_close(&set->fid);
+	}
+	join_wait(eq, mc, n, "order");
+	for (r = 0; r < n; r++) {
+		ca[r] = mc[r] ? fi_mc_addr(mc[r]) : FI_ADDR_NOTAVAIL;
+		for (i = 0; i < CNT; i++)
+			src[r][i] = (i + 1) * 1e-3 * (r % 3 ? 1e8 : 1.0) / (r + 3.0);
+		CHECK(fi_allreduce(S[r].ep, src[r], CNT, NULL, dst[r], NULL, ca[r], FI_DOUBLE,
+				   FI_SUM, 0, NULL) == 0,
+		      "order: allreduce %u", r);
+	}
+	if (!all_ok(S, n, NULL, "order: allreduce"))
+		return;
+	for (r = 1; r < n; r++)
+		CHECK(!memcmp(dst[r], dst[0], sizeof(dst[0])), "order: member %u's sum differs", r);
+	for (r = 0; r < n; r++) {
+		if (r == 2 % n)
+			fi_side_fill(buf[r], sizeof(buf[r]), 77);
+		else
+			memset(buf[r], 0, sizeof(buf[r]));
+		CHECK(fi_broadcast(S[r].ep, buf[r], sizeof(buf[r]), NULL, ca[r], 2 % n, FI_UINT8, 0,
+				   NULL) == 0,
+		      "order: broadcast %u", r);
+	}
+	if (all_ok(S, n, NULL, "order: broadcast"))
+		for (r = 0; r < n; r++)
+			CHECK(fi_side_same(buf[r], sizeof(buf[r]), 77),
+			      "order: broadcast member %u", r);
+	for (r = 0; r < n; r++)
+		if (mc[r])
+			fi_close(&mc[r]->fid);
 }
 
 /* ------------------------------------------------------------ death */
@@ -626,6 +693,7 @@ int main(int argc, char **argv)
 	for (r = 0; r < n; r++)
 		if (mc[r])
 			fi_close(&mc[r]->fid);
+	order();
 	death(pid, c2p[0], p2c[1]);
 	for (r = 0; r < n; r++)
 		fi_side_close(&S[r]);

@@ -15,12 +15,15 @@ static size_t p_type_size(enum presto_type t);
  * rank, in rank order, joined at init unless PRESTO_COLL=host. The
  * collectives of that group are used whenever they can do the call
  * (allreduce of at most P_COLL_MAX bytes, barrier, bcast of at most that);
- * every rank decides alike, so all take the same path. P_COLL_MAX is the
- * daemons' limit (the stall of large offloaded allreduces after host-based
- * rendez-vous traffic was a FIN that p_fin left queued: it now leaves at once).
+ * every rank decides alike, so all take the same path. P_COLL_MAX is 256
+ * KiB, below the daemons' 4 MiB (DNP_COLL_MAX_BYTES): on 2x2x2 shm daemons the
+ * offloaded allreduce and broadcast beat the host-based ones at 64 and 256 KiB
+ * and lose at 1 MiB, where Presto's rendez-vous GETs move the data faster
+ * than the daemons' pipelined 4 KiB packets
+ * (bench/results/2026-12-05-h-pipe-coll-large.md).
  */
 #define P_COLL_GID 0x9e570u
-#define P_COLL_MAX DNP_COLL_MAX_BYTES
+#define P_COLL_MAX (256u << 10)
 
 /* Waits for the collective just queued (or its submission error rc). */
 static int p_coll_wait(struct presto *p, int rc)

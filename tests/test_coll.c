@@ -4,7 +4,9 @@
  * every type against a reference computed here, results bit-identical on
  * every member and from run to run, groups of a power of two and not,
  * broadcast from each root, 64 KiB, barrier, the errors, and members that
- * die or leave mid-collective. Engines on an X ring wired frame by frame
+ * die or leave mid-collective; pipelined collectives (coll.h) up to 1 MiB:
+ * every op and type over several windows of chunks, back to back with
+ * members running ahead, and faults in the middle of one. Engines on an X ring wired frame by frame
  * (test_engine_harness.h); members are (node, port), node-major.
  */
 #include <math.h>
@@ -17,8 +19,10 @@
 #define GID 0x77u
 #define MEMBERS_VA BASE
 #define SRC_VA (BASE + 0x10000)
-#define DST_VA (BASE + 0x40000)
-#define STEPS 20000
+#define DST_VA (BASE + 0x200000)
+#define K64 65536u
+#define BIG (1u << 20) /* the largest collective here: SRC_VA and DST_VA hold as much */
+#define STEPS 200000
 
 static unsigned nmem; /* members of the group under test: nodes x NPORTS, or fewer */
 
@@ -100,7 +104,7 @@ static void reference(unsigned op, unsigned t, size_t count, unsigned salt, uint
 static void allreduce_check(unsigned op, unsigned t, size_t count, unsigned salt)
 {
 	size_t len = count * coll_ref_esize(t);
-	static uint8_t ref[DNP_COLL_MAX_BYTES];
+	static uint8_t ref[BIG];
 
 	for (unsigned r = 0; r < nmem; r++) {
 		for (size_t i = 0; i < count; i++)
@@ -158,8 +162,8 @@ static void test_coll_allreduce_64k(void **state)
 {
 	setup_nodes(4);
 	join(7);
-	allreduce_check(DNP_RED_SUM, DNP_TYPE_DOUBLE, DNP_COLL_MAX_BYTES / 8, 3);
-	allreduce_check(DNP_RED_MAX, DNP_TYPE_INT32, DNP_COLL_MAX_BYTES / 4, 4);
+	allreduce_check(DNP_RED_SUM, DNP_TYPE_DOUBLE, K64 / 8, 3);
+	allreduce_check(DNP_RED_MAX, DNP_TYPE_INT32, K64 / 4, 4);
 }
 
 /*
@@ -204,7 +208,7 @@ static void test_coll_bcast(void **state)
 	setup_nodes(3);
 	join(6);
 	for (unsigned root = 0; root < nmem; root++) {
-		size_t len = root % 2 ? DNP_COLL_MAX_BYTES : 3000;
+		size_t len = root % 2 ? K64 : 3000;
 
 		for (unsigned r = 0; r < nmem; r++)
 			memset(src_of(r), 0x11 * r, len);
@@ -532,6 +536,147 @@ static void test_coll_member_leaves(void **state)
 	expect_error(0, 0, -ENOENT);
 }
 
+/*
+ * Collectives above a chunk (coll.h, "Pipelining"): every reduction and
+ * type at 20500 elements (82 KB of int32 in 6 chunks with a short last one,
+ * 164 KB of 64-bit ones in 11, more than the window), then 1 MiB of doubles
+ * on 7 members, against the reference. A chunk's bytes sent to another
+ * chunk's place, or a chunk never run, fails here.
+ */
+static void test_coll_allreduce_large(void **state)
+{
+	every_op_and_type(3, 6, 20500);
+	allreduce_check(DNP_RED_SUM, DNP_TYPE_DOUBLE, BIG / 8, 17);
+	teardown(state);
+	setup_nodes(4);
+	join(7);
+	allreduce_check(DNP_RED_SUM, DNP_TYPE_DOUBLE, BIG / 8, 18);
+	allreduce_check(DNP_RED_MIN, DNP_TYPE_INT32, (BIG - 12) / 4, 19);
+}
+
+/* Broadcast of 300000 bytes (19 chunks) from several roots; the source is left alone. */
+static void test_coll_bcast_large(void **state)
+{
+	const size_t len = 300000;
+
+	setup_nodes(3);
+	join(6);
+	for (unsigned root = 0; root < nmem; root += 3) {
+		for (unsigned r = 0; r < nmem; r++)
+			memset(src_of(r), 0x11 * r, len);
+		fill(src_of(root), len, root + 21);
+		struct dnp_cmd c =
+			coll_cmd(DNP_OP_BCAST, DNP_COLL_PARAM(0, 0, root), SRC_VA, 0, len, root);
+		submit_all(&c);
+		expect_all(DNP_EV_TX_DONE, 0, DNP_OP_BCAST);
+		for (unsigned r = 0; r < nmem; r++)
+			assert_memory_equal(src_of(r), src_of(root), len);
+	}
+}
+
+/*
+ * Large collectives back to back, each member starting the next one as soon
+ * as its own last one ended (so early members' chunks of the next
+ * collective reach members still in the last one), while node 1 is held for
+ * a while at the start: 4 allreduces of 200 KB (13 chunks each) then a 16 KB
+ * barrier-like allreduce, all with one event each and the right bytes.
+ */
+static void test_coll_large_stream(void **state)
+{
+	enum {
+		ROUNDS = 5
+	};
+	const size_t count[ROUNDS] = { 25000, 25000, 3, 25000, 25000 };
+	static uint8_t ref[ROUNDS][200000];
+	unsigned round[8] = { 0 }, left = 0;
+
+	setup_nodes(4);
+	join(8);
+	for (unsigned k = 0; k < ROUNDS; k++) {
+		for (unsigned r = 0; r < nmem; r++)
+			for (size_t i = 0; i < count[k]; i++)
+				coll_ref_put(src_of(r) + k * 200000 + i * 8, DNP_TYPE_INT64,
+					     coll_ref_val(r, i, 30 + k));
+		reference(DNP_RED_SUM, DNP_TYPE_INT64, count[k], 30 + k, ref[k]);
+	}
+	hold_node = 1;
+	for (unsigned r = 0; r < nmem; r++) {
+		struct dnp_cmd c =
+			coll_cmd(DNP_OP_ALLREDUCE, DNP_COLL_PARAM(DNP_RED_SUM, DNP_TYPE_INT64, 0),
+				 SRC_VA, DST_VA, count[0] * 8, 0);
+		assert_int_equal(dnp_engine_submit(nodes[m_node(r)].e, m_port(r), &c, now), 0);
+	}
+	for (unsigned step = 0; left < nmem * ROUNDS && step < 20 * STEPS; step++) {
+		if (step == 3000)
+			hold_node = -1;
+		pump(1);
+		for (unsigned r = 0; r < nmem; r++) {
+			struct dnp_event ev;
+			unsigned k = round[r];
+
+			if (dnp_engine_poll_events(nodes[m_node(r)].e, m_port(r), &ev, 1) != 1 ||
+			    ev.type == DNP_EV_LINK)
+				continue;
+			assert_int_equal(ev.type, DNP_EV_TX_DONE);
+			assert_int_equal(ev.cookie, k);
+			assert_memory_equal(dst_of(r) + k * 200000, ref[k], count[k] * 8);
+			left++;
+			if (++round[r] == ROUNDS)
+				continue;
+			k++;
+			struct dnp_cmd c = coll_cmd(
+				DNP_OP_ALLREDUCE, DNP_COLL_PARAM(DNP_RED_SUM, DNP_TYPE_INT64, 0),
+				SRC_VA + k * 200000, DST_VA + k * 200000, count[k] * 8, k);
+			assert_int_equal(dnp_engine_submit(nodes[m_node(r)].e, m_port(r), &c, now),
+					 0);
+		}
+	}
+	assert_int_equal(left, nmem * ROUNDS);
+}
+
+/*
+ * A member's node stops in the middle of a 1 MiB allreduce (some chunks
+ * done, others not): every survivor ends it with -ETIMEDOUT at the deadline,
+ * one event each; a member that leaves mid-way ends it at once on the rest
+ * with -ECONNABORTED.
+ */
+static void test_coll_large_faults(void **state)
+{
+	struct dnp_coll_stats st;
+	struct dnp_event ev;
+
+	t_cmd = 30000;
+	setup_nodes(4);
+	join(8);
+	struct dnp_cmd c =
+		coll_cmd(DNP_OP_ALLREDUCE, DNP_COLL_PARAM(DNP_RED_SUM, DNP_TYPE_DOUBLE, 0), SRC_VA,
+			 DST_VA, BIG, 9);
+	submit_all(&c);
+	pump(400); /* under way: some chunks done, not all */
+	dnp_engine_coll_stats(nodes[0].e, &st);
+	assert_true(st.pkts_rx > 0);
+	for (unsigned r = 0; r < nmem; r++)
+		assert_int_equal(dnp_engine_poll_events(nodes[m_node(r)].e, m_port(r), &ev, 1), 0);
+	hold_node = 3; /* members 6 and 7 */
+	for (unsigned r = 0; r < 6; r++) {
+		ev = expect_event_nolink(m_node(r), m_port(r), 2 * 30000, DNP_EV_ERROR);
+		assert_int_equal(ev.status, -ETIMEDOUT);
+		assert_int_equal(ev.cookie, 9);
+		assert_int_equal(dnp_engine_poll_events(nodes[m_node(r)].e, m_port(r), &ev, 1), 0);
+	}
+	teardown(state);
+	setup_nodes(4);
+	join(8);
+	submit_all(&c);
+	pump(400);
+	assert_int_equal(dnp_engine_port_close(nodes[3].e, 1), 0); /* member 7 */
+	for (unsigned r = 0; r < 7; r++) {
+		expect_error(m_node(r), m_port(r), -ECONNABORTED);
+		pump(100);
+		assert_int_equal(dnp_engine_poll_events(nodes[m_node(r)].e, m_port(r), &ev, 1), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +694,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_coll_member_dies, teardown),
 		cmocka_unit_test_teardown(test_coll_member_leaves, teardown),
 		cmocka_unit_test_teardown(test_coll_forged_fragment, teardown),
+		cmocka_unit_test_teardown(test_coll_allreduce_large, teardown),
+		cmocka_unit_test_teardown(test_coll_bcast_large, teardown),
+		cmocka_unit_test_teardown(test_coll_large_stream, teardown),
+		cmocka_unit_test_teardown(test_coll_large_faults, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,7 +179,8 @@ struct dnp_coll_member {
 };
 static_assert(sizeof(struct dnp_coll_member) == 4, "a member is one 32-bit word");
 #define DNP_COLL_MAX_MEMBERS 4096u
-#define DNP_COLL_MAX_BYTES 65536u /* largest ALLREDUCE or BCAST (-EMSGSIZE above) */
+/* largest ALLREDUCE or BCAST (-EMSGSIZE above); above 16 KiB they are pipelined (coll.h) */
+#define DNP_COLL_MAX_BYTES (4u << 20)
 
 #define DNP_MAX_MSG 0xffffffffull /* messages up to 4 GiB - 1 (32-bit lengths in events) */
 

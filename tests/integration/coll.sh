@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: MIT
 # Collectives run by the daemons (dnp_coll): 8 ranks on a 2x2x2 torus of real daemons.
 # usage: coll.sh BUILD_DIR shm|udp check|kill|interleave
-#   check: every reduction and type against each rank's reference, broadcast from every
-#          root, barriers: every rank prints "PASS coll".
-#   kill:  rank 7 kills its own daemon (kill -9) mid-run; the daemons' command deadline is
-#          3 s: each of the 7 others must end its collective with an error event ("PASS
-#          kill"), never hang (each wait is bounded at 20 s).
+#   check: every reduction and type against each rank's reference (up to 64 KiB, and
+#          1 MiB pipelined sums and bors), broadcast from every root (up to 1 MiB),
+#          barriers: every rank prints "PASS coll".
+#   kill:  rank 7 kills its own daemon (kill -9) mid-run, after 20 allreduces of 1 MiB
+#          (pipelined: 64 chunks each); the daemons' command deadline is 3 s: each of the 7
+#          others must end its 1 MiB collective with an error event ("PASS kill"), never
+#          hang (each wait is bounded at 20 s).
 #   interleave: dnp_coll --bench's sequence at 64 KiB: blocks of 10 offloaded allreduces
 #          and 10 of Presto's host-based ones (rendez-vous), 20 of each; every call must
 #          complete (the daemons' command deadline is 5 s). It stalled when a rank left
@@ -24,7 +26,7 @@ trap 'rm -f "$out"' EXIT
 if [ "$mode" = kill ]; then
 	"$run" --torus 2x2x2 --transport "$tr" --timeout 120 --no-lofamo \
 		--daemon-death continue --keep-going --dnpd-arg=--cmd-timeout-ms=3000 \
-		-- "$prog" --kill-rank 7 --wait-ms 20000 >"$out" 2>&1
+		-- "$prog" --kill-rank 7 --size 1048576 --wait-ms 20000 >"$out" 2>&1
 	rc=$?
 	cat "$out"
 	n=$(grep -c "^\[[0-9],[0-9],[0-9]\] PASS kill" "$out")
