@@ -369,8 +369,12 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 	while (q->send_head != NO_SLOT)
 		engine_post_remove(e, q, e->posts[q->send_head].va);
 	for (uint32_t i = 0; i < e->c.max_sends; i++)
-		if (e->sends[i].active && e->sends[i].dst_port == port)
+		if (e->sends[i].active && e->sends[i].dst_port == port) {
+			/* its rest is refused as it comes, never sent again to a new application */
+			engine_outcome_record(e, dnp_torus_id(&e->c.torus, e->sends[i].src),
+					      e->sends[i].msg_id, -ECONNRESET);
 			engine_send_end(e, &e->sends[i]);
+		}
 	for (uint32_t i = 0; i < e->c.max_commands; i++) {
 		struct slot *s = &e->slots[i];
 		if (s->state != SLOT_ACTIVE || s->port != port)

@@ -104,6 +104,8 @@ void engine_send_timeout(struct dnp_engine *e, struct sendasm *a)
 		.va = a->va,
 	};
 
+	/* its rest, if it comes, is refused: the port heard the error */
+	engine_outcome_record(e, dnp_torus_id(&e->c.torus, a->src), a->msg_id, -ETIMEDOUT);
 	engine_send_end(e, a);
 	e->st.reasm_timeouts++;
 	engine_post_front(e, a->dst_port, a->va, a->len);
