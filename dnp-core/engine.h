@@ -278,6 +278,17 @@ struct dnp_engine_conf {
 	 */
 	uint16_t arb_low_payload;
 	uint16_t arb_top_reserve;
+	/*
+	 * Buffer credits (h-dl; docs/protocol.md, "Buffer credits"): big
+	 * packet buffers the node backs per input VC (a FIFO of one link and
+	 * VC), which every credit offers the sender, so a frame sent within
+	 * credit always finds a buffer. 0: as many as the FIFO holds frames
+	 * of more than 256 bytes (link.fifo_words / 17), at most 32 or the
+	 * full-size frames a FIFO holds, whichever is more, and at most 254.
+	 * A pool_big too small to keep them for every input VC beside a few
+	 * more lowers them, or turns them off (the old refusal and resend).
+	 */
+	uint32_t rx_bufs;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */

@@ -48,7 +48,11 @@ static struct dnp_link *mk(const struct dnp_link_conf *c, uint64_t now)
 
 static void credit1(struct dnp_link *l, uint32_t occ, uint32_t received, uint64_t now)
 {
-	struct dnp_credit_vc cr[DNP_MAX_VC] = { { occ, received }, { 0, 0 } };
+	/* a peer that counts no buffers (link.h, "Buffer credits") */
+	struct dnp_credit_vc cr[DNP_MAX_VC] = {
+		{ .occupancy = occ, .received = received, .bufs = DNP_BUFS_NONE },
+		{ .bufs = DNP_BUFS_NONE },
+	};
 
 	dnp_link_on_credit(l, cr, now);
 }
@@ -194,7 +198,10 @@ static void test_link_hw_ignores_stale_credit(void **state)
 	dnp_link_commit(l, 1, 40);
 	/* VC0 stale (200 of 260 arrived), VC1 fresh. */
 	{
-		struct dnp_credit_vc cr[DNP_MAX_VC] = { { 0, 200 }, { 7, 40 } };
+		struct dnp_credit_vc cr[DNP_MAX_VC] = {
+			{ .occupancy = 0, .received = 200, .bufs = DNP_BUFS_NONE },
+			{ .occupancy = 7, .received = 40, .bufs = DNP_BUFS_NONE },
+		};
 
 		dnp_link_on_credit(l, cr, 5);
 	}
@@ -740,6 +747,7 @@ static void credit_via_frame(struct dnp_link *b, struct dnp_link *a, unsigned nv
 	int n;
 
 	dnp_link_take_credit(b, now, h.credit);
+	h.timestamp = dnp_pkt_credit_stamp(h.credit);
 	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
 	assert_int_equal(n, nvc > 2 ? 80 : 64);
 	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
@@ -846,8 +854,10 @@ static void test_link_fresh_ends_agree_on_epoch_1(void **state)
 	assert_int_equal(dnp_link_epoch(a), 1);
 	assert_false(dnp_link_reset_due(b));
 	assert_int_equal(
-		dnp_link_on_reset(
-			b, 1, (struct dnp_credit_vc[2]){ { 0, 11 }, { 0, DNP_RESET_ANNOUNCE } }, 3),
+		dnp_link_on_reset(b, 1,
+				  (struct dnp_credit_vc[2]){ { .received = 11 },
+							     { .received = DNP_RESET_ANNOUNCE } },
+				  3),
 		0);
 	assert_false(dnp_link_reset_due(b));
 	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
@@ -881,7 +891,7 @@ static void test_link_late_handshake_copies_do_not_break(void **state)
 	assert_true(dnp_link_reset_due(b));
 	assert_int_equal(dnp_link_stats(b)->breaks, 0);
 	/* A probe of the current epoch from the known peer is answered, not a break. */
-	struct dnp_credit_vc probe1[DNP_MAX_VC] = { { 0, 11 }, { 0, 0 } };
+	struct dnp_credit_vc probe1[DNP_MAX_VC] = { { .received = 11 } };
 	(void)dnp_link_take_reset(b, 3, scratch); /* clear b's owed announce */
 	assert_int_equal(dnp_link_on_reset(b, 1, probe1, 4), 0);
 	assert_true(dnp_link_reset_due(b));
