@@ -944,6 +944,79 @@ static void test_link_restarted_peer_rejoins(void **state)
 }
 
 /*
+ * Buffer credits (link.h): a receiver backing 2 buffers per VC counts the
+ * frames of 17 words and up it holds (FIFO or beyond a gap), for the node
+ * too, and refuses a third; its RESET frame and credits say how many are
+ * free, and the sender starts such a frame only while one is free that no
+ * frame in flight takes. Smaller frames pass; an older credit is not used.
+ */
+static void test_link_buffer_credits(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_credit_vc old[DNP_MAX_VC], cr[DNP_MAX_VC];
+	uint32_t node = 0;
+	struct dnp_link *a, *b;
+	int dummy[2];
+
+	(void)state;
+	c.credit_model = DNP_CREDIT_EXACT;
+	c.bufs = 2;
+	c.node_bufs = &node;
+	a = mk_nonce(c, 11, 0);
+	b = mk_nonce(c, 22, 0);
+	assert_int_equal(reset_to(a, b, 1), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 2), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 2); /* from b's RESET frame */
+	dnp_link_take_credit(b, 3, old);
+	assert_int_equal(old[0].bufs, 2);
+
+	/* a: two 20-word frames start, a third waits; a 16-word one does not need a buffer */
+	for (unsigned k = 0; k < 2; k++) {
+		assert_true(dnp_link_can_start(a, 0, 20));
+		dnp_link_commit(a, 0, 20);
+	}
+	assert_false(dnp_link_can_start(a, 0, 20));
+	assert_int_equal(dnp_link_stats(a)->buf_stalls, 1);
+	assert_true(dnp_link_can_start(a, 0, 16));
+	assert_true(dnp_link_can_start(a, 1, 20)); /* VC 1 has its own */
+
+	/* b: both arrive and take the node's buffers; a third has none */
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), 0);
+	assert_int_equal(node, 2);
+	assert_false(dnp_link_rx_buf_room(b, 0, 20));
+	assert_true(dnp_link_rx_buf_room(b, 0, 16));
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), -ENOBUFS);
+	assert_int_equal(dnp_link_stats(b)->rx_buf_overflow, 1);
+	assert_int_equal(dnp_link_rx_occupancy(b, 0), 40);
+
+	/* one leaves b's FIFO: the credit says 1 free, and a may send one more */
+	dnp_link_rx_release(b, 0, 20);
+	assert_int_equal(node, 1);
+	dnp_link_take_credit(b, 4, cr);
+	assert_int_equal(cr[0].bufs, 1);
+	assert_int_equal(cr[0].received, 40);
+	dnp_link_on_credit(a, cr, 5);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 1);
+	/* the credit latched before anything arrived comes late: not used */
+	dnp_link_on_credit(a, old, 6);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 1);
+	assert_true(dnp_link_can_start(a, 0, 20));
+	dnp_link_commit(a, 0, 20);
+	assert_false(dnp_link_can_start(a, 0, 20));
+
+	/* a frame held beyond a gap takes a buffer as well, and gives it back when drained */
+	assert_int_equal(dnp_link_rx_hold(b, 1, 0, 20, &dummy[0]), 0);
+	assert_int_equal(node, 2);
+	assert_int_equal(dnp_link_rx_hold(b, 2, 0, 20, &dummy[1]), -ENOBUFS);
+	void *out[2];
+	assert_int_equal(dnp_link_rx_drain(b, out, 2), 1);
+	assert_int_equal(node, 1);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
+}
+
+/*
  * A RESET frame carries the occupancies of VCs 0-1 only: a 4-VC link that
  * comes UP from one takes the peer's FIFOs of VCs 2-3 as full until the first
  * credit of the new epoch, which is due at once.
@@ -1397,6 +1470,7 @@ int main(void)
 		cmocka_unit_test(test_link_late_handshake_copies_do_not_break),
 		cmocka_unit_test(test_link_restarted_peer_rejoins),
 		cmocka_unit_test(test_link_four_vcs_reset_then_credit),
+		cmocka_unit_test(test_link_buffer_credits),
 		cmocka_unit_test(test_link_silent_link_comes_back),
 		cmocka_unit_test(test_link_broken_final_without_reset_period),
 		cmocka_unit_test(test_link_epoch_wrap),
