@@ -175,9 +175,9 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 			.src_dir = (uint8_t)dir,
 			.dst = e->c.self,
 			.src = e->c.self,
-			.timestamp = (uint32_t)now,
 		};
 		h.epoch = dnp_link_take_reset(x->l, now, h.credit);
+		h.timestamp = dnp_pkt_credit_stamp(h.credit); /* the buffer credits (pkt.h) */
 		dnp_link_hello(x->l, hello);
 		int len = dnp_pkt_encode(&h, hello, x->rframe, sizeof(x->rframe));
 		if (len > 0) {
@@ -200,9 +200,9 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 			.src_dir = (uint8_t)dir,
 			.dst = e->c.self,
 			.src = e->c.self,
-			.timestamp = (uint32_t)now,
 		};
 		dnp_link_take_credit(x->l, now, h.credit);
+		h.timestamp = dnp_pkt_credit_stamp(h.credit); /* the buffer credits (pkt.h) */
 		h.sack = dnp_link_sack(x->l);
 		if (h.sack)
 			h.lflags |= DNP_LINK_F_SACK;
@@ -510,6 +510,8 @@ static int outcome_create(struct dnp_engine *e, const struct dnp_engine_conf *c)
 /* The packet buffers onto their free lists: the first nbig are big. */
 static void pool_init(struct dnp_engine *e, uint32_t nbig, uint32_t fifos)
 {
+	uint32_t spare = nbig - e->bufs_resv; /* big buffers no input VC backs */
+
 	uint8_t *f = e->frames;
 
 	for (uint32_t i = 0; i < e->npkts; i++) {
@@ -525,8 +527,54 @@ static void pool_init(struct dnp_engine *e, uint32_t nbig, uint32_t fifos)
 			e->free_small = p;
 	}
 	e->big_free = nbig;
-	/* one big frame per input FIFO and the report reserve stay for reception */
-	e->inj_reserve = fifos + RX_RESERVE < nbig / 2 ? fifos + RX_RESERVE : nbig / 2;
+	/*
+	 * Of the buffers no input VC backs, injection leaves one per input
+	 * FIFO and the report reserve to forwarding and reception.
+	 */
+	e->inj_reserve = fifos + RX_RESERVE < spare / 2 ? fifos + RX_RESERVE : spare / 2;
+}
+
+/*
+ * Pool sizing (nlinks links of nvc VCs). Buffer credits: *bufs big buffers
+ * kept per input VC (engine.h, rx_bufs). Then every link's window, and room
+ * for local answers. Small frames (credits, completions, tiny PUTs) come
+ * from a separate pool, sized for every FIFO full of them, so a flood of
+ * them does not need 4 KiB buffers.
+ */
+static void pool_size(const struct dnp_engine_conf *c, uint32_t nlinks, uint32_t *nbig,
+		      uint32_t *nsmall, uint32_t *bufs)
+{
+	uint32_t big_per_fifo = c->link.fifo_words / (DNP_MAX_FRAME / DNP_WORD_BYTES) + 1;
+	uint32_t small_per_fifo = c->link.fifo_words / (DNP_FRAME_OVERHEAD / DNP_WORD_BYTES);
+	uint32_t fifos = nlinks * c->link.nvc;
+	uint32_t window = c->link.window;
+	uint32_t b = c->link.fifo_words / DNP_BUF_MIN_WORDS;
+
+	if (c->rx_bufs) {
+		if (c->rx_bufs < b)
+			b = c->rx_bufs;
+	} else if (b > (big_per_fifo > 32 ? big_per_fifo : 32)) {
+		b = big_per_fifo > 32 ? big_per_fifo : 32;
+	}
+	if (b > DNP_BUFS_MAX)
+		b = DNP_BUFS_MAX;
+	*nbig = fifos * b +
+		nlinks * (window < 2 * big_per_fifo * c->link.nvc ?
+				  window :
+				  2 * big_per_fifo * c->link.nvc) +
+		16;
+	*nsmall = fifos * small_per_fifo + nlinks * window + c->max_commands + 64;
+	if (*nsmall > 65536)
+		*nsmall = 65536;
+	if (c->pool_big)
+		*nbig = c->pool_big < 65536 ? c->pool_big : 65536;
+	if (c->pool_small)
+		*nsmall = c->pool_small < 65536 ? c->pool_small : 65536;
+	/* A pool set by hand keeps them only beside a spare buffer per link and two reserves. */
+	uint32_t keep = nlinks + 2 * RX_RESERVE;
+	if (fifos && (uint64_t)fifos * b + keep > *nbig)
+		b = *nbig > keep ? (*nbig - keep) / fifos : 0;
+	*bufs = b;
 }
 
 int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_engine **out)
@@ -562,7 +610,16 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	rc = -ENOMEM;
 	e->self_id = dnp_torus_id(&c->torus, c->self);
 	unsigned nlinks = 0;
+	uint32_t nbig, nsmall, bufs;
 	struct dnp_link_conf lc = c->link;
+
+	for (unsigned d = 0; d < DNP_NDIRS; d++)
+		nlinks += c->torus.dim[d / 2] >= 2;
+	pool_size(c, nlinks, &nbig, &nsmall, &bufs);
+	/* the links count the buffers they back in use, for the whole node (engine_priv.h) */
+	lc.bufs = (uint8_t)bufs;
+	lc.node_bufs = &e->bufs_used;
+	e->bufs_resv = nlinks * c->link.nvc * bufs;
 	/* the handshake tells the neighbours the torus and VC mode (link.h) */
 	for (unsigned i = 0; i < 3; i++)
 		lc.dim[i] = c->torus.dim[i];
@@ -580,30 +637,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 			rc = lrc;
 			goto fail;
 		}
-		nlinks++;
 	}
-	/*
-	 * Pool sizing: every input FIFO full of its largest packets, every
-	 * link's window, plus room for local answers. Small frames (credits,
-	 * completions, tiny PUTs) come from a separate pool so a flood of
-	 * them does not need 4 KiB buffers.
-	 */
-	uint32_t big_per_fifo = c->link.fifo_words / (DNP_MAX_FRAME / DNP_WORD_BYTES) + 1;
-	uint32_t small_per_fifo = c->link.fifo_words / (DNP_FRAME_OVERHEAD / DNP_WORD_BYTES);
-	uint32_t fifos = nlinks * c->link.nvc;
-	uint32_t window = c->link.window;
-	uint32_t nbig = fifos * big_per_fifo +
-			nlinks * (window < 2 * big_per_fifo * c->link.nvc ?
-					  window :
-					  2 * big_per_fifo * c->link.nvc) +
-			16;
-	uint32_t nsmall = fifos * small_per_fifo + nlinks * window + c->max_commands + 64;
-	if (nsmall > 65536)
-		nsmall = 65536;
-	if (c->pool_big)
-		nbig = c->pool_big < 65536 ? c->pool_big : 65536;
-	if (c->pool_small)
-		nsmall = c->pool_small < 65536 ? c->pool_small : 65536;
 	e->npkts = nbig + nsmall;
 	e->pkts = calloc(e->npkts, sizeof(*e->pkts));
 	e->frames = malloc((size_t)nbig * DNP_MAX_FRAME + (size_t)nsmall * SMALL_FRAME);
@@ -626,7 +660,7 @@ int dnp_engine_create(const struct dnp_engine_conf *c, uint64_t now, struct dnp_
 	if (!e->pkts || !e->frames || !e->slots || !e->ports || !e->evmem || !e->posts ||
 	    !e->sends || !e->puts || !e->cntrmem)
 		goto fail;
-	pool_init(e, nbig, fifos);
+	pool_init(e, nbig, nlinks * c->link.nvc);
 	for (uint32_t i = 0; i < c->max_commands; i++)
 		e->slots[i].next = i + 1 < c->max_commands ? i + 1 : NO_SLOT;
 	e->free_slot = 0;

@@ -278,6 +278,19 @@ struct dnp_engine_conf {
 	 */
 	uint16_t arb_low_payload;
 	uint16_t arb_top_reserve;
+	/*
+	 * Buffer credits (h-dl; docs/protocol.md, "Buffer credits"): big
+	 * packet buffers the node backs per input VC (a FIFO of one link and
+	 * VC), which every credit offers the sender, so a frame sent within
+	 * credit always finds a buffer. 0: as many as the FIFO holds frames
+	 * of more than 256 bytes (link.fifo_words / 17), at most 32 or the
+	 * full-size frames a FIFO holds, whichever is more; a value set here
+	 * is used up to link.fifo_words / 17; never more than 254. The pool
+	 * grows by them (rx_bufs x links x VCs big buffers). A pool_big too
+	 * small to keep them for every input VC beside a few more lowers
+	 * them, or turns them off (the old refusal and resend).
+	 */
+	uint32_t rx_bufs;
 };
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */

@@ -222,10 +222,47 @@ static void rx_fill(struct pkt *p, const struct dnp_pkt_hdr *h, size_t len, uint
 }
 
 /*
+ * A private copy of a frame from a link: into a packet buffer when a spare
+ * one is free (returned), else into e->rxcopy (NULL returned), so that its
+ * ack and credits are still heard. *copy says where it went.
+ */
+static struct pkt *rx_copy(struct dnp_engine *e, const void *frame, size_t len, uint8_t **copy)
+{
+	struct pkt *p =
+		engine_pool_has_rx(e, (uint32_t)len) ? engine_pkt_get(e, (uint32_t)len) : NULL;
+
+	*copy = p ? p->frame : e->rxcopy;
+	if (!p)
+		e->st.rx_nobuf++;
+	memcpy(*copy, frame, len);
+	return p;
+}
+
+/*
+ * A data frame in copy (no buffer yet) that its input VC gave buffer credit
+ * for (docs/protocol.md, "Buffer credits") takes one of the buffers kept
+ * for it; NULL when it has none (no buffer credits, a small frame, or
+ * beyond the credit given).
+ */
+static struct pkt *rx_keep(struct dnp_engine *e, struct xlink *x, const struct dnp_pkt_hdr *h,
+			   const uint8_t *copy, size_t len)
+{
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	struct pkt *p;
+
+	if (!e->bufs_resv || words < DNP_BUF_MIN_WORDS ||
+	    !dnp_link_rx_buf_room(x->l, h->vc, words) || !(p = engine_pkt_get_kept(e)))
+		return NULL;
+	memcpy(p->frame, copy, len);
+	return p;
+}
+
+/*
  * A data frame of link dir that passed the link checks (decoded into h; p
- * its buffer, or NULL when none was free and it is in copy): held beyond a
- * gap, dropped (duplicate, FIFO full), or queued on its input FIFO in
- * sequence, followed by the held frames whose gap it closed.
+ * its buffer, or NULL when no spare one was free and it is in copy): held
+ * beyond a gap, dropped (duplicate, FIFO or buffer credit overrun), or
+ * queued on its input FIFO in sequence, followed by the held frames whose
+ * gap it closed.
  */
 static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct pkt *p,
 		   const uint8_t *copy, const struct dnp_pkt_hdr *h, size_t len, uint64_t now)
@@ -237,6 +274,8 @@ static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct p
 	engine_ack_mark(x, now, h->seq != dnp_link_ack_value(x->l));
 	if (h->seq != dnp_link_ack_value(x->l)) {
 		rc = dnp_link_rx_seq(x->l, h->seq); /* duplicate or gap */
+		if (rc == -EAGAIN && !p)
+			p = rx_keep(e, x, h, copy, len);
 		if (rc == -EAGAIN && p) {
 			/* Beyond a gap: held until the gap fills (link.h), or dropped. */
 			rx_fill(p, h, len, words, dir);
@@ -245,10 +284,13 @@ static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct p
 		}
 		return rx_drop(e, p, rc);
 	}
-	if (dnp_link_rx_occupancy(x->l, h->vc) + words > e->c.link.fifo_words) {
+	if (dnp_link_rx_occupancy(x->l, h->vc) + words > e->c.link.fifo_words ||
+	    !dnp_link_rx_buf_room(x->l, h->vc, words)) {
 		(void)dnp_link_rx_accept(x->l, h->vc, words); /* counts the overflow */
 		return rx_drop(e, p, -ENOBUFS);
 	}
+	if (!p)
+		p = rx_keep(e, x, h, copy, len);
 	if (!p) {
 		/*
 		 * The expected frame, and no buffer: the frames held beyond its
@@ -346,6 +388,7 @@ static bool rx_direct_ok(struct dnp_engine *e, struct xlink *x, unsigned dir,
 	return (h->kind == DNP_PKT_PUT || h->kind == DNP_PKT_SEND || h->kind == DNP_PKT_GET_RESP) &&
 	       h->seq == dnp_link_ack_value(x->l) && !e->in[dir][h->vc].head &&
 	       dnp_link_rx_occupancy(x->l, h->vc) + words <= e->c.link.fifo_words &&
+	       dnp_link_rx_buf_room(x->l, h->vc, words) &&
 	       dnp_route_step(&e->router, h->src, h->dst, h->via, dir, h->vc, &hop) == 0 &&
 	       hop.dir == DNP_DIR_LOCAL;
 }
@@ -391,13 +434,9 @@ static int rx_direct(struct dnp_engine *e, struct xlink *x, unsigned dir, const 
 			return 0;
 		}
 	}
-	struct pkt *p =
-		engine_pool_has_rx(e, (uint32_t)len) ? engine_pkt_get(e, (uint32_t)len) : NULL;
-	uint8_t *copy = p ? p->frame : e->rxcopy;
+	uint8_t *copy;
+	struct pkt *p = rx_copy(e, frame, len, &copy);
 
-	if (!p)
-		e->st.rx_nobuf++;
-	memcpy(copy, frame, len);
 	hc = p ? &p->h : &hbuf;
 	/* decode memsets h first: equal headers compare equal, padding included */
 	if (dnp_pkt_decode(copy, len, hc, &pl) < 0 || memcmp(hc, h, sizeof(*h)) != 0) {
@@ -489,16 +528,13 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	/*
 	 * The frame may sit in memory the peer can still write (shm links):
 	 * copy it first, then decode and use only the copy. The copy goes
-	 * into the packet buffer that will hold it, or, when none is free,
-	 * into e->rxcopy so that its ack and credits are still heard.
+	 * into the packet buffer that will hold it, or, when no spare one is
+	 * free, into e->rxcopy (rx_copy): a data frame within buffer credit
+	 * takes a kept buffer once its VC is known (rx_keep).
 	 */
-	struct pkt *p =
-		engine_pool_has_rx(e, (uint32_t)len) ? engine_pkt_get(e, (uint32_t)len) : NULL;
-	uint8_t *copy = p ? p->frame : e->rxcopy;
+	uint8_t *copy;
+	struct pkt *p = rx_copy(e, frame, len, &copy);
 
-	if (!p)
-		e->st.rx_nobuf++;
-	memcpy(copy, frame, len);
 	h = p ? &p->h : &hbuf; /* decoded where the packet keeps it: no second copy */
 	int rc = dnp_pkt_decode(copy, len, h, &payload);
 	if (rc < 0) {

@@ -290,6 +290,12 @@ struct dnp_engine {
 	uint32_t npkts, pkts_used;
 	uint32_t big_free;    /* buffers on free_big */
 	uint32_t inj_reserve; /* big buffers injection leaves to reception (engine_pool_has_inj) */
+	/*
+	 * Buffer credits: big buffers the input VCs back (each link's
+	 * conf.bufs per VC), and how many of those the links count in use
+	 * (link.h, node_bufs). The rest, bufs_resv - bufs_used, stays free.
+	 */
+	uint32_t bufs_resv, bufs_used;
 	struct slot *slots;
 	uint32_t free_slot; /* free list through slot.next */
 	uint32_t nactive;
@@ -363,20 +369,45 @@ static inline unsigned engine_pkt_class(const struct dnp_pkt_hdr *h)
 	return DNP_ARB_CLASSES - 1;
 }
 
-static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
+/*
+ * Big buffers free beyond those kept for frames within buffer credit
+ * (docs/protocol.md, "Buffer credits"). The pool keeps big_free >=
+ * bufs_resv - bufs_used: a frame an input VC gave credit for takes one of
+ * the kept buffers (engine_pkt_get_kept), every other use takes a spare one,
+ * and a packet that leaves its input FIFO for a link's unacked list (its
+ * buffer no longer counted by the input VC) needs a spare one too
+ * (engine_can_start).
+ */
+static inline uint32_t engine_big_spare(const struct dnp_engine *e)
 {
-	struct pkt **fl = flen <= SMALL_FRAME ? &e->free_small : &e->free_big;
+	uint32_t kept = e->bufs_resv - e->bufs_used;
+
+	return e->big_free > kept ? e->big_free - kept : 0;
+}
+
+static inline struct pkt *pkt_take(struct dnp_engine *e, struct pkt **fl)
+{
 	struct pkt *p = *fl;
 
-	if (!p && flen <= SMALL_FRAME)
-		fl = &e->free_big, p = *fl; /* a small frame may borrow a big buffer */
-	if (!p)
-		return NULL;
 	*fl = p->next;
 	p->next = NULL;
 	e->pkts_used++;
 	e->big_free -= p->big;
 	return p;
+}
+
+/* A buffer for a frame of flen bytes (a small frame may borrow a spare big one), or NULL. */
+static inline struct pkt *engine_pkt_get(struct dnp_engine *e, uint32_t flen)
+{
+	if (flen <= SMALL_FRAME && e->free_small)
+		return pkt_take(e, &e->free_small);
+	return engine_big_spare(e) ? pkt_take(e, &e->free_big) : NULL;
+}
+
+/* A big buffer for a frame an input VC gave buffer credit for: the kept ones too. */
+static inline struct pkt *engine_pkt_get_kept(struct dnp_engine *e)
+{
+	return e->free_big ? pkt_take(e, &e->free_big) : NULL;
 }
 
 static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
@@ -391,29 +422,34 @@ static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
 
 static inline bool engine_pool_has(const struct dnp_engine *e, uint32_t flen)
 {
-	return flen <= SMALL_FRAME ? (e->free_small || e->free_big) : e->free_big != NULL;
+	return (flen <= SMALL_FRAME && e->free_small) || engine_big_spare(e);
+}
+
+/* Buffers free for any use: small ones and spare big ones. */
+static inline uint32_t engine_pool_spare(const struct dnp_engine *e)
+{
+	return e->npkts - e->pkts_used - e->big_free + engine_big_spare(e);
 }
 
 /*
  * May injection take a buffer for a frame of flen bytes? Only while more
- * than inj_reserve big buffers stay free for frames from the links. Link
- * credits count FIFO words, and a FIFO of 512 words takes 25 frames of 20
- * words, where the pool keeps 3 big buffers per FIFO (sized for the largest
- * frames): without the reserve, nodes that inject as fast as their windows
- * allow (nearest-neighbour traffic near saturation, docs/lab.md "Sweep") fill
- * their pools with their own unacknowledged packets, refuse each other's
- * frames for want of a buffer, and resend for ever. With it, every node can
- * always take frames in, and those it delivers free their buffers.
+ * than inj_reserve spare big buffers stay free for forwarding and for
+ * frames from links without buffer credits (a pool set by hand too small
+ * for them): without a reserve, nodes that inject as fast as their windows
+ * allow (nearest-neighbour traffic near saturation, docs/lab.md "Sweep")
+ * fill their pools with their own unacknowledged packets, and forward or
+ * take in nothing until acks come back.
  */
 static inline bool engine_pool_has_inj(const struct dnp_engine *e, uint32_t flen)
 {
-	return flen <= SMALL_FRAME ? engine_pool_has(e, flen) : e->big_free > e->inj_reserve;
+	return flen <= SMALL_FRAME ? engine_pool_has(e, flen) :
+				     engine_big_spare(e) > e->inj_reserve;
 }
 
 /* Two buffers for small frames free (an error report and the batch before it)? */
 static inline bool engine_pool_has_two_small(const struct dnp_engine *e)
 {
-	return e->npkts - e->pkts_used >= 2; /* any free buffer takes a small frame */
+	return engine_pool_spare(e) >= 2; /* any spare buffer takes a small frame */
 }
 
 /*
@@ -428,7 +464,7 @@ static inline bool engine_pool_has_two_small(const struct dnp_engine *e)
 
 static inline bool engine_pool_has_rx(const struct dnp_engine *e, uint32_t flen)
 {
-	return engine_pool_has(e, flen) && e->npkts - e->pkts_used > RX_RESERVE;
+	return engine_pool_has(e, flen) && engine_pool_spare(e) > RX_RESERVE;
 }
 
 static inline void engine_q_push(struct pktq *q, struct pkt *p)
@@ -519,6 +555,8 @@ static inline struct dnp_coord engine_pkt_owner(const struct dnp_pkt_hdr *h, uin
 
 static_assert(DNP_VIA_RSVD == DNP_PKT_VIA_RSVD, "route.h and pkt.h agree on the via code");
 static_assert(NIN * DNP_MAX_VC <= 32, "every input FIFO has a bit in in_mask");
+static_assert(SMALL_FRAME / DNP_WORD_BYTES + 1 == DNP_BUF_MIN_WORDS,
+	      "exactly the frames too big for a small buffer take buffer credit");
 
 static inline bool engine_link_usable(const struct dnp_engine *e, unsigned dir)
 {
@@ -554,8 +592,11 @@ static inline uint32_t engine_seg_max(const struct dnp_engine *e, unsigned tc)
 static inline bool engine_can_start(const struct dnp_engine *e, struct dnp_link *l, unsigned vc,
 				    unsigned tc, uint32_t words)
 {
-	return dnp_link_can_start(l, vc,
-				  tc < DNP_ARB_CLASSES - 1 ? words + e->c.arb_top_reserve : words);
+	/* leaving an input FIFO that backed its buffer: a spare one takes its place */
+	if (e->bufs_resv && words >= DNP_BUF_MIN_WORDS && !engine_big_spare(e))
+		return false;
+	return dnp_link_can_start_room(
+		l, vc, words, tc < DNP_ARB_CLASSES - 1 ? words + e->c.arb_top_reserve : words);
 }
 
 /* The create-time check of those two settings (engine_route.c): both 0 with arbitration off. */

@@ -46,8 +46,19 @@ struct dnp_link_vc {
 	uint32_t sent; /* cumulative new words committed (wraps) */
 	bool stopped;  /* STOP_AT_RED: reached t_red, waiting for est < t_yellow */
 	bool stalling; /* the last can_start said no (counts each stall once) */
+	/*
+	 * Buffer credit, sender side: the peer's free buffers as of its last
+	 * usable credit (DNP_BUFS_NONE: it counts none), the highest 'received'
+	 * heard this epoch, and where each buffer frame in flight ends in
+	 * 'sent' (a ring of bf_n from bf_head).
+	 */
+	uint32_t bf_free;
+	uint32_t bf_rx;
+	uint32_t bf_head, bf_n;
+	uint32_t bf_end[DNP_BUFS_MAX];
 	/* receiver side: our own FIFO */
 	uint32_t occ;                 /* words in the RX FIFO */
+	uint32_t bocc;                /* frames that take a buffer, in the FIFO or held */
 	uint32_t received;            /* cumulative words accepted (wraps) */
 	struct dnp_credit_vc latched; /* HW: value latched at the start of the period */
 	struct dnp_credit_vc told;    /* the state as of the last credit we sent */
@@ -120,7 +131,42 @@ static bool conf_ok(const struct dnp_link_conf *c)
 		return false;
 	if (c->credit_model != DNP_CREDIT_HW && c->credit_model != DNP_CREDIT_EXACT)
 		return false;
-	return true;
+	return c->bufs <= DNP_BUFS_MAX;
+}
+
+/* Does a frame of this size take a buffer credit on this link's receiver? */
+static bool buf_frame(uint32_t words)
+{
+	return words >= DNP_BUF_MIN_WORDS;
+}
+
+/* The buffer credit this end gives on v now: its free buffers, or DNP_BUFS_NONE. */
+static uint8_t rx_bufs_free(const struct dnp_link *l, const struct dnp_link_vc *v)
+{
+	if (!l->c.bufs)
+		return DNP_BUFS_NONE;
+	return (uint8_t)(v->bocc >= l->c.bufs ? 0 : l->c.bufs - v->bocc);
+}
+
+/* A frame that takes a buffer came in (+1) or left (-1) on v. */
+static void rx_bufs_add(struct dnp_link *l, struct dnp_link_vc *v, int d)
+{
+	v->bocc += (uint32_t)d;
+	if (l->c.node_bufs)
+		*l->c.node_bufs += (uint32_t)d;
+}
+
+/*
+ * Sender: a fresh link (free: DNP_BUFS_NONE, as nothing of ours is in the
+ * peer), or a new epoch (0: the peer's FIFOs may still hold frames of the
+ * old one, its first credit tells).
+ */
+static void tx_bufs_reset(struct dnp_link_vc *v, uint32_t free)
+{
+	v->bf_free = free;
+	v->bf_rx = 0;
+	v->bf_head = 0;
+	v->bf_n = 0;
 }
 
 int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link **out)
@@ -151,6 +197,10 @@ int dnp_link_create(const struct dnp_link_conf *c, uint64_t now, struct dnp_link
 	l->probe_at = UINT64_MAX;
 	l->mask = c->window - 1u;
 	l->state = DNP_LINK_INIT;
+	for (unsigned i = 0; i < DNP_MAX_VC; i++) {
+		tx_bufs_reset(&l->vc[i], DNP_BUFS_NONE);
+		l->vc[i].latched.bufs = rx_bufs_free(l, &l->vc[i]);
+	}
 	l->created = now;
 	l->last_credit = now;
 	/* The first credit goes out at once: it is what brings the peer UP. */
@@ -197,27 +247,49 @@ static uint32_t sat_add(uint32_t a, uint32_t b)
  * sufficient space to accommodate the entire message"), STOP_AT_RED the LINK
  * CTRL's (stop at T_RED, resume when the FIFO has emptied below T_YELLOW).
  */
-bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
+bool dnp_link_can_start_room(struct dnp_link *l, unsigned vc, uint32_t words, uint32_t room)
 {
 	struct dnp_link_vc *v;
-	bool ok;
+	bool ok, buf_ok = true;
 
 	if (!vc_ok(l, vc) || l->state == DNP_LINK_BROKEN)
 		return false;
 	v = &l->vc[vc];
 	if (l->c.rule == DNP_START_VCT) {
-		ok = (uint64_t)v->est + words <= l->c.t_red;
+		ok = (uint64_t)v->est + room <= l->c.t_red;
 	} else {
 		if (v->est >= l->c.t_red)
 			v->stopped = true;
 		ok = !v->stopped;
 	}
-	if (!ok && !v->stalling) {
+	/* Buffer credit: a buffer the peer backs and no frame in flight takes. */
+	if (buf_frame(words) && v->bf_free != DNP_BUFS_NONE && v->bf_free <= v->bf_n)
+		buf_ok = false;
+	if (!(ok && buf_ok) && !v->stalling) {
 		l->st.credit_stalls++;
 		l->st.vc[vc].credit_stalls++;
+		if (!buf_ok)
+			l->st.buf_stalls++;
 	}
-	v->stalling = !ok;
-	return ok;
+	v->stalling = !(ok && buf_ok);
+	return ok && buf_ok;
+}
+
+bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	return dnp_link_can_start_room(l, vc, words, words);
+}
+
+uint32_t dnp_link_bufs_avail(const struct dnp_link *l, unsigned vc)
+{
+	const struct dnp_link_vc *v;
+
+	if (!vc_ok(l, vc))
+		return 0;
+	v = &l->vc[vc];
+	if (v->bf_free == DNP_BUFS_NONE)
+		return UINT32_MAX;
+	return v->bf_free > v->bf_n ? v->bf_free - v->bf_n : 0;
 }
 
 void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words)
@@ -229,11 +301,35 @@ void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words)
 	v = &l->vc[vc];
 	v->est = sat_add(v->est, words);
 	v->sent += words;
+	/* A frame that takes a buffer: in flight until a credit's 'received' passes its end. */
+	if (buf_frame(words) && v->bf_free != DNP_BUFS_NONE && v->bf_n < DNP_BUFS_MAX) {
+		v->bf_end[(v->bf_head + v->bf_n) % DNP_BUFS_MAX] = v->sent;
+		v->bf_n++;
+	}
 	l->st.vc[vc].tx_packets++;
 	l->st.vc[vc].tx_words += words;
 	/* Stop-at-red is checked per word: the word that reaches t_red stops the flow. */
 	if (l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_red)
 		v->stopped = true;
+}
+
+/*
+ * Buffer credit from a credit frame: the frames its 'received' covers have
+ * arrived; its free count then holds (link.h). Any credit model: the two
+ * values were latched together, so 'free' less the frames still in flight
+ * never overstates the buffers free now. An older credit than one heard
+ * (reordered) is not used.
+ */
+static void on_credit_bufs(struct dnp_link_vc *v, const struct dnp_credit_vc *c)
+{
+	if ((int32_t)(c->received - v->bf_rx) < 0)
+		return;
+	v->bf_rx = c->received;
+	while (v->bf_n && (int32_t)(c->received - v->bf_end[v->bf_head]) >= 0) {
+		v->bf_head = (v->bf_head + 1) % DNP_BUFS_MAX;
+		v->bf_n--;
+	}
+	v->bf_free = c->bufs;
 }
 
 void dnp_link_on_credit(struct dnp_link *l, const struct dnp_credit_vc *credit, uint64_t now)
@@ -250,6 +346,8 @@ void dnp_link_on_credit(struct dnp_link *l, const struct dnp_credit_vc *credit, 
 	for (i = 0; i < l->c.nvc; i++) {
 		struct dnp_link_vc *v = &l->vc[i];
 		uint32_t inflight = v->sent - credit[i].received;
+
+		on_credit_bufs(v, &credit[i]);
 
 		if (l->c.credit_model == DNP_CREDIT_HW) {
 			/*
@@ -285,11 +383,15 @@ int dnp_link_rx_accept(struct dnp_link *l, unsigned vc, uint32_t words)
 	if (!vc_ok(l, vc))
 		return -EINVAL;
 	v = &l->vc[vc];
-	if ((uint64_t)v->occ + words > l->c.fifo_words) {
+	if ((uint64_t)v->occ + words > l->c.fifo_words || !dnp_link_rx_buf_room(l, vc, words)) {
+		if ((uint64_t)v->occ + words <= l->c.fifo_words)
+			l->st.rx_buf_overflow++;
 		l->st.rx_overflow++;
 		l->st.vc[vc].rx_overflow++;
 		return -ENOBUFS;
 	}
+	if (l->c.bufs && buf_frame(words))
+		rx_bufs_add(l, v, 1);
 	v->occ += words;
 	v->received += words;
 	l->st.vc[vc].rx_packets++;
@@ -305,6 +407,15 @@ void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words)
 		return;
 	v = &l->vc[vc];
 	v->occ = words > v->occ ? 0 : v->occ - words;
+	if (l->c.bufs && buf_frame(words) && v->bocc)
+		rx_bufs_add(l, v, -1);
+}
+
+bool dnp_link_rx_buf_room(const struct dnp_link *l, unsigned vc, uint32_t words)
+{
+	if (!vc_ok(l, vc))
+		return false;
+	return !l->c.bufs || !buf_frame(words) || l->vc[vc].bocc < l->c.bufs;
 }
 
 uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc)
@@ -326,7 +437,9 @@ void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc
 
 	for (i = 0; i < l->c.nvc; i++) {
 		struct dnp_link_vc *v = &l->vc[i];
-		struct dnp_credit_vc cur = { .occupancy = v->occ, .received = v->received };
+		struct dnp_credit_vc cur = { .occupancy = v->occ,
+					     .received = v->received,
+					     .bufs = rx_bufs_free(l, v) };
 
 		if (l->c.credit_model == DNP_CREDIT_HW) {
 			credit[i] = v->latched;
@@ -352,6 +465,9 @@ bool dnp_link_credit_stale(const struct dnp_link *l)
 		uint32_t view = v->told.occupancy + (v->received - v->told.received);
 
 		if (view > v->occ && view >= l->c.t_yellow / 2)
+			return true;
+		/* the peer was told half the buffers or fewer, and more are free now */
+		if (l->c.bufs && v->told.bufs <= l->c.bufs / 2 && rx_bufs_free(l, v) > v->told.bufs)
 			return true;
 	}
 	return false;
@@ -578,9 +694,12 @@ int dnp_link_rx_hold(struct dnp_link *l, uint32_t seq, unsigned vc, uint32_t wor
 	h = &l->held[seq & l->mask];
 	if (h->pkt)
 		return -ERANGE; /* a leftover the caller has not drained (cannot happen while UP) */
-	/* What is held counts against the FIFO it will enter. */
-	if ((uint64_t)l->vc[vc].occ + l->held_words[vc] + words > l->c.fifo_words)
+	/* What is held counts against the FIFO it will enter, and its buffers. */
+	if ((uint64_t)l->vc[vc].occ + l->held_words[vc] + words > l->c.fifo_words ||
+	    !dnp_link_rx_buf_room(l, vc, words))
 		return -ENOBUFS;
+	if (l->c.bufs && buf_frame(words))
+		rx_bufs_add(l, &l->vc[vc], 1);
 	*h = (struct dnp_link_held){ .pkt = pkt, .seq = seq, .words = words, .vc = (uint8_t)vc };
 	l->nheld++;
 	l->held_words[vc] += words;
@@ -592,6 +711,8 @@ static void *take_held(struct dnp_link *l, struct dnp_link_held *h)
 {
 	void *pkt = h->pkt;
 
+	if (l->c.bufs && buf_frame(h->words) && l->vc[h->vc].bocc)
+		rx_bufs_add(l, &l->vc[h->vc], -1);
 	l->held_words[h->vc] -= h->words;
 	l->nheld--;
 	h->pkt = NULL;
@@ -910,6 +1031,7 @@ uint8_t dnp_link_take_reset(struct dnp_link *l, uint64_t now, struct dnp_credit_
 	for (i = 0; i < DNP_MAX_VC; i++) {
 		credit[i].occupancy = i < l->c.nvc && i < DNP_H1_VCS ? l->vc[i].occ : 0;
 		credit[i].received = 0;
+		credit[i].bufs = i < l->c.nvc ? rx_bufs_free(l, &l->vc[i]) : 0;
 	}
 	credit[0].received = l->c.nonce;
 	credit[1].received = (l->state == DNP_LINK_UP ? DNP_RESET_ANNOUNCE : 0) |
@@ -961,8 +1083,12 @@ static void go_up(struct dnp_link *l, uint8_t e, uint32_t nonce, const struct dn
 			v->est = l->c.fifo_words;
 		v->stopped = l->c.rule == DNP_START_STOP_AT_RED && v->est >= l->c.t_yellow;
 		v->stalling = false;
-		v->latched = (struct dnp_credit_vc){ .occupancy = v->occ, .received = 0 };
+		v->latched = (struct dnp_credit_vc){ .occupancy = v->occ,
+						     .received = 0,
+						     .bufs = rx_bufs_free(l, v) };
 		v->told = v->latched;
+		/* the RESET frame's buffer credits, or none until the epoch's first credit */
+		tx_bufs_reset(v, occ ? occ[i].bufs : 0);
 	}
 	for (uint32_t k = l->head; k != l->tail; k++) {
 		struct dnp_link_slot *s = &l->ring[k & l->mask];

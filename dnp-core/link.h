@@ -31,6 +31,23 @@
  * first credit of the new epoch. Both ends must use the same VC count: a
  * credit without the payload word leaves VCs 2-3 of a 4-VC receiver without
  * credit (they stop once est reaches t_red, they never overflow).
+ * Buffer credits (docs/protocol.md, "Buffer credits"). A word of FIFO room
+ * is not a packet buffer: a receiver that keeps each frame in a buffer of its
+ * own (the engine) may have words for a frame and no buffer for it. So a
+ * receiver may back a number of buffers per VC (conf.bufs) and count, per
+ * VC, the frames of at least DNP_BUF_MIN_WORDS words it holds (in the FIFO
+ * or beyond a gap); every credit also says how many of those buffers are
+ * free. The sender remembers where each such frame it sent ends in the VC's
+ * word count: the credit's 'received' tells which have arrived (frames of a
+ * VC arrive in order), the others are in flight, and a frame of that size
+ * may start only while the free buffers outnumber the frames in flight. A
+ * credit older than one already heard (a lower 'received') is not used for
+ * buffers. A link that comes UP takes the free buffers the peer's RESET
+ * frame reported (dnp_link_take_reset fills them too), or none until the
+ * epoch's first credit when a data frame brought it UP; a fresh link used
+ * without the handshake (the efficiency model, unit tests) starts without a
+ * limit. Frames
+ * committed word by word (dnp_link_commit of fewer words) never count.
  * Start rules: DNP_START_VCT (virtual cut-through): a packet of w words may
  * start only if est + w <= t_red. DNP_START_STOP_AT_RED: words flow while
  * est < t_red; once est reaches t_red the sender stops and resumes only when
@@ -140,6 +157,16 @@ struct dnp_link_conf {
 	uint8_t vc_mode;   /* the node's enum dnp_vc_mode (dnp_engine_create fills it) */
 	uint8_t routing;   /* the node's enum dnp_routing (dnp_engine_create fills it) */
 	uint16_t dim[3];   /* the torus size (dnp_engine_create fills it) */
+	/*
+	 * Buffer credits (h-dl; docs/protocol.md, "Buffer credits"): packet
+	 * buffers this end backs per VC for frames of DNP_BUF_MIN_WORDS words
+	 * or more, 1..DNP_BUFS_MAX; 0: it counts none (its credits say
+	 * DNP_BUFS_NONE). node_bufs: optional, a counter of the whole node to
+	 * which the link adds every buffer it counts in use (and takes it off
+	 * again), so the node can keep the buffers it backs free.
+	 */
+	uint8_t bufs;
+	uint32_t *node_bufs;
 };
 
 /* Counters; all monotonic. */
@@ -155,6 +182,8 @@ struct dnp_link_stats {
 	uint64_t rx_held;     /* frames received beyond a gap and held until it filled */
 	uint64_t rtt_samples; /* round-trip samples taken (Karn: never from a resent frame) */
 	uint64_t rx_refused;  /* RESET frames whose hello did not match ours (dropped) */
+	uint64_t buf_stalls; /* times a VC became blocked on buffer credit (in credit_stalls too) */
+	uint64_t rx_buf_overflow; /* frames beyond the buffer credit we gave (in rx_overflow too) */
 	/* The same per virtual channel (new packets only; retransmissions are per link). */
 	struct {
 		uint64_t tx_packets, tx_words, rx_packets, rx_words, rx_overflow, credit_stalls;
@@ -175,8 +204,15 @@ enum dnp_link_state dnp_link_state(const struct dnp_link *l);
 const struct dnp_link_stats *dnp_link_stats(const struct dnp_link *l);
 
 /* ---- sender: credits ---- */
-/* May a packet of 'words' words start on vc now? Counts a stall when not. */
+/*
+ * May a packet of 'words' words start on vc now (word and buffer credit)?
+ * Counts a stall when not.
+ */
 bool dnp_link_can_start(struct dnp_link *l, unsigned vc, uint32_t words);
+/* The same for a frame of 'words' words that must find 'room' words of credit (room >= words). */
+bool dnp_link_can_start_room(struct dnp_link *l, unsigned vc, uint32_t words, uint32_t room);
+/* Buffers the peer backs on vc that no frame in flight takes (UINT32_MAX: it counts none). */
+uint32_t dnp_link_bufs_avail(const struct dnp_link *l, unsigned vc);
 /* The sender committed 'words' new (not retransmitted) words on vc. */
 void dnp_link_commit(struct dnp_link *l, unsigned vc, uint32_t words);
 /* A CREDIT frame arrived (credit[] as decoded from it). Also refreshes liveness. */
@@ -185,8 +221,16 @@ void dnp_link_on_credit(struct dnp_link *l, const struct dnp_credit_vc *credit, 
 uint32_t dnp_link_estimate(const struct dnp_link *l, unsigned vc);
 
 /* ---- receiver: FIFO model and credit generation ---- */
-/* A sequenced frame of 'words' was accepted into vc's FIFO. -ENOBUFS if it does not fit (drop it). */
+/*
+ * A sequenced frame of 'words' was accepted into vc's FIFO. -ENOBUFS if it
+ * does not fit, in words or in buffers (drop it).
+ */
 int dnp_link_rx_accept(struct dnp_link *l, unsigned vc, uint32_t words);
+/*
+ * Is a frame of 'words' on vc within the buffer credit this end gave (one
+ * of the buffers it backs is free, or it counts none for such a frame)?
+ */
+bool dnp_link_rx_buf_room(const struct dnp_link *l, unsigned vc, uint32_t words);
 /* 'words' left vc's FIFO (delivered or forwarded). */
 void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words);
 uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc);
@@ -222,7 +266,8 @@ int dnp_link_rx_seq(struct dnp_link *l, uint32_t seq);
  * Receiver: hold pkt (seq beyond a gap, words on vc) until the gap fills.
  * Errors: -ERANGE seq not within the window after the expected one,
  * -ENOBUFS its words do not fit beside the VC's FIFO occupancy and what is
- * held already, -EINVAL bad vc, -EALREADY held already.
+ * held already, or it needs a buffer and none of those backed is free,
+ * -EINVAL bad vc, -EALREADY held already.
  */
 int dnp_link_rx_hold(struct dnp_link *l, uint32_t seq, unsigned vc, uint32_t words, void *pkt);
 /*

@@ -438,6 +438,10 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 	h->fstatus = ft[FT_FSTATUS];
 	h->hops = ft[FT_HOPS];
 	h->timestamp = get32(ft, FT_TS);
+	/* A credit's buffer credits sit where it has no injection time (pkt.h). */
+	if (h->kind == DNP_PKT_CREDIT)
+		for (unsigned vc = 0; vc < DNP_MAX_VC; vc++)
+			h->credit[vc].bufs = (uint8_t)(h->timestamp >> (8 * vc));
 	h->msg_len = get32(ft, FT_MSGLEN);
 	if (h->kind == DNP_PKT_CREDIT && (h->lflags & DNP_LINK_F_SACK)) {
 		/* The selective ack sits where a credit has no message id/length. */

@@ -99,14 +99,19 @@ enum dnp_pkt_kind {
 #define DNP_RESET_LEAVING 0x2u
 /*
  * The payload of a RESET frame is the sender's hello (struct dnp_pkt_hello):
- * DNP_HELLO_BYTES in version 1, up to DNP_HELLO_MAX_BYTES for later versions
+ * DNP_HELLO_BYTES in versions 1 and 2, up to DNP_HELLO_MAX_BYTES for later versions
  * (a multiple of 16); a RESET frame of an older SoftDNP has none. Never one
  * word: that is the credit payload, which a RESET frame does not carry.
  */
 #define DNP_HELLO_BYTES 32u
 #define DNP_HELLO_MAX_BYTES 64u
 #define DNP_HELLO_MAGIC 0x4c48u /* "HL" on the wire */
-#define DNP_HELLO_VERSION 1u
+/*
+ * 2: CREDIT frames carry buffer credits in the footer's timestamp field
+ * (struct dnp_credit_vc.bufs); a peer of version 1 reads them as a time
+ * stamp and would overrun our buffers, so it is refused at the handshake.
+ */
+#define DNP_HELLO_VERSION 2u
 /*
  * CREDIT frames only, never with DNP_LINK_F_RESET: the frame carries a
  * selective ack (struct dnp_pkt_hdr.sack, non-zero) in the two fields a
@@ -143,7 +148,21 @@ static inline uint8_t dnp_ft_tc(unsigned tc)
 struct dnp_credit_vc {
 	uint32_t occupancy; /* words in the RX FIFO of this VC when the credit was latched */
 	uint32_t received;  /* cumulative words accepted on this VC (wraps) */
+	/*
+	 * Buffer credit (docs/protocol.md, "Buffer credits"): packet buffers
+	 * the receiver still backs on this VC for frames of at least
+	 * DNP_BUF_MIN_WORDS words, latched with the two fields above, or
+	 * DNP_BUFS_NONE (it counts no buffers: word credit alone). On the wire
+	 * byte vc of a CREDIT frame's footer timestamp field (RESET frames
+	 * included): the sender sets the timestamp to
+	 * dnp_pkt_credit_stamp(credit), decode fills bufs from it.
+	 */
+	uint8_t bufs;
 };
+/* Frames of more than 256 bytes (17 words and up) take a buffer credit. */
+#define DNP_BUF_MIN_WORDS 17u
+#define DNP_BUFS_MAX 254u  /* the most buffers a receiver backs per VC */
+#define DNP_BUFS_NONE 255u /* "I count no buffers" */
 
 /* Decoded view of a frame's link word, header and footer. */
 struct dnp_pkt_hdr {
@@ -179,6 +198,13 @@ struct dnp_pkt_hdr {
 	uint32_t timestamp; /* injection time, low 32 bits of the sender's clock */
 	uint32_t msg_len;   /* total message length in bytes */
 };
+
+/* The timestamp field of a CREDIT frame: credit[vc].bufs in byte vc. */
+static inline uint32_t dnp_pkt_credit_stamp(const struct dnp_credit_vc *credit)
+{
+	return (uint32_t)credit[0].bufs | (uint32_t)credit[1].bufs << 8 |
+	       (uint32_t)credit[2].bufs << 16 | (uint32_t)credit[3].bufs << 24;
+}
 
 /* The traffic class a header carries in its footer status. */
 static inline unsigned dnp_pkt_tc(const struct dnp_pkt_hdr *h)

@@ -581,17 +581,24 @@ static void test_engine_handshake_old_or_odd_peer(void **state)
 	dnp_link_refusal_str(r, words, sizeof(words));
 	assert_string_equal(words, "hello missing (the peer is an older SoftDNP)");
 
-	/* a later version of the hello, longer */
+	/* version 1 (a SoftDNP without buffer credits), and a later one, longer */
+	dnp_pkt_hello_encode(&he, b);
+	b[2] = 1;
+	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
+	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
+	assert_int_equal(r->field, DNP_REFUSE_VERSION);
+	dnp_link_refusal_str(r, words, sizeof(words));
+	assert_string_equal(words, "hello version here 2 peer 1");
 	memset(b, 0, sizeof(b));
 	dnp_pkt_hello_encode(&he, b);
-	b[2] = 2;
+	b[2] = 3;
 	n = reset_frame(f, sizeof(f), b, 48);
 	assert_int_equal(dnp_engine_rx(nodes[0].e, DNP_DIR_XP, f, (size_t)n, now), -ECONNREFUSED);
 	assert_int_equal(r->field, DNP_REFUSE_VERSION);
 	dnp_link_refusal_str(r, words, sizeof(words));
-	assert_string_equal(words, "hello version here 1 peer 2");
+	assert_string_equal(words, "hello version here 2 peer 3");
 
-	/* version 1 with a reserved byte set, and a bad magic */
+	/* version 2 with a reserved byte set, and a bad magic */
 	dnp_pkt_hello_encode(&he, b);
 	b[DNP_HELLO_BYTES - 1] = 1;
 	n = reset_frame(f, sizeof(f), b, DNP_HELLO_BYTES);
@@ -707,7 +714,7 @@ static void test_engine_handshake_hello_bytes(void **state)
 	static const uint8_t golden[DNP_HELLO_BYTES] = {
 		0x48,
 		0x4c,
-		0x01,
+		0x02,
 		0x02,
 		0x04,
 		0x00,
@@ -726,7 +733,7 @@ static void test_engine_handshake_hello_bytes(void **state)
 		0x01, /* routing: adaptive */
 		/* reserved: */ 0,
 	};
-	struct dnp_pkt_hello he = { .version = 1,
+	struct dnp_pkt_hello he = { .version = 2,
 				    .transport = DNP_XPORT_UDP,
 				    .dim = { 4, 2, 256 },
 				    .nvc = 3,
@@ -741,14 +748,14 @@ static void test_engine_handshake_hello_bytes(void **state)
 	dnp_pkt_hello_encode(&he, b);
 	assert_memory_equal(b, golden, DNP_HELLO_BYTES);
 	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), 0);
-	assert_true(d.version == 1 && d.transport == DNP_XPORT_UDP && d.dim[0] == 4 &&
+	assert_true(d.version == 2 && d.transport == DNP_XPORT_UDP && d.dim[0] == 4 &&
 		    d.dim[1] == 2 && d.dim[2] == 256 && d.nvc == 3 && d.vc_mode == DNP_VC_SINGLE &&
 		    d.fifo_words == 16384 && d.max_frame == DNP_MAX_FRAME &&
 		    d.routing == DNP_ROUTING_ADAPTIVE);
 	assert_int_equal(dnp_pkt_hello_decode(b, 0, &d), -ENODATA);
 	assert_int_equal(dnp_pkt_hello_decode(NULL, 32, &d), -ENODATA);
 	assert_int_equal(dnp_pkt_hello_decode(b, 2, &d), -EPROTO);
-	assert_int_equal(dnp_pkt_hello_decode(b, 48, &d), -EINVAL); /* version 1 is 32 bytes */
+	assert_int_equal(dnp_pkt_hello_decode(b, 48, &d), -EINVAL); /* version 2 is 32 bytes */
 	b[20] = 1;
 	assert_int_equal(dnp_pkt_hello_decode(b, DNP_HELLO_BYTES, &d), -EINVAL);
 	b[20] = 0;

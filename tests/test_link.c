@@ -48,7 +48,11 @@ static struct dnp_link *mk(const struct dnp_link_conf *c, uint64_t now)
 
 static void credit1(struct dnp_link *l, uint32_t occ, uint32_t received, uint64_t now)
 {
-	struct dnp_credit_vc cr[DNP_MAX_VC] = { { occ, received }, { 0, 0 } };
+	/* a peer that counts no buffers (link.h, "Buffer credits") */
+	struct dnp_credit_vc cr[DNP_MAX_VC] = {
+		{ .occupancy = occ, .received = received, .bufs = DNP_BUFS_NONE },
+		{ .bufs = DNP_BUFS_NONE },
+	};
 
 	dnp_link_on_credit(l, cr, now);
 }
@@ -194,7 +198,10 @@ static void test_link_hw_ignores_stale_credit(void **state)
 	dnp_link_commit(l, 1, 40);
 	/* VC0 stale (200 of 260 arrived), VC1 fresh. */
 	{
-		struct dnp_credit_vc cr[DNP_MAX_VC] = { { 0, 200 }, { 7, 40 } };
+		struct dnp_credit_vc cr[DNP_MAX_VC] = {
+			{ .occupancy = 0, .received = 200, .bufs = DNP_BUFS_NONE },
+			{ .occupancy = 7, .received = 40, .bufs = DNP_BUFS_NONE },
+		};
 
 		dnp_link_on_credit(l, cr, 5);
 	}
@@ -740,6 +747,7 @@ static void credit_via_frame(struct dnp_link *b, struct dnp_link *a, unsigned nv
 	int n;
 
 	dnp_link_take_credit(b, now, h.credit);
+	h.timestamp = dnp_pkt_credit_stamp(h.credit);
 	n = dnp_pkt_encode(&h, NULL, f, sizeof(f));
 	assert_int_equal(n, nvc > 2 ? 80 : 64);
 	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, NULL), 0);
@@ -846,8 +854,10 @@ static void test_link_fresh_ends_agree_on_epoch_1(void **state)
 	assert_int_equal(dnp_link_epoch(a), 1);
 	assert_false(dnp_link_reset_due(b));
 	assert_int_equal(
-		dnp_link_on_reset(
-			b, 1, (struct dnp_credit_vc[2]){ { 0, 11 }, { 0, DNP_RESET_ANNOUNCE } }, 3),
+		dnp_link_on_reset(b, 1,
+				  (struct dnp_credit_vc[2]){ { .received = 11 },
+							     { .received = DNP_RESET_ANNOUNCE } },
+				  3),
 		0);
 	assert_false(dnp_link_reset_due(b));
 	assert_int_equal(dnp_link_state(b), DNP_LINK_UP);
@@ -881,7 +891,7 @@ static void test_link_late_handshake_copies_do_not_break(void **state)
 	assert_true(dnp_link_reset_due(b));
 	assert_int_equal(dnp_link_stats(b)->breaks, 0);
 	/* A probe of the current epoch from the known peer is answered, not a break. */
-	struct dnp_credit_vc probe1[DNP_MAX_VC] = { { 0, 11 }, { 0, 0 } };
+	struct dnp_credit_vc probe1[DNP_MAX_VC] = { { .received = 11 } };
 	(void)dnp_link_take_reset(b, 3, scratch); /* clear b's owed announce */
 	assert_int_equal(dnp_link_on_reset(b, 1, probe1, 4), 0);
 	assert_true(dnp_link_reset_due(b));
@@ -931,6 +941,79 @@ static void test_link_restarted_peer_rejoins(void **state)
 	assert_int_equal(dnp_link_stats(a)->ups, 2);
 	dnp_link_destroy(a);
 	dnp_link_destroy(b2);
+}
+
+/*
+ * Buffer credits (link.h): a receiver backing 2 buffers per VC counts the
+ * frames of 17 words and up it holds (FIFO or beyond a gap), for the node
+ * too, and refuses a third; its RESET frame and credits say how many are
+ * free, and the sender starts such a frame only while one is free that no
+ * frame in flight takes. Smaller frames pass; an older credit is not used.
+ */
+static void test_link_buffer_credits(void **state)
+{
+	struct dnp_link_conf c = base_conf();
+	struct dnp_credit_vc old[DNP_MAX_VC], cr[DNP_MAX_VC];
+	uint32_t node = 0;
+	struct dnp_link *a, *b;
+	int dummy[2];
+
+	(void)state;
+	c.credit_model = DNP_CREDIT_EXACT;
+	c.bufs = 2;
+	c.node_bufs = &node;
+	a = mk_nonce(c, 11, 0);
+	b = mk_nonce(c, 22, 0);
+	assert_int_equal(reset_to(a, b, 1), DNP_LINK_RST_UP);
+	assert_int_equal(reset_to(b, a, 2), DNP_LINK_RST_UP);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 2); /* from b's RESET frame */
+	dnp_link_take_credit(b, 3, old);
+	assert_int_equal(old[0].bufs, 2);
+
+	/* a: two 20-word frames start, a third waits; a 16-word one does not need a buffer */
+	for (unsigned k = 0; k < 2; k++) {
+		assert_true(dnp_link_can_start(a, 0, 20));
+		dnp_link_commit(a, 0, 20);
+	}
+	assert_false(dnp_link_can_start(a, 0, 20));
+	assert_int_equal(dnp_link_stats(a)->buf_stalls, 1);
+	assert_true(dnp_link_can_start(a, 0, 16));
+	assert_true(dnp_link_can_start(a, 1, 20)); /* VC 1 has its own */
+
+	/* b: both arrive and take the node's buffers; a third has none */
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), 0);
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), 0);
+	assert_int_equal(node, 2);
+	assert_false(dnp_link_rx_buf_room(b, 0, 20));
+	assert_true(dnp_link_rx_buf_room(b, 0, 16));
+	assert_int_equal(dnp_link_rx_accept(b, 0, 20), -ENOBUFS);
+	assert_int_equal(dnp_link_stats(b)->rx_buf_overflow, 1);
+	assert_int_equal(dnp_link_rx_occupancy(b, 0), 40);
+
+	/* one leaves b's FIFO: the credit says 1 free, and a may send one more */
+	dnp_link_rx_release(b, 0, 20);
+	assert_int_equal(node, 1);
+	dnp_link_take_credit(b, 4, cr);
+	assert_int_equal(cr[0].bufs, 1);
+	assert_int_equal(cr[0].received, 40);
+	dnp_link_on_credit(a, cr, 5);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 1);
+	/* the credit latched before anything arrived comes late: not used */
+	dnp_link_on_credit(a, old, 6);
+	assert_int_equal(dnp_link_bufs_avail(a, 0), 1);
+	assert_true(dnp_link_can_start(a, 0, 20));
+	dnp_link_commit(a, 0, 20);
+	assert_false(dnp_link_can_start(a, 0, 20));
+
+	/* a frame held beyond a gap takes a buffer as well, and gives it back when drained */
+	assert_int_equal(dnp_link_rx_hold(b, 1, 0, 20, &dummy[0]), 0);
+	assert_int_equal(node, 2);
+	assert_int_equal(dnp_link_rx_hold(b, 2, 0, 20, &dummy[1]), -ENOBUFS);
+	void *out[2];
+	assert_int_equal(dnp_link_rx_drain(b, out, 2), 1);
+	assert_int_equal(node, 1);
+	dnp_link_destroy(a);
+	dnp_link_destroy(b);
 }
 
 /*
@@ -1387,6 +1470,7 @@ int main(void)
 		cmocka_unit_test(test_link_late_handshake_copies_do_not_break),
 		cmocka_unit_test(test_link_restarted_peer_rejoins),
 		cmocka_unit_test(test_link_four_vcs_reset_then_credit),
+		cmocka_unit_test(test_link_buffer_credits),
 		cmocka_unit_test(test_link_silent_link_comes_back),
 		cmocka_unit_test(test_link_broken_final_without_reset_period),
 		cmocka_unit_test(test_link_epoch_wrap),

@@ -189,8 +189,8 @@ static struct dnp_pkt_hdr golden_credit_hdr(void)
 	h.src_dir = DNP_DIR_ZP;
 	h.dst = (struct dnp_coord){ 1, 0, 0 };
 	h.kind = DNP_PKT_CREDIT;
-	h.credit[0] = (struct dnp_credit_vc){ 0x20, 0x12345678 };
-	h.credit[1] = (struct dnp_credit_vc){ 0x1f9, 0xfffffff0 };
+	h.credit[0] = (struct dnp_credit_vc){ .occupancy = 0x20, .received = 0x12345678 };
+	h.credit[1] = (struct dnp_credit_vc){ .occupancy = 0x1f9, .received = 0xfffffff0 };
 	h.timestamp = 0x9abcdef0;
 	return h;
 }
@@ -206,10 +206,10 @@ static struct dnp_pkt_hdr golden_credit4_hdr(void)
 	h.dst = (struct dnp_coord){ 0, 1, 0 };
 	h.kind = DNP_PKT_CREDIT;
 	h.len = dnp_pkt_credit_len(4);
-	h.credit[0] = (struct dnp_credit_vc){ 0x10, 0x11111111 };
-	h.credit[1] = (struct dnp_credit_vc){ 0, 0x22 };
-	h.credit[2] = (struct dnp_credit_vc){ 0x1f0, 0x33333333 };
-	h.credit[3] = (struct dnp_credit_vc){ 7, 0xfffffffe };
+	h.credit[0] = (struct dnp_credit_vc){ .occupancy = 0x10, .received = 0x11111111 };
+	h.credit[1] = (struct dnp_credit_vc){ .occupancy = 0, .received = 0x22 };
+	h.credit[2] = (struct dnp_credit_vc){ .occupancy = 0x1f0, .received = 0x33333333 };
+	h.credit[3] = (struct dnp_credit_vc){ .occupancy = 7, .received = 0xfffffffe };
 	h.timestamp = 0x01020304;
 	return h;
 }
@@ -369,8 +369,8 @@ static void test_pkt_golden_credit_4vc(void **state)
 	/* The 2-VC format is unchanged, and says nothing about VCs 2-3. */
 	n = unhex(golden_credit_hex, want, sizeof(want));
 	h = golden_credit_hdr();
-	h.credit[2] = (struct dnp_credit_vc){ 1, 2 };
-	h.credit[3] = (struct dnp_credit_vc){ 3, 4 };
+	h.credit[2] = (struct dnp_credit_vc){ .occupancy = 1, .received = 2 };
+	h.credit[3] = (struct dnp_credit_vc){ .occupancy = 3, .received = 4 };
 	assert_int_equal(dnp_pkt_encode(&h, NULL, got, sizeof(got)), 64);
 	assert_memory_equal(got, want, 64);
 	assert_int_equal(dnp_pkt_decode(want, n, &d, NULL), 0);

@@ -362,6 +362,7 @@ static int build_engine(struct dnp_lab *lab, uint32_t id)
 		ec.arbitration = c->arbitration;
 		ec.arb_low_payload = c->low_payload;
 		ec.arb_top_reserve = c->top_reserve;
+		ec.rx_bufs = c->rx_bufs;
 		ec.max_buffers = 16;
 		ec.max_ports = 1;
 		ec.max_commands = c->max_commands;

@@ -180,6 +180,8 @@ struct dnp_lab_conf {
 	 */
 	uint16_t low_payload;
 	uint16_t top_reserve;
+	/* h-dl: the engines' buffer credits per input VC (engine.h rx_bufs; 0: the default) */
+	uint32_t rx_bufs;
 };
 
 /* Per directed link (node, dir). */

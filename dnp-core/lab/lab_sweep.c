@@ -95,6 +95,7 @@ struct sweep {
 	bool cfg[SW_MAX_CONFIGS]; /* configurations chosen (--configs) */
 	double hot_rate;          /* words/unit of each hot-spot sender; < 0: the ladder's */
 	uint32_t cg_window, cg_threshold; /* +ecn configurations (0: the engine's defaults) */
+	uint32_t rx_bufs;                 /* engine.h rx_bufs (0: the engine's default) */
 	struct dnp_router *arouters;      /* adaptive routers, for the adaptive channel loads */
 	double *nw;                       /* scratch of the adaptive loads: weight per node */
 	uint32_t *nq;                     /* and the nodes in visiting order */
@@ -622,6 +623,7 @@ static void sw_lab_conf(const struct sweep *s, struct dnp_lab_conf *c)
 	c->link.nvc = (uint8_t)s->vcs;
 	c->vc_mode = DNP_VC_DATELINE;
 	c->link.credit_model = s->credit_model;
+	c->rx_bufs = s->rx_bufs;
 	/* a run ends when all is delivered; past saturation the backlog drains
 	 * slower than it came, so allow it many windows */
 	c->max_time = 40 * (s->warm + s->measure) + 1000000;
@@ -838,6 +840,7 @@ static void sw_usage(FILE *f)
 		"  --vcs N              virtual channels (2, the hardware's dateline pair)\n"
 		"  --bw W               link words per time unit (1)\n"
 		"  --credit-model hw|exact  credit interpretation (hw, the lab's; dnp-core/link.h)\n"
+		"  --rx-bufs N          buffer credits per input VC (1..254; engine.h rx_bufs)\n"
 		"  --loads LIST         offered loads, fractions of the ideal\n"
 		"                       (0.1,0.2,...,1.0,1.1,1.2)\n"
 		"  --warm T --measure T warm-up and measurement windows (3000, 6000)\n"
@@ -982,6 +985,7 @@ enum {
 	SW_OPT_CG_WINDOW,
 	SW_OPT_CG_THRESHOLD,
 	SW_OPT_CLASSES,
+	SW_OPT_RX_BUFS,
 };
 
 static const struct option sw_opts[] = {
@@ -1004,6 +1008,7 @@ static const struct option sw_opts[] = {
 	{ "cg-window", required_argument, NULL, SW_OPT_CG_WINDOW },
 	{ "cg-threshold", required_argument, NULL, SW_OPT_CG_THRESHOLD },
 	{ "classes", no_argument, NULL, SW_OPT_CLASSES },
+	{ "rx-bufs", required_argument, NULL, SW_OPT_RX_BUFS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -1071,6 +1076,11 @@ static int sw_option(struct sweep *s, int o, const char *arg)
 		if (sw_parse_u64(arg, 1, 1u << 20, &v))
 			return -EINVAL;
 		s->cg_threshold = (uint32_t)v;
+		return 0;
+	case SW_OPT_RX_BUFS:
+		if (sw_parse_u64(arg, 1, DNP_BUFS_MAX, &v))
+			return -EINVAL;
+		s->rx_bufs = (uint32_t)v;
 		return 0;
 	case SW_OPT_HOT_RATE: {
 		char *end;
