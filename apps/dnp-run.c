@@ -110,6 +110,8 @@ static void usage(FILE *f)
 		"  --low-payload BYTES   --top-reserve WORDS  top-class latency remedies of\n"
 		"                        every dnpd (dnpd --low-payload, --top-reserve; need\n"
 		"                        --arbitration strict or wrr; docs/routing.md)\n"
+		"  --link-queue BYTES    byte-queue limit per link of every dnpd (dnpd\n"
+		"                        --link-queue; needs --arbitration strict or wrr)\n"
 		"  --daemon-death fail|continue|restart  when a dnpd dies: stop the run\n"
 		"                        (default), go on without it, or start it again\n"
 		"                        (it rejoins the torus; DIR/node-<id>.pid has its PID)\n"
@@ -242,6 +244,7 @@ static int parse_lofamo_opt(struct run *r, int c, const char *arg)
 #define OPT_ARBITRATION 0x101
 #define RUN_OPT_LOW_PAYLOAD 0x102
 #define RUN_OPT_TOP_RESERVE 0x103
+#define RUN_OPT_LINK_QUEUE 0x104 /* h-dprio */
 
 /* Options about the daemons. 1 handled, 0 not ours, -EINVAL. */
 static int parse_daemon_opt(struct run *r, int c, const char *arg)
@@ -296,6 +299,16 @@ static int parse_daemon_opt(struct run *r, int c, const char *arg)
 		}
 		r->extra[r->nextra++] =
 			c == RUN_OPT_LOW_PAYLOAD ? "--low-payload" : "--top-reserve";
+		r->extra[r->nextra++] = arg;
+		return 1;
+	case RUN_OPT_LINK_QUEUE: /* the range is dnpd's to check (conf.c) */
+		if (parse_uint("link-queue", arg, UINT32_MAX, &v) < 0)
+			return -EINVAL;
+		if (r->nextra + 2 > MAX_EXTRA) {
+			msg("too many daemon arguments");
+			return -EINVAL;
+		}
+		r->extra[r->nextra++] = "--link-queue";
 		r->extra[r->nextra++] = arg;
 		return 1;
 	default:
@@ -450,6 +463,7 @@ static int parse_args(int argc, char **argv, struct run *r)
 		{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 		{ "low-payload", required_argument, NULL, RUN_OPT_LOW_PAYLOAD },
 		{ "top-reserve", required_argument, NULL, RUN_OPT_TOP_RESERVE },
+		{ "link-queue", required_argument, NULL, RUN_OPT_LINK_QUEUE },
 		{ "udp-base-port", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'i' },
 		{ "dnpd-arg", required_argument, NULL, 'a' },

@@ -90,6 +90,9 @@ struct dnp_shm {
 	struct dnp_shm_ctl *tx_ctl;
 	uint32_t tx_tail;
 	uint32_t tx_head_cache;
+	/* tx_queued: bytes this end ever put in its ring, and before frame i (slot i & mask) */
+	uint64_t tx_bytes;
+	uint64_t *tx_before;
 	/* consumer (the peer's tx ring) */
 	uint8_t *rx_slots;
 	struct dnp_shm_ctl *rx_ctl;
@@ -266,6 +269,25 @@ out_close:
 	return ret;
 }
 
+/*
+ * tx_queued's bookkeeping: one u64 per slot, the bytes put in the ring before
+ * that slot's frame. Frames a previous holder of this side left in the ring
+ * (a restart) count with their slot lengths.
+ */
+static void shm_queue_init(struct dnp_shm *s)
+{
+	uint32_t n = s->tx_tail - s->tx_head_cache;
+
+	if (n > s->mask + 1)
+		n = s->mask + 1;
+	for (uint32_t i = s->tx_tail - n; i != s->tx_tail; i++) {
+		uint32_t len = slot_at(s->tx_slots, s->slot_size, i & s->mask)->len;
+
+		s->tx_before[i & s->mask] = s->tx_bytes;
+		s->tx_bytes += len <= s->frame_max ? len : s->frame_max;
+	}
+}
+
 static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transport **out)
 {
 	struct dnp_shm_hdr *h = NULL;
@@ -285,7 +307,9 @@ static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transpor
 	if (!s)
 		return -ENOMEM;
 	s->path = strdup(c->local);
-	if (!s->path) {
+	/* the depth is checked against the creator's: -EPROTO if it differs */
+	s->tx_before = calloc(c->depth, sizeof(*s->tx_before));
+	if (!s->path || !s->tx_before) {
 		ret = -ENOMEM;
 		goto err_free;
 	}
@@ -329,6 +353,7 @@ static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transpor
 	s->tx_tail = atomic_load_explicit(&s->tx_ctl->tail, memory_order_relaxed);
 	s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
 	s->rx_head = atomic_load_explicit(&s->rx_ctl->head, memory_order_relaxed);
+	shm_queue_init(s);
 	if (!s->peer_bell)
 		s->peer_bell = &h->bell[1 - c->side];
 	*out = (struct dnp_transport *)(void *)s;
@@ -338,6 +363,7 @@ err_bell:
 	if (s->peer_bell_mapped)
 		dnp_doorbell_unmap(s->peer_bell);
 err_free:
+	free(s->tx_before);
 	free(s->path);
 	free(s);
 	return ret;
@@ -359,6 +385,7 @@ static void shm_close(struct dnp_transport *t)
 	if (s->peer_bell_mapped)
 		dnp_doorbell_unmap(s->peer_bell);
 	munmap(s->hdr, s->map_len);
+	free(s->tx_before);
 	free(s->path);
 	free(s);
 }
@@ -388,6 +415,8 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 		slot = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask);
 		slot->len = f[i].len;
 		memcpy(slot->data, f[i].data, f[i].len);
+		s->tx_before[(s->tx_tail + i) & s->mask] = s->tx_bytes;
+		s->tx_bytes += f[i].len;
 		/* release: length and frame are visible before the seq that announces them */
 		atomic_store_explicit(&slot->seq, s->tx_tail + i + 1, memory_order_release);
 	}
@@ -439,6 +468,27 @@ static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigne
 	return (int)i;
 }
 
+/*
+ * Bytes of the frames in our ring the peer has not released yet (it releases
+ * a burst on its next rx_burst). The peer's head is untrusted: one outside
+ * the ring counts the ring as full.
+ */
+static uint32_t shm_tx_queued(const struct dnp_transport *t)
+{
+	const struct dnp_shm *s = to_shm_c(t);
+	/* acquire: pairs with the consumer's release of head */
+	uint32_t head = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
+	uint32_t n = s->tx_tail - head;
+	uint64_t q;
+
+	if (n == 0)
+		return 0;
+	if (n > s->mask + 1)
+		head = s->tx_tail - (s->mask + 1);
+	q = s->tx_bytes - s->tx_before[head & s->mask];
+	return q < UINT32_MAX ? (uint32_t)q : UINT32_MAX;
+}
+
 static uint32_t shm_mtu(const struct dnp_transport *t)
 {
 	return to_shm_c(t)->frame_max;
@@ -475,4 +525,5 @@ const struct dnp_transport_ops dnp_transport_shm = {
 	.mtu = shm_mtu,
 	.wait_fd = shm_wait_fd,
 	.up = shm_up,
+	.tx_queued = shm_tx_queued,
 };

@@ -135,6 +135,16 @@ struct dnp_transport_ops {
 	 * written. dnpctl stats shows them as "link DIR <name> ..." (verbs).
 	 */
 	size_t (*counters)(const struct dnp_transport *t, char *buf, size_t cap);
+	/*
+	 * Optional (NULL: the backend cannot tell): bytes of the frames this
+	 * end's tx_burst took that the peer has not taken off the link yet
+	 * (shm: frames in this side's ring the receiver has not released;
+	 * UINT32_MAX at most). A byte-queue limit above the backend
+	 * (transport/linkq.h, dnpd --link-queue) hands a link more frames only
+	 * while this is under its limit, so the link's FIFO stays short and
+	 * the engine's class arbitration, above it, decides what goes next.
+	 */
+	uint32_t (*tx_queued)(const struct dnp_transport *t);
 };
 
 extern const struct dnp_transport_ops dnp_transport_shm;

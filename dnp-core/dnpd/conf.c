@@ -132,6 +132,10 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           default 0, off; docs/routing.md \"Top-class latency\")\n"
 		"  --top-reserve WORDS      with arbitration on: RX FIFO words low classes may\n"
 		"                           not take (default 0, off)\n"
+		"  --link-queue BYTES       with arbitration on: hand a link more frames only\n"
+		"                           while its transport holds under BYTES the peer has\n"
+		"                           not taken (1..16777216; default 0, off; shm only;\n"
+		"                           docs/routing.md, \"a byte-queue limit per link\")\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
@@ -190,8 +194,11 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
  * off, strict or wrr (arb.h, enum dnp_arbitration); keys low_payload (0 or
  * 16..DNP_MAX_PAYLOAD, a multiple of 16) and top_reserve (words, 0..65535;
  * dnpd checks it against its FIFO at start-up): the top-class remedies of
- * engine.h, refused by dnpd_conf_parse with arbitration off.
+ * engine.h, refused by dnpd_conf_parse with arbitration off; so is key
+ * link_queue (bytes, 0..DNPD_LINK_QUEUE_MAX), the byte-queue limit per link
+ * (transport/linkq.h).
  */
+#define DNPD_LINK_QUEUE_MAX (16u << 20)
 static int dnpd_set_congestion(struct dnpd_conf *c, const char *v);
 
 /* Keys routing, arbitration and congestion: how packets go and who goes first. */
@@ -210,6 +217,10 @@ static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 	if (!strcmp(key, "top_reserve"))
 		return dnpd_parse_u64(v, UINT16_MAX, &u) ? -EINVAL :
 							   (c->top_reserve = (uint16_t)u, 0);
+	if (!strcmp(key, "link_queue"))
+		return dnpd_parse_u64(v, DNPD_LINK_QUEUE_MAX, &u) ?
+			       -EINVAL :
+			       (c->link_queue = (uint32_t)u, 0);
 	int m = dnp_routing_parse(v);
 
 	if (m < 0)
@@ -341,7 +352,8 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		return 0;
 	}
 	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion") ||
-	    !strcmp(key, "low_payload") || !strcmp(key, "top_reserve"))
+	    !strcmp(key, "low_payload") || !strcmp(key, "top_reserve") ||
+	    !strcmp(key, "link_queue"))
 		return dnpd_set_routing(c, key, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
@@ -380,6 +392,7 @@ enum {
 	OPT_ARBITRATION,
 	OPT_LOW_PAYLOAD,
 	OPT_TOP_RESERVE,
+	OPT_LINK_QUEUE, /* h-dprio */
 };
 
 static const struct option dnpd_opts[] = {
@@ -409,6 +422,7 @@ static const struct option dnpd_opts[] = {
 	{ "arbitration", required_argument, NULL, OPT_ARBITRATION },
 	{ "low-payload", required_argument, NULL, OPT_LOW_PAYLOAD },
 	{ "top-reserve", required_argument, NULL, OPT_TOP_RESERVE },
+	{ "link-queue", required_argument, NULL, OPT_LINK_QUEUE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -442,8 +456,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_ARBITRATION - OPT_TORUS] = "arbitration",
 	[OPT_LOW_PAYLOAD - OPT_TORUS] = "low_payload",
 	[OPT_TOP_RESERVE - OPT_TORUS] = "top_reserve",
+	[OPT_LINK_QUEUE - OPT_TORUS] = "link_queue",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_TOP_RESERVE - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_LINK_QUEUE - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -478,7 +493,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_TOP_RESERVE) {
+		if (opt < OPT_TORUS || opt > OPT_LINK_QUEUE) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
@@ -493,6 +508,9 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 					DNP_WORD_BYTES, DNP_MAX_PAYLOAD, DNP_WORD_BYTES);
 			if (opt == OPT_TOP_RESERVE)
 				fprintf(stderr, "dnpd: --top-reserve: 0 (off) .. 65535 words\n");
+			if (opt == OPT_LINK_QUEUE)
+				fprintf(stderr, "dnpd: --link-queue: 0 (off) .. %u bytes\n",
+					DNPD_LINK_QUEUE_MAX);
 			return -EINVAL;
 		}
 	}
@@ -525,10 +543,11 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			DNP_ROUTE_ADAPT_MIN_VCS, c->vcs);
 		return -EINVAL;
 	}
-	if ((c->low_payload || c->top_reserve) && c->arbitration == DNP_ARB_OFF) {
+	if ((c->low_payload || c->top_reserve || c->link_queue) && c->arbitration == DNP_ARB_OFF) {
 		fprintf(stderr,
-			"dnpd: --low-payload and --top-reserve (low_payload, top_reserve) "
-			"need --arbitration strict or wrr: with classes off they do nothing\n");
+			"dnpd: --low-payload, --top-reserve and --link-queue (low_payload, "
+			"top_reserve, link_queue) need --arbitration strict or wrr: with classes "
+			"off they do nothing\n");
 		return -EINVAL;
 	}
 	dnpd_log_start(c);

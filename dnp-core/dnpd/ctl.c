@@ -144,6 +144,12 @@ static void ctl_link(const struct dnpd *d, struct dnpd_out *o, unsigned i)
 		 " rx_dropped %" PRIu64 "\n",
 		 dnpd_dir_names[i], l->tx_frames, l->rx_frames, l->tx_backlogged, l->tx_errors,
 		 l->rx_errors, l->rx_dropped);
+	if (l->lq.limit) /* --link-queue (transport/linkq.h): bytes ahead at each hand-off */
+		dnpd_out(o,
+			 "link %s queue limit %u holds %" PRIu64 " handoffs %" PRIu64
+			 " ahead_mean %" PRIu64 " ahead_max %u\n",
+			 dnpd_dir_names[i], l->lq.limit, l->lq.holds, l->lq.handoffs,
+			 l->lq.handoffs ? l->lq.ahead_sum / l->lq.handoffs : 0, l->lq.ahead_max);
 	if (l->backend && dnp_transport_ops_of(l->backend)->counters) {
 		const struct dnp_transport_ops *bo = dnp_transport_ops_of(l->backend);
 		char c[512];
@@ -223,9 +229,9 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 			 dnp_congestion_name(d->conf.congestion), es->cg_marked, es->cg_echoes,
 			 es->cg_cuts, es->cg_held, es->cg_bypassed);
 	if (d->conf.arbitration) /* traffic classes (docs/routing.md, "Top-class latency") */
-		dnpd_out(&o, "classes arbitration %s low_payload %u top_reserve %u\n",
+		dnpd_out(&o, "classes arbitration %s low_payload %u top_reserve %u link_queue %u\n",
 			 dnp_arb_name(d->conf.arbitration), d->conf.low_payload,
-			 d->conf.top_reserve);
+			 d->conf.top_reserve, d->conf.link_queue);
 	dnpd_out(&o,
 		 "bounds rx_wrong_link %" PRIu64 " deliver_timeouts %" PRIu64
 		 " reasm_timeouts %" PRIu64 " rx_events_lost %" PRIu64 " rx_incomplete %" PRIu64

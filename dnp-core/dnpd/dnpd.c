@@ -387,6 +387,9 @@ static void dnpd_loop(struct dnpd *d)
 			dnpd_disarm(d);
 			d->quiet = false;
 			idle_since = now;
+			/* --link-queue: a link at its limit waits for a peer that may need our CPU */
+			if (d->lq_held)
+				dnp_yield_step(&d->yield, now);
 			continue;
 		}
 		if (d->conf.idle == DNPD_IDLE_BUSY)
@@ -569,10 +572,16 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 			}
 			l->backend = l->t;
 			l->t = w;
+			l->lq.limit = d->conf.link_queue;
 			dnp_impair_capture(w, d->pcap);
 		}
 		l->ops = &dnp_transport_impair;
 		l->exists = true;
+		if (d->conf.link_queue && !ops->tx_queued) {
+			dnpd_log(DNPD_ERR, "--link-queue: the %s transport cannot tell its queue",
+				 ops->name);
+			return -ENOTSUP;
+		}
 		if (ops->wait_fd(l->t) < 0)
 			d->nowait_links = true;
 		dnpd_log(DNPD_INFO, "link %s: %s %s -> %s (side %u)", dnpd_dir_names[dir],

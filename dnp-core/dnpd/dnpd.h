@@ -82,6 +82,8 @@ struct dnpd_conf {
 	/* Link addresses per direction; empty strings are derived (dnpd_conf_link_addr). */
 	char addr_local[DNP_NDIRS][DNPD_ADDR_MAX];
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];
+	/* h-dprio: the byte-queue limit per link (transport/linkq.h), bytes; 0 = off */
+	uint32_t link_queue;
 };
 
 /* ---- conf.c ---- */

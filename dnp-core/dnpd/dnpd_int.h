@@ -33,6 +33,7 @@
 #include "doorbell.h"
 #include "engine.h"
 #include "impair.h"
+#include "linkq.h"
 #include "transport.h"
 
 #define DNPD_BURST 32u
@@ -117,6 +118,7 @@ struct dnpd_link {
 	uint32_t bl_len[DNPD_BURST];
 	uint8_t *bl_data;
 	uint64_t tx_frames, rx_frames, tx_backlogged, tx_errors, rx_errors, rx_dropped;
+	struct dnp_linkq lq; /* --link-queue: the byte-queue limit on this link (linkq.h) */
 	/* Cabling check: the last other node/direction heard on this link (docs/cluster.md). */
 	bool miswired; /* seen_n reached DNPD_MISWIRED_FRAMES while not UP */
 	struct dnp_coord seen;
@@ -142,6 +144,7 @@ struct dnpd {
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
 	bool tx_deferred;       /* the last pass skipped its transport send */
+	bool lq_held;           /* the last send found a link at its --link-queue limit */
 	bool hold;              /* look a moment after a yield that ran somebody else */
 	bool quick_exit;        /* the transport's threads still run: leave with _exit() */
 	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */

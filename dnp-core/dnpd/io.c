@@ -182,6 +182,7 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 	struct dnp_tx_frame tx[DNPD_BURST];
 	unsigned dir, work = 0;
 
+	d->lq_held = false;
 	for (dir = 0; dir < DNP_NDIRS; dir++) {
 		struct dnpd_link *l = &d->link[dir];
 		unsigned n, i;
@@ -195,9 +196,15 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 				l->bl_i = l->bl_n = 0;
 			continue;
 		}
+		/* --link-queue: the backend's FIFO is at its limit, the engine keeps its frames */
+		if (!dnp_linkq_open(&l->lq, l->backend)) {
+			d->lq_held = true;
+			continue;
+		}
 		n = dnp_engine_tx_burst(d->e, dir, fr, DNPD_BURST, now);
 		if (n == 0)
 			continue;
+		dnp_linkq_sent(&l->lq);
 		for (i = 0; i < n; i++) {
 			tx[i].data = fr[i].data;
 			tx[i].len = fr[i].len;

@@ -8,7 +8,9 @@
 # 2x1x1 shm torus, where dnp_alltoall in class 0 runs byte-exact, `dnpctl
 # stats` has the "classes" line with both values (and `stats --json` its
 # object), and the 100000-byte PUT goes in 256-byte packets (pkts_injected
-# counts them: 4096-byte packets would make some 40 in all).
+# counts them: 4096-byte packets would make some 40 in all). The same run has
+# --link-queue 16 (transport/linkq.h): refused with arbitration off or above
+# 16 MiB; every hand-off to a link found it empty ("link DIR queue" lines).
 #   top-remedy.sh BUILD
 set -eu
 build=$(cd "$1" && pwd)
@@ -37,6 +39,8 @@ refused "need --arbitration strict or wrr" --top-reserve 16 --arbitration off
 refused "a multiple of 16" --low-payload 100 --arbitration strict
 refused "a multiple of 16" --low-payload 8192 --arbitration strict
 refused "at most 16118 words" --top-reserve 16200 --arbitration strict
+refused "need --arbitration strict or wrr" --link-queue 8192
+refused "link-queue: 0 (off) .. 16777216 bytes" --link-queue 16777217 --arbitration strict
 set +e
 "$run" --torus 2x1x1 --low-payload big -- true >"$dir/bad.out" 2>&1
 rc=$?
@@ -53,11 +57,17 @@ DNP_APP_TIMEOUT=60 "$a2a" --tc 0 --sizes 1,4096,100000 >"$dir/a2a-\$DNP_NODE_ID.
 EOF
 chmod +x "$dir/node.sh"
 "$run" --torus 2x1x1 --transport shm --no-lofamo --timeout 120 --arbitration strict \
-	--low-payload 256 --top-reserve 16 -- "$dir/node.sh" >"$dir/run.out" 2>&1 ||
+	--low-payload 256 --top-reserve 16 --link-queue 16 -- "$dir/node.sh" >"$dir/run.out" 2>&1 ||
 	fail "dnp-run with the remedies: $(tail -n 20 "$dir/run.out")"
 for id in 0 1; do
-	grep -qx 'classes arbitration strict low_payload 256 top_reserve 16' "$dir/stats-$id.txt" ||
-		fail "node $id: no 'classes ... low_payload 256 top_reserve 16' line in dnpctl stats"
+	grep -qx 'classes arbitration strict low_payload 256 top_reserve 16 link_queue 16' \
+		"$dir/stats-$id.txt" ||
+		fail "node $id: no 'classes ... top_reserve 16 link_queue 16' line in dnpctl stats"
+	# --link-queue 16: frames went to a link only while it held under 16 bytes,
+	# so no hand-off found a frame ahead (a link without the limit often does)
+	awk '$1 == "link" && $3 == "queue" { n++; h += $9; if ($13 >= 16) bad = 1 }
+		END { exit !(n == 2 && h > 0 && !bad) }' "$dir/stats-$id.txt" ||
+		fail "node $id: the link queue limit did not hold: $(grep ' queue ' "$dir/stats-$id.txt")"
 	inj=$(awk '$1 == "engine" { for (i = 2; i < NF; i++) if ($i == "pkts_injected") print $(i + 1) }' \
 		"$dir/stats-$id.txt")
 	[ "${inj:-0}" -ge 391 ] || fail "node $id: $inj packets injected, not cut to 256 bytes"
@@ -67,10 +77,13 @@ python3 - "$dir/stats-0.json" <<'PY' || fail "the JSON has no classes object"
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = d["classes"]
-assert c == {"arbitration": "strict", "low_payload": 256, "top_reserve": 16}, c
+assert c == {"arbitration": "strict", "low_payload": 256, "top_reserve": 16,
+             "link_queue": 16}, c
+assert d["links"]["X+"]["queue"]["limit"] == 16, d["links"]["X+"]
 assert isinstance(d["engine"]["rx_direct"], int), d["engine"]
 assert d["other"] == [], d["other"]
 PY
-echo "top-remedy: dnpd refused 5 bad settings; 2 daemons with low_payload 256 top_reserve 16" \
+echo "top-remedy: dnpd refused 7 bad settings; 2 daemons with low_payload 256 top_reserve 16" \
+	"link_queue 16" \
 	"injected $(awk '$1 == "engine" { for (i = 2; i < NF; i++) if ($i == "pkts_injected") print $(i + 1) }' \
 		"$dir/stats-0.txt") packets on node 0"
