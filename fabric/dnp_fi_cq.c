@@ -144,12 +144,8 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 static ssize_t dfi_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct dfi_cq *cq = (struct dfi_cq *)fcq;
-	ssize_t r;
 
-	pthread_mutex_lock(&dfi_lock);
-	r = dfi_cq_readfrom_locked(cq, buf, count, src);
-	pthread_mutex_unlock(&dfi_lock);
-	return r;
+	return DOM_LOCKED(cq->dom, dfi_cq_readfrom_locked(cq, buf, count, src));
 }
 
 static ssize_t dfi_cq_read(struct fid_cq *fcq, void *buf, size_t count)

@@ -26,6 +26,8 @@
  *               completion); fi_tinject does not
  *   rebirth     C closes and a new endpoint takes its port: B talks to it
  *   refused     fi_poll_open and fi_wait_open answer -FI_ENOSYS
+ *   threading   hints asking FI_THREAD_DOMAIN get it (data calls and CQ reads
+ *               then take no lock): every check above runs that way
  *   cntr        a counter bound for FI_WRITE on an endpoint whose CQ takes
  *               FI_SELECTIVE_COMPLETION: fi_write and fi_inject_write without
  *               FI_COMPLETION are counted by the daemon (DNP_CNTR): the value
@@ -838,6 +840,8 @@ int main(int argc, char **argv)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->fabric_attr->prov_name = strdup("dnp");
 	hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	/* one thread: every check below runs on the lock-free path, as Open MPI's MTL does */
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
 	r = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
 	if (r) {
 		fprintf(stderr,
@@ -846,6 +850,7 @@ int main(int argc, char **argv)
 			fi_strerror(-r));
 		return 1;
 	}
+	CHECK(info->domain_attr->threading == FI_THREAD_DOMAIN, "FI_THREAD_DOMAIN granted");
 	snprintf(sa, sizeof(sa), "%s/node-0.sock", dir);
 	snprintf(sb, sizeof(sb), "%s/node-%d.sock", dir, atoi(nn) - 1);
 	if (open_side(&A, sa, FI_AV_TABLE) || open_side(&B, sb, FI_AV_MAP) ||
