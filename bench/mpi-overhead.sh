@@ -15,7 +15,10 @@ rounds=${ROUNDS:-5}
 iters=${ITERS:-2000}
 tmp=$(mktemp -d /tmp/mpi-overhead.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-lock() { ${DNP_BENCH_LOCK:-flock /tmp/softdnp-heavy.lock} "$@"; }
+# The shared lock is taken once per round (a round takes well under a minute), so that
+# the paths compared in one round run back to back; DNP_BENCH_LOCK=FILE names another.
+lockfile=${DNP_BENCH_LOCK:-/tmp/softdnp-heavy.lock}
+lock() { "$@"; }
 
 # np LABEL TR FI_DIR ROUND: NetPIPE 8 B over provider FI_DIR; appends "round,LABEL,TR,usec"
 np() {
@@ -40,6 +43,8 @@ raw() {
 
 [ "${REPORT_ONLY:-0}" = 1 ] || echo "round,label,transport,usec" >"$csv"
 for ((i = 0; i < rounds && ${REPORT_ONLY:-0} != 1; i++)); do
+	exec 9>>"$lockfile"
+	flock 9
 	for tr in shm udp; do
 		raw "$tr" "$i"
 		if [ -n "${BEFORE_FI:-}" ] && ((i % 2 == 0)); then
@@ -52,6 +57,8 @@ for ((i = 0; i < rounds && ${REPORT_ONLY:-0} != 1; i++)); do
 			np new "$tr" "$build/fabric" "$i"
 		fi
 	done
+	flock -u 9
+	exec 9>&-
 done
 
 # median of the values of label L on transport T (column 4), or of the per-round overheads
