@@ -258,7 +258,15 @@ static int dfi_getinfo(uint32_t version, const char *node, const char *service, 
 	fi->ep_attr->rx_ctx_cnt = 1;
 	fi->ep_attr->mem_tag_format = ~0ull; /* all 64 tag bits are matched */
 	fi->domain_attr->name = strdup(DFI_NAME);
-	fi->domain_attr->threading = FI_THREAD_SAFE;
+	/*
+	 * FI_THREAD_DOMAIN when asked for (Open MPI's MTL without
+	 * MPI_THREAD_MULTIPLE): no lock per data call or CQ read. Otherwise
+	 * FI_THREAD_SAFE, under the provider lock.
+	 */
+	fi->domain_attr->threading =
+		h && h->domain_attr && h->domain_attr->threading == FI_THREAD_DOMAIN ?
+			FI_THREAD_DOMAIN :
+			FI_THREAD_SAFE;
 	fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;

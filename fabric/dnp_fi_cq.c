@@ -9,9 +9,14 @@
 #include "dnp_fi_priv.h"
 
 #define DFI_IDLE_READS 4 /* empty CQ reads between two yields */
+#define DFI_CQ_CAP0 256u /* entries a CQ starts with (a power of two: it doubles) */
 
 /* ------------------------------------------------------------ CQ */
 
+/*
+ * The next free entry (its fields are the caller's to set), or NULL when
+ * the queue cannot grow. cap is a power of two (DFI_CQ_CAP0, doubled).
+ */
 static struct dfi_cq_ent *dfi_cq_slot(struct dfi_cq *cq)
 {
 	struct dfi_cq_ent *e;
@@ -23,14 +28,13 @@ static struct dfi_cq_ent *dfi_cq_slot(struct dfi_cq *cq)
 		if (!ne)
 			return NULL;
 		for (i = 0; i < cq->n; i++)
-			ne[i] = cq->ent[(cq->head + i) % cq->cap];
+			ne[i] = cq->ent[(cq->head + i) & (cq->cap - 1)];
 		free(cq->ent);
 		cq->ent = ne;
 		cq->cap = cap;
 		cq->head = 0;
 	}
-	e = &cq->ent[(cq->head + cq->n) % cq->cap];
-	memset(e, 0, sizeof(*e));
+	e = &cq->ent[(cq->head + cq->n) & (cq->cap - 1)];
 	cq->n++;
 	return e;
 }
@@ -48,6 +52,7 @@ void dfi_cq_write_data(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len,
 
 	if (!cq || !(e = dfi_cq_slot(cq)))
 		return;
+	e->err = false;
 	e->e.op_context = ctx;
 	e->e.flags = flags;
 	e->e.len = len;
@@ -64,6 +69,7 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
 
 	if (!cq || !(e = dfi_cq_slot(cq)))
 		return;
+	memset(e, 0, sizeof(*e));
 	e->err = true;
 	e->ee.op_context = ctx;
 	e->ee.flags = flags;
@@ -114,7 +120,7 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 		}
 		if (src)
 			src[i] = e->src;
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = (cq->head + 1) & (cq->cap - 1);
 		cq->n--;
 		i++;
 	}
@@ -144,12 +150,8 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 static ssize_t dfi_cq_readfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src)
 {
 	struct dfi_cq *cq = (struct dfi_cq *)fcq;
-	ssize_t r;
 
-	pthread_mutex_lock(&dfi_lock);
-	r = dfi_cq_readfrom_locked(cq, buf, count, src);
-	pthread_mutex_unlock(&dfi_lock);
-	return r;
+	return DOM_LOCKED(cq->dom, dfi_cq_readfrom_locked(cq, buf, count, src));
 }
 
 static ssize_t dfi_cq_read(struct fid_cq *fcq, void *buf, size_t count)
@@ -177,7 +179,7 @@ static ssize_t dfi_cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *buf, u
 		buf->prov_errno = e->prov_errno;
 		/* no provider error data (err_data_size in/out since API 1.5) */
 		buf->err_data_size = 0;
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = (cq->head + 1) & (cq->cap - 1);
 		cq->n--;
 		r = 1;
 	}
@@ -259,7 +261,7 @@ int dfi_cq_open(struct fid_domain *fdom, struct fi_cq_attr *attr, struct fid_cq 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
-	cq->cap = 256;
+	cq->cap = DFI_CQ_CAP0;
 	cq->ent = calloc(cq->cap, sizeof(*cq->ent));
 	if (!cq->ent) {
 		free(cq);

@@ -109,6 +109,7 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	dom->port = dnp_port(dom->d);
 	dom->nidx = dom->nnodes * DFI_LOCAL;
 	dom->my_idx = dfi_idx(dom, dom->self.x, dom->self.y, dom->self.z, dom->port);
+	dom->nolock = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
 	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom.fid.context = context;
 	dom->dom.fid.ops = &dfi_domain_fi_ops;

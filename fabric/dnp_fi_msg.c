@@ -29,7 +29,9 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 		    pe->ring_va + (uint64_t)(s->seq % DFI_K) * DFI_SLOT, pe->ring_key,
 		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK | ep->dom->tc);
 	dnp_stage_issued(&s->state, &pe->pending, r);
-	if (r != 0 && r != -EAGAIN)
+	if (r == -EAGAIN)
+		ep->peer_work = true; /* issued again by a later poll */
+	else if (r != 0)
 		dfi_fail(ep, r, "PUT");
 }
 
@@ -145,6 +147,7 @@ static int dfi_enqueue(struct dfi_ep *ep, unsigned idx, struct dfi_hdr *h, const
 	else
 		pe->q_head = o;
 	pe->q_tail = o;
+	ep->peer_work = true;
 	return 0;
 }
 
@@ -177,6 +180,7 @@ void dfi_credit_return(struct dfi_ep *ep, unsigned idx)
 	owed = pe->consumed - pe->acked;
 	if (owed == 0 || (owed < DFI_CREDIT_BATCH && !pe->credit_force))
 		return;
+	ep->peer_work = true; /* until the PUT below is issued and its event came */
 	if (pe->credit_retry_at && dfi_now() < pe->credit_retry_at)
 		return;
 	ep->credit_out[idx] = pe->consumed;
@@ -654,9 +658,17 @@ static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr
 		src = FI_ADDR_UNSPEC;
 	if (src != FI_ADDR_UNSPEC && (!ep->av || src >= ep->av->n))
 		return -FI_EINVAL;
-	dfi_progress(ep);
-	if (flags & (FI_PEEK | FI_CLAIM))
+	/*
+	 * A peek must see what has arrived: it makes progress first. A receive
+	 * does not: it matches what the provider holds, then waits in the
+	 * posted list, where the next progress (CQ read) delivers straight into
+	 * its buffer a message that an earlier progress would have copied into
+	 * the unexpected list.
+	 */
+	if (flags & (FI_PEEK | FI_CLAIM)) {
+		dfi_progress(ep);
 		return dfi_peek(ep, buf, len, src, tag, ignore, tagged, context, flags);
+	}
 	q = dfi_req_new(ep, R_RECV);
 	if (!q)
 		return -FI_ENOMEM;
@@ -707,7 +719,8 @@ static ssize_t dfi_sendv_how(struct fid_ep *fep, const struct iovec *iov, size_t
 	size_t n;
 
 	return dfi_iov1(iov, count, &b, &n) ?:
-		       LOCKED(dfi_send_common(EP(fep), b, n, dest, tag, data, context, flags, how));
+		       DOM_LOCKED(EP(fep)->dom, dfi_send_common(EP(fep), b, n, dest, tag, data,
+								context, flags, how));
 }
 
 static ssize_t dfi_recvv_how(struct fid_ep *fep, const struct iovec *iov, size_t count,
@@ -718,15 +731,16 @@ static ssize_t dfi_recvv_how(struct fid_ep *fep, const struct iovec *iov, size_t
 	size_t n;
 
 	return dfi_iov1(iov, count, &b, &n) ?:
-		       LOCKED(dfi_recv_common(EP(fep), b, n, src, tag, ignore, context, flags,
-					      how));
+		       DOM_LOCKED(EP(fep)->dom, dfi_recv_common(EP(fep), b, n, src, tag, ignore,
+								context, flags, how));
 }
 
 static ssize_t dfi_inject_how(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest,
 			      uint64_t tag, uint64_t data, uint64_t flags, unsigned how)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, data, NULL, FI_INJECT | flags,
-				      how | DFI_OP_EXPLICIT | DFI_OP_NOCOMP));
+	return DOM_LOCKED(EP(fep)->dom, dfi_send_common(EP(fep), buf, len, dest, tag, data, NULL,
+							FI_INJECT | flags,
+							how | DFI_OP_EXPLICIT | DFI_OP_NOCOMP));
 }
 
 #define T DFI_OP_TAGGED
@@ -735,7 +749,8 @@ static ssize_t dfi_inject_how(struct fid_ep *fep, const void *buf, size_t len, f
 static ssize_t dfi_tsend(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			 fi_addr_t dest, uint64_t tag, void *context)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, tag, 0, context, 0, T));
+	return DOM_LOCKED(EP(fep)->dom,
+			  dfi_send_common(EP(fep), buf, len, dest, tag, 0, context, 0, T));
 }
 
 static ssize_t dfi_tsendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -759,8 +774,8 @@ static ssize_t dfi_tinject(struct fid_ep *fep, const void *buf, size_t len, fi_a
 static ssize_t dfi_tsenddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			     uint64_t data, fi_addr_t dest, uint64_t tag, void *context)
 {
-	return LOCKED(
-		dfi_send_common(EP(fep), buf, len, dest, tag, data, context, FI_REMOTE_CQ_DATA, T));
+	return DOM_LOCKED(EP(fep)->dom, dfi_send_common(EP(fep), buf, len, dest, tag, data, context,
+							FI_REMOTE_CQ_DATA, T));
 }
 
 static ssize_t dfi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
@@ -772,7 +787,8 @@ static ssize_t dfi_tinjectdata(struct fid_ep *fep, const void *buf, size_t len, 
 static ssize_t dfi_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 			 uint64_t tag, uint64_t ignore, void *context)
 {
-	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, tag, ignore, context, 0, T));
+	return DOM_LOCKED(EP(fep)->dom,
+			  dfi_recv_common(EP(fep), buf, len, src, tag, ignore, context, 0, T));
 }
 
 static ssize_t dfi_trecvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -790,7 +806,8 @@ static ssize_t dfi_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *m, u
 static ssize_t dfi_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest,
 			void *context)
 {
-	return LOCKED(dfi_send_common(EP(fep), buf, len, dest, 0, 0, context, 0, 0));
+	return DOM_LOCKED(EP(fep)->dom,
+			  dfi_send_common(EP(fep), buf, len, dest, 0, 0, context, 0, 0));
 }
 
 static ssize_t dfi_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,
@@ -813,8 +830,8 @@ static ssize_t dfi_inject(struct fid_ep *fep, const void *buf, size_t len, fi_ad
 static ssize_t dfi_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
 			    uint64_t data, fi_addr_t dest, void *context)
 {
-	return LOCKED(
-		dfi_send_common(EP(fep), buf, len, dest, 0, data, context, FI_REMOTE_CQ_DATA, 0));
+	return DOM_LOCKED(EP(fep)->dom, dfi_send_common(EP(fep), buf, len, dest, 0, data, context,
+							FI_REMOTE_CQ_DATA, 0));
 }
 
 static ssize_t dfi_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data,
@@ -826,7 +843,8 @@ static ssize_t dfi_injectdata(struct fid_ep *fep, const void *buf, size_t len, u
 static ssize_t dfi_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src,
 			void *context)
 {
-	return LOCKED(dfi_recv_common(EP(fep), buf, len, src, 0, 0, context, 0, 0));
+	return DOM_LOCKED(EP(fep)->dom,
+			  dfi_recv_common(EP(fep), buf, len, src, 0, 0, context, 0, 0));
 }
 
 static ssize_t dfi_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count,

@@ -22,8 +22,9 @@
  *                    broadcast and allreduce as the daemons' collectives
  *
  * Locking: every entry point called by the application takes dfi_lock
- * (FI_THREAD_SAFE); every function declared here expects it held unless its
- * comment says otherwise. Errors are 0 or a negative FI_* errno.
+ * (FI_THREAD_SAFE), but data calls and CQ reads on a domain opened
+ * FI_THREAD_DOMAIN (DOM_LOCKED); every function declared here expects it
+ * held (or its domain serialized) unless its comment says otherwise. Errors are 0 or a negative FI_* errno.
  */
 #ifndef DNP_FI_PRIV_H
 #define DNP_FI_PRIV_H
@@ -281,6 +282,11 @@ struct dfi_domain {
 	struct dnp_regcache regs; /* ranges registered for rendez-vous */
 	uint64_t cntr_used;       /* daemon counters held by open fi_cntrs (bit n: DNP_CNTR(n)) */
 	unsigned tc;              /* DNP_TC(n) of the endpoint's tx_attr->tclass (dnp_fi_ep.c) */
+	/*
+	 * Opened FI_THREAD_DOMAIN (the application serializes its calls on the
+	 * domain's objects): data calls and CQ reads skip the provider lock.
+	 */
+	bool nolock;
 };
 
 struct dfi_ep {
@@ -305,6 +311,15 @@ struct dfi_ep {
 	struct dfi_req *gets;
 	struct dnp_reqtab reqs; /* requests by (idx, gen): RTS ids, GET and RMA cookies */
 	uint64_t gen;
+	struct dfi_req *spare; /* freed requests kept for reuse (no malloc per message) */
+	unsigned nspare;
+	/*
+	 * Some peer may have work a poll without events must do: messages queued
+	 * or staged but not issued, credits owed by a PUT (dfi_peer_work). Set
+	 * where such work appears; an event always runs the peers' loop too.
+	 */
+	bool peer_work;
+	unsigned empty_polls; /* polls without events since the clock was last read */
 	int fatal;
 	uint64_t alive_at; /* when the daemon was last seen alive (dfi_now) */
 	/* FI_COLLECTIVE (dnp_fi_coll.c) */
@@ -335,6 +350,22 @@ ssize_t dfi_enosys_op(void);
 		_r = (expr);                     \
 		pthread_mutex_unlock(&dfi_lock); \
 		_r;                              \
+	})
+
+/*
+ * A data call's or CQ read's body: under the provider lock, unless the
+ * domain was opened FI_THREAD_DOMAIN (dfi_domain.nolock).
+ */
+#define DOM_LOCKED(dom, expr)                            \
+	({                                               \
+		bool _lk = !(dom)->nolock;               \
+		ssize_t _r;                              \
+		if (_lk)                                 \
+			pthread_mutex_lock(&dfi_lock);   \
+		_r = (expr);                             \
+		if (_lk)                                 \
+			pthread_mutex_unlock(&dfi_lock); \
+		_r;                                      \
 	})
 
 /*
@@ -432,6 +463,12 @@ struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind);
 void dfi_req_free(struct dfi_ep *ep, struct dfi_req *r);
 /* Bytes of an endpoint's credit arrays (credit_in, credit_out), page aligned. */
 size_t dfi_cred_len(const struct dfi_domain *dom);
+/* Whether peer pe has work that a poll without events must do (ep->peer_work). */
+static inline bool dfi_peer_work(const struct dfi_peer *pe)
+{
+	return pe->q_head || pe->pending || pe->credit_force ||
+	       pe->consumed - pe->acked >= DFI_CREDIT_BATCH;
+}
 /* The peer of ring index idx, created on first use; NULL when out of memory. */
 struct dfi_peer *dfi_peer(struct dfi_ep *ep, unsigned idx);
 /* The peer (and its ring) for an AV address; NULL with *err set otherwise. */

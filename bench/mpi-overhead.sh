@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# MPI's overhead over the raw dnp_pingpong, side by side: in each round, on
+# each transport (shm, udp; 2x1x1 torus), the raw dnp_pingpong 8 B (median of
+# ITERS), NetPIPE 8 B over the provider of BUILD and, with BEFORE_FI=DIR,
+# over another build's libdnp-fi.so, in alternating order (the old provider
+# first in odd rounds). Medians over ROUNDS rounds (default 5); the overhead is
+# NetPIPE's half round trip minus the raw median of the same round.
+# usage: bench/mpi-overhead.sh BUILD_DIR [OUT_CSV]   (default /tmp/mpi-overhead.csv)
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+csv=${2:-/tmp/mpi-overhead.csv}
+rounds=${ROUNDS:-5}
+iters=${ITERS:-2000}
+tmp=$(mktemp -d /tmp/mpi-overhead.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# The shared lock is taken once per round (a round takes well under a minute), so that
+# the paths compared in one round run back to back; DNP_BENCH_LOCK=FILE names another.
+lockfile=${DNP_BENCH_LOCK:-/tmp/softdnp-heavy.lock}
+lock() { "$@"; }
+
+# np LABEL TR FI_DIR ROUND: NetPIPE 8 B over provider FI_DIR; appends "round,LABEL,TR,usec"
+np() {
+	local label=$1 tr=$2 dir=$3 round=$4
+	rm -f "$tmp/np.out"
+	(cd "$tmp" && lock env DNP_MPI_NP= DNP_FI_DIR="$dir" "$build/apps/dnp-run" --timeout 60 \
+		--torus 2x1x1 --transport "$tr" -- "$top/fabric/dnp-mpirun.sh" \
+		NPopenmpi -p 0 -l 8 -u 8 -o "$tmp/np.out" >"$tmp/log" 2>&1) ||
+		{ cat "$tmp/log"; return 1; }
+	awk -v r="$round" -v l="$label" -v t="$tr" '$1 == 8 { printf "%s,%s,%s,%.3f\n", r, l, t, $3 * 1e6 }' \
+		"$tmp/np.out" >>"$csv"
+}
+# raw TR ROUND: dnp_pingpong 8 B, its median; and 72 B (8 B behind the provider's 64-byte
+# header: what the header costs the daemons and the link), label raw72
+raw() {
+	local tr=$1 round=$2
+	lock "$build/apps/dnp-run" --timeout 60 --torus 2x1x1 --transport "$tr" -- dnp_pingpong \
+		--csv --sizes 8,72 --iters "$iters" >"$tmp/raw" 2>&1 || { cat "$tmp/raw"; return 1; }
+	sed -n 's/^\[0,0,0\] //p' "$tmp/raw" | awk -F, -v r="$round" -v t="$tr" \
+		'$1 == 8 { printf "%s,raw,%s,%s\n", r, t, $4 } $1 == 72 { printf "%s,raw72,%s,%s\n", r, t, $4 }' >>"$csv"
+}
+
+[ "${REPORT_ONLY:-0}" = 1 ] || echo "round,label,transport,usec" >"$csv"
+for ((i = 0; i < rounds && ${REPORT_ONLY:-0} != 1; i++)); do
+	exec 9>>"$lockfile"
+	flock 9
+	for tr in shm udp; do
+		raw "$tr" "$i"
+		if [ -n "${BEFORE_FI:-}" ] && ((i % 2 == 0)); then
+			np old "$tr" "$BEFORE_FI" "$i"
+			np new "$tr" "$build/fabric" "$i"
+		elif [ -n "${BEFORE_FI:-}" ]; then
+			np new "$tr" "$build/fabric" "$i"
+			np old "$tr" "$BEFORE_FI" "$i"
+		else
+			np new "$tr" "$build/fabric" "$i"
+		fi
+	done
+	flock -u 9
+	exec 9>&-
+done
+
+# median of the values of label L on transport T (column 4), or of the per-round overheads
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+vals() { awk -F, -v l="$1" -v t="$2" '$2 == l && $3 == t { print $4 }' "$csv"; }
+over() {
+	awk -F, -v l="$1" -v t="$2" '$3 == t && $2 == "raw" { r[$1] = $4 } $3 == t && $2 == l { m[$1] = $4 }
+		END { for (k in m) if (k in r) print m[k] - r[k] }' "$csv"
+}
+echo "8-byte half round trip, medians of $rounds rounds (us); overhead = NetPIPE - raw, per round:"
+echo
+echo "| transport | raw dnp_pingpong 8 B | raw 72 B | NetPIPE old | NetPIPE new | overhead old | overhead new | new / old (NetPIPE) |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for tr in shm udp; do
+	r=$(vals raw $tr | med) r72=$(vals raw72 $tr | med) o=$(vals old $tr | med) n=$(vals new $tr | med)
+	oo=$(over old $tr | med) on=$(over new $tr | med)
+	ratio=$(awk -v a="$n" -v b="$o" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.3f", a / b }')
+	echo "| $tr | $r | $r72 | ${o:-n/a} | $n | ${oo:+$(printf '%+.2f' "$oo")} | $(printf '%+.2f' "$on") | $ratio |"
+done
