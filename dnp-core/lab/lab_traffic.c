@@ -309,7 +309,7 @@ static void on_rx(struct dnp_lab *lab, struct lab_node *nd, const struct dnp_eve
 	unsigned diam = lab->conf.torus.dim[0] / 2 + lab->conf.torus.dim[1] / 2 +
 			lab->conf.torus.dim[2] / 2;
 	if (lab->conf.routing == DNP_ROUTING_VALIANT && ev->hops >= dist && ev->hops <= 2 * diam) {
-		/* a two-phase route: no fault needed */
+		lab->res.detoured += ev->hops > dist; /* a two-phase route: no fault needed */
 	} else if (lab->conf.nfaults && ev->hops > dist) {
 		lab->res.detoured++;
 	} else if (ev->hops != dist) {
