@@ -102,8 +102,9 @@ static void usage(FILE *f)
 		"  --keep-going          let the other programs finish when one fails\n"
 		"  --impair SPEC         link impairment for every dnpd (dnpd --impair, e.g.\n"
 		"                        'loss=1%%,reorder=0.5%%,dup=0.1%%,corrupt=0.01%%,seed=7')\n"
-		"  --routing dor|adaptive  routing of every dnpd (dnpd --routing; adaptive\n"
-		"                        needs 3+ VCs, dnpd's default is 4; docs/routing.md)\n"
+		"  --routing dor|adaptive|valiant  routing of every dnpd (dnpd --routing;\n"
+		"                        adaptive needs 3+ VCs, valiant 4, dnpd's default is 4;\n"
+		"                        docs/routing.md)\n"
 		"  --congestion off|ecn  congestion management of every dnpd (dnpd --congestion)\n"
 		"  --arbitration off|strict|wrr  traffic-class arbitration of every dnpd\n"
 		"                        (dnpd --arbitration; default off)\n"
@@ -368,8 +369,8 @@ static int parse_run_opt(struct run *r, int c, const char *arg, bool *have_torus
 		r->extra[r->nextra++] = arg;
 		return 1;
 	case 'G': /* checked here, applied by dnpd */
-		if (strcmp(arg, "dor") && strcmp(arg, "adaptive")) {
-			msg("bad --routing '%s' (dor or adaptive)", arg);
+		if (strcmp(arg, "dor") && strcmp(arg, "adaptive") && strcmp(arg, "valiant")) {
+			msg("bad --routing '%s' (dor, adaptive or valiant)", arg);
 			return -EINVAL;
 		}
 		if (r->nextra + 2 > MAX_EXTRA) {

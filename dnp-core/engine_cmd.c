@@ -569,9 +569,9 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 		s->rd_ev = 1; /* its TX_READ's slot: room was checked with it */
 		q->reserved++;
 	}
-	/* dst is in the torus now: with no known fault its plan is direct (via 0) */
-	if (rc == 0 && e->router.n_faults)
-		rc = dnp_route_plan(&e->router, s->dst, &s->via);
+	/* dst is in the torus now: with no known fault DOR's plan is direct (via 0) */
+	if (rc == 0 && (e->router.n_faults || e->router.routing == DNP_ROUTING_VALIANT))
+		rc = engine_plan_msg(e, s, &s->via);
 	if (rc == 0)
 		rc = engine_local_hop(e, s->dst, s->via, &hop);
 	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !engine_link_usable(e, hop.dir))

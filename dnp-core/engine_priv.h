@@ -739,6 +739,8 @@ int engine_deliver_send(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const
 
 /* The route plan for a packet of this node's to dst (0, direct, when none avoids the faults). */
 uint16_t engine_via_for(struct dnp_engine *e, struct dnp_coord dst);
+/* The via of a new message (dnp_route_plan, or Valiant's choice). Errors: -EHOSTUNREACH. */
+int engine_plan_msg(struct dnp_engine *e, const struct slot *s, uint16_t *via);
 /* dnp_route_step from this node at injection, cached while the router is unchanged. */
 int engine_local_hop(struct dnp_engine *e, struct dnp_coord dst, uint16_t via, struct dnp_hop *hop);
 /*

@@ -21,6 +21,23 @@ uint16_t engine_via_for(struct dnp_engine *e, struct dnp_coord dst)
 }
 
 /*
+ * Valiant routing (route.h, dnp_route_valiant): a message of one packet
+ * (a GET request, or at most the lowest class's largest payload) takes the
+ * intermediate node its message id hashes to; a longer one the node its
+ * source and destination hash to (key 0), so that the multi-packet
+ * messages of one source to one target share one path and stay in order
+ * (docs/routing.md, "Valiant routing"). In another mode: DOR's plan.
+ */
+int engine_plan_msg(struct dnp_engine *e, const struct slot *s, uint16_t *via)
+{
+	bool one = s->c.op == DNP_OP_GET || s->c.len <= engine_seg_max(e, 0);
+
+	if (e->router.routing != DNP_ROUTING_VALIANT)
+		return dnp_route_plan(&e->router, s->dst, via);
+	return dnp_route_valiant(&e->router, s->dst, one ? s->msg_id : 0, via);
+}
+
+/*
  * dnp_route_step(router, self, dst, via, DNP_DIR_LOCAL, 0, hop) for a packet
  * that starts at this node, remembered while the router is unchanged.
  */

@@ -315,6 +315,8 @@ int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc)
 		return -EINVAL;
 	if (r->routing == DNP_ROUTING_ADAPTIVE && nvc < DNP_ROUTE_ADAPT_MIN_VCS)
 		return -EINVAL;
+	if (r->routing == DNP_ROUTING_VALIANT && nvc < DNP_ROUTE_VALIANT_VCS)
+		return -EINVAL;
 	r->nvc = (uint8_t)nvc;
 	if (++r->gen == 0)
 		r->gen = 1;
@@ -429,7 +431,8 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 		return pe->rc;
 	}
 	/* around sick cables too if a route does; around broken ones only if not */
-	bool vias = r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4 && r->routing == DNP_ROUTING_DOR;
+	bool vias =
+		r->vc_mode == DNP_VC_DATELINE && r->nvc >= 4 && r->routing != DNP_ROUTING_ADAPTIVE;
 	if (r->n_sick &&
 	    (simulate(r, dst, 0, true) >= 0 || (vias && plan_via(r, dst, via, true) == 0)))
 		rc = 0;
@@ -450,10 +453,14 @@ int dnp_route_plan(struct dnp_router *r, struct dnp_coord dst, uint16_t *via)
 
 int dnp_route_set_routing(struct dnp_router *r, unsigned routing)
 {
-	if (routing != DNP_ROUTING_DOR && routing != DNP_ROUTING_ADAPTIVE)
+	if (routing != DNP_ROUTING_DOR && routing != DNP_ROUTING_ADAPTIVE &&
+	    routing != DNP_ROUTING_VALIANT)
 		return -EINVAL;
 	if (routing == DNP_ROUTING_ADAPTIVE &&
 	    (r->vc_mode != DNP_VC_DATELINE || r->nvc < DNP_ROUTE_ADAPT_MIN_VCS))
+		return -EINVAL;
+	if (routing == DNP_ROUTING_VALIANT &&
+	    (r->vc_mode != DNP_VC_DATELINE || r->nvc < DNP_ROUTE_VALIANT_VCS))
 		return -EINVAL;
 	r->routing = (uint8_t)routing;
 	if (++r->gen == 0)
@@ -466,6 +473,7 @@ const char *dnp_routing_name(unsigned routing)
 {
 	return routing == DNP_ROUTING_DOR      ? "dor" :
 	       routing == DNP_ROUTING_ADAPTIVE ? "adaptive" :
+	       routing == DNP_ROUTING_VALIANT  ? "valiant" :
 						 NULL;
 }
 
@@ -475,6 +483,8 @@ int dnp_routing_parse(const char *name)
 		return DNP_ROUTING_DOR;
 	if (name && !strcmp(name, "adaptive"))
 		return DNP_ROUTING_ADAPTIVE;
+	if (name && !strcmp(name, "valiant"))
+		return DNP_ROUTING_VALIANT;
 	return -EINVAL;
 }
 
@@ -517,4 +527,86 @@ unsigned dnp_route_adaptive(const struct dnp_router *r, struct dnp_coord dst,
 			dirs[n++] = (uint8_t)(2 * k + 1);
 	}
 	return n;
+}
+
+/* ---------------------------------------------------------------- Valiant */
+
+/* A 64-bit mix of source, destination and key (the SplitMix64 finaliser). */
+static uint64_t valiant_hash(uint32_t src, uint32_t dst, uint32_t key)
+{
+	uint64_t h = ((uint64_t)src << 32 | dst) ^ ((uint64_t)key * 0x9e3779b97f4a7c15ull);
+
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
+	return h;
+}
+
+struct dnp_coord dnp_route_valiant_node(const struct dnp_torus *t, struct dnp_coord src,
+					struct dnp_coord dst, uint32_t key)
+{
+	uint64_t h = valiant_hash(dnp_torus_id(t, src), dnp_torus_id(t, dst), key);
+	unsigned c[3];
+
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned n = t->dim[k], s = coord_k(src, k);
+
+		/* 16 bits of the hash per ring: a bias of at most n / 65536 */
+		unsigned bits = (unsigned)(h & 0xffffu);
+
+		h >>= 16;
+		if (n <= 16)
+			c[k] = bits % n;
+		else
+			c[k] = (unsigned)(((int)s + (int)(bits % 16) - 8 + (int)n) % (int)n);
+	}
+	return (struct dnp_coord){ (uint8_t)c[0], (uint8_t)c[1], (uint8_t)c[2] };
+}
+
+int dnp_route_via_code(const struct dnp_torus *t, struct dnp_coord src, struct dnp_coord dst,
+		       struct dnp_coord v, uint16_t *via)
+{
+	uint16_t code = DNP_VIA_ON;
+
+	*via = 0;
+	if (dnp_coord_eq(v, src) || dnp_coord_eq(v, dst))
+		return 0;
+	for (unsigned k = 0; k < 3; k++) {
+		int n = t->dim[k];
+		int d = ((int)coord_k(v, k) - (int)coord_k(src, k) + n) % n;
+
+		if (d > 7)
+			d -= n; /* the other way round: -8 .. -1 when n <= 16 */
+		if (d < -8 || d > 7)
+			return -ERANGE;
+		code |= (uint16_t)(((unsigned)d & 0xfu) << (4 * k));
+	}
+	*via = code;
+	return 0;
+}
+
+int dnp_route_valiant(struct dnp_router *r, struct dnp_coord dst, uint32_t key, uint16_t *via)
+{
+	*via = 0;
+	if (r->routing != DNP_ROUTING_VALIANT)
+		return dnp_route_plan(r, dst, via);
+	if (!dnp_torus_contains(&r->torus, dst))
+		return -EHOSTUNREACH;
+	if (dnp_coord_eq(dst, r->self))
+		return 0;
+	for (unsigned i = 0; i < DNP_ROUTE_VALIANT_TRIES; i++) {
+		struct dnp_coord v = dnp_route_valiant_node(&r->torus, r->self, dst, key + i);
+		uint16_t code;
+
+		if (dnp_route_via_code(&r->torus, r->self, dst, v, &code) < 0)
+			continue;
+		/* no fault known: the first choice, unchecked (the common case) */
+		if (!r->n_faults || simulate(r, dst, code, r->n_sick != 0) >= 0) {
+			*via = code;
+			return 0;
+		}
+	}
+	return dnp_route_plan(r, dst, via);
 }

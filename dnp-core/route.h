@@ -44,6 +44,19 @@
  * phase detours need VCs 2/3, so adaptive mode plans none: what only a via
  * reaches is unreachable there. Adaptive routing needs three VCs or more.
  *
+ * Valiant routing (docs/routing.md, "Valiant routing"; dnp_route_valiant):
+ * non-minimal and oblivious. The source sends a message through an
+ * intermediate node chosen by a hash of source, destination and a key, and
+ * carries it as a via: phase 1 goes to it on VCs 0/1, phase 2 from it to
+ * the destination on VCs 2/3, each phase dimension-ordered with the
+ * dateline, exactly as a two-phase detour does; so the channel dependency
+ * graph is the DOR graph on VCs 0/1, the same on VCs 2/3, and edges from
+ * the first pair to the second only (tests/test_route.c checks every
+ * intermediate on 4x4x4, and the vias chosen under every single failure).
+ * With known faults a via is taken only if its two-phase route avoids them
+ * (a few other keys are tried), else the packet falls back to DOR's plan
+ * (direct, or a detour). Valiant routing needs four VCs.
+ *
  * The tables are owned by the caller (fixed size, no allocation); one thread.
  */
 #ifndef DNP_ROUTE_H
@@ -62,11 +75,14 @@ enum dnp_vc_mode {
 enum dnp_routing {
 	DNP_ROUTING_DOR = 0,      /* dimension-ordered (the DNP's, the default) */
 	DNP_ROUTING_ADAPTIVE = 1, /* minimal adaptive, DOR as the escape (VCs 0/1) */
+	DNP_ROUTING_VALIANT = 2,  /* through an intermediate node: DOR on VCs 0/1, then 2/3 */
 };
 
 #define DNP_ROUTE_ADAPT_VC 2u       /* the first adaptive VC in adaptive mode */
 #define DNP_ROUTE_ADAPT_MIN_VCS 3u  /* VCs adaptive mode needs: 2 escape, 1 adaptive */
 #define DNP_ROUTE_MAX_PRODUCTIVE 6u /* productive directions at most (ties in 3 rings) */
+#define DNP_ROUTE_VALIANT_VCS 4u    /* VCs Valiant routing needs: 2 per phase */
+#define DNP_ROUTE_VALIANT_TRIES 4u  /* keys tried for a via clear of known faults */
 
 #define DNP_ROUTE_MAX_FAULTS 64 /* broken cables a node keeps track of */
 #define DNP_ROUTE_PLAN_CACHE 64 /* planned detours remembered (direct-mapped) */
@@ -147,7 +163,7 @@ int dnp_route_next(const struct dnp_router *r, struct dnp_coord dst, unsigned in
  * onto a broken cable when nothing better is known; the caller checks its
  * link.
  * Errors: -EHOSTUNREACH dst outside the torus; -EINVAL a malformed via code,
- * a packet on VC 2/3 without a via (DOR), or with one (adaptive).
+ * a packet on VC 2/3 without a via (DOR, Valiant), or with one (adaptive).
  */
 int dnp_route_step(const struct dnp_router *r, struct dnp_coord src, struct dnp_coord dst,
 		   uint16_t via, unsigned in_dir, unsigned in_vc, struct dnp_hop *out);
@@ -164,7 +180,7 @@ int dnp_route_via_coord(const struct dnp_torus *t, struct dnp_coord src, struct 
 			uint16_t via, struct dnp_coord *out);
 /*
  * The VCs the links carry (1..4; default 2). Errors: -EINVAL (also fewer
- * than adaptive routing needs while it is on).
+ * than adaptive or Valiant routing needs while it is on).
  */
 int dnp_route_set_vcs(struct dnp_router *r, unsigned nvc);
 /*
@@ -184,15 +200,41 @@ static inline bool dnp_route_cable_broken(const struct dnp_router *r, struct dnp
 }
 /*
  * Chooses the routing mode (enum dnp_routing). Adaptive mode needs the
- * dateline VC mode and DNP_ROUTE_ADAPT_MIN_VCS VCs (set them first).
- * Errors: -EINVAL an unknown mode, or adaptive with a single VC mode or too
- * few VCs (the router is then unchanged).
+ * dateline VC mode and DNP_ROUTE_ADAPT_MIN_VCS VCs, Valiant mode the
+ * dateline VC mode and DNP_ROUTE_VALIANT_VCS VCs (set them first).
+ * Errors: -EINVAL an unknown mode, or adaptive or Valiant with a single VC
+ * mode or too few VCs (the router is then unchanged).
  */
 int dnp_route_set_routing(struct dnp_router *r, unsigned routing);
-/* "dor" or "adaptive" (NULL for another value). */
+/* "dor", "adaptive" or "valiant" (NULL for another value). */
 const char *dnp_routing_name(unsigned routing);
-/* The mode a name gives ("dor", "adaptive"). Errors: -EINVAL an unknown name. */
+/* The mode a name gives ("dor", "adaptive", "valiant"). Errors: -EINVAL an unknown name. */
 int dnp_routing_parse(const char *name);
+/*
+ * Valiant's intermediate node for a message from src to dst with key
+ * (deterministic: a hash of the three). Each coordinate is uniform over its
+ * ring when the ring has 16 nodes or fewer (the via code's offsets reach
+ * all of it), else within -8..+7 of the source's. It may be src or dst.
+ */
+struct dnp_coord dnp_route_valiant_node(const struct dnp_torus *t, struct dnp_coord src,
+					struct dnp_coord dst, uint32_t key);
+/*
+ * The via code (relative to src) that names node v, or 0 when v is src or
+ * dst (the direct route). Errors: -ERANGE v is further from src than the
+ * code's offsets reach (-8..7 around each ring).
+ */
+int dnp_route_via_code(const struct dnp_torus *t, struct dnp_coord src, struct dnp_coord dst,
+		       struct dnp_coord v, uint16_t *via);
+/*
+ * Chooses, at the source (r->self), how a message for dst with key travels
+ * in Valiant mode: *via names dnp_route_valiant_node's choice (0 when that
+ * is the source or dst). With known faults the choice must have a two-phase
+ * route clear of broken cables (and of sick ones if one is); else the keys
+ * key+1 .. key+DNP_ROUTE_VALIANT_TRIES-1 are tried, and last dnp_route_plan
+ * (DOR's plan around the faults). In another mode it is dnp_route_plan.
+ * Errors: those of dnp_route_plan (-EHOSTUNREACH).
+ */
+int dnp_route_valiant(struct dnp_router *r, struct dnp_coord dst, uint32_t key, uint16_t *via);
 /*
  * The productive (minimal) directions from r->self towards dst that an
  * adaptive hop may take, in dirs[] (direction order, X+ first): each

@@ -3,7 +3,9 @@
  * Unit tests for dnp-core/route: known-answer paths, reachability in exactly
  * the torus distance, the channel-dependency-graph proof that dateline VCs are
  * deadlock-free (and that a single VC is not), detours round broken and sick cables,
- * and the escape network of adaptive routing with every adaptive choice.
+ * the escape network of adaptive routing with every adaptive choice, and
+ * Valiant routing: its intermediate node, its phases and VCs, and the graph
+ * of every two-phase route, with and without single failures.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -987,7 +989,7 @@ static void test_route_adaptive_modes(void **state)
 	assert_int_equal(dnp_routing_parse("dor"), DNP_ROUTING_DOR);
 	assert_int_equal(dnp_routing_parse("Adaptive"), -EINVAL);
 	assert_string_equal(dnp_routing_name(DNP_ROUTING_ADAPTIVE), "adaptive");
-	assert_null(dnp_routing_name(2));
+	assert_null(dnp_routing_name(3));
 	/* 0,0,0 -> 1,2,3: X+, Y+ and Y- (a tie), Z- */
 	assert_int_equal(dnp_route_adaptive(r, C(1, 2, 3), dirs), 4);
 	assert_int_equal(dirs[0], DNP_DIR_XP);
@@ -1050,6 +1052,283 @@ static void test_route_adaptive_every_failure_4x4x4(void **state)
 	fnet_free(n);
 }
 
+/*
+ * Valiant routing (route.h). Phase 1 goes to the intermediate node on VCs
+ * 0/1, phase 2 from it to the destination on VCs 2/3; valiant_walk follows
+ * a route with a given via, checks the phases' VCs and adds its
+ * dependencies to the graph.
+ */
+/* Every router of n in Valiant mode, with the four VCs it needs. */
+static void fnet_valiant(struct fnet *n)
+{
+	for (uint32_t id = 0; id < n->size; id++) {
+		assert_int_equal(dnp_route_set_vcs(&n->r[id], 4), 0);
+		assert_int_equal(dnp_route_set_routing(&n->r[id], DNP_ROUTING_VALIANT), 0);
+	}
+}
+
+/*
+ * Walks src -> dst through via: returns the hop count; asserts that no hop
+ * crosses a broken cable, that hops before the via (and every hop of a
+ * direct route) are on VCs 0/1 and hops after it on VCs 2/3.
+ */
+static int valiant_walk(struct fnet *n, uint32_t src, uint32_t dst, uint16_t via)
+{
+	struct dnp_coord s = dnp_torus_coord(&n->t, src), d = dnp_torus_coord(&n->t, dst), v;
+	uint32_t cur = src;
+	unsigned in_dir = DNP_DIR_LOCAL, in_vc = 0, hops = 0;
+	bool phase2 = false;
+	int prev = -1;
+
+	assert_int_equal(dnp_route_via_coord(&n->t, s, d, via, &v), 0);
+	for (;;) {
+		struct dnp_hop h;
+		struct dnp_coord c = dnp_torus_coord(&n->t, cur);
+
+		if (via && dnp_coord_eq(c, v))
+			phase2 = true;
+		assert_int_equal(dnp_route_step(&n->r[cur], s, d, via, in_dir, in_vc, &h), 0);
+		if (h.dir == DNP_DIR_LOCAL) {
+			assert_int_equal(cur, dst);
+			assert_true(!via || phase2);
+			return (int)hops;
+		}
+		assert_true(phase2 ? h.vc >= 2 && h.vc < NVC4 : h.vc < 2);
+		assert_false(dnp_route_cable_broken(&n->r[cur], c, h.dir));
+		assert_true(hops < 4 * MAX_PATH);
+		if (prev >= 0)
+			n->out[prev] |= 1u << (h.dir * NVC4 + h.vc);
+		prev = (int)fchan(cur, h.dir, h.vc);
+		hops++;
+		cur = dnp_torus_id(&n->t, dnp_torus_neighbour(&n->t, c, h.dir));
+		in_dir = dnp_torus_opposite(h.dir);
+		in_vc = h.vc;
+	}
+}
+
+static void test_route_valiant_choice(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 2);
+	struct dnp_router *r = &n->r[0];
+	struct dnp_coord src = C(0, 0, 0), dst = C(1, 0, 0);
+	unsigned hits[64] = { 0 };
+	uint16_t via;
+
+	/* four VCs and the dateline needed; 3 refused while it is on */
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_VALIANT), -EINVAL);
+	assert_int_equal(dnp_route_set_vcs(r, 3), 0);
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_VALIANT), -EINVAL);
+	assert_int_equal(dnp_route_set_vcs(r, 4), 0);
+	r->vc_mode = DNP_VC_SINGLE;
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_VALIANT), -EINVAL);
+	r->vc_mode = DNP_VC_DATELINE;
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_VALIANT), 0);
+	assert_int_equal(dnp_route_set_vcs(r, 3), -EINVAL);
+	assert_int_equal(dnp_routing_parse("valiant"), DNP_ROUTING_VALIANT);
+	assert_string_equal(dnp_routing_name(DNP_ROUTING_VALIANT), "valiant");
+	assert_null(dnp_routing_name(3));
+	/* no adaptive choice in Valiant mode */
+	uint8_t dirs[DNP_ROUTE_MAX_PRODUCTIVE];
+	assert_int_equal(dnp_route_adaptive(r, dst, dirs), 0);
+
+	/* deterministic, and uniform enough over the 64 nodes for 4096 keys */
+	for (uint32_t key = 0; key < 4096; key++) {
+		struct dnp_coord v = dnp_route_valiant_node(&n->t, src, dst, key), w;
+
+		assert_true(dnp_coord_eq(v, dnp_route_valiant_node(&n->t, src, dst, key)));
+		assert_true(dnp_torus_contains(&n->t, v));
+		hits[dnp_torus_id(&n->t, v)]++;
+		/* the engine's choice names that node (direct when it is src or dst) */
+		assert_int_equal(dnp_route_valiant(r, dst, key, &via), 0);
+		assert_int_equal(dnp_route_via_coord(&n->t, src, dst, via, &w), 0);
+		if (dnp_coord_eq(v, src) || dnp_coord_eq(v, dst))
+			assert_int_equal(via, 0);
+		else
+			assert_true(dnp_coord_eq(v, w) && (via & DNP_VIA_ON));
+	}
+	for (unsigned i = 0; i < 64; i++)
+		assert_in_range(hits[i], 32, 96);
+	/* another pair, another sequence of choices */
+	unsigned same = 0;
+	for (uint32_t key = 0; key < 64; key++)
+		same += dnp_coord_eq(dnp_route_valiant_node(&n->t, src, dst, key),
+				     dnp_route_valiant_node(&n->t, src, C(2, 0, 0), key));
+	assert_true(same < 16);
+	/* to itself: direct; outside the torus: unreachable */
+	assert_int_equal(dnp_route_valiant(r, src, 5, &via), 0);
+	assert_int_equal(via, 0);
+	assert_int_equal(dnp_route_valiant(r, C(4, 0, 0), 5, &via), -EHOSTUNREACH);
+
+	/*
+	 * The phases: (0,0,0) -> (1,0,0) through (0,2,0). Phase 1 Y+ Y+ on VC 0;
+	 * at the via phase 2 starts afresh: X+ on VC 2, then Y the + way (a
+	 * tie on a 4-ring) on VC 2, and over the wrap link (y 3 -> 0) on VC 3.
+	 */
+	fnet_valiant(n);
+	struct dnp_hop h;
+	assert_int_equal(dnp_route_via_code(&n->t, src, dst, C(0, 2, 0), &via), 0);
+	const struct {
+		struct dnp_coord at;
+		uint8_t in_dir, in_vc, dir, vc;
+	} path[] = {
+		{ C(0, 0, 0), DNP_DIR_LOCAL, 0, DNP_DIR_YP, 0 },
+		{ C(0, 1, 0), DNP_DIR_YM, 0, DNP_DIR_YP, 0 },
+		{ C(0, 2, 0), DNP_DIR_YM, 0, DNP_DIR_XP, 2 },
+		{ C(1, 2, 0), DNP_DIR_XM, 2, DNP_DIR_YP, 2 },
+		{ C(1, 3, 0), DNP_DIR_YM, 2, DNP_DIR_YP, 3 },
+		{ C(1, 0, 0), DNP_DIR_YM, 3, DNP_DIR_LOCAL, 0 },
+	};
+	for (unsigned i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
+		struct dnp_router *ri = &n->r[dnp_torus_id(&n->t, path[i].at)];
+
+		assert_int_equal(
+			dnp_route_step(ri, src, dst, via, path[i].in_dir, path[i].in_vc, &h), 0);
+		assert_int_equal(h.dir, path[i].dir);
+		if (h.dir != DNP_DIR_LOCAL)
+			assert_int_equal(h.vc, path[i].vc);
+	}
+	/* a packet on VC 2/3 without a via is refused, as in DOR */
+	assert_int_equal(dnp_route_step(&n->r[1], src, C(3, 0, 0), 0, DNP_DIR_XM, 2, &h), -EINVAL);
+
+	/* with a known fault, a via whose route crosses it is not taken */
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_VALIANT), 0);
+	bool tried = false;
+	for (uint32_t key = 0; key < 64 && !tried; key++) {
+		struct dnp_coord v = dnp_route_valiant_node(&n->t, src, dst, key);
+
+		if (v.x == 0 && v.y > 0 && v.z == 0) { /* phase 1 leaves Y+ or Y- */
+			unsigned dir = v.y <= 2 ? DNP_DIR_YP : DNP_DIR_YM;
+
+			fnet_cable(n, 0, dir, true);
+			assert_int_equal(dnp_route_valiant(r, dst, key, &via), 0);
+			assert_true(valiant_walk(n, 0, 1, via) >= 1);
+			struct dnp_hop first;
+			assert_int_equal(dnp_route_step(r, src, dst, via, DNP_DIR_LOCAL, 0, &first),
+					 0);
+			assert_int_not_equal(first.dir, dir);
+			fnet_cable(n, 0, dir, false);
+			tried = true;
+		}
+	}
+	assert_true(tried);
+	/* DOR mode: dnp_route_valiant is DOR's plan */
+	assert_int_equal(dnp_route_set_routing(r, DNP_ROUTING_DOR), 0);
+	assert_int_equal(dnp_route_valiant(r, dst, 9, &via), 0);
+	assert_int_equal(via, 0);
+	fnet_free(n);
+}
+
+/* The via code's round trip on rings of 4, 8 and 16; beyond 16 out of reach. */
+static void test_route_valiant_via_code(void **state)
+{
+	struct dnp_torus t;
+	uint16_t via;
+
+	assert_int_equal(dnp_torus_init(&t, 16, 8, 4), 0);
+	for (uint32_t id = 0; id < dnp_torus_size(&t); id++) {
+		struct dnp_coord v = dnp_torus_coord(&t, id), w;
+		struct dnp_coord a = C(3, 5, 1), b = C(9, 2, 2);
+
+		assert_int_equal(dnp_route_via_code(&t, a, b, v, &via), 0);
+		assert_int_equal(dnp_route_via_coord(&t, a, b, via, &w), 0);
+		assert_int_equal(via == 0, dnp_coord_eq(v, a) || dnp_coord_eq(v, b));
+		assert_true(dnp_coord_eq(v, w) || dnp_coord_eq(v, a));
+	}
+	assert_int_equal(dnp_torus_init(&t, 32, 1, 1), 0);
+	assert_int_equal(dnp_route_via_code(&t, C(0, 0, 0), C(1, 0, 0), C(16, 0, 0), &via),
+			 -ERANGE);
+	for (uint32_t key = 0; key < 256; key++) { /* long rings: within -8..7 of the source */
+		struct dnp_coord v = dnp_route_valiant_node(&t, C(30, 0, 0), C(1, 0, 0), key);
+
+		assert_true(v.x >= 22 || v.x <= 5);
+		assert_int_equal(dnp_route_via_code(&t, C(30, 0, 0), C(1, 0, 0), v, &via), 0);
+	}
+}
+
+struct vstats {
+	unsigned routes, via, direct;
+};
+
+/* Keys the single-failure check tries for every pair (the engine's choices for them). */
+#define VALIANT_KEYS 1u
+
+/*
+ * Every live pair under the current faults (dead: a dead node or
+ * UINT32_MAX): the source's Valiant choice for VALIANT_KEYS keys, walked
+ * (clear of broken cables, VCs by phase), and the graph of all of them is
+ * acyclic.
+ */
+static void valiant_check(struct fnet *n, uint32_t dead, uint32_t salt, struct vstats *st)
+{
+	memset(n->out, 0, (size_t)n->size * DNP_NDIRS * NVC4 * sizeof(*n->out));
+	for (uint32_t s = 0; s < n->size; s++)
+		for (uint32_t d = 0; d < n->size; d++) {
+			if (s == dead || d == dead || s == d)
+				continue;
+			for (uint32_t k = 0; k < VALIANT_KEYS; k++) {
+				uint16_t via;
+
+				assert_int_equal(dnp_route_valiant(&n->r[s],
+								   dnp_torus_coord(&n->t, d),
+								   salt + k * 977u, &via),
+						 0);
+				assert_true(valiant_walk(n, s, d, via) >= 0);
+				st->routes++;
+				st->via += via != 0;
+			}
+		}
+	assert_false(fnet_cyclic(n));
+}
+
+/*
+ * Fault-free 4x4x4: every intermediate node of every pair (262144 routes),
+ * each of length dist(src, via) + dist(via, dst); the graph of them all
+ * is acyclic. Then every single cable (192) and node (64) failure with the
+ * choices the sources make.
+ */
+static void test_route_valiant_every_failure_4x4x4(void **state)
+{
+	struct fnet *n = fnet_new(4, 4, 4, 4);
+	struct vstats st = { 0 };
+
+	fnet_valiant(n);
+	memset(n->out, 0, (size_t)n->size * DNP_NDIRS * NVC4 * sizeof(*n->out));
+	for (uint32_t s = 0; s < n->size; s++)
+		for (uint32_t d = 0; d < n->size; d++)
+			for (uint32_t v = 0; v < n->size; v++) {
+				struct dnp_coord cs = dnp_torus_coord(&n->t, s);
+				struct dnp_coord cd = dnp_torus_coord(&n->t, d);
+				struct dnp_coord cv = dnp_torus_coord(&n->t, v);
+				uint16_t via;
+
+				assert_int_equal(dnp_route_via_code(&n->t, cs, cd, cv, &via), 0);
+				assert_int_equal(valiant_walk(n, s, d, via),
+						 (int)(dnp_torus_distance(&n->t, cs, cv) +
+						       dnp_torus_distance(&n->t, cv, cd)));
+				st.routes++;
+				st.via += via != 0;
+			}
+	assert_false(fnet_cyclic(n));
+	assert_int_equal(st.routes, 64u * 64 * 64);
+	unsigned all = st.routes;
+	st.via = 0;
+	for (uint32_t node = 0; node < n->size; node++)
+		for (unsigned dim = 0; dim < 3; dim++) {
+			fnet_cable(n, node, 2 * dim, true);
+			valiant_check(n, UINT32_MAX, node * 3 + dim, &st);
+			fnet_cable(n, node, 2 * dim, false);
+		}
+	for (uint32_t node = 0; node < n->size; node++) {
+		fnet_node(n, node, true);
+		valiant_check(n, node, node, &st);
+		fnet_node(n, node, false);
+	}
+	print_message("4x4x4 valiant: %u routes through every intermediate node, %u chosen "
+		      "under single failures (%u through a via)\n",
+		      all, st.routes - all, st.via);
+	fnet_free(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1073,6 +1352,9 @@ int main(void)
 		cmocka_unit_test(test_route_detour_pairs_sample_4x4x4),
 		cmocka_unit_test(test_route_adaptive_modes),
 		cmocka_unit_test(test_route_adaptive_every_failure_4x4x4),
+		cmocka_unit_test(test_route_valiant_choice),
+		cmocka_unit_test(test_route_valiant_via_code),
+		cmocka_unit_test(test_route_valiant_every_failure_4x4x4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

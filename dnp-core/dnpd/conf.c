@@ -117,9 +117,11 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           fails with -ETIMEDOUT (default %u; 0 = never)\n"
 		"  --vcs N                  virtual channels per link, 2..%u (default %u);\n"
 		"                           neighbours must use the same N\n"
-		"  --routing dor|adaptive   dimension-ordered (default), or minimal adaptive\n"
-		"                           with DOR on VCs 0/1 as the escape (3+ VCs; every\n"
-		"                           node of the torus the same; docs/routing.md)\n"
+		"  --routing dor|adaptive|valiant  dimension-ordered (default), minimal\n"
+		"                           adaptive with DOR on VCs 0/1 as the escape (3+\n"
+		"                           VCs), or Valiant through a hashed intermediate\n"
+		"                           node (4 VCs); every node of the torus the same;\n"
+		"                           docs/routing.md\n"
 		"  --congestion off|ecn     congestion management: none (default), or marks\n"
 		"                           on congested VCs echoed in completion reports and a\n"
 		"                           window per destination (docs/protocol.md,\n"
@@ -190,7 +192,7 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
 }
 
 /*
- * Key routing: dor or adaptive (route.h, enum dnp_routing); key arbitration:
+ * Key routing: dor, adaptive or valiant (route.h, enum dnp_routing); key arbitration:
  * off, strict or wrr (arb.h, enum dnp_arbitration); keys low_payload (0 or
  * 16..DNP_MAX_PAYLOAD, a multiple of 16) and top_reserve (words, 0..65535;
  * dnpd checks it against its FIFO at start-up): the top-class remedies of
@@ -541,6 +543,11 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			"dnpd: routing adaptive needs %u VCs or more (2 escape VCs and an "
 			"adaptive one), not %u\n",
 			DNP_ROUTE_ADAPT_MIN_VCS, c->vcs);
+		return -EINVAL;
+	}
+	if (c->routing == DNP_ROUTING_VALIANT && c->vcs < DNP_ROUTE_VALIANT_VCS) {
+		fprintf(stderr, "dnpd: routing valiant needs %u VCs (2 per phase), not %u\n",
+			DNP_ROUTE_VALIANT_VCS, c->vcs);
 		return -EINVAL;
 	}
 	if ((c->low_payload || c->top_reserve || c->link_queue) && c->arbitration == DNP_ARB_OFF) {

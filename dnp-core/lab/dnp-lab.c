@@ -48,8 +48,10 @@ static void usage(FILE *f)
 		"  --vcs 1..4             virtual channels (4, as dnpd); 1 = no dateline (can\n"
 		"                         deadlock); 2 = the hardware's two dateline VCs; 4 lets\n"
 		"                         detours go through an intermediate node\n"
-		"  --routing dor|adaptive dimension-ordered (dor), or minimal adaptive with DOR on\n"
-		"                         VCs 0/1 as the escape (needs --vcs 3 or 4; docs/routing.md)\n"
+		"  --routing dor|adaptive|valiant  dimension-ordered (dor), minimal adaptive with\n"
+		"                         DOR on VCs 0/1 as the escape (needs --vcs 3 or 4), or\n"
+		"                         Valiant: DOR to a hashed intermediate node on VCs 0/1,\n"
+		"                         then on 2/3 (needs --vcs 4; docs/routing.md)\n"
 		"  --congestion off|ecn   congestion management: none (off), or marks on congested\n"
 		"                         VCs and a window per destination (docs/lab.md)\n"
 		"  --arbitration off|strict|wrr  traffic-class arbitration of the engines (off)\n"
@@ -625,6 +627,12 @@ static int cmd_run(int argc, char **argv)
 			"dnp-lab: --routing adaptive needs --vcs %u or more (2 escape VCs and "
 			"an adaptive one), not %u\n",
 			DNP_ROUTE_ADAPT_MIN_VCS, a.vcs);
+		return 2;
+	}
+	if (a.c.routing == DNP_ROUTING_VALIANT && a.vcs < DNP_ROUTE_VALIANT_VCS) {
+		fprintf(stderr,
+			"dnp-lab: --routing valiant needs --vcs %u (2 VCs per phase), not %u\n",
+			DNP_ROUTE_VALIANT_VCS, a.vcs);
 		return 2;
 	}
 	ret = dnp_lab_create(&a.c, &lab);

@@ -23,7 +23,8 @@
  * protocol option becomes: a name, how it sets up the lab, and how its
  * routing loads the channels: dor, adaptive (minimal adaptive, its ideal
  * from the load spread evenly over the productive directions at every hop),
- * and each of them with congestion management (+ecn), chosen with --configs.
+ * each of them with congestion management (+ecn), and valiant (two DOR
+ * phases through a uniformly chosen intermediate node), chosen with --configs.
  *
  * --hot-rate R gives the hot spot's senders their own offered load (R words
  * per unit each, 0: silent) apart from the ladder, which then offers, and
@@ -59,7 +60,7 @@ static const char *const sw_names[SW_NPAT] = { "uniform", "transpose", "tornado"
 #define SW_CMPL_WORDS 4u  /* a CMPL frame reporting one message */
 #define SW_SATURATED 0.90 /* accepted below this x offered: past saturation */
 #define SW_PLOT_CMD "gnuplot"
-#define SW_MAX_CONFIGS 8u
+#define SW_MAX_CONFIGS 12u
 
 struct sweep;
 
@@ -372,6 +373,46 @@ static int sw_loads_adaptive(const struct sweep *s, enum sweep_pattern p, double
 	return sw_loads(s, p, sw_spread, load, cmpl);
 }
 
+/*
+ * Channel loads of Valiant routing (route.h, dnp_route_valiant): every
+ * message goes to an intermediate node uniform over the torus (rings of 16
+ * or fewer), by DOR, then by DOR from it to its destination. With a uniform
+ * intermediate the first phase's load depends only on the source and the
+ * second's only on the destination, so each is a sweep over all nodes: a
+ * source's whole weight, a destination's whole weight, spread evenly over
+ * the N intermediates (a node that is the source or the destination itself
+ * adds the direct route, as the engine sends it). The CMPL frames keep to DOR.
+ * Errors: -ERANGE a ring longer than 16.
+ */
+static int sw_loads_valiant(const struct sweep *s, enum sweep_pattern p, double *load, double *cmpl)
+{
+	struct sweep *m = (struct sweep *)s; /* scratch arrays only */
+	double *in = s->nw;                  /* the weight each node receives */
+	int ret = 0;
+
+	for (unsigned k = 0; k < 3; k++)
+		if (s->torus.dim[k] > 16)
+			return -ERANGE;
+	memset(in, 0, s->n * sizeof(*in));
+	for (uint32_t src = 0; src < s->n && !ret; src++) {
+		uint32_t nd = sw_dests(m, p, src);
+		double out = 0;
+
+		for (uint32_t i = 0; i < nd && !ret; i++) {
+			out += s->w[i];
+			in[s->dst[i]] += s->w[i];
+			ret = sw_walk(s, s->dst[i], src, s->w[i] * SW_CMPL_WORDS / s->fw, cmpl);
+		}
+		for (uint32_t v = 0; v < s->n && out > 0 && !ret; v++)
+			ret = sw_walk(s, src, v, out / s->n, load);
+	}
+	for (uint32_t dst = 0; dst < s->n && !ret; dst++)
+		for (uint32_t v = 0; v < s->n && in[dst] > 0 && !ret; v++)
+			ret = sw_walk(s, v, dst, in[dst] / s->n, load);
+	memset(in, 0, s->n * sizeof(*in));
+	return ret;
+}
+
 static int sw_apply_dor(const struct sweep *s, struct dnp_lab_conf *c)
 {
 	(void)s;
@@ -387,6 +428,16 @@ static int sw_apply_adaptive(const struct sweep *s, struct dnp_lab_conf *c)
 	c->routing = DNP_ROUTING_ADAPTIVE;
 	if (c->link.nvc < DNP_ROUTE_ADAPT_MIN_VCS)
 		c->link.nvc = DNP_ROUTE_ADAPT_MIN_VCS;
+	return 0;
+}
+
+/* Valiant: phase 1 on VCs 0/1, phase 2 on VCs 2/3; it always takes 4 VCs. */
+static int sw_apply_valiant(const struct sweep *s, struct dnp_lab_conf *c)
+{
+	(void)s;
+	c->vc_mode = DNP_VC_DATELINE;
+	c->routing = DNP_ROUTING_VALIANT;
+	c->link.nvc = DNP_ROUTE_VALIANT_VCS;
 	return 0;
 }
 
@@ -423,6 +474,7 @@ SW_APPLY_TC(sw_apply_dor_tc, sw_apply_dor)
 SW_APPLY_TC(sw_apply_adaptive_tc, sw_apply_adaptive)
 SW_APPLY_TC(sw_apply_dor_ecn_tc, sw_apply_dor_ecn)
 SW_APPLY_TC(sw_apply_adaptive_ecn_tc, sw_apply_adaptive_ecn)
+SW_APPLY_TC(sw_apply_valiant_tc, sw_apply_valiant)
 
 /*
  * The configurations, in CSV and plot order; --configs chooses among them;
@@ -433,13 +485,15 @@ static const struct sweep_config sw_configs[] = {
 	{ "adaptive", "adaptive", "off", "off", sw_apply_adaptive, sw_loads_adaptive },
 	{ "dor+ecn", "dor", "ecn", "off", sw_apply_dor_ecn, sw_loads_route },
 	{ "adaptive+ecn", "adaptive", "ecn", "off", sw_apply_adaptive_ecn, sw_loads_adaptive },
+	{ "valiant", "valiant", "off", "off", sw_apply_valiant, sw_loads_valiant },
 	{ "dor+tc", "dor", "off", "strict", sw_apply_dor_tc, sw_loads_route },
 	{ "adaptive+tc", "adaptive", "off", "strict", sw_apply_adaptive_tc, sw_loads_adaptive },
 	{ "dor+ecn+tc", "dor", "ecn", "strict", sw_apply_dor_ecn_tc, sw_loads_route },
 	{ "adaptive+ecn+tc", "adaptive", "ecn", "strict", sw_apply_adaptive_ecn_tc,
 	  sw_loads_adaptive },
+	{ "valiant+tc", "valiant", "off", "strict", sw_apply_valiant_tc, sw_loads_valiant },
 };
-#define SW_NBASE 4u
+#define SW_NBASE 5u
 #define SW_NCONFIGS (sizeof(sw_configs) / sizeof(sw_configs[0]))
 static_assert(SW_NCONFIGS <= SW_MAX_CONFIGS, "room for every configuration");
 
@@ -688,9 +742,14 @@ static const char *sw_status(int st)
 	}
 }
 
-/* The VCs configuration cf runs with (adaptive takes a third when --vcs is 2). */
+/*
+ * The VCs configuration cf runs with (adaptive takes a third when --vcs is
+ * 2; Valiant always runs with 4).
+ */
 static unsigned sw_vcs(const struct sweep *s, const struct sweep_config *cf)
 {
+	if (!strcmp(cf->routing, "valiant"))
+		return DNP_ROUTE_VALIANT_VCS;
 	return !strcmp(cf->routing, "adaptive") && s->vcs < DNP_ROUTE_ADAPT_MIN_VCS ?
 		       DNP_ROUTE_ADAPT_MIN_VCS :
 		       s->vcs;
@@ -826,8 +885,9 @@ static void sw_usage(FILE *f)
 		"  --quick              4x4x4, short windows, loads 0.4 and 0.8 (the test's run)\n"
 		"  --torus XxYxZ        torus (8x8x8; dimensions up to %u)\n"
 		"  --patterns LIST      uniform,transpose,tornado,bitcomp,neighbour,hotspot (all)\n"
-		"  --configs LIST       dor,adaptive,dor+ecn,adaptive+ecn (dor,adaptive,dor+ecn;\n"
-		"                       --quick: dor); adaptive takes a third VC with --vcs 2;\n"
+		"  --configs LIST       dor,adaptive,dor+ecn,adaptive+ecn,valiant (dor,adaptive,\n"
+		"                       dor+ecn; --quick: dor); adaptive takes a third VC with\n"
+		"                       --vcs 2, valiant always runs with 4 (rings up to 16);\n"
 		"                       each also as NAME+tc (strict arbitration)\n"
 		"  --classes            every chosen configuration also with classes (+tc): the\n"
 		"                       hot spot's background in the top class\n"
