@@ -67,7 +67,20 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
 {
 	struct dfi_cq_ent *e;
 
-	if (!cq || !(e = dfi_cq_slot(cq)))
+	if (!cq)
+		return;
+	/*
+	 * Said once per CQ: a middleware that only maps the entry to its own
+	 * code (Open MPI: "MPI_ERR_OTHER: known error not in list") then still
+	 * leaves the cause in the job's output.
+	 */
+	if (!cq->err_told) {
+		cq->err_told = true;
+		fprintf(stderr,
+			"dnp provider: an operation failed: %s (later ones: fi_cq_readerr)\n",
+			strerror(err < 0 ? -err : err));
+	}
+	if (!(e = dfi_cq_slot(cq)))
 		return;
 	memset(e, 0, sizeof(*e));
 	e->err = true;

@@ -106,6 +106,7 @@ struct dfi_cq {
 	size_t cap, head, n;
 	unsigned idle;          /* empty reads since the last yield */
 	struct dnp_yield yield; /* yield only when somebody else wants the CPU */
+	bool err_told;          /* the first error entry was said on stderr */
 };
 
 struct dfi_av {
