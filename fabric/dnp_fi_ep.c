@@ -50,7 +50,7 @@ struct dfi_req *dfi_req_new(struct dfi_ep *ep, int kind)
 void dfi_req_free(struct dfi_ep *ep, struct dfi_req *r)
 {
 	dnp_reqtab_remove(&ep->reqs, r->idx);
-	if (ep->nspare >= DFI_SPARE_REQS) {
+	if (ep->nspare + 1 > DFI_SPARE_REQS) { /* (not ">=": a limit of 0 would always hold) */
 		free(r);
 		return;
 	}

@@ -350,8 +350,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 		/* At least the two dateline VCs: with one, a torus ring can deadlock. */
 		if (dnpd_parse_u64(v, DNP_MAX_VC, &u) || u < 2)
 			return -EINVAL;
-		c->vcs = (unsigned)u;
-		return 0;
+		return c->vcs = (unsigned)u, 0;
 	}
 	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion") ||
 	    !strcmp(key, "low_payload") || !strcmp(key, "top_reserve") ||
