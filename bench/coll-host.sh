@@ -76,7 +76,8 @@ set ylabel "latency (us, link at 350 MHz)"
 set logscale x 2
 set logscale y
 set grid
-set key left top
+set key top left Left reverse
+set yrange [0.1:40]
 plot "$OUT/bcast-offload.dat" w lp lw 2 pt 7 t "offloaded (engines)", \
      "$OUT/bcast-host.dat" w lp lw 2 pt 5 t "host-based, Presto's binomial tree (1020 ns per event)", \
      "$OUT/bcast-host0.dat" w lp lw 2 pt 4 dt 2 t "host-based, host cost 0 (network only)"
