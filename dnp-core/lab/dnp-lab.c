@@ -22,6 +22,14 @@
 
 /* One lab time unit is one cycle of the modelled link: --link-mhz says how long. */
 #define LAB_LINK_MHZ_DEFAULT 350u
+/*
+ * The host model of --coll-host (docs/lab.md, "Host-based collectives in the
+ * lab"): an event's hand-off from the daemon to a busy-polling program and
+ * the program's next command back (docs/performance.md, "Where the time of
+ * one 8-byte PUT goes": 1.02 us), and an int64 sum at 55 ns per KiB.
+ */
+#define LAB_HOST_EVENT_NS 1020u
+#define LAB_HOST_REDUCE_NS 55u
 
 static void usage(FILE *f)
 {
@@ -87,7 +95,13 @@ static void usage(FILE *f)
 		"  --verbose              print the first verification errors\n"
 		"  --coll allreduce|barrier|bcast  instead of the pattern: every node joins one\n"
 		"                         group and runs --coll-count collectives (10) of\n"
-		"                         --coll-size bytes (8), run by the engines\n");
+		"                         --coll-size bytes (8), run by the engines\n"
+		"  --coll-host            run --coll as the hosts do (Presto's algorithms over\n"
+		"                         PUTs, applications modelled), not in the engines\n"
+		"  --coll-host-alg presto|rd  allreduce: reduce + broadcast trees (presto) or\n"
+		"                         recursive doubling (rd)\n"
+		"  --host-event-ns N      host time from an event to acting on it (1020)\n"
+		"  --host-reduce-ns-per-kib N  host time to reduce 1 KiB (55)\n");
 }
 
 enum {
@@ -144,6 +158,10 @@ enum {
 	OPT_COLL_COUNT,
 	OPT_LOW_PAYLOAD, /* top-class remedies: dnp_lab_class_opt */
 	OPT_TOP_RESERVE,
+	OPT_COLL_HOST, /* host-based collectives (lab_coll.c) */
+	OPT_COLL_HOST_ALG,
+	OPT_HOST_EVENT_NS,
+	OPT_HOST_REDUCE_NS,
 };
 
 static const struct option run_opts[] = {
@@ -200,6 +218,10 @@ static const struct option run_opts[] = {
 	{ "coll-count", required_argument, NULL, OPT_COLL_COUNT },
 	{ "low-payload", required_argument, NULL, OPT_LOW_PAYLOAD },
 	{ "top-reserve", required_argument, NULL, OPT_TOP_RESERVE },
+	{ "coll-host", no_argument, NULL, OPT_COLL_HOST },
+	{ "coll-host-alg", required_argument, NULL, OPT_COLL_HOST_ALG },
+	{ "host-event-ns", required_argument, NULL, OPT_HOST_EVENT_NS },
+	{ "host-reduce-ns-per-kib", required_argument, NULL, OPT_HOST_REDUCE_NS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -271,7 +293,8 @@ struct run_args {
 	/* dnpd's real-time spellings, turned into time units once --link-mhz is known */
 	uint64_t link_mhz;
 	bool rt_set[3];
-	uint64_t rt_ns[3]; /* credit period, credit timeout, command timeout */
+	uint64_t rt_ns[3];   /* credit period, credit timeout, command timeout */
+	uint64_t host_ns[2]; /* --host-event-ns, --host-reduce-ns-per-kib (docs/lab.md) */
 };
 
 #define NOT_MINE 1 /* an option parser that does not handle this option */
@@ -493,6 +516,19 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 		return parse_u32(arg, &a->c.coll_size);
 	case OPT_COLL_COUNT:
 		return parse_u32(arg, &a->c.coll_count);
+	case OPT_COLL_HOST:
+		a->c.coll_host = true;
+		return 0;
+	case OPT_COLL_HOST_ALG: {
+		unsigned k = 0;
+		int ret = parse_choice(arg, "presto", "rd", &k);
+
+		a->c.coll_host_alg = (uint8_t)k;
+		return ret;
+	}
+	case OPT_HOST_EVENT_NS:
+	case OPT_HOST_REDUCE_NS:
+		return dnp_parse_u64_max(arg, 1000000000, &a->host_ns[opt - OPT_HOST_EVENT_NS]);
 	default:
 		return NOT_MINE;
 	}
@@ -612,7 +648,9 @@ static void run_derive(struct run_args *a)
 static int cmd_run(int argc, char **argv)
 {
 	/* dnpd's default VCs (dnpd.h: DNP_MAX_VC), so the two agree without --vcs */
-	struct run_args a = { .vcs = DNP_MAX_VC, .link_mhz = LAB_LINK_MHZ_DEFAULT };
+	struct run_args a = { .vcs = DNP_MAX_VC,
+			      .link_mhz = LAB_LINK_MHZ_DEFAULT,
+			      .host_ns = { LAB_HOST_EVENT_NS, LAB_HOST_REDUCE_NS } };
 	struct dnp_lab *lab;
 	bool done;
 	int ret;
@@ -622,6 +660,9 @@ static int cmd_run(int argc, char **argv)
 	if (ret || done)
 		return ret;
 	run_derive(&a);
+	/* the host model (--coll-host) in time units, rounded to the nearest */
+	a.c.host_event = (a.host_ns[0] * a.link_mhz + 500) / 1000;
+	a.c.host_reduce_kib = (a.host_ns[1] * a.link_mhz + 500) / 1000;
 	if (a.c.routing == DNP_ROUTING_ADAPTIVE && a.vcs < DNP_ROUTE_ADAPT_MIN_VCS) {
 		fprintf(stderr,
 			"dnp-lab: --routing adaptive needs --vcs %u or more (2 escape VCs and "

@@ -182,6 +182,25 @@ struct dnp_lab_conf {
 	uint16_t top_reserve;
 	/* h-dl: the engines' buffer credits per input VC (engine.h rx_bufs; 0: the default) */
 	uint32_t rx_bufs;
+	/*
+	 * Host-based collectives (lab_coll.c; docs/lab.md, "Host-based
+	 * collectives in the lab"). coll_host: coll_op runs as the hosts run
+	 * it, not in the engines: each node's application submits PUTs of a
+	 * 64-byte header and the payload (Presto's eager message) and reduces
+	 * in software, on its RX_PUT events. coll_host_alg 0: Presto's
+	 * algorithms (presto/presto_hcoll.h: allreduce = binomial reduce to
+	 * rank 0, then binomial broadcast; broadcast: binomial tree from rank
+	 * 0; barrier: dissemination); 1: allreduce by recursive doubling (the
+	 * number of nodes a power of two). The host's costs, in time units:
+	 * host_event from an event posted to the application acting on it
+	 * (hand-off, wake-up, handling; one per RX event, one CPU per node),
+	 * host_reduce_kib to reduce 1 KiB (pro rata, at least 1 per reduction
+	 * when set). No faults with coll_host.
+	 */
+	bool coll_host;
+	uint8_t coll_host_alg;
+	uint64_t host_event;
+	uint64_t host_reduce_kib;
 };
 
 /* Per directed link (node, dir). */
