@@ -564,9 +564,9 @@ static ssize_t dfi_peek(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
 #define DFI_OP_EXPLICIT 2u /* the *msg calls: flags given, else the endpoint's op_flags */
 #define DFI_OP_NOCOMP 4u   /* fi_inject, fi_injectdata: never a completion */
 
-static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
-			       uint64_t tag, uint64_t data, void *context, uint64_t flags,
-			       unsigned how)
+static ssize_t dfi_send_inner(struct dfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
+			      uint64_t tag, uint64_t data, void *context, uint64_t flags,
+			      unsigned how)
 {
 	bool tagged = how & DFI_OP_TAGGED, inject = flags & FI_INJECT, comp;
 	struct dfi_hdr h = { .flags = tagged ? DFI_HF_TAGGED : 0, .tag = tag, .len = len };
@@ -641,9 +641,8 @@ static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, f
 	return 0;
 }
 
-static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
-			       uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
-			       unsigned how)
+static ssize_t dfi_recv_inner(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src, uint64_t tag,
+			      uint64_t ignore, void *context, uint64_t flags, unsigned how)
 {
 	bool tagged = how & DFI_OP_TAGGED;
 	int t = tagged ? 1 : 0;
@@ -711,6 +710,37 @@ static int dfi_iov1(const struct iovec *iov, size_t count, void **buf, size_t *l
 }
 
 /* The *v and *msg calls (an iov of at most one entry) and the inject calls, by what differs. */
+
+/*
+ * A data call's first hard error (not -FI_EAGAIN) is said on stderr, once per
+ * endpoint: a middleware that maps the code to its own (Open MPI:
+ * "MPI_ERR_OTHER: known error not in list") leaves the cause in the output.
+ */
+static ssize_t dfi_said(struct dfi_ep *ep, ssize_t r, const char *what)
+{
+	if (r < 0 && r != -FI_EAGAIN && !ep->err_said) {
+		ep->err_said = true;
+		fprintf(stderr, "dnp provider: %s failed: %s\n", what, fi_strerror((int)-r));
+	}
+	return r;
+}
+
+static ssize_t dfi_send_common(struct dfi_ep *ep, const void *buf, size_t len, fi_addr_t dest,
+			       uint64_t tag, uint64_t data, void *context, uint64_t flags,
+			       unsigned how)
+{
+	return dfi_said(ep, dfi_send_inner(ep, buf, len, dest, tag, data, context, flags, how),
+			"a send");
+}
+
+static ssize_t dfi_recv_common(struct dfi_ep *ep, void *buf, size_t len, fi_addr_t src,
+			       uint64_t tag, uint64_t ignore, void *context, uint64_t flags,
+			       unsigned how)
+{
+	return dfi_said(ep, dfi_recv_inner(ep, buf, len, src, tag, ignore, context, flags, how),
+			"a receive");
+}
+
 static ssize_t dfi_sendv_how(struct fid_ep *fep, const struct iovec *iov, size_t count,
 			     fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			     uint64_t flags, unsigned how)

@@ -314,6 +314,7 @@ struct dfi_ep {
 	uint64_t gen;
 	struct dfi_req *spare; /* freed requests kept for reuse (no malloc per message) */
 	unsigned nspare;
+	bool err_said; /* a data call's first hard error was said on stderr */
 	/*
 	 * Some peer may have work a poll without events must do: messages queued
 	 * or staged but not issued, credits owed by a PUT (dfi_peer_work). Set
