@@ -18,9 +18,16 @@ if [ "$ver" != 14 ]; then
 	echo "SKIP: $cf is release ${ver:-unknown}, the style is checked with release 14"
 	exit 77
 fi
-bad=0
 files=$(find . \( -path './build*' -o -path './.git' -o -path './subprojects' \) -prune -o \
 	-type f \( -name '*.c' -o -name '*.h' \) -print | sort)
+# One clang-format for every file (a process per file took 30 s of CI); only
+# when it finds a difference are the files checked one by one, to name them.
+# shellcheck disable=SC2086
+if "$cf" --dry-run --Werror $files >/dev/null 2>&1; then
+	echo "format: every C source follows .clang-format"
+	exit 0
+fi
+bad=0
 for f in $files; do
 	if ! "$cf" --dry-run --Werror "$f" >/dev/null 2>&1; then
 		echo "$f: not in the .clang-format style (clang-format -i $f):"
@@ -28,5 +35,5 @@ for f in $files; do
 		bad=1
 	fi
 done
-[ $bad -eq 0 ] && echo "format: every C source follows .clang-format"
-exit $bad
+[ $bad -eq 0 ] && echo "format: clang-format failed on the whole list, but on no single file"
+exit 1
