@@ -52,7 +52,7 @@ need_pkgs() {
 	command -v ib_send_lat >/dev/null || missing+=(perftest)
 	if [ ${#missing[@]} -gt 0 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-			"${missing[@]}" >"$OUT/apt.log" 2>&1 ||
+			-o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >"$OUT/apt.log" 2>&1 ||
 			skip "apt-get install ${missing[*]} failed (see $OUT/apt.log)"
 	fi
 }
