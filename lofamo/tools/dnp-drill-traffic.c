@@ -196,27 +196,47 @@ static bool drill_issue(struct drill *g)
 	return true;
 }
 
+/* One completion event, matched to its outstanding cookie. */
+static void drill_account(struct drill *g, const struct dnp_event *ev)
+{
+	if (ev->type != DNP_EV_TX_DONE && ev->type != DNP_EV_ERROR)
+		return;
+	if (ev->cookie >= WINDOW || !g->out_cookie[ev->cookie]) {
+		g->dup++;
+		return;
+	}
+	g->out_cookie[ev->cookie] = 0;
+	g->outstanding--;
+	if (ev->type == DNP_EV_TX_DONE)
+		g->ok++;
+	else
+		g->failed++;
+}
+
 /* Completion events, each matched to its outstanding cookie. dnp_poll_events's result. */
 static int drill_reap(struct drill *g)
 {
 	struct dnp_event ev[64];
 	int r = dnp_poll_events(g->d, ev, 64);
 
-	for (int i = 0; i < r; i++) {
-		if (ev[i].type != DNP_EV_TX_DONE && ev[i].type != DNP_EV_ERROR)
-			continue;
-		if (ev[i].cookie >= WINDOW || !g->out_cookie[ev[i].cookie]) {
-			g->dup++;
-			continue;
-		}
-		g->out_cookie[ev[i].cookie] = 0;
-		g->outstanding--;
-		if (ev[i].type == DNP_EV_TX_DONE)
-			g->ok++;
-		else
-			g->failed++;
-	}
+	for (int i = 0; i < r; i++)
+		drill_account(g, &ev[i]);
 	return r;
+}
+
+/*
+ * Whether our daemon is gone (killed by the drill): its commands will never
+ * complete, so the drain need not wait for them. dnp_wait_event with no
+ * wait looks at the session once; an event it returns is counted.
+ */
+static bool drill_daemon_gone(struct drill *g)
+{
+	struct dnp_event ev;
+	int r = dnp_wait_event(g->d, &ev, 0);
+
+	if (r == 1)
+		drill_account(g, &ev);
+	return r < 0;
 }
 
 /* Until DIR/drill.done (or our daemon is gone), then the drain of what is still due. */
@@ -236,7 +256,7 @@ static void drill_run(struct drill *g)
 		if (stop) {
 			if (!t_stop)
 				t_stop = ms_now();
-			if (!g->outstanding || ms_now() - t_stop > g->drain)
+			if (!g->outstanding || ms_now() - t_stop > g->drain || drill_daemon_gone(g))
 				break;
 			usleep(1000);
 			continue;
