@@ -6,17 +6,6 @@
 # diameter, no deadlock) and messages really went through intermediate nodes (counter
 # detoured > 0, which counts longer-than-minimal arrivals): a run that ignored the
 # option would otherwise pass as plain DOR.
-out=$("$@" 2>&1)
-rc=$?
-printf '%s\n' "$out"
-if [ "$rc" -ne 0 ]; then
-	echo "expect-valiant: exit status $rc, want 0" >&2
-	exit 1
-fi
-n=$(sed -n 's/^detoured,\([0-9]*\)$/\1/p' <<<"$out")
-if [ -z "$n" ] || [ "$n" -eq 0 ]; then
-	echo "expect-valiant: no message took a longer route (detoured '${n}')" >&2
-	exit 1
-fi
-echo "expect-valiant: verified, $n messages through an intermediate node"
-exit 0
+# shellcheck source=tests/expect-lib.sh
+. "$(dirname "$0")/expect-lib.sh"
+expect_counted expect-valiant detoured "messages through an intermediate node" "$@"

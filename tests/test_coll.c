@@ -123,6 +123,23 @@ static void allreduce_check(unsigned op, unsigned t, size_t count, unsigned salt
 		assert_memory_equal(dst_of(r), ref, len);
 }
 
+/*
+ * One broadcast of len bytes from root (cookie root) on every member: every
+ * member's source filled with bytes of its own, the root's then by fill()
+ * from seed; every member's source ends equal to the root's.
+ */
+static void bcast_check(unsigned root, size_t len, unsigned seed)
+{
+	for (unsigned r = 0; r < nmem; r++)
+		memset(src_of(r), 0x11 * r, len);
+	fill(src_of(root), len, seed);
+	struct dnp_cmd c = coll_cmd(DNP_OP_BCAST, DNP_COLL_PARAM(0, 0, root), SRC_VA, 0, len, root);
+	submit_all(&c);
+	expect_all(DNP_EV_TX_DONE, 0, DNP_OP_BCAST);
+	for (unsigned r = 0; r < nmem; r++)
+		assert_memory_equal(src_of(r), src_of(root), len);
+}
+
 static void every_op_and_type(unsigned nodes_n, unsigned members, size_t count)
 {
 	static const unsigned types[] = { DNP_TYPE_INT32, DNP_TYPE_INT64, DNP_TYPE_FLOAT,
@@ -207,19 +224,8 @@ static void test_coll_bcast(void **state)
 {
 	setup_nodes(3);
 	join(6);
-	for (unsigned root = 0; root < nmem; root++) {
-		size_t len = root % 2 ? K64 : 3000;
-
-		for (unsigned r = 0; r < nmem; r++)
-			memset(src_of(r), 0x11 * r, len);
-		fill(src_of(root), len, root + 1);
-		struct dnp_cmd c =
-			coll_cmd(DNP_OP_BCAST, DNP_COLL_PARAM(0, 0, root), SRC_VA, 0, len, root);
-		submit_all(&c);
-		expect_all(DNP_EV_TX_DONE, 0, DNP_OP_BCAST);
-		for (unsigned r = 0; r < nmem; r++)
-			assert_memory_equal(src_of(r), src_of(root), len);
-	}
+	for (unsigned root = 0; root < nmem; root++)
+		bcast_check(root, root % 2 ? K64 : 3000, root + 1);
 }
 
 /*
@@ -557,21 +563,10 @@ static void test_coll_allreduce_large(void **state)
 /* Broadcast of 300000 bytes (19 chunks) from several roots; the source is left alone. */
 static void test_coll_bcast_large(void **state)
 {
-	const size_t len = 300000;
-
 	setup_nodes(3);
 	join(6);
-	for (unsigned root = 0; root < nmem; root += 3) {
-		for (unsigned r = 0; r < nmem; r++)
-			memset(src_of(r), 0x11 * r, len);
-		fill(src_of(root), len, root + 21);
-		struct dnp_cmd c =
-			coll_cmd(DNP_OP_BCAST, DNP_COLL_PARAM(0, 0, root), SRC_VA, 0, len, root);
-		submit_all(&c);
-		expect_all(DNP_EV_TX_DONE, 0, DNP_OP_BCAST);
-		for (unsigned r = 0; r < nmem; r++)
-			assert_memory_equal(src_of(r), src_of(root), len);
-	}
+	for (unsigned root = 0; root < nmem; root += 3)
+		bcast_check(root, 300000, root + 21);
 }
 
 /*

@@ -106,13 +106,14 @@ static void ctl_link(const struct dnpd *d, struct dnpd_out *o, unsigned i)
 			 " tx_retx_frames %" PRIu64 " retx_rounds %" PRIu64 " tx_credits %" PRIu64
 			 " rx_frames %" PRIu64 " rx_words %" PRIu64 " rx_credits %" PRIu64
 			 " rx_dup %" PRIu64 " rx_out_of_order %" PRIu64 " rx_overflow %" PRIu64
-			 " credit_stalls %" PRIu64 " fast_retx %" PRIu64 " rx_held %" PRIu64
+			 " credit_stalls %" PRIu64 " buf_stalls %" PRIu64
+			 " rx_buf_overflow %" PRIu64 " fast_retx %" PRIu64 " rx_held %" PRIu64
 			 " rtt_samples %" PRIu64 " rto %" PRIu64 "\n",
 			 dnpd_dir_names[i], ls->tx_frames, ls->tx_words, ls->tx_retx_frames,
 			 ls->retx_rounds, ls->tx_credits, ls->rx_frames, ls->rx_words,
 			 ls->rx_credits, ls->rx_dup, ls->rx_out_of_order, ls->rx_overflow,
-			 ls->credit_stalls, ls->fast_retx, ls->rx_held, ls->rtt_samples,
-			 dnp_link_rto(dnp_engine_link(d->e, i)));
+			 ls->credit_stalls, ls->buf_stalls, ls->rx_buf_overflow, ls->fast_retx,
+			 ls->rx_held, ls->rtt_samples, dnp_link_rto(dnp_engine_link(d->e, i)));
 	for (unsigned vc = 0; ls && vc < d->conf.vcs && vc < DNP_MAX_VC; vc++) {
 		const struct dnp_link *dl = dnp_engine_link(d->e, i);
 

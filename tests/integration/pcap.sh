@@ -15,7 +15,10 @@
 #     back when received; on each link the sent sequence numbers grow by one,
 #     and the peer's last ack is the last seq + 1; credit counters never go
 #     back; the wiring query/answer and the DIAG fields (magic "DG", node 1,
-#     HOST_OMISSION, seq growing by one).
+#     HOST_OMISSION, seq growing by one); the buffer credits: every hello of
+#     version 2, every CREDIT frame (RESET frames included) with one free
+#     buffer count per VC of its sender's hello, none beyond what its sender's
+#     hello frames offered, and no other frame with any.
 #   udp: node 0 captures and corrupts 5% of what it sends (--impair), and
 #     dumpcap captures the loopback interface (root only, else that half is
 #     skipped). Checked: every datagram on the daemons' ports (the dissector's
@@ -51,7 +54,7 @@ FIELDS="frame.interface_name frame.packet_flags_direction udp.srcport dnp.flen d
  dnp.lflags.seq dnp.seq dnp.ack dnp.src dnp.dst dnp.len dnp.offset dnp.flags.first
  dnp.flags.last dnp.msg_len dnp.crc.status dnp.fstatus.retx dnp.credit.received
  dnp.wire.kind dnp.wire.heard dnp.diag.magic dnp.diag.kind dnp.diag.node dnp.diag.seq
- dnp.lflags.reset"
+ dnp.lflags.reset dnp.src_dir dnp.hello.version dnp.hello.nvc dnp.bufs dnp.bufs.vc"
 table() { # FILE [tshark options] > TSV
 	f=$1
 	shift
@@ -63,7 +66,8 @@ table() { # FILE [tshark options] > TSV
 C='BEGIN { FS = "\t"; IF = 1; DIR = 2; UPORT = 3; FLEN = 4; KIND = 5; LSEQ = 6; SEQ = 7;
 	ACK = 8; SRC = 9; DST = 10; LEN = 11; OFF = 12; FIRST = 13; LAST = 14; MLEN = 15;
 	CRC = 16; RETX = 17; RECV = 18; WKIND = 19; WHEARD = 20; DMAGIC = 21; DKIND = 22;
-	DNODE = 23; DSEQ = 24; RESET = 25 }'
+	DNODE = 23; DSEQ = 24; RESET = 25; SDIR = 26; HVER = 27; HNVC = 28; BUFS = 29;
+	BVC = 30 }'
 
 # start_torus TRANSPORT NODE0-ARGS...: two daemons, node 0 with the extra arguments.
 start_torus() {
@@ -194,7 +198,49 @@ END {
 	if (n < 2 || omission < 1) { print n " LO|FA|MO DIAGs, " omission " HOST_OMISSION"; bad++ }
 	exit bad > 0
 }' "$dir/shm.tsv" || fail "LO|FA|MO DIAGs misread"
-echo "  PUT fragments, seq/ack, credits, wiring and LO|FA|MO DIAGs as sent"
+
+# Buffer credits (docs/protocol.md, "Buffer credits"), per sender (H0 src and
+# src_dir): its hellos are of version 2 and say nvc VCs; each of its CREDIT
+# frames has a count for VCs 0..nvc-1 (the footer's timestamp bytes), in
+# 1..254 in its hello frames (dnpd backs buffers), never above those after;
+# no other kind of frame has any.
+awk "$C"'
+$KIND == 6 {
+	s = $SRC "/" $SDIR
+	if ($HVER != "") {
+		if ($HVER != 2) { print "frame " NR ": hello version " $HVER; bad++ }
+		nvc[s] = $HNVC
+		vcs = "0"
+		for (v = 1; v < $HNVC; v++) vcs = vcs "," v
+		want[s] = vcs
+	}
+	if (!(s in nvc)) { # before its hello: read as buffer credits by the preference
+		if ($BUFS == "") { print "frame " NR ": a credit without buffer credits"; bad++ }
+		next
+	}
+	if ($BVC != want[s]) { print "frame " NR ": buffer credits of VCs " $BVC ", want " want[s]; bad++ }
+	n = split($BUFS, b, ",")
+	for (v = 1; v <= n; v++) {
+		if ($HVER != "") {
+			if (b[v] < 1 || b[v] > 254) { print "frame " NR ": hello with bufs " $BUFS; bad++ }
+			if (b[v] > top[s]) top[s] = b[v]
+		} else if (b[v] > top[s]) {
+			print "frame " NR ": " s " offers " $BUFS ", its hellos " top[s]; bad++
+		}
+	}
+	credits[s]++
+	next
+}
+$BUFS != "" { print "frame " NR ": kind " $KIND " with buffer credits"; bad++ }
+END {
+	for (s in credits) {
+		k++
+		printf "  %s: %d credits, %s VCs, at most %d free buffers\n", s, credits[s], nvc[s], top[s]
+	}
+	if (k != 4) { print k " senders of credits, want 4 (two nodes, two links each)"; bad++ }
+	exit bad > 0
+}' "$dir/shm.tsv" || fail "buffer credits misread"
+echo "  PUT fragments, seq/ack, credits, buffer credits, wiring and LO|FA|MO DIAGs as sent"
 
 # ---- udp: corrupted frames, seen by node 0's capture and on the wire ----
 echo "+ udp: 2x1x1, node 0 with --pcap and --impair corrupt=5%, ping-pong 8,5000 x $iters"

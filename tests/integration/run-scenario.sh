@@ -15,6 +15,19 @@
 # not root, or DPDK not built).
 set -u
 
+# bench PROGRAM ITERS SIZES [OPTION...]: a benchmark program in test mode, ITERS
+# times each of the sizes (a comma-separated list); node 0 prints a line per
+# size, "SIZE ITERS ...", which the scenario must show for every size.
+bench() {
+	prog=$1
+	iters=$2
+	sizes=$3
+	shift 3
+	cmd="$prog --verify --sizes $sizes --iters $iters $*"
+	want_pat="^\\[0,0,0\\] +[0-9]+ +$iters "
+	want_n=$(echo "$sizes" | tr , '\n' | wc -l)
+}
+
 # scenario NAME: its program and arguments in cmd, and the grep -E pattern
 # with the count its output lines must reach (besides every instance exiting
 # 0) in want_pat and want_n. The benchmark programs run in test mode
@@ -25,21 +38,16 @@ scenario() {
 	want_n=0
 	case $1 in
 	loopback)
-		cmd="dnp_pingpong --verify --loopback --sizes 8,4096,65536 --iters 50"
-		want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
+		bench dnp_pingpong 50 8,4096,65536 --loopback ;;
 	pingpong)
-		cmd="dnp_pingpong --verify --sizes 8,4096,65536,1M --iters 50"
-		want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=4 ;;
+		bench dnp_pingpong 50 8,4096,65536,1M ;;
 	pingpong-inline)
 		# DNP_INLINE up to DNP_INLINE_MAX (24), the usual path beyond, every byte checked
-		cmd="dnp_pingpong --verify --inline --sizes 1,8,24,25,4096 --iters 50"
-		want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=5 ;;
+		bench dnp_pingpong 50 1,8,24,25,4096 --inline ;;
 	pingpong-far)
-		cmd="dnp_pingpong --verify --peer 1,1,1 --sizes 8,4096,100000 --iters 50"
-		want_pat='^\[0,0,0\] +[0-9]+ +50 '; want_n=3 ;;
+		bench dnp_pingpong 50 8,4096,100000 --peer 1,1,1 ;;
 	bw)
-		cmd="dnp_bw --verify --sizes 64,4096,1M --iters 200 --window 16"
-		want_pat='^\[0,0,0\] +[0-9]+ +200 '; want_n=3 ;;
+		bench dnp_bw 200 64,4096,1M --window 16 ;;
 	alltoall)
 		cmd="dnp_alltoall"
 		want_pat='all bytes verified'; want_n=8 ;;

@@ -3,9 +3,9 @@
 # dnpctl stats --json: a 2x1x1 shm torus of two daemons (one with an
 # impairment, so that every kind of line is in its report), and the JSON of
 # node 0's report checked field by field against the text report: it parses,
-# names the node, the torus, both links with their VCs, impairment and
-# transport counters, and leaves nothing unread ("other" empty). A flag stats
-# does not take is refused with exit 2.
+# names the node, the torus, both links with their VCs, buffer-credit,
+# impairment and transport counters, and leaves nothing unread ("other"
+# empty). A flag stats does not take is refused with exit 2.
 #   stats-json.sh BUILD
 set -eu
 build=$(cd "$1" && pwd)
@@ -41,6 +41,9 @@ for dirn in ("X+", "X-"):
     assert l["state"] == "UP", (dirn, l["state"])
     assert [v["vc"] for v in l["vc"]] == list(range(len(l["vc"]))) and len(l["vc"]) >= 2
     assert isinstance(l["tx_frames"], int) and l["tx_frames"] > 0
+    # buffer credits (docs/protocol.md): each counter beside the one it is part of
+    for part, whole in (("buf_stalls", "credit_stalls"), ("rx_buf_overflow", "rx_overflow")):
+        assert isinstance(l[part], int) and 0 <= l[part] <= l[whole], (dirn, part, l)
     assert "tx_frames" in l["transport"] and "dropped" in l["impair"]
     assert l["impair"]["spec"].startswith("dir=all,loss=1"), l["impair"]
     assert "wiring" in l

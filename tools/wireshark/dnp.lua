@@ -12,8 +12,11 @@
 -- has in dnp-core/pkt.h (struct dnp_pkt_hdr); the CRC-32 is computed as
 -- dnp-core/pkt.c computes it (over the whole frame, its CRC field taken as
 -- zero) and compared; CREDIT frames show their credits, acks, selective acks
--- and reset fields, RESET frames their hello (the link handshake); DIAG payloads are decoded (LO|FA|MO, lofamo/dfm.c, and
--- dnpd's wiring queries and answers), as are GET_REQ, CMPL, QUERY and ROUTE
+-- and reset fields, RESET frames their hello (the link handshake); the footer
+-- timestamp of a CREDIT frame, RESET frames included, shows its buffer credits
+-- (the free buffer count per VC, docs/protocol.md "Buffer credits") when its
+-- sender's hello is of version 2; DIAG payloads are decoded (LO|FA|MO,
+-- lofamo/dfm.c, and dnpd's wiring queries and answers), as are GET_REQ, CMPL, QUERY and ROUTE
 -- payloads; an outcome QUERY's answer (a CMPL with status 255, "not
 -- delivered") and a resend after it (PUT/SEND status 1) are named as such.
 --
@@ -47,6 +50,14 @@ local XPORT = { [0] = "none", [1] = "shm", [2] = "udp", [3] = "dpdk", [4] = "ver
 local ROUTING = { [0] = "dor", [1] = "adaptive" } -- enum dnp_routing
 local HELLO_MAGIC = 0x4c48 -- "HL"
 local HELLO_BYTES = 32
+-- Hello versions whose layout this dissector knows (DNP_HELLO_VERSION, pkt.h).
+local HELLO_VERSION = {
+	[1] = "1: CREDIT footers carry no buffer credits",
+	[2] = "2: CREDIT footers carry buffer credits",
+}
+local BUFS_VERSION = 2 -- from this hello version on, a credit's timestamp field is its buffer credits
+local BUFS_NONE = 255  -- DNP_BUFS_NONE (pkt.h)
+local MAX_VC = 4
 
 local f = dnp.fields
 -- word 0: link word
@@ -93,7 +104,7 @@ f.reset_flags = ProtoField.uint32("dnp.reset.flags", "reset flags", base.HEX)
 f.reset_announce = ProtoField.bool("dnp.reset.announce", "DNP_RESET_ANNOUNCE", 32, nil, 0x1)
 -- the hello of a RESET frame (DNP_HELLO_*, pkt.h: struct dnp_pkt_hello)
 f.hello_magic = ProtoField.uint16("dnp.hello.magic", "magic", base.HEX)
-f.hello_version = ProtoField.uint8("dnp.hello.version", "version", base.DEC)
+f.hello_version = ProtoField.uint8("dnp.hello.version", "version", base.DEC, HELLO_VERSION)
 f.hello_transport = ProtoField.uint8("dnp.hello.transport", "transport (enum dnp_xport)", base.DEC, XPORT)
 f.hello_dim_x = ProtoField.uint16("dnp.hello.dim_x", "torus dim x", base.DEC)
 f.hello_dim_y = ProtoField.uint16("dnp.hello.dim_y", "torus dim y", base.DEC)
@@ -146,6 +157,12 @@ f.tc = ProtoField.uint8("dnp.fstatus.tc", "traffic class (0 lowest .. 7 top)", b
 f.hops = ProtoField.uint8("dnp.hops", "hops", base.DEC)
 f.via = ProtoField.uint16("dnp.via", "via", base.HEX)
 f.timestamp = ProtoField.uint32("dnp.timestamp", "timestamp", base.DEC)
+-- a CREDIT frame's timestamp field since hello version 2: byte vc, the free buffers of VC vc
+f.bufs = ProtoField.uint8("dnp.bufs", "free buffers", base.DEC)
+f.bufs_vc = ProtoField.uint8("dnp.bufs.vc", "vc", base.DEC)
+f.bufs_version = ProtoField.uint8("dnp.bufs.hello_version", "hello version of the sender", base.DEC)
+f.bufs_why = ProtoField.string("dnp.bufs.why", "read as buffer credits by")
+f.bufs_unused = ProtoField.uint8("dnp.bufs.unused", "byte of no VC of the link", base.DEC)
 f.msg_len = ProtoField.uint32("dnp.msg_len", "msg_len", base.DEC)
 
 local e = {
@@ -179,6 +196,9 @@ fe.reserved = ProtoField.bytes("dnpeth.reserved", "reserved")
 
 dnp.prefs.udp_ports = Pref.range("UDP ports", "47000-48023",
 	"UDP ports of DNP links (dnpd: --udp-base-port + 8 x node id + direction)", 65535)
+dnp.prefs.bufs_unknown = Pref.bool("Buffer credits without a hello", true,
+	"Read a CREDIT frame's timestamp as buffer credits (hello version 2) when no hello of its "
+	.. "sender precedes it in the capture")
 dnp.prefs.heuristic = Pref.bool("Find DNP frames on other UDP ports", true,
 	"Try every UDP datagram that looks like a DNP frame (magic, version, length)")
 
@@ -350,8 +370,8 @@ local function hello_payload(p, t)
 	w:add_le(f.hello_magic, p(0, 2))
 	w:add(f.hello_version, p(2, 1))
 	local v = p(2, 1):uint()
-	if v ~= 1 or p:len() < HELLO_BYTES then
-		if v ~= 1 then w:add_proto_expert_info(e.bad_version) end
+	if not HELLO_VERSION[v] or p:len() < HELLO_BYTES then
+		if not HELLO_VERSION[v] then w:add_proto_expert_info(e.bad_version) end
 		return "hello v" .. v
 	end
 	w:add(f.hello_transport, p(3, 1))
@@ -365,11 +385,80 @@ local function hello_payload(p, t)
 	w:add(f.hello_routing, p(18, 1))
 	local r = w:add(f.hello_rsvd, p(19, HELLO_BYTES - 19))
 	if p(19, HELLO_BYTES - 19):raw():find("[^%z]") then r:add_proto_expert_info(e.reserved) end
-	return string.format("hello %dx%dx%d %s vcs %d vc_mode %d fifo %d max_frame %d %s",
-		p(4, 2):le_uint(), p(6, 2):le_uint(), p(8, 2):le_uint(),
+	return string.format("hello v%d %dx%dx%d %s vcs %d vc_mode %d fifo %d max_frame %d %s",
+		v, p(4, 2):le_uint(), p(6, 2):le_uint(), p(8, 2):le_uint(),
 		XPORT[p(3, 1):uint()] or ("transport " .. p(3, 1):uint()), p(10, 1):uint(),
 		p(11, 1):uint(), p(12, 4):le_uint(), p(16, 2):le_uint(),
 		ROUTING[p(18, 1):uint()] or ("routing " .. p(18, 1):uint()))
+end
+
+-- The hello version and VC count each sender (H0 src and link word src_dir)
+-- last said, in capture order; and, by frame number, how each CREDIT frame's
+-- timestamp field was read on the first pass, so that a later look (a click
+-- in Wireshark) reads it the same way.
+local senders, credit_reading = {}, {}
+
+function dnp.init()
+	senders, credit_reading = {}, {}
+end
+
+-- How to read the timestamp field of a CREDIT frame (docs/protocol.md,
+-- "Buffer credits"): nil (as a plain field: its sender's hello is of version 1,
+-- or unknown), or { version, nvc (the sender's VCs, nil if unknown), why }.
+-- A RESET frame's own hello decides; a RESET frame without one is of an
+-- older SoftDNP, version 1.
+local function bufs_reading(tvb, pinfo, lflags, plen)
+	if not pinfo.visited then
+		local key = coord(tvb, 19) .. " " .. (DIR[tvb(14, 1):uint()] or tvb(14, 1):uint())
+		local r
+		if band(lflags, 0x02) ~= 0 then
+			local v, nvc = 1, nil
+			if plen >= 3 and tvb:len() >= PAYLOAD_OFF + HELLO_BYTES and
+				tvb(PAYLOAD_OFF, 2):le_uint() == HELLO_MAGIC then
+				v = tvb(PAYLOAD_OFF + 2, 1):uint()
+				if plen >= HELLO_BYTES then nvc = tvb(PAYLOAD_OFF + 10, 1):uint() end
+			end
+			senders[key] = { version = v, nvc = nvc, frame = pinfo.number }
+			r = { version = v, nvc = nvc, why = "this frame's hello" }
+		elseif senders[key] then
+			local s = senders[key]
+			r = { version = s.version, nvc = s.nvc,
+				why = string.format("hello of %s in frame %d", key, s.frame) }
+		elseif dnp.prefs.bufs_unknown then
+			r = { version = BUFS_VERSION, why = "no hello of " .. key ..
+				" before: preference dnp.bufs_unknown" }
+		end
+		credit_reading[pinfo.number] = r or false
+	end
+	local r = credit_reading[pinfo.number]
+	if not r or r.version < BUFS_VERSION or not HELLO_VERSION[r.version] then return nil end
+	return r
+end
+
+-- The buffer credits of a CREDIT frame in its footer's timestamp field, ts:
+-- byte vc for VC vc of the sender's VCs, zero beyond them.
+local function bufs_tree(tvb, ts, fo, bufs, plen)
+	ts:append_text(" (buffer credits)")
+	ts:add(f.bufs_version, bufs.version):set_generated()
+	ts:add(f.bufs_why, bufs.why):set_generated()
+	local nvc = bufs.nvc or (plen >= 16 and MAX_VC or 2)
+	local counts = {}
+	for vc = 0, MAX_VC - 1 do
+		local r = tvb(fo + 8 + vc, 1)
+		if vc < nvc then
+			local b = ts:add(f.bufs, r)
+			b:append_text(" on VC " .. vc)
+			if r:uint() == BUFS_NONE then
+				b:append_text(" (DNP_BUFS_NONE: counts no buffers, word credit alone)")
+			end
+			b:add(f.bufs_vc, vc):set_generated()
+			counts[#counts + 1] = r:uint() == BUFS_NONE and "none" or tostring(r:uint())
+		else
+			local u = ts:add(f.bufs_unused, r)
+			if r:uint() ~= 0 then u:add_proto_expert_info(e.reserved) end
+		end
+	end
+	return " bufs=" .. table.concat(counts, ",")
 end
 
 local function payload(tvb, t, kind, lflags, plen, avail)
@@ -418,7 +507,7 @@ local function payload(tvb, t, kind, lflags, plen, avail)
 	return note
 end
 
-local function footer(tvb, t, whole)
+local function footer(tvb, t, whole, bufs, plen)
 	local n = tvb:len()
 	local fo = n - WORD
 	local w = t:add(dnp, tvb(fo, WORD), "Footer")
@@ -444,9 +533,11 @@ local function footer(tvb, t, whole)
 	if band(tvb(fo + 4, 1):uint(), 0xe0) ~= 0 then fs:add_proto_expert_info(e.reserved) end
 	w:add(f.hops, tvb(fo + 5, 1))
 	w:add_le(f.via, tvb(fo + 6, 2))
-	w:add_le(f.timestamp, tvb(fo + 8, 4))
+	local ts = w:add_le(f.timestamp, tvb(fo + 8, 4))
+	local bufs_info
+	if bufs then bufs_info = bufs_tree(tvb, ts, fo, bufs, plen) end
 	w:add_le(f.msg_len, tvb(fo + 12, 4))
-	return good, band(tvb(fo + 4, 1):uint(), 1) ~= 0
+	return good, band(tvb(fo + 4, 1):uint(), 1) ~= 0, bufs_info
 end
 
 -- Dissects one DNP frame (whole: the footer is its last word; else a first
@@ -473,7 +564,7 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 			string.format("length field %d, payload %d (frame of %d), captured %d", flen, plen, expect, n))
 	end
 	local note
-	local good, retx = nil, false
+	local good, retx, bufs_info = nil, false, nil
 	if whole and n >= OVERHEAD and n % WORD == 0 then
 		local avail = n - OVERHEAD
 		note = payload(tvb, t, kind, lflags, plen, avail)
@@ -483,7 +574,8 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 			local s = pad:raw()
 			if s:find("[^%z]") then pi:add_proto_expert_info(e.reserved) end
 		end
-		good, retx = footer(tvb, t, true)
+		local bufs = kind == K_CREDIT and bufs_reading(tvb, pinfo, lflags, plen) or nil
+		good, retx, bufs_info = footer(tvb, t, true, bufs, plen)
 		if retx then t:add_proto_expert_info(e.retx) end
 	else
 		note = payload(tvb, t, kind, lflags, plen, n - PAYLOAD_OFF)
@@ -496,6 +588,7 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 		info = info .. string.format(" ack=%d rx0=%d rx1=%d", tvb(8, 4):le_uint(),
 			tvb(36, 4):le_uint(), tvb(44, 4):le_uint())
 		if band(lflags, 0x04) ~= 0 then info = info .. " SACK" end
+		if bufs_info then info = info .. bufs_info end
 	else
 		info = info .. string.format(" %s:%d -> %s:%d", coord(tvb, 19), tvb(23, 1):uint(),
 			coord(tvb, 16), tvb(22, 1):uint())
