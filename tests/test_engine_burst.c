@@ -5,9 +5,11 @@
  * PUTs to node 1, and node 0's data frames are handed to node 1 as one
  * burst built by each test: with a frame whose CRC is broken, with a frame
  * of the other link, out of sequence, and with deliveries that must wait
- * for room in the event queue. Each test checks the per-frame results, the
- * fast-path count, the bytes written, and, after the rest is pumped, that
- * every PUT was written and completed exactly once, in order.
+ * for room in the event queue; and, on a ring of 3, a burst whose frames
+ * carry the only ack of node 1's report frame, which the burst must apply.
+ * Each test checks the per-frame results, the fast-path count, the bytes
+ * written, and, after the rest is pumped, that every PUT was written and
+ * completed exactly once, in order.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,6 +23,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "link.h"
 #include "pkt.h"
 #include "torus.h"
 
@@ -30,9 +33,10 @@
 #define SLOT 64 /* bytes between the PUTs' targets */
 #define MAXF 64
 
-static uint8_t mem[2][ARENA];
-static struct dnp_engine *eng[2];
-static uint32_t key1;
+static uint8_t mem[3][ARENA];
+static struct dnp_engine *eng[3];
+static unsigned nn = 2; /* nodes on the X ring: 2, or 3 (test_acks_per_burst) */
+static uint32_t key0, key1;
 static uint64_t now;
 static uint32_t evq1; /* node 1's event queue slots (0: the default) */
 
@@ -40,6 +44,8 @@ static uint32_t evq1; /* node 1's event queue slots (0: the default) */
 static uint8_t cap[MAXF][DNP_MAX_FRAME];
 static uint32_t cap_len[MAXF];
 static unsigned cap_dir[MAXF], ncap;
+static bool hold_all;  /* ... and node 0's other frames to node 1 are lost on the wire */
+static unsigned nlost; /* frames lost so */
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
 		    size_t len, const struct dnp_mem_seq *seq)
@@ -71,22 +77,30 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
 
 /*
- * One round: both engines run, and every frame goes across as one burst per
- * link, except node 0's data frames when 'capture' (kept in cap[], in order).
+ * One round: the engines run, and every frame goes across as one burst per
+ * link, except node 0's data frames to node 1 when 'capture' (kept in
+ * cap[], in order; with hold_all, node 0's other frames to node 1 are lost).
  */
 static void round_trip(bool capture)
 {
 	struct dnp_frame f[32];
 
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < nn; i++)
 		dnp_engine_run(eng[i], now);
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < nn; i++)
 		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
 			unsigned n = dnp_engine_tx_burst(eng[i], d, f, 32, now), k, m = 0;
+			unsigned peer = d == DNP_DIR_XP ? (i + 1) % nn : (i + nn - 1) % nn;
 			struct dnp_frame pass[32];
 
 			for (k = 0; k < n; k++) {
-				if (capture && i == 0 && (f[k].data[3] & DNP_LINK_F_SEQ)) {
+				if (capture && hold_all && i == 0 && peer == 1 &&
+				    !(f[k].data[3] & DNP_LINK_F_SEQ)) {
+					nlost++;
+					continue;
+				}
+				if (capture && i == 0 && peer == 1 &&
+				    (f[k].data[3] & DNP_LINK_F_SEQ)) {
 					assert_true(ncap < MAXF);
 					memcpy(cap[ncap], f[k].data, f[k].len);
 					cap_len[ncap] = f[k].len;
@@ -95,7 +109,7 @@ static void round_trip(bool capture)
 				}
 				pass[m++] = f[k];
 			}
-			(void)dnp_engine_rx_burst(eng[1 - i], dnp_torus_opposite(d), pass, m, NULL,
+			(void)dnp_engine_rx_burst(eng[peer], dnp_torus_opposite(d), pass, m, NULL,
 						  now);
 		}
 	now += 1000;
@@ -106,12 +120,14 @@ static int setup(void **state)
 	(void)state;
 	now = 1;
 	ncap = 0;
-	for (unsigned i = 0; i < 2; i++) {
+	nlost = 0;
+	hold_all = false;
+	for (unsigned i = 0; i < nn; i++) {
 		struct dnp_engine_conf c;
 
 		memset(mem[i], 0, ARENA);
 		dnp_engine_conf_default(&c);
-		dnp_torus_init(&c.torus, 2, 1, 1);
+		dnp_torus_init(&c.torus, nn, 1, 1);
 		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
 		c.max_ports = 1;
 		c.mem = &ops;
@@ -130,6 +146,8 @@ static int setup(void **state)
 	}
 	assert_int_equal(dnp_engine_register(eng[1], 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, &key1),
 			 0);
+	assert_int_equal(dnp_engine_register(eng[0], 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, &key0),
+			 0);
 	for (unsigned r = 0; r < 50; r++) /* the links' handshake */
 		round_trip(false);
 	assert_true(dnp_engine_has_link(eng[0], DNP_DIR_XP));
@@ -139,10 +157,17 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < nn; i++)
 		dnp_engine_destroy(eng[i]);
 	evq1 = 0;
+	nn = 2;
 	return 0;
+}
+
+static int setup_ring3(void **state)
+{
+	nn = 3;
+	return setup(state);
 }
 
 static int setup_small_evq(void **state)
@@ -151,10 +176,10 @@ static int setup_small_evq(void **state)
 	return setup(state);
 }
 
-/* Node 0 PUTs NPUT 8-byte values (PUT i: bytes 0x10 + i at slot i), and its data frames are kept. */
-static void put_and_capture(void)
+/* Node 0 PUTs [lo, hi) of the 8-byte values (PUT i: bytes 0x10 + i at slot i), frames kept. */
+static void put_range(unsigned lo, unsigned hi)
 {
-	for (unsigned i = 0; i < NPUT; i++) {
+	for (unsigned i = lo; i < hi; i++) {
 		struct dnp_cmd c = { .op = DNP_OP_PUT,
 				     .dst_x = 1,
 				     .remote_key = key1,
@@ -166,9 +191,14 @@ static void put_and_capture(void)
 		memset(mem[0] + i * SLOT, 0x10 + (int)i, 8);
 		assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
 	}
-	for (unsigned r = 0; r < 4 && ncap < NPUT; r++)
+	for (unsigned r = 0; r < 4 && ncap < hi; r++)
 		round_trip(true);
-	assert_int_equal(ncap, NPUT);
+	assert_int_equal(ncap, hi);
+}
+
+static void put_and_capture(void)
+{
+	put_range(0, NPUT);
 	for (unsigned i = 1; i < NPUT; i++)
 		assert_int_equal(cap_dir[i], cap_dir[0]); /* one link carries them */
 }
@@ -209,6 +239,7 @@ static void finish(void)
 	unsigned done[NPUT] = { 0 }, rx = 0, ndone = 0;
 	struct dnp_event ev;
 
+	hold_all = false;
 	for (unsigned r = 0; r < 2000 && (ndone < NPUT || rx < NPUT); r++) {
 		round_trip(false);
 		while (dnp_engine_poll_events(eng[0], 0, &ev, 1) == 1) {
@@ -341,6 +372,34 @@ static void test_delivery_must_wait(void **state)
 	finish();
 }
 
+/*
+ * Acks per burst: on a ring of 3, node 1 answers node 0's PUTs with its
+ * report frame on the same link, and node 0's later data frames carry the
+ * only ack of it (node 0's credit frames are lost). The burst of those
+ * frames, all on the fast path, must apply that ack: node 1 holds nothing
+ * unacked after it.
+ */
+static void test_acks_per_burst(void **state)
+{
+	const unsigned order[NPUT] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const struct dnp_engine_stats *st = dnp_engine_stats(eng[1]);
+	int rc[NPUT];
+
+	(void)state;
+	hold_all = true;
+	put_range(0, NPUT / 2);
+	assert_int_equal(burst(order, NPUT / 2, rc), 0);
+	round_trip(true); /* node 1's report (a sequenced frame) goes to node 0 */
+	assert_true(dnp_link_unacked(dnp_engine_link(eng[1], rxdir())) > 0);
+	put_range(NPUT / 2, NPUT);
+	assert_true(nlost > 0);
+	assert_true(dnp_link_unacked(dnp_engine_link(eng[1], rxdir())) > 0); /* no ack heard */
+	assert_int_equal(burst(order + NPUT / 2, NPUT / 2, rc), 0);
+	assert_int_equal(st->rx_burst_fast, NPUT);
+	assert_int_equal(dnp_link_unacked(dnp_engine_link(eng[1], rxdir())), 0);
+	finish();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +407,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frame_of_two_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_sequence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delivery_must_wait, setup_small_evq, teardown),
+		cmocka_unit_test_setup_teardown(test_acks_per_burst, setup_ring3, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
