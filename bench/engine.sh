@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # ./dnp bench engine: the engine's ceiling, no I/O. Two engines back to back in
-# one thread (bench/engine_bench.c), 8 B, 64 B and 4 KiB PUTs with CRC, beside
+# one thread (bench/engine_bench.c; each burst of frames handed over with
+# dnp_engine_rx_burst, engine_bench --per-frame for one dnp_engine_rx call per
+# frame), 8 B, 64 B and 4 KiB PUTs with CRC, beside
 # memcpy of the same blocks in the same run; REPS runs (default 5), medians.
 #
 #   bench/engine.sh BUILD_DIR [--quick]

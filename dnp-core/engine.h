@@ -351,6 +351,8 @@ struct dnp_engine_stats {
 	uint64_t cg_bypassed; /* messages sent ahead of an older one held by its window */
 	/* Direct receive (conf.rx_direct; h-fast). */
 	uint64_t rx_direct; /* data frames delivered from the caller's frame, no copy first */
+	/* Burst receive (h-fast): data frames that took dnp_engine_rx_burst's fast path. */
+	uint64_t rx_burst_fast;
 };
 
 struct dnp_engine;
@@ -408,6 +410,26 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
  * decode and the copy its delayed delivery needed.
  */
 int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t len, uint64_t now);
+
+/*
+ * Burst receive (h-fast; docs/performance.md, "Batched receive"): the frames
+ * f[0..n) arrived on link dir, in this order. Each gets exactly the checks
+ * and the result dnp_engine_rx would give it (rc[i], when rc is not NULL),
+ * and the frames are taken in order. With conf.rx_direct, an in-sequence
+ * data frame for this node on an idle input FIFO takes a burst fast path:
+ * decoded once in place, delivered from the caller's frame, and the link's
+ * bookkeeping is coalesced per burst: the peer's cumulative acks of the
+ * run of such frames are applied once (the newest valid one, which frees
+ * what each would have freed; it gives one RTT sample where each frame
+ * could give one), the ack owed to the peer is marked once, and the hop of
+ * frames with the same source, destination, route and VC is routed once.
+ * Any other frame (link control, errors, a gap, a forward, a delivery that
+ * must wait) takes dnp_engine_rx after the pending bookkeeping is applied,
+ * so it sees the engine as a frame-by-frame caller would have left it.
+ * Returns the number of frames dropped (rc[i] < 0). n may be 0.
+ */
+unsigned dnp_engine_rx_burst(struct dnp_engine *e, unsigned dir, const struct dnp_frame *f,
+			     unsigned n, int *rc, uint64_t now);
 
 /* Does the work that is due: timers, routing, delivery, segmentation of commands. */
 void dnp_engine_run(struct dnp_engine *e, uint64_t now);

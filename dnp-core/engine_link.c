@@ -561,3 +561,152 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 	}
 	return rx_data(e, x, dir, p, copy, h, len, now);
 }
+
+/*
+ * Burst receive (dnp_engine_rx_burst): what the fast frames of a burst
+ * owe the link, applied once by rx_burst_flush, and the hop of the last
+ * source/destination/route/VC routed in the burst.
+ */
+struct rx_burst {
+	unsigned ack_progress; /* dnp_link_ack_progress of ack; 0: no ack pending */
+	uint32_t ack;
+	bool mark; /* an ack is owed to the peer (engine_ack_mark) */
+	bool hop_ok;
+	struct dnp_coord src, dst;
+	uint16_t via;
+	uint8_t vc;
+};
+
+/* Applies what the burst's fast frames owe the link, as dnp_engine_rx would have. */
+static void rx_burst_flush(struct dnp_engine *e, struct xlink *x, struct rx_burst *b, uint64_t now)
+{
+	void *freed[64];
+	unsigned n;
+
+	if (b->mark)
+		engine_ack_mark(x, now, false);
+	b->mark = false;
+	if (b->ack_progress) {
+		while ((n = dnp_link_on_ack(x->l, b->ack, freed, 64, now)) > 0) {
+			for (unsigned i = 0; i < n; i++)
+				engine_pkt_put(e, freed[i]);
+			x->next_tx = x->next_tx > n ? x->next_tx - n : 0;
+			if (n < 64)
+				break;
+		}
+	}
+	b->ack_progress = 0;
+	b->hop_ok = false; /* the per-frame path may change the router */
+}
+
+/* rx_direct_ok, with the hop of the burst's last local frame remembered. */
+static bool rx_burst_ok(struct dnp_engine *e, struct xlink *x, unsigned dir,
+			const struct dnp_pkt_hdr *h, uint32_t words, struct rx_burst *b)
+{
+	struct dnp_hop hop;
+
+	if (h->seq != dnp_link_ack_value(x->l) || e->in[dir][h->vc].head ||
+	    dnp_link_rx_occupancy(x->l, h->vc) + words > e->c.link.fifo_words ||
+	    !dnp_link_rx_buf_room(x->l, h->vc, words))
+		return false;
+	if (b->hop_ok && b->vc == h->vc && b->via == h->via && dnp_coord_eq(b->src, h->src) &&
+	    dnp_coord_eq(b->dst, h->dst))
+		return true;
+	if (dnp_route_step(&e->router, h->src, h->dst, h->via, dir, h->vc, &hop) < 0 ||
+	    hop.dir != DNP_DIR_LOCAL)
+		return false;
+	b->hop_ok = true;
+	b->src = h->src;
+	b->dst = h->dst;
+	b->via = h->via;
+	b->vc = h->vc;
+	return true;
+}
+
+/*
+ * One frame of a burst on the fast path: 1 when it must take dnp_engine_rx
+ * (nothing done yet), else its result. Only an in-sequence PUT, SEND or GET
+ * response for this node, of link dir in its current epoch, on an idle
+ * input FIFO, whose delivery need not wait, is taken here; its checks are
+ * those of dnp_engine_rx (decode with CRC and rules, own link, epoch, VC,
+ * FIFO and buffer room, route, then the delivery's key and range checks).
+ */
+static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, const uint8_t *frame,
+			size_t len, struct rx_burst *b, uint64_t now)
+{
+	uint32_t words = (uint32_t)(len / DNP_WORD_BYTES);
+	struct dnp_pkt_hdr h;
+	const uint8_t *payload;
+	unsigned progress;
+	struct pkt *p;
+	int rc;
+
+	if (len > DNP_MAX_FRAME || !rx_direct_hint(e, dir, frame, len))
+		return 1;
+	/* each header byte read once into h, the private copy every check looks at */
+	if (dnp_pkt_decode(frame, len, &h, &payload) < 0 || (h.lflags & DNP_LINK_F_RESET) ||
+	    (h.kind != DNP_PKT_PUT && h.kind != DNP_PKT_SEND && h.kind != DNP_PKT_GET_RESP) ||
+	    h.vc >= e->c.link.nvc || !rx_on_own_link(e, dir, &h) ||
+	    !dnp_link_epoch_ok(x->l, h.epoch) || !rx_burst_ok(e, x, dir, &h, words, b))
+		return 1; /* errors, control, gaps, forwards: counted and handled per frame */
+	rc = engine_deliver(e, &h, payload, NULL, now);
+	if ((rc == -EAGAIN || rc == DELIVER_FULL) && b->ack_progress) {
+		/* frame by frame, the acks before it would have freed buffers first */
+		rx_burst_flush(e, x, b, now);
+		rc = engine_deliver(e, &h, payload, NULL, now);
+	}
+	if (rc == -EAGAIN || rc == DELIVER_FULL)
+		return 1; /* must wait: queued on the copying path */
+	dnp_link_stats_rx(x->l, words);
+	e->dirty = true;
+	progress = dnp_link_ack_progress(x->l, h.ack);
+	if (progress > b->ack_progress) {
+		b->ack_progress = progress;
+		b->ack = h.ack;
+	}
+	b->mark = true;
+	(void)dnp_link_rx_pass(x->l, h.vc, h.seq, words);
+	e->wait[dir][h.vc].on = false;
+	e->st.pkts_delivered++;
+	e->st.rx_direct++;
+	e->st.rx_burst_fast++;
+	/* The frames held behind the gap it closed follow, in order (rx_data). */
+	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
+		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
+			engine_pkt_put(e, p);
+			break;
+		}
+		(void)dnp_link_rx_seq(x->l, p->h.seq);
+		engine_in_push(e, dir, p->in_vc, p);
+	}
+	return 0;
+}
+
+unsigned dnp_engine_rx_burst(struct dnp_engine *e, unsigned dir, const struct dnp_frame *f,
+			     unsigned n, int *rc, uint64_t now)
+{
+	struct rx_burst b = { 0 };
+	unsigned dropped = 0;
+	struct xlink *x;
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l) {
+		for (unsigned i = 0; rc && i < n; i++)
+			rc[i] = -ENODEV;
+		return n;
+	}
+	x = &e->links[dir];
+	for (unsigned i = 0; i < n; i++) {
+		int r = e->c.rx_direct ? rx_burst_one(e, x, dir, f[i].data, f[i].len, &b, now) : 1;
+
+		if (r > 0) {
+			rx_burst_flush(e, x, &b, now);
+			r = dnp_engine_rx(e, dir, f[i].data, f[i].len, now);
+		}
+		if (r < 0)
+			dropped++;
+		if (rc)
+			rc[i] = r;
+	}
+	rx_burst_flush(e, x, &b, now);
+	return dropped;
+}

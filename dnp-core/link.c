@@ -423,6 +423,21 @@ uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc)
 	return vc_ok(l, vc) ? l->vc[vc].occ : 0;
 }
 
+int dnp_link_rx_pass(struct dnp_link *l, unsigned vc, uint32_t seq, uint32_t words)
+{
+	struct dnp_link_vc *v;
+
+	if (!vc_ok(l, vc) || seq != l->rx_expected)
+		return -EINVAL;
+	v = &l->vc[vc];
+	l->rx_expected++;
+	/* accept and release at once: occupancy and buffers in use end where they were */
+	v->received += words;
+	l->st.vc[vc].rx_packets++;
+	l->st.vc[vc].rx_words += words;
+	return 0;
+}
+
 /*
  * HW: "the receiving node takes C cycles to submit the proper credit"
  * (EURETILE report, torus link): the value sent now was latched at the
@@ -1182,6 +1197,19 @@ int dnp_link_rx_epoch(struct dnp_link *l, uint8_t epoch, uint64_t now)
 	}
 	l->st.rx_stale++;
 	return -ESTALE;
+}
+
+bool dnp_link_epoch_ok(const struct dnp_link *l, uint8_t epoch)
+{
+	return l->state == DNP_LINK_UP && epoch == l->epoch;
+}
+
+unsigned dnp_link_ack_progress(const struct dnp_link *l, uint32_t ack)
+{
+	unsigned n = unacked_count(l);
+	uint32_t progress = ack - (l->next_seq - n); /* modulo 2^32, as dnp_link_on_ack */
+
+	return n == 0 || progress > n ? 0 : progress;
 }
 
 void dnp_link_stats_rx(struct dnp_link *l, uint32_t words)

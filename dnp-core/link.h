@@ -234,6 +234,22 @@ bool dnp_link_rx_buf_room(const struct dnp_link *l, unsigned vc, uint32_t words)
 /* 'words' left vc's FIFO (delivered or forwarded). */
 void dnp_link_rx_release(struct dnp_link *l, unsigned vc, uint32_t words);
 uint32_t dnp_link_rx_occupancy(const struct dnp_link *l, unsigned vc);
+/*
+ * Burst receive (h-fast, dnp_engine_rx_burst): the expected frame 'seq' of
+ * 'words' on vc, which dnp_link_rx_buf_room and the FIFO's room allowed,
+ * entered vc's FIFO and left it at once (delivered from the caller's
+ * frame): the link ends as after dnp_link_rx_seq, dnp_link_rx_accept and
+ * dnp_link_rx_release in a row. -EINVAL (nothing done) for a vc the link
+ * lacks or another seq than dnp_link_ack_value.
+ */
+int dnp_link_rx_pass(struct dnp_link *l, unsigned vc, uint32_t seq, uint32_t words);
+/* Does a frame of this epoch pass dnp_link_rx_epoch with 0 (link UP, same epoch)? No side effect. */
+bool dnp_link_epoch_ok(const struct dnp_link *l, uint8_t epoch);
+/*
+ * How many unacked packets dnp_link_on_ack(ack) would free (all of them
+ * with max large enough), 0 for a stale or bogus ack. No side effect.
+ */
+unsigned dnp_link_ack_progress(const struct dnp_link *l, uint32_t ack);
 /* Fills credit[0..nvc) with the values to send now and schedules the next credit. */
 void dnp_link_take_credit(struct dnp_link *l, uint64_t now, struct dnp_credit_vc *credit);
 /*

@@ -131,10 +131,18 @@ unsigned dnpd_poll_rx(struct dnpd *d, uint64_t now)
 			l->rx_errors++;
 			continue;
 		}
+		struct dnp_frame fr[DNPD_BURST];
+		int rcs[DNPD_BURST];
+
 		for (i = 0; i < n; i++) {
 			if (!d->quiet || !dnpd_is_credit(&rx[i]))
 				work++;
-			int rr = dnp_engine_rx(d->e, dir, rx[i].data, rx[i].len, now);
+			fr[i] = (struct dnp_frame){ rx[i].data, rx[i].len };
+		}
+		/* one pass over the burst, bookkeeping per burst (engine.h) */
+		(void)dnp_engine_rx_burst(d->e, dir, fr, (unsigned)n, rcs, now);
+		for (i = 0; i < n; i++) {
+			int rr = rcs[i];
 
 			if (rr < 0)
 				l->rx_dropped++;
