@@ -99,10 +99,10 @@ static void app_op(struct dnp_engine *e, struct fuzz_in *in)
 	}
 }
 
-static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now)
+/* One frame into frame[]: raw bytes, or a well-formed packet of fuzzed fields. Its length. */
+static size_t frame_make(struct fuzz_in *in, uint8_t *frame)
 {
-	static uint8_t frame[DNP_MAX_FRAME], payload[DNP_MAX_PAYLOAD];
-	unsigned dir = (unsigned)fuzz_take(in, 1) % DNP_NDIRS;
+	static uint8_t payload[DNP_MAX_PAYLOAD];
 	struct dnp_pkt_hdr h;
 	size_t len;
 
@@ -110,8 +110,7 @@ static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now)
 		len = (size_t)fuzz_take(in, 2) % (DNP_MAX_FRAME + 32);
 		for (size_t i = 0; i < len; i++)
 			frame[i % DNP_MAX_FRAME] = (uint8_t)fuzz_take(in, 1);
-		(void)dnp_engine_rx(e, dir, frame, len > DNP_MAX_FRAME ? DNP_MAX_FRAME : len, now);
-		return;
+		return len > DNP_MAX_FRAME ? DNP_MAX_FRAME : len;
 	}
 	memset(&h, 0, sizeof(h));
 	h.lflags = (uint8_t)(fuzz_take(in, 1) & 1);
@@ -136,9 +135,43 @@ static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now)
 	h.via = (uint16_t)(fuzz_take(in, 2) & ~DNP_PKT_VIA_RSVD); /* route through a via */
 	for (unsigned i = 0; i < h.len; i++)
 		payload[i] = (uint8_t)fuzz_take(in, 1);
-	int n = dnp_pkt_encode(&h, payload, frame, sizeof(frame));
-	if (n > 0)
-		(void)dnp_engine_rx(e, dir, frame, (size_t)n, now);
+	int n = dnp_pkt_encode(&h, payload, frame, DNP_MAX_FRAME);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * Frames from a link: one through dnp_engine_rx, or (burst) 1..4 through
+ * dnp_engine_rx_burst, dnpd's receive path (docs/performance.md, "Batched
+ * receive"), whose results must match the per-frame ones.
+ */
+static void frame_op(struct dnp_engine *e, struct fuzz_in *in, uint64_t now, bool burst)
+{
+	static uint8_t frames[4][DNP_MAX_FRAME];
+	unsigned dir = (unsigned)fuzz_take(in, 1) % DNP_NDIRS;
+	struct dnp_frame f[4];
+	int rc[4];
+	unsigned k = burst ? 1 + (unsigned)fuzz_take(in, 1) % 4 : 1, m = 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		size_t len = frame_make(in, frames[m]);
+
+		if (len) {
+			f[m].data = frames[m];
+			f[m].len = (uint32_t)len;
+			m++;
+		}
+	}
+	if (!burst) {
+		if (m)
+			(void)dnp_engine_rx(e, dir, f[0].data, f[0].len, now);
+		return;
+	}
+	unsigned dropped = dnp_engine_rx_burst(e, dir, f, m, rc, now), bad = 0;
+
+	for (unsigned i = 0; i < m; i++)
+		bad += rc[i] < 0;
+	if (bad != dropped) /* the count returned is the frames refused */
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -166,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.mem = &ops;
 	/* both receive paths: the copying one, and direct receive (dnpd's) */
 	c.rx_direct = size > 0 && (data[size - 1] & 0x80);
+	/* and frames one by one, or in bursts (dnpd's way) */
+	bool burst = size > 0 && (data[size - 1] & 0x40);
 	memset(regs, 0, sizeof(regs));
 	if (dnp_engine_create(&c, 0, &e))
 		abort();
@@ -176,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fuzz_take(&in, 1) % 4 == 0)
 			app_op(e, &in);
 		else
-			frame_op(e, &in, now);
+			frame_op(e, &in, now, burst);
 		dnp_engine_run(e, now);
 		for (unsigned d = 0; d < DNP_NDIRS; d++)
 			(void)dnp_engine_tx_burst(e, d, out, 16, now);
