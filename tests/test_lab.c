@@ -545,6 +545,118 @@ static void test_lab_plan_release(void **state)
 	assert_int_equal(dnp_lab_create(&c, &lab), -EINVAL);
 }
 
+/* The most messages of node 'src' outstanding (submitted, not completed) at any one time. */
+static unsigned max_outstanding(struct dnp_lab *lab, uint32_t src)
+{
+	unsigned best = 0;
+
+	for (uint32_t i = 0; i < dnp_lab_messages(lab); i++) {
+		struct dnp_lab_msg_info a, b;
+		unsigned n = 0;
+
+		assert_int_equal(dnp_lab_msg_info(lab, i, &a), 0);
+		if (a.src != src)
+			continue;
+		for (uint32_t j = 0; j < dnp_lab_messages(lab); j++) {
+			assert_int_equal(dnp_lab_msg_info(lab, j, &b), 0);
+			n += b.src == src && b.submitted <= a.submitted &&
+			     b.completed > a.submitted;
+		}
+		best = n > best ? n : best;
+	}
+	return best;
+}
+
+/*
+ * The daemons' experiment in the lab (h-lab30; docs/lab.md): --pingpong-start
+ * holds the ping-pong's first message until then (and the flow runs beside
+ * the bulk, not after it), --pingpong-warmup leaves its first messages out
+ * of the figures, --app-window bounds a node's outstanding pattern messages,
+ * and --order by-destination submits destination after destination.
+ */
+static void test_lab_daemon_experiment(void **state)
+{
+	(void)state;
+	struct dnp_lab_conf c;
+	struct dnp_lab_msg_info mi;
+	struct dnp_lab *lab;
+	uint64_t bulk_end, start;
+	uint32_t first_pp;
+	char num[24];
+
+	fast_conf(&c, 2, 2, 2);
+	c.sizes[0] = 65536;
+	c.nsizes = 1;
+	c.count = 2;
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong", "0,7"), 0);
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong-count", "20"), 0);
+	lab = run_clean(&c);
+	first_pp = dnp_lab_messages(lab) - 20;
+	assert_int_equal(dnp_lab_msg_info(lab, first_pp, &mi), 0);
+	assert_int_equal(mi.submitted, 0); /* without a start: at time 0 */
+	bulk_end = dnp_lab_result(lab)->pp_bulk_end;
+	assert_true(bulk_end > 1000);
+	dnp_lab_destroy(lab);
+
+	start = bulk_end / 2;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)start);
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong-start", num), 0);
+	assert_int_equal(c.pp_start, start);
+	lab = run_clean(&c);
+	assert_int_equal(dnp_lab_msg_info(lab, first_pp, &mi), 0);
+	assert_true(mi.src == 0 && mi.dst == 7);
+	assert_true(mi.submitted >= start);
+	assert_true(mi.submitted < dnp_lab_result(lab)->pp_bulk_end); /* beside the bulk */
+	assert_int_equal(dnp_lab_result(lab)->pp_all, 20);
+	dnp_lab_destroy(lab);
+	/* the flow outlasts the bulk: only 'all' measures what came after it */
+	c.pp_start = bulk_end - 1;
+	lab = run_clean(&c);
+	assert_true(dnp_lab_result(lab)->pp_msgs < 20);
+	dnp_lab_destroy(lab);
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong-measure", "all"), 0);
+	lab = run_clean(&c);
+	assert_int_equal(dnp_lab_result(lab)->pp_msgs, 20);
+	dnp_lab_destroy(lab);
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong-measure", "during"), 0);
+	assert_false(c.pp_measure_all);
+
+	/* no other traffic (a shift by 0): every message is measured, but the warm-up */
+	c.pattern = DNP_LAB_SHIFT;
+	memset(c.shift, 0, sizeof(c.shift));
+	c.pp_start = 0;
+	assert_int_equal(dnp_lab_class_opt(&c, "pingpong-warmup", "6"), 0);
+	lab = run_clean(&c);
+	assert_int_equal(dnp_lab_result(lab)->pp_all, 20);
+	assert_int_equal(dnp_lab_result(lab)->pp_msgs, 14);
+	dnp_lab_destroy(lab);
+
+	/* the application's window, and dnp_alltoall's order */
+	fast_conf(&c, 2, 2, 2);
+	c.sizes[0] = 4096;
+	c.nsizes = 1;
+	c.count = 8;
+	lab = run_clean(&c);
+	assert_true(max_outstanding(lab, 0) > 4);
+	dnp_lab_destroy(lab);
+	c.app_window = 4;
+	c.a2a_order = 1;
+	lab = run_clean(&c);
+	assert_true(max_outstanding(lab, 0) <= 4);
+	assert_true(max_outstanding(lab, 0) >= 1);
+	for (uint32_t i = 0, last = 0; i < dnp_lab_messages(lab); i++) {
+		assert_int_equal(dnp_lab_msg_info(lab, i, &mi), 0);
+		if (mi.src != 3)
+			continue;
+		assert_true(mi.dst >= last); /* destinations by id, each in a row */
+		last = mi.dst;
+	}
+	dnp_lab_destroy(lab);
+	/* a window with failures is refused */
+	assert_int_equal(dnp_lab_fault_parse("cut@100:0,0,0:xp", &c), 0);
+	assert_int_equal(dnp_lab_create(&c, &lab), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_lab_fault_parse),
 		cmocka_unit_test(test_lab_cut_kill_heal),
 		cmocka_unit_test(test_lab_plan_release),
+		cmocka_unit_test(test_lab_daemon_experiment),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,14 @@ static void usage(FILE *f)
 		"  --pingpong A,B         a ping-pong flow between node ids A and B beside the\n"
 		"                         pattern: --pingpong-count messages (100) of\n"
 		"                         --pingpong-size bytes (8) in class --pingpong-tc (7)\n"
+		"  --pingpong-start T     the ping-pong's first message no earlier than time T (0)\n"
+		"  --pingpong-warmup N    its first N messages are not measured (0)\n"
+		"  --pingpong-measure during|all  measure its messages while the pattern runs\n"
+		"                         (during), or after it too, as dnp_pingpong (all)\n"
+		"  --app-window N         at most N of a node's pattern messages outstanding, as\n"
+		"                         dnp_alltoall --window (0: no limit but --max-commands)\n"
+		"  --order rotated|by-destination  all-to-all submission order (rotated);\n"
+		"                         by-destination is dnp_alltoall's\n"
 		"  --low-payload BYTES    with arbitration: packets of classes 0..6 carry at most\n"
 		"                         BYTES (16..4096; 0 = 4096)\n"
 		"  --top-reserve WORDS    with arbitration: words of every VC FIFO that classes\n"
@@ -162,6 +170,11 @@ enum {
 	OPT_COLL_HOST_ALG,
 	OPT_HOST_EVENT_NS,
 	OPT_HOST_REDUCE_NS,
+	OPT_PP_START, /* the daemons' experiment (h-lab30): dnp_lab_class_opt */
+	OPT_PP_WARMUP,
+	OPT_APP_WINDOW,
+	OPT_ORDER,
+	OPT_PP_MEASURE,
 };
 
 static const struct option run_opts[] = {
@@ -222,6 +235,11 @@ static const struct option run_opts[] = {
 	{ "coll-host-alg", required_argument, NULL, OPT_COLL_HOST_ALG },
 	{ "host-event-ns", required_argument, NULL, OPT_HOST_EVENT_NS },
 	{ "host-reduce-ns-per-kib", required_argument, NULL, OPT_HOST_REDUCE_NS },
+	{ "pingpong-start", required_argument, NULL, OPT_PP_START },
+	{ "pingpong-warmup", required_argument, NULL, OPT_PP_WARMUP },
+	{ "app-window", required_argument, NULL, OPT_APP_WINDOW },
+	{ "order", required_argument, NULL, OPT_ORDER },
+	{ "pingpong-measure", required_argument, NULL, OPT_PP_MEASURE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -500,7 +518,19 @@ static int opt_run(struct run_args *a, int opt, const char *arg)
 	case OPT_PP_TC:
 	case OPT_LOW_PAYLOAD:
 	case OPT_TOP_RESERVE:
+	case OPT_PP_START:
+	case OPT_PP_WARMUP:
+	case OPT_PP_MEASURE:
 		return dnp_lab_class_opt(&a->c, run_opts[opt - OPT_TORUS].name, arg);
+	case OPT_APP_WINDOW:
+		return parse_u32(arg, &a->c.app_window);
+	case OPT_ORDER: {
+		unsigned k = 0;
+		int ret = parse_choice(arg, "rotated", "by-destination", &k);
+
+		a->c.a2a_order = (uint8_t)k;
+		return ret;
+	}
 	case OPT_COLL: {
 		unsigned k = 0;
 		int ret = !strcmp(arg, "allreduce") ? 0 : parse_choice(arg, "barrier", "bcast", &k);

@@ -443,7 +443,8 @@ int dnp_lab_create(const struct dnp_lab_conf *conf, struct dnp_lab **out)
 	if ((conf->pattern == DNP_LAB_HOTSPOT && conf->hotspot >= lab->n) ||
 	    conf->tc > DNP_TC_MAX || conf->pp_tc > DNP_TC_MAX ||
 	    (conf->pp_count && (conf->pp_a >= lab->n || conf->pp_b >= lab->n ||
-				conf->pp_a == conf->pp_b || !conf->pp_size))) {
+				conf->pp_a == conf->pp_b || !conf->pp_size)) ||
+	    (conf->app_window && conf->nfaults) || conf->a2a_order > 1) {
 		free(lab);
 		return -EINVAL;
 	}

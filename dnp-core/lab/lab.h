@@ -201,6 +201,28 @@ struct dnp_lab_conf {
 	uint8_t coll_host_alg;
 	uint64_t host_event;
 	uint64_t host_reduce_kib;
+	/*
+	 * The daemons' experiment, run in the lab (h-lab30; docs/lab.md, "The
+	 * daemons' experiment"). pp_start: the ping-pong flow's first message
+	 * is submitted no earlier than this time (0: at time 0), as a program
+	 * started once the bulk is under way. pp_warmup: its first pp_warmup
+	 * messages are not measured (dnp_pingpong --warmup W is 2W messages).
+	 * app_window: at most this many of a node's pattern (or plan) messages
+	 * outstanding, submitted but not completed, as dnp_alltoall --window
+	 * (0: only max_commands limits; not with faults). a2a_order: the
+	 * all-to-all's submission order, 0 rotated (for each repetition and
+	 * size, destinations src+1, src+2, ...), 1 by destination, as
+	 * dnp_alltoall sends (destinations by id, each one's count x sizes
+	 * messages in a row). pp_measure_all: the ping-pong's messages after
+	 * the rest of the traffic ended are measured too, as dnp_pingpong
+	 * measures every round trip after its warm-up (false: only those
+	 * that arrived while the rest still ran).
+	 */
+	uint64_t pp_start;
+	uint32_t pp_warmup;
+	uint32_t app_window;
+	uint8_t a2a_order;
+	bool pp_measure_all;
 };
 
 /* Per directed link (node, dir). */
@@ -249,7 +271,9 @@ struct dnp_lab_result {
 	 * still ran (pp_msgs; all of them when there is no other traffic), and
 	 * the one-way latency of those (submission -> RX event at the target),
 	 * time units; pp_end: when its last message arrived; pp_bulk_end: when
-	 * the last other message completed (0: none).
+	 * the last other message completed (0: none). With conf.pp_warmup, the
+	 * first pp_warmup messages count in pp_all only; with
+	 * conf.pp_measure_all, pp_msgs counts those after the rest ended too.
 	 */
 	uint64_t pp_all, pp_msgs, pp_lat_median, pp_lat_p99, pp_lat_max, pp_end, pp_bulk_end;
 	/*
@@ -273,7 +297,9 @@ const char *dnp_lab_pattern_name(enum dnp_lab_pattern p);
  * The traffic-class options of the lab (dnp-lab's long names): "arbitration"
  * off|strict|wrr, "tc" N, "pingpong" A,B (node ids; also sets pp_count 100,
  * pp_size 8 and pp_tc 7 unless given), "pingpong-count" N,
- * "pingpong-size" BYTES, "pingpong-tc" N, "low-payload" BYTES (16..4096, a
+ * "pingpong-size" BYTES, "pingpong-tc" N, "pingpong-start" T (time units),
+ * "pingpong-warmup" N (messages),
+ * "pingpong-measure" during|all, "low-payload" BYTES (16..4096, a
  * multiple of 16), "top-reserve" WORDS. Classes 0..7.
  * Errors: -EINVAL (bad value or unknown name).
  */

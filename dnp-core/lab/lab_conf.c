@@ -238,6 +238,16 @@ int dnp_lab_class_opt(struct dnp_lab_conf *c, const char *name, const char *arg)
 		*(name[0] == 'l' ? &c->low_payload : &c->top_reserve) = (uint16_t)v;
 		return 0;
 	}
+	if (!strcmp(name, "pingpong-start"))
+		return dnp_parse_u64(arg, &c->pp_start) ? -EINVAL : 0;
+	if (!strcmp(name, "pingpong-measure")) {
+		if (strcmp(arg, "during") && strcmp(arg, "all"))
+			return -EINVAL;
+		c->pp_measure_all = arg[0] == 'a';
+		return 0;
+	}
+	if (!strcmp(name, "pingpong-warmup"))
+		return class_u32(arg, 1u << 24, &c->pp_warmup);
 	if (!strcmp(name, "pingpong-count"))
 		return class_u32(arg, 1u << 24, &c->pp_count);
 	if (!strcmp(name, "pingpong-size"))

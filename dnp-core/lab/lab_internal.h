@@ -98,7 +98,8 @@ struct lab_node {
 	bool dead;            /* killed: no engine */
 	uint32_t incarnation; /* engines this node has had, minus one */
 	uint64_t tx_size, rx_size;
-	uint32_t pp_due; /* its ping-pong message to submit now (UINT32_MAX: none) */
+	uint32_t pp_due;  /* its ping-pong message to submit now (UINT32_MAX: none) */
+	uint32_t app_out; /* pattern messages submitted, not completed (conf.app_window) */
 	uint32_t rx_key;
 	uint64_t next_wake;
 	uint64_t delivered_seen;

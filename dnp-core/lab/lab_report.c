@@ -17,7 +17,7 @@ static int cmp_u64(const void *a, const void *b)
 static void pp_finish(struct dnp_lab *lab, struct dnp_lab_result *r)
 {
 	uint64_t *lat = malloc((lab->conf.pp_count + 1) * sizeof(*lat));
-	uint64_t nl = 0, bulk_end = 0;
+	uint64_t nl = 0, bulk_end = 0, seen = 0;
 
 	r->pp_all = r->pp_msgs = r->pp_lat_median = r->pp_lat_p99 = r->pp_lat_max = r->pp_end = 0;
 	for (uint32_t i = 0; i < lab->nmsgs; i++)
@@ -31,7 +31,9 @@ static void pp_finish(struct dnp_lab *lab, struct dnp_lab_result *r)
 		if (!m->pp || m->t_rx == UINT64_MAX || m->t_submit == UINT64_MAX)
 			continue;
 		r->pp_all++;
-		if (bulk_end && m->t_rx > bulk_end)
+		if (seen++ < lab->conf.pp_warmup)
+			continue; /* warm-up: not measured */
+		if (bulk_end && m->t_rx > bulk_end && !lab->conf.pp_measure_all)
 			continue; /* after the other traffic ended: not measured */
 		lat[nl++] = m->t_rx - m->t_submit;
 		r->pp_end = m->t_rx > r->pp_end ? m->t_rx : r->pp_end;

@@ -118,11 +118,27 @@ void lab_plan(struct dnp_lab *lab)
 	plan_pingpong(lab);
 }
 
+/* All-to-all by destination (conf.a2a_order), as dnp_alltoall submits it. */
+static void plan_by_destination(struct dnp_lab *lab)
+{
+	const struct dnp_lab_conf *c = &lab->conf;
+
+	for (uint32_t src = 0; src < lab->n; src++)
+		for (uint32_t dst = 0; dst < lab->n; dst++)
+			for (unsigned k = 0; dst != src && k < c->count; k++)
+				for (unsigned si = 0; si < c->nsizes; si++)
+					plan_add(lab, src, dst, c->sizes[si]);
+}
+
 static void plan_pattern(struct dnp_lab *lab)
 {
 	const struct dnp_lab_conf *c = &lab->conf;
 	uint32_t n = lab->n;
 
+	if (c->pattern == DNP_LAB_ALL_TO_ALL && c->a2a_order) {
+		plan_by_destination(lab);
+		return;
+	}
 	for (uint32_t src = 0; src < n; src++) {
 		struct lab_rng rng;
 		struct dnp_coord sc = dnp_torus_coord(&c->torus, src);
@@ -252,6 +268,8 @@ static void on_completion(struct dnp_lab *lab, struct lab_node *nd, const struct
 	}
 	lab->last_progress = lab->now;
 	m->t_done = lab->now;
+	if (!m->pp && nd->app_out)
+		nd->app_out--; /* a place in conf.app_window */
 	if (ev->type == DNP_EV_TX_DONE && ev->status == 0) {
 		m->status = 0;
 		lab->res.completions_ok++;
@@ -386,6 +404,8 @@ static int submit_one(struct dnp_lab *lab, struct lab_node *nd, uint32_t idx)
 		return ret;
 	if (!m->attempts)
 		m->t_submit = lab->now;
+	if (!ret && !m->pp)
+		nd->app_out++;
 	if (ret) {
 		/* refused outright: no completion will follow */
 		m->ncompl = 1;
@@ -405,7 +425,9 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 
 	if (lab->coll)
 		return lab_coll_submit(lab, nd);
-	if (nd->pp_due != UINT32_MAX && submit_one(lab, nd, nd->pp_due) != -EAGAIN) {
+	if (nd->pp_due != UINT32_MAX && lab->now < lab->conf.pp_start) {
+		(void)lab_schedule_wake(lab, nd, lab->conf.pp_start); /* not started yet */
+	} else if (nd->pp_due != UINT32_MAX && submit_one(lab, nd, nd->pp_due) != -EAGAIN) {
 		nd->pp_due = UINT32_MAX;
 		any = true;
 	}
@@ -436,6 +458,8 @@ bool lab_submit(struct dnp_lab *lab, struct lab_node *nd)
 			(void)lab_schedule_wake(lab, nd, lab->msgs[idx].release);
 			break;
 		}
+		if (lab->conf.app_window && nd->app_out >= lab->conf.app_window)
+			break; /* the window is full: a completion reopens it */
 		if (!lab->msgs[idx].excused && submit_one(lab, nd, idx) == -EAGAIN)
 			break;
 		nd->next_submit++;
