@@ -1032,8 +1032,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 	int r;
 
 	d->yield.back = 0;
-	dnp_note_cpu(d);
-	for (i = 0; !dnp_shares_daemon(d); i++) {
+	for (i = 0;; i++) {
 		r = wait_look(d, w, (i & 3u) == 0);
 		if (r)
 			return r;
@@ -1048,6 +1047,8 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
+		if (dnp_shares_daemon(d))
+			break; /* block now: the daemon wakes us and gives way */
 		if (dnp_waits_elsewhere(d))
 			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
