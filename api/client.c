@@ -960,6 +960,20 @@ static bool dnp_waits_elsewhere(struct dnp *d)
 }
 
 /*
+ * True when our daemon is pinned to the CPU we poll on (the bell's home_cpu,
+ * version 8): every look of ours then only keeps the CPU from the daemon
+ * that must produce our event, so the wait blocks on the event bell at once
+ * and the daemon, having woken us, gives us the CPU (dnpd.c). Untrusted, read
+ * once: a wrong value costs a sleep or a yield, never an event.
+ */
+static bool dnp_shares_daemon(struct dnp *d)
+{
+	uint32_t home = atomic_load_explicit(&d->bell->home_cpu, memory_order_relaxed);
+
+	return home != 0 && d->cpu >= 0 && (uint32_t)d->cpu == home - 1;
+}
+
+/*
  * What a wait waits for: one event (into ev), or completion counter n at
  * threshold (ev NULL; the events that come meanwhile go to the stash).
  */
@@ -1014,6 +1028,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 {
 	uint64_t now;
 	unsigned i;
+	bool quick;
 	int r;
 
 	d->yield.back = 0;
@@ -1032,12 +1047,14 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
+		if (dnp_shares_daemon(d))
+			break; /* block now: the daemon wakes us and gives way */
 		if (dnp_waits_elsewhere(d))
 			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
 			dnp_yield_step(&d->yield, now);
 	}
-	for (;;) {
+	for (i = 0;; i++) {
 		struct timespec ts;
 		uint64_t slice = (uint64_t)DNP_SLEEP_SLICE_MS * 1000000ull;
 		uint32_t seq;
@@ -1045,13 +1062,19 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		/*
 		 * Event count: take ev_seq, look, announce the sleep (seq_cst
 		 * against the daemon's seq_cst bump then load of ev_waiters),
-		 * and sleep only if ev_seq has not moved since we looked.
+		 * and sleep only if ev_seq has not moved since we looked
+		 * (dnp_evc_sleep). The socket is asked whether the daemon
+		 * lives before every sleep but a hand-off's first (one system
+		 * call per message saved; a daemon that died without marking
+		 * the session closed is then noticed one slice later).
 		 */
 		seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
 		r = wait_look(d, w, true);
 		if (r)
 			return r;
-		if (dnp_check_dead(d)) {
+		quick = i == 0 && dnp_shares_daemon(d) && !d->dead &&
+			atomic_load_explicit(&d->ctl->state, memory_order_acquire) == DNP_SESS_OPEN;
+		if (!quick && dnp_check_dead(d)) {
 			r = wait_look(d, w, true);
 			return r ? r : -EIO;
 		}
@@ -1064,10 +1087,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		}
 		ts.tv_sec = (time_t)(slice / 1000000000ull);
 		ts.tv_nsec = (long)(slice % 1000000000ull);
-		atomic_fetch_add_explicit(&d->ctl->ev_waiters, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&d->ctl->ev_seq, memory_order_seq_cst) == seq)
-			(void)dnp_futex_wait(&d->ctl->ev_seq, seq, &ts);
-		atomic_fetch_sub_explicit(&d->ctl->ev_waiters, 1, memory_order_relaxed);
+		(void)dnp_evc_sleep(&d->ctl->ev_seq, &d->ctl->ev_waiters, seq, &ts);
 	}
 }
 

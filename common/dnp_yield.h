@@ -40,12 +40,15 @@
 #define DNP_YIELD_H
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "dnp_futex.h"
 
 /*
  * A yield shorter than this ran nobody else (alone: ~0.54 us; shared: ~3.2 us
@@ -165,6 +168,59 @@ static inline void dnp_yield_reset(struct dnp_yield *y)
 	y->spin_until = 0;
 	y->streak = 0;
 	y->back = 0;
+}
+
+/*
+ * A hand-off: give the CPU now, to a process we just woke on it. Ends the
+ * "alone" window first (somebody is runnable here now, whatever the last
+ * measurement said), so the yield is made, and so are the next idle steps'
+ * until a new streak of fast yields shows the CPU free again.
+ */
+static inline void dnp_yield_handoff(struct dnp_yield *y, uint64_t now)
+{
+	y->spin_until = 0;
+	y->streak = 0;
+	(void)dnp_yield_step(y, now);
+}
+
+/*
+ * The event count of a bell (dnp_session.h: ev_seq and ev_waiters), both
+ * halves, shared by dnpd (the notifier) and libdnp (the waiter) so that the
+ * order of their steps is written once (docs/performance.md, "Hand-off and
+ * context switches", the race argument):
+ *   waiter:   seen = seq (acquire); look for work; if none:
+ *             dnp_evc_sleep(seq, waiters, seen, timeout);
+ *   notifier: publish the work (release); dnp_evc_notify(seq, waiters).
+ * The waiter increments 'waiters' and then loads 'seq' (both seq_cst); the
+ * notifier increments 'seq' and then loads 'waiters' (both seq_cst). In the
+ * single total order of these four operations one of the two loads comes
+ * last and sees the other side's write: either the waiter sees seq moved and
+ * does not sleep, or the notifier sees a waiter and wakes it (and a bump
+ * between the waiter's load and its FUTEX_WAIT makes the kernel's own
+ * compare fail: no sleep). The work was published before the bump, so a
+ * waiter that sees seq moved and looks again finds it.
+ * dnp_evc_notify returns true when it woke somebody (made the system call).
+ */
+static inline bool dnp_evc_notify(_Atomic uint32_t *seq, _Atomic uint32_t *waiters)
+{
+	atomic_fetch_add_explicit(seq, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(waiters, memory_order_seq_cst) == 0)
+		return false;
+	dnp_futex_wake(seq);
+	return true;
+}
+
+/* Waiter half (above): 0 (woken, or seq already moved), -ETIMEDOUT, -EINTR. */
+static inline int dnp_evc_sleep(_Atomic uint32_t *seq, _Atomic uint32_t *waiters, uint32_t seen,
+				const struct timespec *timeout)
+{
+	int r = 0;
+
+	atomic_fetch_add_explicit(waiters, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(seq, memory_order_seq_cst) == seen)
+		r = dnp_futex_wait(seq, seen, timeout);
+	atomic_fetch_sub_explicit(waiters, 1, memory_order_relaxed);
+	return r;
 }
 
 #endif

@@ -5,8 +5,11 @@
  * believe they are alone on it (whatever the threshold: the switch count is
  * the exact test), so neither stops yielding to the other; a yield that ran
  * the other stamps the moment we got the CPU back, which opens the short
- * window of dnp_yield_held.
+ * window of dnp_yield_held. The hand-off yields even inside the window of
+ * polling alone, and the event count (dnp_evc_notify / dnp_evc_sleep) loses
+ * no wake-up in a ping-pong of blocking waiters, on two CPUs and on one.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -135,12 +138,209 @@ static void test_yield_held_window(void **state)
 	assert_false(dnp_yield_held(&y, 1000000, 3000));
 }
 
+/* The hand-off yields even while the last measurement said "alone", and ends that window. */
+static void test_yield_handoff_ends_alone(void **state)
+{
+	struct dnp_yield y = { 0 };
+	uint64_t now = dnp_yield_now();
+
+	(void)state;
+	y.spin_until = now + 1000000000ull;
+	y.streak = DNP_YIELD_STREAK;
+	assert_true(dnp_yield_alone(&y, now));
+	assert_false(dnp_yield_step(&y, now)); /* the idle step keeps polling */
+	dnp_yield_handoff(&y, now);
+	assert_int_equal(y.yields, 1);
+	assert_false(dnp_yield_alone(&y, dnp_yield_now()));
+	assert_true(y.streak <= 1);
+}
+
+/* One direction of the ping-pong: a value and its event count. */
+struct evc_side {
+	_Atomic uint32_t seq, waiters;
+	_Atomic uint64_t val;
+};
+
+struct evc_pp {
+	struct evc_side side[2]; /* side[k]: what thread k waits for */
+	unsigned rounds;
+	int cpu;                         /* both threads on this CPU, or -1: anywhere */
+	_Atomic unsigned long wakes[2];  /* notifies that woke the other (made the call) */
+	_Atomic unsigned long sleeps[2]; /* waits that slept (seq had not moved) */
+};
+
+struct evc_arg {
+	struct evc_pp *pp;
+	unsigned k;
+};
+
+/*
+ * The waiter half, as libdnp's wait: a few looks (a random number, so that
+ * the other side's notify often lands while we move from looking to
+ * sleeping: the window a wrong order would open), then take seq, look, sleep
+ * with no time limit.
+ */
+static void evc_wait(struct evc_pp *pp, unsigned k, uint64_t want, uint32_t *rnd)
+{
+	struct evc_side *s = &pp->side[k];
+
+	*rnd ^= *rnd << 13;
+	*rnd ^= *rnd >> 17;
+	*rnd ^= *rnd << 5;
+	for (uint32_t j = *rnd % 4096u; j; j--)
+		if (atomic_load_explicit(&s->val, memory_order_acquire) >= want)
+			return;
+	for (;;) {
+		uint32_t seen = atomic_load_explicit(&s->seq, memory_order_acquire);
+
+		if (atomic_load_explicit(&s->val, memory_order_acquire) >= want)
+			return;
+		/* NULL: a lost wake-up hangs here, and the join below times out */
+		(void)dnp_evc_sleep(&s->seq, &s->waiters, seen, NULL);
+		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == seen)
+			continue; /* spurious */
+		atomic_fetch_add(&pp->sleeps[k], 1);
+	}
+}
+
+static void *evc_thread(void *arg)
+{
+	struct evc_arg *a = arg;
+	struct evc_pp *pp = a->pp;
+	unsigned k = a->k, o = 1 - k;
+	uint32_t rnd = 2463534242u + k;
+
+	if (pp->cpu >= 0) {
+		cpu_set_t cs;
+
+		CPU_ZERO(&cs);
+		CPU_SET(pp->cpu, &cs);
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(cs), &cs);
+	}
+	for (uint64_t i = 1; i <= pp->rounds; i++) {
+		if (k == 1)
+			evc_wait(pp, k, i, &rnd);
+		atomic_store_explicit(&pp->side[o].val, i, memory_order_release);
+		if (dnp_evc_notify(&pp->side[o].seq, &pp->side[o].waiters))
+			atomic_fetch_add(&pp->wakes[k], 1);
+		if (k == 0)
+			evc_wait(pp, k, i, &rnd);
+	}
+	return NULL;
+}
+
+/* rounds of the ping-pong; fails (instead of hanging) if a wake-up was lost */
+static void evc_run(struct evc_pp *pp)
+{
+	struct evc_arg a[2] = { { pp, 0 }, { pp, 1 } };
+	pthread_t t[2];
+	struct timespec dl;
+
+	for (unsigned k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&t[k], NULL, evc_thread, &a[k]), 0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	for (unsigned k = 0; k < 2; k++) {
+		int r = pthread_timedjoin_np(t[k], NULL, &dl);
+
+		if (r == ETIMEDOUT)
+			fail_msg("ping-pong stuck after %llu/%llu of %u rounds: a lost wake-up",
+				 (unsigned long long)atomic_load(&pp->side[0].val),
+				 (unsigned long long)atomic_load(&pp->side[1].val), pp->rounds);
+		assert_int_equal(r, 0);
+	}
+}
+
+/*
+ * Two threads on two CPUs (true parallelism: every interleaving of the
+ * waiter's "waiters++, load seq" with the notifier's "seq++, load waiters"
+ * happens), then both on one CPU (the two-host hand-off: each blocks at once
+ * and is woken by the other). Waits have no time limit: with the notifier's
+ * two steps swapped (the planted fault of docs/performance.md) the first case
+ * hangs within a few thousand rounds, and the join's 20 s bound fails it.
+ */
+static void test_evc_pingpong(void **state)
+{
+	static struct evc_pp two = { .rounds = 50000, .cpu = -1 };
+	static struct evc_pp one = { .rounds = 20000 };
+	cpu_set_t mine;
+
+	(void)state;
+	evc_run(&two);
+	assert_int_equal(atomic_load(&two.side[0].val), two.rounds);
+	assert_int_equal(atomic_load(&two.side[1].val), two.rounds);
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0 || CPU_COUNT(&mine) < 1)
+		return;
+	while (!CPU_ISSET(one.cpu, &mine))
+		one.cpu++;
+	evc_run(&one);
+	/* on one CPU the waiter always finds nothing and sleeps: the blocking path ran */
+	assert_true(atomic_load(&one.sleeps[0]) + atomic_load(&one.sleeps[1]) > 0);
+	assert_true(atomic_load(&one.wakes[0]) + atomic_load(&one.wakes[1]) > 0);
+}
+
+struct evc_sleeper {
+	struct evc_side *s;
+	uint32_t seen;
+	int r;
+};
+
+static void *evc_sleeper(void *arg)
+{
+	struct evc_sleeper *z = arg;
+	struct timespec ts = { 20, 0 };
+
+	z->r = dnp_evc_sleep(&z->s->seq, &z->s->waiters, z->seen, &ts);
+	return NULL;
+}
+
+/*
+ * The two orders of a wait against a notify, each forced: (1) the notify
+ * lands after the waiter's look but before it sleeps: the sleep must return
+ * at once, because seq moved since 'seen' (a waiter that took seq again
+ * inside the sleep would sleep through it: 2 s here, for ever in libdnp but
+ * for its slices); (2) the waiter sleeps first: the notify must see it and
+ * wake it (it returns true), well before the sleeper's 20 s limit.
+ */
+static void test_evc_orders(void **state)
+{
+	struct evc_side s = { 0 };
+	struct timespec ts = { 2, 0 };
+	struct evc_sleeper z = { .s = &s };
+	pthread_t t;
+	uint32_t seen;
+
+	(void)state;
+	/* (1) take seq, look (nothing), then the producer publishes and notifies */
+	seen = atomic_load_explicit(&s.seq, memory_order_acquire);
+	assert_int_equal(atomic_load(&s.val), 0);
+	atomic_store_explicit(&s.val, 1, memory_order_release);
+	assert_false(dnp_evc_notify(&s.seq, &s.waiters)); /* nobody asleep: no system call */
+	assert_int_not_equal(dnp_evc_sleep(&s.seq, &s.waiters, seen, &ts), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&s.waiters), 0);
+
+	/* (2) the waiter is asleep when the producer notifies */
+	z.seen = atomic_load_explicit(&s.seq, memory_order_acquire);
+	assert_int_equal(pthread_create(&t, NULL, evc_sleeper, &z), 0);
+	while (atomic_load(&s.waiters) == 0)
+		sched_yield();
+	usleep(10000); /* most likely inside FUTEX_WAIT by now; if not, its re-check sees seq */
+	atomic_store_explicit(&s.val, 2, memory_order_release);
+	assert_true(dnp_evc_notify(&s.seq, &s.waiters));
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(z.r, 0);
+	assert_int_equal(atomic_load(&s.waiters), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_yield_fast_threshold),
 		cmocka_unit_test(test_yield_shared_cpu_never_alone),
 		cmocka_unit_test(test_yield_held_window),
+		cmocka_unit_test(test_yield_handoff_ends_alone),
+		cmocka_unit_test(test_evc_orders),
+		cmocka_unit_test(test_evc_pingpong),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,7 @@
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
 /*
+ * 8: the bell's home_cpu (a waiter on its daemon's CPU blocks at once);
  * 7: the bell's solo_cpu (a waiter on another CPU needs no yield);
  * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0), completion
  * counters (struct dnp_sess_cntr at ctl.cntr_off, the command's cntr byte)
@@ -66,7 +67,7 @@
  * SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
-#define DNP_SESS_VERSION 7u
+#define DNP_SESS_VERSION 8u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
@@ -123,7 +124,16 @@ struct dnp_sess_bell {
 	 * yield (client.c, wait_slow).
 	 */
 	_Atomic uint32_t solo_cpu;
-	uint32_t reserved[10];
+	/*
+	 * Version 8: CPU + 1 of a daemon pinned to one CPU, links or not, else
+	 * 0. An app waiting on that same CPU can only delay its daemon by
+	 * polling: it blocks on the event bell at once, and the daemon, which
+	 * then wakes it, gives it the CPU straight away (client.c, wait_slow;
+	 * dnpd.c, dnpd_engine_pass; docs/performance.md, "Hand-off and context
+	 * switches").
+	 */
+	_Atomic uint32_t home_cpu;
+	uint32_t reserved[9];
 };
 static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
 

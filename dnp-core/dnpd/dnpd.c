@@ -263,6 +263,7 @@ static void dnpd_disarm(struct dnpd *d)
 static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 {
 	unsigned ev;
+	bool here;
 
 	dnp_engine_run(d->e, now);
 	/*
@@ -287,12 +288,26 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	 * this is then the only yield a busy daemon makes, and
 	 * with --pin the other node's app shares our CPU and
 	 * needs it (without it the 2-node busy ping-pong stalls).
+	 *
+	 * Pinned, with an app on our CPU that got events (two hosts): that
+	 * app blocks on its event bell while it waits (client.c: the bell's
+	 * home_cpu is its CPU), so we have just woken it (dnpd_sess_notify)
+	 * and were alone on the CPU a moment ago. Give it the CPU now, even
+	 * though the last measurement said alone: one switch, and the reply it
+	 * posts goes out with our deferred send (docs/performance.md,
+	 * "Hand-off and context switches").
 	 */
+	here = ev && d->ev_here && d->home_cpu >= 0;
 	if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) && !d->tx_deferred &&
-	    !dnp_yield_alone(&d->yield, now)) {
+	    (here || !dnp_yield_alone(&d->yield, now))) {
 		dnpd_disarm(d);
 		d->tx_deferred = true;
-		dnp_yield_step(&d->yield, now);
+		if (here) {
+			d->handoffs++;
+			dnp_yield_handoff(&d->yield, now);
+		} else {
+			dnp_yield_step(&d->yield, now);
+		}
 		return true;
 	}
 	d->tx_deferred = false;
@@ -328,22 +343,27 @@ static void dnpd_solo(struct dnpd *d)
 	d->solo_spin = true;
 }
 
-/* At the start of the loop: d->solo_cpu, published in the bell. */
+/* At the start of the loop: d->solo_cpu and d->home_cpu, published in the bell. */
 static void dnpd_solo_init(struct dnpd *d)
 {
 	cpu_set_t cs;
 	unsigned dir, c;
 
 	d->solo_cpu = -1;
+	d->home_cpu = -1;
 	for (dir = 0; dir < DNP_NDIRS; dir++)
 		if (d->link[dir].exists)
 			break;
-	if (dir == DNP_NDIRS && sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) == 1)
+	if (sched_getaffinity(0, sizeof(cs), &cs) == 0 && CPU_COUNT(&cs) == 1)
 		for (c = 0; c < CPU_SETSIZE; c++)
 			if (CPU_ISSET(c, &cs))
-				d->solo_cpu = (int)c;
+				d->home_cpu = (int)c;
+	if (dir == DNP_NDIRS)
+		d->solo_cpu = d->home_cpu;
 	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->solo_cpu,
 			      (uint32_t)(d->solo_cpu + 1), memory_order_relaxed);
+	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->home_cpu,
+			      (uint32_t)(d->home_cpu + 1), memory_order_relaxed);
 }
 
 static void dnpd_loop(struct dnpd *d)

@@ -150,6 +150,7 @@ struct dnpd {
 	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */
 	int solo_cpu;           /* pinned to this CPU and no links, else -1 (dnpd_solo) */
 	bool solo_spin;         /* solo, and no app polls on solo_cpu: idle passes do not yield */
+	int home_cpu;           /* pinned to this CPU (links or not), else -1 (bell's home_cpu) */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
@@ -163,6 +164,7 @@ struct dnpd {
 	uint64_t activity;            /* sum of engine counters that mean real traffic */
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t holds;        /* idle passes that held the CPU instead of yielding */
+	uint64_t handoffs;     /* yields to an app on home_cpu that just got events */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;

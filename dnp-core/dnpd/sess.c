@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "dnp_futex.h"
+#include "dnp_yield.h"
 #include "dnpd.h"
 #include "engine.h" /* struct dnp_engine_cntr: a layout only, no engine call */
 
@@ -199,10 +200,12 @@ void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t l
 
 void dnpd_sess_notify(struct dnpd_session *se)
 {
-	/* Event count (dnp_session.h): bump, then look for a sleeper; seq_cst on both. */
-	atomic_fetch_add_explicit(&se->ctl->ev_seq, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&se->ctl->ev_waiters, memory_order_seq_cst))
-		dnp_futex_wake(&se->ctl->ev_seq);
+	/*
+	 * Event count (dnp_session.h, dnp_yield.h): bump, then look for a
+	 * sleeper; seq_cst on both. ev_waiters is the app's: any value only
+	 * decides whether we make the wake-up call.
+	 */
+	(void)dnp_evc_notify(&se->ctl->ev_seq, &se->ctl->ev_waiters);
 }
 
 void dnpd_sess_cntr_publish(struct dnpd_session *se, uint64_t mask,
