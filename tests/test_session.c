@@ -785,6 +785,38 @@ static void test_session_link_names(void **state)
 	assert_string_equal(rb, "127.0.0.1:40013");
 }
 
+/*
+ * --rx-bufs and key rx_bufs (engine.h rx_bufs): the lab's range, 1..254 buffer
+ * credits per input VC, and 0 for the engine's default (so the command line can
+ * undo a file's value); anything else refused, leaving the value as it was.
+ */
+static void test_session_conf_rx_bufs(void **state)
+{
+	struct dnpd_conf c;
+	char *argv[] = { "dnpd",      "--torus", "2x1x1",     "--coord", "0,0,0",
+			 "--run-dir", "/r",      "--rx-bufs", "254",     NULL };
+	const char *bad[] = { "255", "256", "-1", "two", "", "2x", "1000000000000" };
+
+	(void)state;
+	dnpd_conf_default(&c);
+	assert_int_equal(c.rx_bufs, 0);
+	assert_int_equal(dnpd_conf_parse(&c, 9, argv), 0);
+	assert_int_equal(c.rx_bufs, 254);
+	assert_int_equal(dnpd_conf_set(&c, "rx_bufs", "1"), 0);
+	assert_int_equal(c.rx_bufs, 1);
+	assert_int_equal(dnpd_conf_set(&c, "rx_bufs", "0x10"), 0);
+	assert_int_equal(c.rx_bufs, 16);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(dnpd_conf_set(&c, "rx_bufs", bad[i]), -EINVAL);
+		assert_int_equal(c.rx_bufs, 16);
+	}
+	assert_int_equal(dnpd_conf_set(&c, "rx_bufs", "0"), 0);
+	assert_int_equal(c.rx_bufs, 0);
+	argv[8] = "255";
+	dnpd_conf_default(&c);
+	assert_int_equal(dnpd_conf_parse(&c, 9, argv), -EINVAL);
+}
+
 /* ------------------------------------------- the application is untrusted */
 
 /*
@@ -1396,6 +1428,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_session_abi_layout),
 		cmocka_unit_test(test_session_link_names),
+		cmocka_unit_test(test_session_conf_rx_bufs),
 		cmocka_unit_test_setup_teardown(test_session_open_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_env_socket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_ports, setup, teardown),

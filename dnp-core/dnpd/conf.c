@@ -138,12 +138,15 @@ void dnpd_conf_usage(FILE *f, const char *prog)
 		"                           while its transport holds under BYTES the peer has\n"
 		"                           not taken (1..16777216; default 0, off; shm only;\n"
 		"                           docs/routing.md, \"a byte-queue limit per link\")\n"
+		"  --rx-bufs N              buffer credits: big packet buffers backed per input\n"
+		"                           VC, 1..%u (default 0: the engine's, 64 here;\n"
+		"                           docs/protocol.md, \"Buffer credits\")\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n"
 		"\n"
 		"SIGTERM or SIGINT stops the daemon cleanly and removes its files.\n",
 		prog, dnpd_eal_default(), DNPD_UDP_BASE_DEFAULT, DNPD_CMD_TIMEOUT_MS_DEFAULT,
-		DNP_MAX_VC, DNP_MAX_VC);
+		DNP_MAX_VC, DNP_MAX_VC, DNP_BUFS_MAX);
 }
 
 /*
@@ -198,12 +201,13 @@ static int dnpd_set_link(struct dnpd_conf *c, unsigned dir, const char *v)
  * dnpd checks it against its FIFO at start-up): the top-class remedies of
  * engine.h, refused by dnpd_conf_parse with arbitration off; so is key
  * link_queue (bytes, 0..DNPD_LINK_QUEUE_MAX), the byte-queue limit per link
- * (transport/linkq.h).
+ * (transport/linkq.h); key rx_bufs (0..DNP_BUFS_MAX), the buffer credits per
+ * input VC (engine.h rx_bufs; 0: the engine's default).
  */
 #define DNPD_LINK_QUEUE_MAX (16u << 20)
 static int dnpd_set_congestion(struct dnpd_conf *c, const char *v);
 
-/* Keys routing, arbitration and congestion: how packets go and who goes first. */
+/* Keys routing, arbitration, congestion, rx_bufs...: how packets go and who goes first. */
 static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 {
 	uint64_t u;
@@ -223,6 +227,9 @@ static int dnpd_set_routing(struct dnpd_conf *c, const char *key, const char *v)
 		return dnpd_parse_u64(v, DNPD_LINK_QUEUE_MAX, &u) ?
 			       -EINVAL :
 			       (c->link_queue = (uint32_t)u, 0);
+	if (!strcmp(key, "rx_bufs")) /* the lab's range (dnp-lab sweep --rx-bufs); 0: default */
+		return dnpd_parse_u64(v, DNP_BUFS_MAX, &u) ? -EINVAL :
+							     (c->rx_bufs = (uint32_t)u, 0);
 	int m = dnp_routing_parse(v);
 
 	if (m < 0)
@@ -354,7 +361,7 @@ int dnpd_conf_set(struct dnpd_conf *c, const char *key, const char *v)
 	}
 	if (!strcmp(key, "routing") || !strcmp(key, "arbitration") || !strcmp(key, "congestion") ||
 	    !strcmp(key, "low_payload") || !strcmp(key, "top_reserve") ||
-	    !strcmp(key, "link_queue"))
+	    !strcmp(key, "link_queue") || !strcmp(key, "rx_bufs"))
 		return dnpd_set_routing(c, key, v);
 	if (!strcmp(key, "heap_size") || !strcmp(key, "heap-size"))
 		return dnpd_parse_u64(v, DNP_SESS_HEAP_MAX, &c->heap_default) ? -EINVAL :
@@ -394,6 +401,7 @@ enum {
 	OPT_LOW_PAYLOAD,
 	OPT_TOP_RESERVE,
 	OPT_LINK_QUEUE, /* h-dprio */
+	OPT_RX_BUFS,    /* h-obs2 */
 };
 
 static const struct option dnpd_opts[] = {
@@ -424,6 +432,7 @@ static const struct option dnpd_opts[] = {
 	{ "low-payload", required_argument, NULL, OPT_LOW_PAYLOAD },
 	{ "top-reserve", required_argument, NULL, OPT_TOP_RESERVE },
 	{ "link-queue", required_argument, NULL, OPT_LINK_QUEUE },
+	{ "rx-bufs", required_argument, NULL, OPT_RX_BUFS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -458,8 +467,9 @@ static const char *const dnpd_opt_keys[] = {
 	[OPT_LOW_PAYLOAD - OPT_TORUS] = "low_payload",
 	[OPT_TOP_RESERVE - OPT_TORUS] = "top_reserve",
 	[OPT_LINK_QUEUE - OPT_TORUS] = "link_queue",
+	[OPT_RX_BUFS - OPT_TORUS] = "rx_bufs",
 };
-static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_LINK_QUEUE - OPT_TORUS + 1,
+static_assert(sizeof(dnpd_opt_keys) / sizeof(dnpd_opt_keys[0]) == OPT_RX_BUFS - OPT_TORUS + 1,
 	      "one key per option");
 
 int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
@@ -494,7 +504,7 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 
 		if (opt == OPT_CONFIG)
 			continue;
-		if (opt < OPT_TORUS || opt > OPT_LINK_QUEUE) {
+		if (opt < OPT_TORUS || opt > OPT_RX_BUFS) {
 			dnpd_conf_usage(stderr, argv[0]);
 			return -EINVAL;
 		}
@@ -512,6 +522,11 @@ int dnpd_conf_parse(struct dnpd_conf *c, int argc, char **argv)
 			if (opt == OPT_LINK_QUEUE)
 				fprintf(stderr, "dnpd: --link-queue: 0 (off) .. %u bytes\n",
 					DNPD_LINK_QUEUE_MAX);
+			if (opt == OPT_RX_BUFS)
+				fprintf(stderr,
+					"dnpd: --rx-bufs: 1..%u buffer credits per input VC (0: "
+					"the engine's default)\n",
+					DNP_BUFS_MAX);
 			return -EINVAL;
 		}
 	}

@@ -660,6 +660,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	/* Top-class remedies (engine.h; conf.c refused them with arbitration off). */
 	ec.arb_low_payload = d->conf.low_payload;
 	ec.arb_top_reserve = d->conf.top_reserve;
+	ec.rx_bufs = d->conf.rx_bufs; /* 0: the engine's default (conf.c, --rx-bufs) */
 	low_words =
 		dnp_pkt_frame_words(d->conf.low_payload ? d->conf.low_payload : DNP_MAX_PAYLOAD);
 	if (d->conf.top_reserve > ec.link.t_red - low_words) {

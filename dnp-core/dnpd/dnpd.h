@@ -84,6 +84,11 @@ struct dnpd_conf {
 	char addr_remote[DNP_NDIRS][DNPD_ADDR_MAX];
 	/* h-dprio: the byte-queue limit per link (transport/linkq.h), bytes; 0 = off */
 	uint32_t link_queue;
+	/*
+	 * h-obs2: buffer credits per input VC (engine.h rx_bufs, docs/protocol.md
+	 * "Buffer credits"), 1..DNP_BUFS_MAX; 0 = the engine's default (64 here)
+	 */
+	uint32_t rx_bufs;
 };
 
 /* ---- conf.c ---- */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "dnpd.h"
+#include "pkt.h"
 #include "transport.h"
 #include "transport_priv.h"
 
@@ -86,6 +87,7 @@ static void check_values(const struct dnpd_conf *c)
 	CHECK(c->udp_base_port >= 1 && c->udp_base_port <= 65535);
 	CHECK(c->heap_default >= 1 && c->heap_default <= DNP_SESS_HEAP_MAX);
 	CHECK(c->cmd_timeout_ms <= 86400000ull);
+	CHECK(c->rx_bufs <= DNP_BUFS_MAX); /* 0: the engine's default */
 	/* A link address is given whole (LOCAL and REMOTE, neither empty), or not at all. */
 	for (unsigned d = 0; d < DNP_NDIRS; d++)
 		CHECK(!c->addr_local[d][0] == !c->addr_remote[d][0]);

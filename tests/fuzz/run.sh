@@ -93,7 +93,7 @@ unhex 0902900100dc01000001000000000000000000000201000001000000000000004000000000
 mkdir -p "$tmp/conf"
 printf '[node]\ntorus = 2x2x1\ncoord = 1,0,0\nrun_dir = /tmp/x\ntransport = udp\n[links]\nxp = 10.0.0.1:5,10.0.0.2:6\n' \
 	>"$tmp/conf/file"
-printf 'torus=4x1x1\nrun_dir=/r\n\0--coord\0003,0,0\0--heap-size\0002M\0--idle\0busy' \
+printf 'torus=4x1x1\nrun_dir=/r\nrx_bufs=8\n\0--coord\0003,0,0\0--heap-size\0002M\0--idle\0busy\0--rx-bufs\0002' \
 	>"$tmp/conf/argv"
 printf 'shared=1,chan=3,mtu=1500,links' >"$tmp/conf/options"
 # Socket requests (fuzz_sess.c, run_program): connect, HELLO, service, ATTACH,
