@@ -32,6 +32,11 @@
 #define LW_FLEN 12u   /* u16: whole frame in bytes */
 #define LW_SRCDIR 14u /* u8 */
 #define LW_EPOCH 15u  /* u8: link epoch */
+/*
+ * In memory only, never on the wire (decode rejects it as a reserved bit):
+ * an unsealed frame whose CRC field holds its payload's CRC (pkt.h, "Sealing").
+ */
+#define LW_F_PCRC 0x80u
 
 /* word 1: H0 */
 #define H0_DST 16u /* x, y, z */
@@ -243,6 +248,87 @@ __attribute__((constructor)) static void crc_field_tab_init(void)
 	}
 }
 
+/*
+ * CRC arithmetic without the payload (pkt.h, "Sealing"). A CRC register is a
+ * polynomial over GF(2) modulo the CRC-32 polynomial, bit-reflected: bit 31
+ * is x^0, bit 0 is x^31. Feeding n zero bytes through the register (no
+ * preset, no final XOR) multiplies it by x^(8n); crc_pow16[k] is x^(128k),
+ * i.e. k zero words, for every distance inside a frame.
+ */
+#define CRC_POLY_REFL 0xedb88320u
+#define CRC_ONE 0x80000000u /* the polynomial 1 */
+static uint32_t crc_pow16[DNP_MAX_FRAME / DNP_WORD_BYTES + 1];
+
+/* a * b modulo the CRC polynomial (both reflected); 32 steps, no branch on data. */
+static uint32_t crc_mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t r = 0;
+
+	for (unsigned i = 0; i < 32; i++) {
+		r ^= b & (0u - ((a >> (31 - i)) & 1u)); /* a's coefficient of x^i times b */
+		b = (b >> 1) ^ (CRC_POLY_REFL & (0u - (b & 1u))); /* b *= x */
+	}
+	return r;
+}
+
+/* The register r followed by k zero words: r * x^(128k). */
+static inline uint32_t crc_shift16(uint32_t r, size_t k)
+{
+	return crc_mulmod(crc_pow16[k], r);
+}
+
+/* The raw register (no preset, no final XOR) after w[0..16) from register r. */
+static inline uint32_t crc_raw(uint32_t r, const uint8_t w[DNP_WORD_BYTES])
+{
+	/* dnp_crc32 presets with ~crc and ends with ~: undo both */
+	return ~dnp_crc32(~r, w, DNP_WORD_BYTES);
+}
+
+__attribute__((constructor)) static void crc_pow16_init(void)
+{
+	uint32_t x128 = CRC_ONE;
+
+	for (unsigned i = 0; i < 128; i++)
+		x128 = (x128 >> 1) ^ (CRC_POLY_REFL & (0u - (x128 & 1u)));
+	crc_pow16[0] = CRC_ONE;
+	for (size_t k = 1; k < sizeof(crc_pow16) / sizeof(crc_pow16[0]); k++)
+		crc_pow16[k] = crc_mulmod(crc_pow16[k - 1], x128);
+}
+
+/*
+ * The CRC of frame[0..len) (CRC field zero) from pcrc, the CRC of its padded
+ * payload: the header's, carried over the payload (a CRC combine: zlib's
+ * crc32_combine, one multiplication), then on through the footer.
+ */
+static uint32_t seal_pcrc(const uint8_t *p, size_t len, uint32_t pcrc)
+{
+	uint32_t c = dnp_crc32(0, p, PAYLOAD_OFF);
+
+	c = crc_shift16(c, (len - DNP_FRAME_OVERHEAD) / DNP_WORD_BYTES) ^ pcrc;
+	return dnp_crc32(c, p + len - DNP_WORD_BYTES, DNP_WORD_BYTES);
+}
+
+/*
+ * What restamping changes in the CRC of a sealed frame: the CRCs of two
+ * frames of equal length differ by the raw CRC of their XOR, here the change
+ * of the link word, zeros, the change of the footer (CRC fields zero).
+ */
+static uint32_t restamp_delta(const uint8_t *p, size_t len, const uint8_t lw_old[16],
+			      uint8_t ft_old[16])
+{
+	const uint8_t *ft = p + len - DNP_WORD_BYTES;
+	uint8_t d[DNP_WORD_BYTES];
+	uint32_t r;
+
+	memset(ft_old + FT_CRC, 0, 4);
+	for (unsigned i = 0; i < DNP_WORD_BYTES; i++)
+		d[i] = p[i] ^ lw_old[i];
+	r = crc_shift16(crc_raw(0, d), (len - 2 * DNP_WORD_BYTES) / DNP_WORD_BYTES);
+	for (unsigned i = 0; i < DNP_WORD_BYTES; i++)
+		d[i] = ft[i] ^ ft_old[i];
+	return crc_raw(r, d);
+}
+
 /* CRC of frame[0..flen) with the footer's CRC field taken as zero (one pass). */
 static uint32_t frame_crc(const uint8_t *p, size_t flen)
 {
@@ -332,8 +418,17 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put16(ft, FT_VIA, h->via);
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
-	if (seal)
+	if (seal) {
 		put32(ft, FT_CRC, dnp_crc32(0, p, flen));
+	} else {
+		/*
+		 * The payload was just copied in (read_local, then this call):
+		 * its CRC is taken now, while it is still in cache, and kept in
+		 * the CRC field for dnp_pkt_restamp (pkt.h, "Sealing").
+		 */
+		put32(ft, FT_CRC, dnp_crc32(0, p + PAYLOAD_OFF, flen - DNP_FRAME_OVERHEAD));
+		put8(p, LW_LFLAGS, (uint8_t)(h->lflags | LW_F_PCRC));
+	}
 	return (int)flen;
 }
 
@@ -497,11 +592,16 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	}
 
 	/*
-	 * The CRC is recomputed over the whole frame rather than updated
-	 * incrementally from the old one: dnp_pkt_set_vc() edits H0 and relies
-	 * on this to fix the CRC before the frame is sent.
+	 * Only the link word and the footer change; the CRC field says how the
+	 * new CRC is had without reading the payload (pkt.h, "Sealing").
 	 */
 	ft = p + len - DNP_WORD_BYTES;
+	uint8_t lw_old[DNP_WORD_BYTES], ft_old[DNP_WORD_BYTES];
+	uint32_t crc = get32(ft, FT_CRC);
+	bool pcrc = p[LW_LFLAGS] & LW_F_PCRC;
+
+	memcpy(lw_old, p, DNP_WORD_BYTES);
+	memcpy(ft_old, ft, DNP_WORD_BYTES);
 	put8(p, LW_LFLAGS, lflags);
 	put32(p, LW_SEQ, seq);
 	put32(p, LW_ACK, ack);
@@ -509,8 +609,37 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	put32(ft, FT_CRC, 0);
 	put8(ft, FT_FSTATUS, fstatus);
 	put8(ft, FT_HOPS, hops);
-	put32(ft, FT_CRC, dnp_crc32(0, p, len));
+	if (pcrc)
+		crc = seal_pcrc(p, len, crc);
+	else if (crc)
+		crc ^= restamp_delta(p, len, lw_old, ft_old);
+	else
+		crc = dnp_crc32(0, p, len);
+	put32(ft, FT_CRC, crc);
 	return 0;
+}
+
+void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val)
+{
+	uint8_t d[DNP_WORD_BYTES] = { 0 };
+	size_t flen = get16(frame, LW_FLEN);
+	uint8_t *ft = frame + flen - DNP_WORD_BYTES;
+	uint32_t crc;
+
+	assert(off < PAYLOAD_OFF);
+	if (flen < DNP_FRAME_OVERHEAD || flen > DNP_MAX_FRAME || flen % DNP_WORD_BYTES) {
+		frame[off] = val; /* not a frame of ours: dnp_pkt_restamp refuses it anyway */
+		return;
+	}
+	crc = get32(ft, FT_CRC);
+	d[off % DNP_WORD_BYTES] = frame[off] ^ val;
+	frame[off] = val;
+	if (!crc || (frame[LW_LFLAGS] & LW_F_PCRC))
+		return; /* no CRC yet, or the payload's alone: nothing to keep right */
+	/* the change, as a word followed by zeros up to the end of the frame */
+	crc ^= crc_shift16(crc_raw(0, d),
+			   (flen - DNP_WORD_BYTES * (off / DNP_WORD_BYTES + 1)) / 16);
+	put32(ft, FT_CRC, crc);
 }
 
 /*

@@ -24,6 +24,24 @@
  * two-VC format. A RESET frame (DNP_LINK_F_RESET) carries the sender's hello
  * in its payload instead (struct dnp_pkt_hello).
  *
+ * Sealing. The CRC is computed at most once per payload byte and sending
+ * node: a frame in memory is in one of three states, told by its CRC field
+ * and an in-memory bit of the link word that never reaches the wire
+ * (dnp_pkt_restamp clears it, dnp_pkt_decode refuses it):
+ *   unsealed with its payload's CRC (dnp_pkt_encode_unsealed: the bit set,
+ *       the field the CRC of the padded payload, taken while it is in cache):
+ *       dnp_pkt_restamp CRCs the 48 header and 16 footer bytes and combines;
+ *   sealed (dnp_pkt_encode, dnp_pkt_restamp, a frame that decoded; the field
+ *       not zero): the field is the CRC of the frame as it stands, and
+ *       dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch update it for
+ *       the bytes they change (a retransmission or a forward costs 32 bytes
+ *       of CRC, not the frame);
+ *   no CRC (the field zero): dnp_pkt_restamp computes it over the frame.
+ * The bytes on the wire are exactly those of a full CRC (tests/test_pkt.c).
+ * So after encoding, a frame's bytes may change only through these calls;
+ * a byte changed any other way is a CRC error at the receiver, which also
+ * holds for a retransmission buffer corrupted in memory.
+ *
  * Pure functions on caller buffers; no allocation; any thread.
  */
 #ifndef DNP_PKT_H
@@ -281,10 +299,12 @@ static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
 
 /*
- * The same, but the CRC field is left zero: for a frame that will be sealed
- * by dnp_pkt_restamp (which computes the CRC) before it leaves the node, so
- * that its CRC is computed once, not twice. Such a frame does not decode.
- * payload may already sit in place (frame + 48): it is then not copied.
+ * The same, but unsealed: for a frame that will be sealed by dnp_pkt_restamp
+ * before it leaves the node. The CRC of the payload alone is taken here, just
+ * after the payload was copied (in cache), and kept for the restamp
+ * ("Sealing" above), which then reads only the header and footer. Such a
+ * frame does not decode. payload may already sit in place (frame + 48): it is
+ * then not copied.
  */
 int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 			    size_t cap);
@@ -313,7 +333,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
- * ack, src_dir, footer status, hops) and recomputes the CRC. The frame must
+ * ack, src_dir, footer status, hops) and seals it: its CRC from the payload's
+ * CRC or the sealed CRC when the frame has one, else over the whole frame
+ * ("Sealing" above); the result is the same either way. The frame must
  * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
  * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
  * drop it from one that has one: the sack itself is not restamped).
@@ -322,14 +344,24 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);
 
 /*
- * Sets the VC of an encoded frame (H0 byte 8, bits 4-5) without touching the
- * CRC: the caller restamps the frame before sending it.
+ * Sets byte off (< 48: link word or header) of an encoded frame to val and
+ * keeps its CRC field what "Sealing" above says it is: a sealed frame's CRC
+ * is updated for the change (one multiplication, no pass over the payload).
+ */
+void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val);
+
+/*
+ * Sets the VC of an encoded frame (H0 byte 8, bits 4-5); a sealed frame's
+ * CRC is kept right (dnp_pkt_edit_sealed), the caller restamps it anyway
+ * before sending it.
  */
 static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
 {
-	uint8_t *b = frame + DNP_WORD_BYTES + 8;
+	const unsigned off = DNP_WORD_BYTES + 8;
+	uint8_t b = (uint8_t)((frame[off] & ~0x30u) | ((vc & 3u) << 4));
 
-	*b = (uint8_t)((*b & ~0x30u) | ((vc & 3u) << 4));
+	if (b != frame[off])
+		dnp_pkt_edit_sealed(frame, off, b);
 }
 
 /* Writes h as a hello payload of DNP_HELLO_BYTES (version, magic and reserved bytes set). */
@@ -348,12 +380,13 @@ int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hell
 const char *dnp_pkt_kind_name(unsigned kind);
 
 /*
- * Sets the link epoch of an encoded frame (link word byte 15) without
- * touching the CRC: the caller restamps the frame before sending it.
+ * Sets the link epoch of an encoded frame (link word byte 15); like
+ * dnp_pkt_set_vc, a sealed frame's CRC is kept right.
  */
 static inline void dnp_pkt_set_epoch(uint8_t *frame, uint8_t epoch)
 {
-	frame[15] = epoch;
+	if (frame[15] != epoch)
+		dnp_pkt_edit_sealed(frame, 15, epoch);
 }
 
 #endif
