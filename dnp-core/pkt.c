@@ -260,7 +260,7 @@ __attribute__((constructor)) static void crc_field_tab_init(void)
 static uint32_t crc_pow16[DNP_MAX_FRAME / DNP_WORD_BYTES + 1];
 
 /* a * b modulo the CRC polynomial (both reflected); 32 steps, no branch on data. */
-static uint32_t crc_mulmod(uint32_t a, uint32_t b)
+static uint32_t crc_mulmod_bits(uint32_t a, uint32_t b)
 {
 	uint32_t r = 0;
 
@@ -270,6 +270,37 @@ static uint32_t crc_mulmod(uint32_t a, uint32_t b)
 	}
 	return r;
 }
+
+#if defined(__x86_64__)
+#include <wmmintrin.h>
+
+/* x32_tab[i][v]: the reflected polynomial (v << 8i) times x^32, modulo the CRC polynomial. */
+static uint32_t x32_tab[4][256];
+static bool have_clmul;
+
+/*
+ * The same with one carry-less multiplication: bit i of the 64-bit product
+ * of two reflected words is the coefficient of x^(62 - i); shifted left by
+ * one, its high half is the reflected remainder of degree < 32 and its low
+ * half the part L to take times x^32, four table lookups (x32_tab).
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc_mulmod_clmul(uint32_t a, uint32_t b)
+{
+	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0);
+	uint64_t c = (uint64_t)_mm_cvtsi128_si64(p) << 1;
+	uint32_t lo = (uint32_t)c;
+
+	return (uint32_t)(c >> 32) ^ x32_tab[0][lo & 0xff] ^ x32_tab[1][(lo >> 8) & 0xff] ^
+	       x32_tab[2][(lo >> 16) & 0xff] ^ x32_tab[3][lo >> 24];
+}
+
+static inline uint32_t crc_mulmod(uint32_t a, uint32_t b)
+{
+	return have_clmul ? crc_mulmod_clmul(a, b) : crc_mulmod_bits(a, b);
+}
+#else
+#define crc_mulmod crc_mulmod_bits
+#endif
 
 /* The register r followed by k zero words: r * x^(128k). */
 static inline uint32_t crc_shift16(uint32_t r, size_t k)
@@ -287,6 +318,20 @@ static inline uint32_t crc_raw(uint32_t r, const uint8_t w[DNP_WORD_BYTES])
 __attribute__((constructor)) static void crc_pow16_init(void)
 {
 	uint32_t x128 = CRC_ONE;
+
+#if defined(__x86_64__)
+	for (unsigned i = 0; i < 4; i++) {
+		for (unsigned v = 0; v < 256; v++) {
+			uint32_t r = (uint32_t)v << (8 * i);
+
+			for (unsigned b = 0; b < 32; b++)
+				r = (r >> 1) ^ (CRC_POLY_REFL & (0u - (r & 1u)));
+			x32_tab[i][v] = r;
+		}
+	}
+	__builtin_cpu_init();
+	have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+#endif
 
 	for (unsigned i = 0; i < 128; i++)
 		x128 = (x128 >> 1) ^ (CRC_POLY_REFL & (0u - (x128 & 1u)));
