@@ -32,11 +32,6 @@
 #define LW_FLEN 12u   /* u16: whole frame in bytes */
 #define LW_SRCDIR 14u /* u8 */
 #define LW_EPOCH 15u  /* u8: link epoch */
-/*
- * In memory only, never on the wire (decode rejects it as a reserved bit):
- * an unsealed frame whose CRC field holds its payload's CRC (pkt.h, "Sealing").
- */
-#define LW_F_PCRC 0x80u
 
 /* word 1: H0 */
 #define H0_DST 16u /* x, y, z */
@@ -308,11 +303,20 @@ static inline uint32_t crc_shift16(uint32_t r, size_t k)
 	return crc_mulmod(crc_pow16[k], r);
 }
 
-/* The raw register (no preset, no final XOR) after w[0..16) from register r. */
-static inline uint32_t crc_raw(uint32_t r, const uint8_t w[DNP_WORD_BYTES])
+/*
+ * word_tab[j][v]: the raw register (no preset, no final XOR) after a word of
+ * zeros but for byte j = v, from register 0; the raw CRC of a word is the XOR
+ * over its bytes (16 lookups, no call: the words a restamp changes are short).
+ */
+static uint32_t word_tab[DNP_WORD_BYTES][256];
+
+static uint32_t crc_word_raw(const uint8_t w[DNP_WORD_BYTES])
 {
-	/* dnp_crc32 presets with ~crc and ends with ~: undo both */
-	return ~dnp_crc32(~r, w, DNP_WORD_BYTES);
+	uint32_t r = 0;
+
+	for (unsigned j = 0; j < DNP_WORD_BYTES; j++)
+		r ^= word_tab[j][w[j]];
+	return r;
 }
 
 __attribute__((constructor)) static void crc_pow16_init(void)
@@ -335,22 +339,18 @@ __attribute__((constructor)) static void crc_pow16_init(void)
 
 	for (unsigned i = 0; i < 128; i++)
 		x128 = (x128 >> 1) ^ (CRC_POLY_REFL & (0u - (x128 & 1u)));
+	for (unsigned j = 0; j < DNP_WORD_BYTES; j++) {
+		for (unsigned v = 0; v < 256; v++) {
+			uint32_t r = v;
+
+			for (unsigned b = 0; b < 8 * (DNP_WORD_BYTES - j); b++)
+				r = (r >> 1) ^ (CRC_POLY_REFL & (0u - (r & 1u)));
+			word_tab[j][v] = r;
+		}
+	}
 	crc_pow16[0] = CRC_ONE;
 	for (size_t k = 1; k < sizeof(crc_pow16) / sizeof(crc_pow16[0]); k++)
 		crc_pow16[k] = crc_mulmod(crc_pow16[k - 1], x128);
-}
-
-/*
- * The CRC of frame[0..len) (CRC field zero) from pcrc, the CRC of its padded
- * payload: the header's, carried over the payload (a CRC combine: zlib's
- * crc32_combine, one multiplication), then on through the footer.
- */
-static uint32_t seal_pcrc(const uint8_t *p, size_t len, uint32_t pcrc)
-{
-	uint32_t c = dnp_crc32(0, p, PAYLOAD_OFF);
-
-	c = crc_shift16(c, (len - DNP_FRAME_OVERHEAD) / DNP_WORD_BYTES) ^ pcrc;
-	return dnp_crc32(c, p + len - DNP_WORD_BYTES, DNP_WORD_BYTES);
 }
 
 /*
@@ -368,10 +368,10 @@ static uint32_t restamp_delta(const uint8_t *p, size_t len, const uint8_t lw_old
 	memset(ft_old + FT_CRC, 0, 4);
 	for (unsigned i = 0; i < DNP_WORD_BYTES; i++)
 		d[i] = p[i] ^ lw_old[i];
-	r = crc_shift16(crc_raw(0, d), (len - 2 * DNP_WORD_BYTES) / DNP_WORD_BYTES);
+	r = crc_shift16(crc_word_raw(d), (len - DNP_WORD_BYTES) / DNP_WORD_BYTES);
 	for (unsigned i = 0; i < DNP_WORD_BYTES; i++)
 		d[i] = ft[i] ^ ft_old[i];
-	return crc_raw(r, d);
+	return r ^ crc_word_raw(d);
 }
 
 /* CRC of frame[0..flen) with the footer's CRC field taken as zero (one pass). */
@@ -383,8 +383,7 @@ static uint32_t frame_crc(const uint8_t *p, size_t flen)
 	       crc_field_tab[2][c[2]] ^ crc_field_tab[3][c[3]];
 }
 
-static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap,
-		  bool seal)
+static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap)
 {
 	uint8_t *p = frame;
 	uint8_t *ft;
@@ -463,29 +462,25 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put16(ft, FT_VIA, h->via);
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
-	if (seal) {
-		put32(ft, FT_CRC, dnp_crc32(0, p, flen));
-	} else {
-		/*
-		 * The payload was just copied in (read_local, then this call):
-		 * its CRC is taken now, while it is still in cache, and kept in
-		 * the CRC field for dnp_pkt_restamp (pkt.h, "Sealing").
-		 */
-		put32(ft, FT_CRC, dnp_crc32(0, p + PAYLOAD_OFF, flen - DNP_FRAME_OVERHEAD));
-		put8(p, LW_LFLAGS, (uint8_t)(h->lflags | LW_F_PCRC));
-	}
+	/*
+	 * Sealed at once, also for dnp_pkt_encode_unsealed: the
+	 * payload was just copied in (read_local, then this call) and is still
+	 * in cache; the restamp at send time then updates the CRC for the bytes
+	 * it changes (pkt.h, "Sealing").
+	 */
+	put32(ft, FT_CRC, dnp_crc32(0, p, flen));
 	return (int)flen;
 }
 
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap)
 {
-	return encode(h, payload, frame, cap, true);
+	return encode(h, payload, frame, cap);
 }
 
 int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 			    size_t cap)
 {
-	return encode(h, payload, frame, cap, false);
+	return encode(h, payload, frame, cap);
 }
 
 /* True if the zero padding after len payload bytes really is zero. */
@@ -643,7 +638,6 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	ft = p + len - DNP_WORD_BYTES;
 	uint8_t lw_old[DNP_WORD_BYTES], ft_old[DNP_WORD_BYTES];
 	uint32_t crc = get32(ft, FT_CRC);
-	bool pcrc = p[LW_LFLAGS] & LW_F_PCRC;
 
 	memcpy(lw_old, p, DNP_WORD_BYTES);
 	memcpy(ft_old, ft, DNP_WORD_BYTES);
@@ -654,9 +648,7 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	put32(ft, FT_CRC, 0);
 	put8(ft, FT_FSTATUS, fstatus);
 	put8(ft, FT_HOPS, hops);
-	if (pcrc)
-		crc = seal_pcrc(p, len, crc);
-	else if (crc)
+	if (crc)
 		crc ^= restamp_delta(p, len, lw_old, ft_old);
 	else
 		crc = dnp_crc32(0, p, len);
@@ -679,10 +671,10 @@ void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val)
 	crc = get32(ft, FT_CRC);
 	d[off % DNP_WORD_BYTES] = frame[off] ^ val;
 	frame[off] = val;
-	if (!crc || (frame[LW_LFLAGS] & LW_F_PCRC))
-		return; /* no CRC yet, or the payload's alone: nothing to keep right */
+	if (!crc)
+		return; /* no CRC: the restamp computes it over the frame */
 	/* the change, as a word followed by zeros up to the end of the frame */
-	crc ^= crc_shift16(crc_raw(0, d),
+	crc ^= crc_shift16(crc_word_raw(d),
 			   (flen - DNP_WORD_BYTES * (off / DNP_WORD_BYTES + 1)) / 16);
 	put32(ft, FT_CRC, crc);
 }

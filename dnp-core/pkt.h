@@ -24,23 +24,19 @@
  * two-VC format. A RESET frame (DNP_LINK_F_RESET) carries the sender's hello
  * in its payload instead (struct dnp_pkt_hello).
  *
- * Sealing. The CRC is computed at most once per payload byte and sending
- * node: a frame in memory is in one of three states, told by its CRC field
- * and an in-memory bit of the link word that never reaches the wire
- * (dnp_pkt_restamp clears it, dnp_pkt_decode refuses it):
- *   unsealed with its payload's CRC (dnp_pkt_encode_unsealed: the bit set,
- *       the field the CRC of the padded payload, taken while it is in cache):
- *       dnp_pkt_restamp CRCs the 48 header and 16 footer bytes and combines;
- *   sealed (dnp_pkt_encode, dnp_pkt_restamp, a frame that decoded; the field
- *       not zero): the field is the CRC of the frame as it stands, and
- *       dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch update it for
- *       the bytes they change (a retransmission or a forward costs 32 bytes
- *       of CRC, not the frame);
- *   no CRC (the field zero): dnp_pkt_restamp computes it over the frame.
- * The bytes on the wire are exactly those of a full CRC (tests/test_pkt.c).
- * So after encoding, a frame's bytes may change only through these calls;
- * a byte changed any other way is a CRC error at the receiver, which also
- * holds for a retransmission buffer corrupted in memory.
+ * Sealing. The CRC is computed once per frame and sending node, over the
+ * frame as it is encoded (its payload just copied in, in cache). After that,
+ * a frame's CRC field is either the CRC of the frame as it stands (sealed:
+ * encoded here, or a frame that decoded) or zero (unknown), and
+ * dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so: they
+ * update a sealed CRC for the bytes they change (the CRCs of two frames of
+ * equal length differ by the raw CRC of their XOR: a few table lookups and
+ * one multiplication by x^(8n), no pass over the payload), and restamp
+ * computes a zero one over the frame. So a retransmission or a forward costs
+ * no CRC pass. The bytes on the wire are exactly those of a CRC over the
+ * whole frame (tests/test_pkt.c). After encoding, a frame's bytes may change
+ * only through these calls: a byte changed any other way stays a CRC error
+ * at the receiver (as does a retransmission buffer corrupted in memory).
  *
  * Pure functions on caller buffers; no allocation; any thread.
  */
@@ -299,11 +295,10 @@ static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
 
 /*
- * The same, but unsealed: for a frame that will be sealed by dnp_pkt_restamp
- * before it leaves the node. The CRC of the payload alone is taken here, just
- * after the payload was copied (in cache), and kept for the restamp
- * ("Sealing" above), which then reads only the header and footer. Such a
- * frame does not decode. payload may already sit in place (frame + 48): it is
+ * The same; kept for the callers that build a frame to be restamped before it
+ * leaves the node (once "unsealed": its CRC was left to the restamp). The
+ * frame is sealed here, now that restamping no longer reads the payload
+ * ("Sealing" above). payload may already sit in place (frame + 48): it is
  * then not copied.
  */
 int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
@@ -333,9 +328,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
- * ack, src_dir, footer status, hops) and seals it: its CRC from the payload's
- * CRC or the sealed CRC when the frame has one, else over the whole frame
- * ("Sealing" above); the result is the same either way. The frame must
+ * ack, src_dir, footer status, hops) and updates its CRC for them, or
+ * computes it over the frame if its CRC field is zero ("Sealing" above); the
+ * result is the same either way. The frame must
  * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
  * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
  * drop it from one that has one: the sack itself is not restamped).
@@ -346,7 +341,7 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 /*
  * Sets byte off (< 48: link word or header) of an encoded frame to val and
  * keeps its CRC field what "Sealing" above says it is: a sealed frame's CRC
- * is updated for the change (one multiplication, no pass over the payload).
+ * is updated for the change (no pass over the payload).
  */
 void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val);
 
