@@ -24,19 +24,21 @@
  * two-VC format. A RESET frame (DNP_LINK_F_RESET) carries the sender's hello
  * in its payload instead (struct dnp_pkt_hello).
  *
- * Sealing. The CRC is computed once per frame and sending node, over the
- * frame as it is encoded (its payload just copied in, in cache). After that,
- * a frame's CRC field is either the CRC of the frame as it stands (sealed:
- * encoded here, or a frame that decoded) or zero (unknown), and
- * dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so: they
- * update a sealed CRC for the bytes they change (the CRCs of two frames of
- * equal length differ by the raw CRC of their XOR: a few table lookups and
- * one multiplication by x^(8n), no pass over the payload), and restamp
- * computes a zero one over the frame. So a retransmission or a forward costs
- * no CRC pass. The bytes on the wire are exactly those of a CRC over the
- * whole frame (tests/test_pkt.c). After encoding, a frame's bytes may change
- * only through these calls: a byte changed any other way stays a CRC error
- * at the receiver (as does a retransmission buffer corrupted in memory).
+ * Sealing. A frame's CRC field is either the CRC of the frame as it stands
+ * (sealed: by dnp_pkt_encode, or a frame that decoded) or zero (unknown), and
+ * dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so. A frame
+ * of 1 KiB or more is sealed when it is encoded, unsealed variant included
+ * (its payload was just copied in and is in cache), and restamping updates
+ * its CRC for the bytes it changes: the CRCs of two frames of equal length
+ * differ by the raw CRC of their XOR (a few table lookups and one
+ * multiplication by x^(8n), no pass over the payload). So a retransmission
+ * or a forward costs no CRC pass. A smaller frame gets a CRC over the whole
+ * frame at each restamp, which is cheaper there; so does one whose field is
+ * zero. The bytes on the wire are exactly those of a CRC over the whole frame
+ * (tests/test_pkt.c). After encoding, a frame's bytes may change only through
+ * these calls: a byte changed any other way stays a CRC error at the
+ * receiver for a large frame (as does a retransmission buffer corrupted in
+ * memory).
  *
  * Pure functions on caller buffers; no allocation; any thread.
  */
@@ -295,11 +297,11 @@ static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
 
 /*
- * The same; kept for the callers that build a frame to be restamped before it
- * leaves the node (once "unsealed": its CRC was left to the restamp). The
- * frame is sealed here, now that restamping no longer reads the payload
- * ("Sealing" above). payload may already sit in place (frame + 48): it is
- * then not copied.
+ * The same, for a frame that dnp_pkt_restamp will seal before it leaves the
+ * node: a small frame's CRC field is left zero (restamp computes it, once),
+ * a large one is sealed here, while its payload is in cache ("Sealing"
+ * above). A small such frame does not decode. payload may already sit in
+ * place (frame + 48): it is then not copied.
  */
 int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 			    size_t cap);
@@ -328,9 +330,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
- * ack, src_dir, footer status, hops) and updates its CRC for them, or
- * computes it over the frame if its CRC field is zero ("Sealing" above); the
- * result is the same either way. The frame must
+ * ack, src_dir, footer status, hops) and updates its CRC for them (a sealed
+ * frame of 1 KiB or more), or computes it over the frame ("Sealing" above);
+ * the result is the same either way. The frame must
  * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
  * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
  * drop it from one that has one: the sack itself is not restamped).
