@@ -253,9 +253,9 @@ __attribute__((constructor)) static void crc_field_tab_init(void)
 #define CRC_POLY_REFL 0xedb88320u
 #define CRC_ONE 0x80000000u /* the polynomial 1 */
 /*
- * Frames of at least this many bytes are sealed when encoded and updated when
- * restamped; smaller ones get a CRC over the frame at each restamp. An update
- * (about 50 ns here) costs what ISA-L's CRC takes over about 1 KiB in cache.
+ * A sealed frame of at least this many bytes has its CRC updated when it is
+ * restamped; a smaller one gets a CRC over the frame at each restamp. An
+ * update (30-50 ns here) costs what ISA-L's CRC takes over about 1 KiB in cache.
  */
 #define SEAL_EARLY_MIN 1024u
 static uint32_t crc_pow16[DNP_MAX_FRAME / DNP_WORD_BYTES + 1];
@@ -470,13 +470,13 @@ static int encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 	put32(ft, FT_TS, h->timestamp);
 	put32(ft, FT_MSGLEN, sack ? (uint32_t)(h->sack >> 32) : h->msg_len);
 	/*
-	 * A large frame is sealed at once, also for dnp_pkt_encode_unsealed:
-	 * the payload was just copied in (read_local, then this call) and is
-	 * still in cache, and the restamp at send time then updates the CRC
-	 * for the bytes it changes. A small one is left to the restamp's CRC
-	 * over the frame, which is cheaper than the update (pkt.h, "Sealing").
+	 * dnp_pkt_encode_unsealed leaves the CRC to the restamp at send time,
+	 * which computes it over the frame once; it is kept up to date from
+	 * then on (pkt.h, "Sealing"). Sealing a large frame here instead, over
+	 * the payload just copied in, measured slower side by side
+	 * (bench/results/2026-12-05-h-copy-send-pass.md).
 	 */
-	put32(ft, FT_CRC, seal || flen >= SEAL_EARLY_MIN ? dnp_crc32(0, p, flen) : 0);
+	put32(ft, FT_CRC, seal ? dnp_crc32(0, p, flen) : 0);
 	return (int)flen;
 }
 

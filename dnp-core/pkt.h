@@ -25,19 +25,18 @@
  * in its payload instead (struct dnp_pkt_hello).
  *
  * Sealing. A frame's CRC field is either the CRC of the frame as it stands
- * (sealed: by dnp_pkt_encode, or a frame that decoded) or zero (unknown), and
- * dnp_pkt_restamp, dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so. A frame
- * of 1 KiB or more is sealed when it is encoded, unsealed variant included
- * (its payload was just copied in and is in cache), and restamping updates
- * its CRC for the bytes it changes: the CRCs of two frames of equal length
- * differ by the raw CRC of their XOR (a few table lookups and one
- * multiplication by x^(8n), no pass over the payload). So a retransmission
- * or a forward costs no CRC pass. A smaller frame gets a CRC over the whole
- * frame at each restamp, which is cheaper there; so does one whose field is
- * zero. The bytes on the wire are exactly those of a CRC over the whole frame
+ * (sealed: by dnp_pkt_encode, dnp_pkt_restamp, or a frame that decoded) or
+ * zero (unknown, as dnp_pkt_encode_unsealed leaves it), and dnp_pkt_restamp,
+ * dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so. Restamping a sealed frame
+ * of 1 KiB or more updates its CRC for the bytes it changes: the CRCs of two
+ * frames of equal length differ by the raw CRC of their XOR (a few table
+ * lookups and one multiplication by x^(8n), no pass over the payload). So a
+ * retransmission or a forward costs no CRC pass. A smaller frame, or one whose
+ * field is zero (a first transmission), gets a CRC over the whole frame. The
+ * bytes on the wire are exactly those of a CRC over the whole frame
  * (tests/test_pkt.c). After encoding, a frame's bytes may change only through
- * these calls: a byte changed any other way stays a CRC error at the
- * receiver for a large frame (as does a retransmission buffer corrupted in
+ * these calls: a byte changed any other way stays a CRC error at the receiver
+ * for a large sealed frame (as does a retransmission buffer corrupted in
  * memory).
  *
  * Pure functions on caller buffers; no allocation; any thread.
@@ -297,11 +296,10 @@ static inline uint16_t dnp_pkt_credit_len(unsigned nvc)
 int dnp_pkt_encode(const struct dnp_pkt_hdr *h, const void *payload, void *frame, size_t cap);
 
 /*
- * The same, for a frame that dnp_pkt_restamp will seal before it leaves the
- * node: a small frame's CRC field is left zero (restamp computes it, once),
- * a large one is sealed here, while its payload is in cache ("Sealing"
- * above). A small such frame does not decode. payload may already sit in
- * place (frame + 48): it is then not copied.
+ * The same, but the CRC field is left zero: for a frame that will be sealed
+ * by dnp_pkt_restamp (which computes the CRC) before it leaves the node, so
+ * that its CRC is computed once, not twice. Such a frame does not decode.
+ * payload may already sit in place (frame + 48): it is then not copied.
  */
 int dnp_pkt_encode_unsealed(const struct dnp_pkt_hdr *h, const void *payload, void *frame,
 			    size_t cap);
