@@ -24,6 +24,21 @@
  * two-VC format. A RESET frame (DNP_LINK_F_RESET) carries the sender's hello
  * in its payload instead (struct dnp_pkt_hello).
  *
+ * Sealing. A frame's CRC field is either the CRC of the frame as it stands
+ * (sealed: by dnp_pkt_encode, dnp_pkt_restamp, or a frame that decoded) or
+ * zero (unknown, as dnp_pkt_encode_unsealed leaves it), and dnp_pkt_restamp,
+ * dnp_pkt_set_vc and dnp_pkt_set_epoch keep it so. Restamping a sealed frame
+ * of 1 KiB or more updates its CRC for the bytes it changes: the CRCs of two
+ * frames of equal length differ by the raw CRC of their XOR (a few table
+ * lookups and one multiplication by x^(8n), no pass over the payload). So a
+ * retransmission or a forward costs no CRC pass. A smaller frame, or one whose
+ * field is zero (a first transmission), gets a CRC over the whole frame. The
+ * bytes on the wire are exactly those of a CRC over the whole frame
+ * (tests/test_pkt.c). After encoding, a frame's bytes may change only through
+ * these calls: a byte changed any other way stays a CRC error at the receiver
+ * for a large sealed frame (as does a retransmission buffer corrupted in
+ * memory).
+ *
  * Pure functions on caller buffers; no allocation; any thread.
  */
 #ifndef DNP_PKT_H
@@ -313,7 +328,9 @@ int dnp_pkt_decode(const void *frame, size_t len, struct dnp_pkt_hdr *h, const u
 
 /*
  * Rewrites the per-hop fields of an already encoded frame (link flags, seq,
- * ack, src_dir, footer status, hops) and recomputes the CRC. The frame must
+ * ack, src_dir, footer status, hops) and updates its CRC for them (a sealed
+ * frame of 1 KiB or more), or computes it over the frame ("Sealing" above);
+ * the result is the same either way. The frame must
  * have been produced by dnp_pkt_encode. Returns 0 or -EINVAL (also when
  * lflags would add DNP_LINK_F_SACK to a frame without a selective ack, or
  * drop it from one that has one: the sack itself is not restamped).
@@ -322,14 +339,24 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 		    uint8_t src_dir, uint8_t fstatus, uint8_t hops);
 
 /*
- * Sets the VC of an encoded frame (H0 byte 8, bits 4-5) without touching the
- * CRC: the caller restamps the frame before sending it.
+ * Sets byte off (< 48: link word or header) of an encoded frame to val and
+ * keeps its CRC field what "Sealing" above says it is: a sealed frame's CRC
+ * is updated for the change (no pass over the payload).
+ */
+void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val);
+
+/*
+ * Sets the VC of an encoded frame (H0 byte 8, bits 4-5); a sealed frame's
+ * CRC is kept right (dnp_pkt_edit_sealed), the caller restamps it anyway
+ * before sending it.
  */
 static inline void dnp_pkt_set_vc(uint8_t *frame, unsigned vc)
 {
-	uint8_t *b = frame + DNP_WORD_BYTES + 8;
+	const unsigned off = DNP_WORD_BYTES + 8;
+	uint8_t b = (uint8_t)((frame[off] & ~0x30u) | ((vc & 3u) << 4));
 
-	*b = (uint8_t)((*b & ~0x30u) | ((vc & 3u) << 4));
+	if (b != frame[off])
+		dnp_pkt_edit_sealed(frame, off, b);
 }
 
 /* Writes h as a hello payload of DNP_HELLO_BYTES (version, magic and reserved bytes set). */
@@ -348,12 +375,13 @@ int dnp_pkt_hello_decode(const uint8_t *payload, size_t len, struct dnp_pkt_hell
 const char *dnp_pkt_kind_name(unsigned kind);
 
 /*
- * Sets the link epoch of an encoded frame (link word byte 15) without
- * touching the CRC: the caller restamps the frame before sending it.
+ * Sets the link epoch of an encoded frame (link word byte 15); like
+ * dnp_pkt_set_vc, a sealed frame's CRC is kept right.
  */
 static inline void dnp_pkt_set_epoch(uint8_t *frame, uint8_t epoch)
 {
-	frame[15] = epoch;
+	if (frame[15] != epoch)
+		dnp_pkt_edit_sealed(frame, 15, epoch);
 }
 
 #endif

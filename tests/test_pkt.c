@@ -882,7 +882,7 @@ static void test_pkt_restamp(void **state)
 	assert_int_equal(d.credit[1].occupancy, 0x1f9);
 }
 
-/* dnp_pkt_set_vc edits H0 without the CRC and relies on restamp recomputing all of it. */
+/* dnp_pkt_set_vc edits H0 of a sealed frame and keeps its CRC right (pkt.h, "Sealing"). */
 static void test_pkt_set_vc_then_restamp(void **state)
 {
 	uint8_t orig[DNP_MAX_FRAME], f[DNP_MAX_FRAME];
@@ -892,7 +892,8 @@ static void test_pkt_set_vc_then_restamp(void **state)
 	memcpy(f, orig, n);
 	dnp_pkt_set_vc(f, 0);
 	assert_int_equal(f[24], 0xc1);
-	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), -EILSEQ);
+	assert_int_equal(dnp_pkt_decode(f, n, &d, NULL), 0);
+	assert_int_equal(d.vc, 0);
 	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0x01020304, 0x0a0b0c0d, DNP_DIR_XM,
 					 DNP_FT_RETX, 3),
 			 0);
@@ -926,6 +927,103 @@ static void test_pkt_restamp_errors(void **state)
 	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0, 0, 0, 0, 0), -EINVAL);
 	n = credit_frame(f);
 	assert_int_equal(dnp_pkt_restamp(f, n, DNP_LINK_F_SEQ, 0, 0, 0, 0, 0), -EINVAL);
+}
+
+/* A PUT header of len payload bytes with random fields; per-hop fields as given. */
+static void seal_hdr(struct dnp_pkt_hdr *h, uint16_t len)
+{
+	do
+		random_hdr(h);
+	while (h->kind != DNP_PKT_PUT);
+	h->len = len;
+	h->flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+	h->offset = 0;
+	h->msg_len = len;
+}
+
+static void set_hop(struct dnp_pkt_hdr *h, uint32_t seq, uint32_t ack, uint8_t dir, uint8_t fstatus,
+		    uint8_t hops)
+{
+	h->seq = seq;
+	h->ack = ack;
+	h->src_dir = dir;
+	h->fstatus = fstatus;
+	h->hops = hops;
+}
+
+/*
+ * Restamping without a pass over the payload (pkt.h, "Sealing") gives the very
+ * bytes of a frame encoded whole, for every payload length: after the epoch
+ * set (first send), after set_epoch and set_vc (a retransmission or a forward
+ * on another VC), and from no CRC at all.
+ */
+static void test_pkt_seal_combine_every_len(void **state)
+{
+	static uint8_t payload[DNP_MAX_PAYLOAD], f[DNP_MAX_FRAME], ref[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr h, d;
+	const uint8_t *pl;
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	for (unsigned len = 0; len <= DNP_MAX_PAYLOAD; len++) {
+		uint32_t seq = (uint32_t)rnd(), ack = (uint32_t)rnd();
+		uint8_t dir = (uint8_t)(rnd() % 7), tc = dnp_ft_tc((unsigned)rnd());
+		int n;
+
+		seal_hdr(&h, (uint16_t)len);
+		/* first send: unsealed (CRC field zero), the epoch set, restamped */
+		n = dnp_pkt_encode_unsealed(&h, payload, f, sizeof(f));
+		assert_int_equal(n, (int)dnp_pkt_frame_len(len));
+		assert_int_equal(dnp_pkt_encode(&h, payload, ref, sizeof(ref)), n);
+		memset(ref + n - 16, 0, 4); /* the CRC is left to the restamp */
+		assert_memory_equal(f, ref, (size_t)n);
+		h.epoch = (uint8_t)(1 + rnd() % 255);
+		dnp_pkt_set_epoch(f, h.epoch);
+		set_hop(&h, seq, ack, dir, tc, 1);
+		assert_int_equal(
+			dnp_pkt_restamp(f, (size_t)n, DNP_LINK_F_SEQ, seq, ack, dir, tc, 1), 0);
+		assert_int_equal(dnp_pkt_encode(&h, payload, ref, sizeof(ref)), n);
+		assert_memory_equal(f, ref, (size_t)n);
+
+		/* a retransmission in a new epoch on another VC: sealed CRC updated */
+		h.epoch = (uint8_t)(h.epoch + 1);
+		h.vc = (uint8_t)((h.vc + 1) % DNP_MAX_VC);
+		dnp_pkt_set_epoch(f, h.epoch);
+		dnp_pkt_set_vc(f, h.vc);
+		assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, &pl), 0);
+		assert_int_equal(d.vc, h.vc);
+		set_hop(&h, seq + 1, ack + 7, (uint8_t)((dir + 1) % 7), tc | DNP_FT_RETX, 2);
+		assert_int_equal(dnp_pkt_restamp(f, (size_t)n, DNP_LINK_F_SEQ, h.seq, h.ack,
+						 h.src_dir, h.fstatus, 2),
+				 0);
+		assert_int_equal(dnp_pkt_encode(&h, payload, ref, sizeof(ref)), n);
+		assert_memory_equal(f, ref, (size_t)n);
+
+		/* no CRC: computed over the frame */
+		memset(f + n - 16, 0, 4);
+		assert_int_equal(dnp_pkt_restamp(f, (size_t)n, DNP_LINK_F_SEQ, h.seq, h.ack,
+						 h.src_dir, h.fstatus, 2),
+				 0);
+		assert_memory_equal(f, ref, (size_t)n);
+		assert_int_equal(dnp_pkt_decode(f, (size_t)n, &d, &pl), 0);
+		assert_hdr_equal(&d, &h);
+		assert_memory_equal(pl, payload, len);
+	}
+}
+
+/* A large sealed frame's bytes changed behind the calls stay a CRC error after restamping. */
+static void test_pkt_sealed_corruption_kept(void **state)
+{
+	static uint8_t payload[DNP_MAX_PAYLOAD], f[DNP_MAX_FRAME];
+	struct dnp_pkt_hdr h;
+	int n;
+
+	seal_hdr(&h, DNP_MAX_PAYLOAD);
+	n = dnp_pkt_encode(&h, payload, f, sizeof(f));
+	assert_int_equal(n, (int)DNP_MAX_FRAME);
+	f[50] ^= 0x10; /* a payload bit flipped in the retransmission buffer */
+	assert_int_equal(dnp_pkt_restamp(f, (size_t)n, DNP_LINK_F_SEQ, 9, 9, DNP_DIR_XP, 0, 2), 0);
+	assert_int_equal(dnp_pkt_decode(f, (size_t)n, &h, NULL), -EILSEQ);
 }
 
 static void test_pkt_kind_name(void **state)
@@ -976,6 +1074,8 @@ int main(void)
 		cmocka_unit_test(test_pkt_set_vc_then_restamp),
 		cmocka_unit_test(test_pkt_restamp_errors),
 		cmocka_unit_test(test_pkt_kind_name),
+		cmocka_unit_test(test_pkt_seal_combine_every_len),
+		cmocka_unit_test(test_pkt_sealed_corruption_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
