@@ -266,18 +266,25 @@ static void drill_run(struct drill *g)
 	}
 }
 
+/*
+ * DIR/traffic-<id>.out, whole or not at all: node 0 reads it as soon as the
+ * name exists (a reader between fopen and fclose found it empty), so it is
+ * written under another name and renamed.
+ */
 static void drill_report(const struct drill *g)
 {
-	char path[4200];
+	char path[4200], tmp[4300];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/traffic-%u.out", g->dir, g->id);
-	f = fopen(path, "w");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
 	if (!f)
 		return;
 	fprintf(f, "ok %" PRIu64 " failed %" PRIu64 " unfinished %" PRIu64 " dup %" PRIu64 "\n",
 		g->ok, g->failed, g->outstanding, g->dup);
-	fclose(f);
+	if (fclose(f) == 0)
+		(void)rename(tmp, path);
 }
 
 int main(void)
