@@ -44,7 +44,6 @@ if command -v valgrind >/dev/null; then
 	callgrind_rows "$prog" 1 >>"$out"
 	echo "valgrind: $(valgrind --version 2>/dev/null)" >>"$base-machine.txt"
 else
-	echo "engine: instructions per 8-byte PUT not measured: valgrind is not installed" \
-		>>"$base-machine.txt"
+	echo "engine: no callgrind count: valgrind is not installed" >>"$base-machine.txt"
 fi
 python3 "$here/report.py" --engine --csv "$out" --machine "$base-machine.txt" --out "$base"
