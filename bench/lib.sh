@@ -76,7 +76,7 @@ EOS
 # N = 20000 and 60000, the difference of the two counts over the 40000 extra
 # PUTs (set-up cancels out). Prints nothing when a count fails.
 callgrind_rows() {
-	local n a= err
+	local n a='' err
 	err=$(mktemp /tmp/callgrind-rows.XXXXXX)
 	for n in 20000 60000; do
 		if ! timeout 300 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" --sizes 8 \
