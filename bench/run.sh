@@ -680,7 +680,8 @@ mpi() {
 	rm -f "$tmp/mo.csv" "$tmp/mb.csv"
 }
 
-# want PART: env BENCH_ONLY (a list of parts) limits a run to some parts, for
+# want PART: env BENCH_ONLY (a list of parts: cacheline engine softdnp kernel hand
+# libfabric ucx perftest hops cpu pagefault mpi loop) limits a run to some parts, for
 # debugging the script; the report then has only those rows.
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
 # part mpi: in a full run; in a quick run only when BENCH_ONLY names it
