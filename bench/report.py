@@ -668,7 +668,8 @@ def mpi_rows(cpu, path):
 
 def mpi_goals(cpu, path, note):
     curve, over = mpi_rows(cpu, path)
-    why = "not measured: " + (note or "part mpi did not run")
+    why = "not measured: " + (note or "no rows (part mpi not run, or its runs failed: see "
+                              "the run's output)")
     name = "NetPIPE over SoftDNP udp no slower than over udp;ofi_rxd, 8 B..4 KiB"
     if curve:
         worst = max(curve, key=lambda x: x[1] / x[2])
