@@ -6,7 +6,7 @@
 # frame), 8 B, 64 B and 4 KiB PUTs with CRC, beside
 # memcpy of the same blocks in the same run; REPS runs (default 5), medians.
 # Then the instructions per 8-byte PUT of both engines under valgrind
-# --tool=callgrind (engine_bench --puts, two counts differenced: about 2 s).
+# --tool=callgrind (engine_bench --puts, two counts differenced, three times: about 5 s).
 #
 #   bench/engine.sh BUILD_DIR [--quick]
 # Writes $BENCH_OUT/<date>-<host>-engine.csv (transport,peer,test,bytes,rep,value,unit;
@@ -41,7 +41,7 @@ echo "bench engine: $reps reps of ${secs}s per size, pinned to CPU 0"
 taskset -c 0 "$prog" --reps "$reps" --seconds "$secs" --csv >"$out" || exit 1
 if command -v valgrind >/dev/null; then
 	echo "bench engine: instructions per 8-byte PUT under callgrind"
-	callgrind_rows "$prog" 1 >>"$out"
+	callgrind_rows "$prog" 3 >>"$out"
 	echo "valgrind: $(valgrind --version 2>/dev/null)" >>"$base-machine.txt"
 else
 	echo "engine: no callgrind count: valgrind is not installed" >>"$base-machine.txt"

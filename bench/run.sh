@@ -42,7 +42,7 @@
 #
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
 # per rep, and in the first rep its instructions per 8-byte PUT under
-# valgrind --tool=callgrind when valgrind is installed), for the cost breakdown
+# valgrind --tool=callgrind, median of 3 counts, when valgrind is installed), for the cost breakdown
 # of an 8-byte PUT, and the cost of page faults (bench/pagefault_bench beside
 # PART's figures; first rep only in a quick run).
 #
@@ -437,8 +437,8 @@ engine() { # REP: the engine alone, one core (CPU 0)
 		echo "engine: no callgrind count: valgrind is not installed" >>"$machine"
 		return 0
 	fi
-	say "rep $1: engine, instructions per 8-byte PUT (callgrind, about 2 s)"
-	callgrind_rows "$build/bench/engine_bench" 1 >>"$cpucsv"
+	say "rep $1: engine, instructions per 8-byte PUT (callgrind, 3 counts, about 5 s)"
+	callgrind_rows "$build/bench/engine_bench" 3 >>"$cpucsv"
 }
 
 cacheline() { # REP

@@ -177,10 +177,12 @@ def main():
         check(md.count("not measured: skipped: Open MPI's mpirun is not installed") == 3,
               "empty: the three MPI goals do not state why part mpi was skipped")
 
-        # bench/engine.sh's report: 9.99 M/s (not met), 1100 instructions, 4 KiB at the limit
+        # bench/engine.sh's report: 9.99 M/s (not met), 1100 instructions (the median of three
+        # counts; their mean, 1150, is within the goal too, their first is not), 4 KiB at the limit
         eng = rows("engine,,msgrate,8,1,9990000,msgps", "engine,,msgrate,8,2,9980000,msgps",
                    "engine,,msgrate,8,3,10500000,msgps", "engine,,bw,4096,1,5000,MBps",
-                   "memcpy,,bw,4096,1,10000,MBps", "engine,,instr_per_put,8,1,1100,instr")
+                   "memcpy,,bw,4096,1,10000,MBps", "engine,,instr_per_put,8,1,1300,instr",
+                   "engine,,instr_per_put,8,2,1100,instr", "engine,,instr_per_put,8,3,1050,instr")
         got, md = run(d, "engine", {"engine.csv": eng, "machine.txt": "mode: quick\n"},
                       lambda p: ["--engine", "--csv", p["engine.csv"], "--machine",
                                  p["machine.txt"]])
