@@ -41,10 +41,10 @@
 # (rows NAME-2host repeat it, measured again in the same rep).
 #
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
-# per rep, and in the first rep its instructions per 8-byte PUT under
-# valgrind --tool=callgrind, median of 3 counts, when valgrind is installed), for the cost breakdown
-# of an 8-byte PUT, and the cost of page faults (bench/pagefault_bench beside
-# PART's figures; first rep only in a quick run).
+# per rep, and in the first rep its instructions per 8-byte PUT under valgrind
+# --tool=callgrind, 3 counts, when valgrind is installed), for the cost
+# breakdown of an 8-byte PUT and the goals, and the cost of page faults
+# (bench/pagefault_bench beside PART's figures; first rep only in a quick run).
 #
 # Part 'loop' (once, after the reps): the 8-byte loopback PUT in 10 runs (3 in a
 # quick run) quiet and 10 beside two busy processes (two shell loops started
@@ -63,7 +63,8 @@
 # Writes into $BENCH_OUT (default results/bench/, ignored by git; ./dnp bench
 # --save sets bench/results/, ./dnp bench --out DIR sets DIR):
 # <date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
-# <date>-<host>-more.csv (CPU cost, engine ceiling, hand-off, loop and mpi rows, same columns),
+# <date>-<host>-more.csv (CPU cost, engine ceiling, hand-off, loop and mpi rows;
+# same columns),
 # <date>-<host>-machine.txt, <date>-<host>.md (tables, breakdown, goals) and
 # <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
 # (--quick) writes the same with -quick after the host.
