@@ -10,13 +10,18 @@
 # libdnp-fi.so, its libdnp in DIR/../api) adds that provider's NetPIPE rows, in
 # the same run, for before/after comparisons.
 # usage: bench/mpi-bench.sh BUILD_DIR   -> bench/results/mpi-<date>.md and .csv
+# MPI_SET=curves: only the NetPIPE 8 B..4 KiB curves (SoftDNP udp, udp;ofi_rxd), rows
+# only, no .md (bench/run.sh part mpi); MPI_CSV=FILE: the rows there instead.
+# DNP_BENCH_LOCK: the command prefix of each run (default flock /tmp/softdnp-heavy.lock;
+# env: none).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 top=$(cd "$(dirname "$0")/.." && pwd)
 reps=${REPS:-5}
 date=$(date -u +%Y-%m-%d)
-out=$top/bench/results/mpi-$date.md
-csv=$top/bench/results/mpi-$date.csv
+csv=${MPI_CSV:-$top/bench/results/mpi-$date.csv}
+out=${csv%.csv}.md
+set=${MPI_SET:-all}
 # the load before anything of ours runs: above 0.5, other work shares the machine
 load0=$(cut -d' ' -f1 /proc/loadavg)
 tmp=$(mktemp -d /tmp/mpi-bench.XXXXXX)
@@ -61,9 +66,24 @@ dnp_np() {
 		--transport "$tr" -- "$top/fabric/dnp-mpirun.sh"
 }
 
+# curves: NetPIPE 8 B..4 KiB over SoftDNP udp and over Open MPI's mtl ofi on udp;ofi_rxd
+# (one failing leaves its rows out, not the other's; the status says it failed)
+curves() {
+	local rc=0
+	# shellcheck disable=SC2046
+	np_curve np4k-dnp-udp $(dnp_np udp "$build/fabric") || rc=1
+	np_curve np4k-rxd mpirun $root --bind-to none -np 2 --mca pml cm --mca mtl ofi \
+		--mca mtl_ofi_provider_include "udp;ofi_rxd" -x FI_PROVIDER="udp;ofi_rxd" || rc=1
+	return $rc
+}
+
 # REPORT_ONLY=1: rewrite the .md from an existing .csv
 [ "${REPORT_ONLY:-0}" = 1 ] || echo "test,bytes,usec,MBps" >"$csv"
 for ((i = 0; i < reps && ${REPORT_ONLY:-0} != 1; i++)); do
+	if [ "$set" = curves ]; then
+		curves
+		continue
+	fi
 	for s in 8 1048576; do
 		for tr in shm udp; do
 			# shellcheck disable=SC2046
@@ -79,11 +99,10 @@ for ((i = 0; i < reps && ${REPORT_ONLY:-0} != 1; i++)); do
 	done
 	raw_point shm
 	raw_point udp
-	# shellcheck disable=SC2046
-	np_curve np4k-dnp-udp $(dnp_np udp "$build/fabric")
-	np_curve np4k-rxd mpirun $root --bind-to none -np 2 --mca pml cm --mca mtl ofi \
-		--mca mtl_ofi_provider_include "udp;ofi_rxd" -x FI_PROVIDER="udp;ofi_rxd"
+	curves
 done
+
+[ "$set" = curves ] && exit 0
 
 # best: the minimum latency / maximum bandwidth (what the path can do when not preempted)
 best() {

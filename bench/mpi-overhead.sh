@@ -16,7 +16,8 @@ iters=${ITERS:-2000}
 tmp=$(mktemp -d /tmp/mpi-overhead.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 # The shared lock is taken once per round (a round takes well under a minute), so that
-# the paths compared in one round run back to back; DNP_BENCH_LOCK=FILE names another.
+# the paths compared in one round run back to back; DNP_BENCH_LOCK=FILE names another,
+# DNP_BENCH_LOCK=env takes none (the caller holds it, or wants none: bench/run.sh part mpi).
 lockfile=${DNP_BENCH_LOCK:-/tmp/softdnp-heavy.lock}
 lock() { "$@"; }
 
@@ -43,8 +44,10 @@ raw() {
 
 [ "${REPORT_ONLY:-0}" = 1 ] || echo "round,label,transport,usec" >"$csv"
 for ((i = 0; i < rounds && ${REPORT_ONLY:-0} != 1; i++)); do
-	exec 9>>"$lockfile"
-	flock 9
+	if [ "$lockfile" != env ]; then
+		exec 9>>"$lockfile"
+		flock 9
+	fi
 	for tr in shm udp; do
 		raw "$tr" "$i"
 		if [ -n "${BEFORE_FI:-}" ] && ((i % 2 == 0)); then
@@ -57,8 +60,10 @@ for ((i = 0; i < rounds && ${REPORT_ONLY:-0} != 1; i++)); do
 			np new "$tr" "$build/fabric" "$i"
 		fi
 	done
-	flock -u 9
-	exec 9>&-
+	if [ "$lockfile" != env ]; then
+		flock -u 9
+		exec 9>&-
+	fi
 done
 
 # median of the values of label L on transport T (column 4), or of the per-round overheads

@@ -41,14 +41,30 @@
 # (rows NAME-2host repeat it, measured again in the same rep).
 #
 # Also the engine's ceiling (bench/engine_bench, 8 B and 4 KiB, a short run
-# per rep), for the cost breakdown of an 8-byte PUT, and the cost of page
-# faults (bench/pagefault_bench beside PART's figures; first rep only in a
-# quick run).
+# per rep, and in the first rep its instructions per 8-byte PUT under valgrind
+# --tool=callgrind, 3 counts, when valgrind is installed), for the cost
+# breakdown of an 8-byte PUT and the goals, and the cost of page faults
+# (bench/pagefault_bench beside PART's figures; first rep only in a quick run).
+#
+# Part 'loop' (once, after the reps): the 8-byte loopback PUT in 10 runs (3 in a
+# quick run) quiet and 10 beside two busy processes (two shell loops started
+# before and killed by PID after each run), each run paired with the cache
+# line measured just before it, without the loops: rows loop-quiet and
+# loop-busy (test loopback, us; cacheline, ns; loopback_failed for a run that
+# gave no figure), the rep column holding the run's number.
+#
+# Part 'mpi' (every rep of a full run; a quick run only when BENCH_ONLY names
+# it, then in the first rep): MPI's overhead over the raw dnp_pingpong
+# (bench/mpi-overhead.sh, one round: raw 8 B and NetPIPE 8 B over shm and udp)
+# and NetPIPE 8 B..4 KiB over SoftDNP udp and over Open MPI's mtl ofi on
+# libfabric udp;ofi_rxd (bench/mpi-bench.sh, MPI_SET=curves). Skipped, with
+# the reason in the machine file, without Open MPI, NetPIPE or the provider.
 #
 # Writes into $BENCH_OUT (default results/bench/, ignored by git; ./dnp bench
 # --save sets bench/results/, ./dnp bench --out DIR sets DIR):
 # <date>-<host>.csv (transport,peer,test,bytes,rep,value,unit),
-# <date>-<host>-more.csv (CPU cost and engine ceiling, same columns),
+# <date>-<host>-more.csv (CPU cost, engine ceiling, hand-off, loop and mpi rows;
+# same columns),
 # <date>-<host>-machine.txt, <date>-<host>.md (tables, breakdown, goals) and
 # <date>-<host>-{lat,bw,hops}.png; prints a one-screen summary. A quick run
 # (--quick) writes the same with -quick after the host.
@@ -169,7 +185,9 @@ for p in "$run" "$apps/dnp_pingpong" "$apps/dnp_bw" "$apps/udp_pingpong" \
 done
 mkdir -p "$outdir"
 tmp=$(mktemp -d /tmp/perf-bench.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+busy_pids=()
+# the busy loops of part 'loop' die with the run, however it ends
+trap '[ ${#busy_pids[@]} -gt 0 ] && kill "${busy_pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 echo "transport,peer,test,bytes,rep,value,unit" >"$csv"
 echo "transport,peer,test,bytes,rep,value,unit" >"$cpucsv"
@@ -415,6 +433,13 @@ engine() { # REP: the engine alone, one core (CPU 0)
 	say "rep $1: engine ceiling (two engines back to back, no I/O)"
 	keep engine taskset -c 0 "$build/bench/engine_bench" --sizes 8,4096 --reps 1 --seconds 0.3 --csv &&
 		awk -F, -v r="$1" 'NR > 1 { $5 = r; print }' OFS=, "$tmp/out" >>"$cpucsv"
+	[ "$1" = 1 ] || return 0
+	if ! command -v valgrind >/dev/null; then
+		echo "engine: no callgrind count: valgrind is not installed" >>"$machine"
+		return 0
+	fi
+	say "rep $1: engine, instructions per 8-byte PUT (callgrind, 3 counts, about 5 s)"
+	callgrind_rows "$build/bench/engine_bench" 3 >>"$cpucsv"
 }
 
 cacheline() { # REP
@@ -577,9 +602,92 @@ hand() {
 	done
 }
 
-# want PART: env BENCH_ONLY (a list of parts) limits a run to some parts, for
+# loop: part 'loop' (see the head of this file). A run = the cache line between
+# CPUs 0 and 1, then the 8-byte loopback (1x1x1 shm --pin) of 20000 PUTs quiet,
+# or 5000 beside two busy shell loops (started after the cache line, killed by
+# PID after the run). The goal counts the runs within 3 x the line's round trip.
+loop_one() { # SET RUN ITERS
+	local set=$1 i=$2 n=$3 h
+	if keep "cacheline ($set run $i)" "$build/bench/cacheline" --cpus 0,1; then
+		echo "$set,,cacheline,64,$i,$(cat "$tmp/out"),ns" >>"$cpucsv"
+	fi
+	if [ "$set" = loop-busy ]; then
+		for h in 1 2; do
+			sh -c 'while :; do :; done' &
+			busy_pids+=($!)
+		done
+	fi
+	if keep "loopback ($set run $i)" "$run" --torus 1x1x1 --transport shm --pin --timeout 60 -- \
+		dnp_pingpong --loopback --sizes 8 --iters "$n" --warmup 100 --csv &&
+		grep -q '^\[0,0,0\] 8,' "$tmp/out"; then
+		sed -n 's/^\[0,0,0\] 8,[0-9]*,[^,]*,\([^,]*\),.*/\1/p' "$tmp/out" |
+			awk -v t="$set" -v i="$i" '{ printf "%s,,loopback,8,%s,%s,us\n", t, i, $1 }' >>"$cpucsv"
+	else
+		echo "$set,,loopback_failed,8,$i,1,n" >>"$cpucsv"
+	fi
+	if [ ${#busy_pids[@]} -gt 0 ]; then
+		kill "${busy_pids[@]}" 2>/dev/null
+		wait "${busy_pids[@]}" 2>/dev/null
+		busy_pids=()
+	fi
+	return 0
+}
+loop() {
+	local runs i
+	runs=$([ $quick = 1 ] && echo 3 || echo 10)
+	echo "part loop: $runs runs quiet and $runs beside two busy processes$([ $quick = 1 ] &&
+		echo " (quick run; a full run does 10)")" >>"$machine"
+	for i in $(seq "$runs"); do
+		say "loopback run $i of $runs: quiet, then beside two busy processes"
+		loop_one loop-quiet "$i" 20000
+		loop_one loop-busy "$i" 5000
+	done
+}
+
+# mpi REP: part 'mpi' (see the head of this file); rows in the -more CSV:
+# TR,,mpi_raw,8 and TR,,mpi_netpipe,8 (us, TR shm and udp, from one round of
+# bench/mpi-overhead.sh), udp,,netpipe,SIZE and udp;ofi_rxd,libfabric,netpipe,SIZE
+# (us, NetPIPE's one-way time, 8 B..4 KiB). The scripts take no lock here
+# (DNP_BENCH_LOCK=env): a caller that wants one holds it around the whole run.
+mpi_why_not() { # prints why part mpi cannot run here, or nothing
+	command -v mpirun >/dev/null || { echo "Open MPI's mpirun is not installed"; return; }
+	command -v NPopenmpi >/dev/null || { echo "NetPIPE (NPopenmpi) is not installed"; return; }
+	[ -f "$build/fabric/libdnp-fi.so" ] ||
+		echo "the provider $build/fabric/libdnp-fi.so is not built (libfabric-dev missing?)"
+}
+mpi() {
+	local r=$1 why
+	why=$(mpi_why_not)
+	if [ -n "$why" ]; then
+		[ "$r" = 1 ] && say "part mpi skipped: $why" &&
+			echo "part mpi: skipped: $why" >>"$machine"
+		return 0
+	fi
+	say "rep $r: MPI overhead over the raw dnp_pingpong, shm and udp (bench/mpi-overhead.sh)"
+	DNP_BENCH_LOCK=env ROUNDS=1 timeout 300 bash "$here/mpi-overhead.sh" "$build" "$tmp/mo.csv" \
+		>"$tmp/mo.log" 2>&1 || { echo "bench: mpi-overhead.sh failed (its rows may be missing):" >&2
+		tail -n 5 "$tmp/mo.log" | sed 's/^/    /' >&2; }
+	awk -F, -v r="$r" '$2 == "raw" || $2 == "new" {
+		printf "%s,,%s,8,%s,%s,us\n", $3, $2 == "raw" ? "mpi_raw" : "mpi_netpipe", r, $4 }' \
+		"$tmp/mo.csv" >>"$cpucsv" 2>/dev/null
+	say "rep $r: NetPIPE 8 B..4 KiB over SoftDNP udp and libfabric udp;ofi_rxd (bench/mpi-bench.sh)"
+	DNP_BENCH_LOCK=env MPI_SET=curves MPI_CSV="$tmp/mb.csv" REPS=1 timeout 300 \
+		bash "$here/mpi-bench.sh" "$build" >"$tmp/mb.log" 2>&1 || {
+		echo "bench: mpi-bench.sh failed (its rows may be missing):" >&2
+		tail -n 5 "$tmp/mb.log" | sed 's/^/    /' >&2; }
+	awk -F, -v r="$r" '$1 == "np4k-dnp-udp" { printf "udp,,netpipe,%s,%s,%s,us\n", $2, r, $3 }
+		$1 == "np4k-rxd" { printf "udp;ofi_rxd,libfabric,netpipe,%s,%s,%s,us\n", $2, r, $3 }' \
+		"$tmp/mb.csv" >>"$cpucsv" 2>/dev/null
+	rm -f "$tmp/mo.csv" "$tmp/mb.csv"
+}
+
+# want PART: env BENCH_ONLY (a list of parts: cacheline engine softdnp kernel hand
+# libfabric ucx perftest hops cpu pagefault mpi loop) limits a run to some parts, for
 # debugging the script; the report then has only those rows.
 want() { [ -z "${BENCH_ONLY:-}" ] || [[ " $BENCH_ONLY " == *" $1 "* ]]; }
+# part mpi: in a full run; in a quick run only when BENCH_ONLY names it
+want_mpi() { [ $quick = 0 ] && want mpi || [[ " ${BENCH_ONLY:-} " == *" mpi "* ]]; }
+[ $quick = 1 ] && ! want_mpi && echo "part mpi: not run (quick run; a full run runs it)" >>"$machine"
 r=1
 while [ "$r" -le "$reps" ]; do
 	want cacheline && cacheline "$r"
@@ -596,8 +704,12 @@ while [ "$r" -le "$reps" ]; do
 		want cpu && cpu_cost "$r"
 		want pagefault && [ -x "$build/bench/pagefault_bench" ] && pagefault "$r"
 	fi
+	if [ $quick = 0 ] || [ "$r" = 1 ]; then
+		want_mpi && mpi "$r"
+	fi
 	r=$((r + 1))
 done
+want loop && loop
 say "measured; writing the report"
 python3 "$here/report.py" --csv "$csv" --cpu "$cpucsv" --machine "$machine" --out "$base" \
 	$([ $quick = 1 ] && echo --quick)
