@@ -263,7 +263,8 @@ static struct pkt *rx_keep(struct dnp_engine *e, struct xlink *x, const struct d
  * FIFO is freed (counted as an overflow; the peer resends it), and the rest
  * stay held.
  */
-static void rx_unhold_all(struct dnp_engine *e, struct xlink *x, unsigned dir)
+static inline __attribute__((always_inline)) void rx_unhold_all(struct dnp_engine *e,
+								struct xlink *x, unsigned dir)
 {
 	struct pkt *p;
 
