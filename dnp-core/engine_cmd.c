@@ -460,8 +460,34 @@ struct inj_run {
 	struct xlink *x;
 	uint32_t room; /* packets the window still takes in this run */
 	unsigned n;
+	/*
+	 * The registered buffer the last source read of the run was in (NULL:
+	 * none yet). Buffers of a port never overlap and none is registered or
+	 * removed during a run, so the one that holds a later read is this one
+	 * whenever it holds the read's bytes: dnp_buftab_find would return it.
+	 */
+	const struct dnp_buf *src;
 	void *pkts[64];
 };
+
+/* load_cmd_payload in a run: the source's buffer looked up once for reads it holds. */
+static int inj_run_load(struct dnp_engine *e, struct inj_run *r, const struct slot *s, uint32_t len,
+			uint8_t *dst)
+{
+	if (s->c.op == DNP_OP_GET || (s->c.flags & DNP_CMD_F_INLINE) || !len)
+		return load_cmd_payload(e, s, len, dst);
+
+	const struct dnp_buf *b = r->src;
+	uint64_t va = s->c.local_va + s->offset;
+	const struct dnp_mem_seq seq = { .id = s->msg_id, .end = s->c.local_va + s->c.len };
+
+	if (!b || b->port != s->port || va < b->va || len > b->len || va - b->va > b->len - len) {
+		b = dnp_buftab_find(e->bt, s->port, va, len);
+		if (b)
+			r->src = b;
+	}
+	return e->c.mem->read(e->c.mem_ctx, s->port, b, va, dst, len, &seq) ? -EFAULT : 0;
+}
 
 /* The run's packets join the link's unacked list, in order, numbered there. */
 static void inj_run_flush(struct dnp_engine *e, struct inj_run *r, uint64_t now)
@@ -506,7 +532,7 @@ static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct
 	    !engine_can_start(e, r->x->l, hop.vc, 0, flen / DNP_WORD_BYTES))
 		return 0;
 	p = engine_pkt_get(e, flen);
-	if (load_cmd_payload(e, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
+	if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
 		engine_pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);
 	}

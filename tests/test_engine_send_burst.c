@@ -57,14 +57,26 @@ struct scen {
 static struct world W[2]; /* 0: runs (default), 1: one at a time */
 static unsigned drop1;    /* rounds left in which node 1's frames are lost */
 
+static void trace(struct world *w, char tag, unsigned node, unsigned dir, const void *p,
+		  uint32_t len);
+
+/*
+ * Reads are traced too, with the registered buffer the engine passed for
+ * the source (the send-side run looks it up once for the reads it holds).
+ */
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
 		    size_t len, const struct dnp_mem_seq *seq)
 {
 	uint8_t *m = ctx;
 
-	(void)port;
-	(void)b;
-	(void)seq;
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < 2; i++)
+			if (m == W[k].mem[i]) {
+				uint64_t rec[6] = { port,          va, len, seq->id, b ? b->va : 0,
+						    b ? b->len : 0 };
+
+				trace(&W[k], 'R', i, 0, rec, sizeof(rec));
+			}
 	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
 		return -EFAULT;
 	memcpy(dst, m + (va - BASE), len);
