@@ -400,6 +400,18 @@ int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
 
 /*
+ * Send-side burst (h-send): submits c[0..n) of 'port' in order, each with
+ * exactly the checks and result of dnp_engine_submit (a command to the same
+ * node by the same route as the one before it, while the routes have not
+ * changed, reuses its first hop). Stops at the first command not accepted,
+ * which is left untouched: its result in *rc (-EAGAIN or -ENOENT, as
+ * dnp_engine_submit; 0 when all were accepted; rc may be NULL). Returns the
+ * number accepted.
+ */
+unsigned dnp_engine_submit_burst(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+				 unsigned n, int *rc, uint64_t now);
+
+/*
  * A frame arrived on link 'dir'. 0, or a negative errno when it was dropped
  * (and counted): -ENODEV no such link, -ENOLINK link broken, -EMSGSIZE
  * longer than DNP_MAX_FRAME, an error of dnp_pkt_decode (rx_crc_errors,

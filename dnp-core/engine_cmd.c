@@ -683,10 +683,39 @@ bool engine_inject_class(struct dnp_engine *e, unsigned qi, unsigned tc, uint64_
 	return inject_one(e, qi, tc, now);
 }
 
-int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+/*
+ * The first hop of the last command of a submit burst: a command to the
+ * same node by the same route, while the router has not changed, has the
+ * same one (engine_local_hop is a function of those and the router).
+ */
+struct hop_memo {
+	bool ok;
+	uint32_t ver;
+	struct dnp_coord dst;
+	uint16_t via;
+	struct dnp_hop hop;
+};
+
+static int submit_hop(struct dnp_engine *e, const struct slot *s, struct hop_memo *m,
+		      struct dnp_hop *hop)
 {
-	if (port >= e->c.max_ports || !e->ports[port].open)
-		return -ENOENT;
+	if (m && m->ok && m->ver == e->router.ver && m->via == s->via &&
+	    dnp_coord_eq(m->dst, s->dst)) {
+		*hop = m->hop;
+		return 0;
+	}
+	int rc = engine_local_hop(e, s->dst, s->via, hop);
+	if (m && rc == 0)
+		*m = (struct hop_memo){
+			.ok = true, .ver = e->router.ver, .dst = s->dst, .via = s->via, .hop = *hop
+		};
+	return rc;
+}
+
+/* dnp_engine_submit of an open port (m: the burst's hop memo, or NULL). */
+static int submit_one(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+		      struct hop_memo *m, uint64_t now)
+{
 	struct evq *q = &e->ports[port];
 	/* room for its completion event, and for its TX_READ if it may ask for one */
 	uint32_t need = 1u + ((c->flags & DNP_CMD_F_SRC_EVENT) != 0);
@@ -721,7 +750,7 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	if (rc == 0 && (e->router.n_faults || e->router.routing == DNP_ROUTING_VALIANT))
 		rc = engine_plan_msg(e, s, &s->via);
 	if (rc == 0)
-		rc = engine_local_hop(e, s->dst, s->via, &hop);
+		rc = submit_hop(e, s, m, &hop);
 	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !engine_link_usable(e, hop.dir))
 		rc = -ENOLINK;
 	if (rc < 0) {
@@ -732,4 +761,28 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	s->rver = e->router.ver;
 	engine_inj_push(e, hop.dir, s);
 	return 0;
+}
+
+int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	return submit_one(e, port, c, NULL, now);
+}
+
+unsigned dnp_engine_submit_burst(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+				 unsigned n, int *rc, uint64_t now)
+{
+	struct hop_memo m = { .ok = false };
+	unsigned i;
+	int r = 0;
+
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		r = -ENOENT;
+	for (i = 0; r == 0 && i < n; i++)
+		if ((r = submit_one(e, port, &c[i], &m, now)) < 0)
+			break;
+	if (rc)
+		*rc = i < n ? r : 0;
+	return i;
 }

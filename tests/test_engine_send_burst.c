@@ -10,7 +10,8 @@
  * in order. The traces, both nodes' memory and the engines' statistics
  * must be identical, byte for byte, after mixed bursts of PUT, SEND and GET
  * (0 bytes to several packets, inline, TX_READ events, a source that cannot
- * be read, a wrong key), a full window, a peer that returns no credit for a
+ * be read, a wrong key; world 0 submits them in bursts), a full command
+ * table, a full window, a peer that returns no credit for a
  * while, a short packet pool, and a link that goes down mid-burst. Each
  * test also checks that runs were built and that every command ended with
  * exactly one completion.
@@ -52,6 +53,7 @@ struct scen {
 	uint32_t window, fifo_words, pool_big;
 	unsigned txmax; /* frames per tx_burst call */
 	bool ecn;       /* congestion marks: injection one at a time, tx_burst in runs */
+	uint32_t max_commands;
 };
 
 static struct world W[2]; /* 0: runs (default), 1: one at a time */
@@ -178,6 +180,8 @@ static void world_setup(struct world *w, bool single, const struct scen *sc)
 			c.link.t_yellow = sc->fifo_words / 2;
 		}
 		c.pool_big = sc->pool_big;
+		if (sc->max_commands)
+			c.max_commands = sc->max_commands;
 		if (sc->ecn) {
 			c.congestion = DNP_CONGESTION_ECN;
 			c.cg_threshold = 64; /* words: a few 4 KiB frames in flight mark */
@@ -223,7 +227,8 @@ static const uint32_t sizes[] = { 8, 0, 4096, 24, 4097, 100, 3 * 4096 + 5, 1, 81
 /*
  * Command i of a mixed script: PUT, SEND and GET in turn (every fifth one a
  * run of PUTs), sizes from sizes[]; some ask for TX_READ; with faults, a
- * PUT whose source cannot be read and one with a wrong key.
+ * PUT whose source cannot be read and one with a wrong key; every seventh
+ * one is a loopback (to node 0 itself).
  */
 static struct dnp_cmd mixed_cmd(const struct world *w, unsigned i, bool faults)
 {
@@ -261,14 +266,20 @@ static struct dnp_cmd mixed_cmd(const struct world *w, unsigned i, bool faults)
 		c.local_key = w->key[0];
 		c.local_va = BASE + ARENA / 4 + off / 2;
 	}
+	if (i % 7 == 6) { /* loopback: another first hop in the same burst */
+		c.dst_x = 0;
+		c.remote_key = c.op == DNP_OP_SEND ? 0 : w->key[0];
+	}
 	return c;
 }
 
 /* Submits commands [lo, hi) of the mixed script; returns how many were accepted. */
 static unsigned submit_mixed(struct world *w, unsigned lo, unsigned hi, bool faults, bool puts)
 {
+	static struct dnp_cmd cmds[256];
 	unsigned n = 0;
 
+	assert_true(hi - lo <= 256);
 	for (unsigned i = lo; i < hi; i++) {
 		struct dnp_cmd c = mixed_cmd(w, i, faults);
 
@@ -281,10 +292,26 @@ static unsigned submit_mixed(struct world *w, unsigned lo, unsigned hi, bool fau
 					      .local_va = BASE + (i % 512) * 8,
 					      .cookie = i };
 		}
-		int rc = dnp_engine_submit(w->e[0], 0, &c, w->now);
+		cmds[i - lo] = c;
+	}
+	if (w == &W[1]) { /* one at a time; a refused command is skipped */
+		for (unsigned i = 0; i < hi - lo; i++) {
+			int rc = dnp_engine_submit(w->e[0], 0, &cmds[i], w->now);
 
-		assert_true(rc == 0 || rc == -EAGAIN);
-		n += rc == 0;
+			assert_true(rc == 0 || rc == -EAGAIN);
+			n += rc == 0;
+		}
+		return n;
+	}
+	for (unsigned i = 0; i < hi - lo;) { /* in bursts, as the single world does */
+		int rc = 1;
+		unsigned k =
+			dnp_engine_submit_burst(w->e[0], 0, &cmds[i], hi - lo - i, &rc, w->now);
+
+		n += k;
+		i += k;
+		assert_int_equal(rc, i < hi - lo ? -EAGAIN : 0);
+		i += i < hi - lo; /* refused, untouched: the next is tried */
 	}
 	return n;
 }
@@ -411,6 +438,18 @@ static void test_engine_send_burst_full_window(void **state)
 	both(&sc, script_mixed);
 }
 
+/* A command table of 16: submit bursts stop at -EAGAIN, the rest are tried again later. */
+static void test_engine_send_burst_submit_full(void **state)
+{
+	static const struct scen sc = { .max_commands = 16, .txmax = 32 };
+	int rc = 0;
+
+	(void)state;
+	both(&sc, script_mixed);
+	assert_int_equal(dnp_engine_submit_burst(W[0].e[0], 5, NULL, 1, &rc, W[0].now), 0);
+	assert_int_equal(rc, -ENOENT); /* no such port: nothing taken */
+}
+
 /* A small FIFO (credit for about two 4 KiB frames) and lost credits: runs end on credit. */
 static void test_engine_send_burst_no_credit(void **state)
 {
@@ -452,6 +491,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_engine_send_burst_mixed, teardown),
 		cmocka_unit_test_teardown(test_engine_send_burst_full_window, teardown),
+		cmocka_unit_test_teardown(test_engine_send_burst_submit_full, teardown),
 		cmocka_unit_test_teardown(test_engine_send_burst_no_credit, teardown),
 		cmocka_unit_test_teardown(test_engine_send_burst_short_pool, teardown),
 		cmocka_unit_test_teardown(test_engine_send_burst_ecn, teardown),
