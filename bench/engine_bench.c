@@ -14,13 +14,16 @@
  * than half of it).
  *
  *   engine_bench [--sizes 8,64,4096] [--seconds S] [--reps R] [--csv] [--puts N]
- *                [--per-frame]
+ *                [--per-frame] [--tx-single]
  *
  * --puts N streams exactly N PUT packets per size (no warm-up, no memcpy
  * reference) instead of timing: for counting instructions per PUT under
  * valgrind --tool=callgrind, which repeat exactly where seconds do not.
  * Each burst of frames one engine sends goes to the other in one
  * dnp_engine_rx_burst call; --per-frame: one dnp_engine_rx call per frame.
+ * PUTs are submitted in bursts (dnp_engine_submit_burst) and injected and
+ * sent in runs (the send-side burst); --tx-single: one dnp_engine_submit
+ * call per PUT and the engines' one-at-a-time send path (conf.tx_single).
  *
  * Output (--csv): transport,peer,test,bytes,rep,value,unit rows
  * (engine msgrate in packets/s, engine bw in MBps = 10^6 B/s, memcpy bw).
@@ -79,6 +82,9 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* --tx-single: the one-at-a-time send path, and one submit call per PUT */
+static bool tx_single;
+
 static int setup(struct node n[2], uint32_t *key)
 {
 	for (unsigned i = 0; i < 2; i++) {
@@ -98,6 +104,7 @@ static int setup(struct node n[2], uint32_t *key)
 		c.prompt_credits = true;
 		c.ack_delay = 100000; /* dnpd's DNPD_ACK_DELAY_NS */
 		c.rx_direct = true;   /* as dnpd: delivered from the sender's frame */
+		c.tx_single = tx_single;
 		c.link.credit_period = 1000000;
 		c.link.credit_timeout = 4000000000ull;
 		c.link.rto = 20000000;
@@ -181,23 +188,37 @@ static struct result stream(struct node n[2], uint32_t key, uint32_t size, doubl
 		if (timing && !limit && now >= deadline)
 			break;
 		while (issued - done < WINDOW && (!limit || issued < limit)) {
-			uint64_t off = (issued % slots) * size;
-			struct dnp_cmd cmd = { .op = DNP_OP_PUT,
-					       .dst_x = 1,
-					       .remote_key = key,
-					       .remote_va = BASE + off,
-					       .len = size,
-					       .local_va = BASE + off,
-					       .cookie = issued };
-			int r = dnp_engine_submit(n[0].e, 0, &cmd, now);
+			struct dnp_cmd cmd[64];
+			unsigned m = 0, got;
+			int r = 0;
 
+			for (;
+			     m < 64 && issued + m - done < WINDOW && (!limit || issued + m < limit);
+			     m++) {
+				uint64_t off = ((issued + m) % slots) * size;
+
+				cmd[m] = (struct dnp_cmd){ .op = DNP_OP_PUT,
+							   .dst_x = 1,
+							   .remote_key = key,
+							   .remote_va = BASE + off,
+							   .len = size,
+							   .local_va = BASE + off,
+							   .cookie = issued + m };
+			}
+			if (tx_single) {
+				for (got = 0; got < m; got++)
+					if ((r = dnp_engine_submit(n[0].e, 0, &cmd[got], now)) < 0)
+						break;
+			} else {
+				got = dnp_engine_submit_burst(n[0].e, 0, cmd, m, &r, now);
+			}
+			issued += got;
 			if (r == -EAGAIN)
 				break;
 			if (r < 0) {
 				res.err = r;
 				return res;
 			}
-			issued++;
 		}
 		/* several rounds per clock read: the clock is not part of the engine's cost */
 		for (k = 0; k < 8; k++)
@@ -297,6 +318,7 @@ int main(int argc, char **argv)
 		{ "csv", no_argument, NULL, 'c' },
 		{ "puts", required_argument, NULL, 'p' },
 		{ "per-frame", no_argument, NULL, 'f' },
+		{ "tx-single", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -308,7 +330,7 @@ int main(int argc, char **argv)
 	struct node n[2] = { 0 };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:t:r:p:cfh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:r:p:cfSh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_sizes(optarg, sizes, &nsizes) < 0) {
@@ -337,6 +359,9 @@ int main(int argc, char **argv)
 		case 'f':
 			burst = false;
 			break;
+		case 'S':
+			tx_single = true;
+			break;
 		case 'p':
 			if (dnp_parse_u64(optarg, &limit) || !limit) {
 				fprintf(stderr, PROG ": bad --puts\n");
@@ -346,11 +371,12 @@ int main(int argc, char **argv)
 		case 'h':
 			printf("usage: " PROG
 			       " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
-			       "  [--per-frame]\n"
+			       "  [--per-frame] [--tx-single]\n"
 			       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
 			       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
 			       "  PUTs per size, no memcpy (instruction counts under callgrind);\n"
-			       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts.\n");
+			       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts;\n"
+			       "  --tx-single: PUTs submitted, injected and sent one at a time.\n");
 			return 0;
 		default:
 			return 2;

@@ -150,6 +150,33 @@ static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uin
 	return 1;
 }
 
+/*
+ * Send-side burst: the packets of link x never sent, from x->next_tx on, up
+ * to max frames into out: each restamped as tx_seq does (same epoch, seq,
+ * ack, flags; the CRC computed there), then the link told once that they
+ * left (dnp_link_sent_run). Returns the count.
+ */
+static unsigned tx_new_run(struct xlink *x, unsigned dir, uint32_t ack, struct dnp_frame *out,
+			   unsigned max, uint64_t now)
+{
+	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx, n = 0;
+	uint8_t epoch = dnp_link_epoch(x->l);
+	uint32_t words = 0, seq = 0;
+
+	while (n < max && first + n < unacked) {
+		struct pkt *p = dnp_link_unacked_at(x->l, first + n, &seq);
+
+		dnp_pkt_set_epoch(p->frame, epoch);
+		dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+				(uint8_t)(p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK)), p->hops_tx);
+		out[n++] = (struct dnp_frame){ p->frame, p->flen };
+		words += p->words;
+	}
+	dnp_link_sent_run(x->l, first, n, words, now);
+	x->next_tx += n;
+	return n;
+}
+
 unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
 			     unsigned max, uint64_t now)
 {
@@ -221,7 +248,9 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
 		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
 	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx;
-	while (n < max && x->next_tx < unacked) {
+	if (!e->c.tx_single)
+		n += tx_new_run(x, dir, ack, &out[n], max - n, now);
+	while (n < max && x->next_tx < unacked) { /* conf.tx_single: one at a time */
 		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
 		x->next_tx++;
 	}

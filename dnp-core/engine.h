@@ -263,6 +263,16 @@ struct dnp_engine_conf {
 	 */
 	bool rx_direct;
 	/*
+	 * Send-side burst (h-send, docs/performance.md "Send-side burst"): by
+	 * default, injection builds a run of packets for one link in one pass
+	 * (each packet's checks as before; one sequence step per run) and
+	 * tx_burst restamps the new packets of a link in one pass (one
+	 * "sent" step per run). The frames, their order, sequence numbers and
+	 * the events are those of the one-at-a-time path. tx_single = true
+	 * keeps the one-at-a-time path (tests compare the two with it).
+	 */
+	bool tx_single;
+	/*
 	 * Top-class latency remedies (docs/routing.md, "Top-class latency"),
 	 * with arbitration on only; 0 (the default) leaves each off. Classes
 	 * below the top one (DNP_ARB_CLASSES - 1, also the class of control
@@ -353,6 +363,8 @@ struct dnp_engine_stats {
 	uint64_t rx_direct; /* data frames delivered from the caller's frame, no copy first */
 	/* Burst receive (h-fast): data frames that took dnp_engine_rx_burst's fast path. */
 	uint64_t rx_burst_fast;
+	/* Send-side burst (h-send): packets built by injection runs (conf.tx_single false). */
+	uint64_t tx_run_pkts;
 };
 
 struct dnp_engine;
@@ -386,6 +398,18 @@ int dnp_engine_unregister(struct dnp_engine *e, unsigned port, uint64_t va);
  * not open.
  */
 int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now);
+
+/*
+ * Send-side burst (h-send): submits c[0..n) of 'port' in order, each with
+ * exactly the checks and result of dnp_engine_submit (a command to the same
+ * node by the same route as the one before it, while the routes have not
+ * changed, reuses its first hop). Stops at the first command not accepted,
+ * which is left untouched: its result in *rc (-EAGAIN or -ENOENT, as
+ * dnp_engine_submit; 0 when all were accepted; rc may be NULL). Returns the
+ * number accepted.
+ */
+unsigned dnp_engine_submit_burst(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+				 unsigned n, int *rc, uint64_t now);
 
 /*
  * A frame arrived on link 'dir'. 0, or a negative errno when it was dropped

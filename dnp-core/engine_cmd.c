@@ -451,6 +451,150 @@ static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *
 	return true;
 }
 
+/*
+ * Send-side burst (conf.tx_single false): the packets a run on link qi
+ * built, not yet handed to the link's sequence (dnp_link_seq_push_run at the
+ * end of the run: one step for all of them).
+ */
+struct inj_run {
+	struct xlink *x;
+	uint32_t room; /* packets the window still takes in this run */
+	unsigned n;
+	/*
+	 * The registered buffer the last source read of the run was in (NULL:
+	 * none yet). Buffers of a port never overlap and none is registered or
+	 * removed during a run, so the one that holds a later read is this one
+	 * whenever it holds the read's bytes: dnp_buftab_find would return it.
+	 */
+	const struct dnp_buf *src;
+	void *pkts[64];
+};
+
+/* load_cmd_payload in a run: the source's buffer looked up once for reads it holds. */
+static int inj_run_load(struct dnp_engine *e, struct inj_run *r, const struct slot *s, uint32_t len,
+			uint8_t *dst)
+{
+	if (s->c.op == DNP_OP_GET || (s->c.flags & DNP_CMD_F_INLINE) || !len)
+		return load_cmd_payload(e, s, len, dst);
+
+	const struct dnp_buf *b = r->src;
+	uint64_t va = s->c.local_va + s->offset;
+	const struct dnp_mem_seq seq = { .id = s->msg_id, .end = s->c.local_va + s->c.len };
+
+	if (!b || b->port != s->port || va < b->va || len > b->len || va - b->va > b->len - len) {
+		b = dnp_buftab_find(e->bt, s->port, va, len);
+		if (b)
+			r->src = b;
+	}
+	return e->c.mem->read(e->c.mem_ctx, s->port, b, va, dst, len, &seq) ? -EFAULT : 0;
+}
+
+/* The run's packets join the link's unacked list, in order, numbered there. */
+static void inj_run_flush(struct dnp_engine *e, struct inj_run *r, uint64_t now)
+{
+	uint32_t seq = dnp_link_seq_push_run(r->x->l, r->pkts, r->n, now);
+
+	for (unsigned i = 0; i < r->n; i++)
+		((struct pkt *)r->pkts[i])->seq = seq + i;
+	e->st.pkts_injected += r->n;
+	e->st.tx_run_pkts += r->n;
+	r->room -= r->n;
+	r->n = 0;
+}
+
+/*
+ * One packet of command s (the head of queue qi, class 0) in a run: the
+ * checks of out_ready in its order (buffer, window, credit) with the link
+ * known UP for the whole run, then payload, header and encoding as
+ * inject_one and out_send, and the credit committed (dnp_link_commit), so
+ * that the next packet's credit check sees it. 1: a packet was built (or s
+ * ended); 0: nothing may leave now (nothing done).
+ */
+static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct inj_run *r,
+		       uint64_t now)
+{
+	bool is_getreq = s->c.op == DNP_OP_GET;
+	uint64_t remaining = s->c.len - s->offset;
+	uint32_t seg = engine_seg_max(e, 0);
+	uint32_t len = is_getreq ? DNP_GET_DESC_BYTES : remaining > seg ? seg : (uint32_t)remaining;
+	uint32_t flen = (uint32_t)dnp_pkt_frame_len(len);
+	bool read_done = s->rd_ev && len == remaining;
+	struct dnp_hop hop;
+	struct pkt *p;
+
+	if (s->rver == e->router.ver) /* routed to qi, and the router has not changed since */
+		hop.vc = s->hop_vc;
+	else if (dnp_route_step(&e->router, e->c.self, s->dst, s->via, DNP_DIR_LOCAL, 0, &hop) <
+			 0 ||
+		 hop.dir != qi)
+		hop.vc = 0; /* routes changed since it was queued: keep the queue's link */
+	if (!engine_pool_has_inj(e, flen) || r->n >= r->room ||
+	    !engine_can_start(e, r->x->l, hop.vc, 0, flen / DNP_WORD_BYTES))
+		return 0;
+	p = engine_pkt_get(e, flen);
+	if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
+		engine_pkt_put(e, p);
+		return inj_abort(e, qi, s, -EFAULT);
+	}
+	build_cmd_hdr(e, s, len, &p->h, now);
+	p->h.vc = hop.vc;
+	p->h.hops = 1;
+	/* encoded with its VC: engine_link_enqueue's dnp_pkt_set_vc would change nothing */
+	int n = dnp_pkt_encode_unsealed(&p->h, p->frame + DNP_PAYLOAD_OFF, p->frame, DNP_MAX_FRAME);
+	if (n < 0) { /* cannot happen for a checked command; fail it loudly */
+		engine_pkt_put(e, p);
+		return inj_abort(e, qi, s, n);
+	}
+	p->flen = (uint32_t)n;
+	p->words = (uint32_t)n / DNP_WORD_BYTES;
+	p->in_dir = DNP_DIR_LOCAL;
+	p->hops_tx = 1;
+	dnp_link_commit(r->x->l, hop.vc, p->words);
+	r->pkts[r->n++] = p;
+	s->sent = 1;
+	if (read_done)
+		src_read_done(e, s);
+	s->offset += is_getreq ? s->c.len : len;
+	if (s->offset >= s->c.len || is_getreq) {
+		engine_inj_pop(e, qi, 0); /* it now waits for its completion report */
+		s->t_wait = now;
+	}
+	return 1;
+}
+
+/*
+ * Send-side burst: up to 64 packets of the commands at the head of link
+ * qi's injection queue (arbitration and congestion windows off), built in
+ * one pass: the same packets, checks and events as up to 64 inject_one
+ * calls, with the link's state checked once and its sequence numbers given
+ * once for the run. Returns the number of steps inject_one would have
+ * counted as progress.
+ */
+static unsigned inject_run(struct dnp_engine *e, unsigned qi, uint64_t now)
+{
+	struct inj_run r = { .x = &e->links[qi] };
+	unsigned k;
+
+	if (dnp_link_state(r.x->l) != DNP_LINK_UP) {
+		for (k = 0; k < 64 && inject_one(e, qi, 0, now); k++)
+			; /* aborts, or nothing: the one-at-a-time path says which */
+		return k;
+	}
+	r.room = dnp_link_window_room(r.x->l);
+	for (k = 0; k < 64 && e->qhead[qi][0] != NO_SLOT; k++) {
+		struct slot *s = &e->slots[e->qhead[qi][0]];
+
+		if (s->offset == UINT64_MAX) /* failed while queued */
+			inj_abort(e, qi, s, (int)(int64_t)s->c.rsvd3);
+		else if (s->orphan)
+			inj_abort(e, qi, s, -ECONNRESET);
+		else if (!inj_run_one(e, qi, s, &r, now))
+			break;
+	}
+	inj_run_flush(e, &r, now);
+	return k;
+}
+
 /* Ends the responder job at the head of resp[qi], telling the requester err. */
 static bool resp_abort(struct dnp_engine *e, unsigned qi, int err, uint64_t now)
 {
@@ -520,6 +664,10 @@ bool engine_inject(struct dnp_engine *e, uint64_t now)
 		/* GET responses first: a requester is waiting on them */
 		for (unsigned k = 0; k < 64 && respond_one(e, qi, now); k++)
 			progress = true;
+		if (qi != DNP_DIR_LOCAL && !e->c.tx_single && !e->cg) {
+			progress |= inject_run(e, qi, now) != 0;
+			continue;
+		}
 		for (unsigned k = 0; k < 64 && inject_one(e, qi, 0, now); k++)
 			progress = true;
 	}
@@ -535,10 +683,39 @@ bool engine_inject_class(struct dnp_engine *e, unsigned qi, unsigned tc, uint64_
 	return inject_one(e, qi, tc, now);
 }
 
-int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+/*
+ * The first hop of the last command of a submit burst: a command to the
+ * same node by the same route, while the router has not changed, has the
+ * same one (engine_local_hop is a function of those and the router).
+ */
+struct hop_memo {
+	bool ok;
+	uint32_t ver;
+	struct dnp_coord dst;
+	uint16_t via;
+	struct dnp_hop hop;
+};
+
+static int submit_hop(struct dnp_engine *e, const struct slot *s, struct hop_memo *m,
+		      struct dnp_hop *hop)
 {
-	if (port >= e->c.max_ports || !e->ports[port].open)
-		return -ENOENT;
+	if (m && m->ok && m->ver == e->router.ver && m->via == s->via &&
+	    dnp_coord_eq(m->dst, s->dst)) {
+		*hop = m->hop;
+		return 0;
+	}
+	int rc = engine_local_hop(e, s->dst, s->via, hop);
+	if (m && rc == 0)
+		*m = (struct hop_memo){
+			.ok = true, .ver = e->router.ver, .dst = s->dst, .via = s->via, .hop = *hop
+		};
+	return rc;
+}
+
+/* dnp_engine_submit of an open port (m: the burst's hop memo, or NULL). */
+static int submit_one(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+		      struct hop_memo *m, uint64_t now)
+{
 	struct evq *q = &e->ports[port];
 	/* room for its completion event, and for its TX_READ if it may ask for one */
 	uint32_t need = 1u + ((c->flags & DNP_CMD_F_SRC_EVENT) != 0);
@@ -573,7 +750,7 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	if (rc == 0 && (e->router.n_faults || e->router.routing == DNP_ROUTING_VALIANT))
 		rc = engine_plan_msg(e, s, &s->via);
 	if (rc == 0)
-		rc = engine_local_hop(e, s->dst, s->via, &hop);
+		rc = submit_hop(e, s, m, &hop);
 	if (rc == 0 && hop.dir != DNP_DIR_LOCAL && !engine_link_usable(e, hop.dir))
 		rc = -ENOLINK;
 	if (rc < 0) {
@@ -584,4 +761,28 @@ int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd 
 	s->rver = e->router.ver;
 	engine_inj_push(e, hop.dir, s);
 	return 0;
+}
+
+int dnp_engine_submit(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c, uint64_t now)
+{
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		return -ENOENT;
+	return submit_one(e, port, c, NULL, now);
+}
+
+unsigned dnp_engine_submit_burst(struct dnp_engine *e, unsigned port, const struct dnp_cmd *c,
+				 unsigned n, int *rc, uint64_t now)
+{
+	struct hop_memo m = { .ok = false };
+	unsigned i;
+	int r = 0;
+
+	if (port >= e->c.max_ports || !e->ports[port].open)
+		r = -ENOENT;
+	for (i = 0; r == 0 && i < n; i++)
+		if ((r = submit_one(e, port, &c[i], &m, now)) < 0)
+			break;
+	if (rc)
+		*rc = i < n ? r : 0;
+	return i;
 }

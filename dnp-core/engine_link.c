@@ -258,6 +258,27 @@ static struct pkt *rx_keep(struct dnp_engine *e, struct xlink *x, const struct d
 }
 
 /*
+ * The frames held beyond the gap that the frame just accepted on link dir
+ * closed follow it onto their input FIFOs, in order. One that overflows its
+ * FIFO is freed (counted as an overflow; the peer resends it), and the rest
+ * stay held.
+ */
+static inline __attribute__((always_inline)) void rx_unhold_all(struct dnp_engine *e,
+								struct xlink *x, unsigned dir)
+{
+	struct pkt *p;
+
+	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
+		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
+			engine_pkt_put(e, p);
+			break;
+		}
+		(void)dnp_link_rx_seq(x->l, p->h.seq);
+		engine_in_push(e, dir, p->in_vc, p);
+	}
+}
+
+/*
  * A data frame of link dir that passed the link checks (decoded into h; p
  * its buffer, or NULL when no spare one was free and it is in copy): held
  * beyond a gap, dropped (duplicate, FIFO or buffer credit overrun), or
@@ -313,15 +334,7 @@ static int rx_data(struct dnp_engine *e, struct xlink *x, unsigned dir, struct p
 	(void)dnp_link_rx_accept(x->l, h->vc, words);
 	rx_fill(p, h, len, words, dir);
 	engine_in_push(e, dir, h->vc, p);
-	/* The frames held behind the gap it closed follow, in order. */
-	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
-		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
-			engine_pkt_put(e, p); /* counted as an overflow; the peer resends it */
-			break;
-		}
-		(void)dnp_link_rx_seq(x->l, p->h.seq);
-		engine_in_push(e, dir, p->in_vc, p);
-	}
+	rx_unhold_all(e, x, dir); /* the frames held behind the gap it closed */
 	return 0;
 }
 
@@ -413,8 +426,6 @@ static int rx_direct(struct dnp_engine *e, struct xlink *x, unsigned dir, const 
 		int rc = engine_deliver(e, h, payload, NULL, now);
 
 		if (rc != -EAGAIN && rc != DELIVER_FULL) {
-			struct pkt *p;
-
 			engine_ack_mark(x, now, false);
 			(void)dnp_link_rx_seq(x->l, h->seq);
 			(void)dnp_link_rx_accept(x->l, h->vc, words);
@@ -422,15 +433,7 @@ static int rx_direct(struct dnp_engine *e, struct xlink *x, unsigned dir, const 
 			e->wait[dir][h->vc].on = false;
 			e->st.pkts_delivered++;
 			e->st.rx_direct++;
-			/* The frames held behind the gap it closed follow, in order (rx_data). */
-			while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
-				if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
-					engine_pkt_put(e, p);
-					break;
-				}
-				(void)dnp_link_rx_seq(x->l, p->h.seq);
-				engine_in_push(e, dir, p->in_vc, p);
-			}
+			rx_unhold_all(e, x, dir);
 			return 0;
 		}
 	}
@@ -638,7 +641,6 @@ static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, con
 	struct dnp_pkt_hdr h;
 	const uint8_t *payload;
 	unsigned progress;
-	struct pkt *p;
 	int rc;
 
 	if (len > DNP_MAX_FRAME || !rx_direct_hint(e, dir, frame, len))
@@ -670,15 +672,7 @@ static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, con
 	e->st.pkts_delivered++;
 	e->st.rx_direct++;
 	e->st.rx_burst_fast++;
-	/* The frames held behind the gap it closed follow, in order (rx_data). */
-	while ((p = dnp_link_rx_unhold(x->l)) != NULL) {
-		if (dnp_link_rx_accept(x->l, p->in_vc, p->words) < 0) {
-			engine_pkt_put(e, p);
-			break;
-		}
-		(void)dnp_link_rx_seq(x->l, p->h.seq);
-		engine_in_push(e, dir, p->in_vc, p);
-	}
+	rx_unhold_all(e, x, dir);
 	return 0;
 }
 

@@ -520,6 +520,30 @@ uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now)
 	return seq;
 }
 
+unsigned dnp_link_window_room(const struct dnp_link *l)
+{
+	return unacked_count(l) >= l->c.window ? 0 : l->c.window - unacked_count(l);
+}
+
+uint32_t dnp_link_seq_push_run(struct dnp_link *l, void *const *pkts, unsigned n, uint64_t now)
+{
+	uint32_t seq0 = l->next_seq;
+
+	assert(n <= dnp_link_window_room(l));
+	if (!n || n > dnp_link_window_room(l))
+		return seq0;
+	if (unacked_count(l) == 0) { /* as dnp_link_seq_push for the first of them */
+		l->retx_pending = false;
+		l->retx_deadline = now + l->rto;
+	}
+	for (unsigned i = 0; i < n; i++)
+		l->ring[(l->tail + i) & l->mask] =
+			(struct dnp_link_slot){ .pkt = pkts[i], .seq = seq0 + i, .sent_time = now };
+	l->tail += n;
+	l->next_seq += n;
+	return seq0;
+}
+
 static uint64_t clamp_rto(const struct dnp_link *l, uint64_t rto)
 {
 	if (rto < l->c.min_rto)
@@ -850,6 +874,14 @@ void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now)
 	/* The timer runs from when the oldest packet actually left, not from when it was queued. */
 	if (i == 0 && !l->retx_pending)
 		l->retx_deadline = now + l->rto;
+}
+
+void dnp_link_sent_run(struct dnp_link *l, unsigned first, unsigned n, uint32_t words, uint64_t now)
+{
+	for (unsigned i = first; i < first + n; i++)
+		dnp_link_sent(l, i, now);
+	l->st.tx_frames += n;
+	l->st.tx_words += words;
 }
 
 /* The marked packets are being resent now: they start waiting again. */

@@ -265,6 +265,15 @@ bool dnp_link_credit_stale(const struct dnp_link *l);
 bool dnp_link_window_full(const struct dnp_link *l);
 /* Queues pkt as the next sequenced frame; returns its seq. Window must not be full. */
 uint32_t dnp_link_seq_push(struct dnp_link *l, void *pkt, uint64_t now);
+/* How many more packets the window takes now (0: full). */
+unsigned dnp_link_window_room(const struct dnp_link *l);
+/*
+ * Send-side burst: queues pkts[0..n) as the next n sequenced frames, in
+ * order, exactly as n calls of dnp_link_seq_push would; returns the seq of
+ * the first (the others follow it). n must be <= dnp_link_window_room (else
+ * nothing is queued).
+ */
+uint32_t dnp_link_seq_push_run(struct dnp_link *l, void *const *pkts, unsigned n, uint64_t now);
 /*
  * Processes a cumulative ack from the peer: pops every packet with seq < ack
  * into freed[] (at most max; call again while it returns max). Returns the
@@ -321,6 +330,13 @@ void *dnp_link_unacked_at(const struct dnp_link *l, unsigned i, uint32_t *seq);
  * send queue is not resent early.
  */
 void dnp_link_sent(struct dnp_link *l, unsigned i, uint64_t now);
+/*
+ * Send-side burst: unacked packets first..first+n (of 'words' words in all)
+ * were just put on the wire for the first time, in this order: as
+ * dnp_link_sent for each, then dnp_link_stats_tx for each (not resends).
+ */
+void dnp_link_sent_run(struct dnp_link *l, unsigned first, unsigned n, uint32_t words,
+		       uint64_t now);
 /*
  * After DNP_LINK_EV_RETX the caller calls dnp_link_retx_done(now) to restart
  * the timer and resends the marked packets (dnp_link_retx_next, then

@@ -52,21 +52,24 @@ unsigned dnpd_poll_cmds(struct dnpd *d, uint64_t now)
 			se->pend_n = dnpd_sess_cmd_pop(se, se->pend, DNPD_CMD_BURST);
 		}
 		while (se->pend_i < se->pend_n) {
-			struct dnp_cmd *c = &se->pend[se->pend_i];
-			int r;
+			int r = 0;
+			/* a burst: it stops, untouched, at the first command not accepted */
+			unsigned got =
+				dnp_engine_submit_burst(d->e, se->port, &se->pend[se->pend_i],
+							se->pend_n - se->pend_i, &r, now);
 
+			se->pend_i += got;
+			work += got;
 			/* -EAGAIN: the node's command table is full: keep it, retry next pass. */
-			r = dnp_engine_submit(d->e, se->port, c, now);
-			if (r == -EAGAIN)
+			if (r == 0 || r == -EAGAIN)
 				break;
 			/*
 			 * Refused without being accepted (no side effect): it
 			 * waits for event room rather than lose its event.
 			 */
-			if (r && dnpd_sess_ev_room(se) == 0)
+			if (dnpd_sess_ev_room(se) == 0)
 				break;
-			if (r)
-				dnpd_reject(d, se, c, r);
+			dnpd_reject(d, se, &se->pend[se->pend_i], r);
 			se->pend_i++;
 			work++;
 		}
