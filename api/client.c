@@ -960,17 +960,26 @@ static bool dnp_waits_elsewhere(struct dnp *d)
 }
 
 /*
- * True when our daemon is pinned to the CPU we poll on (the bell's home_cpu,
- * version 8): every look of ours then only keeps the CPU from the daemon
- * that must produce our event, so the wait blocks on the event bell at once
- * and the daemon, having woken us, gives us the CPU (dnpd.c). Untrusted, read
+ * True when a pinned daemon of the run polls on the CPU we poll on and gives
+ * us that CPU once our event is there, so the wait blocks on the event bell
+ * at once: our own daemon (the bell's home_cpu, version 8), which yields to
+ * us after waking us, or a neighbour of it (the bell's kick_cpus, version 9),
+ * which our daemon kicks after waking us (dnpd.c, dnpd_kick_nbrs). Every look
+ * of ours there would only keep the CPU from that daemon, and in the pinned
+ * placement also from the daemon's own program. Untrusted, each word read
  * once: a wrong value costs a sleep or a yield, never an event.
  */
-static bool dnp_shares_daemon(struct dnp *d)
+static bool dnp_blocks_here(struct dnp *d)
 {
 	uint32_t home = atomic_load_explicit(&d->bell->home_cpu, memory_order_relaxed);
+	uint32_t kick;
 
-	return home != 0 && d->cpu >= 0 && (uint32_t)d->cpu == home - 1;
+	if (d->cpu < 0)
+		return false;
+	if (home != 0 && (uint32_t)d->cpu == home - 1)
+		return true;
+	kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
+	return d->cpu < 32 && (kick >> d->cpu & 1u);
 }
 
 /*
@@ -1047,8 +1056,8 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
-		if (dnp_shares_daemon(d))
-			break; /* block now: the daemon wakes us and gives way */
+		if (dnp_blocks_here(d))
+			break; /* block now: a daemon wakes us and gives way */
 		if (dnp_waits_elsewhere(d))
 			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
@@ -1072,7 +1081,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		r = wait_look(d, w, true);
 		if (r)
 			return r;
-		quick = i == 0 && dnp_shares_daemon(d) && !d->dead &&
+		quick = i == 0 && dnp_blocks_here(d) && !d->dead &&
 			atomic_load_explicit(&d->ctl->state, memory_order_acquire) == DNP_SESS_OPEN;
 		if (!quick && dnp_check_dead(d)) {
 			r = wait_look(d, w, true);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -88,6 +89,7 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 }
 
 static void dnpd_impair_poll(struct dnpd *d, uint64_t now);
+static void dnpd_kick_link_up(struct dnpd *d, unsigned dir);
 
 /*
  * A link lost is a fault (warn) while the daemon runs, and part of an
@@ -151,6 +153,8 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 			if (ls)
 				l->peer_left = ls->peer_left;
 			l->state = (uint8_t)st;
+			if (st == DNP_LINK_UP)
+				dnpd_kick_link_up(d, dir);
 		}
 		all_up = all_up && st == DNP_LINK_UP;
 	}
@@ -256,6 +260,188 @@ static void dnpd_disarm(struct dnpd *d)
 }
 
 /*
+ * Pinned hand-off (docs/performance.md, "Pinned hand-off"). With dnp-run
+ * --pin each CPU holds one node's daemon and another node's program. A
+ * program waiting on a CPU where a neighbour daemon of ours is pinned blocks
+ * on its event bell at once (client.c; we publish those CPUs in the bell's
+ * kick_cpus). When we wake it (dnpd_sess_notify notes its CPU) we increment
+ * that daemon's kick word, and the daemon, at its next idle pass, gives the
+ * CPU to the program at once (dnpd_kicked) instead of polling on without
+ * yields until the end of its window (dnp_yield.h). Everything read from a
+ * neighbour's line is a hint: a wrong value costs a yield or a kick.
+ */
+#define DNPD_NBR_RETRY_NS 100000000ull /* a neighbour's bell file not there yet: try again */
+
+/* Notes the neighbour node reached by the link in direction dir (one entry per node). */
+static void dnpd_nbr_add(struct dnpd *d, unsigned dir)
+{
+	struct dnp_coord peer = dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	uint32_t id = dnp_torus_id(&d->conf.torus, peer);
+	unsigned i;
+
+	if (id == dnp_torus_id(&d->conf.torus, d->conf.self))
+		return;
+	for (i = 0; i < d->nnbr && d->nbr[i].id != id; i++)
+		;
+	if (i == d->nnbr)
+		d->nbr[d->nnbr++] = (struct dnpd_nbr){ .id = id, .cpu = -1 };
+	d->nbr[i].dirs |= (uint8_t)(1u << dir);
+}
+
+static void dnpd_nbr_unmap(struct dnpd_nbr *n)
+{
+	if (n->kick)
+		munmap((uint8_t *)n->kick - DNP_SESS_KICK_OFF,
+		       DNP_SESS_KICK_OFF + sizeof(struct dnp_sess_kick));
+	n->kick = NULL;
+	n->cpu = -1;
+}
+
+/*
+ * Maps neighbour n's kick line, in its daemon's bell file. The file is never
+ * created here: a neighbour on another host has none in our run directory.
+ * Errors: -errno of open/mmap, -EPROTO (not a regular file, or too short).
+ */
+static int dnpd_nbr_map(struct dnpd *d, struct dnpd_nbr *n)
+{
+	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX], path[PATH_MAX];
+	size_t len = DNP_SESS_KICK_OFF + sizeof(struct dnp_sess_kick);
+	unsigned side;
+	struct stat st;
+	void *p;
+	int fd, r;
+
+	r = dnpd_conf_link_addr(&d->conf, (unsigned)__builtin_ctz(n->dirs), local, remote,
+				sizeof(local), &side, path, sizeof(path));
+	if (r)
+		return r;
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
+		close(fd);
+		return -EPROTO;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	r = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (r)
+		return r;
+	n->kick = (struct dnp_sess_kick *)(void *)((uint8_t *)p + DNP_SESS_KICK_OFF);
+	return 0;
+}
+
+/*
+ * Every house-keeping pass: maps the neighbours' kick lines not mapped yet
+ * (at most every DNPD_NBR_RETRY_NS), reads the CPU each publishes (once,
+ * checked: 1..64, else none) and publishes the CPUs other than ours in the
+ * bell's kick_cpus (written only when it changes).
+ */
+static void dnpd_kick_house(struct dnpd *d, uint64_t now)
+{
+	bool retry = false;
+	uint32_t mask;
+	unsigned i;
+
+	if (!d->kick_on)
+		return;
+	d->nbr_cpus = 0;
+	for (i = 0; i < d->nnbr; i++) {
+		struct dnpd_nbr *n = &d->nbr[i];
+		uint32_t v;
+
+		if (!n->kick && now >= d->nbr_next && dnpd_nbr_map(d, n))
+			retry = true;
+		n->cpu = -1;
+		if (!n->kick)
+			continue;
+		v = atomic_load_explicit(&n->kick->cpu, memory_order_relaxed);
+		if (v >= 1 && v <= 64 && (int)v - 1 != d->home_cpu) {
+			n->cpu = (int)v - 1;
+			d->nbr_cpus |= 1ull << n->cpu;
+		}
+	}
+	if (retry)
+		d->nbr_next = now + DNPD_NBR_RETRY_NS;
+	mask = (uint32_t)d->nbr_cpus;
+	if (mask != d->kick_cpus) {
+		d->kick_cpus = mask;
+		atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->kick_cpus, mask,
+				      memory_order_relaxed);
+	}
+}
+
+/* The link in direction dir came up: its neighbour may be a new daemon, with a new bell file. */
+static void dnpd_kick_link_up(struct dnpd *d, unsigned dir)
+{
+	for (unsigned i = 0; i < d->nnbr; i++)
+		if (d->nbr[i].dirs & (1u << dir)) {
+			dnpd_nbr_unmap(&d->nbr[i]);
+			d->nbr_next = 0;
+		}
+}
+
+/*
+ * After pushing events: the apps that dnpd_sess_notify woke (their CPUs in
+ * se->woke); a neighbour pinned to one of those CPUs is kicked. The FUTEX_WAKE
+ * came first, so the app is runnable when the neighbour sees the kick.
+ */
+static void dnpd_kick_nbrs(struct dnpd *d)
+{
+	uint64_t woke = 0;
+	unsigned k;
+
+	if (!d->nbr_cpus)
+		return;
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+
+		if (se->woke >= 1 && se->woke <= 64)
+			woke |= 1ull << (se->woke - 1);
+		se->woke = 0;
+	}
+	if (!(woke & d->nbr_cpus))
+		return;
+	for (k = 0; k < d->nnbr; k++) {
+		struct dnpd_nbr *n = &d->nbr[k];
+
+		if (n->kick && n->cpu >= 0 && (woke >> n->cpu & 1u)) {
+			atomic_fetch_add_explicit(&n->kick->seq, 1, memory_order_release);
+			d->kicks++;
+		}
+	}
+}
+
+/* True once per kick of a neighbour (our kick line's seq moved since we last looked). */
+static bool dnpd_kicked(struct dnpd *d)
+{
+	uint32_t v;
+
+	if (!d->kick_on)
+		return false;
+	/* written by the neighbours: any value only means "yield once" */
+	v = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	if (v == d->kick_seen)
+		return false;
+	d->kick_seen = v;
+	d->kicked++;
+	return true;
+}
+
+/* At exit: neighbours stop kicking us, apps stop blocking for us. */
+static void dnpd_kick_stop(struct dnpd *d)
+{
+	if (d->kick) {
+		atomic_store_explicit(&d->kick->cpu, 0, memory_order_relaxed);
+		atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->kick_cpus, 0,
+				      memory_order_relaxed);
+	}
+	for (unsigned i = 0; i < d->nnbr; i++)
+		dnpd_nbr_unmap(&d->nbr[i]);
+	d->kick_on = false;
+}
+
+/*
  * The engine's part of a pass: run it, hand its events to the apps, send its
  * frames. Returns true when the send was deferred to let an app that just
  * got events run first (the caller yields and starts the next pass).
@@ -274,6 +460,7 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	d->ev_here = false;
 	ev = dnpd_push_events(d);
 	*work += ev;
+	dnpd_kick_nbrs(d);
 	/*
 	 * An app just got events: let it run at once (on two
 	 * shared cores it often waits for ours) rather than behind
@@ -364,6 +551,13 @@ static void dnpd_solo_init(struct dnpd *d)
 			      (uint32_t)(d->solo_cpu + 1), memory_order_relaxed);
 	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->home_cpu,
 			      (uint32_t)(d->home_cpu + 1), memory_order_relaxed);
+	/* Pinned hand-off: our kick line follows the bell in its file (a page, doorbell.c). */
+	d->kick = (struct dnp_sess_kick *)(void *)((uint8_t *)d->bell + DNP_SESS_KICK_OFF);
+	d->kick_on = d->home_cpu >= 0 && d->home_cpu < 64 && d->nnbr &&
+		     d->conf.idle == DNPD_IDLE_ADAPTIVE;
+	d->kick_seen = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	atomic_store_explicit(&d->kick->cpu, d->kick_on ? (uint32_t)d->home_cpu + 1 : 0u,
+			      memory_order_relaxed);
 }
 
 static void dnpd_loop(struct dnpd *d)
@@ -386,9 +580,11 @@ static void dnpd_loop(struct dnpd *d)
 		if ((!d->quiet || now >= d->quiet_next) && dnpd_engine_pass(d, now, &work_app))
 			continue;
 		work_app += dnpd_push_events(d);
+		dnpd_kick_nbrs(d);
 		if (now - last_house >= DNPD_HOUSE_NS) {
 			work_app += dnpd_house(d, now);
 			dnpd_solo(d);
+			dnpd_kick_house(d, now);
 			last_house = now;
 		}
 		/*
@@ -410,6 +606,12 @@ static void dnpd_loop(struct dnpd *d)
 			/* --link-queue: a link at its limit waits for a peer that may need our CPU */
 			if (d->lq_held)
 				dnp_yield_step(&d->yield, now);
+			continue;
+		}
+		/* A neighbour woke a program on our CPU: it runs now (dnpd_kick_nbrs). */
+		if (dnpd_kicked(d)) {
+			dnpd_disarm(d);
+			dnp_yield_handoff(&d->yield, now);
 			continue;
 		}
 		if (d->conf.idle == DNPD_IDLE_BUSY)
@@ -597,6 +799,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 		}
 		l->ops = &dnp_transport_impair;
 		l->exists = true;
+		dnpd_nbr_add(d, dir);
 		if (d->conf.link_queue && !ops->tx_queued) {
 			dnpd_log(DNPD_ERR, "--link-queue: the %s transport cannot tell its queue",
 				 ops->name);
@@ -928,6 +1131,7 @@ static int dnpd_run(struct dnpd *d)
 		 d->sock_path);
 
 	dnpd_loop(d);
+	dnpd_kick_stop(d);
 
 	dnpd_log(DNPD_INFO, "stopping");
 	/* the neighbours hear that this is a stop, not a fault (DNP_RESET_LEAVING) */
