@@ -89,6 +89,7 @@ struct dnp {
 	bool hold;                   /* waits look a moment after a yield (bell->hold) */
 	unsigned long_waits;         /* waits in a row that took >= DNP_LONG_WAIT_NS */
 	int cpu;                     /* the CPU last published in ctl->app_cpu */
+	bool wait_block;             /* DNP_WAIT_BLOCK=1: block on the bell's kick_cpus too */
 	struct dnp_sess_cntr *cntrs; /* completion counters (DNP_CNTR_MAX), written by the daemon */
 };
 
@@ -547,7 +548,7 @@ int dnp_open(const char *path, struct dnp **out)
 	struct dnp_sess_msg m = { 0 };
 	int fds[DNP_SESS_NFDS] = { -1, -1, -1, -1 };
 	unsigned nfds = 0, i;
-	uint64_t env_port;
+	uint64_t env_port, env_block = 0;
 	struct dnp *d;
 	int r;
 
@@ -586,10 +587,13 @@ int dnp_open(const char *path, struct dnp **out)
 	r = dnp_env_u64("DNP_PORT", DNP_SESS_PORT_ANY, &env_port);
 	if (!r)
 		r = dnp_env_u64("DNP_HEAP_SIZE", 0, &m.va);
-	if (!r && env_port > UINT32_MAX)
+	if (!r)
+		r = dnp_env_u64("DNP_WAIT_BLOCK", 0, &env_block);
+	if (!r && (env_port > UINT32_MAX || env_block > 1))
 		r = -EINVAL;
 	if (r)
 		goto err_sock;
+	d->wait_block = env_block == 1;
 	m.arg32 = (uint32_t)env_port;
 	r = dnp_send_msg(d->sock, &m);
 	if (r)
@@ -963,11 +967,15 @@ static bool dnp_waits_elsewhere(struct dnp *d)
  * True when a pinned daemon of the run polls on the CPU we poll on and gives
  * us that CPU once our event is there, so the wait blocks on the event bell
  * at once: our own daemon (the bell's home_cpu, version 8), which yields to
- * us after waking us, or a neighbour of it (the bell's kick_cpus, version 9),
- * which our daemon kicks after waking us (dnpd.c, dnpd_kick_nbrs). Every look
- * of ours there would only keep the CPU from that daemon, and in the pinned
- * placement also from the daemon's own program. Untrusted, each word read
- * once: a wrong value costs a sleep or a yield, never an event.
+ * us after waking us, or, under DNP_WAIT_BLOCK=1, a neighbour of it (the
+ * bell's kick_cpus, version 9), which our daemon kicks after waking us
+ * (dnpd.c, dnpd_kick_nbrs). Every look of ours on our own daemon's CPU only
+ * keeps the CPU from it. On a neighbour's CPU (dnp-run --pin) blocking saves
+ * switches and CPU time but puts two context switches on the path of every
+ * message, which polling overlaps with the other CPU's work: a longer half
+ * round trip on a quiet machine, so it is asked for (docs/performance.md,
+ * "Pinned hand-off"). Untrusted, each word read once: a wrong value costs a
+ * sleep or a yield, never an event.
  */
 static bool dnp_blocks_here(struct dnp *d)
 {
@@ -978,6 +986,8 @@ static bool dnp_blocks_here(struct dnp *d)
 		return false;
 	if (home != 0 && (uint32_t)d->cpu == home - 1)
 		return true;
+	if (!d->wait_block)
+		return false;
 	kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
 	return d->cpu < 32 && (kick >> d->cpu & 1u);
 }

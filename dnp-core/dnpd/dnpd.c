@@ -275,7 +275,8 @@ static void dnpd_disarm(struct dnpd *d)
 /* Notes the neighbour node reached by the link in direction dir (one entry per node). */
 static void dnpd_nbr_add(struct dnpd *d, unsigned dir)
 {
-	struct dnp_coord peer = dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	struct dnp_coord peer =
+		dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
 	uint32_t id = dnp_torus_id(&d->conf.torus, peer);
 	unsigned i;
 

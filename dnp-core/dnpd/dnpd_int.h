@@ -155,14 +155,14 @@ struct dnpd {
 	bool nowait_links; /* some link has no wait fd: bounded sleeps (dpdk) */
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
-	bool tx_deferred;       /* the last pass skipped its transport send */
-	bool lq_held;           /* the last send found a link at its --link-queue limit */
-	bool hold;              /* look a moment after a yield that ran somebody else */
-	bool quick_exit;        /* the transport's threads still run: leave with _exit() */
-	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */
-	int solo_cpu;           /* pinned to this CPU and no links, else -1 (dnpd_solo) */
-	bool solo_spin;         /* solo, and no app polls on solo_cpu: idle passes do not yield */
-	int home_cpu;           /* pinned to this CPU (links or not), else -1 (bell's home_cpu) */
+	bool tx_deferred; /* the last pass skipped its transport send */
+	bool lq_held;     /* the last send found a link at its --link-queue limit */
+	bool hold;        /* look a moment after a yield that ran somebody else */
+	bool quick_exit;  /* the transport's threads still run: leave with _exit() */
+	bool ev_here;     /* events went to an app on our CPU (dnpd_push_events) */
+	int solo_cpu;     /* pinned to this CPU and no links, else -1 (dnpd_solo) */
+	bool solo_spin;   /* solo, and no app polls on solo_cpu: idle passes do not yield */
+	int home_cpu;     /* pinned to this CPU (links or not), else -1 (bell's home_cpu) */
 	/* Pinned hand-off (dnpd_kick_*): pinned and adaptive, we kick and read kicks. */
 	bool kick_on;
 	struct dnp_sess_kick *kick; /* our own kick line, in the bell's file */
@@ -171,7 +171,7 @@ struct dnpd {
 	uint64_t nbr_cpus;          /* bit c: a mapped neighbour kicks on CPU c (not ours) */
 	unsigned nnbr;
 	struct dnpd_nbr nbr[DNP_NDIRS];
-	uint64_t nbr_next; /* next try to map a neighbour's bell file */
+	uint64_t nbr_next;      /* next try to map a neighbour's bell file */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
