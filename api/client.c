@@ -90,6 +90,8 @@ struct dnp {
 	unsigned long_waits;         /* waits in a row that took >= DNP_LONG_WAIT_NS */
 	int cpu;                     /* the CPU last published in ctl->app_cpu */
 	bool wait_block;             /* DNP_WAIT_BLOCK=1: block on the bell's kick_cpus too */
+	bool posted;                 /* a command was queued since the last wait's first yield */
+	uint64_t pin_back;           /* when our last pinned hand-off yield returned */
 	struct dnp_sess_cntr *cntrs; /* completion counters (DNP_CNTR_MAX), written by the daemon */
 };
 
@@ -826,6 +828,7 @@ static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
 		sched_yield();
 	}
 	dnp_bell_ring(d);
+	d->posted = true;
 	return 0;
 }
 
@@ -993,6 +996,32 @@ static bool dnp_blocks_here(struct dnp *d)
 }
 
 /*
+ * The pinned placement's polling hand-off (dnpd.c, dnpd_pin_poll): a wait
+ * on a CPU where a pinned neighbour of our daemon polls (the bell's
+ * kick_cpus), when it does not block there. Its first yield after we queued
+ * a command is made even when we seemed alone (the daemon on this CPU gets
+ * work next: the frame our daemon sends it); after that yield returns we
+ * look without yielding for DNP_YIELD_PIN_NS (the event is ours next).
+ * Returns true when the caller must not yield now. Untrusted bell word, read
+ * once: a wrong value costs a yield or a short spin, never an event.
+ */
+static bool dnp_pin_wait(struct dnp *d, uint64_t now)
+{
+	uint32_t kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
+	bool posted = d->posted;
+
+	d->posted = false;
+	if (d->wait_block || d->cpu < 0 || d->cpu >= 32 || !(kick >> d->cpu & 1u))
+		return false;
+	if (posted) {
+		dnp_yield_handoff(&d->yield, now);
+		d->pin_back = dnp_now_ns();
+		return true;
+	}
+	return d->pin_back >= now || now - d->pin_back < DNP_YIELD_PIN_NS;
+}
+
+/*
  * What a wait waits for: one event (into ev), or completion counter n at
  * threshold (ev NULL; the events that come meanwhile go to the stash).
  */
@@ -1068,6 +1097,8 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		dnp_note_cpu(d);
 		if (dnp_blocks_here(d))
 			break; /* block now: a daemon wakes us and gives way */
+		if (dnp_pin_wait(d, now))
+			continue;
 		if (dnp_waits_elsewhere(d))
 			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))

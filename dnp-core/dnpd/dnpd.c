@@ -333,6 +333,46 @@ static int dnpd_nbr_map(struct dnpd *d, struct dnpd_nbr *n)
 }
 
 /*
+ * Polling hand-off of the pinned placement (docs/performance.md, "Pinned
+ * hand-off"): on with kicks, when an app of ours polls on a neighbour's CPU
+ * (its app_cpu hint, read once) and no neighbour shares our CPU (there a
+ * poller that does not yield keeps the CPU from another daemon). Then the
+ * neighbour's app most likely polls on ours: after forwarding app commands
+ * we yield to it at once (it is the next to get work on this CPU), and
+ * otherwise we poll without yielding for DNP_YIELD_PIN_NS after our last
+ * work or our last such yield (we are the next: the reply comes to us).
+ */
+static void dnpd_pin_poll(struct dnpd *d)
+{
+	unsigned k;
+
+	d->pin_poll = false;
+	if (!d->kick_on || !d->nbr_cpus || d->nbr_shares)
+		return;
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+		int32_t cpu = atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed);
+
+		if (cpu >= 0 && cpu < 64 && (d->nbr_cpus >> cpu & 1u)) {
+			d->pin_poll = true;
+			return;
+		}
+	}
+}
+
+/*
+ * Pinned polling hand-off: true while this idle pass must not yield, less
+ * than DNP_YIELD_PIN_NS after our last work (idle_since) or after our last
+ * hand-off yield returned (which may be later than this pass's 'now').
+ */
+static bool dnpd_pin_spin(const struct dnpd *d, uint64_t now, uint64_t idle_since)
+{
+	uint64_t since = d->pin_back > idle_since ? d->pin_back : idle_since;
+
+	return d->pin_poll && (since >= now || now - since < DNP_YIELD_PIN_NS);
+}
+
+/*
  * Every house-keeping pass: maps the neighbours' kick lines not mapped yet
  * (at most every DNPD_NBR_RETRY_NS), reads the CPU each publishes (once,
  * checked: 1..64, else none) and publishes the CPUs other than ours in the
@@ -347,6 +387,7 @@ static void dnpd_kick_house(struct dnpd *d, uint64_t now)
 	if (!d->kick_on)
 		return;
 	d->nbr_cpus = 0;
+	d->nbr_shares = false;
 	for (i = 0; i < d->nnbr; i++) {
 		struct dnpd_nbr *n = &d->nbr[i];
 		uint32_t v;
@@ -360,8 +401,11 @@ static void dnpd_kick_house(struct dnpd *d, uint64_t now)
 		if (v >= 1 && v <= 64 && (int)v - 1 != d->home_cpu) {
 			n->cpu = (int)v - 1;
 			d->nbr_cpus |= 1ull << n->cpu;
+		} else if (v >= 1 && (int)v - 1 == d->home_cpu) {
+			d->nbr_shares = true;
 		}
 	}
+	dnpd_pin_poll(d);
 	if (retry)
 		d->nbr_next = now + DNPD_NBR_RETRY_NS;
 	mask = (uint32_t)d->nbr_cpus;
@@ -499,7 +543,12 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 		return true;
 	}
 	d->tx_deferred = false;
-	dnpd_flush_tx(d, now);
+	/* Pinned: we just forwarded app commands; the app on our CPU gets work next. */
+	if (dnpd_flush_tx(d, now) && d->pin_poll && d->pass_cmds && !ev) {
+		d->pin_handoffs++;
+		dnp_yield_handoff(&d->yield, now);
+		d->pin_back = dnpd_now();
+	}
 	d->quiet_next = now + DNPD_COARSE_NS;
 	return false;
 }
@@ -574,6 +623,7 @@ static void dnpd_loop(struct dnpd *d)
 		now = dnpd_now();
 		d->iters++;
 		work_app = dnpd_poll_cmds(d, now);
+		d->pass_cmds = work_app;
 		work_app += dnpd_poll_rx(d, now);
 		if (work_app)
 			d->quiet = false;
@@ -636,7 +686,9 @@ static void dnpd_loop(struct dnpd *d)
 			 * likely just sent us work, so look for it a lone yield's
 			 * time before handing the CPU back (dnp_yield.h).
 			 */
-			if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
+			if (dnpd_pin_spin(d, now, idle_since))
+				d->holds++;
+			else if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
 				d->holds++;
 			else if (!d->solo_spin)
 				dnp_yield_step(&d->yield, now);

@@ -172,6 +172,10 @@ struct dnpd {
 	unsigned nnbr;
 	struct dnpd_nbr nbr[DNP_NDIRS];
 	uint64_t nbr_next;      /* next try to map a neighbour's bell file */
+	bool nbr_shares;        /* a neighbour is pinned to our own CPU */
+	bool pin_poll;          /* kick_on, and an app of ours polls on a neighbour's CPU */
+	unsigned pass_cmds;     /* app commands taken in this pass */
+	uint64_t pin_back;      /* when our last pinned hand-off yield returned */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
@@ -188,6 +192,7 @@ struct dnpd {
 	uint64_t handoffs;     /* yields to an app on home_cpu that just got events */
 	uint64_t kicks;        /* neighbours told that we woke an app on their CPU */
 	uint64_t kicked;       /* yields because a neighbour woke an app on our CPU */
+	uint64_t pin_handoffs; /* yields right after forwarding app commands (pin_poll) */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;
