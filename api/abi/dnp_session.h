@@ -148,6 +148,9 @@ struct dnp_sess_bell {
 	uint32_t reserved[8];
 };
 static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
+static_assert(offsetof(struct dnp_sess_bell, home_cpu) == 24 &&
+		      offsetof(struct dnp_sess_bell, kick_cpus) == 28,
+	      "tests/integration/hand-pin.sh and solo.sh read the bell at these offsets");
 
 /*
  * Version 9: the kick line, at offset DNP_SESS_KICK_OFF of the daemon's bell
@@ -173,7 +176,8 @@ struct dnp_sess_kick {
 	_Atomic uint32_t cpu;
 	uint32_t reserved[14];
 };
-static_assert(sizeof(struct dnp_sess_kick) == 64, "kick line is one cache line");
+static_assert(sizeof(struct dnp_sess_kick) == 64 && offsetof(struct dnp_sess_kick, cpu) == 4,
+	      "kick line is one cache line");
 
 /* struct dnp_sess_ctl.state */
 enum dnp_sess_state {
