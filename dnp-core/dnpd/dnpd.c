@@ -687,7 +687,7 @@ static void dnpd_loop(struct dnpd *d)
 			 * time before handing the CPU back (dnp_yield.h).
 			 */
 			if (dnpd_pin_spin(d, now, idle_since))
-				d->holds++;
+				d->pin_spins++;
 			else if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
 				d->holds++;
 			else if (!d->solo_spin)

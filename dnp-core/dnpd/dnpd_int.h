@@ -193,6 +193,7 @@ struct dnpd {
 	uint64_t kicks;        /* neighbours told that we woke an app on their CPU */
 	uint64_t kicked;       /* yields because a neighbour woke an app on our CPU */
 	uint64_t pin_handoffs; /* yields right after forwarding app commands (pin_poll) */
+	uint64_t pin_spins;    /* idle passes that polled on instead of yielding (pin_poll) */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;
