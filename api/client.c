@@ -1068,7 +1068,9 @@ static int wait_look(struct dnp *d, const struct dnp_waiter *w, bool full)
  * yield's time of looking before the next (dnp_yield_held: whoever gave us
  * the CPU likely just sent our event), when the daemon says so (bell->hold:
  * a pinned shm daemon; docs/performance.md, "Holding the CPU after a
- * yield"). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
+ * yield"). On a CPU where a pinned daemon of the run polls, the wait blocks at
+ * once (dnp_blocks_here) or makes the pinned placement's polling hand-off
+ * (dnp_pin_wait). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
  * or an error of dnp_stash_events.
  */
 static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uint64_t deadline,
