@@ -89,6 +89,9 @@ struct dnp {
 	bool hold;                   /* waits look a moment after a yield (bell->hold) */
 	unsigned long_waits;         /* waits in a row that took >= DNP_LONG_WAIT_NS */
 	int cpu;                     /* the CPU last published in ctl->app_cpu */
+	bool wait_block;             /* DNP_WAIT_BLOCK=1: block on the bell's kick_cpus too */
+	bool posted;                 /* a command was queued since the last wait's first yield */
+	uint64_t pin_back;           /* when our last pinned hand-off yield returned */
 	struct dnp_sess_cntr *cntrs; /* completion counters (DNP_CNTR_MAX), written by the daemon */
 };
 
@@ -547,7 +550,7 @@ int dnp_open(const char *path, struct dnp **out)
 	struct dnp_sess_msg m = { 0 };
 	int fds[DNP_SESS_NFDS] = { -1, -1, -1, -1 };
 	unsigned nfds = 0, i;
-	uint64_t env_port;
+	uint64_t env_port, env_block = 0;
 	struct dnp *d;
 	int r;
 
@@ -586,10 +589,13 @@ int dnp_open(const char *path, struct dnp **out)
 	r = dnp_env_u64("DNP_PORT", DNP_SESS_PORT_ANY, &env_port);
 	if (!r)
 		r = dnp_env_u64("DNP_HEAP_SIZE", 0, &m.va);
-	if (!r && env_port > UINT32_MAX)
+	if (!r)
+		r = dnp_env_u64("DNP_WAIT_BLOCK", 0, &env_block);
+	if (!r && (env_port > UINT32_MAX || env_block > 1))
 		r = -EINVAL;
 	if (r)
 		goto err_sock;
+	d->wait_block = env_block == 1;
 	m.arg32 = (uint32_t)env_port;
 	r = dnp_send_msg(d->sock, &m);
 	if (r)
@@ -822,6 +828,7 @@ static int dnp_submit(struct dnp *d, const struct dnp_cmd *c, unsigned flags)
 		sched_yield();
 	}
 	dnp_bell_ring(d);
+	d->posted = true;
 	return 0;
 }
 
@@ -960,17 +967,58 @@ static bool dnp_waits_elsewhere(struct dnp *d)
 }
 
 /*
- * True when our daemon is pinned to the CPU we poll on (the bell's home_cpu,
- * version 8): every look of ours then only keeps the CPU from the daemon
- * that must produce our event, so the wait blocks on the event bell at once
- * and the daemon, having woken us, gives us the CPU (dnpd.c). Untrusted, read
- * once: a wrong value costs a sleep or a yield, never an event.
+ * True when a pinned daemon of the run polls on the CPU we poll on and gives
+ * us that CPU once our event is there, so the wait blocks on the event bell
+ * at once: our own daemon (the bell's home_cpu, version 8), which yields to
+ * us after waking us, or, under DNP_WAIT_BLOCK=1, a neighbour of it (the
+ * bell's kick_cpus, version 9), which our daemon kicks after waking us
+ * (dnpd.c, dnpd_kick_nbrs). Every look of ours on our own daemon's CPU only
+ * keeps the CPU from it. On a neighbour's CPU (dnp-run --pin) blocking saves
+ * switches and CPU time but puts two context switches on the path of every
+ * message, which polling overlaps with the other CPU's work: a longer half
+ * round trip on a quiet machine, so it is asked for (docs/performance.md,
+ * "Pinned hand-off"). Untrusted, each word read once: a wrong value costs a
+ * sleep or a yield, never an event.
  */
-static bool dnp_shares_daemon(struct dnp *d)
+static bool dnp_blocks_here(struct dnp *d)
 {
 	uint32_t home = atomic_load_explicit(&d->bell->home_cpu, memory_order_relaxed);
+	uint32_t kick;
 
-	return home != 0 && d->cpu >= 0 && (uint32_t)d->cpu == home - 1;
+	if (d->cpu < 0)
+		return false;
+	if (home != 0 && (uint32_t)d->cpu == home - 1)
+		return true;
+	if (!d->wait_block)
+		return false;
+	kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
+	return d->cpu < 32 && (kick >> d->cpu & 1u);
+}
+
+/*
+ * The pinned placement's polling hand-off (dnpd.c, dnpd_pin_poll): a wait
+ * on a CPU where a pinned neighbour of our daemon polls (the bell's
+ * kick_cpus), when it does not block there. Its first yield after we queued
+ * a command is made even when we seemed alone (the daemon on this CPU gets
+ * work next: the frame our daemon sends it); after that yield returns we
+ * look without yielding for DNP_YIELD_PIN_NS (the event is ours next).
+ * Returns true when the caller must not yield now. Untrusted bell word, read
+ * once: a wrong value costs a yield or a short spin, never an event.
+ */
+static bool dnp_pin_wait(struct dnp *d, uint64_t now)
+{
+	uint32_t kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
+	bool posted = d->posted;
+
+	d->posted = false;
+	if (d->wait_block || d->cpu < 0 || d->cpu >= 32 || !(kick >> d->cpu & 1u))
+		return false;
+	if (posted) {
+		dnp_yield_handoff(&d->yield, now);
+		d->pin_back = dnp_now_ns();
+		return true;
+	}
+	return d->pin_back >= now || now - d->pin_back < DNP_YIELD_PIN_NS;
 }
 
 /*
@@ -1020,7 +1068,9 @@ static int wait_look(struct dnp *d, const struct dnp_waiter *w, bool full)
  * yield's time of looking before the next (dnp_yield_held: whoever gave us
  * the CPU likely just sent our event), when the daemon says so (bell->hold:
  * a pinned shm daemon; docs/performance.md, "Holding the CPU after a
- * yield"). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
+ * yield"). On a CPU where a pinned daemon of the run polls, the wait blocks at
+ * once (dnp_blocks_here) or makes the pinned placement's polling hand-off
+ * (dnp_pin_wait). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
  * or an error of dnp_stash_events.
  */
 static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uint64_t deadline,
@@ -1047,8 +1097,10 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
-		if (dnp_shares_daemon(d))
-			break; /* block now: the daemon wakes us and gives way */
+		if (dnp_blocks_here(d))
+			break; /* block now: a daemon wakes us and gives way */
+		if (dnp_pin_wait(d, now))
+			continue;
 		if (dnp_waits_elsewhere(d))
 			continue;
 		if (!d->hold || !dnp_yield_held(&d->yield, now, d->yield.fast_ns / 2))
@@ -1072,7 +1124,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		r = wait_look(d, w, true);
 		if (r)
 			return r;
-		quick = i == 0 && dnp_shares_daemon(d) && !d->dead &&
+		quick = i == 0 && dnp_blocks_here(d) && !d->dead &&
 			atomic_load_explicit(&d->ctl->state, memory_order_acquire) == DNP_SESS_OPEN;
 		if (!quick && dnp_check_dead(d)) {
 			r = wait_look(d, w, true);

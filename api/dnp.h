@@ -85,9 +85,12 @@ struct dnp_coords {
  * %l $SLURM_LOCALID, %% '%' (-EINVAL for another pattern or an unset
  * variable). Environment: DNP_PORT asks for a given port (default: the lowest
  * free one), DNP_HEAP_SIZE for the shared heap size (bytes, K/M/G suffixes;
- * default: the daemon's, 64 MiB). Errors: -ENOENT/-ECONNREFUSED (no daemon),
- * -EPROTO (ABI mismatch), -EBUSY (no free port or the asked port is taken),
- * -EINVAL (port or heap size out of range, bad DNP_SOCKET pattern), -errno.
+ * default: the daemon's, 64 MiB), DNP_WAIT_BLOCK=1 makes waits block at once
+ * on a CPU where a pinned neighbour of our daemon polls (dnp-run --pin;
+ * docs/performance.md, "Pinned hand-off"; default 0). Errors:
+ * -ENOENT/-ECONNREFUSED (no daemon), -EPROTO (ABI mismatch), -EBUSY (no free
+ * port or the asked port is taken), -EINVAL (port, heap size or
+ * DNP_WAIT_BLOCK out of range, bad DNP_SOCKET pattern), -errno.
  */
 int dnp_open(const char *path, struct dnp **out);
 void dnp_close(struct dnp *d);

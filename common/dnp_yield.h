@@ -63,6 +63,14 @@
 #define DNP_YIELD_SPIN_NS 20000u
 /* Fast yields in a row before the caller believes it is alone. */
 #define DNP_YIELD_STREAK 16u
+/*
+ * Pinned hand-off (docs/performance.md, "Pinned hand-off"): a poller that
+ * expects work from the other CPU polls this long without yielding, after
+ * its last work or after the hand-off yield that gave its CPU to the other
+ * node's process. 2 us was too short for udp (a frame takes longer), 20 us
+ * cost an 8-byte stream 60% of its message rate.
+ */
+#define DNP_YIELD_PIN_NS 5000u
 
 struct dnp_yield {
 	uint64_t spin_until; /* CLOCK_MONOTONIC ns; before it: alone, do not yield */

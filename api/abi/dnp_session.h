@@ -59,6 +59,8 @@
 
 #define DNP_SESS_MAGIC 0x53504e44u /* "DNPS" */
 /*
+ * 9: the bell's kick_cpus and the kick line after the bell (struct
+ * dnp_sess_kick: a neighbour daemon that woke an app on our CPU says so);
  * 8: the bell's home_cpu (a waiter on its daemon's CPU blocks at once);
  * 7: the bell's solo_cpu (a waiter on another CPU needs no yield);
  * 6: the traffic class byte of struct dnp_cmd (tc, was rsvd0), completion
@@ -67,7 +69,7 @@
  * SRC_EVENT, event TX_READ (dnp_abi.h); 4:
  * the rings' slots carry their full bit (ring.h); 3: app_cpu
  */
-#define DNP_SESS_VERSION 8u
+#define DNP_SESS_VERSION 9u
 
 #define DNP_SESS_PORT_ANY 0xffffffffu
 #define DNP_SESS_CMD_SLOTS 1024u /* command ring slots (64 bytes each) */
@@ -133,9 +135,49 @@ struct dnp_sess_bell {
 	 * switches").
 	 */
 	_Atomic uint32_t home_cpu;
-	uint32_t reserved[9];
+	/*
+	 * Version 9: bit c set (c < 32): a neighbour daemon of ours is pinned
+	 * to CPU c and reads its kick line (struct dnp_sess_kick). An app
+	 * waiting on CPU c then blocks on its event bell at once, as on
+	 * home_cpu: when we wake it we kick that daemon, which gives it the CPU
+	 * (client.c, wait_slow; dnpd.c, dnpd_kick_nbrs; docs/performance.md,
+	 * "Pinned hand-off"). Written by the daemon, at start and every
+	 * house-keeping pass; 0 unless we are pinned and adaptive.
+	 */
+	_Atomic uint32_t kick_cpus;
+	uint32_t reserved[8];
 };
 static_assert(sizeof(struct dnp_sess_bell) == 64, "bell is one cache line");
+static_assert(offsetof(struct dnp_sess_bell, home_cpu) == 24 &&
+		      offsetof(struct dnp_sess_bell, kick_cpus) == 28,
+	      "tests/integration/hand-pin.sh and solo.sh read the bell at these offsets");
+
+/*
+ * Version 9: the kick line, at offset DNP_SESS_KICK_OFF of the daemon's bell
+ * file (the doorbell file is a page: transport/doorbell.c), on a line of its
+ * own so that a kick does not move the bell's line under the apps that read
+ * it. Apps do not map it; the daemon's neighbours (shm or udp links, on the
+ * same host: the file is "<run dir>/node-<id>.bell") do.
+ * - cpu: written by the owner: CPU + 1 while it is pinned to that CPU,
+ *   adaptive, and reads 'seq' once per idle pass; else 0 (a daemon from
+ *   before version 9 leaves it 0, and is never kicked).
+ * - seq: incremented by a neighbour daemon each time it wakes an app (a
+ *   FUTEX_WAKE on the app's event bell, made before the increment) that
+ *   last polled on 'cpu'. The owner keeps the last value it saw; a new one
+ *   makes it yield at once (dnp_yield_handoff), so the woken app runs
+ *   instead of waiting for the end of the owner's poll without yields.
+ * Both words are hints: a wrong value costs a yield or a wait for the
+ * scheduler, never an event, and neither side reads anything else of the
+ * other's from here.
+ */
+#define DNP_SESS_KICK_OFF 64u
+struct dnp_sess_kick {
+	alignas(64) _Atomic uint32_t seq;
+	_Atomic uint32_t cpu;
+	uint32_t reserved[14];
+};
+static_assert(sizeof(struct dnp_sess_kick) == 64 && offsetof(struct dnp_sess_kick, cpu) == 4,
+	      "kick line is one cache line");
 
 /* struct dnp_sess_ctl.state */
 enum dnp_sess_state {

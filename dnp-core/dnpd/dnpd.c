@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -88,6 +89,7 @@ static void dnpd_up_file(struct dnpd *d, bool all_up)
 }
 
 static void dnpd_impair_poll(struct dnpd *d, uint64_t now);
+static void dnpd_kick_link_up(struct dnpd *d, unsigned dir);
 
 /*
  * A link lost is a fault (warn) while the daemon runs, and part of an
@@ -151,6 +153,8 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 			if (ls)
 				l->peer_left = ls->peer_left;
 			l->state = (uint8_t)st;
+			if (st == DNP_LINK_UP)
+				dnpd_kick_link_up(d, dir);
 		}
 		all_up = all_up && st == DNP_LINK_UP;
 	}
@@ -256,6 +260,240 @@ static void dnpd_disarm(struct dnpd *d)
 }
 
 /*
+ * Pinned hand-off (docs/performance.md, "Pinned hand-off"). With dnp-run
+ * --pin each CPU holds one node's daemon and another node's program. A
+ * program waiting on a CPU where a neighbour daemon of ours is pinned blocks
+ * on its event bell at once (client.c; we publish those CPUs in the bell's
+ * kick_cpus). When we wake it (dnpd_sess_notify notes its CPU) we increment
+ * that daemon's kick word, and the daemon, at its next idle pass, gives the
+ * CPU to the program at once (dnpd_kicked) instead of polling on without
+ * yields until the end of its window (dnp_yield.h). Everything read from a
+ * neighbour's line is a hint: a wrong value costs a yield or a kick.
+ */
+#define DNPD_NBR_RETRY_NS 100000000ull /* a neighbour's bell file not there yet: try again */
+
+/* Notes the neighbour node reached by the link in direction dir (one entry per node). */
+static void dnpd_nbr_add(struct dnpd *d, unsigned dir)
+{
+	struct dnp_coord peer =
+		dnp_torus_neighbour(&d->conf.torus, d->conf.self, (enum dnp_dir)dir);
+	uint32_t id = dnp_torus_id(&d->conf.torus, peer);
+	unsigned i;
+
+	if (id == dnp_torus_id(&d->conf.torus, d->conf.self))
+		return;
+	for (i = 0; i < d->nnbr && d->nbr[i].id != id; i++)
+		;
+	if (i == d->nnbr)
+		d->nbr[d->nnbr++] = (struct dnpd_nbr){ .id = id, .cpu = -1 };
+	d->nbr[i].dirs |= (uint8_t)(1u << dir);
+}
+
+static void dnpd_nbr_unmap(struct dnpd_nbr *n)
+{
+	if (n->kick)
+		munmap((uint8_t *)n->kick - DNP_SESS_KICK_OFF,
+		       DNP_SESS_KICK_OFF + sizeof(struct dnp_sess_kick));
+	n->kick = NULL;
+	n->cpu = -1;
+}
+
+/*
+ * Maps neighbour n's kick line, in its daemon's bell file. The file is never
+ * created here: a neighbour on another host has none in our run directory.
+ * Errors: -errno of open/mmap, -EPROTO (not a regular file, or too short).
+ */
+static int dnpd_nbr_map(struct dnpd *d, struct dnpd_nbr *n)
+{
+	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX], path[PATH_MAX];
+	size_t len = DNP_SESS_KICK_OFF + sizeof(struct dnp_sess_kick);
+	unsigned side;
+	struct stat st;
+	void *p;
+	int fd, r;
+
+	r = dnpd_conf_link_addr(&d->conf, (unsigned)__builtin_ctz(n->dirs), local, remote,
+				sizeof(local), &side, path, sizeof(path));
+	if (r)
+		return r;
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len) {
+		close(fd);
+		return -EPROTO;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	r = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (r)
+		return r;
+	n->kick = (struct dnp_sess_kick *)(void *)((uint8_t *)p + DNP_SESS_KICK_OFF);
+	return 0;
+}
+
+/*
+ * Polling hand-off of the pinned placement (docs/performance.md, "Pinned
+ * hand-off"): on with kicks, when an app of ours polls on a neighbour's CPU
+ * (its app_cpu hint, read once) and no neighbour shares our CPU (there a
+ * poller that does not yield keeps the CPU from another daemon). Then the
+ * neighbour's app most likely polls on ours: after forwarding app commands
+ * we yield to it at once (it is the next to get work on this CPU), and
+ * otherwise we poll without yielding for DNP_YIELD_PIN_NS after our last
+ * work or our last such yield (we are the next: the reply comes to us).
+ */
+static void dnpd_pin_poll(struct dnpd *d)
+{
+	unsigned k;
+
+	d->pin_poll = false;
+	if (!d->kick_on || !d->nbr_cpus || d->nbr_shares)
+		return;
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+		int32_t cpu = atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed);
+
+		if (cpu >= 0 && cpu < 64 && (d->nbr_cpus >> cpu & 1u)) {
+			d->pin_poll = true;
+			return;
+		}
+	}
+}
+
+/*
+ * Pinned polling hand-off: true while this idle pass must not yield, less
+ * than DNP_YIELD_PIN_NS after our last work (idle_since) or after our last
+ * hand-off yield returned (which may be later than this pass's 'now').
+ */
+static bool dnpd_pin_spin(const struct dnpd *d, uint64_t now, uint64_t idle_since)
+{
+	uint64_t since = d->pin_back > idle_since ? d->pin_back : idle_since;
+
+	return d->pin_poll && (since >= now || now - since < DNP_YIELD_PIN_NS);
+}
+
+/*
+ * Every house-keeping pass: maps the neighbours' kick lines not mapped yet
+ * (at most every DNPD_NBR_RETRY_NS), reads the CPU each publishes (once,
+ * checked: 1..64, else none) and publishes the CPUs other than ours in the
+ * bell's kick_cpus (written only when it changes; 0 while a neighbour shares
+ * our CPU).
+ */
+static void dnpd_kick_house(struct dnpd *d, uint64_t now)
+{
+	bool retry = false;
+	uint32_t mask;
+	unsigned i;
+
+	if (!d->kick_on)
+		return;
+	d->nbr_cpus = 0;
+	d->nbr_shares = false;
+	for (i = 0; i < d->nnbr; i++) {
+		struct dnpd_nbr *n = &d->nbr[i];
+		uint32_t v;
+
+		if (!n->kick && now >= d->nbr_next && dnpd_nbr_map(d, n))
+			retry = true;
+		n->cpu = -1;
+		if (!n->kick)
+			continue;
+		v = atomic_load_explicit(&n->kick->cpu, memory_order_relaxed);
+		if (v >= 1 && v <= 64 && (int)v - 1 != d->home_cpu) {
+			n->cpu = (int)v - 1;
+			d->nbr_cpus |= 1ull << n->cpu;
+		} else if (v >= 1 && (int)v - 1 == d->home_cpu) {
+			d->nbr_shares = true;
+		}
+	}
+	dnpd_pin_poll(d);
+	if (retry)
+		d->nbr_next = now + DNPD_NBR_RETRY_NS;
+	/*
+	 * Not where a neighbour shares our CPU (more daemons than CPUs, as a
+	 * 2x2x2 torus under --pin): an app there that blocks or polls without
+	 * yields would keep the CPU from the daemons beside it (measured: the
+	 * 2x2x2 ping-pong 8.4-10.7 us against 6.1-6.2 us).
+	 */
+	mask = d->nbr_shares ? 0 : (uint32_t)d->nbr_cpus;
+	if (mask != d->kick_cpus) {
+		d->kick_cpus = mask;
+		atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->kick_cpus, mask,
+				      memory_order_relaxed);
+	}
+}
+
+/* The link in direction dir came up: its neighbour may be a new daemon, with a new bell file. */
+static void dnpd_kick_link_up(struct dnpd *d, unsigned dir)
+{
+	for (unsigned i = 0; i < d->nnbr; i++)
+		if (d->nbr[i].dirs & (1u << dir)) {
+			dnpd_nbr_unmap(&d->nbr[i]);
+			d->nbr_next = 0;
+		}
+}
+
+/*
+ * After pushing events: the apps that dnpd_sess_notify woke (their CPUs in
+ * se->woke); a neighbour pinned to one of those CPUs is kicked. The FUTEX_WAKE
+ * came first, so the app is runnable when the neighbour sees the kick.
+ */
+static void dnpd_kick_nbrs(struct dnpd *d)
+{
+	uint64_t woke = 0;
+	unsigned k;
+
+	if (!d->nbr_cpus)
+		return;
+	for (k = 0; k < d->sess->nports; k++) {
+		struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+
+		if (se->woke >= 1 && se->woke <= 64)
+			woke |= 1ull << (se->woke - 1);
+		se->woke = 0;
+	}
+	if (!(woke & d->nbr_cpus))
+		return;
+	for (k = 0; k < d->nnbr; k++) {
+		struct dnpd_nbr *n = &d->nbr[k];
+
+		if (n->kick && n->cpu >= 0 && (woke >> n->cpu & 1u)) {
+			atomic_fetch_add_explicit(&n->kick->seq, 1, memory_order_release);
+			d->kicks++;
+		}
+	}
+}
+
+/* True once per kick of a neighbour (our kick line's seq moved since we last looked). */
+static bool dnpd_kicked(struct dnpd *d)
+{
+	uint32_t v;
+
+	if (!d->kick_on)
+		return false;
+	/* written by the neighbours: any value only means "yield once" */
+	v = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	if (v == d->kick_seen)
+		return false;
+	d->kick_seen = v;
+	d->kicked++;
+	return true;
+}
+
+/* At exit: neighbours stop kicking us, apps stop blocking for us. */
+static void dnpd_kick_stop(struct dnpd *d)
+{
+	if (d->kick) {
+		atomic_store_explicit(&d->kick->cpu, 0, memory_order_relaxed);
+		atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->kick_cpus, 0,
+				      memory_order_relaxed);
+	}
+	for (unsigned i = 0; i < d->nnbr; i++)
+		dnpd_nbr_unmap(&d->nbr[i]);
+	d->kick_on = false;
+}
+
+/*
  * The engine's part of a pass: run it, hand its events to the apps, send its
  * frames. Returns true when the send was deferred to let an app that just
  * got events run first (the caller yields and starts the next pass).
@@ -274,6 +512,7 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	d->ev_here = false;
 	ev = dnpd_push_events(d);
 	*work += ev;
+	dnpd_kick_nbrs(d);
 	/*
 	 * An app just got events: let it run at once (on two
 	 * shared cores it often waits for ours) rather than behind
@@ -311,7 +550,12 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 		return true;
 	}
 	d->tx_deferred = false;
-	dnpd_flush_tx(d, now);
+	/* Pinned: we just forwarded app commands; the app on our CPU gets work next. */
+	if (dnpd_flush_tx(d, now) && d->pin_poll && d->pass_cmds && !ev) {
+		d->pin_handoffs++;
+		dnp_yield_handoff(&d->yield, now);
+		d->pin_back = dnpd_now();
+	}
 	d->quiet_next = now + DNPD_COARSE_NS;
 	return false;
 }
@@ -364,6 +608,13 @@ static void dnpd_solo_init(struct dnpd *d)
 			      (uint32_t)(d->solo_cpu + 1), memory_order_relaxed);
 	atomic_store_explicit(&((struct dnp_sess_bell *)(void *)d->bell)->home_cpu,
 			      (uint32_t)(d->home_cpu + 1), memory_order_relaxed);
+	/* Pinned hand-off: our kick line follows the bell in its file (a page, doorbell.c). */
+	d->kick = (struct dnp_sess_kick *)(void *)((uint8_t *)d->bell + DNP_SESS_KICK_OFF);
+	d->kick_on = d->home_cpu >= 0 && d->home_cpu < 64 && d->nnbr &&
+		     d->conf.idle == DNPD_IDLE_ADAPTIVE;
+	d->kick_seen = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	atomic_store_explicit(&d->kick->cpu, d->kick_on ? (uint32_t)d->home_cpu + 1 : 0u,
+			      memory_order_relaxed);
 }
 
 static void dnpd_loop(struct dnpd *d)
@@ -379,6 +630,7 @@ static void dnpd_loop(struct dnpd *d)
 		now = dnpd_now();
 		d->iters++;
 		work_app = dnpd_poll_cmds(d, now);
+		d->pass_cmds = work_app;
 		work_app += dnpd_poll_rx(d, now);
 		if (work_app)
 			d->quiet = false;
@@ -386,9 +638,11 @@ static void dnpd_loop(struct dnpd *d)
 		if ((!d->quiet || now >= d->quiet_next) && dnpd_engine_pass(d, now, &work_app))
 			continue;
 		work_app += dnpd_push_events(d);
+		dnpd_kick_nbrs(d);
 		if (now - last_house >= DNPD_HOUSE_NS) {
 			work_app += dnpd_house(d, now);
 			dnpd_solo(d);
+			dnpd_kick_house(d, now);
 			last_house = now;
 		}
 		/*
@@ -412,6 +666,12 @@ static void dnpd_loop(struct dnpd *d)
 				dnp_yield_step(&d->yield, now);
 			continue;
 		}
+		/* A neighbour woke a program on our CPU: it runs now (dnpd_kick_nbrs). */
+		if (dnpd_kicked(d)) {
+			dnpd_disarm(d);
+			dnp_yield_handoff(&d->yield, now);
+			continue;
+		}
 		if (d->conf.idle == DNPD_IDLE_BUSY)
 			continue;
 		if (!d->quiet && now - last_active > DNPD_ACTIVE_NS) {
@@ -433,7 +693,9 @@ static void dnpd_loop(struct dnpd *d)
 			 * likely just sent us work, so look for it a lone yield's
 			 * time before handing the CPU back (dnp_yield.h).
 			 */
-			if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
+			if (dnpd_pin_spin(d, now, idle_since))
+				d->pin_spins++;
+			else if (d->hold && dnp_yield_held(&d->yield, now, d->yield.fast_ns))
 				d->holds++;
 			else if (!d->solo_spin)
 				dnp_yield_step(&d->yield, now);
@@ -597,6 +859,7 @@ static int dnpd_open_links(struct dnpd *d, const struct dnp_transport_ops *ops)
 		}
 		l->ops = &dnp_transport_impair;
 		l->exists = true;
+		dnpd_nbr_add(d, dir);
 		if (d->conf.link_queue && !ops->tx_queued) {
 			dnpd_log(DNPD_ERR, "--link-queue: the %s transport cannot tell its queue",
 				 ops->name);
@@ -928,6 +1191,7 @@ static int dnpd_run(struct dnpd *d)
 		 d->sock_path);
 
 	dnpd_loop(d);
+	dnpd_kick_stop(d);
 
 	dnpd_log(DNPD_INFO, "stopping");
 	/* the neighbours hear that this is a stop, not a fault (DNP_RESET_LEAVING) */

@@ -270,6 +270,12 @@ struct dnpd_session {
 	uint8_t rx[sizeof(struct dnp_sess_msg)];
 	int rx_fd; /* a descriptor that came with the message in rx, or -1 */
 	unsigned rx_len;
+	/*
+	 * CPU + 1 that the app said it polls on (app_cpu, read once) when
+	 * dnpd_sess_notify last woke it, 0 when not since dnpd took it:
+	 * dnpd.c then kicks a neighbour daemon pinned to that CPU.
+	 */
+	uint32_t woke;
 };
 
 #define DNPD_MAX_CONN 300u
@@ -313,7 +319,7 @@ int dnpd_sess_setup(struct dnpd_sess_srv *s, struct dnpd_session *se, uint32_t w
 		    int *fd_map, int *fd_heap);
 /* Daemon address of [va, va+len) of the session's heap, or NULL outside it. */
 void *dnpd_sess_heap_addr(const struct dnpd_session *se, uint64_t va, uint64_t len);
-/* After pushing events: wakes the app if it sleeps (event bell). */
+/* After pushing events: wakes the app if it sleeps (event bell), noting its CPU in se->woke. */
 void dnpd_sess_notify(struct dnpd_session *se);
 /*
  * Publishes the port's completion counters whose bit is set in mask

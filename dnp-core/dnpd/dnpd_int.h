@@ -132,6 +132,18 @@ struct dnpd_link {
 	uint64_t refused_logged;  /* when (0: never) */
 };
 
+/*
+ * A neighbour daemon's kick line (dnp_session.h, struct dnp_sess_kick), for
+ * the pinned hand-off (dnpd.c, dnpd_kick_nbrs; docs/performance.md, "Pinned
+ * hand-off"). One per neighbour node, however many links lead to it.
+ */
+struct dnpd_nbr {
+	uint32_t id;                /* its node id */
+	uint8_t dirs;               /* bit dir: a link to it (the first names its bell) */
+	struct dnp_sess_kick *kick; /* its kick line, mapped, or NULL */
+	int cpu;                    /* its kick line's cpu - 1 as last read, or -1 */
+};
+
 struct dnpd {
 	struct dnpd_conf conf;
 	struct dnp_engine *e;
@@ -143,14 +155,27 @@ struct dnpd {
 	bool nowait_links; /* some link has no wait fd: bounded sleeps (dpdk) */
 	const struct dnp_transport_ops *tp_started; /* its process-wide init ran: fini at exit */
 	bool up_file;
-	bool tx_deferred;       /* the last pass skipped its transport send */
-	bool lq_held;           /* the last send found a link at its --link-queue limit */
-	bool hold;              /* look a moment after a yield that ran somebody else */
-	bool quick_exit;        /* the transport's threads still run: leave with _exit() */
-	bool ev_here;           /* events went to an app on our CPU (dnpd_push_events) */
-	int solo_cpu;           /* pinned to this CPU and no links, else -1 (dnpd_solo) */
-	bool solo_spin;         /* solo, and no app polls on solo_cpu: idle passes do not yield */
-	int home_cpu;           /* pinned to this CPU (links or not), else -1 (bell's home_cpu) */
+	bool tx_deferred; /* the last pass skipped its transport send */
+	bool lq_held;     /* the last send found a link at its --link-queue limit */
+	bool hold;        /* look a moment after a yield that ran somebody else */
+	bool quick_exit;  /* the transport's threads still run: leave with _exit() */
+	bool ev_here;     /* events went to an app on our CPU (dnpd_push_events) */
+	int solo_cpu;     /* pinned to this CPU and no links, else -1 (dnpd_solo) */
+	bool solo_spin;   /* solo, and no app polls on solo_cpu: idle passes do not yield */
+	int home_cpu;     /* pinned to this CPU (links or not), else -1 (bell's home_cpu) */
+	/* Pinned hand-off (dnpd_kick_*): pinned and adaptive, we kick and read kicks. */
+	bool kick_on;
+	struct dnp_sess_kick *kick; /* our own kick line, in the bell's file */
+	uint32_t kick_seen;         /* its seq when last read */
+	uint32_t kick_cpus;         /* the bell's kick_cpus as last published */
+	uint64_t nbr_cpus;          /* bit c: a mapped neighbour kicks on CPU c (not ours) */
+	unsigned nnbr;
+	struct dnpd_nbr nbr[DNP_NDIRS];
+	uint64_t nbr_next;      /* next try to map a neighbour's bell file */
+	bool nbr_shares;        /* a neighbour is pinned to our own CPU */
+	bool pin_poll;          /* kick_on, and an app of ours polls on a neighbour's CPU */
+	unsigned pass_cmds;     /* app commands taken in this pass */
+	uint64_t pin_back;      /* when our last pinned hand-off yield returned */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
@@ -165,6 +190,10 @@ struct dnpd {
 	uint64_t iters, sleeps, quiets, wakeups_timer, mem_copies, mem_vm, mem_faults, cmd_rejects;
 	uint64_t holds;        /* idle passes that held the CPU instead of yielding */
 	uint64_t handoffs;     /* yields to an app on home_cpu that just got events */
+	uint64_t kicks;        /* neighbours told that we woke an app on their CPU */
+	uint64_t kicked;       /* yields because a neighbour woke an app on our CPU */
+	uint64_t pin_handoffs; /* yields right after forwarding app commands (pin_poll) */
+	uint64_t pin_spins;    /* idle passes that polled on instead of yielding (pin_poll) */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;

@@ -205,7 +205,17 @@ void dnpd_sess_notify(struct dnpd_session *se)
 	 * sleeper; seq_cst on both. ev_waiters is the app's: any value only
 	 * decides whether we make the wake-up call.
 	 */
-	(void)dnp_evc_notify(&se->ctl->ev_seq, &se->ctl->ev_waiters);
+	if (!dnp_evc_notify(&se->ctl->ev_seq, &se->ctl->ev_waiters))
+		return;
+	/*
+	 * We woke it: note where it waits, so that a neighbour daemon pinned
+	 * there is told (dnpd.c, dnpd_kick_nbrs). The app's word, read once:
+	 * any value only decides whom we kick.
+	 */
+	int32_t cpu = atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed);
+
+	if (cpu >= 0 && cpu < 64)
+		se->woke = (uint32_t)cpu + 1;
 }
 
 void dnpd_sess_cntr_publish(struct dnpd_session *se, uint64_t mask,
