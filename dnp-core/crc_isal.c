@@ -5,13 +5,22 @@
  * folded with carry-less multiplication (PCLMUL/VPCLMUL): on this project's
  * machines about 10x faster than zlib on a 4 KiB frame (bench/results/crc.md).
  * Chosen at build time when libisal is found; dnp-core/crc.c (zlib) otherwise.
+ * Short buffers take crc_fold.h's loop, no call into the library.
  */
 #include <isa-l/crc.h>
 #include <limits.h>
 
 #include "crc.h"
+#include "crc_fold.h"
 
-uint32_t dnp_crc32(uint32_t crc, const void *buf, size_t len)
+uint32_t dnp_crc32_short(uint32_t crc, const void *buf, size_t len)
+{
+	return crcf_crc32(crc, buf, len);
+}
+
+/* The library, for long buffers (and short ones on a CPU without PCLMUL); out of
+ * line, so that the short path of dnp_crc32 saves no registers. */
+__attribute__((noinline)) static uint32_t crc_lib(uint32_t crc, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
@@ -24,4 +33,11 @@ uint32_t dnp_crc32(uint32_t crc, const void *buf, size_t len)
 		len -= UINT_MAX;
 	}
 	return crc32_gzip_refl(crc, (unsigned char *)p, len);
+}
+
+uint32_t dnp_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	if (crcf_short(len))
+		return crcf_fold(crc, buf, len); /* a jump: no library set-up */
+	return crc_lib(crc, buf, len);
 }
