@@ -109,13 +109,13 @@ static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_
 	 * channels"). nputs is the number of keys unless that is above
 	 * PUTTRACK_MAX: no division then.
 	 */
+	if ((h->flags & DNP_PKT_F_FIRST) && (h->flags & DNP_PKT_F_LAST))
+		return h->offset == 0 && h->len == h->msg_len; /* before the table: not needed */
 	if (e->c.arbitration)
 		src = src * DNP_ARB_CLASSES + dnp_pkt_tc(h);
 	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 
-	if ((h->flags & DNP_PKT_F_FIRST) && (h->flags & DNP_PKT_F_LAST))
-		return h->offset == 0 && h->len == h->msg_len;
 	if (h->flags & DNP_PKT_F_FIRST) {
 		*t = (struct puttrack){ .src_id = src,
 					.msg_id = h->msg_id,
