@@ -27,8 +27,10 @@ int engine_deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int r
  * The last fragment of a PUT or SEND was written: event 'type' for the
  * receiving port (its room was checked), then the report to the sender.
  */
-int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
-			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+static inline __attribute__((always_inline)) int rx_done(struct dnp_engine *e,
+							 const struct dnp_pkt_hdr *h, uint32_t src,
+							 struct evq *q, uint8_t type, uint8_t op,
+							 uint64_t va, uint64_t now)
 {
 	uint8_t oport;
 	struct dnp_coord owner = engine_pkt_owner(h, &oport);
@@ -56,6 +58,12 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
 	return engine_send_cmpl(e, owner, oport, h->msg_id, 0, now);
 }
 
+int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
+			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+{
+	return rx_done(e, h, src, q, type, op, va, now);
+}
+
 /*
  * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
  * buffer it names. Every fragment checks the whole message range: all or
@@ -63,7 +71,9 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
  * it is the last one (engine_mem_settle). Returns 0, or -ENOENT, -ERANGE,
  * -EACCES, -EPERM (as the sender sees it), -EFAULT.
  */
-static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+static inline __attribute__((always_inline)) int write_keyed(struct dnp_engine *e,
+							     const struct dnp_pkt_hdr *h,
+							     const uint8_t *payload)
 {
 	const struct dnp_buf *b;
 	uint64_t start = h->va - h->offset;
@@ -149,8 +159,7 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 		return engine_outcome_incomplete(e, h, now);
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
-	return engine_deliver_rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset,
-				      now);
+	return rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
 }
 
 static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
