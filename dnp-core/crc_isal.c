@@ -39,5 +39,8 @@ uint32_t dnp_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	if (crcf_short(len))
 		return crcf_fold(crc, buf, len); /* a jump: no library set-up */
+	if (len - 1u < UINT_MAX)
+		return crc32_gzip_refl(crc, (unsigned char *)buf,
+				       len); /* a frame: one call, a jump too */
 	return crc_lib(crc, buf, len);
 }
