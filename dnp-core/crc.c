@@ -17,8 +17,10 @@ uint32_t dnp_crc32_short(uint32_t crc, const void *buf, size_t len)
 	return crcf_crc32(crc, buf, len);
 }
 
-/* The library, for long buffers (and short ones on a CPU without PCLMUL); out of
- * line, so that the short path of dnp_crc32 saves no registers. */
+/*
+ * The library for buffers past 4 GiB, in chunks; out of line, so that
+ * dnp_crc32 saves no registers on its way to the fold or the library.
+ */
 __attribute__((noinline)) static uint32_t crc_lib(uint32_t crc, const void *buf, size_t len)
 {
 	const Bytef *p = buf;
@@ -41,7 +43,8 @@ uint32_t dnp_crc32(uint32_t crc, const void *buf, size_t len)
 {
 	if (crcf_short(len))
 		return crcf_fold(crc, buf, len); /* a jump: no library set-up */
+	/* a longer frame (or a short one without PCLMUL): one jump too */
 	if (len - 1u < UINT_MAX)
-		return (uint32_t)crc32(crc, buf, (uInt)len); /* a frame: one call, a jump too */
+		return (uint32_t)crc32(crc, buf, (uInt)len);
 	return crc_lib(crc, buf, len);
 }

@@ -5,9 +5,9 @@
  * for debugging).
  * Backed by Intel ISA-L (crc_isal.c) when available, else zlib's crc32()
  * (crc.c). Buffers of up to DNP_CRC_SHORT_MAX bytes (the frames of small
- * messages) take a folding loop of our own instead, inlined where it is
- * called (crc_fold.h), when the CPU has carry-less multiplication: the
- * library's call and set-up cost as much as the CRC of such a frame.
+ * messages) take a folding loop of our own instead (crc_fold.h, one jump
+ * away), when the CPU has carry-less multiplication: for such a frame the
+ * library's call, dispatch and set-up cost more than the CRC itself.
  * Thread-safe, no allocation.
  */
 #ifndef DNP_CRC_H
