@@ -116,7 +116,9 @@ bool engine_cmplb_flush_all(struct dnp_engine *e, uint64_t now)
 	return sent;
 }
 
-static struct cmplb *cmplb_find(struct dnp_engine *e, struct dnp_coord to, uint8_t port)
+static inline __attribute__((always_inline)) struct cmplb *cmplb_find(struct dnp_engine *e,
+								      struct dnp_coord to,
+								      uint8_t port)
 {
 	for (unsigned i = 0; i < CMPLB; i++) {
 		struct cmplb *b = &e->cmplb[i];
@@ -134,8 +136,9 @@ static struct cmplb *cmplb_find(struct dnp_engine *e, struct dnp_coord to, uint8
  * alone and the batch follows (the error is never held back or lost for the
  * sake of order).
  */
-int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
-		     int status, uint64_t now)
+__attribute__((noinline)) static int send_cmpl_slow(struct dnp_engine *e, struct dnp_coord to,
+						    uint8_t to_port, uint32_t msg_id, int status,
+						    uint64_t now)
 {
 	if (engine_coord_self(e, to)) {
 		engine_handle_cmpl(e, &e->c.self, msg_id, status);
@@ -172,4 +175,25 @@ int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port,
 	b->ids[b->n++] = msg_id;
 	e->dirty = true;
 	return 0;
+}
+
+/*
+ * The usual case first, with nothing else in the way: a success report
+ * joining the open batch of its sender and port, which has room. It does
+ * what send_cmpl_slow does for it (a batch is never opened for this node
+ * itself, so none is found for it); anything else goes there.
+ */
+int engine_send_cmpl(struct dnp_engine *e, struct dnp_coord to, uint8_t to_port, uint32_t msg_id,
+		     int status, uint64_t now)
+{
+	struct cmplb *b;
+
+	if (status == 0 && !engine_coord_self(e, to) && (b = cmplb_find(e, to, to_port)) != NULL &&
+	    b->n < 1 + DNP_CMPL_MAX_EXTRA) {
+		b->ce |= e->cg_rx_ce; /* congestion ecn: the mark of this message, echoed */
+		b->ids[b->n++] = msg_id;
+		e->dirty = true;
+		return 0;
+	}
+	return send_cmpl_slow(e, to, to_port, msg_id, status, now);
 }

@@ -27,12 +27,19 @@ int engine_deliver_fail(struct dnp_engine *e, const struct dnp_pkt_hdr *h, int r
  * The last fragment of a PUT or SEND was written: event 'type' for the
  * receiving port (its room was checked), then the report to the sender.
  */
-int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
-			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+static inline __attribute__((always_inline)) int rx_done(struct dnp_engine *e,
+							 const struct dnp_pkt_hdr *h, uint32_t src,
+							 struct evq *q, uint8_t type, uint8_t op,
+							 uint64_t va, uint64_t now)
 {
 	uint8_t oport;
 	struct dnp_coord owner = engine_pkt_owner(h, &oport);
-	struct dnp_event ev = {
+
+	/*
+	 * engine_evq_push, with the event written straight into its slot (one
+	 * run of stores, no copy of it through the stack).
+	 */
+	q->ev[q->tail & (e->c.event_queue - 1)] = (struct dnp_event){
 		.type = type,
 		.op = op,
 		.port = h->src_port,
@@ -44,11 +51,17 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
 		.len = h->msg_len,
 		.va = va,
 	};
-
-	engine_evq_push(e, q, &ev);
+	q->tail++;
+	e->st.events++;
 	e->st.hops_total += h->hops;
 	engine_outcome_record(e, src, h->msg_id, 0); /* for queries, even if the report is lost */
 	return engine_send_cmpl(e, owner, oport, h->msg_id, 0, now);
+}
+
+int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_t src,
+			   struct evq *q, uint8_t type, uint8_t op, uint64_t va, uint64_t now)
+{
+	return rx_done(e, h, src, q, type, op, va, now);
 }
 
 /*
@@ -58,7 +71,9 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
  * it is the last one (engine_mem_settle). Returns 0, or -ENOENT, -ERANGE,
  * -EACCES, -EPERM (as the sender sees it), -EFAULT.
  */
-static int write_keyed(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload)
+static inline __attribute__((always_inline)) int write_keyed(struct dnp_engine *e,
+							     const struct dnp_pkt_hdr *h,
+							     const uint8_t *payload)
 {
 	const struct dnp_buf *b;
 	uint64_t start = h->va - h->offset;
@@ -104,13 +119,13 @@ static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_
 	 * channels"). nputs is the number of keys unless that is above
 	 * PUTTRACK_MAX: no division then.
 	 */
+	if ((h->flags & DNP_PKT_F_FIRST) && (h->flags & DNP_PKT_F_LAST))
+		return h->offset == 0 && h->len == h->msg_len; /* before the table: not needed */
 	if (e->c.arbitration)
 		src = src * DNP_ARB_CLASSES + dnp_pkt_tc(h);
 	struct puttrack *t = &e->puts[src < e->nputs ? src : src % e->nputs];
 	bool same = t->src_id == src && t->msg_id == h->msg_id && t->port == h->src_port;
 
-	if ((h->flags & DNP_PKT_F_FIRST) && (h->flags & DNP_PKT_F_LAST))
-		return h->offset == 0 && h->len == h->msg_len;
 	if (h->flags & DNP_PKT_F_FIRST) {
 		*t = (struct puttrack){ .src_id = src,
 					.msg_id = h->msg_id,
@@ -144,8 +159,7 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 		return engine_outcome_incomplete(e, h, now);
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
-	return engine_deliver_rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset,
-				      now);
+	return rx_done(e, h, src, q, DNP_EV_RX_PUT, DNP_OP_PUT, h->va - h->offset, now);
 }
 
 static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,

@@ -416,6 +416,59 @@ static void test_buftab_hints_follow_changes(void **state)
 	dnp_buftab_destroy(bt);
 }
 
+/*
+ * A buffer deregistered while the hints point at it is never answered
+ * again: not through its old hint, not when a buffer of another key (or
+ * of another port) takes its index or its very range, not after the whole
+ * port is dropped. A packet for it then fails its key check, so nothing is
+ * ever written into memory its owner gave back.
+ */
+static void test_buftab_removed_never_found(void **state)
+{
+	struct dnp_buftab *bt = mktab(16);
+	const struct dnp_buf *e;
+
+	(void)state;
+	assert_int_equal(dnp_buftab_insert(bt, &(struct dnp_buf){ .va = 0x1000,
+								  .len = 0x100,
+								  .key = 7,
+								  .port = 1,
+								  .flags = DNP_BUF_ALL }),
+			 0);
+	for (unsigned i = 0; i < 3; i++) /* the hints now name it */
+		assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1010, 8, 7, DNP_BUF_PUT_TARGET, &e), 0);
+	assert_int_equal(dnp_buftab_remove(bt, 1, 0x1000, NULL), 0);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1010, 8, 7, 0, &e), -EACCES);
+	assert_null(dnp_buftab_find(bt, 1, 0x1010, 8));
+
+	/* another port's buffer at index 0, then one of the same port, other key, same range */
+	assert_int_equal(dnp_buftab_insert(bt, &(struct dnp_buf){ .va = 0x1000,
+								  .len = 0x100,
+								  .key = 7,
+								  .port = 2,
+								  .flags = DNP_BUF_ALL }),
+			 0);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1010, 8, 7, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_insert(bt, &(struct dnp_buf){ .va = 0x1000,
+								  .len = 0x100,
+								  .key = 9,
+								  .port = 1,
+								  .flags = DNP_BUF_ALL }),
+			 0);
+	for (uint64_t va = 0x1000; va < 0x1100; va += 0x10)
+		assert_int_equal(dnp_buftab_lookup(bt, 1, va, 8, 7, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1010, 8, 9, 0, &e), 0);
+	assert_int_equal(e->key, 9);
+	assert_int_equal(e->port, 1);
+
+	/* the port dropped whole: its hinted entry goes too */
+	assert_int_equal(dnp_buftab_remove_port(bt, 1), 1);
+	assert_int_equal(dnp_buftab_lookup(bt, 1, 0x1010, 8, 9, 0, &e), -EACCES);
+	assert_int_equal(dnp_buftab_lookup(bt, 2, 0x1010, 8, 7, 0, &e), 0);
+	assert_int_equal(e->port, 2);
+	dnp_buftab_destroy(bt);
+}
+
 static void test_buftab_capacity_full(void **state)
 {
 	struct dnp_buftab *bt = mktab(8);
@@ -443,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_buftab_create_errors),
 		cmocka_unit_test(test_buftab_4096_random_order),
 		cmocka_unit_test(test_buftab_hints_follow_changes),
+		cmocka_unit_test(test_buftab_removed_never_found),
 		cmocka_unit_test(test_buftab_lookup_error_order),
 		cmocka_unit_test(test_buftab_wrong_key_no_bounds_leak),
 		cmocka_unit_test(test_buftab_insert_errors),

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "crc.h"
 #include "pkt.h"
@@ -29,6 +30,66 @@ static void test_crc_known_answers(void **state)
 	assert_int_equal(dnp_crc32(0, NULL, 0), 0);
 	assert_int_equal(dnp_crc32(0x12345678u, NULL, 0), 0x12345678u);
 	assert_int_equal(dnp_crc32(0x12345678u, "x", 0), 0x12345678u);
+}
+
+/* The library's CRC (zlib's crc32() is the DNP CRC, crc.c), for comparison. */
+static uint32_t lib_crc32(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return (uint32_t)crc32(crc, p, (uInt)len);
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+
+static uint8_t rnd8(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint8_t)(rng >> 24);
+}
+
+/* The short-buffer path (crc_fold.h) on the standard check values. */
+static void test_crc_short_known_answers(void **state)
+{
+	static const char fox[] = "The quick brown fox jumps over the lazy dog";
+	uint8_t zeros[32] = { 0 }, ones[32];
+
+	memset(ones, 0xff, sizeof(ones));
+	assert_int_equal(dnp_crc32_short(0, "123456789", 9), 0xcbf43926u);
+	assert_int_equal(dnp_crc32_short(0, fox, strlen(fox)), 0x414fa339u);
+	assert_int_equal(dnp_crc32_short(0, "a", 1), 0xe8b7be43u);
+	assert_int_equal(dnp_crc32_short(0x12345678u, NULL, 0), 0x12345678u);
+	/* 32 bytes of zeros and of ones (CRC-32/ISO-HDLC catalogue values) */
+	assert_int_equal(dnp_crc32_short(0, zeros, 32), 0x190a55adu);
+	assert_int_equal(dnp_crc32_short(0, ones, 32), 0xff6cab0bu);
+	assert_int_equal(dnp_crc32(0, zeros, 32), 0x190a55adu);
+	assert_int_equal(dnp_crc32(0, ones, 32), 0xff6cab0bu);
+}
+
+/*
+ * dnp_crc32_short and dnp_crc32 against the library for every length
+ * 0..4096, random data, start offsets 0..15 (unaligned loads) and a random
+ * running value to chain on.
+ */
+static void test_crc_short_equals_library_every_len(void **state)
+{
+	static uint8_t buf[4096 + 16];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = rnd8();
+	for (size_t len = 0; len <= 4096; len++) {
+		size_t off = len % 16;
+		uint32_t seed = (uint32_t)rnd8() << 24 | (uint32_t)rnd8() << 8 | rnd8();
+		uint32_t want = lib_crc32(0, buf + off, len);
+
+		if (dnp_crc32_short(0, buf + off, len) != want)
+			fail_msg("short CRC of %zu bytes at offset %zu differs", len, off);
+		if (dnp_crc32(0, buf + off, len) != want)
+			fail_msg("CRC of %zu bytes at offset %zu differs", len, off);
+		if (dnp_crc32_short(seed, buf + off, len) != lib_crc32(seed, buf + off, len))
+			fail_msg("short CRC of %zu bytes chained on %08x differs", len, seed);
+		buf[rnd8() % sizeof(buf)] ^= (uint8_t)(1u << (rnd8() % 8)); /* new data each time */
+	}
 }
 
 static void test_crc_chaining_equals_one_shot(void **state)
@@ -109,6 +170,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc_known_answers),
+		cmocka_unit_test(test_crc_short_known_answers),
+		cmocka_unit_test(test_crc_short_equals_library_every_len),
 		cmocka_unit_test(test_crc_chaining_equals_one_shot),
 		cmocka_unit_test(test_crc_every_single_bit_flip_detected),
 	};

@@ -299,6 +299,34 @@ static void test_engine_cmpl_batch_many_senders(void **state)
 }
 
 /*
+ * One sender's batch fills up (1 + DNP_CMPL_MAX_EXTRA reports): node 1
+ * stands still until 120 PUTs of one sender wait in its FIFO, then one round
+ * delivers them all; the full batch leaves and a new one starts, so every
+ * PUT ends in one TX_DONE, in order, with no report lost (no query asked).
+ */
+static void test_engine_cmpl_batch_full(void **state)
+{
+	setup_nodes(2);
+	const unsigned n = 120;
+
+	pump(100); /* links UP before node 1 stands still */
+	uint32_t key = reg_buf(1, 0, BASE, 65536, DNP_BUF_PUT_TARGET);
+	for (unsigned i = 0; i < n; i++) {
+		struct dnp_cmd c = put_cmd(1, 0, BASE, BASE + 8 * i, key, 8, i);
+		assert_int_equal(dnp_engine_submit(nodes[0].e, 0, &c, now), 0);
+	}
+	hold_node = 1;
+	pump(300);
+	hold_node = -1;
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(expect_event(0, 0, 5000, DNP_EV_TX_DONE).cookie, i);
+	expect_quiet(0, 0, 500);
+	assert_int_equal(dnp_engine_stats(nodes[0].e)->query_tx, 0);
+	assert_true(dnp_engine_stats(nodes[1].e)->cmpl_frames >=
+		    (n + DNP_CMPL_MAX_EXTRA) / (1 + DNP_CMPL_MAX_EXTRA));
+}
+
+/*
  * Node 1 runs with a handful of packet buffers while node 0 sends it 300
  * small PUTs, every third with a wrong key: the receiver refuses frames it
  * has no buffer for (hearing their acks), holds deliveries whose report has
@@ -594,6 +622,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_engine_cmpl_batch_in_order, teardown),
 		cmocka_unit_test_teardown(test_engine_cmpl_batch_many_senders, teardown),
+		cmocka_unit_test_teardown(test_engine_cmpl_batch_full, teardown),
 		cmocka_unit_test_teardown(test_engine_pool_short_hw_credits, teardown),
 		cmocka_unit_test_teardown(test_engine_pool_short_dnpd_links, teardown),
 		cmocka_unit_test_teardown(test_engine_lost_cmpl_times_out, teardown),
