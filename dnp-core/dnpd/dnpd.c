@@ -537,8 +537,9 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	 * "Hand-off and context switches").
 	 */
 	here = ev && d->ev_here && d->home_cpu >= 0;
+	/* Blocking beside busy processes (dnp_yield.h): the woken app runs first. */
 	if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) && !d->tx_deferred &&
-	    (here || !dnp_yield_alone(&d->yield, now))) {
+	    (here || !dnp_yield_alone(&d->yield, now)) && !dnp_yield_blocking(&d->yield, now)) {
 		dnpd_disarm(d);
 		d->tx_deferred = true;
 		if (here) {
@@ -685,8 +686,11 @@ static void dnpd_loop(struct dnpd *d)
 		 * yielding at once). But a yield that finds nobody else to run
 		 * still costs a system call (0.54 us here), so a daemon alone on
 		 * its CPU polls without yielding for a while (dnp_yield.h).
+		 * Beside busy processes, where a yield gives away a time slice,
+		 * it sleeps at once instead (dnp_yield_blocking; the producers
+		 * ring its doorbell and the woken daemon runs first).
 		 */
-		if (now - idle_since < DNPD_YIELD_NS) {
+		if (now - idle_since < DNPD_YIELD_NS && !dnp_yield_blocking(&d->yield, now)) {
 			dnpd_disarm(d);
 			/*
 			 * Given the CPU back a moment ago: whoever gave it most
