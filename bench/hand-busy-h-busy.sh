@@ -8,7 +8,10 @@
 # Every run under GNU time: one CSV row per run in OUT
 #   round,build,transport,load,iters,median_us,mean_us,p99_us,csw_half
 # csw_half = (voluntary + involuntary switches of dnp-run's whole tree) /
-# (2 x iters), start-up included.
+# (2 x iters), start-up included. HB_DIFF=1: each run is made twice, with
+# iters / 5 and iters round trips (the busy loops running through both), and
+# csw_half is the difference over the extra messages, as bench/run.sh part
+# hand does (start-up and teardown cancel out); the latencies are the long run's.
 # docs/performance.md, "Hand-off beside busy processes".
 set -u
 old=$1 new=$2 rounds=$3 out=$4
@@ -27,24 +30,34 @@ start_busy() {
 	taskset -c 1 sh -c 'while :; do :; done' &
 	busy+=($!)
 }
+pp() { # BUILD TRANSPORT ITERS: one ping-pong under GNU time (output in $tmp/o, $tmp/rus)
+	/usr/bin/time -f '%w %c' -o "$tmp/rus" \
+		timeout 120 "$1/apps/dnp-run" --torus 2x1x1 --transport "$2" --pin --timeout 100 -- \
+		dnp_pingpong --sizes 8 --iters "$3" --warmup 50 --csv >"$tmp/o" 2>&1
+}
 one() { # ROUND BUILD_LABEL BUILD TRANSPORT LOAD
-	local r=$1 lab=$2 b=$3 t=$4 load=$5 n row rus
+	local r=$1 lab=$2 b=$3 t=$4 load=$5 n row rus lo rlo
 	n=5000
 	[ "$load" = busy ] && [ "$lab" = old ] && n=300
 	[ "$load" = busy ] && [ "$lab" = new ] && n=2000
 	[ "$load" = busy ] && start_busy
-	/usr/bin/time -f '%w %c' -o "$tmp/rus" \
-		timeout 120 "$b/apps/dnp-run" --torus 2x1x1 --transport "$t" --pin --timeout 100 -- \
-		dnp_pingpong --sizes 8 --iters $n --warmup 50 --csv >"$tmp/o" 2>&1
+	lo=0 rlo=0
+	if [ "${HB_DIFF:-0}" = 1 ]; then
+		lo=$((n / 5))
+		pp "$b" "$t" $lo
+		rlo=$(awk 'NF == 2 && $1 ~ /^[0-9]+$/ { print $1 + $2 }' "$tmp/rus" | tail -n 1)
+	fi
+	pp "$b" "$t" $n
 	[ "$load" = busy ] && stop_busy
 	row=$(sed -n 's/^\[0,0,0\] 8,\([0-9]*\),[^,]*,\([^,]*\),\([^,]*\),\([^,]*\),.*/\2,\4,\3/p' "$tmp/o")
 	rus=$(awk 'NF == 2 && $1 ~ /^[0-9]+$/ { print $1 + $2 }' "$tmp/rus" | tail -n 1)
+	[ -n "$rus" ] && [ -n "$rlo" ] && rus=$((rus - rlo))
 	if [ -z "$row" ] || [ -z "$rus" ]; then
 		echo "$r,$lab,$t,$load,$n,,,,"
 		echo "run failed: $lab $t $load: $(tail -n 2 "$tmp/o" | tr '\n' ' ')" >&2
 		return
 	fi
-	echo "$r,$lab,$t,$load,$n,$row,$(awk -v s="$rus" -v n="$n" 'BEGIN { printf "%.2f", s / (2 * n) }')"
+	echo "$r,$lab,$t,$load,$n,$row,$(awk -v s="$rus" -v n=$((n - lo)) 'BEGIN { printf "%.2f", s / (2 * n) }')"
 }
 echo "round,build,transport,load,iters,median_us,mean_us,p99_us,csw_half" >"$out"
 for r in $(seq 1 "$rounds"); do

@@ -103,6 +103,7 @@ struct dnp_yield {
 	uint64_t block_ns;    /* length of the last blocking window */
 	unsigned slow;        /* slow yields (DNP_YIELD_BUSY_NS) in a row */
 	uint64_t busy;        /* blocking windows started */
+	bool no_block;        /* the caller cannot block (dnpd --idle busy): never a window */
 };
 
 /* Involuntary context switches of the calling thread so far (-1: unknown). */
@@ -157,6 +158,8 @@ static inline void dnp_yield_slow(struct dnp_yield *y, uint64_t t)
 {
 	bool probe = y->block_until && t - y->block_until < DNP_YIELD_PROBE_NS;
 
+	if (y->no_block)
+		return;
 	if (!probe && ++y->slow < DNP_YIELD_BUSY_RUN)
 		return;
 	y->block_ns = !probe                                   ? DNP_YIELD_BLOCK_NS :

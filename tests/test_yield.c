@@ -201,6 +201,12 @@ static void test_yield_busy_windows(void **state)
 	t = y.block_until + DNP_YIELD_PROBE_NS + 1;
 	dnp_yield_slow(&y, t);
 	assert_false(dnp_yield_blocking(&y, t));
+	/* a caller that cannot block never starts a window */
+	struct dnp_yield nb = { .no_block = true };
+	for (unsigned i = 0; i < 2 * DNP_YIELD_BUSY_RUN; i++)
+		dnp_yield_slow(&nb, t += 5000000ull);
+	assert_false(dnp_yield_blocking(&nb, t));
+	assert_int_equal(nb.busy, 0);
 }
 
 struct spinner {

@@ -614,6 +614,8 @@ static void dnpd_solo_init(struct dnpd *d)
 	d->kick_on = d->home_cpu >= 0 && d->home_cpu < 64 && d->nnbr &&
 		     d->conf.idle == DNPD_IDLE_ADAPTIVE;
 	d->kick_seen = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	/* A busy daemon never sleeps: beside busy processes it keeps yielding (dnp_yield.h). */
+	d->yield.no_block = d->conf.idle != DNPD_IDLE_ADAPTIVE;
 	atomic_store_explicit(&d->kick->cpu, d->kick_on ? (uint32_t)d->home_cpu + 1 : 0u,
 			      memory_order_relaxed);
 }
@@ -663,8 +665,9 @@ static void dnpd_loop(struct dnpd *d)
 			d->quiet = false;
 			idle_since = now;
 			/* --link-queue: a link at its limit waits for a peer that may need our CPU */
-			if (d->lq_held)
-				dnp_yield_step(&d->yield, now);
+			if (d->lq_held && !dnp_yield_step(&d->yield, now) &&
+			    dnp_yield_blocking(&d->yield, now))
+				sched_yield(); /* it cannot sleep: the peer still needs our CPU */
 			continue;
 		}
 		/* A neighbour woke a program on our CPU: it runs now (dnpd_kick_nbrs). */
