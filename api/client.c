@@ -1070,9 +1070,10 @@ static int wait_look(struct dnp *d, const struct dnp_waiter *w, bool full)
  * a pinned shm daemon; docs/performance.md, "Holding the CPU after a
  * yield"). On a CPU where a pinned daemon of the run polls, the wait blocks at
  * once (dnp_blocks_here) or makes the pinned placement's polling hand-off
- * (dnp_pin_wait). Beside busy processes (a recent yield gave away a time
- * slice: dnp_yield_blocking) it blocks at once wherever it runs. Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
- * or an error of dnp_stash_events.
+ * (dnp_pin_wait). Beside busy processes (recent yields gave away time
+ * slices: dnp_yield_blocking) it blocks at once wherever it runs. Returns 1
+ * (there), 0 (deadline passed), -EIO (the daemon died) or an error of
+ * dnp_stash_events.
  */
 static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uint64_t deadline,
 		     uint64_t yield_ns)

@@ -145,8 +145,8 @@ static inline bool dnp_yield_alone(const struct dnp_yield *y, uint64_t now)
 }
 
 /*
- * True while a recent yield gave a time slice to a process outside the run
- * (DNP_YIELD_BUSY_NS): the caller blocks instead of yielding.
+ * True inside a blocking window: recent yields gave time slices to a process
+ * outside the run (DNP_YIELD_BUSY_NS); the caller blocks instead of yielding.
  */
 static inline bool dnp_yield_blocking(const struct dnp_yield *y, uint64_t now)
 {
