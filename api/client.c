@@ -1070,15 +1070,17 @@ static int wait_look(struct dnp *d, const struct dnp_waiter *w, bool full)
  * a pinned shm daemon; docs/performance.md, "Holding the CPU after a
  * yield"). On a CPU where a pinned daemon of the run polls, the wait blocks at
  * once (dnp_blocks_here) or makes the pinned placement's polling hand-off
- * (dnp_pin_wait). Returns 1 (there), 0 (deadline passed), -EIO (the daemon died)
- * or an error of dnp_stash_events.
+ * (dnp_pin_wait). Beside busy processes (recent yields gave away time
+ * slices: dnp_yield_blocking) it blocks at once wherever it runs. Returns 1
+ * (there), 0 (deadline passed), -EIO (the daemon died) or an error of
+ * dnp_stash_events.
  */
 static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uint64_t deadline,
 		     uint64_t yield_ns)
 {
 	uint64_t now;
 	unsigned i;
-	bool quick;
+	bool quick, block = false;
 	int r;
 
 	d->yield.back = 0;
@@ -1097,6 +1099,10 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 			break;
 		/* no pure spinning: the daemon may need this core (dnp_yield.h) */
 		dnp_note_cpu(d);
+		if (dnp_yield_blocking(&d->yield, now)) {
+			block = true; /* beside busy processes: a yield costs a time slice */
+			break;
+		}
 		if (dnp_blocks_here(d))
 			break; /* block now: a daemon wakes us and gives way */
 		if (dnp_pin_wait(d, now))
@@ -1124,7 +1130,7 @@ static int wait_slow(struct dnp *d, const struct dnp_waiter *w, uint64_t t0, uin
 		r = wait_look(d, w, true);
 		if (r)
 			return r;
-		quick = i == 0 && dnp_blocks_here(d) && !d->dead &&
+		quick = i == 0 && (block || dnp_blocks_here(d)) && !d->dead &&
 			atomic_load_explicit(&d->ctl->state, memory_order_acquire) == DNP_SESS_OPEN;
 		if (!quick && dnp_check_dead(d)) {
 			r = wait_look(d, w, true);

@@ -71,15 +71,39 @@
  * cost an 8-byte stream 60% of its message rate.
  */
 #define DNP_YIELD_PIN_NS 5000u
+/*
+ * Beside busy processes (docs/performance.md, "Hand-off beside busy
+ * processes"): a yield that took DNP_YIELD_BUSY_NS or more gave a whole time
+ * slice to a process outside the run (a yield that runs a peer of the run,
+ * daemon or program, takes 3-11 us here; a busy loop's slice 0.7-4 ms).
+ * DNP_YIELD_BUSY_RUN of them in a row (no shorter yield between: a busy
+ * process on every CPU, not one passing by) and the poller blocks (futex)
+ * instead of yielding for a window: a task woken from a futex has slept, so
+ * the scheduler runs it before the busy one, while a yielder waits behind
+ * it. When the window ends the poller yields again; one slow yield within
+ * DNP_YIELD_PROBE_NS of the window's end starts the next window, twice as
+ * long (DNP_YIELD_BLOCK_NS up to DNP_YIELD_BLOCK_MAX_NS): the slice lost to
+ * notice that the busy process is still there is paid once per window.
+ */
+#define DNP_YIELD_BUSY_NS 400000u
+#define DNP_YIELD_BUSY_RUN 3u
+#define DNP_YIELD_BLOCK_NS 50000000u
+#define DNP_YIELD_BLOCK_MAX_NS 800000000u
+#define DNP_YIELD_PROBE_NS 20000000u
 
 struct dnp_yield {
-	uint64_t spin_until; /* CLOCK_MONOTONIC ns; before it: alone, do not yield */
-	uint64_t yields;     /* sched_yield() calls made */
-	uint64_t alone;      /* of them, found nobody else to run */
-	unsigned streak;     /* fast yields in a row */
-	long csw;            /* involuntary context switches when the streak began */
-	uint64_t fast_ns;    /* a yield under this is fast (0: not measured yet) */
-	uint64_t back;       /* when the last yield that ran somebody else returned (0: none) */
+	uint64_t spin_until;  /* CLOCK_MONOTONIC ns; before it: alone, do not yield */
+	uint64_t yields;      /* sched_yield() calls made */
+	uint64_t alone;       /* of them, found nobody else to run */
+	unsigned streak;      /* fast yields in a row */
+	long csw;             /* involuntary context switches when the streak began */
+	uint64_t fast_ns;     /* a yield under this is fast (0: not measured yet) */
+	uint64_t back;        /* when the last yield that ran somebody else returned (0: none) */
+	uint64_t block_until; /* CLOCK_MONOTONIC ns; before it: contended, block, do not yield */
+	uint64_t block_ns;    /* length of the last blocking window */
+	unsigned slow;        /* slow yields (DNP_YIELD_BUSY_NS) in a row */
+	uint64_t busy;        /* blocking windows started */
+	bool no_block;        /* the caller cannot block (dnpd --idle busy): never a window */
 };
 
 /* Involuntary context switches of the calling thread so far (-1: unknown). */
@@ -121,14 +145,41 @@ static inline bool dnp_yield_alone(const struct dnp_yield *y, uint64_t now)
 }
 
 /*
- * One idle step at time 'now' (CLOCK_MONOTONIC ns): nothing while alone,
- * else one timed sched_yield(). Returns true if it yielded.
+ * True inside a blocking window: recent yields gave time slices to a process
+ * outside the run (DNP_YIELD_BUSY_NS); the caller blocks instead of yielding.
+ */
+static inline bool dnp_yield_blocking(const struct dnp_yield *y, uint64_t now)
+{
+	return now < y->block_until;
+}
+
+/* A yield that gave away a time slice returned at 't': maybe start a blocking window. */
+static inline void dnp_yield_slow(struct dnp_yield *y, uint64_t t)
+{
+	bool probe = y->block_until && t - y->block_until < DNP_YIELD_PROBE_NS;
+
+	if (y->no_block)
+		return;
+	if (!probe && ++y->slow < DNP_YIELD_BUSY_RUN)
+		return;
+	y->block_ns = !probe                                   ? DNP_YIELD_BLOCK_NS :
+		      y->block_ns * 2 > DNP_YIELD_BLOCK_MAX_NS ? DNP_YIELD_BLOCK_MAX_NS :
+								 y->block_ns * 2;
+	y->block_until = t + y->block_ns;
+	y->slow = 0;
+	y->busy++;
+}
+
+/*
+ * One idle step at time 'now' (CLOCK_MONOTONIC ns): nothing while alone or
+ * blocking (dnp_yield_blocking), else one timed sched_yield(). Returns true
+ * if it yielded.
  */
 static inline bool dnp_yield_step(struct dnp_yield *y, uint64_t now)
 {
 	uint64_t t0, t;
 
-	if (dnp_yield_alone(y, now))
+	if (dnp_yield_alone(y, now) || dnp_yield_blocking(y, now))
 		return false;
 	if (!y->fast_ns)
 		y->fast_ns = dnp_yield_fast_ns();
@@ -136,6 +187,10 @@ static inline bool dnp_yield_step(struct dnp_yield *y, uint64_t now)
 	sched_yield();
 	t = dnp_yield_now();
 	y->yields++;
+	if (t - t0 < DNP_YIELD_BUSY_NS)
+		y->slow = 0;
+	else
+		dnp_yield_slow(y, t);
 	if (t - t0 >= y->fast_ns) {
 		y->streak = 0;
 		y->back = t;
@@ -170,7 +225,10 @@ static inline bool dnp_yield_held(const struct dnp_yield *y, uint64_t now, uint6
 	return y->back && now - y->back < ns;
 }
 
-/* Forget the measurement (before a sleep: the CPU's load may differ after). */
+/*
+ * Forget the measurement (before a sleep: the CPU's load may differ after).
+ * A blocking window stays: a sleep is what it asks for.
+ */
 static inline void dnp_yield_reset(struct dnp_yield *y)
 {
 	y->spin_until = 0;
@@ -182,7 +240,8 @@ static inline void dnp_yield_reset(struct dnp_yield *y)
  * A hand-off: give the CPU now, to a process we just woke on it. Ends the
  * "alone" window first (somebody is runnable here now, whatever the last
  * measurement said), so the yield is made, and so are the next idle steps'
- * until a new streak of fast yields shows the CPU free again.
+ * until a new streak of fast yields shows the CPU free again. No yield
+ * while blocking: the process we woke was woken by a futex and runs first.
  */
 static inline void dnp_yield_handoff(struct dnp_yield *y, uint64_t now)
 {

@@ -8,6 +8,8 @@
  * window of dnp_yield_held. The hand-off yields even inside the window of
  * polling alone, and the event count (dnp_evc_notify / dnp_evc_sleep) loses
  * no wake-up in a ping-pong of blocking waiters, on two CPUs and on one.
+ * Beside a busy thread the idle steps turn to blocking (dnp_yield_blocking),
+ * and the blocking windows grow while the busy process stays.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -153,6 +155,106 @@ static void test_yield_handoff_ends_alone(void **state)
 	assert_int_equal(y.yields, 1);
 	assert_false(dnp_yield_alone(&y, dnp_yield_now()));
 	assert_true(y.streak <= 1);
+}
+
+/*
+ * The blocking rule's bookkeeping (dnp_yield_slow), on synthetic times: a
+ * slow yield or two do not block, DNP_YIELD_BUSY_RUN in a row do; a shorter
+ * yield between restarts the count; while blocking the idle step and the
+ * hand-off make no yield; one slow yield soon after a window ends starts a
+ * window twice as long (up to the cap), one later needs a new run.
+ */
+static void test_yield_busy_windows(void **state)
+{
+	struct dnp_yield y = { 0 };
+	uint64_t t = 1000000000ull, w;
+
+	(void)state;
+	for (unsigned i = 1; i < DNP_YIELD_BUSY_RUN; i++) {
+		dnp_yield_slow(&y, t += 5000000ull);
+		assert_false(dnp_yield_blocking(&y, t));
+	}
+	y.slow = 0; /* a shorter yield (dnp_yield_step) */
+	for (unsigned i = 1; i < DNP_YIELD_BUSY_RUN; i++)
+		dnp_yield_slow(&y, t += 5000000ull);
+	assert_false(dnp_yield_blocking(&y, t));
+	dnp_yield_slow(&y, t += 5000000ull);
+	assert_true(dnp_yield_blocking(&y, t));
+	assert_int_equal(y.busy, 1);
+	assert_int_equal(y.block_until, t + DNP_YIELD_BLOCK_NS);
+	assert_false(dnp_yield_step(&y, t + 1));
+	dnp_yield_handoff(&y, t + 1);
+	assert_int_equal(y.yields, 0);
+	dnp_yield_reset(&y); /* a sleep keeps the window */
+	assert_true(dnp_yield_blocking(&y, t + 1));
+	/* the window ends; the busy process is still there: twice as long */
+	w = DNP_YIELD_BLOCK_NS;
+	for (unsigned i = 0; i < 8; i++) {
+		t = y.block_until + 1000000ull;
+		assert_false(dnp_yield_blocking(&y, t));
+		dnp_yield_slow(&y, t);
+		w = w * 2 > DNP_YIELD_BLOCK_MAX_NS ? DNP_YIELD_BLOCK_MAX_NS : w * 2;
+		assert_int_equal(y.block_until, t + w);
+	}
+	assert_int_equal(w, DNP_YIELD_BLOCK_MAX_NS);
+	/* long after the window: one slow yield is not enough again */
+	t = y.block_until + DNP_YIELD_PROBE_NS + 1;
+	dnp_yield_slow(&y, t);
+	assert_false(dnp_yield_blocking(&y, t));
+	/* a caller that cannot block never starts a window */
+	struct dnp_yield nb = { .no_block = true };
+	for (unsigned i = 0; i < 2 * DNP_YIELD_BUSY_RUN; i++)
+		dnp_yield_slow(&nb, t += 5000000ull);
+	assert_false(dnp_yield_blocking(&nb, t));
+	assert_int_equal(nb.busy, 0);
+}
+
+struct spinner {
+	cpu_set_t cpu;
+	_Atomic bool stop;
+	int err;
+};
+
+static void *spin_busy(void *arg)
+{
+	struct spinner *sp = arg;
+
+	sp->err = pthread_setaffinity_np(pthread_self(), sizeof(sp->cpu), &sp->cpu);
+	while (!atomic_load_explicit(&sp->stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * Beside a busy thread on the same CPU the idle steps turn to blocking
+ * within a bounded number of yields (each one gives that thread a time
+ * slice), and then make no more yields.
+ */
+static void test_yield_busy_detected(void **state)
+{
+	struct spinner sp = { 0 };
+	struct dnp_yield y = { 0 };
+	pthread_t th;
+	uint64_t end;
+	int cpu = sched_getcpu();
+
+	(void)state;
+	assert_true(cpu >= 0);
+	CPU_ZERO(&sp.cpu);
+	CPU_SET(cpu, &sp.cpu);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(sp.cpu), &sp.cpu), 0);
+	assert_int_equal(pthread_create(&th, NULL, spin_busy, &sp), 0);
+	end = dnp_yield_now() + 5000000000ull;
+	while (!dnp_yield_blocking(&y, dnp_yield_now()) && dnp_yield_now() < end && y.yields < 1000)
+		dnp_yield_step(&y, dnp_yield_now());
+	atomic_store(&sp.stop, true);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(sp.err, 0);
+	assert_true(dnp_yield_blocking(&y, dnp_yield_now()));
+	assert_int_equal(y.busy, 1);
+	uint64_t yields = y.yields;
+	assert_false(dnp_yield_step(&y, dnp_yield_now()));
+	assert_int_equal(y.yields, yields);
 }
 
 /* One direction of the ping-pong: a value and its event count. */
@@ -339,6 +441,8 @@ int main(void)
 		cmocka_unit_test(test_yield_shared_cpu_never_alone),
 		cmocka_unit_test(test_yield_held_window),
 		cmocka_unit_test(test_yield_handoff_ends_alone),
+		cmocka_unit_test(test_yield_busy_windows),
+		cmocka_unit_test(test_yield_busy_detected),
 		cmocka_unit_test(test_evc_orders),
 		cmocka_unit_test(test_evc_pingpong),
 	};

@@ -537,8 +537,9 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	 * "Hand-off and context switches").
 	 */
 	here = ev && d->ev_here && d->home_cpu >= 0;
+	/* Blocking beside busy processes (dnp_yield.h): the woken app runs first. */
 	if (ev && (d->ev_here || d->conf.idle == DNPD_IDLE_BUSY) && !d->tx_deferred &&
-	    (here || !dnp_yield_alone(&d->yield, now))) {
+	    (here || !dnp_yield_alone(&d->yield, now)) && !dnp_yield_blocking(&d->yield, now)) {
 		dnpd_disarm(d);
 		d->tx_deferred = true;
 		if (here) {
@@ -613,6 +614,8 @@ static void dnpd_solo_init(struct dnpd *d)
 	d->kick_on = d->home_cpu >= 0 && d->home_cpu < 64 && d->nnbr &&
 		     d->conf.idle == DNPD_IDLE_ADAPTIVE;
 	d->kick_seen = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+	/* A busy daemon never sleeps: beside busy processes it keeps yielding (dnp_yield.h). */
+	d->yield.no_block = d->conf.idle != DNPD_IDLE_ADAPTIVE;
 	atomic_store_explicit(&d->kick->cpu, d->kick_on ? (uint32_t)d->home_cpu + 1 : 0u,
 			      memory_order_relaxed);
 }
@@ -662,8 +665,9 @@ static void dnpd_loop(struct dnpd *d)
 			d->quiet = false;
 			idle_since = now;
 			/* --link-queue: a link at its limit waits for a peer that may need our CPU */
-			if (d->lq_held)
-				dnp_yield_step(&d->yield, now);
+			if (d->lq_held && !dnp_yield_step(&d->yield, now) &&
+			    dnp_yield_blocking(&d->yield, now))
+				sched_yield(); /* it cannot sleep: the peer still needs our CPU */
 			continue;
 		}
 		/* A neighbour woke a program on our CPU: it runs now (dnpd_kick_nbrs). */
@@ -685,8 +689,11 @@ static void dnpd_loop(struct dnpd *d)
 		 * yielding at once). But a yield that finds nobody else to run
 		 * still costs a system call (0.54 us here), so a daemon alone on
 		 * its CPU polls without yielding for a while (dnp_yield.h).
+		 * Beside busy processes, where a yield gives away a time slice,
+		 * it sleeps at once instead (dnp_yield_blocking; the producers
+		 * ring its doorbell and the woken daemon runs first).
 		 */
-		if (now - idle_since < DNPD_YIELD_NS) {
+		if (now - idle_since < DNPD_YIELD_NS && !dnp_yield_blocking(&d->yield, now)) {
 			dnpd_disarm(d);
 			/*
 			 * Given the CPU back a moment ago: whoever gave it most
