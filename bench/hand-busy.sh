@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# hand-busy-h-busy.sh OLD_BUILD NEW_BUILD ROUNDS OUT: the 8-byte shm and udp
+# hand-busy.sh OLD_BUILD NEW_BUILD ROUNDS OUT: the 8-byte shm and udp
 # ping-pong with dnp-run --pin, quiet and beside two busy processes (one
 # `sh -c 'while :; do :; done'` pinned to each CPU, started and killed by
 # PID), old build against new, alternating (the order flips every round).
