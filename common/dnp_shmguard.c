@@ -126,7 +126,7 @@ void dnp_shmguard_del(const void *addr)
 
 uint32_t dnp_shmguard_faults(const void *addr)
 {
-	struct dnp_shmguard_ent *g = dnp_shmguard_find(addr);
+	struct dnp_shmguard_ent *g = addr ? dnp_shmguard_at((uintptr_t)addr) : NULL;
 
 	return g ? atomic_load_explicit(&g->faults, memory_order_relaxed) : 0;
 }

@@ -56,7 +56,7 @@ int dnp_shmguard_add(void *addr, size_t len);
 /* Stops guarding the mapping registered at addr (no-op when none). */
 void dnp_shmguard_del(const void *addr);
 
-/* Faults caught in the mapping registered at addr (0 when none or not registered). */
+/* Faults caught in the guarded mapping that holds addr (0 when none or not guarded). */
 uint32_t dnp_shmguard_faults(const void *addr);
 
 /* Faults caught in all guarded mappings since start: compare it in a slow path. */
