@@ -23,7 +23,7 @@
  * The handler touches nothing else but the fixed table below (atomics, no
  * allocation, no lock), sigaction and raise, and it keeps errno.
  *
- * Table: DNP_SHMGUARD_MAX entries, fixed, process-wide. Registration and
+ * Table: DNP_SHMGUARD_MAX entries, fixed, process-wide (a full table: -ENOSPC, the mapping unguarded). Registration and
  * removal happen in ordinary code, from any thread, but a mapping must be
  * removed before it is unmapped (the handler must never hit a range being
  * reused). Unmapping the zero pages that replaced a file mapping is done
@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DNP_SHMGUARD_MAX 256
+#define DNP_SHMGUARD_MAX 1024 /* 2 per session of 256 ports, the bells, the links */
 
 /*
  * Installs the SIGBUS handler (SA_SIGINFO). Idempotent. Errors: -errno of
