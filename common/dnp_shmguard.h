@@ -23,11 +23,12 @@
  * The handler touches nothing else but the fixed table below (atomics, no
  * allocation, no lock), sigaction and raise, and it keeps errno.
  *
- * Table: DNP_SHMGUARD_MAX entries, fixed, process-wide (a full table: -ENOSPC, the mapping unguarded). Registration and
- * removal happen in ordinary code, from any thread, but a mapping must be
- * removed before it is unmapped (the handler must never hit a range being
- * reused). Unmapping the zero pages that replaced a file mapping is done
- * with munmap and the same length, as for the original.
+ * Table: DNP_SHMGUARD_MAX entries, fixed, process-wide (a full table:
+ * -ENOSPC, the mapping unguarded). Registration and removal happen in
+ * ordinary code, from any thread, but a mapping must be removed before it
+ * is unmapped (the handler must never hit a range being reused). The zero
+ * pages that replaced a file mapping are unmapped with munmap and the same
+ * length, as the original would have been.
  */
 #ifndef DNP_SHMGUARD_H
 #define DNP_SHMGUARD_H
