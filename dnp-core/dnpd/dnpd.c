@@ -703,6 +703,17 @@ static void dnpd_guard(struct dnpd *d)
 	for (i = 0; i < DNP_NDIRS; i++)
 		if (d->link[i].exists)
 			dnpd_guard_link(d, i);
+	if (d->lfm.regs && dnp_shmguard_faults(d->lfm.regs)) {
+		struct dnpd_diag_hook hook = d->lfm.hook;
+
+		dnpd_lfm_stop(&d->lfm);
+		r = dnpd_lfm_start(&d->lfm, &d->conf, d->e, dnpd_now());
+		d->lfm.hook = hook;
+		dnpd_log(r ? DNPD_ERR : DNPD_WARN,
+			 "lofamo: register block truncated by another process: %s%s",
+			 r ? "fault manager off: " : "fault manager restarted",
+			 r ? strerror(-r) : "");
+	}
 	dnpd_sess_guard_check(d->sess);
 }
 
