@@ -3,6 +3,7 @@
 #include "doorbell.h"
 
 #include "dnp_futex.h"
+#include "dnp_shmguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +105,8 @@ int dnp_doorbell_map(const char *path, struct dnp_doorbell **out)
 	if (mem == MAP_FAILED)
 		goto err_errno;
 	close(fd);
+	/* Anyone with the path may truncate the file: its SIGBUS must not kill us. */
+	(void)dnp_shmguard_add(mem, DNP_DOORBELL_FILE_SIZE);
 	*out = mem;
 	/* Zero-filled is already idle; the magic only marks the file as a doorbell. */
 	atomic_compare_exchange_strong_explicit(&(*out)->magic, &zero, DNP_DOORBELL_MAGIC,
@@ -116,8 +119,43 @@ err_errno:
 	return ret;
 }
 
+int dnp_doorbell_remap(const char *path, struct dnp_doorbell *db)
+{
+	uint32_t zero = 0;
+	struct stat st;
+	void *mem;
+	int fd, ret = 0;
+
+	if (!path || !db)
+		return -EINVAL;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 ||
+	    (st.st_size < DNP_DOORBELL_FILE_SIZE && ftruncate(fd, DNP_DOORBELL_FILE_SIZE) < 0)) {
+		ret = -errno;
+		goto out;
+	}
+	/* Over the zero pages the guard left (or the old mapping): same address, the file again. */
+	dnp_shmguard_del(db);
+	mem = mmap(db, DNP_DOORBELL_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		   0);
+	if (mem == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	(void)dnp_shmguard_add(db, DNP_DOORBELL_FILE_SIZE);
+	atomic_compare_exchange_strong_explicit(&db->magic, &zero, DNP_DOORBELL_MAGIC,
+						memory_order_release, memory_order_relaxed);
+out:
+	close(fd);
+	return ret;
+}
+
 void dnp_doorbell_unmap(struct dnp_doorbell *db)
 {
-	if (db)
+	if (db) {
+		dnp_shmguard_del(db);
 		munmap(db, DNP_DOORBELL_FILE_SIZE);
+	}
 }

@@ -93,4 +93,15 @@ int dnp_doorbell_sleep(struct dnp_doorbell *db, uint32_t seen, uint64_t timeout_
 int dnp_doorbell_map(const char *path, struct dnp_doorbell **out);
 void dnp_doorbell_unmap(struct dnp_doorbell *db);
 
+/*
+ * The file may be truncated by anyone who can open it: dnp_doorbell_map
+ * registers the mapping with the SIGBUS guard (dnp_shmguard.h), so a
+ * process that installed it reads zeros there instead of dying, and sees
+ * dnp_shmguard_faults(db) move. dnp_doorbell_remap then grows the file at
+ * path back and maps it again at the same address db (the words are zero:
+ * an idle doorbell; the owner publishes again what it keeps there). Errors:
+ * -EINVAL, -errno of open/fstat/ftruncate/mmap (db then stays zero pages).
+ */
+int dnp_doorbell_remap(const char *path, struct dnp_doorbell *db);
+
 #endif

@@ -13,6 +13,7 @@
  * release once it no longer needs the slots; the producer caches that head
  * and loads it, acquire, only when the cached value says "full".
  */
+#include "dnp_shmguard.h"
 #include "doorbell.h"
 #include "transport.h"
 #include "transport_priv.h"
@@ -341,6 +342,8 @@ static int shm_link_open(const struct dnp_transport_conf *c, struct dnp_transpor
 	s->base.ops = &dnp_transport_shm;
 	s->hdr = h;
 	s->map_len = len;
+	/* The other end may truncate the file: SIGBUS caught, the link reports down (shm_up). */
+	(void)dnp_shmguard_add(h, len);
 	s->side = c->side;
 	s->frame_max = h->frame_max;
 	s->mask = h->depth - 1;
@@ -384,6 +387,7 @@ static void shm_close(struct dnp_transport *t)
 		unlink(s->path);
 	if (s->peer_bell_mapped)
 		dnp_doorbell_unmap(s->peer_bell);
+	dnp_shmguard_del(s->hdr);
 	munmap(s->hdr, s->map_len);
 	free(s->tx_before);
 	free(s->path);
@@ -503,6 +507,9 @@ static bool shm_up(const struct dnp_transport *t)
 {
 	const struct dnp_shm *s = to_shm_c(t);
 
+	/* the ring file truncated under us: zero pages now (dnp_shmguard.h), down for good */
+	if (dnp_shmguard_faults(s->hdr))
+		return false;
 	return !s->broken && atomic_load_explicit(&s->hdr->state[1 - s->side],
 						  memory_order_acquire) != DNP_SHM_CLOSED;
 }
@@ -514,6 +521,15 @@ struct dnp_doorbell *dnp_transport_shm_doorbell(struct dnp_transport *t)
 	if (!s || s->base.ops != &dnp_transport_shm)
 		return NULL;
 	return &s->hdr->bell[s->side];
+}
+
+struct dnp_doorbell *dnp_transport_shm_peer_bell(struct dnp_transport *t)
+{
+	struct dnp_shm *s = to_shm(t);
+
+	if (!s || s->base.ops != &dnp_transport_shm || !s->peer_bell_mapped)
+		return NULL;
+	return s->peer_bell;
 }
 
 const struct dnp_transport_ops dnp_transport_shm = {

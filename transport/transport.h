@@ -159,6 +159,12 @@ struct dnp_doorbell;
  * conf.peer_bell is NULL (this end's receive doorbell); NULL for other backends.
  */
 struct dnp_doorbell *dnp_transport_shm_doorbell(struct dnp_transport *t);
+/*
+ * The neighbour's doorbell an shm link rings (the file named peer_bell in its
+ * conf, mapped with dnp_doorbell_map), or NULL (not shm, or no peer_bell):
+ * for dnp_doorbell_remap when that file was truncated under us.
+ */
+struct dnp_doorbell *dnp_transport_shm_peer_bell(struct dnp_transport *t);
 
 /* udp only: true when the link runs on io_uring (false: sendmmsg/recvmmsg). */
 bool dnp_transport_udp_uses_uring(const struct dnp_transport *t);

@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "dnp_parse.h"
+#include "dnp_shmguard.h"
 #include "dnpd_int.h"
 #include "notify.h"
 #include "pcap.h"
@@ -291,9 +292,11 @@ static void dnpd_nbr_add(struct dnpd *d, unsigned dir)
 
 static void dnpd_nbr_unmap(struct dnpd_nbr *n)
 {
-	if (n->kick)
+	if (n->kick) {
+		dnp_shmguard_del((uint8_t *)n->kick - DNP_SESS_KICK_OFF);
 		munmap((uint8_t *)n->kick - DNP_SESS_KICK_OFF,
 		       DNP_SESS_KICK_OFF + sizeof(struct dnp_sess_kick));
+	}
 	n->kick = NULL;
 	n->cpu = -1;
 }
@@ -328,6 +331,8 @@ static int dnpd_nbr_map(struct dnpd *d, struct dnpd_nbr *n)
 	close(fd);
 	if (r)
 		return r;
+	/* its file may shrink under us (dnpd_guard): zeros, not SIGBUS */
+	(void)dnp_shmguard_add(p, len);
 	n->kick = (struct dnp_sess_kick *)(void *)((uint8_t *)p + DNP_SESS_KICK_OFF);
 	return 0;
 }
@@ -620,6 +625,101 @@ static void dnpd_solo_init(struct dnpd *d)
 			      memory_order_relaxed);
 }
 
+/* What we keep in our bell's file, written again after dnp_doorbell_remap. */
+static void dnpd_bell_publish(struct dnpd *d)
+{
+	struct dnp_sess_bell *b = (struct dnp_sess_bell *)(void *)d->bell;
+
+	atomic_store_explicit(&b->poll_mode, d->poll_mode ? 1u : 0u, memory_order_relaxed);
+	atomic_store_explicit(&b->hold, d->hold ? 1u : 0u, memory_order_relaxed);
+	atomic_store_explicit(&b->solo_cpu, (uint32_t)(d->solo_cpu + 1), memory_order_relaxed);
+	atomic_store_explicit(&b->home_cpu, (uint32_t)(d->home_cpu + 1), memory_order_relaxed);
+	atomic_store_explicit(&b->kick_cpus, d->kick_cpus, memory_order_relaxed);
+	atomic_store_explicit(&d->kick->cpu, d->kick_on ? (uint32_t)d->home_cpu + 1 : 0u,
+			      memory_order_relaxed);
+	d->kick_seen = atomic_load_explicit(&d->kick->seq, memory_order_relaxed);
+}
+
+/* dnpd_guard for the shm link in direction dir: its ring file, its neighbour's bell file. */
+static void dnpd_guard_link(struct dnpd *d, unsigned dir)
+{
+	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX], path[PATH_MAX];
+	struct dnpd_link *l = &d->link[dir];
+	struct dnp_transport *t = l->backend ? l->backend : l->t;
+	struct dnp_doorbell *in = dnp_transport_shm_doorbell(t);
+	struct dnp_doorbell *peer = dnp_transport_shm_peer_bell(t);
+	unsigned side;
+	int r;
+
+	if (in && !l->guard_down && dnp_shmguard_faults(in)) {
+		dnpd_log(DNPD_ERR, "link %s: its ring file %s was truncated under us: link down",
+			 dnpd_dir_names[dir], l->local);
+		l->guard_down = true; /* shm_up is false from now on: the engine resets it */
+	}
+	if (!peer || !dnp_shmguard_faults(peer))
+		return;
+	r = dnpd_conf_link_addr(&d->conf, dir, local, remote, sizeof(local), &side, path,
+				sizeof(path));
+	if (!r)
+		r = dnp_doorbell_remap(path, peer);
+	dnpd_log(r ? DNPD_ERR : DNPD_WARN, "link %s: the neighbour's bell file %s truncated: %s%s",
+		 dnpd_dir_names[dir], r ? "?" : path, r ? "cannot map it again: " : "mapped again",
+		 r ? strerror(-r) : "");
+}
+
+/*
+ * Slow path, when the SIGBUS guard caught a fault (dnp_shmguard.h): some
+ * process truncated a file we map, and the mapping is zero pages now. Our
+ * bell: grown and mapped again; a neighbour's kick line: unmapped (mapped
+ * again by dnpd_kick_house); an shm link's ring file: the link reports down
+ * (shm.c) for good; a neighbour's bell an shm link rings: mapped again; a
+ * session's memory: the session is closed.
+ */
+static void dnpd_guard(struct dnpd *d)
+{
+	unsigned i;
+	int r;
+
+	d->guard_seen = dnp_shmguard_total();
+	dnpd_log(DNPD_WARN,
+		 "shared memory shrank under the daemon (%" PRIu64
+		 " SIGBUS caught so far): recovering",
+		 d->guard_seen);
+	if (dnp_shmguard_faults(d->bell)) {
+		r = dnp_doorbell_remap(d->bell_path, d->bell);
+		dnpd_log(r ? DNPD_ERR : DNPD_WARN, "doorbell %s truncated by another process: %s%s",
+			 d->bell_path, r ? "cannot map it again: " : "mapped again",
+			 r ? strerror(-r) : "");
+		if (!r)
+			dnpd_bell_publish(d);
+	}
+	for (i = 0; i < d->nnbr; i++) {
+		struct dnpd_nbr *n = &d->nbr[i];
+
+		if (n->kick && dnp_shmguard_faults(n->kick)) {
+			dnpd_log(DNPD_WARN,
+				 "node %u's bell file truncated: its kick line is mapped again",
+				 n->id);
+			dnpd_nbr_unmap(n);
+		}
+	}
+	for (i = 0; i < DNP_NDIRS; i++)
+		if (d->link[i].exists)
+			dnpd_guard_link(d, i);
+	if (d->lfm.regs && dnp_shmguard_faults(d->lfm.regs)) {
+		struct dnpd_diag_hook hook = d->lfm.hook;
+
+		dnpd_lfm_stop(&d->lfm);
+		r = dnpd_lfm_start(&d->lfm, &d->conf, d->e, dnpd_now());
+		d->lfm.hook = hook;
+		dnpd_log(r ? DNPD_ERR : DNPD_WARN,
+			 "lofamo: register block truncated by another process: %s%s",
+			 r ? "fault manager off: " : "fault manager restarted",
+			 r ? strerror(-r) : "");
+	}
+	dnpd_sess_guard_check(d->sess);
+}
+
 static void dnpd_loop(struct dnpd *d)
 {
 	uint64_t now = dnpd_now();
@@ -646,6 +746,8 @@ static void dnpd_loop(struct dnpd *d)
 			work_app += dnpd_house(d, now);
 			dnpd_solo(d);
 			dnpd_kick_house(d, now);
+			if (dnp_shmguard_total() != d->guard_seen)
+				dnpd_guard(d);
 			last_house = now;
 		}
 		/*
@@ -1160,6 +1262,11 @@ static int dnpd_run(struct dnpd *d)
 		if (r)
 			dnpd_log(DNPD_WARN, "cannot pin to CPU %d: %s", d->conf.cpu, strerror(-r));
 	}
+	/* Before the first shared mapping: nobody's ftruncate may kill us (dnp_shmguard.h). */
+	r = dnp_shmguard_install();
+	if (r)
+		dnpd_log(DNPD_WARN, "SIGBUS guard: %s: a shrunk shared file would kill us",
+			 strerror(-r));
 	r = dnpd_files_open(d);
 	if (r)
 		return r;
@@ -1228,6 +1335,7 @@ out_bell:
 	dnp_doorbell_unmap(d->bell);
 	unlink(d->bell_path);
 	dnpd_unlock_node(d);
+	dnp_shmguard_uninstall(); /* every guarded mapping is gone */
 	return r;
 }
 

@@ -308,6 +308,13 @@ unsigned dnpd_sess_service(struct dnpd_sess_srv *s);
 /* Descriptors to watch while sleeping (listen + connections); returns the count. */
 unsigned dnpd_sess_pollfds(const struct dnpd_sess_srv *s, struct pollfd *out, unsigned max);
 /*
+ * Slow path: closes every session one of whose mappings the SIGBUS guard
+ * caught shrinking under us (dnp_shmguard.h), with a log line. Returns how
+ * many it closed.
+ */
+unsigned dnpd_sess_guard_check(struct dnpd_sess_srv *s);
+
+/*
  * What HELLO does, without the socket: gives se a port (want, or
  * DNP_SESS_PORT_ANY), session memory with both rings, and a heap of 'heap'
  * bytes (0: the default); returns the port and the two memfds (the caller

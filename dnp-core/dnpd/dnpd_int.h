@@ -113,6 +113,7 @@ struct dnpd_link {
 	struct dnp_impair_conf impair;
 	char local[DNPD_ADDR_MAX], remote[DNPD_ADDR_MAX];
 	unsigned side;
+	bool guard_down; /* its shm ring file shrank under us (dnp_shmguard.h): logged, down */
 	/* frames the transport did not take yet (copied: engine frames die at the next call) */
 	unsigned bl_n, bl_i;
 	uint32_t bl_len[DNPD_BURST];
@@ -180,6 +181,7 @@ struct dnpd {
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
 	uint32_t bell_seen;     /* the doorbell's seq when armed */
+	uint64_t guard_seen;    /* dnp_shmguard_total() when last looked at (dnpd_guard) */
 	uint64_t quiet_next;    /* next engine run while quiet */
 	char bell_path[PATH_MAX], sock_path[PATH_MAX], up_path[PATH_MAX], impair_path[PATH_MAX];
 	char pid_path[PATH_MAX];      /* DIR/node-<id>.lock: our pid, flock()ed while we run */

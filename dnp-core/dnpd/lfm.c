@@ -25,6 +25,7 @@
 #include "dfm.h"
 #include "dnp_file.h"
 #include "dnp_parse.h"
+#include "dnp_shmguard.h"
 #include "dnpd.h"
 #include "engine.h"
 #include "regs.h"
@@ -94,6 +95,8 @@ int dnpd_lfm_start(struct dnpd_lfm *m, const struct dnpd_conf *c, struct dnp_eng
 		m->regs = NULL;
 		return r;
 	}
+	/* another process may truncate the file: zeros, not SIGBUS (dnpd.c, dnpd_guard) */
+	(void)dnp_shmguard_add(m->regs, sizeof(*m->regs));
 	dnpd_log(DNPD_INFO, "lofamo: registers %s (epoch %u)", m->path,
 		 atomic_load(&m->regs->dfm_epoch));
 	return 0;
@@ -103,6 +106,7 @@ void dnpd_lfm_stop(struct dnpd_lfm *m)
 {
 	dnp_dfm_destroy(m->dfm);
 	m->dfm = NULL;
+	dnp_shmguard_del(m->regs);
 	dnp_lfm_regs_unmap(m->regs);
 	m->regs = NULL;
 }

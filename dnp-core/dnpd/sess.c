@@ -14,6 +14,13 @@
  * only); the session memfd and heap memfd are mapped here and unmapped when
  * the session closes.
  *
+ * Shrinking memory: both memfds are sealed (F_SEAL_SHRINK | F_SEAL_GROW |
+ * F_SEAL_SEAL) once sized, so an application's ftruncate fails with EPERM
+ * and cannot make our next access of the rings or the heap fault with
+ * SIGBUS. Both mappings are also registered with the SIGBUS guard
+ * (dnp_shmguard.h), should a kernel without seals ever hand them out:
+ * dnpd_sess_guard_check then closes the session.
+ *
  * The application is untrusted (docs/security.md): the rings are used
  * through private handles (ring.h), nothing of the control block is read
  * back, a connection gets DNPD_HANDSHAKE_MS to finish its handshake and only
@@ -38,6 +45,7 @@
 #include <unistd.h>
 
 #include "dnp_futex.h"
+#include "dnp_shmguard.h"
 #include "dnp_yield.h"
 #include "dnpd.h"
 #include "engine.h" /* struct dnp_engine_cntr: a layout only, no engine call */
@@ -116,10 +124,14 @@ err_errno:
 
 static void dnpd_sess_unmap(struct dnpd_session *se)
 {
-	if (se->heap)
+	if (se->heap) {
+		dnp_shmguard_del(se->heap);
 		munmap(se->heap, se->heap_size);
-	if (se->ctl)
+	}
+	if (se->ctl) {
+		dnp_shmguard_del(se->ctl);
 		munmap(se->ctl, se->map_size);
+	}
 	se->heap = NULL;
 	se->ctl = NULL;
 	se->cmd = se->ev = NULL;
@@ -420,14 +432,19 @@ static int dnpd_memfd(const char *name, uint64_t size, void **map)
 	void *p;
 	int fd;
 
-	fd = memfd_create(name, MFD_CLOEXEC);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, (off_t)size))
 		goto err;
+	/* The app gets this fd: it may neither shrink (SIGBUS for us) nor grow it, nor unseal. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+		goto err;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		goto err;
+	/* Defence in depth (sealed already): a full table only loses the second layer. */
+	(void)dnp_shmguard_add(p, size);
 	*map = p;
 	return fd;
 err : {
@@ -530,6 +547,27 @@ fail_map:
 	munmap(map, map_size);
 	close(fds[0]);
 	return r;
+}
+
+unsigned dnpd_sess_guard_check(struct dnpd_sess_srv *s)
+{
+	unsigned i = s->nconn, closed = 0;
+
+	while (i-- > 0) {
+		struct dnpd_session *se = s->conn[i];
+		bool ctl = se->ctl && dnp_shmguard_faults(se->ctl);
+		bool heap = se->heap && dnp_shmguard_faults(se->heap);
+
+		if (!ctl && !heap)
+			continue;
+		dnpd_log(DNPD_WARN,
+			 "port %u (pid %d): the application truncated its %s memory under us: "
+			 "session closed",
+			 se->port, (int)se->pid, ctl ? "session" : "heap");
+		dnpd_sess_drop(s, i);
+		closed++;
+	}
+	return closed;
 }
 
 /* HELLO: a port, the session memory and the heap; replies with the descriptors. */
