@@ -244,16 +244,27 @@ static void test_yield_busy_detected(void **state)
 	CPU_SET(cpu, &sp.cpu);
 	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(sp.cpu), &sp.cpu), 0);
 	assert_int_equal(pthread_create(&th, NULL, spin_busy, &sp), 0);
-	end = dnp_yield_now() + 5000000000ull;
-	while (!dnp_yield_blocking(&y, dnp_yield_now()) && dnp_yield_now() < end && y.yields < 1000)
-		dnp_yield_step(&y, dnp_yield_now());
+	/*
+	 * Up to 10 s: on a loaded machine (other tests beside this one) a third
+	 * process may take the CPU for less than a slice between two of the
+	 * spinner's, and that short yield restarts the count of slow ones.
+	 * Every check after the loop uses the time the loop ended, so that a
+	 * slow join (the spinner waiting for the CPU) cannot close the window
+	 * before it is looked at.
+	 */
+	end = dnp_yield_now() + 10000000000ull;
+	uint64_t t0 = dnp_yield_now();
+	while (!dnp_yield_blocking(&y, t0) && t0 < end) {
+		dnp_yield_step(&y, t0);
+		t0 = dnp_yield_now();
+	}
 	atomic_store(&sp.stop, true);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(sp.err, 0);
-	assert_true(dnp_yield_blocking(&y, dnp_yield_now()));
+	assert_true(dnp_yield_blocking(&y, t0));
 	assert_int_equal(y.busy, 1);
 	uint64_t yields = y.yields;
-	assert_false(dnp_yield_step(&y, dnp_yield_now()));
+	assert_false(dnp_yield_step(&y, t0));
 	assert_int_equal(y.yields, yields);
 }
 
