@@ -178,6 +178,12 @@ as_user() { setpriv --reuid=$user --regid=\$(id -g $user) --clear-groups env -i 
 as_user /usr/local/bin/apps/dnp_pingpong --sizes 8,4096 --iters 20 >$dir/pp-$h.out 2>&1 || rc=1
 as_user /usr/local/bin/dnpctl topo >$dir/topo-$h.out 2>&1 || rc=2
 as_user /usr/local/bin/dnpctl sensor volt 1500 >$dir/sensor-$h.out 2>&1 || rc=3
+# Neither daemon stops before both hosts have asked theirs: the first to
+# stop takes the other's links down, and a later topo there would find
+# them down (a race the test once lost).
+touch $dir/asked-$h
+n=200
+while [ ! -e $dir/asked-$((1 - h)) ] && [ \$n -gt 0 ]; do sleep 0.1; n=\$((n - 1)); done
 kill -TERM \$d
 wait \$d
 echo "host $h: dnpd exit \$?" >>$dir/stop-$h
