@@ -29,6 +29,9 @@
 
 #define ARENA (64u << 10)
 #define BASE 0x100000ull
+
+#include "test_arena.h"
+
 #define NPUT 8
 #define SLOT 64 /* bytes between the PUTs' targets */
 #define MAXF 64
@@ -55,22 +58,24 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t 
 	(void)port;
 	(void)b;
 	(void)seq;
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+	uint8_t *at = test_arena_at(m, va, len);
+
+	if (!at)
 		return -EFAULT;
-	memcpy(dst, m + (va - BASE), len);
+	memcpy(dst, at, len);
 	return 0;
 }
 
 static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
 		     const void *src, size_t len)
 {
-	uint8_t *m = ctx;
+	uint8_t *at = test_arena_at(ctx, va, len);
 
 	(void)port;
 	(void)b;
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+	if (!at)
 		return -EFAULT;
-	memcpy(m + (va - BASE), src, len);
+	memcpy(at, src, len);
 	return 0;
 }
 

@@ -34,6 +34,9 @@
 
 #define ARENA (256u << 10)
 #define BASE 0x100000ull
+
+#include "test_arena.h"
+
 #define SENDBUF (16u << 10) /* node 1's SEND buffers, in the arena's upper half */
 #define NSENDBUF 8u
 #define TRACE (8u << 20)
@@ -79,22 +82,24 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t 
 
 				trace(&W[k], 'R', i, 0, rec, sizeof(rec));
 			}
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+	uint8_t *at = test_arena_at(m, va, len);
+
+	if (!at)
 		return -EFAULT;
-	memcpy(dst, m + (va - BASE), len);
+	memcpy(dst, at, len);
 	return 0;
 }
 
 static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
 		     const void *src, size_t len)
 {
-	uint8_t *m = ctx;
+	uint8_t *at = test_arena_at(ctx, va, len);
 
 	(void)port;
 	(void)b;
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+	if (!at)
 		return -EFAULT;
-	memcpy(m + (va - BASE), src, len);
+	memcpy(at, src, len);
 	return 0;
 }
 
