@@ -16,6 +16,11 @@
 #                 2x2x2) runs under `./dnp mpirun --daemon-death fail|restart`: the job
 #                 neither hangs nor succeeds silently; it ends within 30 s of the kill
 #                 with an error from the provider that Open MPI reports
+#   pin, pin-udp  NetPIPE 8 B (2,000 round trips) under `dnp-run --pin` with
+#                 dnp-mpirun.sh's pinned placement (DNP_MPI_PIN=1): each rank runs on
+#                 the CPU of the other node's daemon and its empty CQ reads make the
+#                 pinned hand-off (at least one per round trip, DNP_FI_STATS); the
+#                 same run without DNP_MPI_PIN makes none
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -93,6 +98,28 @@ PP
 	[ $rc -eq 0 ] || fail "fi_pingpong exited $rc"
 	n=$(grep -c '^\[0,0,0\] 1m  *10  *=10 ' out)
 	[ "$n" -eq 1 ] || fail "server did not complete the 1 MiB transfers"
+	;;
+pin)
+	need NPopenmpi netpipe-openmpi
+	need mpirun openmpi-bin
+	# handoffs N of each rank's CQ (DNP_FI_STATS=1 at fi_close), one per line
+	pin_run() {
+		env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS" DNP_MPI_NP= DNP_FI_DIR="$fidir" "$@" \
+			"$run" --pin --timeout 100 --torus 2x1x1 --transport $tr -- \
+			"$src/fabric/dnp-mpirun.sh" NPopenmpi -p 0 -l 8 -u 8 -n 2000 -o np.out >out 2>&1 ||
+			{ tail -20 out; fail "NetPIPE under dnp-run --pin exited $?"; }
+		grep -o 'cq empty_reads.*' out
+	}
+	pin_run DNP_MPI_PIN=1 >stats || exit 1
+	cat stats
+	[ "$(wc -l <stats)" -eq 2 ] || fail "expected the CQ statistics of 2 ranks"
+	awk '{ for (i = 1; i < NF; i++) if ($i == "handoffs" && $(i + 1) < 2000) bad = 1 }
+		END { exit bad }' stats || fail "a rank made fewer than 2000 hand-offs in 2000 round trips"
+	awk '$1 == 8 { exit !($3 > 0) }' np.out || fail "NetPIPE gave no 8-byte time"
+	pin_run DNP_MPI_PIN=0 >stats || exit 1
+	cat stats
+	grep -q 'handoffs [1-9]' stats && fail "hand-offs without the pinned placement"
+	echo "ok: pinned hand-off in every rank, none unpinned"
 	;;
 netpipe)
 	need NPopenmpi netpipe-openmpi
