@@ -78,6 +78,10 @@ curves() {
 	local rc=0
 	# shellcheck disable=SC2046
 	np_curve np4k-dnp-udp $(dnp_np udp "$build/fabric") || rc=1
+	if [ -n "${BEFORE_FI:-}" ]; then
+		# shellcheck disable=SC2046
+		np_curve np4k-dnp-udp-before $(dnp_np udp "$BEFORE_FI") || rc=1
+	fi
 	np_curve np4k-rxd mpirun $root --bind-to none -np 2 --mca pml cm --mca mtl ofi \
 		--mca mtl_ofi_provider_include "udp;ofi_rxd" -x FI_PROVIDER="udp;ofi_rxd" || rc=1
 	return $rc

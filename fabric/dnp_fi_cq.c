@@ -113,7 +113,9 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
  * DNP_YIELD_PIN_NS after it returned we poll without yielding: the reply
  * comes to us next (api/client.c, dnp_pin_wait; docs/performance.md,
  * "Pinned hand-off"). A wrong placement costs a yield or 5 us of polling,
- * never an event.
+ * never an event. Beside busy processes (our yields gave away time slices:
+ * dnp_yield_blocking) a yield is replaced by a sleep until the next event
+ * (dfi_wait_block), as libdnp's wait sleeps on its event bell then.
  */
 static void dfi_cq_idle(struct dfi_cq *cq)
 {
@@ -123,23 +125,23 @@ static void dfi_cq_idle(struct dfi_cq *cq)
 
 	dom->posted = false;
 	cq->empty++;
-	if (posted) {
-		cq->idle = 0;
-		now = dnp_yield_now();
-		if (!dom->pin_wait) {
-			dnp_yield_step(&cq->yield, now);
-			return;
-		}
+	if (!posted && ++cq->idle < DFI_IDLE_READS)
+		return;
+	cq->idle = 0;
+	now = dnp_yield_now();
+	/* beside busy processes: sleep until the next event rather than spin (dfi_wait_block) */
+	if (dnp_yield_blocking(&cq->yield, now) && dom->ep) {
+		cq->blocks++;
+		dfi_wait_block(dom->ep);
+		return;
+	}
+	if (posted && dom->pin_wait) {
 		dnp_yield_handoff(&cq->yield, now);
 		cq->handoffs++;
 		cq->pin_back = dnp_yield_now();
 		return;
 	}
-	if (++cq->idle < DFI_IDLE_READS)
-		return;
-	cq->idle = 0;
-	now = dnp_yield_now();
-	if (dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
+	if (!posted && dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
 		cq->pin_spins++;
 		return;
 	}
@@ -281,8 +283,10 @@ static int dfi_cq_close(struct fid *fid)
 	if (getenv("DNP_FI_STATS"))
 		fprintf(stderr,
 			"dnp provider: cq empty_reads %" PRIu64 " yields %" PRIu64
-			" yields_alone %" PRIu64 " handoffs %" PRIu64 " pin_spins %" PRIu64 "\n",
-			cq->empty, cq->yield.yields, cq->yield.alone, cq->handoffs, cq->pin_spins);
+			" yields_alone %" PRIu64 " handoffs %" PRIu64 " pin_spins %" PRIu64
+			" busy_windows %" PRIu64 " blocks %" PRIu64 "\n",
+			cq->empty, cq->yield.yields, cq->yield.alone, cq->handoffs, cq->pin_spins,
+			cq->yield.busy, cq->blocks);
 	free(cq->ent);
 	free(cq);
 	return 0;

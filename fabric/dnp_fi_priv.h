@@ -108,6 +108,7 @@ struct dfi_cq {
 	struct dnp_yield yield;              /* yield only when somebody else wants the CPU */
 	uint64_t pin_back;                   /* when the last hand-off yield returned (pin_wait) */
 	uint64_t empty, handoffs, pin_spins; /* empty reads, hand-off yields, polls not yielded */
+	uint64_t blocks;                     /* sleeps in a blocking window (dfi_wait_block) */
 	bool err_told;                       /* the first error entry was said on stderr */
 };
 
@@ -497,6 +498,8 @@ void dfi_fail(struct dfi_ep *ep, int err, const char *what);
  * entry and data calls and CQ reads return -FI_EIO.
  */
 void dfi_progress(struct dfi_ep *ep);
+/* Sleep until the next event, at most 1 ms (a blocking window of the CQ's yields). */
+void dfi_wait_block(struct dfi_ep *ep);
 /* Peer idx is a new endpoint (another process on the old one's port): its state starts again. */
 void dfi_peer_reset(struct dfi_ep *ep, unsigned idx);
 

@@ -21,6 +21,9 @@
 #                 the CPU of the other node's daemon and its empty CQ reads make the
 #                 pinned hand-off (at least one per round trip, DNP_FI_STATS); the
 #                 same run without DNP_MPI_PIN makes none
+#   pin-busy      the same (udp, 500 round trips) beside two busy loops (one pinned to
+#                 each CPU, killed by PID): each rank's CQ yields start a blocking
+#                 window and its empty reads sleep until the next event (blocks >= 250)
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -120,6 +123,30 @@ pin)
 	cat stats
 	grep -q 'handoffs [1-9]' stats && fail "hand-offs without the pinned placement"
 	echo "ok: pinned hand-off in every rank, none unpinned"
+	;;
+pin-busy)
+	need NPopenmpi netpipe-openmpi
+	need mpirun openmpi-bin
+	command -v taskset >/dev/null || skip "no taskset"
+	[ "$(nproc)" -ge 2 ] || skip "--pin needs two CPUs"
+	taskset -c 0 sh -c 'while :; do :; done' &
+	b0=$!
+	taskset -c 1 sh -c 'while :; do :; done' &
+	b1=$!
+	env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS" DNP_MPI_NP= DNP_FI_DIR="$fidir" DNP_MPI_PIN=1 \
+		timeout 120 "$run" --pin --timeout 100 --torus 2x1x1 --transport udp -- \
+		"$src/fabric/dnp-mpirun.sh" NPopenmpi -p 0 -l 8 -u 8 -n 500 -o np.out >out 2>&1
+	rc=$?
+	kill "$b0" "$b1"
+	wait "$b0" "$b1" 2>/dev/null
+	[ $rc -eq 0 ] || { tail -20 out; fail "NetPIPE beside two busy loops exited $rc"; }
+	grep -o 'cq empty_reads.*' out | tee stats
+	[ "$(wc -l <stats)" -eq 2 ] || fail "expected the CQ statistics of 2 ranks"
+	awk '{ for (i = 1; i < NF; i++) {
+		if ($i == "busy_windows" && $(i + 1) < 1) bad = 1
+		if ($i == "blocks" && $(i + 1) < 250) bad = 1 } } END { exit bad }' stats ||
+		fail "a rank did not sleep between messages beside two busy loops"
+	echo "ok: both ranks slept in their blocking windows"
 	;;
 netpipe)
 	need NPopenmpi netpipe-openmpi
