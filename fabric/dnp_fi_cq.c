@@ -105,22 +105,24 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
  * run is a wasted system call, so alone on the CPU we yield only to measure
  * again (dnp_yield.h).
  *
- * The first empty read after a command went to the daemon yields at once,
- * as libdnp's wait does (the process sharing our CPU may be the one that
- * carries it next). Under DNP_FI_HANDOFF=pin (docs/mpi.md, "MPI over udp")
- * that yield is a hand-off, made even when we seemed alone (on our CPU polls
- * the other node's daemon, which gets our message next), and for
- * DNP_YIELD_PIN_NS after it returned we poll without yielding: the reply
- * comes to us next (api/client.c, dnp_pin_wait; docs/performance.md,
- * "Pinned hand-off"). A wrong placement costs a yield or 5 us of polling,
- * never an event. Beside busy processes (our yields gave away time slices:
+ * Under DNP_FI_HANDOFF=pin (docs/mpi.md, "MPI over udp") the first empty
+ * read after a command went to the daemon makes a hand-off yield, even when
+ * we seemed alone (on our CPU polls the other node's daemon, which gets our
+ * message next), and for DNP_YIELD_PIN_NS after it returned we poll without
+ * yielding: the reply comes to us next (api/client.c, dnp_pin_wait;
+ * docs/performance.md, "Pinned hand-off"). A wrong placement costs a yield
+ * or 5 us of polling, never an event. Elsewhere the reads keep the rule
+ * above (a first yield at once after posting, as libdnp's wait makes, was
+ * slower over shm unpinned: docs/performance.md, "MPI over udp").
+ *
+ * Beside busy processes (our yields gave away time slices:
  * dnp_yield_blocking) a yield is replaced by a sleep until the next event
  * (dfi_wait_block), as libdnp's wait sleeps on its event bell then.
  */
 static void dfi_cq_idle(struct dfi_cq *cq)
 {
 	struct dfi_domain *dom = cq->dom;
-	bool posted = dom->posted;
+	bool posted = dom->posted && dom->pin_wait;
 	uint64_t now;
 
 	dom->posted = false;
@@ -135,7 +137,7 @@ static void dfi_cq_idle(struct dfi_cq *cq)
 		dfi_wait_block(dom->ep);
 		return;
 	}
-	if (posted && dom->pin_wait) {
+	if (posted) {
 		dnp_yield_handoff(&cq->yield, now);
 		cq->handoffs++;
 		cq->pin_back = dnp_yield_now();
