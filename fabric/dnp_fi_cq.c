@@ -143,7 +143,7 @@ static void dfi_cq_idle(struct dfi_cq *cq)
 		cq->pin_back = dnp_yield_now();
 		return;
 	}
-	if (!posted && dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
+	if (dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
 		cq->pin_spins++;
 		return;
 	}
@@ -281,7 +281,7 @@ static int dfi_cq_close(struct fid *fid)
 {
 	struct dfi_cq *cq = (struct dfi_cq *)fid;
 
-	/* DNP_FI_STATS=1: how the empty reads waited (tests/integration/mpi-pin.sh) */
+	/* DNP_FI_STATS=1: how the empty reads waited (tests/integration/mpi.sh, case pin) */
 	if (getenv("DNP_FI_STATS"))
 		fprintf(stderr,
 			"dnp provider: cq empty_reads %" PRIu64 " yields %" PRIu64
