@@ -12,6 +12,10 @@
 # usage: bench/mpi-bench.sh BUILD_DIR   -> bench/results/mpi-<date>.md and .csv
 # MPI_SET=curves: only the NetPIPE 8 B..4 KiB curves (SoftDNP udp, udp;ofi_rxd), rows
 # only, no .md (bench/run.sh part mpi); MPI_CSV=FILE: the rows there instead.
+# PLACE=pin (default): the runs over SoftDNP (NetPIPE and the raw dnp_pingpong) under
+# `dnp-run --pin`, the ranks placed by dnp-mpirun.sh's DNP_MPI_PIN=1 (SoftDNP's default
+# placement); PLACE=unpinned: none pinned (the only placement before 2026-12-06). The
+# Open MPI and libfabric peers run as before (--bind-to none).
 # DNP_BENCH_LOCK: the command prefix of each run (default flock /tmp/softdnp-heavy.lock;
 # env: none).
 set -euo pipefail
@@ -22,6 +26,8 @@ date=$(date -u +%Y-%m-%d)
 csv=${MPI_CSV:-$top/bench/results/mpi-$date.csv}
 out=${csv%.csv}.md
 set=${MPI_SET:-all}
+pin='' mpin=0
+[ "${PLACE:-pin}" = pin ] && pin=--pin mpin=1
 # the load before anything of ours runs: above 0.5, other work shares the machine
 load0=$(cut -d' ' -f1 /proc/loadavg)
 tmp=$(mktemp -d /tmp/mpi-bench.XXXXXX)
@@ -45,7 +51,7 @@ np_point() {
 # raw-TR: dnp_pingpong's median; raw-mean-TR: its mean (NetPIPE reports a mean)
 raw_point() {
 	local tr=$1
-	lock "$build/apps/dnp-run" --torus 2x1x1 --transport "$tr" -- dnp_pingpong --csv \
+	lock "$build/apps/dnp-run" $pin --torus 2x1x1 --transport "$tr" -- dnp_pingpong --csv \
 		--sizes 8 --iters 2000 >"$tmp/raw" 2>&1
 	sed -n 's/^\[0,0,0\] //p' "$tmp/raw" | awk -F, -v l="raw-$tr" \
 		'$1 == 8 { printf "%s,8,%s,\n", l, $4; if ($6 != "") printf "raw-mean-%s,8,%s,\n", substr(l, 5), $6 }' >>"$csv"
@@ -62,7 +68,7 @@ np_curve() {
 # dnp_np TR [FI_DIR]: `./dnp mpirun --torus 2x1x1` without the build step
 dnp_np() {
 	local tr=$1 dir=${2:-$build/fabric}
-	echo env DNP_MPI_NP= DNP_FI_DIR="$dir" "$build/apps/dnp-run" --timeout 0 --torus 2x1x1 \
+	echo env DNP_MPI_NP= DNP_MPI_PIN=$mpin DNP_FI_DIR="$dir" "$build/apps/dnp-run" $pin --timeout 0 --torus 2x1x1 \
 		--transport "$tr" -- "$top/fabric/dnp-mpirun.sh"
 }
 
@@ -72,6 +78,10 @@ curves() {
 	local rc=0
 	# shellcheck disable=SC2046
 	np_curve np4k-dnp-udp $(dnp_np udp "$build/fabric") || rc=1
+	if [ -n "${BEFORE_FI:-}" ]; then
+		# shellcheck disable=SC2046
+		np_curve np4k-dnp-udp-before $(dnp_np udp "$BEFORE_FI") || rc=1
+	fi
 	np_curve np4k-rxd mpirun $root --bind-to none -np 2 --mca pml cm --mca mtl ofi \
 		--mca mtl_ofi_provider_include "udp;ofi_rxd" -x FI_PROVIDER="udp;ofi_rxd" || rc=1
 	return $rc
@@ -118,7 +128,8 @@ med() {
 	echo
 	echo "Produced by \`bench/mpi-bench.sh\`: NetPIPE 3.7 (\`NPopenmpi -p 0\`, one size per run),"
 	echo "2 ranks, median of $reps runs; \`dnp_pingpong\` (PUT ping-pong, median of 2000) on the"
-	echo "same 2x1x1 torus. Latency = NetPIPE's one-way time (half round trip). CPU:"
+	echo "same 2x1x1 torus, placement ${PLACE:-pin} (SoftDNP's runs). Latency = NetPIPE's one-way"
+	echo "time (half round trip). CPU:"
 	echo "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores; load average"
 	echo "at the start $load0, at the end of the run $(cut -d' ' -f1-3 /proc/loadavg)$(
 		[ "${REPORT_ONLY:-0}" != 1 ] && awk -v l="$load0" 'BEGIN { exit !(l > 0.5) }' &&

@@ -739,7 +739,8 @@ def mpi_section(w, cpu, path):
                 tr, fmt(raw), fmt(npp), ", ".join("%+.2f" % v for v in over[tr]) or "-"))
     w("")
     w("NetPIPE 3.7 (`NPopenmpi -p 0`), one-way time (half round trip), Open MPI's mtl ofi "
-      "with the provider `dnp` (2x1x1 torus, `dnp-run` unpinned) or with libfabric's "
+      "with the provider `dnp` (2x1x1 torus, `dnp-run --pin` with the ranks placed by "
+      "`DNP_MPI_PIN=1`, as the raw `dnp_pingpong`; unpinned before 2026-12-06) or with libfabric's "
       "`udp;ofi_rxd` (two ranks, `--bind-to none`); medians over the reps. The overhead is "
       "NetPIPE's 8-byte time minus the raw `dnp_pingpong` median of the same rep "
       "(`bench/mpi-overhead.sh`, one round per rep).")

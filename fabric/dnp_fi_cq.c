@@ -2,6 +2,7 @@
 /*
  * Completion queues of the provider "dnp" (contract: dnp_fi_priv.h).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,61 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
 	e->ee.prov_errno = -err;
 }
 
+/*
+ * An empty read. An application spinning on the CQ must leave the core to
+ * the daemon (four pollers on two cores: the daemon that has our next event
+ * often waits for this CPU): every DFI_IDLE_READS empty reads. NetPIPE 8 B
+ * side by side (bench/results/mpi-opt-2026-12-02.md): yielding every 32
+ * reads, or at every read, was slower than every 4 to 16 over shm; over udp
+ * only every 4 was faster than every 32. A yield that finds nobody else to
+ * run is a wasted system call, so alone on the CPU we yield only to measure
+ * again (dnp_yield.h).
+ *
+ * Under DNP_FI_HANDOFF=pin (docs/mpi.md, "MPI over udp") the first empty
+ * read after a command went to the daemon makes a hand-off yield, even when
+ * we seemed alone (on our CPU polls the other node's daemon, which gets our
+ * message next), and for DNP_YIELD_PIN_NS after it returned we poll without
+ * yielding: the reply comes to us next (api/client.c, dnp_pin_wait;
+ * docs/performance.md, "Pinned hand-off"). A wrong placement costs a yield
+ * or 5 us of polling, never an event. Elsewhere the reads keep the rule
+ * above (a first yield at once after posting, as libdnp's wait makes, was
+ * slower over shm unpinned: docs/performance.md, "MPI over udp").
+ *
+ * Beside busy processes (our yields gave away time slices:
+ * dnp_yield_blocking) a yield is replaced by a sleep until the next event
+ * (dfi_wait_block), as libdnp's wait sleeps on its event bell then.
+ */
+static void dfi_cq_idle(struct dfi_cq *cq)
+{
+	struct dfi_domain *dom = cq->dom;
+	bool posted = dom->posted && dom->pin_wait;
+	uint64_t now;
+
+	dom->posted = false;
+	cq->empty++;
+	if (!posted && ++cq->idle < DFI_IDLE_READS)
+		return;
+	cq->idle = 0;
+	now = dnp_yield_now();
+	/* beside busy processes: sleep until the next event rather than spin (dfi_wait_block) */
+	if (dnp_yield_blocking(&cq->yield, now) && dom->ep) {
+		cq->blocks++;
+		dfi_wait_block(dom->ep);
+		return;
+	}
+	if (posted) {
+		dnp_yield_handoff(&cq->yield, now);
+		cq->handoffs++;
+		cq->pin_back = dnp_yield_now();
+		return;
+	}
+	if (dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
+		cq->pin_spins++;
+		return;
+	}
+	dnp_yield_step(&cq->yield, now);
+}
+
 static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count, fi_addr_t *src)
 {
 	size_t i = 0;
@@ -143,20 +199,7 @@ static ssize_t dfi_cq_readfrom_locked(struct dfi_cq *cq, void *buf, size_t count
 		return -FI_EAVAIL;
 	if (cq->dom->ep && cq->dom->ep->fatal)
 		return -FI_EIO; /* the endpoint failed for good (its daemon died, ...) */
-	/*
-	 * An application spinning on the CQ must leave the core to the daemon
-	 * (four pollers on two cores: the daemon that has our next event often
-	 * waits for this CPU): every DFI_IDLE_READS empty reads. NetPIPE 8 B
-	 * side by side (bench/results/mpi-opt-2026-12-02.md): yielding every
-	 * 32 reads, or at every read, was slower than every 4 to 16 over shm;
-	 * over udp only every 4 was faster than every 32.
-	 * A yield that finds nobody else to run is a wasted system call, so
-	 * alone on the CPU we yield only to measure again (dnp_yield.h).
-	 */
-	if (++cq->idle >= DFI_IDLE_READS) {
-		cq->idle = 0;
-		dnp_yield_step(&cq->yield, dnp_yield_now());
-	}
+	dfi_cq_idle(cq);
 	return -FI_EAGAIN;
 }
 
@@ -238,6 +281,14 @@ static int dfi_cq_close(struct fid *fid)
 {
 	struct dfi_cq *cq = (struct dfi_cq *)fid;
 
+	/* DNP_FI_STATS=1: how the empty reads waited (tests/integration/mpi.sh, case pin) */
+	if (getenv("DNP_FI_STATS"))
+		fprintf(stderr,
+			"dnp provider: cq empty_reads %" PRIu64 " yields %" PRIu64
+			" yields_alone %" PRIu64 " handoffs %" PRIu64 " pin_spins %" PRIu64
+			" busy_windows %" PRIu64 " blocks %" PRIu64 "\n",
+			cq->empty, cq->yield.yields, cq->yield.alone, cq->handoffs, cq->pin_spins,
+			cq->yield.busy, cq->blocks);
 	free(cq->ent);
 	free(cq);
 	return 0;

@@ -320,6 +320,31 @@ static void dfi_check_daemon(struct dfi_ep *ep)
 		dfi_abort(ep);
 }
 
+/*
+ * Beside busy processes (the CQ's yields gave away time slices: a window of
+ * dnp_yield_blocking) a poll that neither yields nor sleeps keeps the CPU
+ * from the daemon for a whole slice. Sleep instead, through libdnp's wait:
+ * up to 1 ms, ended by the next event (the daemon wakes a sleeper; libdnp's
+ * own wait turns to sleeping on its event bell once its yields measure the
+ * same slices). The event is handled here; its CQ entry, if any, is read
+ * next time.
+ */
+void dfi_wait_block(struct dfi_ep *ep)
+{
+	struct dnp_event ev;
+	int r;
+
+	if (!ep->enabled || ep->fatal == -EIO)
+		return;
+	r = dnp_wait_event(ep->dom->d, &ev, 1);
+	if (r == 1) {
+		dfi_event(ep, &ev);
+		ep->peer_work = true;
+	} else if (r < 0) {
+		dfi_abort(ep);
+	}
+}
+
 void dfi_progress(struct dfi_ep *ep)
 {
 	struct dnp_event ev[DFI_EV_BATCH];

@@ -110,6 +110,7 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	dom->nidx = dom->nnodes * DFI_LOCAL;
 	dom->my_idx = dfi_idx(dom, dom->self.x, dom->self.y, dom->self.z, dom->port);
 	dom->nolock = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
+	dom->pin_wait = getenv("DNP_FI_HANDOFF") && strcmp(getenv("DNP_FI_HANDOFF"), "pin") == 0;
 	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom.fid.context = context;
 	dom->dom.fid.ops = &dfi_domain_fi_ops;

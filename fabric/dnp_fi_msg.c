@@ -29,6 +29,7 @@ static void dfi_stage_issue(struct dfi_ep *ep, unsigned idx, unsigned k)
 		    pe->ring_va + (uint64_t)(s->seq % DFI_K) * DFI_SLOT, pe->ring_key,
 		    dnp_reqtab_cookie(C_STAGE, idx, k), DNP_NONBLOCK | ep->dom->tc);
 	dnp_stage_issued(&s->state, &pe->pending, r);
+	ep->dom->posted |= r == 0;
 	if (r == -EAGAIN)
 		ep->peer_work = true; /* issued again by a later poll */
 	else if (r != 0)
@@ -188,6 +189,7 @@ void dfi_credit_return(struct dfi_ep *ep, unsigned idx)
 		    pe->credit_va, pe->credit_key, dnp_reqtab_cookie(C_CREDIT, idx, 0),
 		    DNP_NONBLOCK | ep->dom->tc);
 	if (r == 0) {
+		ep->dom->posted = true;
 		pe->credit_busy = true;
 		pe->acked = pe->consumed;
 	} else if (r != -EAGAIN) {
@@ -251,6 +253,7 @@ void dfi_get_issue(struct dfi_ep *ep, struct dfi_req *q)
 		    pe->port, q->rts.va, q->rts.key, dnp_reqtab_cookie(C_GET, q->idx, q->gen),
 		    DNP_NONBLOCK | ep->dom->tc);
 	if (r == 0) {
+		ep->dom->posted = true;
 		q->getting = true;
 		return;
 	}

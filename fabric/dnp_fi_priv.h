@@ -104,9 +104,12 @@ struct dfi_cq {
 	enum fi_cq_format format;
 	struct dfi_cq_ent *ent;
 	size_t cap, head, n;
-	unsigned idle;          /* empty reads since the last yield */
-	struct dnp_yield yield; /* yield only when somebody else wants the CPU */
-	bool err_told;          /* the first error entry was said on stderr */
+	unsigned idle;                       /* empty reads since the last yield */
+	struct dnp_yield yield;              /* yield only when somebody else wants the CPU */
+	uint64_t pin_back;                   /* when the last hand-off yield returned (pin_wait) */
+	uint64_t empty, handoffs, pin_spins; /* empty reads, hand-off yields, polls not yielded */
+	uint64_t blocks;                     /* sleeps in a blocking window (dfi_wait_block) */
+	bool err_told;                       /* the first error entry was said on stderr */
 };
 
 struct dfi_av {
@@ -288,6 +291,15 @@ struct dfi_domain {
 	 * domain's objects): data calls and CQ reads skip the provider lock.
 	 */
 	bool nolock;
+	/*
+	 * The wait's hand-off (dnp_fi_cq.c, dfi_cq_idle): posted is set when a
+	 * command went to the daemon since the last empty CQ read; pin_wait
+	 * (DNP_FI_HANDOFF=pin, set by dnp-mpirun.sh's pinned placement: this
+	 * rank polls on the CPU of the other node's pinned daemon) makes that
+	 * read's yield a hand-off and then polls DNP_YIELD_PIN_NS without
+	 * yielding, as libdnp's waits do there (api/client.c, dnp_pin_wait).
+	 */
+	bool posted, pin_wait;
 };
 
 struct dfi_ep {
@@ -486,6 +498,8 @@ void dfi_fail(struct dfi_ep *ep, int err, const char *what);
  * entry and data calls and CQ reads return -FI_EIO.
  */
 void dfi_progress(struct dfi_ep *ep);
+/* Sleep until the next event, at most 1 ms (a blocking window of the CQ's yields). */
+void dfi_wait_block(struct dfi_ep *ep);
 /* Peer idx is a new endpoint (another process on the old one's port): its state starts again. */
 void dfi_peer_reset(struct dfi_ep *ep, unsigned idx);
 

@@ -55,6 +55,7 @@ static ssize_t dfi_write_counted(struct dfi_ep *ep, struct dfi_peer *pe, const v
 	int r = dnp_put(ep->dom->d, buf, len, pe->c, pe->port, addr, (uint32_t)key,
 			dnp_reqtab_cookie(C_RMA, 0, 0), fl);
 
+	ep->dom->posted |= r == 0;
 	return r == -EAGAIN ? -FI_EAGAIN : r;
 }
 
@@ -128,6 +129,7 @@ static ssize_t dfi_rma(struct dfi_ep *ep, void *buf, size_t len, void *desc, fi_
 		dfi_req_free(ep, q);
 		return r == -EAGAIN ? -FI_EAGAIN : r;
 	}
+	ep->dom->posted = true;
 	return 0;
 }
 

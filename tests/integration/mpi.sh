@@ -16,6 +16,14 @@
 #                 2x2x2) runs under `./dnp mpirun --daemon-death fail|restart`: the job
 #                 neither hangs nor succeeds silently; it ends within 30 s of the kill
 #                 with an error from the provider that Open MPI reports
+#   pin, pin-udp  NetPIPE 8 B (2,000 round trips) under `dnp-run --pin` with
+#                 dnp-mpirun.sh's pinned placement (DNP_MPI_PIN=1): each rank runs on
+#                 the CPU of the other node's daemon and its empty CQ reads make the
+#                 pinned hand-off (at least one per round trip, DNP_FI_STATS); the
+#                 same run without DNP_MPI_PIN makes none
+#   pin-busy      the same (udp, 500 round trips) beside two busy loops (one pinned to
+#                 each CPU, killed by PID): each rank's CQ yields start a blocking
+#                 window and its empty reads sleep until the next event (blocks >= 250)
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -93,6 +101,52 @@ PP
 	[ $rc -eq 0 ] || fail "fi_pingpong exited $rc"
 	n=$(grep -c '^\[0,0,0\] 1m  *10  *=10 ' out)
 	[ "$n" -eq 1 ] || fail "server did not complete the 1 MiB transfers"
+	;;
+pin)
+	need NPopenmpi netpipe-openmpi
+	need mpirun openmpi-bin
+	# handoffs N of each rank's CQ (DNP_FI_STATS=1 at fi_close), one per line
+	pin_run() {
+		env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS" DNP_MPI_NP= DNP_FI_DIR="$fidir" "$@" \
+			"$run" --pin --timeout 100 --torus 2x1x1 --transport $tr -- \
+			"$src/fabric/dnp-mpirun.sh" NPopenmpi -p 0 -l 8 -u 8 -n 2000 -o np.out >out 2>&1 ||
+			{ tail -20 out; fail "NetPIPE under dnp-run --pin exited $?"; }
+		grep -o 'cq empty_reads.*' out
+	}
+	pin_run DNP_MPI_PIN=1 >stats || exit 1
+	cat stats
+	[ "$(wc -l <stats)" -eq 2 ] || fail "expected the CQ statistics of 2 ranks"
+	awk '{ for (i = 1; i < NF; i++) if ($i == "handoffs" && $(i + 1) < 2000) bad = 1 }
+		END { exit bad }' stats || fail "a rank made fewer than 2000 hand-offs in 2000 round trips"
+	awk '$1 == 8 { exit !($3 > 0) }' np.out || fail "NetPIPE gave no 8-byte time"
+	pin_run DNP_MPI_PIN=0 >stats || exit 1
+	cat stats
+	grep -q 'handoffs [1-9]' stats && fail "hand-offs without the pinned placement"
+	echo "ok: pinned hand-off in every rank, none unpinned"
+	;;
+pin-busy)
+	need NPopenmpi netpipe-openmpi
+	need mpirun openmpi-bin
+	command -v taskset >/dev/null || skip "no taskset"
+	[ "$(nproc)" -ge 2 ] || skip "--pin needs two CPUs"
+	taskset -c 0 sh -c 'while :; do :; done' &
+	b0=$!
+	taskset -c 1 sh -c 'while :; do :; done' &
+	b1=$!
+	env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS" DNP_MPI_NP= DNP_FI_DIR="$fidir" DNP_MPI_PIN=1 \
+		timeout 120 "$run" --pin --timeout 100 --torus 2x1x1 --transport udp -- \
+		"$src/fabric/dnp-mpirun.sh" NPopenmpi -p 0 -l 8 -u 8 -n 500 -o np.out >out 2>&1
+	rc=$?
+	kill "$b0" "$b1"
+	wait "$b0" "$b1" 2>/dev/null
+	[ $rc -eq 0 ] || { tail -20 out; fail "NetPIPE beside two busy loops exited $rc"; }
+	grep -o 'cq empty_reads.*' out | tee stats
+	[ "$(wc -l <stats)" -eq 2 ] || fail "expected the CQ statistics of 2 ranks"
+	awk '{ for (i = 1; i < NF; i++) {
+		if ($i == "busy_windows" && $(i + 1) < 1) bad = 1
+		if ($i == "blocks" && $(i + 1) < 250) bad = 1 } } END { exit bad }' stats ||
+		fail "a rank did not sleep between messages beside two busy loops"
+	echo "ok: both ranks slept in their blocking windows"
 	;;
 netpipe)
 	need NPopenmpi netpipe-openmpi
