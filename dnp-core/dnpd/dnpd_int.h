@@ -207,6 +207,7 @@ struct dnpd {
 	uint64_t pin_spins;    /* idle passes that polled on instead of yielding (pin_poll) */
 	uint64_t co_holds;     /* completions held for an app blocked on our CPU (dnpd_coalesce) */
 	uint64_t co_joined;    /* of the holds, ended by other events: one wake-up for both */
+	uint64_t rx_after;     /* passes that sent an app's reply before reading the links */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;
