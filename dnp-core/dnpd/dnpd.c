@@ -772,6 +772,22 @@ static void dnpd_guard(struct dnpd *d)
 	dnpd_sess_guard_check(d->sess);
 }
 
+/*
+ * The links' part of a pass. Two hosts: when the app we handed the CPU to
+ * has posted its reply (commands this pass, our send deferred for it), the
+ * reply leaves first (the deferred send, this pass) and the links are read on
+ * the next pass: a poll() and maybe a receive call (1-3 us here) less ahead
+ * of the reply.
+ */
+static unsigned dnpd_rx(struct dnpd *d, uint64_t now, unsigned cmds)
+{
+	if (cmds && d->tx_deferred && d->ev_here && d->home_cpu >= 0) {
+		d->rx_after++;
+		return 0;
+	}
+	return dnpd_poll_rx(d, now);
+}
+
 static void dnpd_loop(struct dnpd *d)
 {
 	uint64_t now = dnpd_now();
@@ -786,16 +802,7 @@ static void dnpd_loop(struct dnpd *d)
 		d->iters++;
 		work_app = dnpd_poll_cmds(d, now);
 		d->pass_cmds = work_app;
-		/*
-		 * Two hosts: the app we handed the CPU to has posted its reply.
-		 * It leaves first (the deferred send, this pass); the links are
-		 * read on the next pass: a poll() and maybe a receive call
-		 * (1-3 us here) less ahead of the reply.
-		 */
-		if (!(work_app && d->tx_deferred && d->ev_here && d->home_cpu >= 0))
-			work_app += dnpd_poll_rx(d, now);
-		else
-			d->rx_after++;
+		work_app += dnpd_rx(d, now, work_app);
 		if (work_app)
 			d->quiet = false;
 		/* Quiet: the engine (and so our credits) runs every DNPD_COARSE_NS only. */
