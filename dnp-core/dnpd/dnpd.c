@@ -517,8 +517,9 @@ static bool dnpd_waiter_here(const struct dnpd *d)
  * two datagrams, the completion report of the receiver's last PUT and the
  * new data, and the receiving daemon often reads the first before the
  * second is queued. Pushing the completion alone wakes the app blocked on our
- * CPU (a futex wake-up preempts us at once) only for it to find no data and
- * block again: two more context switches, on the path of the data. So events
+ * CPU and hands it the CPU (the two-host hand-off below) only for it to find
+ * no data and block again: two more context switches, on the path of the
+ * data. So events
  * that are all completions, for an app asleep on our CPU, wait up to
  * DNPD_COALESCE_NS while we keep polling; any other event (the data) or the
  * end of the window pushes them all with one wake-up. An app that waits for
