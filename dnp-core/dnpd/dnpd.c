@@ -520,10 +520,11 @@ static bool dnpd_waiter_here(const struct dnpd *d)
  * CPU and hands it the CPU (the two-host hand-off below) only for it to find
  * no data and block again: two more context switches, on the path of the
  * data. So events that are all completions, for an app asleep on our CPU,
- * wait up to DNPD_COALESCE_NS while we keep polling; any other event (the data) or the
- * end of the window pushes them all with one wake-up. An app that waits for
- * the completion itself gets it at most that much later. The engine keeps
- * the events meanwhile, as it does for a full ring: nothing is lost.
+ * wait up to DNPD_COALESCE_NS while we keep polling; any other event (the
+ * data) or the end of the window pushes them all with one wake-up. An app
+ * that waits for the completion itself gets it at most that much later. The
+ * engine keeps the events meanwhile, as it does for a full ring: nothing is
+ * lost.
  */
 static bool dnpd_coalesce(struct dnpd *d, uint64_t now)
 {
