@@ -498,6 +498,59 @@ static void dnpd_kick_stop(struct dnpd *d)
 	d->kick_on = false;
 }
 
+/* An app of ours sleeps in its wait on our CPU (its app_cpu and ev_waiters, hints read once). */
+static bool dnpd_waiter_here(const struct dnpd *d)
+{
+	for (unsigned k = 0; k < d->sess->nports; k++) {
+		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[k]];
+
+		if (atomic_load_explicit(&se->ctl->app_cpu, memory_order_relaxed) == d->home_cpu &&
+		    atomic_load_explicit(&se->ctl->ev_waiters, memory_order_relaxed) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Two hosts (docs/performance.md, "udp in the two-host placement"): true to
+ * keep the events of this pass in the engine for now. Over udp a message is
+ * two datagrams, the completion report of the receiver's last PUT and the
+ * new data, and the receiving daemon often reads the first before the
+ * second is queued. Pushing the completion alone wakes the app blocked on our
+ * CPU and hands it the CPU (the two-host hand-off below) only for it to find
+ * no data and block again: two more context switches, on the path of the
+ * data. So events that are all completions, for an app asleep on our CPU,
+ * wait up to DNPD_COALESCE_NS while we keep polling; any other event (the
+ * data) or the end of the window pushes them all with one wake-up. An app
+ * that waits for the completion itself gets it at most that much later. The
+ * engine keeps the events meanwhile, as it does for a full ring: nothing is
+ * lost.
+ */
+static bool dnpd_coalesce(struct dnpd *d, uint64_t now)
+{
+	const struct dnp_engine_stats *es = dnp_engine_stats(d->e);
+	uint64_t done = es->cmds_ok + es->cmds_failed;
+	uint64_t ev = es->events - d->co_events;
+
+	if (d->co_until) {
+		bool other = ev > done - d->co_done;
+
+		if (!other && now < d->co_until)
+			return true;
+		d->co_joined += other;
+		d->co_until = 0;
+	} else if (ev && ev <= done - d->co_done && d->home_cpu >= 0 &&
+		   d->conf.idle != DNPD_IDLE_BUSY && !dnp_yield_blocking(&d->yield, now) &&
+		   dnpd_waiter_here(d)) {
+		d->co_until = now + DNPD_COALESCE_NS;
+		d->co_holds++;
+		return true;
+	}
+	d->co_events = es->events;
+	d->co_done = done;
+	return false;
+}
+
 /*
  * The engine's part of a pass: run it, hand its events to the apps, send its
  * frames. Returns true when the send was deferred to let an app that just
@@ -515,7 +568,7 @@ static bool dnpd_engine_pass(struct dnpd *d, uint64_t now, unsigned *work)
 	 * a system call on kernel-backed links (udp, af_packet).
 	 */
 	d->ev_here = false;
-	ev = dnpd_push_events(d);
+	ev = dnpd_coalesce(d, now) ? 0 : dnpd_push_events(d);
 	*work += ev;
 	dnpd_kick_nbrs(d);
 	/*
@@ -720,6 +773,22 @@ static void dnpd_guard(struct dnpd *d)
 	dnpd_sess_guard_check(d->sess);
 }
 
+/*
+ * The links' part of a pass. Two hosts: when the app we handed the CPU to
+ * has posted its reply (commands this pass, our send deferred for it), the
+ * reply leaves first (the deferred send, this pass) and the links are read on
+ * the next pass: a poll() and maybe a receive call (1-3 us here) less ahead
+ * of the reply.
+ */
+static unsigned dnpd_rx(struct dnpd *d, uint64_t now, unsigned cmds)
+{
+	if (cmds && d->tx_deferred && d->ev_here && d->home_cpu >= 0) {
+		d->rx_after++;
+		return 0;
+	}
+	return dnpd_poll_rx(d, now);
+}
+
 static void dnpd_loop(struct dnpd *d)
 {
 	uint64_t now = dnpd_now();
@@ -734,13 +803,14 @@ static void dnpd_loop(struct dnpd *d)
 		d->iters++;
 		work_app = dnpd_poll_cmds(d, now);
 		d->pass_cmds = work_app;
-		work_app += dnpd_poll_rx(d, now);
+		work_app += dnpd_rx(d, now, work_app);
 		if (work_app)
 			d->quiet = false;
 		/* Quiet: the engine (and so our credits) runs every DNPD_COARSE_NS only. */
 		if ((!d->quiet || now >= d->quiet_next) && dnpd_engine_pass(d, now, &work_app))
 			continue;
-		work_app += dnpd_push_events(d);
+		if (!dnpd_coalesce(d, now))
+			work_app += dnpd_push_events(d);
 		dnpd_kick_nbrs(d);
 		if (now - last_house >= DNPD_HOUSE_NS) {
 			work_app += dnpd_house(d, now);
@@ -770,6 +840,11 @@ static void dnpd_loop(struct dnpd *d)
 			if (d->lq_held && !dnp_yield_step(&d->yield, now) &&
 			    dnp_yield_blocking(&d->yield, now))
 				sched_yield(); /* it cannot sleep: the peer still needs our CPU */
+			continue;
+		}
+		/* Holding completions (dnpd_coalesce): poll on, the window is short. */
+		if (d->co_until) {
+			dnpd_disarm(d);
 			continue;
 		}
 		/* A neighbour woke a program on our CPU: it runs now (dnpd_kick_nbrs). */

@@ -55,6 +55,12 @@
  */
 #define DNPD_NOWAIT_SLEEP_NS 100000ull        /* 100 us */
 #define DNPD_NOWAIT_QUIET_SLEEP_NS 5000000ull /* 5 ms */
+/*
+ * Two hosts (docs/performance.md, "udp in the two-host placement"): events
+ * that are only completions, for an app blocked on our CPU, wait this long
+ * in the engine for the data that most likely follows them (dnpd_coalesce).
+ */
+#define DNPD_COALESCE_NS 8000ull
 #define DNPD_LINK_DEPTH 256u
 /*
  * Cabling check: a link is reported miswired after this many link-control
@@ -177,6 +183,9 @@ struct dnpd {
 	bool pin_poll;          /* kick_on, and an app of ours polls on a neighbour's CPU */
 	unsigned pass_cmds;     /* app commands taken in this pass */
 	uint64_t pin_back;      /* when our last pinned hand-off yield returned */
+	uint64_t co_until;      /* dnpd_coalesce: holding events until then (0: not holding) */
+	uint64_t co_events;     /* dnpd_coalesce: the engine's events count at the last push */
+	uint64_t co_done;       /* dnpd_coalesce: its completions (cmds_ok + cmds_failed) then */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
@@ -196,6 +205,9 @@ struct dnpd {
 	uint64_t kicked;       /* yields because a neighbour woke an app on our CPU */
 	uint64_t pin_handoffs; /* yields right after forwarding app commands (pin_poll) */
 	uint64_t pin_spins;    /* idle passes that polled on instead of yielding (pin_poll) */
+	uint64_t co_holds;     /* completions held for an app blocked on our CPU (dnpd_coalesce) */
+	uint64_t co_joined;    /* of the holds, ended by other events: one wake-up for both */
+	uint64_t rx_after;     /* passes that sent an app's reply before reading the links */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
 	uint64_t start;

@@ -1,0 +1,109 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# udp in the two-host placement (docs/performance.md, "udp in the two-host
+# placement"): on a 2x1x1 udp torus with node x's daemon and program both on
+# CPU x, a message is two datagrams (the completion report of the last PUT,
+# then the new data) and the receiving daemon often reads the first alone.
+# Each daemon must
+# - hold such completion-only events for its blocked program and push them
+#   with the data's event, one wake-up for both (`co_holds`, `co_joined` in
+#   `dnpctl stats`): at least one join per 4 PUTs received;
+# - send its program's reply before reading the links in the pass after the
+#   hand-off (`rx_after`): at least one per 4 PUTs;
+# - so the program blocks about once per PUT received, not twice: fewer than
+#   1.5 voluntary context switches per wait.
+# Pinned (dnp-run --pin: each program on the other node's daemon's CPU) the
+# daemons do neither: no program waits on their CPU.
+# usage: hand-2host.sh BUILD_DIR
+# Exit: 0 pass, 1 fail, 77 skip (not built, fewer than two CPUs, no GNU time or taskset).
+set -u
+build=$1
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+iters=20000
+
+# Inside dnp-run, on each node: the PUTs under GNU time (voluntary switches
+# of the program), on CPU $3 if given, then the daemon's counts.
+if [ "${2:-}" = inner ]; then
+	x=$DNP_NODE_ID
+	pin=
+	[ "${3:-}" = here ] && pin="taskset -c $x"
+	# shellcheck disable=SC2086 # $pin is a command prefix or nothing
+	/usr/bin/time -f 'vcsw %w' -o "$DNP_RUN_DIR/time-$x" $pin "$build/apps/dnp_pingpong" \
+		--sizes 8 --iters $iters --warmup 100 --csv >/dev/null || exit 1
+	st=$("$build/dnp-core/dnpd/dnpctl" --socket "$DNP_SOCKET" stats | grep '^daemon ')
+	ch=$(echo "$st" | sed -n 's/.* co_holds \([0-9]*\).*/\1/p')
+	cj=$(echo "$st" | sed -n 's/.* co_joined \([0-9]*\).*/\1/p')
+	ra=$(echo "$st" | sed -n 's/.* rx_after \([0-9]*\).*/\1/p')
+	v=$(sed -n 's/^vcsw \([0-9]*\)$/\1/p' "$DNP_RUN_DIR/time-$x")
+	[ -n "$ch" ] && [ -n "$cj" ] && [ -n "$ra" ] && [ -n "$v" ] || exit 1
+	echo "co node $x co_holds $ch co_joined $cj rx_after $ra vcsw $v"
+	exit 0
+fi
+
+. "$(dirname "$0")/lib.sh"
+need_built "$build/dnp-core/dnpd/dnpd" "$build/dnp-core/dnpd/dnpctl" "$build/apps/dnp-run" \
+	"$build/apps/dnp_pingpong"
+[ "$(nproc)" -ge 2 ] || skip "two hosts need two CPUs"
+[ -x /usr/bin/time ] || skip "no GNU time"
+command -v taskset >/dev/null || skip "no taskset"
+fail=0
+w=$(mktemp -d /tmp/hand-2host.XXXXXX)
+trap 'rm -rf "$w"' EXIT
+# node x's daemon on CPU x (as bench/lib.sh's two_host_wrappers)
+cat >"$w/dnpd" <<EOS
+#!/bin/sh
+prev=; x=0
+for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
+exec taskset -c "\$x" "$build/dnp-core/dnpd/dnpd" "\$@"
+EOS
+chmod +x "$w/dnpd"
+
+# run LABEL HERE DNP-RUN-OPTIONS...: the "co node ..." lines of both nodes, node 0 first
+run() {
+	label=$1 here=$2
+	shift 2
+	out=$("$build/apps/dnp-run" --torus 2x1x1 --timeout 120 --no-lofamo "$@" \
+		-- "$self" "$build" inner "$here" 2>&1) || {
+		echo "FAIL: $label: the run failed" >&2
+		echo "$out" | tail -n 20 >&2
+		return 1
+	}
+	lines=$(echo "$out" | grep -o 'co node [01] .*' | sort)
+	[ "$(echo "$lines" | grep -c .)" = 2 ] || {
+		echo "FAIL: $label: the nodes reported nothing" >&2
+		echo "$out" | tail -n 20 >&2
+		return 1
+	}
+	echo "$lines" | sed "s/^/$label: /" >&2
+	echo "$lines"
+}
+# field LINES NODE NAME: the value after NAME on node NODE's line
+field() {
+	echo "$1" | grep "^co node $2 " | sed -n "s/.* $3 \([0-9]*\).*/\1/p"
+}
+
+min=$((iters / 4))
+if l=$(run "udp, two hosts" here --transport udp --dnpd "$w/dnpd"); then
+	for x in 0 1; do
+		[ "$(field "$l" $x co_joined)" -ge $min ] ||
+			bad "udp two hosts: node $x's daemon joined $(field "$l" $x co_joined) held completions to the data in $iters PUTs"
+		[ "$(field "$l" $x rx_after)" -ge $min ] ||
+			bad "udp two hosts: node $x's daemon sent $(field "$l" $x rx_after) replies before reading the links"
+		v=$(field "$l" $x vcsw)
+		[ "$v" -lt $((iters * 3 / 2)) ] ||
+			bad "udp two hosts: node $x's program blocked $v times in $iters waits (one wake-up per message expected)"
+	done
+else
+	fail=1
+fi
+
+if l=$(run "udp, --pin" "" --transport udp --pin); then
+	for x in 0 1; do
+		[ "$(field "$l" $x co_holds)" = 0 ] && [ "$(field "$l" $x rx_after)" = 0 ] ||
+			bad "udp --pin: node $x's daemon held completions or deferred its reads (no program on its CPU)"
+	done
+else
+	fail=1
+fi
+[ $fail = 0 ] && echo "PASS"
+exit $fail
