@@ -113,6 +113,14 @@ struct dnp_mem_ops {
 	int (*write)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
 		     const void *src, size_t len);
 	int (*flush)(void *ctx, unsigned port, uint64_t va, uint64_t len);
+	/*
+	 * Optional (one pass, conf.tx_direct): true when read(ctx, port, NULL,
+	 * va, dst, len, NULL) copies [va, va + len) straight from memory that
+	 * stays mapped and readable for as long as port is open, so that it
+	 * may be read again later (dnpd: the session's sealed heap; not
+	 * process_vm_* memory). NULL: never.
+	 */
+	bool (*stable)(void *ctx, unsigned port, uint64_t va, size_t len);
 };
 
 /* Times a PUT or SEND is sent again after its target said it was never applied. */
@@ -301,7 +309,28 @@ struct dnp_engine_conf {
 	 * them, or turns them off (the old refusal and resend).
 	 */
 	uint32_t rx_bufs;
+	/*
+	 * One pass on the first transmission (h-onepass, docs/performance.md
+	 * "One pass on the first transmission"): with tx_direct, mem->stable
+	 * set, and a link that its driver sends with dnp_engine_tx_burst_into,
+	 * a PUT packet of at least DNP_ONEPASS_MIN payload bytes whose source
+	 * mem->stable accepts keeps only its header and where its payload is
+	 * (port, va) in its packet buffer: its bytes are read from the
+	 * application's memory straight into the caller's buffer (a shm slot)
+	 * each time the frame is written out, and its CRC is computed over
+	 * that buffer after the copy. Not for inline PUTs, SENDs, GETs and
+	 * their responses, commands flagged DNP_CMD_F_SRC_EVENT (their source
+	 * is the application's again at TX_READ), or memory the driver does
+	 * not call stable. A port's such packets are read into their packet
+	 * buffers when the port closes, before dnp_engine_port_close returns.
+	 * dnp_engine_tx_burst still works on every link (it reads the bytes
+	 * into the packet buffer first). Default false (the lab, udp, tests).
+	 */
+	bool tx_direct;
 };
+
+/* Smallest payload a packet must have to be sent in one pass (conf.tx_direct). */
+#define DNP_ONEPASS_MIN 512u
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */
 enum dnp_congestion {
@@ -365,6 +394,9 @@ struct dnp_engine_stats {
 	uint64_t rx_burst_fast;
 	/* Send-side burst (h-send): packets built by injection runs (conf.tx_single false). */
 	uint64_t tx_run_pkts;
+	/* One pass (conf.tx_direct; h-onepass). */
+	uint64_t tx_onepass; /* frames written with their payload read straight from memory */
+	uint64_t tx_onepass_faults; /* such reads that failed: the packet was refused (key 0) */
 };
 
 struct dnp_engine;
@@ -461,6 +493,22 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now);
 /* Up to max frames to send on link dir now (credits permitting). Returns the count. */
 unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
 			     unsigned max, uint64_t now);
+
+/*
+ * One pass (conf.tx_direct): as dnp_engine_tx_burst, but the frames are
+ * written into the caller's buffers bufs[0..n) (caps[i] bytes each, at
+ * most 64 used; a buffer under DNP_MAX_FRAME bytes ends the list), their
+ * lengths in lens; returns the count. A packet whose payload stays in the
+ * application's memory is written there in one pass: header, payload read
+ * through mem->read straight into the buffer, then the CRC over the
+ * buffer's bytes. Any other frame is copied. The buffers are written only
+ * (never read back later); frame i is bufs[i]. Once called for a link with
+ * conf.tx_direct and mem->stable, later PUTs on it may be such packets. A
+ * read that fails turns the packet into one its target refuses (key 0)
+ * and fails its command with -EFAULT (stats tx_onepass_faults).
+ */
+unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
+				  const uint32_t *caps, unsigned n, uint32_t *lens, uint64_t now);
 
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
