@@ -58,6 +58,8 @@ static void cntr_bump(struct evq *q, unsigned i, int status)
 	q->cntr_dirty |= 1ull << i;
 }
 
+static void desc_fill_port(struct dnp_engine *e, unsigned port, bool all, uint32_t msg_id);
+
 /*
  * Ends a command with its one completion event (status 0 or -errno), none
  * for a success of DNP_CMD_F_NO_EVENT (counted in the port's 'quiet' for
@@ -76,6 +78,14 @@ void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 		e->st.cmds_ok++;
 	else
 		e->st.cmds_failed++;
+	/*
+	 * One pass: a PUT that failed gives its source back while packets of it
+	 * may still be resent; they keep the bytes they have now. (After a
+	 * success every packet reached the next node: a resend is a duplicate
+	 * it drops.) A port that closes did this for all its packets.
+	 */
+	if (status && e->c.tx_direct && s->sent && !s->orphan && s->c.op == DNP_OP_PUT)
+		desc_fill_port(e, s->port, false, s->msg_id);
 	if (!s->orphan && q->open) {
 		uint8_t data = status == 0 ? DNP_DATA_DELIVERED :
 			       s->data     ? s->data :
@@ -411,10 +421,9 @@ int engine_desc_fill(struct dnp_engine *e, struct pkt *p, bool fail_cmd)
 	return -EFAULT;
 }
 
-void engine_desc_port_closed(struct dnp_engine *e, unsigned port)
+/* Reads now the bytes of port's descriptor packets (of message msg_id only, unless all). */
+static void desc_fill_port(struct dnp_engine *e, unsigned port, bool all, uint32_t msg_id)
 {
-	if (!e->c.tx_direct)
-		return;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
 		struct xlink *x = &e->links[d];
 
@@ -425,11 +434,16 @@ void engine_desc_port_closed(struct dnp_engine *e, unsigned port)
 			uint32_t seq;
 			struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
 
-			if (p->desc && p->desc_port == port)
-				(void)engine_desc_fill(e, p,
-						       false); /* the port ends its commands */
+			if (p->desc && p->desc_port == port && (all || p->h.msg_id == msg_id))
+				(void)engine_desc_fill(e, p, false); /* its command is ending */
 		}
 	}
+}
+
+void engine_desc_port_closed(struct dnp_engine *e, unsigned port)
+{
+	if (e->c.tx_direct)
+		desc_fill_port(e, port, true, 0);
 }
 
 /* Puts the next packet's payload of command s in dst. */

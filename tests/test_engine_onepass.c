@@ -36,6 +36,7 @@ static bool scribble;             /* node 0's source changes right after each wr
 static uint64_t fail_lo, fail_hi; /* node 0 port 0 write-out reads in [lo, hi) fail */
 static int64_t drop_seq = -1;     /* node 0's first data frame with this seq is lost */
 static bool hold1;                /* node 0's frames are not sent (its window fills) */
+static uint64_t t_cmd;            /* node 0's cmd_timeout (0: none) */
 static unsigned bad_frames;       /* node 0's frames that did not decode */
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
@@ -97,6 +98,7 @@ static int setup(void **state)
 		c.mem_ctx = (void *)(uintptr_t)i;
 		c.key_secret[0] = 77 + i;
 		c.tx_direct = i == 0;
+		c.cmd_timeout = i == 0 ? t_cmd : 0;
 		for (unsigned p = 0; p < NPORTS; p++) {
 			mem[i][p] = calloc(1, ARENA);
 			assert_non_null(mem[i][p]);
@@ -120,7 +122,14 @@ static int teardown(void **state)
 	reads_closed = reads_nul = bad_frames = 0;
 	fail_lo = fail_hi = 0;
 	drop_seq = -1;
+	t_cmd = 0;
 	return 0;
+}
+
+static int setup_timeout(void **state)
+{
+	t_cmd = 400;
+	return setup(state);
 }
 
 /* Node 0's frames on link d, written into our buffers (slots) by the engine. */
@@ -385,6 +394,36 @@ static void test_onepass_read_fault(void **state)
 	assert_int_equal(bad_frames, 0);
 }
 
+/*
+ * A PUT that fails (cmd_timeout) with packets still in the window gives its
+ * source back to the application: those packets keep the bytes they had,
+ * whatever the application writes there afterwards.
+ */
+static void test_onepass_failed_cmd_frozen(void **state)
+{
+	(void)state;
+	const uint64_t len = 4 * DNP_MAX_PAYLOAD;
+	uint32_t key = target(len);
+	static uint8_t orig[4 * DNP_MAX_PAYLOAD];
+
+	pump(50);
+	fill(mem[0][0], len, 51);
+	memcpy(orig, mem[0][0], len);
+	struct dnp_cmd c = put(key, len, 18);
+	hold1 = true;
+	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+	struct dnp_event ev = next_ev(0, 0, 5000);
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -ETIMEDOUT);
+	memset(mem[0][0], 0x77, len); /* the application reuses its buffer */
+	unsigned before = reads_nul;
+	hold1 = false;
+	pump(3000);
+	assert_int_equal(reads_nul, before); /* not read again */
+	assert_int_equal(bad_frames, 0);
+	assert_memory_equal(mem[1][0], orig, len);
+}
+
 /* A link marked direct and then sent with dnp_engine_tx_burst: the bytes are read first. */
 static void test_onepass_plain_tx_burst(void **state)
 {
@@ -431,6 +470,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_onepass_port_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_onepass_read_fault, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_onepass_plain_tx_burst, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_onepass_failed_cmd_frozen, setup_timeout,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
