@@ -149,7 +149,8 @@ struct dnp_transport_ops {
 	 * Optional, together (NULL: copy with tx_burst): frames written in
 	 * place (one pass, docs/performance.md "One pass on the first
 	 * transmission"). tx_reserve points bufs[0..k) at the next k free
-	 * places of the link (k <= n, returned; 0 when full, or -errno), each
+	 * places of the link (k <= n, returned; 0 when full, or -errno;
+	 * -ENOTSUP: not now, send this time with tx_burst), each
 	 * caps[i] bytes, in the order they go out; it changes nothing, and a
 	 * later call gives the same places again until a commit. tx_commit
 	 * sends the first n of them (n <= the last reserve's count), frame i

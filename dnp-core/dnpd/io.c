@@ -192,9 +192,10 @@ static bool dnpd_flush_backlog(struct dnpd_link *l)
  * engine writes link l's frames straight into the backend's free places
  * (tx_reserve/tx_commit), so a PUT's payload goes from the application's
  * heap into the shm slot in one copy. A full ring leaves the frames in the
- * engine (no backlog). Returns the frames sent.
+ * engine (no backlog). Returns the frames sent, or -1 when the backend says
+ * to copy this time (an impairment or a capture on the link).
  */
-static unsigned dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, uint64_t now)
+static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, uint64_t now)
 {
 	uint8_t *bufs[DNPD_BURST];
 	uint32_t caps[DNPD_BURST], lens[DNPD_BURST];
@@ -202,6 +203,8 @@ static unsigned dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned 
 	unsigned n;
 	int r;
 
+	if (k == -ENOTSUP)
+		return -1;
 	if (k <= 0) {
 		if (k < 0)
 			l->tx_errors++;
@@ -217,7 +220,7 @@ static unsigned dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned 
 		r = 0;
 	}
 	l->tx_frames += (unsigned)r;
-	return n;
+	return (int)n;
 }
 
 unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
@@ -246,8 +249,12 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 			continue;
 		}
 		if (l->ops->tx_reserve && l->ops->tx_commit && l->ops->mtu(l->t) >= DNP_MAX_FRAME) {
-			work += dnpd_flush_direct(d, l, dir, now);
-			continue;
+			int sent = dnpd_flush_direct(d, l, dir, now);
+
+			if (sent >= 0) {
+				work += (unsigned)sent;
+				continue;
+			}
 		}
 		n = dnp_engine_tx_burst(d->e, dir, fr, DNPD_BURST, now);
 		if (n == 0)
