@@ -320,24 +320,39 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 }
 
 unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
-				  const uint32_t *caps, unsigned n, uint32_t *lens, uint64_t now)
+				  uint32_t cap, unsigned n, uint32_t *lens, uint64_t now)
 {
 	struct dnp_frame out[64];
-	unsigned k = 0, m;
+	unsigned m;
 
-	while (k < n && k < 64 && caps[k] >= DNP_MAX_FRAME)
-		k++;
-	if (dir >= DNP_NDIRS || !e->links[dir].l || !k)
+	if (dir >= DNP_NDIRS || !e->links[dir].l || cap < DNP_MAX_FRAME || !n)
 		return 0;
 	if (e->c.tx_direct && e->c.mem->stable)
 		e->links[dir].direct = true; /* later PUTs on it may keep their bytes at home */
-	m = tx_burst(e, dir, out, bufs, k, now);
+	m = tx_burst(e, dir, out, bufs, n < 64 ? n : 64, now);
 	for (unsigned i = 0; i < m; i++) {
 		if (out[i].data != bufs[i])
 			memcpy(bufs[i], out[i].data, out[i].len);
 		lens[i] = out[i].len;
 	}
 	return m;
+}
+
+bool dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now)
+{
+	if (dir >= DNP_NDIRS || !e->links[dir].l)
+		return false;
+	const struct xlink *x = &e->links[dir];
+	enum dnp_link_state st = dnp_link_state(x->l);
+	if (st == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
+		return false;
+	/* the conditions under which tx_burst makes a frame, in its order */
+	if (dnp_link_sends_reset(x->l) && (x->credit_pending || dnp_link_reset_due(x->l)))
+		return true;
+	if (st != DNP_LINK_UP)
+		return false;
+	return x->credit_pending || credit_due(e, x, now) || dnp_link_retx_next(x->l) >= 0 ||
+	       x->next_tx < dnp_link_unacked(x->l);
 }
 
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,

@@ -496,19 +496,25 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 
 /*
  * One pass (conf.tx_direct): as dnp_engine_tx_burst, but the frames are
- * written into the caller's buffers bufs[0..n) (caps[i] bytes each, at
- * most 64 used; a buffer under DNP_MAX_FRAME bytes ends the list), their
- * lengths in lens; returns the count. A packet whose payload stays in the
- * application's memory is written there in one pass: header, payload read
- * through mem->read straight into the buffer, then the CRC over the
- * buffer's bytes. Any other frame is copied. The buffers are written only
- * (never read back later); frame i is bufs[i]. Once called for a link with
+ * written into the caller's buffers bufs[0..n) (at most 64 used), each of
+ * cap bytes (0 frames when cap < DNP_MAX_FRAME), their lengths in lens;
+ * returns the count. A packet whose payload stays in the application's
+ * memory is written there in one pass: header, payload read through
+ * mem->read straight into the buffer, then the CRC over the buffer's
+ * bytes. Any other frame is copied. The buffers are written only (never
+ * read back later); frame i is bufs[i]. Once called for a link with
  * conf.tx_direct and mem->stable, later PUTs on it may be such packets. A
  * read that fails turns the packet into one its target refuses (key 0)
  * and fails its command with -EFAULT (stats tx_onepass_faults).
  */
 unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
-				  const uint32_t *caps, unsigned n, uint32_t *lens, uint64_t now);
+				  uint32_t cap, unsigned n, uint32_t *lens, uint64_t now);
+/*
+ * False when dnp_engine_tx_burst(e, dir, ..., now) would certainly return
+ * no frame (nothing to send on that link now): a driver may then skip
+ * reserving room for it. True means there may be some.
+ */
+bool dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now);
 
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,

@@ -541,14 +541,14 @@ static int imp_open(const struct dnp_transport_conf *c, struct dnp_transport **o
  * is impaired, held, or captured (the frames then go through imp_tx_burst:
  * -ENOTSUP tells the caller to copy this time).
  */
-static int imp_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *caps, unsigned n)
+static int imp_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n)
 {
 	struct impair *m = to_imp(t);
 
 	if (m->on || m->h_head != m->h_tail || m->ro_len || m->cap || !m->iops->tx_reserve ||
 	    !m->iops->tx_commit)
 		return -ENOTSUP;
-	return m->iops->tx_reserve(m->inner, bufs, caps, n);
+	return m->iops->tx_reserve(m->inner, bufs, cap, n);
 }
 
 static int imp_tx_commit(struct dnp_transport *t, const uint32_t *lens, unsigned n)

@@ -434,7 +434,7 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 }
 
 /* One pass: the next free slots (their data), as tx_burst would fill them. */
-static int shm_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *caps, unsigned n)
+static int shm_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n)
 {
 	struct dnp_shm *s = to_shm(t);
 	uint32_t depth = s->mask + 1;
@@ -447,10 +447,9 @@ static int shm_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap
 	}
 	if (n > room)
 		n = room;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n; i++)
 		bufs[i] = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask)->data;
-		caps[i] = s->frame_max;
-	}
+	*cap = s->frame_max;
 	return (int)n;
 }
 

@@ -198,10 +198,13 @@ static bool dnpd_flush_backlog(struct dnpd_link *l)
 static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, uint64_t now)
 {
 	uint8_t *bufs[DNPD_BURST];
-	uint32_t caps[DNPD_BURST], lens[DNPD_BURST];
-	int k = l->ops->tx_reserve(l->t, bufs, caps, DNPD_BURST);
+	uint32_t cap = 0, lens[DNPD_BURST];
 	unsigned n;
-	int r;
+	int k, r;
+
+	if (!dnp_engine_tx_due(d->e, dir, now))
+		return 0; /* nothing to send: no places asked for */
+	k = l->ops->tx_reserve(l->t, bufs, &cap, DNPD_BURST);
 
 	if (k == -ENOTSUP)
 		return -1;
@@ -210,7 +213,7 @@ static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, 
 			l->tx_errors++;
 		return 0;
 	}
-	n = dnp_engine_tx_burst_into(d->e, dir, bufs, caps, (unsigned)k, lens, now);
+	n = dnp_engine_tx_burst_into(d->e, dir, bufs, cap, (unsigned)k, lens, now);
 	if (n == 0)
 		return 0;
 	dnp_linkq_sent(&l->lq);
