@@ -202,6 +202,19 @@ struct result {
 	int err;
 };
 
+static void usage(void)
+{
+	printf("usage: " PROG " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
+	       "  [--per-frame] [--tx-single] [--slots copy|direct]\n"
+	       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
+	       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
+	       "  PUTs per size, no memcpy (instruction counts under callgrind);\n"
+	       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts;\n"
+	       "  --tx-single: PUTs submitted, injected and sent one at a time;\n"
+	       "  --slots copy|direct: frames copied into slots, or written there\n"
+	       "  by the sender in one pass (conf.tx_direct).\n");
+}
+
 /* Streams PUTs of 'size' bytes for about 'seconds'. */
 static struct result stream(struct node n[2], uint32_t key, uint32_t size, double seconds,
 			    uint64_t limit)
@@ -422,16 +435,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: " PROG
-			       " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
-			       "  [--per-frame] [--tx-single]\n"
-			       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
-			       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
-			       "  PUTs per size, no memcpy (instruction counts under callgrind);\n"
-			       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts;\n"
-			       "  --tx-single: PUTs submitted, injected and sent one at a time;\n"
-			       "  --slots copy|direct: frames copied into slots, or written there\n"
-			       "  by the sender in one pass (conf.tx_direct).\n");
+			usage();
 			return 0;
 		default:
 			return 2;
