@@ -152,7 +152,9 @@ static unsigned slot_tx(struct dnp_engine *e, unsigned d, struct dnp_frame *f, u
 	uint32_t lens[32];
 	unsigned c;
 
-	if (slot_mode == 1) {
+	if (slot_mode == 2)
+		dnp_engine_link_direct(e, d);
+	if (slot_mode == 1 || !(dnp_engine_tx_due(e, d, now) & DNP_TX_DUE_DIRECT)) {
 		c = dnp_engine_tx_burst(e, d, f, 32, now);
 		for (unsigned k = 0; k < c; k++) {
 			memcpy(slot_buf[k], f[k].data, f[k].len);
@@ -160,8 +162,6 @@ static unsigned slot_tx(struct dnp_engine *e, unsigned d, struct dnp_frame *f, u
 		}
 		return c;
 	}
-	if (!dnp_engine_tx_due(e, d, now))
-		return 0;
 	for (unsigned k = 0; k < 32; k++)
 		bufs[k] = slot_buf[k];
 	c = dnp_engine_tx_burst_into(e, d, bufs, DNP_MAX_FRAME, 32, lens, now);

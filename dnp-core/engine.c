@@ -327,8 +327,7 @@ unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *c
 
 	if (dir >= DNP_NDIRS || !e->links[dir].l || cap < DNP_MAX_FRAME || !n)
 		return 0;
-	if (e->c.tx_direct && e->c.mem->stable)
-		e->links[dir].direct = true; /* later PUTs on it may keep their bytes at home */
+	dnp_engine_link_direct(e, dir); /* later PUTs on it may keep their bytes at home */
 	m = tx_burst(e, dir, out, bufs, n < 64 ? n : 64, now);
 	for (unsigned i = 0; i < m; i++) {
 		if (out[i].data != bufs[i])
@@ -338,21 +337,30 @@ unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *c
 	return m;
 }
 
-bool dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now)
+void dnp_engine_link_direct(struct dnp_engine *e, unsigned dir)
+{
+	if (dir < DNP_NDIRS && e->links[dir].l && e->c.tx_direct && e->c.mem->stable)
+		e->links[dir].direct = true;
+}
+
+unsigned dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now)
 {
 	if (dir >= DNP_NDIRS || !e->links[dir].l)
-		return false;
+		return 0;
 	const struct xlink *x = &e->links[dir];
 	enum dnp_link_state st = dnp_link_state(x->l);
+	unsigned due = DNP_TX_DUE | (e->st.tx_onepass_held ? DNP_TX_DUE_DIRECT : 0);
 	if (st == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
-		return false;
+		return 0;
 	/* the conditions under which tx_burst makes a frame, in its order */
 	if (dnp_link_sends_reset(x->l) && (x->credit_pending || dnp_link_reset_due(x->l)))
-		return true;
+		return due;
 	if (st != DNP_LINK_UP)
-		return false;
+		return 0;
 	return x->credit_pending || credit_due(e, x, now) || dnp_link_retx_next(x->l) >= 0 ||
-	       x->next_tx < dnp_link_unacked(x->l);
+			       x->next_tx < dnp_link_unacked(x->l) ?
+		       due :
+		       0;
 }
 
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,

@@ -397,6 +397,7 @@ struct dnp_engine_stats {
 	/* One pass (conf.tx_direct; h-onepass). */
 	uint64_t tx_onepass; /* frames written with their payload read straight from memory */
 	uint64_t tx_onepass_faults; /* such reads that failed: the packet was refused (key 0) */
+	uint64_t tx_onepass_held;   /* now: packets whose payload is still in application memory */
 };
 
 struct dnp_engine;
@@ -510,11 +511,24 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
 				  uint32_t cap, unsigned n, uint32_t *lens, uint64_t now);
 /*
- * False when dnp_engine_tx_burst(e, dir, ..., now) would certainly return
- * no frame (nothing to send on that link now): a driver may then skip
- * reserving room for it. True means there may be some.
+ * The driver of link dir writes its frames with dnp_engine_tx_burst_into
+ * whenever dnp_engine_tx_due says DNP_TX_DUE_DIRECT (conf.tx_direct and
+ * mem->stable set; nothing otherwise): PUTs on it may from now on keep
+ * their payload in the application's memory. Idempotent; tx_burst_into
+ * does it too.
  */
-bool dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now);
+void dnp_engine_link_direct(struct dnp_engine *e, unsigned dir);
+/*
+ * 0 when dnp_engine_tx_burst(e, dir, ..., now) would certainly return no
+ * frame (a driver may skip reserving room); else DNP_TX_DUE, with
+ * DNP_TX_DUE_DIRECT when the engine holds packets whose payload is still in
+ * application memory (one pass): the driver then writes the link's frames
+ * with dnp_engine_tx_burst_into; otherwise dnp_engine_tx_burst and a copy
+ * cost it less. Either call is correct in every case.
+ */
+#define DNP_TX_DUE 1u
+#define DNP_TX_DUE_DIRECT 2u
+unsigned dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now);
 
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,

@@ -388,8 +388,9 @@ static bool desc_ok(const struct dnp_engine *e, unsigned qi, const struct slot *
 }
 
 /* p carries the next packet of s as a descriptor (desc_ok): no byte read now. */
-static void desc_set(struct pkt *p, const struct slot *s)
+static void desc_set(struct dnp_engine *e, struct pkt *p, const struct slot *s)
 {
+	e->st.tx_onepass_held++;
 	p->desc = 1;
 	p->desc_port = (uint8_t)s->port;
 	p->desc_va = s->c.local_va + s->offset;
@@ -400,6 +401,7 @@ int engine_desc_fill(struct dnp_engine *e, struct pkt *p, bool fail_cmd)
 	uint8_t *pl = p->frame + DNP_PAYLOAD_OFF;
 
 	p->desc = 0;
+	e->st.tx_onepass_held--;
 	/* the frame stays unsealed (CRC field zero): its restamp computes the CRC */
 	if (!e->c.mem->read(e->c.mem_ctx, p->desc_port, NULL, p->desc_va, pl, p->h.len, NULL))
 		return 0;
@@ -500,7 +502,7 @@ static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *
 		return false;
 	buf = payload_buf(e, qi, len, &p);
 	if (p && desc_ok(e, qi, s, len)) {
-		desc_set(p, s);
+		desc_set(e, p, s);
 	} else if (load_cmd_payload(e, s, len, buf) < 0) {
 		if (p)
 			engine_pkt_put(e, p);
@@ -619,7 +621,7 @@ static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct
 		return 0;
 	p = engine_pkt_get(e, flen);
 	if (desc_ok(e, qi, s, len))
-		desc_set(p, s);
+		desc_set(e, p, s);
 	else if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
 		engine_pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);

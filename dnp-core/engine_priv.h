@@ -426,7 +426,10 @@ static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
 
 	p->next = *fl;
 	*fl = p;
-	p->desc = 0;
+	if (p->desc) {
+		p->desc = 0;
+		e->st.tx_onepass_held--;
+	}
 	e->pkts_used--;
 	e->big_free += p->big;
 }

@@ -191,8 +191,9 @@ static bool dnpd_flush_backlog(struct dnpd_link *l)
  * One pass (docs/performance.md, "One pass on the first transmission"): the
  * engine writes link l's frames straight into the backend's free places
  * (tx_reserve/tx_commit), so a PUT's payload goes from the application's
- * heap into the shm slot in one copy. A full ring leaves the frames in the
- * engine (no backlog). Returns the frames sent, or -1 when the backend says
+ * heap into the shm slot in one copy; used while such PUTs wait
+ * (DNP_TX_DUE_DIRECT), the copying path otherwise. A full ring leaves the
+ * frames in the engine (no backlog). Returns the frames sent, or -1 when the backend says
  * to copy this time (an impairment or a capture on the link).
  */
 static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, uint64_t now)
@@ -202,8 +203,6 @@ static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, 
 	unsigned n;
 	int k, r;
 
-	if (!dnp_engine_tx_due(d->e, dir, now))
-		return 0; /* nothing to send: no places asked for */
 	k = l->ops->tx_reserve(l->t, bufs, &cap, DNPD_BURST);
 
 	if (k == -ENOTSUP)
@@ -252,8 +251,12 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 			continue;
 		}
 		if (l->ops->tx_reserve && l->ops->tx_commit && l->ops->mtu(l->t) >= DNP_MAX_FRAME) {
-			int sent = dnpd_flush_direct(d, l, dir, now);
+			int sent = -1;
 
+			dnp_engine_link_direct(d->e, dir);
+			/* only while PUTs wait whose payload is in the heap: else copy as before */
+			if (dnp_engine_tx_due(d->e, dir, now) & DNP_TX_DUE_DIRECT)
+				sent = dnpd_flush_direct(d, l, dir, now);
 			if (sent >= 0) {
 				work += (unsigned)sent;
 				continue;
