@@ -154,7 +154,8 @@ static unsigned slot_tx(struct dnp_engine *e, unsigned d, struct dnp_frame *f, u
 
 	if (slot_mode == 2)
 		dnp_engine_link_direct(e, d);
-	if (slot_mode == 1 || !(dnp_engine_tx_due(e, d, now) & DNP_TX_DUE_DIRECT)) {
+	if (slot_mode == 1 || !dnp_engine_stats(e)->tx_onepass_held ||
+	    !(dnp_engine_tx_due(e, d, now) & DNP_TX_DUE_DIRECT)) {
 		c = dnp_engine_tx_burst(e, d, f, 32, now);
 		for (unsigned k = 0; k < c; k++) {
 			memcpy(slot_buf[k], f[k].data, f[k].len);

@@ -524,7 +524,8 @@ void dnp_engine_link_direct(struct dnp_engine *e, unsigned dir);
  * DNP_TX_DUE_DIRECT when the engine holds packets whose payload is still in
  * application memory (one pass): the driver then writes the link's frames
  * with dnp_engine_tx_burst_into; otherwise dnp_engine_tx_burst and a copy
- * cost it less. Either call is correct in every case.
+ * cost it less. Either call is correct in every case. A driver may look at
+ * stats tx_onepass_held first: while it is 0, DNP_TX_DUE_DIRECT is never set.
  */
 #define DNP_TX_DUE 1u
 #define DNP_TX_DUE_DIRECT 2u

@@ -255,7 +255,8 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 
 			dnp_engine_link_direct(d->e, dir);
 			/* only while PUTs wait whose payload is in the heap: else copy as before */
-			if (dnp_engine_tx_due(d->e, dir, now) & DNP_TX_DUE_DIRECT)
+			if (dnp_engine_stats(d->e)->tx_onepass_held &&
+			    (dnp_engine_tx_due(d->e, dir, now) & DNP_TX_DUE_DIRECT))
 				sent = dnpd_flush_direct(d, l, dir, now);
 			if (sent >= 0) {
 				work += (unsigned)sent;
