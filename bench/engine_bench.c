@@ -14,7 +14,7 @@
  * than half of it).
  *
  *   engine_bench [--sizes 8,64,4096] [--seconds S] [--reps R] [--csv] [--puts N]
- *                [--per-frame] [--tx-single]
+ *                [--per-frame] [--tx-single] [--slots copy|direct]
  *
  * --puts N streams exactly N PUT packets per size (no warm-up, no memcpy
  * reference) instead of timing: for counting instructions per PUT under
@@ -24,6 +24,11 @@
  * PUTs are submitted in bursts (dnp_engine_submit_burst) and injected and
  * sent in runs (the send-side burst); --tx-single: one dnp_engine_submit
  * call per PUT and the engines' one-at-a-time send path (conf.tx_single).
+ * --slots copy: every frame is copied into a slot buffer before the other
+ * engine takes it from there (as dnpd's shm_tx_burst does); --slots direct:
+ * the sender writes its frames into the slots itself (conf.tx_direct,
+ * dnp_engine_tx_burst_into: a PUT's payload goes from the source straight
+ * into the slot; docs/performance.md, "One pass on the first transmission").
  *
  * Output (--csv): transport,peer,test,bytes,rep,value,unit rows
  * (engine msgrate in packets/s, engine bw in MBps = 10^6 B/s, memcpy bw).
@@ -72,7 +77,20 @@ static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t
 	return 0;
 }
 
-static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static bool mem_stable(void *ctx, unsigned port, uint64_t va, size_t len)
+{
+	(void)ctx;
+	(void)port;
+	return va >= BASE && va - BASE <= ARENA && len <= ARENA - (va - BASE);
+}
+
+static const struct dnp_mem_ops ops = { .read = mem_read,
+					.write = mem_write,
+					.stable = mem_stable };
+
+/* --slots: 0 none (frames handed over in place), 1 copy, 2 direct (tx_burst_into) */
+static unsigned slot_mode;
+static uint8_t slot_buf[32][DNP_MAX_FRAME];
 
 static uint64_t now_ns(void)
 {
@@ -105,6 +123,7 @@ static int setup(struct node n[2], uint32_t *key)
 		c.ack_delay = 100000; /* dnpd's DNPD_ACK_DELAY_NS */
 		c.rx_direct = true;   /* as dnpd: delivered from the sender's frame */
 		c.tx_single = tx_single;
+		c.tx_direct = slot_mode == 2;
 		c.link.credit_period = 1000000;
 		c.link.credit_timeout = 4000000000ull;
 		c.link.rto = 20000000;
@@ -126,6 +145,32 @@ static uint64_t rx_refused; /* frames an engine did not take (the sender resends
 /* frames handed over as a burst (dnp_engine_rx_burst, the default) or one by one (--per-frame) */
 static bool burst = true;
 
+/* --slots: the frames of link d written into slot_buf (copied, or by the engine). */
+static unsigned slot_tx(struct dnp_engine *e, unsigned d, struct dnp_frame *f, uint64_t now)
+{
+	uint8_t *bufs[32];
+	uint32_t lens[32];
+	unsigned c;
+
+	if (slot_mode == 2)
+		dnp_engine_link_direct(e, d);
+	if (slot_mode == 1 || !dnp_engine_stats(e)->tx_onepass_held ||
+	    !(dnp_engine_tx_due(e, d, now) & DNP_TX_DUE_DIRECT)) {
+		c = dnp_engine_tx_burst(e, d, f, 32, now);
+		for (unsigned k = 0; k < c; k++) {
+			memcpy(slot_buf[k], f[k].data, f[k].len);
+			f[k].data = slot_buf[k];
+		}
+		return c;
+	}
+	for (unsigned k = 0; k < 32; k++)
+		bufs[k] = slot_buf[k];
+	c = dnp_engine_tx_burst_into(e, d, bufs, DNP_MAX_FRAME, 32, lens, now);
+	for (unsigned k = 0; k < c; k++)
+		f[k] = (struct dnp_frame){ slot_buf[k], lens[k] };
+	return c;
+}
+
 static unsigned pump(struct node n[2], uint64_t now)
 {
 	struct dnp_frame f[32];
@@ -135,7 +180,8 @@ static unsigned pump(struct node n[2], uint64_t now)
 		dnp_engine_run(n[i].e, now);
 	for (unsigned i = 0; i < 2; i++) {
 		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
-			unsigned c = dnp_engine_tx_burst(n[i].e, d, f, 32, now);
+			unsigned c = slot_mode ? slot_tx(n[i].e, d, f, now) :
+						 dnp_engine_tx_burst(n[i].e, d, f, 32, now);
 
 			if (burst)
 				rx_refused += dnp_engine_rx_burst(n[1 - i].e, dnp_torus_opposite(d),
@@ -156,6 +202,19 @@ struct result {
 	uint64_t pkts;
 	int err;
 };
+
+static void usage(void)
+{
+	printf("usage: " PROG " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
+	       "  [--per-frame] [--tx-single] [--slots copy|direct]\n"
+	       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
+	       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
+	       "  PUTs per size, no memcpy (instruction counts under callgrind);\n"
+	       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts;\n"
+	       "  --tx-single: PUTs submitted, injected and sent one at a time;\n"
+	       "  --slots copy|direct: frames copied into slots, or written there\n"
+	       "  by the sender in one pass (conf.tx_direct).\n");
+}
 
 /* Streams PUTs of 'size' bytes for about 'seconds'. */
 static struct result stream(struct node n[2], uint32_t key, uint32_t size, double seconds,
@@ -319,6 +378,7 @@ int main(int argc, char **argv)
 		{ "puts", required_argument, NULL, 'p' },
 		{ "per-frame", no_argument, NULL, 'f' },
 		{ "tx-single", no_argument, NULL, 'S' },
+		{ "slots", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -330,7 +390,7 @@ int main(int argc, char **argv)
 	struct node n[2] = { 0 };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:t:r:p:cfSh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:r:p:cfSL:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (parse_sizes(optarg, sizes, &nsizes) < 0) {
@@ -362,6 +422,13 @@ int main(int argc, char **argv)
 		case 'S':
 			tx_single = true;
 			break;
+		case 'L':
+			if (strcmp(optarg, "copy") && strcmp(optarg, "direct")) {
+				fprintf(stderr, PROG ": bad --slots (copy or direct)\n");
+				return 2;
+			}
+			slot_mode = strcmp(optarg, "copy") ? 2u : 1u;
+			break;
 		case 'p':
 			if (dnp_parse_u64(optarg, &limit) || !limit) {
 				fprintf(stderr, PROG ": bad --puts\n");
@@ -369,14 +436,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			printf("usage: " PROG
-			       " [--sizes LIST] [--seconds S] [--reps R] [--csv] [--puts N]\n"
-			       "  [--per-frame] [--tx-single]\n"
-			       "  two engines back to back in one thread: PUT packets/s and MB/s,\n"
-			       "  beside memcpy MB/s of the same block size; --puts N: exactly N\n"
-			       "  PUTs per size, no memcpy (instruction counts under callgrind);\n"
-			       "  --per-frame: frames one by one (dnp_engine_rx), not as bursts;\n"
-			       "  --tx-single: PUTs submitted, injected and sent one at a time.\n");
+			usage();
 			return 0;
 		default:
 			return 2;

@@ -132,19 +132,63 @@ static bool credit_due(const struct dnp_engine *e, const struct xlink *x, uint64
 	       dnp_link_sack(x->l) != 0 || dnp_link_credit_stale(x->l);
 }
 
-/* Puts unacked packet i of link x on the wire (into *out); returns 1. */
-static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uint32_t ack,
-		       struct dnp_frame *out, uint64_t now)
+/*
+ * One pass: writes descriptor packet p into buf: its header, its payload
+ * read from the application's memory straight into buf, its padding and
+ * footer, CRC field zero (the restamp that follows computes the CRC over
+ * buf's bytes, just written and still in cache: never over the
+ * application's memory, which may change at any time). False when the read
+ * failed: p is then an ordinary packet its target refuses
+ * (engine_desc_fill), to be sent from its packet buffer.
+ */
+static bool tx_desc_write(struct dnp_engine *e, struct pkt *p, uint8_t *buf)
+{
+	uint32_t len = p->h.len;
+
+	memcpy(buf, p->frame, DNP_PAYLOAD_OFF);
+	if (e->c.mem->read(e->c.mem_ctx, p->desc_port, NULL, p->desc_va, buf + DNP_PAYLOAD_OFF, len,
+			   NULL)) {
+		(void)engine_desc_fill(e, p, true); /* reads again, fails, refuses the packet */
+		return false;
+	}
+	memcpy(buf + DNP_PAYLOAD_OFF + len, p->frame + DNP_PAYLOAD_OFF + len,
+	       p->flen - DNP_PAYLOAD_OFF - len);
+	dnp_pkt_unseal(buf, p->flen);
+	e->st.tx_onepass++;
+	return true;
+}
+
+/*
+ * Where packet p's frame is built for the wire: p->frame, or buf (one
+ * pass: a descriptor packet written into the caller's buffer). A
+ * descriptor packet going out through dnp_engine_tx_burst gets its bytes
+ * in its packet buffer first.
+ */
+static uint8_t *tx_frame_of(struct dnp_engine *e, struct pkt *p, uint8_t *buf)
+{
+	if (__builtin_expect(!p->desc, 1))
+		return p->frame;
+	if (buf && tx_desc_write(e, p, buf))
+		return buf;
+	if (p->desc)
+		(void)engine_desc_fill(e, p, true);
+	return p->frame;
+}
+
+/* Puts unacked packet i of link x on the wire (into *out; buf: tx_frame_of); returns 1. */
+static unsigned tx_seq(struct dnp_engine *e, struct xlink *x, unsigned i, bool retx, unsigned dir,
+		       uint32_t ack, struct dnp_frame *out, uint8_t *buf, uint64_t now)
 {
 	uint32_t seq = 0;
 	struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
+	uint8_t *f = tx_frame_of(e, p, buf);
 
-	dnp_pkt_set_epoch(p->frame, dnp_link_epoch(x->l));
+	dnp_pkt_set_epoch(f, dnp_link_epoch(x->l));
 	dnp_pkt_restamp(
-		p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+		f, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
 		(uint8_t)((retx ? DNP_FT_RETX : 0) | (p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK))),
 		p->hops_tx);
-	*out = (struct dnp_frame){ p->frame, p->flen };
+	*out = (struct dnp_frame){ f, p->flen };
 	dnp_link_stats_tx(x->l, p->words, retx);
 	dnp_link_sent(x->l, i, now);
 	return 1;
@@ -154,10 +198,11 @@ static unsigned tx_seq(struct xlink *x, unsigned i, bool retx, unsigned dir, uin
  * Send-side burst: the packets of link x never sent, from x->next_tx on, up
  * to max frames into out: each restamped as tx_seq does (same epoch, seq,
  * ack, flags; the CRC computed there), then the link told once that they
- * left (dnp_link_sent_run). Returns the count.
+ * left (dnp_link_sent_run). bufs: NULL, or the caller's buffers for one
+ * pass (tx_frame_of). Returns the count.
  */
-static unsigned tx_new_run(struct xlink *x, unsigned dir, uint32_t ack, struct dnp_frame *out,
-			   unsigned max, uint64_t now)
+static unsigned tx_new_run(struct dnp_engine *e, struct xlink *x, unsigned dir, uint32_t ack,
+			   struct dnp_frame *out, uint8_t *const *bufs, unsigned max, uint64_t now)
 {
 	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx, n = 0;
 	uint8_t epoch = dnp_link_epoch(x->l);
@@ -165,11 +210,12 @@ static unsigned tx_new_run(struct xlink *x, unsigned dir, uint32_t ack, struct d
 
 	while (n < max && first + n < unacked) {
 		struct pkt *p = dnp_link_unacked_at(x->l, first + n, &seq);
+		uint8_t *f = tx_frame_of(e, p, bufs ? bufs[n] : NULL);
 
-		dnp_pkt_set_epoch(p->frame, epoch);
-		dnp_pkt_restamp(p->frame, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
+		dnp_pkt_set_epoch(f, epoch);
+		dnp_pkt_restamp(f, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
 				(uint8_t)(p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK)), p->hops_tx);
-		out[n++] = (struct dnp_frame){ p->frame, p->flen };
+		out[n++] = (struct dnp_frame){ f, p->flen };
 		words += p->words;
 	}
 	dnp_link_sent_run(x->l, first, n, words, now);
@@ -177,8 +223,9 @@ static unsigned tx_new_run(struct xlink *x, unsigned dir, uint32_t ack, struct d
 	return n;
 }
 
-unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
-			     unsigned max, uint64_t now)
+/* dnp_engine_tx_burst; bufs: NULL, or the caller's buffers (dnp_engine_tx_burst_into). */
+static unsigned tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
+			 uint8_t *const *bufs, unsigned max, uint64_t now)
 {
 	unsigned n = 0;
 
@@ -246,12 +293,13 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	unsigned seq0 = n;
 	int ri;
 	while (n < max && (ri = dnp_link_retx_next(x->l)) >= 0 && (unsigned)ri < x->next_tx)
-		n += tx_seq(x, (unsigned)ri, true, dir, ack, &out[n], now);
+		n += tx_seq(e, x, (unsigned)ri, true, dir, ack, &out[n], bufs ? bufs[n] : NULL,
+			    now);
 	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx;
 	if (!e->c.tx_single)
-		n += tx_new_run(x, dir, ack, &out[n], max - n, now);
+		n += tx_new_run(e, x, dir, ack, &out[n], bufs ? bufs + n : NULL, max - n, now);
 	while (n < max && x->next_tx < unacked) { /* conf.tx_single: one at a time */
-		n += tx_seq(x, x->next_tx, false, dir, ack, &out[n], now);
+		n += tx_seq(e, x, x->next_tx, false, dir, ack, &out[n], bufs ? bufs[n] : NULL, now);
 		x->next_tx++;
 	}
 	/* arbitration: the output is free again, the next packet may be chosen (engine_out_free) */
@@ -263,6 +311,56 @@ unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_fram
 	if (n)
 		x->ack_told = ack;
 	return n;
+}
+
+unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
+			     unsigned max, uint64_t now)
+{
+	return tx_burst(e, dir, out, NULL, max, now);
+}
+
+unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
+				  uint32_t cap, unsigned n, uint32_t *lens, uint64_t now)
+{
+	struct dnp_frame out[64];
+	unsigned m;
+
+	if (dir >= DNP_NDIRS || !e->links[dir].l || cap < DNP_MAX_FRAME || !n)
+		return 0;
+	dnp_engine_link_direct(e, dir); /* later PUTs on it may keep their bytes at home */
+	m = tx_burst(e, dir, out, bufs, n < 64 ? n : 64, now);
+	for (unsigned i = 0; i < m; i++) {
+		if (out[i].data != bufs[i])
+			memcpy(bufs[i], out[i].data, out[i].len);
+		lens[i] = out[i].len;
+	}
+	return m;
+}
+
+void dnp_engine_link_direct(struct dnp_engine *e, unsigned dir)
+{
+	if (dir < DNP_NDIRS && e->links[dir].l && e->c.tx_direct && e->c.mem->stable)
+		e->links[dir].direct = true;
+}
+
+unsigned dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now)
+{
+	if (dir >= DNP_NDIRS || !e->links[dir].l)
+		return 0;
+	const struct xlink *x = &e->links[dir];
+	enum dnp_link_state st = dnp_link_state(x->l);
+	unsigned due = DNP_TX_DUE | (e->st.tx_onepass_held ? DNP_TX_DUE_DIRECT : 0);
+	if (st == DNP_LINK_BROKEN && !dnp_link_recovers(x->l))
+		return 0;
+	/* the conditions under which tx_burst makes a frame, in its order */
+	if (dnp_link_sends_reset(x->l) && (x->credit_pending || dnp_link_reset_due(x->l)))
+		return due;
+	if (st != DNP_LINK_UP)
+		return 0;
+	return x->credit_pending || credit_due(e, x, now) || dnp_link_retx_next(x->l) >= 0 ||
+			       x->next_tx < dnp_link_unacked(x->l) ?
+		       due :
+		       0;
 }
 
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,
@@ -393,6 +491,7 @@ int dnp_engine_port_close(struct dnp_engine *e, unsigned port)
 		return -ENOENT;
 	struct evq *q = &e->ports[port];
 
+	engine_desc_port_closed(e, port); /* while its memory is still there */
 	dnp_buftab_remove_port(e->bt, (uint8_t)port);
 	resp_abort_port(e, port, e->now);
 	while (q->send_head != NO_SLOT)

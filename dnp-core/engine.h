@@ -113,6 +113,14 @@ struct dnp_mem_ops {
 	int (*write)(void *ctx, unsigned port, const struct dnp_buf *buf, uint64_t va,
 		     const void *src, size_t len);
 	int (*flush)(void *ctx, unsigned port, uint64_t va, uint64_t len);
+	/*
+	 * Optional (one pass, conf.tx_direct): true when read(ctx, port, NULL,
+	 * va, dst, len, NULL) copies [va, va + len) straight from memory that
+	 * stays mapped and readable for as long as port is open, so that it
+	 * may be read again later (dnpd: the session's sealed heap; not
+	 * process_vm_* memory). NULL: never.
+	 */
+	bool (*stable)(void *ctx, unsigned port, uint64_t va, size_t len);
 };
 
 /* Times a PUT or SEND is sent again after its target said it was never applied. */
@@ -301,7 +309,28 @@ struct dnp_engine_conf {
 	 * them, or turns them off (the old refusal and resend).
 	 */
 	uint32_t rx_bufs;
+	/*
+	 * One pass on the first transmission (h-onepass, docs/performance.md
+	 * "One pass on the first transmission"): with tx_direct, mem->stable
+	 * set, and a link that its driver sends with dnp_engine_tx_burst_into,
+	 * a PUT packet of at least DNP_ONEPASS_MIN payload bytes whose source
+	 * mem->stable accepts keeps only its header and where its payload is
+	 * (port, va) in its packet buffer: its bytes are read from the
+	 * application's memory straight into the caller's buffer (a shm slot)
+	 * each time the frame is written out, and its CRC is computed over
+	 * that buffer after the copy. Not for inline PUTs, SENDs, GETs and
+	 * their responses, commands flagged DNP_CMD_F_SRC_EVENT (their source
+	 * is the application's again at TX_READ), or memory the driver does
+	 * not call stable. A port's such packets are read into their packet
+	 * buffers when the port closes, before dnp_engine_port_close returns.
+	 * dnp_engine_tx_burst still works on every link (it reads the bytes
+	 * into the packet buffer first). Default false (the lab, udp, tests).
+	 */
+	bool tx_direct;
 };
+
+/* Smallest payload a packet must have to be sent in one pass (conf.tx_direct). */
+#define DNP_ONEPASS_MIN 512u
 
 /* Congestion management modes (struct dnp_engine_conf.congestion). */
 enum dnp_congestion {
@@ -365,6 +394,10 @@ struct dnp_engine_stats {
 	uint64_t rx_burst_fast;
 	/* Send-side burst (h-send): packets built by injection runs (conf.tx_single false). */
 	uint64_t tx_run_pkts;
+	/* One pass (conf.tx_direct; h-onepass). */
+	uint64_t tx_onepass; /* frames written with their payload read straight from memory */
+	uint64_t tx_onepass_faults; /* such reads that failed: the packet was refused (key 0) */
+	uint64_t tx_onepass_held;   /* now: packets whose payload is still in application memory */
 };
 
 struct dnp_engine;
@@ -461,6 +494,42 @@ void dnp_engine_run(struct dnp_engine *e, uint64_t now);
 /* Up to max frames to send on link dir now (credits permitting). Returns the count. */
 unsigned dnp_engine_tx_burst(struct dnp_engine *e, unsigned dir, struct dnp_frame *out,
 			     unsigned max, uint64_t now);
+
+/*
+ * One pass (conf.tx_direct): as dnp_engine_tx_burst, but the frames are
+ * written into the caller's buffers bufs[0..n) (at most 64 used), each of
+ * cap bytes (0 frames when cap < DNP_MAX_FRAME), their lengths in lens;
+ * returns the count. A packet whose payload stays in the application's
+ * memory is written there in one pass: header, payload read through
+ * mem->read straight into the buffer, then the CRC over the buffer's
+ * bytes. Any other frame is copied. The buffers are written only (never
+ * read back later); frame i is bufs[i]. Once called for a link with
+ * conf.tx_direct and mem->stable, later PUTs on it may be such packets. A
+ * read that fails turns the packet into one its target refuses (key 0)
+ * and fails its command with -EFAULT (stats tx_onepass_faults).
+ */
+unsigned dnp_engine_tx_burst_into(struct dnp_engine *e, unsigned dir, uint8_t *const *bufs,
+				  uint32_t cap, unsigned n, uint32_t *lens, uint64_t now);
+/*
+ * The driver of link dir writes its frames with dnp_engine_tx_burst_into
+ * whenever dnp_engine_tx_due says DNP_TX_DUE_DIRECT (conf.tx_direct and
+ * mem->stable set; nothing otherwise): PUTs on it may from now on keep
+ * their payload in the application's memory. Idempotent; tx_burst_into
+ * does it too.
+ */
+void dnp_engine_link_direct(struct dnp_engine *e, unsigned dir);
+/*
+ * 0 when dnp_engine_tx_burst(e, dir, ..., now) would certainly return no
+ * frame (a driver may skip reserving room); else DNP_TX_DUE, with
+ * DNP_TX_DUE_DIRECT when the engine holds packets whose payload is still in
+ * application memory (one pass): the driver then writes the link's frames
+ * with dnp_engine_tx_burst_into; otherwise dnp_engine_tx_burst and a copy
+ * cost it less. Either call is correct in every case. A driver may look at
+ * stats tx_onepass_held first: while it is 0, DNP_TX_DUE_DIRECT is never set.
+ */
+#define DNP_TX_DUE 1u
+#define DNP_TX_DUE_DIRECT 2u
+unsigned dnp_engine_tx_due(const struct dnp_engine *e, unsigned dir, uint64_t now);
 
 /* Events of a port, oldest first. Returns the count. */
 unsigned dnp_engine_poll_events(struct dnp_engine *e, unsigned port, struct dnp_event *ev,

@@ -58,6 +58,8 @@ static void cntr_bump(struct evq *q, unsigned i, int status)
 	q->cntr_dirty |= 1ull << i;
 }
 
+static void desc_fill_port(struct dnp_engine *e, unsigned port, bool all, uint32_t msg_id);
+
 /*
  * Ends a command with its one completion event (status 0 or -errno), none
  * for a success of DNP_CMD_F_NO_EVENT (counted in the port's 'quiet' for
@@ -76,6 +78,14 @@ void engine_complete(struct dnp_engine *e, struct slot *s, int status)
 		e->st.cmds_ok++;
 	else
 		e->st.cmds_failed++;
+	/*
+	 * One pass: a PUT that failed gives its source back while packets of it
+	 * may still be resent; they keep the bytes they have now. (After a
+	 * success every packet reached the next node: a resend is a duplicate
+	 * it drops.) A port that closes did this for all its packets.
+	 */
+	if (status && e->c.tx_direct && s->sent && !s->orphan && s->c.op == DNP_OP_PUT)
+		desc_fill_port(e, s->port, false, s->msg_id);
 	if (!s->orphan && q->open) {
 		uint8_t data = status == 0 ? DNP_DATA_DELIVERED :
 			       s->data     ? s->data :
@@ -362,6 +372,82 @@ static bool inj_abort(struct dnp_engine *e, unsigned qi, struct slot *s, int err
 	return true;
 }
 
+/*
+ * One pass (engine.h, conf.tx_direct): may the next packet of command s (len
+ * payload bytes, out through link qi) keep its payload in the application's
+ * memory until it is written out? PUTs only (a failed read at write-out is
+ * then refused by the target's key check: engine_desc_fill), from memory
+ * the driver calls stable, not flagged SRC_EVENT (whose TX_READ gives the
+ * source back before the packet is acked).
+ */
+static bool desc_ok(const struct dnp_engine *e, unsigned qi, const struct slot *s, uint32_t len)
+{
+	return e->c.tx_direct && len >= DNP_ONEPASS_MIN && qi < DNP_NDIRS && e->links[qi].direct &&
+	       s->c.op == DNP_OP_PUT && !(s->c.flags & (DNP_CMD_F_INLINE | DNP_CMD_F_SRC_EVENT)) &&
+	       e->c.mem->stable(e->c.mem_ctx, s->port, s->c.local_va + s->offset, len);
+}
+
+/* p carries the next packet of s as a descriptor (desc_ok): no byte read now. */
+static void desc_set(struct dnp_engine *e, struct pkt *p, const struct slot *s)
+{
+	e->st.tx_onepass_held++;
+	p->desc = 1;
+	p->desc_port = (uint8_t)s->port;
+	p->desc_va = s->c.local_va + s->offset;
+}
+
+int engine_desc_fill(struct dnp_engine *e, struct pkt *p, bool fail_cmd)
+{
+	uint8_t *pl = p->frame + DNP_PAYLOAD_OFF;
+
+	p->desc = 0;
+	e->st.tx_onepass_held--;
+	/* the frame stays unsealed (CRC field zero): its restamp computes the CRC */
+	if (!e->c.mem->read(e->c.mem_ctx, p->desc_port, NULL, p->desc_va, pl, p->h.len, NULL))
+		return 0;
+	/*
+	 * Its sequence number is taken, so it must go; but no byte we could not
+	 * read may arrive as data: key 0 opens nothing (keygen.h), the target
+	 * refuses it (-EACCES), and its command fails here with -EFAULT.
+	 */
+	e->st.tx_onepass_faults++;
+	memset(pl, 0, p->h.len);
+	p->h.key = 0;
+	(void)dnp_pkt_encode_unsealed(&p->h, pl, p->frame, DNP_MAX_FRAME);
+	if (fail_cmd) {
+		struct slot *s = engine_slot_by_msg(e, p->h.msg_id);
+
+		if (s && s->port == p->desc_port && !s->orphan)
+			engine_fail_cmd(e, s, -EFAULT);
+	}
+	return -EFAULT;
+}
+
+/* Reads now the bytes of port's descriptor packets (of message msg_id only, unless all). */
+static void desc_fill_port(struct dnp_engine *e, unsigned port, bool all, uint32_t msg_id)
+{
+	for (unsigned d = 0; d < DNP_NDIRS; d++) {
+		struct xlink *x = &e->links[d];
+
+		if (!x->l || !x->direct)
+			continue;
+		unsigned n = dnp_link_unacked(x->l);
+		for (unsigned i = 0; i < n; i++) {
+			uint32_t seq;
+			struct pkt *p = dnp_link_unacked_at(x->l, i, &seq);
+
+			if (p->desc && p->desc_port == port && (all || p->h.msg_id == msg_id))
+				(void)engine_desc_fill(e, p, false); /* its command is ending */
+		}
+	}
+}
+
+void engine_desc_port_closed(struct dnp_engine *e, unsigned port)
+{
+	if (e->c.tx_direct)
+		desc_fill_port(e, port, true, 0);
+}
+
 /* Puts the next packet's payload of command s in dst. */
 static int load_cmd_payload(struct dnp_engine *e, const struct slot *s, uint32_t len, uint8_t *dst)
 {
@@ -415,7 +501,9 @@ static inline __attribute__((always_inline)) bool inject_one(struct dnp_engine *
 		       &vc))
 		return false;
 	buf = payload_buf(e, qi, len, &p);
-	if (load_cmd_payload(e, s, len, buf) < 0) {
+	if (p && desc_ok(e, qi, s, len)) {
+		desc_set(e, p, s);
+	} else if (load_cmd_payload(e, s, len, buf) < 0) {
 		if (p)
 			engine_pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);
@@ -532,7 +620,9 @@ static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct
 	    !engine_can_start(e, r->x->l, hop.vc, 0, flen / DNP_WORD_BYTES))
 		return 0;
 	p = engine_pkt_get(e, flen);
-	if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
+	if (desc_ok(e, qi, s, len))
+		desc_set(e, p, s);
+	else if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
 		engine_pkt_put(e, p);
 		return inj_abort(e, qi, s, -EFAULT);
 	}

@@ -70,6 +70,15 @@ struct pkt {
 	uint32_t job_len;
 	uint8_t job_q;    /* responder queue (first-hop direction towards the requester) */
 	uint16_t job_via; /* route plan towards the requester */
+	/*
+	 * One pass (conf.tx_direct): the payload is not in frame but in port
+	 * desc_port's memory at desc_va (h.len bytes), read at each write-out
+	 * (engine.c, tx_desc_write); frame holds the header and footer, its
+	 * CRC field stays zero. Cleared when the buffer is freed.
+	 */
+	uint8_t desc;
+	uint8_t desc_port;
+	uint64_t desc_va;
 };
 
 struct pktq {
@@ -86,6 +95,7 @@ struct xlink {
 	uint32_t ack_told;  /* the ack of the last frame we sent */
 	uint32_t next_tx;   /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
 	bool was_up;        /* UP at least once: later UPs are reported as LINK events */
+	bool direct;        /* its driver uses dnp_engine_tx_burst_into (conf.tx_direct) */
 	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
 	uint8_t rframe[DNP_FRAME_OVERHEAD + DNP_HELLO_BYTES]; /* RESET frame with its hello */
 };
@@ -416,6 +426,10 @@ static inline void engine_pkt_put(struct dnp_engine *e, struct pkt *p)
 
 	p->next = *fl;
 	*fl = p;
+	if (p->desc) {
+		p->desc = 0;
+		e->st.tx_onepass_held--;
+	}
 	e->pkts_used--;
 	e->big_free += p->big;
 }
@@ -829,6 +843,15 @@ static inline void engine_link_enqueue(struct dnp_engine *e, unsigned dir, unsig
 	p->seq = dnp_link_seq_push(x->l, p, now);
 	dnp_link_commit(x->l, vc, p->words);
 }
+/*
+ * One pass (conf.tx_direct): reads descriptor packet p's payload into its
+ * packet buffer (p->desc cleared). A failed read makes p a packet its
+ * target refuses (key 0, zero payload) and, when fail_cmd, fails its
+ * command with -EFAULT. Returns 0 or -EFAULT.
+ */
+int engine_desc_fill(struct dnp_engine *e, struct pkt *p, bool fail_cmd);
+/* Port closes: its descriptor packets in every link's window get their bytes now. */
+void engine_desc_port_closed(struct dnp_engine *e, unsigned port);
 /* A packet that cannot go anywhere: its owner is told status (data packets), p is freed. */
 void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now);
 /* Link dir broke (the link module said so, or the driver did). */

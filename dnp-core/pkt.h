@@ -384,4 +384,18 @@ static inline void dnp_pkt_set_epoch(uint8_t *frame, uint8_t epoch)
 		dnp_pkt_edit_sealed(frame, 15, epoch);
 }
 
+/*
+ * Marks an encoded frame of len bytes (>= DNP_FRAME_OVERHEAD) unsealed: its
+ * CRC field (the footer's first four bytes) becomes zero, so the next
+ * dnp_pkt_restamp computes the CRC over the whole frame as it stands. For a
+ * frame whose payload was written afresh after its header (one pass,
+ * engine.h: conf.tx_direct).
+ */
+static inline void dnp_pkt_unseal(uint8_t *frame, size_t len)
+{
+	uint8_t *crc = frame + len - DNP_WORD_BYTES;
+
+	crc[0] = crc[1] = crc[2] = crc[3] = 0;
+}
+
 #endif

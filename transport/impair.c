@@ -536,6 +536,28 @@ static int imp_open(const struct dnp_transport_conf *c, struct dnp_transport **o
 	return -EINVAL; /* made by dnp_impair_wrap only */
 }
 
+/*
+ * One pass (transport.h, tx_reserve): the inner link's places, while nothing
+ * is impaired, held, or captured (the frames then go through imp_tx_burst:
+ * -ENOTSUP tells the caller to copy this time).
+ */
+static int imp_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n)
+{
+	struct impair *m = to_imp(t);
+
+	if (m->on || m->h_head != m->h_tail || m->ro_len || m->cap || !m->iops->tx_reserve ||
+	    !m->iops->tx_commit)
+		return -ENOTSUP;
+	return m->iops->tx_reserve(m->inner, bufs, cap, n);
+}
+
+static int imp_tx_commit(struct dnp_transport *t, const uint32_t *lens, unsigned n)
+{
+	struct impair *m = to_imp(t);
+
+	return m->iops->tx_commit ? m->iops->tx_commit(m->inner, lens, n) : -ENOTSUP;
+}
+
 const struct dnp_transport_ops dnp_transport_impair = {
 	.name = "impair",
 	.open = imp_open,
@@ -546,6 +568,8 @@ const struct dnp_transport_ops dnp_transport_impair = {
 	.wait_fd = imp_wait_fd,
 	.up = imp_up,
 	.rx_gate_fd = imp_rx_gate_fd,
+	.tx_reserve = imp_tx_reserve,
+	.tx_commit = imp_tx_commit,
 };
 
 int dnp_impair_wrap(struct dnp_transport *inner, unsigned dir, const struct dnp_impair_conf *c,

@@ -433,6 +433,56 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 	return (int)i;
 }
 
+/* One pass: the next free slots (their data), as tx_burst would fill them. */
+static int shm_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n)
+{
+	struct dnp_shm *s = to_shm(t);
+	uint32_t depth = s->mask + 1;
+	uint32_t room = depth - (s->tx_tail - s->tx_head_cache);
+
+	if (room < n) {
+		/* acquire: pairs with the consumer's release of head; its reads are done */
+		s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
+		room = depth - (s->tx_tail - s->tx_head_cache);
+	}
+	if (n > room)
+		n = room;
+	for (unsigned i = 0; i < n; i++)
+		bufs[i] = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask)->data;
+	*cap = s->frame_max;
+	return (int)n;
+}
+
+/* One pass: publishes the first n reserved slots, written in place, as shm_tx_burst does. */
+static int shm_tx_commit(struct dnp_transport *t, const uint32_t *lens, unsigned n)
+{
+	struct dnp_shm *s = to_shm(t);
+	unsigned i;
+
+	if (n > s->mask + 1 - (s->tx_tail - s->tx_head_cache))
+		return -EINVAL; /* more than a reserve could have given */
+	for (i = 0; i < n; i++)
+		if (lens[i] > s->frame_max)
+			return -EMSGSIZE;
+	for (i = 0; i < n; i++) {
+		struct dnp_shm_slot *slot =
+			slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask);
+
+		slot->len = lens[i];
+		s->tx_before[(s->tx_tail + i) & s->mask] = s->tx_bytes;
+		s->tx_bytes += lens[i];
+		/* release: length and frame are visible before the seq that announces them */
+		atomic_store_explicit(&slot->seq, s->tx_tail + i + 1, memory_order_release);
+	}
+	if (n == 0)
+		return 0;
+	s->tx_tail += n;
+	/* for an attach after a restart; the consumer goes by the seqs */
+	atomic_store_explicit(&s->tx_ctl->tail, s->tx_tail, memory_order_release);
+	dnp_doorbell_ring(s->peer_bell);
+	return (int)n;
+}
+
 static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
 {
 	struct dnp_shm *s = to_shm(t);
@@ -542,4 +592,6 @@ const struct dnp_transport_ops dnp_transport_shm = {
 	.wait_fd = shm_wait_fd,
 	.up = shm_up,
 	.tx_queued = shm_tx_queued,
+	.tx_reserve = shm_tx_reserve,
+	.tx_commit = shm_tx_commit,
 };

@@ -145,6 +145,23 @@ struct dnp_transport_ops {
 	 * the engine's class arbitration, above it, decides what goes next.
 	 */
 	uint32_t (*tx_queued)(const struct dnp_transport *t);
+	/*
+	 * Optional, together (NULL: copy with tx_burst): frames written in
+	 * place (one pass, docs/performance.md "One pass on the first
+	 * transmission"). tx_reserve points bufs[0..k) at the next k free
+	 * places of the link (k <= n, returned; 0 when full, or -errno;
+	 * -ENOTSUP: not now, send this time with tx_burst), each *cap bytes,
+	 * in the order they go out; it changes nothing, and a later call
+	 * gives the same places again until a commit. tx_commit sends the
+	 * first n of them (n <= the last reserve's count), frame i being
+	 * lens[i] bytes written into bufs[i], exactly as tx_burst would send
+	 * them (same ordering and doorbell); returns n or -errno (-EMSGSIZE: a
+	 * length over the cap, -EINVAL: more than were reserved; nothing
+	 * sent). The caller writes the places only between the two calls, and
+	 * nothing else is sent on the link in between.
+	 */
+	int (*tx_reserve)(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n);
+	int (*tx_commit)(struct dnp_transport *t, const uint32_t *lens, unsigned n);
 };
 
 extern const struct dnp_transport_ops dnp_transport_shm;

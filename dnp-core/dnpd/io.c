@@ -187,6 +187,44 @@ static bool dnpd_flush_backlog(struct dnpd_link *l)
 	return true;
 }
 
+/*
+ * One pass (docs/performance.md, "One pass on the first transmission"): the
+ * engine writes link l's frames straight into the backend's free places
+ * (tx_reserve/tx_commit), so a PUT's payload goes from the application's
+ * heap into the shm slot in one copy; used while such PUTs wait
+ * (DNP_TX_DUE_DIRECT), the copying path otherwise. A full ring leaves the
+ * frames in the engine (no backlog). Returns the frames sent, or -1 when the backend says
+ * to copy this time (an impairment or a capture on the link).
+ */
+static int dnpd_flush_direct(struct dnpd *d, struct dnpd_link *l, unsigned dir, uint64_t now)
+{
+	uint8_t *bufs[DNPD_BURST];
+	uint32_t cap = 0, lens[DNPD_BURST];
+	unsigned n;
+	int k, r;
+
+	k = l->ops->tx_reserve(l->t, bufs, &cap, DNPD_BURST);
+
+	if (k == -ENOTSUP)
+		return -1;
+	if (k <= 0) {
+		if (k < 0)
+			l->tx_errors++;
+		return 0;
+	}
+	n = dnp_engine_tx_burst_into(d->e, dir, bufs, cap, (unsigned)k, lens, now);
+	if (n == 0)
+		return 0;
+	dnp_linkq_sent(&l->lq);
+	r = l->ops->tx_commit(l->t, lens, n);
+	if (r < 0) { /* cannot happen (the engine wrote within the caps): lost, the link resends */
+		l->tx_errors++;
+		r = 0;
+	}
+	l->tx_frames += (unsigned)r;
+	return (int)n;
+}
+
 unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 {
 	struct dnp_frame fr[DNPD_BURST];
@@ -211,6 +249,19 @@ unsigned dnpd_flush_tx(struct dnpd *d, uint64_t now)
 		if (!dnp_linkq_open(&l->lq, l->backend)) {
 			d->lq_held = true;
 			continue;
+		}
+		if (l->ops->tx_reserve && l->ops->tx_commit && l->ops->mtu(l->t) >= DNP_MAX_FRAME) {
+			int sent = -1;
+
+			dnp_engine_link_direct(d->e, dir);
+			/* only while PUTs wait whose payload is in the heap: else copy as before */
+			if (dnp_engine_stats(d->e)->tx_onepass_held &&
+			    (dnp_engine_tx_due(d->e, dir, now) & DNP_TX_DUE_DIRECT))
+				sent = dnpd_flush_direct(d, l, dir, now);
+			if (sent >= 0) {
+				work += (unsigned)sent;
+				continue;
+			}
 		}
 		n = dnp_engine_tx_burst(d->e, dir, fr, DNPD_BURST, now);
 		if (n == 0)

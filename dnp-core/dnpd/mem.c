@@ -236,8 +236,24 @@ static int dnpd_mem_write(void *ctx, unsigned port, const struct dnp_buf *buf, u
 	return 0;
 }
 
+/*
+ * One pass (engine.h, struct dnp_mem_ops.stable): a range of the session's
+ * heap. The heap stays mapped until the port closes (dnpd_sess_drop closes
+ * the port first, and the engine reads what it still needs then) and is
+ * sealed against shrinking, so a later read of it is a memcpy, never a
+ * fault; private memory is not (each read is a process_vm_readv).
+ */
+static bool dnpd_mem_stable(void *ctx, unsigned port, uint64_t va, size_t len)
+{
+	struct dnpd *d = ctx;
+	struct dnpd_session *se = port < 256 ? d->sess->by_port[port] : NULL;
+
+	return se && dnpd_sess_heap_addr(se, va, len) != NULL;
+}
+
 const struct dnp_mem_ops dnpd_mem_ops = {
 	.read = dnpd_mem_read,
 	.write = dnpd_mem_write,
 	.flush = dnpd_mem_flush,
+	.stable = dnpd_mem_stable,
 };
