@@ -215,12 +215,14 @@ static size_t dnpd_op_stats(void *ctx, char *buf, size_t cap)
 		 " bytes_delivered %" PRIu64 " rx_crc_errors %" PRIu64 " rx_malformed %" PRIu64
 		 " rx_misrouted %" PRIu64 " deliver_errors %" PRIu64 " events %" PRIu64
 		 " hops_total %" PRIu64 " cmpl_frames %" PRIu64 " pending %" PRIu64
-		 " rx_nobuf %" PRIu64 " rx_direct %" PRIu64 " rx_burst_fast %" PRIu64 "\n",
+		 " rx_nobuf %" PRIu64 " rx_direct %" PRIu64 " rx_burst_fast %" PRIu64
+		 " tx_onepass %" PRIu64 " tx_onepass_faults %" PRIu64 " tx_onepass_held %" PRIu64
+		 "\n",
 		 es->cmds_accepted, es->cmds_ok, es->cmds_failed, es->pkts_injected,
 		 es->pkts_forwarded, es->pkts_delivered, es->bytes_delivered, es->rx_crc_errors,
 		 es->rx_malformed, es->rx_misrouted, es->deliver_errors, es->events, es->hops_total,
 		 es->cmpl_frames, dnp_engine_pending(d->e), es->rx_nobuf, es->rx_direct,
-		 es->rx_burst_fast);
+		 es->rx_burst_fast, es->tx_onepass, es->tx_onepass_faults, es->tx_onepass_held);
 	dnpd_out(&o,
 		 "routes broken_cables %u sick_cables %u route_tx %" PRIu64 " route_rx %" PRIu64
 		 " route_changes %" PRIu64 " route_overflow %" PRIu64 " sick_avoided %" PRIu64
