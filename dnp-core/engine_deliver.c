@@ -5,7 +5,7 @@
  * (CMPL, DIAG, ROUTE) handed to their owners. Contract: engine_priv.h,
  * "delivery".
  */
-#include "engine_priv.h"
+#include "engine_rx8.h"
 
 /*
  * A data packet refused at delivery (rc < 0): count it and tell its owner,
@@ -65,23 +65,46 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
 }
 
 /*
+ * Copies len bytes to a mapped buffer (conf.rx_map_priv): 8 to 16 bytes, a
+ * small PUT's payload, as two overlapping 8-byte moves rather than a call.
+ */
+static inline void copy_mapped(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	uint64_t a, b;
+
+	if (len < 8 || len > 16) {
+		memcpy(dst, src, len);
+		return;
+	}
+	memcpy(&a, src, 8);
+	memcpy(&b, src + len - 8, 8);
+	memcpy(dst, &a, 8);
+	memcpy(dst + len - 8, &b, 8);
+}
+
+/*
  * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
  * buffer it names. Every fragment checks the whole message range: all or
  * nothing. A fragment that fails settles the writes of its message when
- * it is the last one (engine_mem_settle). Returns 0, or -ENOENT, -ERANGE,
- * -EACCES, -EPERM (as the sender sees it), -EFAULT.
+ * it is the last one (engine_mem_settle). *mapped: the buffer is mapped
+ * (conf.rx_map_priv and its priv), written here, and its message needs no
+ * settling. Returns 0, or -ENOENT, -ERANGE, -EACCES, -EPERM (as the sender
+ * sees it), -EFAULT.
  */
 static inline __attribute__((always_inline)) int write_keyed(struct dnp_engine *e,
 							     const struct dnp_pkt_hdr *h,
-							     const uint8_t *payload)
+							     const uint8_t *payload, bool *mapped)
 {
 	const struct dnp_buf *b;
 	uint64_t start = h->va - h->offset;
 	int rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1, h->key,
 				   DNP_BUF_PUT_TARGET, &b);
 
-	if (rc == 0 && h->len &&
-	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
+	*mapped = rc == 0 && e->c.rx_map_priv && b->priv;
+	if (*mapped)
+		copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
+	else if (rc == 0 && h->len &&
+		 e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
 		rc = -EFAULT;
 	if (rc < 0) {
 		if (h->flags & DNP_PKT_F_LAST)
@@ -101,6 +124,18 @@ int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t
 	if (!e->c.mem->flush)
 		return 0;
 	return e->c.mem->flush(e->c.mem_ctx, port, va, len) ? -EFAULT : 0;
+}
+
+/*
+ * Has the message of h, whose last fragment write_keyed just wrote, landed
+ * whole without mem->flush? When it is this one packet, written through the
+ * buffer's mapping. A message of several packets is settled through the
+ * driver all the same: its earlier fragments may have gone through
+ * mem->write (the buffer registered anew in between).
+ */
+static inline bool settled(bool mapped, const struct dnp_pkt_hdr *h)
+{
+	return mapped && (h->flags & DNP_PKT_F_FIRST);
 }
 
 /*
@@ -146,7 +181,8 @@ static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_
 static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       struct evq *q, uint64_t now)
 {
-	int rc = write_keyed(e, h, payload);
+	bool mapped;
+	int rc = write_keyed(e, h, payload, &mapped);
 
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
@@ -154,7 +190,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	bool whole = put_track(e, h, src);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
-	rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+	rc = settled(mapped, h) ? 0 :
+				  engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 	if (!whole) /* fragments lost, or late by another path */
 		return engine_outcome_incomplete(e, h, now);
 	if (rc < 0)
@@ -165,7 +202,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 			    const uint8_t *payload, uint64_t now)
 {
-	int rc = write_keyed(e, h, payload);
+	bool mapped;
+	int rc = write_keyed(e, h, payload, &mapped);
 
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
@@ -173,7 +211,9 @@ static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 	if (s)
 		s->got += h->len;
 	if (h->flags & DNP_PKT_F_LAST) {
-		rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+		rc = settled(mapped, h) ?
+			     0 :
+			     engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 		if (s) {
 			s->c.rsvd1 = h->hops;
 			/* every byte, or some were lost with a link on the way */
@@ -353,4 +393,130 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	int rc = deliver(e, h, payload, p, now);
 	e->cg_rx_ce = false;
 	return rc;
+}
+
+/* The run's port: port's queue when it is open with room for an event. */
+static bool run_port(struct dnp_engine *e, struct rx8_run *r, uint8_t port)
+{
+	struct evq *q;
+	uint32_t used;
+
+	if (port >= e->c.max_ports)
+		return false;
+	q = &e->ports[port];
+	used = engine_evq_used(q) + q->reserved;
+	if (!q->open || used >= e->c.event_queue)
+		return false;
+	r->q = q;
+	r->port = port;
+	r->ev_room = e->c.event_queue - used;
+	return true;
+}
+
+/* The run's source: h's, when it is another node with an open report batch for it. */
+static bool run_source(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h)
+{
+	struct cmplb *b;
+
+	if (engine_coord_self(e, h->src) || !(b = engine_cmplb_of(e, h->src, h->src_port)))
+		return false;
+	r->sb = b;
+	r->src = h->src;
+	r->sport = h->src_port;
+	r->src_id = dnp_torus_id(&e->c.torus, h->src);
+	return true;
+}
+
+/*
+ * The buffer of h's message [start, start + len): the cached entry when the
+ * table has not changed since it was found and it holds the range for h's
+ * key (its PUT_TARGET flag was checked when it was found), else a lookup.
+ * Buffers of a port never overlap, so an entry of the port that holds the
+ * start is the one a lookup finds. False on any lookup error (engine_deliver
+ * then reports it).
+ */
+static inline bool run_buf(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
+			   uint64_t start, uint64_t len)
+{
+	const struct dnp_buf *b = r->buf;
+
+	if (b && r->buf_gen == dnp_buftab_gen(e->bt) && b->port == h->dst_port &&
+	    b->key == h->key && start >= b->va && len <= b->len - (start - b->va))
+		return true;
+	if (dnp_buftab_lookup(e->bt, h->dst_port, start, len, h->key, DNP_BUF_PUT_TARGET, &b) < 0)
+		return false;
+	r->buf = b;
+	r->buf_gen = dnp_buftab_gen(e->bt);
+	return true;
+}
+
+int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
+		       struct rx8_run *r, uint64_t now)
+{
+	uint64_t start = h->va - h->offset;
+	const struct dnp_buf *b;
+	struct cmplb *sb;
+	struct evq *q;
+
+	/*
+	 * One whole PUT: the decoder's rules (pkt.h) make a FIRST fragment
+	 * start at offset 0 and a LAST one end at msg_len, so h->len is the
+	 * message's length and h->va its start.
+	 */
+	if (h->kind != DNP_PKT_PUT ||
+	    (h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) != (DNP_PKT_F_FIRST | DNP_PKT_F_LAST) ||
+	    e->cg || e->nrefused)
+		return DELIVER_SLOW;
+	/* as deliver: a buffer for a report free, the port open with room for the event */
+	if (!engine_pool_has(e, CMPL_FRAME_MAX) ||
+	    ((!r->q || r->port != h->dst_port) && !run_port(e, r, h->dst_port)) || !r->ev_room)
+		return DELIVER_SLOW;
+	/* the report joins its sender's open batch, which has room */
+	if ((!r->sb || r->sport != h->src_port || !dnp_coord_eq(r->src, h->src)) &&
+	    !run_source(e, r, h))
+		return DELIVER_SLOW;
+	sb = r->sb;
+	if (sb->n == 0 || sb->n >= 1 + DNP_CMPL_MAX_EXTRA)
+		return DELIVER_SLOW;
+	if (!run_buf(e, r, h, start, h->msg_len ? h->msg_len : 1))
+		return DELIVER_SLOW;
+	b = r->buf;
+	if (!(e->c.rx_map_priv && b->priv)) {
+		/* as write_keyed and deliver_put: the write, then the message settled */
+		bool wrong = h->len &&
+			     e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len);
+		int settle = engine_mem_settle(e, h->dst_port, start, h->msg_len);
+
+		if (wrong || settle < 0) {
+			if (!wrong)
+				r->bytes += h->len; /* written, then not settled */
+			rx8_run_drop(r); /* the error's report may open or flush batches */
+			return engine_deliver_fail(e, h, -EFAULT, now);
+		}
+	} else {
+		copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
+	}
+	/* as rx_done: the RX event in its slot, the outcome, the report */
+	q = r->q;
+	q->ev[q->tail & (e->c.event_queue - 1)] = (struct dnp_event){
+		.type = DNP_EV_RX_PUT,
+		.op = DNP_OP_PUT,
+		.port = h->src_port,
+		.hops = h->hops,
+		.peer_x = h->src.x,
+		.peer_y = h->src.y,
+		.peer_z = h->src.z,
+		.msg_id = h->msg_id,
+		.len = h->msg_len,
+		.va = start,
+	};
+	q->tail++;
+	r->ev_room--;
+	r->events++;
+	r->hops += h->hops;
+	r->bytes += h->len; /* as write_keyed */
+	engine_outcome_record(e, r->src_id, h->msg_id,
+			      0); /* for queries, even if the report is lost */
+	sb->ids[sb->n++] = h->msg_id;
+	return 0;
 }
