@@ -396,7 +396,8 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 }
 
 /* The run's port: port's queue when it is open with room for an event. */
-static bool run_port(struct dnp_engine *e, struct rx8_run *r, uint8_t port)
+static __attribute__((noinline)) bool run_port(struct dnp_engine *e, struct rx8_run *r,
+					       uint8_t port)
 {
 	struct evq *q;
 	uint32_t used;
@@ -414,7 +415,8 @@ static bool run_port(struct dnp_engine *e, struct rx8_run *r, uint8_t port)
 }
 
 /* The run's source: h's, when it is another node with an open report batch for it. */
-static bool run_source(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h)
+static __attribute__((noinline)) bool run_source(struct dnp_engine *e, struct rx8_run *r,
+						 const struct dnp_pkt_hdr *h)
 {
 	struct cmplb *b;
 
@@ -424,7 +426,38 @@ static bool run_source(struct dnp_engine *e, struct rx8_run *r, const struct dnp
 	r->src = h->src;
 	r->sport = h->src_port;
 	r->src_id = dnp_torus_id(&e->c.torus, h->src);
+	/* what its RX_PUT events share, as rx_done writes them (hops, msg_id, len, va: per PUT) */
+	r->ev = (struct dnp_event){
+		.type = DNP_EV_RX_PUT,
+		.op = DNP_OP_PUT,
+		.port = h->src_port,
+		.peer_x = h->src.x,
+		.peer_y = h->src.y,
+		.peer_z = h->src.z,
+	};
 	return true;
+}
+
+/*
+ * A run's PUT into a buffer without a mapping: the driver's write, then
+ * its message settled (write_keyed, deliver_put). 0, or the PUT's error
+ * reported (the run dropped: the report may open or flush batches).
+ */
+static __attribute__((noinline)) int run_write(struct dnp_engine *e, struct rx8_run *r,
+					       const struct dnp_pkt_hdr *h, const uint8_t *payload,
+					       uint64_t now)
+{
+	bool wrong = h->len &&
+		     e->c.mem->write(e->c.mem_ctx, h->dst_port, r->buf, h->va, payload, h->len);
+	int settle = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+
+	if (!wrong && settle == 0)
+		return 0;
+	if (!wrong)
+		r->bytes += h->len; /* written, then not settled */
+	rx8_run_drop(r);
+	(void)engine_deliver_fail(e, h, -EFAULT, now);
+	return 1;
 }
 
 /*
@@ -455,6 +488,7 @@ int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 {
 	uint64_t start = h->va - h->offset;
 	const struct dnp_buf *b;
+	struct dnp_event *ev;
 	struct cmplb *sb;
 	struct evq *q;
 
@@ -481,42 +515,25 @@ int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	if (!run_buf(e, r, h, start, h->msg_len ? h->msg_len : 1))
 		return DELIVER_SLOW;
 	b = r->buf;
-	if (!(e->c.rx_map_priv && b->priv)) {
-		/* as write_keyed and deliver_put: the write, then the message settled */
-		bool wrong = h->len &&
-			     e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len);
-		int settle = engine_mem_settle(e, h->dst_port, start, h->msg_len);
-
-		if (wrong || settle < 0) {
-			if (!wrong)
-				r->bytes += h->len; /* written, then not settled */
-			rx8_run_drop(r); /* the error's report may open or flush batches */
-			return engine_deliver_fail(e, h, -EFAULT, now);
-		}
-	} else {
+	if (e->c.rx_map_priv && b->priv)
 		copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
-	}
-	/* as rx_done: the RX event in its slot, the outcome, the report */
+	else if (run_write(e, r, h, payload, now))
+		return 0; /* refused: reported */
+	/* as rx_done: the RX event in its slot (the source's fields, then the PUT's) */
 	q = r->q;
-	q->ev[q->tail & (e->c.event_queue - 1)] = (struct dnp_event){
-		.type = DNP_EV_RX_PUT,
-		.op = DNP_OP_PUT,
-		.port = h->src_port,
-		.hops = h->hops,
-		.peer_x = h->src.x,
-		.peer_y = h->src.y,
-		.peer_z = h->src.z,
-		.msg_id = h->msg_id,
-		.len = h->msg_len,
-		.va = start,
-	};
+	ev = &q->ev[q->tail & (e->c.event_queue - 1)];
+	*ev = r->ev;
+	ev->hops = h->hops;
+	ev->msg_id = h->msg_id;
+	ev->len = h->msg_len;
+	ev->va = start;
 	q->tail++;
 	r->ev_room--;
 	r->events++;
 	r->hops += h->hops;
 	r->bytes += h->len; /* as write_keyed */
-	engine_outcome_record(e, r->src_id, h->msg_id,
-			      0); /* for queries, even if the report is lost */
+	/* the outcome, for queries even if the report is lost; the report */
+	engine_outcome_record(e, r->src_id, h->msg_id, 0);
 	sb->ids[sb->n++] = h->msg_id;
 	return 0;
 }

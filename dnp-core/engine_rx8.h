@@ -38,8 +38,9 @@ struct rx8_run {
 	/* the source: sb NULL when nothing is cached */
 	uint8_t sport;
 	struct dnp_coord src;
-	uint32_t src_id;  /* dnp_torus_id(src) */
-	struct cmplb *sb; /* its open report batch (to src, sport) */
+	uint32_t src_id;     /* dnp_torus_id(src) */
+	struct cmplb *sb;    /* its open report batch (to src, sport) */
+	struct dnp_event ev; /* its RX_PUT events' common fields (type, op, port, peer) */
 	/* the buffer: buf NULL when nothing is cached */
 	const struct dnp_buf *buf;
 	uint32_t buf_gen;
