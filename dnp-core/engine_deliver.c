@@ -65,24 +65,6 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
 }
 
 /*
- * Copies len bytes to a mapped buffer (conf.rx_map_priv): 8 to 16 bytes, a
- * small PUT's payload, as two overlapping 8-byte moves rather than a call.
- */
-static inline void copy_mapped(uint8_t *dst, const uint8_t *src, size_t len)
-{
-	uint64_t a, b;
-
-	if (len < 8 || len > 16) {
-		memcpy(dst, src, len);
-		return;
-	}
-	memcpy(&a, src, 8);
-	memcpy(&b, src + len - 8, 8);
-	memcpy(dst, &a, 8);
-	memcpy(dst + len - 8, &b, 8);
-}
-
-/*
  * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
  * buffer it names. Every fragment checks the whole message range: all or
  * nothing. A fragment that fails settles the writes of its message when
@@ -102,7 +84,7 @@ static inline __attribute__((always_inline)) int write_keyed(struct dnp_engine *
 
 	*mapped = rc == 0 && e->c.rx_map_priv && b->priv;
 	if (*mapped)
-		copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
+		rx8_copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
 	else if (rc == 0 && h->len &&
 		 e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
 		rc = -EFAULT;
@@ -395,9 +377,7 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	return rc;
 }
 
-/* The run's port: port's queue when it is open with room for an event. */
-static __attribute__((noinline)) bool run_port(struct dnp_engine *e, struct rx8_run *r,
-					       uint8_t port)
+bool engine_rx8_port(struct dnp_engine *e, struct rx8_run *r, uint8_t port)
 {
 	struct evq *q;
 	uint32_t used;
@@ -414,9 +394,7 @@ static __attribute__((noinline)) bool run_port(struct dnp_engine *e, struct rx8_
 	return true;
 }
 
-/* The run's source: h's, when it is another node with an open report batch for it. */
-static __attribute__((noinline)) bool run_source(struct dnp_engine *e, struct rx8_run *r,
-						 const struct dnp_pkt_hdr *h)
+bool engine_rx8_source(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h)
 {
 	struct cmplb *b;
 
@@ -438,14 +416,8 @@ static __attribute__((noinline)) bool run_source(struct dnp_engine *e, struct rx
 	return true;
 }
 
-/*
- * A run's PUT into a buffer without a mapping: the driver's write, then
- * its message settled (write_keyed, deliver_put). 0, or the PUT's error
- * reported (the run dropped: the report may open or flush batches).
- */
-static __attribute__((noinline)) int run_write(struct dnp_engine *e, struct rx8_run *r,
-					       const struct dnp_pkt_hdr *h, const uint8_t *payload,
-					       uint64_t now)
+int engine_rx8_write(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
+		     const uint8_t *payload, uint64_t now)
 {
 	bool wrong = h->len &&
 		     e->c.mem->write(e->c.mem_ctx, h->dst_port, r->buf, h->va, payload, h->len);
@@ -460,80 +432,14 @@ static __attribute__((noinline)) int run_write(struct dnp_engine *e, struct rx8_
 	return 1;
 }
 
-/*
- * The buffer of h's message [start, start + len): the cached entry when the
- * table has not changed since it was found and it holds the range for h's
- * key (its PUT_TARGET flag was checked when it was found), else a lookup.
- * Buffers of a port never overlap, so an entry of the port that holds the
- * start is the one a lookup finds. False on any lookup error (engine_deliver
- * then reports it).
- */
-static inline bool run_buf(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
-			   uint64_t start, uint64_t len)
+bool engine_rx8_lookup(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
+		       uint64_t start, uint64_t len)
 {
-	const struct dnp_buf *b = r->buf;
+	const struct dnp_buf *b;
 
-	if (b && r->buf_gen == dnp_buftab_gen(e->bt) && b->port == h->dst_port &&
-	    b->key == h->key && start >= b->va && len <= b->len - (start - b->va))
-		return true;
 	if (dnp_buftab_lookup(e->bt, h->dst_port, start, len, h->key, DNP_BUF_PUT_TARGET, &b) < 0)
 		return false;
 	r->buf = b;
 	r->buf_gen = dnp_buftab_gen(e->bt);
 	return true;
-}
-
-int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
-		       struct rx8_run *r, uint64_t now)
-{
-	uint64_t start = h->va - h->offset;
-	const struct dnp_buf *b;
-	struct dnp_event *ev;
-	struct cmplb *sb;
-	struct evq *q;
-
-	/*
-	 * One whole PUT: the decoder's rules (pkt.h) make a FIRST fragment
-	 * start at offset 0 and a LAST one end at msg_len, so h->len is the
-	 * message's length and h->va its start.
-	 */
-	if (h->kind != DNP_PKT_PUT ||
-	    (h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) != (DNP_PKT_F_FIRST | DNP_PKT_F_LAST) ||
-	    e->cg || e->nrefused)
-		return DELIVER_SLOW;
-	/* as deliver: a buffer for a report free, the port open with room for the event */
-	if (!engine_pool_has(e, CMPL_FRAME_MAX) ||
-	    ((!r->q || r->port != h->dst_port) && !run_port(e, r, h->dst_port)) || !r->ev_room)
-		return DELIVER_SLOW;
-	/* the report joins its sender's open batch, which has room */
-	if ((!r->sb || r->sport != h->src_port || !dnp_coord_eq(r->src, h->src)) &&
-	    !run_source(e, r, h))
-		return DELIVER_SLOW;
-	sb = r->sb;
-	if (sb->n == 0 || sb->n >= 1 + DNP_CMPL_MAX_EXTRA)
-		return DELIVER_SLOW;
-	if (!run_buf(e, r, h, start, h->msg_len ? h->msg_len : 1))
-		return DELIVER_SLOW;
-	b = r->buf;
-	if (e->c.rx_map_priv && b->priv)
-		copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
-	else if (run_write(e, r, h, payload, now))
-		return 0; /* refused: reported */
-	/* as rx_done: the RX event in its slot (the source's fields, then the PUT's) */
-	q = r->q;
-	ev = &q->ev[q->tail & (e->c.event_queue - 1)];
-	*ev = r->ev;
-	ev->hops = h->hops;
-	ev->msg_id = h->msg_id;
-	ev->len = h->msg_len;
-	ev->va = start;
-	q->tail++;
-	r->ev_room--;
-	r->events++;
-	r->hops += h->hops;
-	r->bytes += h->len; /* as write_keyed */
-	/* the outcome, for queries even if the report is lost; the report */
-	engine_outcome_record(e, r->src_id, h->msg_id, 0);
-	sb->ids[sb->n++] = h->msg_id;
-	return 0;
 }

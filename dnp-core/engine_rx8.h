@@ -69,6 +69,48 @@ static inline void rx8_run_end(struct dnp_engine *e, struct rx8_run *r)
 }
 
 /*
+ * Copies len bytes to a mapped buffer (conf.rx_map_priv): 8 to 16 bytes, a
+ * small PUT's payload, as two overlapping 8-byte moves rather than a call.
+ */
+static inline void rx8_copy_mapped(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	uint64_t a, b;
+
+	if (len < 8 || len > 16) {
+		memcpy(dst, src, len);
+		return;
+	}
+	memcpy(&a, src, 8);
+	memcpy(&b, src + len - 8, 8);
+	memcpy(dst, &a, 8);
+	memcpy(dst + len - 8, &b, 8);
+}
+
+/* The run's rarer steps, out of line (engine_deliver.c; once per burst, or on errors). */
+/* Caches port's queue when it is open with room for an event; false otherwise. */
+__attribute__((noinline)) bool engine_rx8_port(struct dnp_engine *e, struct rx8_run *r,
+					       uint8_t port);
+/* Caches h's source when it is another node with an open report batch; false otherwise. */
+__attribute__((noinline)) bool engine_rx8_source(struct dnp_engine *e, struct rx8_run *r,
+						 const struct dnp_pkt_hdr *h);
+/*
+ * Caches the buffer a lookup finds for h's message [start, start + len)
+ * with PUT_TARGET; false on any lookup error (engine_deliver reports it).
+ */
+__attribute__((noinline)) bool engine_rx8_lookup(struct dnp_engine *e, struct rx8_run *r,
+						 const struct dnp_pkt_hdr *h, uint64_t start,
+						 uint64_t len);
+/*
+ * A run's PUT into a buffer without a mapping: the driver's write, then its
+ * message settled (as write_keyed and deliver_put). 0, or 1 when the PUT
+ * was refused and its error reported (the run dropped: the report may open
+ * or flush batches).
+ */
+__attribute__((noinline)) int engine_rx8_write(struct dnp_engine *e, struct rx8_run *r,
+					       const struct dnp_pkt_hdr *h, const uint8_t *payload,
+					       uint64_t now);
+
+/*
  * Delivers h, a single-packet PUT for this node that dnp_engine_rx_burst
  * took on its fast path (decoded, checked, in sequence), when the run
  * covers it: its port is open with room for the RX event, its source has an
@@ -77,10 +119,76 @@ static inline void rx8_run_end(struct dnp_engine *e, struct rx8_run *r)
  * buffer is the cached one or a lookup finds it (key, range, PUT_TARGET).
  * Returns 0 (delivered: written, RX_PUT event, outcome recorded, report
  * batched; or refused with -EFAULT reported, when mem->write or mem->flush
- * failed) or DELIVER_SLOW (nothing done: engine_deliver decides).
+ * failed) or DELIVER_SLOW (nothing done: engine_deliver decides). Inline:
+ * it runs once per packet of the burst loop.
  */
-int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
-		       struct rx8_run *r, uint64_t now);
+static inline int engine_deliver_run(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
+				     const uint8_t *payload, struct rx8_run *r, uint64_t now)
+{
+	uint64_t start = h->va - h->offset;
+	uint64_t len = h->msg_len ? h->msg_len : 1;
+	const struct dnp_buf *b;
+	struct dnp_event *ev;
+	struct cmplb *sb;
+	struct evq *q;
+
+	/*
+	 * One whole PUT: the decoder's rules (pkt.h) make a FIRST fragment
+	 * start at offset 0 and a LAST one end at msg_len, so h->len is the
+	 * message's length and h->va its start.
+	 */
+	if (h->kind != DNP_PKT_PUT ||
+	    (h->flags & (DNP_PKT_F_FIRST | DNP_PKT_F_LAST)) != (DNP_PKT_F_FIRST | DNP_PKT_F_LAST) ||
+	    e->cg || e->nrefused)
+		return DELIVER_SLOW;
+	/* as deliver: a buffer for a report free, the port open with room for the event */
+	if (!engine_pool_has(e, CMPL_FRAME_MAX) ||
+	    ((!r->q || r->port != h->dst_port) && !engine_rx8_port(e, r, h->dst_port)) ||
+	    !r->ev_room)
+		return DELIVER_SLOW;
+	/* the report joins its sender's open batch, which has room */
+	if ((!r->sb || r->sport != h->src_port || !dnp_coord_eq(r->src, h->src)) &&
+	    !engine_rx8_source(e, r, h))
+		return DELIVER_SLOW;
+	sb = r->sb;
+	if (sb->n == 0 || sb->n >= 1 + DNP_CMPL_MAX_EXTRA)
+		return DELIVER_SLOW;
+	/*
+	 * The buffer: the cached entry when the table has not changed since it
+	 * was found and it holds the range for h's key (its PUT_TARGET flag was
+	 * checked when it was found; buffers of a port never overlap, so an
+	 * entry of the port that holds the start is the one a lookup finds),
+	 * else a lookup.
+	 */
+	b = r->buf;
+	if (!(b && r->buf_gen == dnp_buftab_gen(e->bt) && b->port == h->dst_port &&
+	      b->key == h->key && start >= b->va && len <= b->len - (start - b->va))) {
+		if (!engine_rx8_lookup(e, r, h, start, len))
+			return DELIVER_SLOW;
+		b = r->buf;
+	}
+	if (e->c.rx_map_priv && b->priv)
+		rx8_copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
+	else if (engine_rx8_write(e, r, h, payload, now))
+		return 0; /* refused: reported */
+	/* as rx_done: the RX event in its slot (the source's fields, then the PUT's) */
+	q = r->q;
+	ev = &q->ev[q->tail & (e->c.event_queue - 1)];
+	*ev = r->ev;
+	ev->hops = h->hops;
+	ev->msg_id = h->msg_id;
+	ev->len = h->msg_len;
+	ev->va = start;
+	q->tail++;
+	r->ev_room--;
+	r->events++;
+	r->hops += h->hops;
+	r->bytes += h->len; /* as write_keyed */
+	/* the outcome, for queries even if the report is lost; the report */
+	engine_outcome_record(e, r->src_id, h->msg_id, 0);
+	sb->ids[sb->n++] = h->msg_id;
+	return 0;
+}
 
 /*
  * The open report batch to (to, port), or NULL (engine_cmpl.c). For the
