@@ -122,6 +122,7 @@ static int setup(struct node n[2], uint32_t *key)
 		c.prompt_credits = true;
 		c.ack_delay = 100000; /* dnpd's DNPD_ACK_DELAY_NS */
 		c.rx_direct = true;   /* as dnpd: delivered from the sender's frame */
+		c.rx_map_priv = true; /* as dnpd: buffers registered with their mapping */
 		c.tx_single = tx_single;
 		c.tx_direct = slot_mode == 2;
 		c.link.credit_period = 1000000;
@@ -137,7 +138,9 @@ static int setup(struct node n[2], uint32_t *key)
 		if (r < 0)
 			return r;
 	}
-	return dnp_engine_register(n[1].e, 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, key);
+	/* priv: the target's mapping, as dnpd registers a buffer in the shared heap */
+	return dnp_engine_register(n[1].e, 0, BASE, ARENA, DNP_BUF_PUT_TARGET, (uintptr_t)n[1].mem,
+				   key);
 }
 
 /* Moves every frame either engine has for the other; returns the number moved. */

@@ -29,6 +29,7 @@ struct dnp_buftab {
 	 */
 	uint32_t hint[2];
 	uint32_t hint_next;
+	uint32_t gen; /* dnp_buftab_gen: bumped by every insert and remove */
 	struct dnp_buf e[];
 };
 
@@ -54,6 +55,11 @@ void dnp_buftab_destroy(struct dnp_buftab *bt)
 uint32_t dnp_buftab_count(const struct dnp_buftab *bt)
 {
 	return bt->n;
+}
+
+uint32_t dnp_buftab_gen(const struct dnp_buftab *bt)
+{
+	return bt->gen;
 }
 
 /* Strict order on (port, va). */
@@ -144,6 +150,7 @@ int dnp_buftab_insert(struct dnp_buftab *bt, const struct dnp_buf *b)
 	memmove(&bt->e[i + 1], &bt->e[i], (size_t)(bt->n - i) * sizeof(bt->e[0]));
 	bt->e[i] = *b;
 	bt->n++;
+	bt->gen++;
 	return 0;
 }
 
@@ -157,6 +164,7 @@ int dnp_buftab_remove(struct dnp_buftab *bt, uint8_t port, uint64_t va, struct d
 		*out = bt->e[i];
 	memmove(&bt->e[i], &bt->e[i + 1], (size_t)(bt->n - i - 1) * sizeof(bt->e[0]));
 	bt->n--;
+	bt->gen++;
 	return 0;
 }
 
@@ -169,6 +177,7 @@ unsigned dnp_buftab_remove_port(struct dnp_buftab *bt, uint8_t port)
 		hi++;
 	memmove(&bt->e[lo], &bt->e[hi], (size_t)(bt->n - hi) * sizeof(bt->e[0]));
 	bt->n -= hi - lo;
+	bt->gen++;
 	return hi - lo;
 }
 

@@ -42,6 +42,14 @@ struct dnp_buftab;
 int dnp_buftab_create(uint32_t max_buffers, struct dnp_buftab **out);
 void dnp_buftab_destroy(struct dnp_buftab *bt);
 uint32_t dnp_buftab_count(const struct dnp_buftab *bt);
+/*
+ * The table's generation: it changes with every insert and remove (and
+ * wraps after 2^32 of them). An entry pointer a lookup returned, kept
+ * together with the generation it was found in, still names the same
+ * buffer, unchanged, while the generation is the same (a per-burst cache
+ * of the receive path, engine_rx8.h).
+ */
+uint32_t dnp_buftab_gen(const struct dnp_buftab *bt);
 
 /* Errors: -EINVAL (len 0, overflow, unknown flags), -EEXIST (overlaps a buffer of the port), -ENOSPC. */
 int dnp_buftab_insert(struct dnp_buftab *bt, const struct dnp_buf *b);

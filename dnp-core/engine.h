@@ -271,6 +271,18 @@ struct dnp_engine_conf {
 	 */
 	bool rx_direct;
 	/*
+	 * Mapped buffers (h-rx8, docs/performance.md "Receive side, second
+	 * round"): true when the driver registers every buffer with priv
+	 * either 0 or the address at which [va, va + len) is mapped, writable,
+	 * in this process for as long as the buffer stays registered (dnpd:
+	 * a buffer in the session's shared heap). A PUT or GET response
+	 * written into a buffer with priv is then copied there by the engine
+	 * itself, after the same key, range and flag checks, with no
+	 * mem->write call and no mem->flush for its message; a buffer with
+	 * priv 0 goes through mem->write as before. Default false.
+	 */
+	bool rx_map_priv;
+	/*
 	 * Send-side burst (h-send, docs/performance.md "Send-side burst"): by
 	 * default, injection builds a run of packets for one link in one pass
 	 * (each packet's checks as before; one sequence step per run) and

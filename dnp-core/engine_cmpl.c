@@ -4,7 +4,7 @@
  * a delivery served, successes batched per sender and port (docs/protocol.md,
  * "Completion reports"). Contract: engine_priv.h, "completion reports".
  */
-#include "engine_priv.h"
+#include "engine_rx8.h"
 
 void engine_handle_cmpl(struct dnp_engine *e, const struct dnp_coord *from, uint32_t msg_id,
 			int status)
@@ -126,6 +126,11 @@ static inline __attribute__((always_inline)) struct cmplb *cmplb_find(struct dnp
 			return b;
 	}
 	return NULL;
+}
+
+struct cmplb *engine_cmplb_of(struct dnp_engine *e, struct dnp_coord to, uint8_t port)
+{
+	return cmplb_find(e, to, port);
 }
 
 /*

@@ -5,7 +5,7 @@
  * (CMPL, DIAG, ROUTE) handed to their owners. Contract: engine_priv.h,
  * "delivery".
  */
-#include "engine_priv.h"
+#include "engine_rx8.h"
 
 /*
  * A data packet refused at delivery (rc < 0): count it and tell its owner,
@@ -68,20 +68,25 @@ int engine_deliver_rx_done(struct dnp_engine *e, const struct dnp_pkt_hdr *h, ui
  * Writes the payload of a keyed packet (PUT, GET_RESP) into the PUT-target
  * buffer it names. Every fragment checks the whole message range: all or
  * nothing. A fragment that fails settles the writes of its message when
- * it is the last one (engine_mem_settle). Returns 0, or -ENOENT, -ERANGE,
- * -EACCES, -EPERM (as the sender sees it), -EFAULT.
+ * it is the last one (engine_mem_settle). *mapped: the buffer is mapped
+ * (conf.rx_map_priv and its priv), written here, and its message needs no
+ * settling. Returns 0, or -ENOENT, -ERANGE, -EACCES, -EPERM (as the sender
+ * sees it), -EFAULT.
  */
 static inline __attribute__((always_inline)) int write_keyed(struct dnp_engine *e,
 							     const struct dnp_pkt_hdr *h,
-							     const uint8_t *payload)
+							     const uint8_t *payload, bool *mapped)
 {
 	const struct dnp_buf *b;
 	uint64_t start = h->va - h->offset;
 	int rc = dnp_buftab_lookup(e->bt, h->dst_port, start, h->msg_len ? h->msg_len : 1, h->key,
 				   DNP_BUF_PUT_TARGET, &b);
 
-	if (rc == 0 && h->len &&
-	    e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
+	*mapped = rc == 0 && e->c.rx_map_priv && b->priv;
+	if (*mapped)
+		rx8_copy_mapped((uint8_t *)b->priv + (h->va - b->va), payload, h->len);
+	else if (rc == 0 && h->len &&
+		 e->c.mem->write(e->c.mem_ctx, h->dst_port, b, h->va, payload, h->len))
 		rc = -EFAULT;
 	if (rc < 0) {
 		if (h->flags & DNP_PKT_F_LAST)
@@ -101,6 +106,18 @@ int engine_mem_settle(struct dnp_engine *e, unsigned port, uint64_t va, uint64_t
 	if (!e->c.mem->flush)
 		return 0;
 	return e->c.mem->flush(e->c.mem_ctx, port, va, len) ? -EFAULT : 0;
+}
+
+/*
+ * Has the message of h, whose last fragment write_keyed just wrote, landed
+ * whole without mem->flush? When it is this one packet, written through the
+ * buffer's mapping. A message of several packets is settled through the
+ * driver all the same: its earlier fragments may have gone through
+ * mem->write (the buffer registered anew in between).
+ */
+static inline bool settled(bool mapped, const struct dnp_pkt_hdr *h)
+{
+	return mapped && (h->flags & DNP_PKT_F_FIRST);
 }
 
 /*
@@ -146,7 +163,8 @@ static bool put_track(struct dnp_engine *e, const struct dnp_pkt_hdr *h, uint32_
 static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint8_t *payload,
 		       struct evq *q, uint64_t now)
 {
-	int rc = write_keyed(e, h, payload);
+	bool mapped;
+	int rc = write_keyed(e, h, payload, &mapped);
 
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
@@ -154,7 +172,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 	bool whole = put_track(e, h, src);
 	if (!(h->flags & DNP_PKT_F_LAST))
 		return 0;
-	rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+	rc = settled(mapped, h) ? 0 :
+				  engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 	if (!whole) /* fragments lost, or late by another path */
 		return engine_outcome_incomplete(e, h, now);
 	if (rc < 0)
@@ -165,7 +184,8 @@ static int deliver_put(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const 
 static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 			    const uint8_t *payload, uint64_t now)
 {
-	int rc = write_keyed(e, h, payload);
+	bool mapped;
+	int rc = write_keyed(e, h, payload, &mapped);
 
 	if (rc < 0)
 		return engine_deliver_fail(e, h, rc, now);
@@ -173,7 +193,9 @@ static int deliver_get_resp(struct dnp_engine *e, const struct dnp_pkt_hdr *h,
 	if (s)
 		s->got += h->len;
 	if (h->flags & DNP_PKT_F_LAST) {
-		rc = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+		rc = settled(mapped, h) ?
+			     0 :
+			     engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
 		if (s) {
 			s->c.rsvd1 = h->hops;
 			/* every byte, or some were lost with a link on the way */
@@ -353,4 +375,71 @@ int engine_deliver(struct dnp_engine *e, const struct dnp_pkt_hdr *h, const uint
 	int rc = deliver(e, h, payload, p, now);
 	e->cg_rx_ce = false;
 	return rc;
+}
+
+bool engine_rx8_port(struct dnp_engine *e, struct rx8_run *r, uint8_t port)
+{
+	struct evq *q;
+	uint32_t used;
+
+	if (port >= e->c.max_ports)
+		return false;
+	q = &e->ports[port];
+	used = engine_evq_used(q) + q->reserved;
+	if (!q->open || used >= e->c.event_queue)
+		return false;
+	r->q = q;
+	r->port = port;
+	r->ev_room = e->c.event_queue - used;
+	return true;
+}
+
+bool engine_rx8_source(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h)
+{
+	struct cmplb *b;
+
+	if (engine_coord_self(e, h->src) || !(b = engine_cmplb_of(e, h->src, h->src_port)))
+		return false;
+	r->sb = b;
+	r->src = h->src;
+	r->sport = h->src_port;
+	r->src_id = dnp_torus_id(&e->c.torus, h->src);
+	/* what its RX_PUT events share, as rx_done writes them (hops, msg_id, len, va: per PUT) */
+	r->ev = (struct dnp_event){
+		.type = DNP_EV_RX_PUT,
+		.op = DNP_OP_PUT,
+		.port = h->src_port,
+		.peer_x = h->src.x,
+		.peer_y = h->src.y,
+		.peer_z = h->src.z,
+	};
+	return true;
+}
+
+int engine_rx8_write(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
+		     const uint8_t *payload, uint64_t now)
+{
+	bool wrong = h->len &&
+		     e->c.mem->write(e->c.mem_ctx, h->dst_port, r->buf, h->va, payload, h->len);
+	int settle = engine_mem_settle(e, h->dst_port, h->va - h->offset, h->msg_len);
+
+	if (!wrong && settle == 0)
+		return 0;
+	if (!wrong)
+		r->bytes += h->len; /* written, then not settled */
+	rx8_run_drop(r);
+	(void)engine_deliver_fail(e, h, -EFAULT, now);
+	return 1;
+}
+
+bool engine_rx8_lookup(struct dnp_engine *e, struct rx8_run *r, const struct dnp_pkt_hdr *h,
+		       uint64_t start, uint64_t len)
+{
+	const struct dnp_buf *b;
+
+	if (dnp_buftab_lookup(e->bt, h->dst_port, start, len, h->key, DNP_BUF_PUT_TARGET, &b) < 0)
+		return false;
+	r->buf = b;
+	r->buf_gen = dnp_buftab_gen(e->bt);
+	return true;
 }

@@ -5,7 +5,7 @@
  * (dnp_engine_rx: copy, decode, epoch, ack, sequence, FIFO). Contract:
  * engine_priv.h, "links", and engine.h.
  */
-#include "engine_priv.h"
+#include "engine_rx8.h"
 
 /* A data packet that cannot go anywhere: tell its owner, free it. */
 void engine_drop_unroutable(struct dnp_engine *e, struct pkt *p, int status, uint64_t now)
@@ -567,8 +567,9 @@ int dnp_engine_rx(struct dnp_engine *e, unsigned dir, const void *frame, size_t 
 
 /*
  * Burst receive (dnp_engine_rx_burst): what the fast frames of a burst
- * owe the link, applied once by rx_burst_flush, and the hop of the last
- * source/destination/route/VC routed in the burst.
+ * owe the link and the statistics, applied once by rx_burst_flush, the hop
+ * of the last source/destination/route/VC routed in the burst, and the
+ * delivery run (engine_rx8.h).
  */
 struct rx_burst {
 	unsigned ack_progress; /* dnp_link_ack_progress of ack; 0: no ack pending */
@@ -578,10 +579,15 @@ struct rx_burst {
 	struct dnp_coord src, dst;
 	uint16_t via;
 	uint8_t vc;
+	uint8_t vcs;    /* bit per VC a fast frame passed: its delivery wait ends */
+	uint32_t nfast; /* fast frames not yet counted in e->st */
+	uint32_t self;  /* this node's coordinates as bytes 16-18 of a frame (H0 dst) */
+	struct rx8_run run;
 };
 
 /* Applies what the burst's fast frames owe the link, as dnp_engine_rx would have. */
-static void rx_burst_flush(struct dnp_engine *e, struct xlink *x, struct rx_burst *b, uint64_t now)
+static void rx_burst_flush(struct dnp_engine *e, struct xlink *x, unsigned dir, struct rx_burst *b,
+			   uint64_t now)
 {
 	void *freed[64];
 	unsigned n;
@@ -600,6 +606,18 @@ static void rx_burst_flush(struct dnp_engine *e, struct xlink *x, struct rx_burs
 	}
 	b->ack_progress = 0;
 	b->hop_ok = false; /* the per-frame path may change the router */
+	if (b->nfast) {
+		e->st.pkts_delivered += b->nfast;
+		e->st.rx_direct += b->nfast;
+		e->st.rx_burst_fast += b->nfast;
+		e->dirty = true;
+		b->nfast = 0;
+	}
+	for (unsigned vc = 0; b->vcs; vc++, b->vcs >>= 1)
+		if (b->vcs & 1u)
+			e->wait[dir][vc].on = false;
+	rx8_run_end(e, &b->run);
+	rx8_run_drop(&b->run); /* the per-frame path may change what it caches */
 }
 
 /* rx_direct_ok, with the hop of the burst's last local frame remembered. */
@@ -627,12 +645,34 @@ static bool rx_burst_ok(struct dnp_engine *e, struct xlink *x, unsigned dir,
 }
 
 /*
+ * rx_direct_hint for a burst: the destination's three bytes as one load
+ * against b->self, the kind as a bit of a mask. The same hint, trusted for
+ * nothing.
+ */
+static inline bool rx_burst_hint(const struct dnp_engine *e, unsigned dir, const uint8_t *f,
+				 size_t len, const struct rx_burst *b)
+{
+	const unsigned kinds = 1u << DNP_PKT_PUT | 1u << DNP_PKT_SEND | 1u << DNP_PKT_GET_RESP;
+	uint32_t dst;
+	unsigned kvf;
+
+	if (len < DNP_FRAME_OVERHEAD || len > DNP_MAX_FRAME)
+		return false;
+	memcpy(&dst, f + 16, 4);
+	kvf = f[24];
+	return ((le32toh(dst) ^ b->self) & 0xffffffu) == 0 && ((kinds >> (kvf & 0x0fu)) & 1u) &&
+	       !e->in[dir][(kvf >> 4) & 3u].head;
+}
+
+/*
  * One frame of a burst on the fast path: 1 when it must take dnp_engine_rx
  * (nothing done yet), else its result. Only an in-sequence PUT, SEND or GET
  * response for this node, of link dir in its current epoch, on an idle
  * input FIFO, whose delivery need not wait, is taken here; its checks are
  * those of dnp_engine_rx (decode with CRC and rules, own link, epoch, VC,
  * FIFO and buffer room, route, then the delivery's key and range checks).
+ * A single-packet PUT the delivery run covers is delivered there
+ * (engine_deliver_run), anything else by engine_deliver.
  */
 static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, const uint8_t *frame,
 			size_t len, struct rx_burst *b, uint64_t now)
@@ -643,7 +683,7 @@ static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, con
 	unsigned progress;
 	int rc;
 
-	if (len > DNP_MAX_FRAME || !rx_direct_hint(e, dir, frame, len))
+	if (!rx_burst_hint(e, dir, frame, len, b))
 		return 1;
 	/* each header byte read once into h, the private copy every check looks at */
 	if (dnp_pkt_decode(frame, len, &h, &payload) < 0 || (h.lflags & DNP_LINK_F_RESET) ||
@@ -651,16 +691,19 @@ static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, con
 	    h.vc >= e->c.link.nvc || !rx_on_own_link(e, dir, &h) ||
 	    !dnp_link_epoch_ok(x->l, h.epoch) || !rx_burst_ok(e, x, dir, &h, words, b))
 		return 1; /* errors, control, gaps, forwards: counted and handled per frame */
-	rc = engine_deliver(e, &h, payload, NULL, now);
-	if ((rc == -EAGAIN || rc == DELIVER_FULL) && b->ack_progress) {
-		/* frame by frame, the acks before it would have freed buffers first */
-		rx_burst_flush(e, x, b, now);
+	rc = engine_deliver_run(e, &h, payload, &b->run, now);
+	if (rc == DELIVER_SLOW) {
+		rx8_run_drop(&b->run); /* engine_deliver may change what the run caches */
 		rc = engine_deliver(e, &h, payload, NULL, now);
+		if ((rc == -EAGAIN || rc == DELIVER_FULL) && b->ack_progress) {
+			/* frame by frame, the acks before it would have freed buffers first */
+			rx_burst_flush(e, x, dir, b, now);
+			rc = engine_deliver(e, &h, payload, NULL, now);
+		}
+		if (rc == -EAGAIN || rc == DELIVER_FULL)
+			return 1; /* must wait: queued on the copying path */
 	}
-	if (rc == -EAGAIN || rc == DELIVER_FULL)
-		return 1; /* must wait: queued on the copying path */
 	dnp_link_stats_rx(x->l, words);
-	e->dirty = true;
 	progress = dnp_link_ack_progress(x->l, h.ack);
 	if (progress > b->ack_progress) {
 		b->ack_progress = progress;
@@ -668,10 +711,8 @@ static int rx_burst_one(struct dnp_engine *e, struct xlink *x, unsigned dir, con
 	}
 	b->mark = true;
 	(void)dnp_link_rx_pass(x->l, h.vc, h.seq, words);
-	e->wait[dir][h.vc].on = false;
-	e->st.pkts_delivered++;
-	e->st.rx_direct++;
-	e->st.rx_burst_fast++;
+	b->vcs |= (uint8_t)(1u << h.vc);
+	b->nfast++;
 	rx_unhold_all(e, x, dir);
 	return 0;
 }
@@ -689,11 +730,12 @@ unsigned dnp_engine_rx_burst(struct dnp_engine *e, unsigned dir, const struct dn
 		return n;
 	}
 	x = &e->links[dir];
+	b.self = (uint32_t)e->c.self.x | (uint32_t)e->c.self.y << 8 | (uint32_t)e->c.self.z << 16;
 	for (unsigned i = 0; i < n; i++) {
 		int r = e->c.rx_direct ? rx_burst_one(e, x, dir, f[i].data, f[i].len, &b, now) : 1;
 
 		if (r > 0) {
-			rx_burst_flush(e, x, &b, now);
+			rx_burst_flush(e, x, dir, &b, now);
 			r = dnp_engine_rx(e, dir, f[i].data, f[i].len, now);
 		}
 		if (r < 0)
@@ -701,6 +743,6 @@ unsigned dnp_engine_rx_burst(struct dnp_engine *e, unsigned dir, const struct dn
 		if (rc)
 			rc[i] = r;
 	}
-	rx_burst_flush(e, x, &b, now);
+	rx_burst_flush(e, x, dir, &b, now);
 	return dropped;
 }

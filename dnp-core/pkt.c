@@ -550,29 +550,40 @@ static inline void hdr_clear(struct dnp_pkt_hdr *h)
  */
 static bool decode_fast(const uint8_t *p, size_t len, struct dnp_pkt_hdr *h)
 {
+	/*
+	 * Each field is loaded once, into h (or a local), and the checks look
+	 * at that copy: the frame may sit in memory its sender still writes
+	 * (engine.h, conf.rx_direct). h is written before the verdict; on
+	 * false, decode_full clears it and starts again.
+	 */
 	const uint8_t *ft = p + len - DNP_WORD_BYTES;
 	unsigned kvf = p[H0_KVF];
-	unsigned plen = get16(p, H0_LEN);
-	uint32_t offset = get32(p, H1_OFFSET);
-	uint32_t msg_len = get32(ft, FT_MSGLEN);
-	uint64_t end = (uint64_t)offset + plen;
+	uint64_t end;
 
 	if (get32(p, LW_MAGIC) != FAST_LW_HEAD || !((FAST_KINDS >> (kvf & KVF_KIND_MASK)) & 1u))
 		return false;
+	hdr_clear(h);
+	h->len = get16(p, H0_LEN);
 	/* plen <= 4096 and both length fields agree with the buffer */
-	if (plen > DNP_MAX_PAYLOAD || get16(p, LW_FLEN) != len || dnp_pkt_frame_len(plen) != len)
+	if (h->len > DNP_MAX_PAYLOAD || get16(p, LW_FLEN) != len ||
+	    dnp_pkt_frame_len(h->len) != len)
 		return false;
-	if (p[LW_SRCDIR] > DNP_DIR_LOCAL || (ft[FT_FSTATUS] & ~FT_STATUS_OK) ||
-	    (get16(ft, FT_VIA) & DNP_PKT_VIA_RSVD))
+	h->src_dir = p[LW_SRCDIR];
+	h->fstatus = ft[FT_FSTATUS];
+	h->via = get16(ft, FT_VIA);
+	if (h->src_dir > DNP_DIR_LOCAL || (h->fstatus & ~FT_STATUS_OK) ||
+	    (h->via & DNP_PKT_VIA_RSVD))
 		return false;
-	if (end > msg_len || ((kvf & KVF_FIRST) && offset) || ((kvf & KVF_LAST) && end != msg_len))
+	h->offset = get32(p, H1_OFFSET);
+	h->msg_len = get32(ft, FT_MSGLEN);
+	end = (uint64_t)h->offset + h->len;
+	if (end > h->msg_len || ((kvf & KVF_FIRST) && h->offset) ||
+	    ((kvf & KVF_LAST) && end != h->msg_len))
 		return false;
-	if (!padding_is_zero(p, plen))
+	if (!padding_is_zero(p, h->len))
 		return false;
 
-	hdr_clear(h);
 	h->lflags = DNP_LINK_F_SEQ;
-	h->src_dir = p[LW_SRCDIR];
 	h->epoch = p[LW_EPOCH];
 	h->seq = get32(p, LW_SEQ);
 	h->ack = get32(p, LW_ACK);
@@ -585,16 +596,11 @@ static bool decode_fast(const uint8_t *p, size_t len, struct dnp_pkt_hdr *h)
 	h->flags = (uint8_t)((kvf & KVF_FIRST ? DNP_PKT_F_FIRST : 0) |
 			     (kvf & KVF_LAST ? DNP_PKT_F_LAST : 0));
 	h->status = p[H0_STATUS];
-	h->len = (uint16_t)plen;
 	h->msg_id = get32(p, H0_MSGID);
 	h->va = get64(p, H1_VA);
 	h->key = get32(p, H1_KEY);
-	h->offset = offset;
-	h->fstatus = ft[FT_FSTATUS];
 	h->hops = ft[FT_HOPS];
-	h->via = get16(ft, FT_VIA);
 	h->timestamp = get32(ft, FT_TS);
-	h->msg_len = msg_len;
 	return true;
 }
 

@@ -1135,6 +1135,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	/* frames for this node go from the link's buffer to the app (docs/performance.md) */
 	ec.rx_direct = true;
 	ec.tx_direct = true; /* shm links: one pass from the heap into the slot (io.c) */
+	ec.rx_map_priv = true; /* a heap buffer's priv is our mapping of it (mem.c) */
 	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
 							   DNPD_CREDIT_PERIOD_NS;
 	ec.link.credit_timeout = d->conf.credit_timeout_ms ?
