@@ -1134,7 +1134,7 @@ static int dnpd_engine_setup(struct dnpd *d, uint64_t now)
 	ec.ack_delay = DNPD_ACK_DELAY_NS;
 	/* frames for this node go from the link's buffer to the app (docs/performance.md) */
 	ec.rx_direct = true;
-	ec.tx_direct = true; /* shm links: one pass from the heap into the slot (io.c) */
+	ec.tx_direct = true;   /* shm links: one pass from the heap into the slot (io.c) */
 	ec.rx_map_priv = true; /* a heap buffer's priv is our mapping of it (mem.c) */
 	ec.link.credit_period = d->conf.credit_period_us ? d->conf.credit_period_us * 1000ull :
 							   DNPD_CREDIT_PERIOD_NS;
