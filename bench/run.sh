@@ -645,7 +645,8 @@ loop() {
 }
 
 # mpi REP: part 'mpi' (see the head of this file); rows in the -more CSV:
-# TR,,mpi_raw,8 and TR,,mpi_netpipe,8 (us, TR shm and udp, from one round of
+# TR,,mpi_raw,8, TR,,mpi_netpipe,8 and TR,,mpi_pingpong,8 (fabric/mpi_pingpong's
+# median, when mpicc built it) (us, TR shm and udp, from one round of
 # bench/mpi-overhead.sh), udp,,netpipe,SIZE and udp;ofi_rxd,libfabric,netpipe,SIZE
 # (us, NetPIPE's one-way time, 8 B..4 KiB). The scripts take no lock here
 # (DNP_BENCH_LOCK=env): a caller that wants one holds it around the whole run.
@@ -667,8 +668,9 @@ mpi() {
 	DNP_BENCH_LOCK=env ROUNDS=1 timeout 300 bash "$here/mpi-overhead.sh" "$build" "$tmp/mo.csv" \
 		>"$tmp/mo.log" 2>&1 || { echo "bench: mpi-overhead.sh failed (its rows may be missing):" >&2
 		tail -n 5 "$tmp/mo.log" | sed 's/^/    /' >&2; }
-	awk -F, -v r="$r" '$2 == "raw" || $2 == "new" {
-		printf "%s,,%s,8,%s,%s,us\n", $3, $2 == "raw" ? "mpi_raw" : "mpi_netpipe", r, $4 }' \
+	awk -F, -v r="$r" '$2 == "raw" || $2 == "new" || $2 == "mpp-new" {
+		k = $2 == "raw" ? "mpi_raw" : $2 == "new" ? "mpi_netpipe" : "mpi_pingpong"
+		printf "%s,,%s,8,%s,%s,us\n", $3, k, r, $4 }' \
 		"$tmp/mo.csv" >>"$cpucsv" 2>/dev/null
 	say "rep $r: NetPIPE 8 B..4 KiB over SoftDNP udp and libfabric udp;ofi_rxd (bench/mpi-bench.sh)"
 	DNP_BENCH_LOCK=env MPI_SET=curves MPI_CSV="$tmp/mb.csv" REPS=1 timeout 300 \
