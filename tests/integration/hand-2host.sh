@@ -7,7 +7,9 @@
 # Each daemon must
 # - hold such completion-only events for its blocked program and push them
 #   with the data's event, one wake-up for both (`co_holds`, `co_joined` in
-#   `dnpctl stats`): at least one join per 4 PUTs received;
+#   `dnpctl stats`): at least one join per 20 PUTs received (how often the
+#   first datagram is read alone depends on timing: 14-16k joins in 20000
+#   PUTs on a release build, 4.4k on a sanitized one, 0 with the hold off);
 # - send its program's reply before reading the links in the pass after the
 #   hand-off (`rx_after`): at least one per 4 PUTs;
 # - so the program blocks about once per PUT received, not twice: fewer than
@@ -83,9 +85,10 @@ field() {
 }
 
 min=$((iters / 4))
+minj=$((iters / 20))
 if l=$(run "udp, two hosts" here --transport udp --dnpd "$w/dnpd"); then
 	for x in 0 1; do
-		[ "$(field "$l" $x co_joined)" -ge $min ] ||
+		[ "$(field "$l" $x co_joined)" -ge $minj ] ||
 			bad "udp two hosts: node $x's daemon joined $(field "$l" $x co_joined) held completions to the data in $iters PUTs"
 		[ "$(field "$l" $x rx_after)" -ge $min ] ||
 			bad "udp two hosts: node $x's daemon sent $(field "$l" $x rx_after) replies before reading the links"
