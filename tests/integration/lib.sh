@@ -19,6 +19,13 @@
 # testbed_up NETNS_SH PREFIX DIR  build the 2x2x2 namespace testbed PREFIX
 #                          (NETNS_SH up, its files in DIR), taken down at exit
 #                          after the daemons; "FAIL" and exit 1 when it cannot be.
+# udp_listen_free PORTFILE CMD...  exec CMD --listen 127.0.0.1:P --listen-fd N: the
+#                          kernel picks and binds the loopback UDP port P, which
+#                          stays bound from the pick to CMD (no other test can
+#                          take it between), P is written to PORTFILE first. Run
+#                          it in the background: $! is CMD's pid.
+# wait_port PORTFILE SECONDS  print the port udp_listen_free wrote; 1 if none
+#                          after SECONDS.
 # wait_for SECONDS CMD...  run CMD every 50 ms until it succeeds; 1 if it has not
 #                          after SECONDS.
 # wait_links_up SECONDS ID...  wait until every node ID has all links UP (the
@@ -110,6 +117,27 @@ testbed_up() {
 	lib_netns_dir=$3
 	lib_trap
 	sh "$1" up 2x2x2 "$2" "$3" >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+}
+
+udp_listen_free() {
+	_ul_file=$1
+	shift
+	exec python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % port)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+os.set_inheritable(s.fileno(), True)
+argv = sys.argv[2:] + ["--listen", "127.0.0.1:%d" % port, "--listen-fd", str(s.fileno())]
+os.execv(argv[0], argv)' "$_ul_file" "$@"
+}
+
+wait_port() {
+	wait_for "$2" test -s "$1" || return 1
+	cat "$1"
 }
 
 wait_for() {

@@ -23,31 +23,39 @@ cleanup() {
 trap cleanup EXIT
 sup="$build/lofamo/dnp-supervisor"
 load=${2:-$build/lofamo/dnp-svc-load}
-# Free loopback UDP ports from the kernel: the top's and four groups'.
-read -r top g0 g1 g2 g3 < <(python3 -c '
-import socket
-s = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(5)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')
-"$sup" --torus 4x4x4 --listen "127.0.0.1:$top" --log "$tmp/top.log" &
+# Each supervisor's loopback UDP port is picked and bound by the kernel and
+# held from the pick on (udp_listen_free): no other test can take it between.
+. "$(dirname "$0")/lib.sh"
+udp_listen_free "$tmp/top.port" "$sup" --torus 4x4x4 --log "$tmp/top.log" &
 pids+=($!)
-gports=("$g0" "$g1" "$g2" "$g3")
+sup_pids=($!)
+top=$(wait_port "$tmp/top.port" 10) || { echo "FAIL: the top supervisor got no port"; exit 1; }
+gports=()
 gpid=()
 for g in 0 1 2 3; do
-	"$sup" --torus 4x4x4 --listen "127.0.0.1:${gports[$g]}" --group "$((g * 16))-$((g * 16 + 15))" \
+	udp_listen_free "$tmp/group$g.port" "$sup" --torus 4x4x4 --group "$((g * 16))-$((g * 16 + 15))" \
 		--upstream "127.0.0.1:$top" --log "$tmp/group$g.log" &
 	pids+=($!)
 	gpid+=($!)
+	sup_pids+=($!)
 done
+for g in 0 1 2 3; do
+	gp=$(wait_port "$tmp/group$g.port" 10) || { echo "FAIL: group supervisor $g got no port"; exit 1; }
+	gports+=("$gp")
+done
+read -r g0 g1 g2 g3 <<<"${gports[*]}"
 "$load" --torus 4x4x4 --group-size 16 --duration 25000 \
 	--supervisor "127.0.0.1:$g0,127.0.0.1:$g1,127.0.0.1:$g2,127.0.0.1:$g3" \
 	--stop-node 5 --stop-at 3000 >"$tmp/load.out" &
 pids+=($!)
 
-# wait_for NAME PYTHON-CONDITION: looks at the top's picture (d) every 0.2 s, 50 times.
-wait_for() {
-	local name=$1 cond=$2
+# look_for NAME PYTHON-CONDITION: looks at the top's picture (d) every 0.2 s, 50 times.
+look_for() {
+	local name=$1 cond=$2 p
 	for _ in $(seq 50); do
+		for p in "${sup_pids[@]}"; do
+			kill -0 "$p" 2>/dev/null || { echo "FAIL: supervisor $p exited before: $name"; tail -n 5 "$tmp"/*.log; exit 1; }
+		done
 		if "$build/dnp-core/dnpd/dnpctl" --supervisor "127.0.0.1:$top" status --json \
 			>"$tmp/pic.json" 2>/dev/null &&
 			python3 - "$tmp/pic.json" "$cond" <<'PY'
@@ -70,12 +78,13 @@ PY
 	exit 1
 }
 
-wait_for "64 nodes healthy in 4 groups before the fault" \
+look_for "64 nodes healthy in 4 groups before the fault" \
 	'all(ok(i) for i in range(64)) and g == {0: "ok", 16: "ok", 32: "ok", 48: "ok"}'
-wait_for "node 5, stopped, silent at the top; the other 63 healthy" \
+look_for "node 5, stopped, silent at the top; the other 63 healthy" \
 	'n[5]["host"] == "silent" and all(ok(i) for i in range(64) if i != 5)'
 kill "${gpid[3]}"
-wait_for "group 48-63 killed: silent, its nodes silent; the rest unchanged" \
+sup_pids=("${sup_pids[@]:0:4}") # the top and groups 0-2 must live on
+look_for "group 48-63 killed: silent, its nodes silent; the rest unchanged" \
 	'g[48] == "silent" and all(n[i]["host"] == "silent" and not ok(i) for i in range(48, 64)) and all(ok(i) for i in range(48) if i != 5) and n[5]["host"] == "silent"'
 grep -q "group 48-63 silent" "$tmp/top.log" ||
 	{ echo "FAIL: the top's log does not say the group is silent"; exit 1; }

@@ -15,10 +15,12 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-# A free loopback UDP port, taken from the kernel.
-port=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$build/lofamo/dnp-supervisor" --torus 16x16x16 --listen "127.0.0.1:$port" --log "$tmp/sup.log" &
+# A loopback UDP port picked and bound by the kernel, held from the pick on
+# (udp_listen_free): no other test can take it between.
+. "$(dirname "$0")/lib.sh"
+udp_listen_free "$tmp/sup.port" "$build/lofamo/dnp-supervisor" --torus 16x16x16 --log "$tmp/sup.log" &
 sup=$!
+port=$(wait_port "$tmp/sup.port" 10) || { echo "FAIL: the supervisor got no port"; exit 1; }
 ctl() { "$build/dnp-core/dnpd/dnpctl" --supervisor "127.0.0.1:$port" status "$@"; }
 for _ in $(seq 50); do ctl --log >/dev/null 2>&1 && break; sleep 0.1; done
 ctl --json >"$tmp/pic.json"
