@@ -119,7 +119,7 @@ else
 	echo "ExecStart=$exec_start User=$user EnvironmentFile=$envfile RuntimeDirectory=$rtdir"
 	[ "$envfile" = /etc/dnp/dnpd.env ] || bad "EnvironmentFile is $envfile, docs say /etc/dnp/dnpd.env"
 	[ "$rtdir" = dnp ] || bad "RuntimeDirectory is $rtdir, not dnp (/run/dnp)"
-	port=$((41000 + ($$ % 400) * 16))
+	port=$(port_base)
 	printf 'h0 addr=127.0.0.1\nh1 addr=127.0.0.1\n' >"$dir/hosts"
 	python3 "$src/apps/dnp-topo" --torus 2x1x1 --hosts "$dir/hosts" --transport udp \
 		--udp-port $port --out "$dir/topo" >/dev/null || bad "dnp topo"

@@ -22,7 +22,7 @@ dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$a2a"
 
 run_dir /dev/shm/detour-$$
-base=$((21000 + ($$ % 2000) * 16))
+base=$(port_base)
 
 fail() {
 	echo "FAIL: $*"

@@ -20,7 +20,7 @@ ctl=$build/dnp-core/dnpd/dnpctl
 need_built "$dnpd" "$ctl"
 
 run_dir /dev/shm/dnp-handshake-$$
-base=$((24000 + ($$ % 2000) * 16))
+base=$(port_base)
 
 fail() {
 	echo "FAIL: $*"

@@ -31,7 +31,7 @@ dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$a2a"
 
 run_dir /dev/shm/selfheal-impair-$$
-base=$((20000 + ($$ % 2000) * 16))
+base=$(port_base)
 
 # fail WHY: the verdict, then the counters and the logs' last lines, all within
 # the last 100 lines that meson test --print-errorlogs shows.

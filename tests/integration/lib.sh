@@ -19,6 +19,10 @@
 # testbed_up NETNS_SH PREFIX DIR  build the 2x2x2 namespace testbed PREFIX
 #                          (NETNS_SH up, its files in DIR), taken down at exit
 #                          after the daemons; "FAIL" and exit 1 when it cannot be.
+# port_base                the first of 16 loopback ports for this script ($$):
+#                          10000 + 16 k, below the kernel's ephemeral range, so
+#                          no socket the kernel numbers can hold one; scripts
+#                          running at once have different PIDs, so different k.
 # udp_listen_free PORTFILE CMD...  exec CMD --listen 127.0.0.1:P --listen-fd N: the
 #                          kernel picks and binds the loopback UDP port P, which
 #                          stays bound from the pick to CMD (no other test can
@@ -117,6 +121,11 @@ testbed_up() {
 	lib_netns_dir=$3
 	lib_trap
 	sh "$1" up 2x2x2 "$2" "$3" >/dev/null || { echo "FAIL: netns.sh up"; exit 1; }
+}
+
+port_base() {
+	_pb_low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	echo $((10000 + ($$ % ((_pb_low - 10000) / 16)) * 16))
 }
 
 udp_listen_free() {

@@ -78,7 +78,7 @@ fi-check)
 	;;
 fi-pingpong)
 	need fi_pingpong libfabric-bin
-	port=$((47000 + $$ % 1000))
+	port=$((20000 + $$ % 12000)) # below the kernel's ephemeral ports (32768 on)
 	cat >pp.sh <<PP
 #!/bin/sh
 case \$DNP_NODE_ID in

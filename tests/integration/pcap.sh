@@ -39,7 +39,7 @@ dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$pp" "$hfm"
 
 run_dir /dev/shm/softdnp-pcap-$$
-base=$((21000 + ($$ % 2000) * 16))
+base=$(port_base)
 
 fail() { fail_logs "$@"; }
 

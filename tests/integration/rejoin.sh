@@ -26,7 +26,7 @@ dnp_tools "$build"
 need_built "$dnpd" "$ctl" "$pp"
 
 run_dir /dev/shm/selfheal-rejoin-$$
-base=$((20000 + ($$ % 2000) * 16))
+base=$(port_base)
 bgpid=""
 on_exit() { [ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null; }
 

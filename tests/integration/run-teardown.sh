@@ -95,7 +95,7 @@ chmod +x "$dir/dnpd-wrap"
 attempt bad-option 2 --dnpd "$dir/dnpd-wrap"
 
 # Node 1's X+ link port (base + id*8 + dir) is taken before the torus starts.
-base=$((30000 + ($$ % 1500) * 16))
+base=$(port_base)
 python3 -c 'import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1])))
 open(sys.argv[2], "w").close(); time.sleep(120)' $((base + 8)) "$dir/held" &

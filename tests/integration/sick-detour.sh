@@ -24,7 +24,7 @@ IDS="0 1 2 3"
 need_built "$dnpd" "$ctl" "$a2a"
 
 run_dir /dev/shm/sick-detour-$$
-base=$((25000 + ($$ % 2000) * 8))
+base=$(port_base)
 
 fail() {
 	echo "FAIL: $*"

@@ -101,7 +101,7 @@ echo "cluster $prefix up in $(($(now_ms) - t0)) ms"
 python3 "$src/apps/dnp-topo" --torus 2x2x2 --hosts "$dir/hosts.udp" --transport udp \
 	--out "$dir/topo" --run-dir "$run/%h" >/dev/null || { echo "FAIL: dnp topo"; exit 1; }
 br=$(sed -n 's/^n0 addr=\(.*\)\.1$/\1.254/p' "$dir/hosts.udp")
-port=$((47100 + $$ % 500))
+port=$(port_base)
 
 spawn "$dir/sup.pid" "$dir/sup.log" "$sup" --torus 2x2x2 --listen "$br:$port" \
 	--on-fault "$response --map $dir/topo/hosts.map" --on-heal "$response --map $dir/topo/hosts.map"
