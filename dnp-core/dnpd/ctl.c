@@ -173,11 +173,11 @@ static void ctl_daemon(const struct dnpd *d, struct dnpd_out *o)
 		 " mem_gathered_writes %" PRIu64 " handoffs %" PRIu64 " kicks %" PRIu64
 		 " kicked %" PRIu64 " pin_handoffs %" PRIu64 " pin_spins %" PRIu64
 		 " busy_blocks %" PRIu64 " co_holds %" PRIu64 " co_joined %" PRIu64
-		 " rx_after %" PRIu64 "\n",
+		 " co_missed %" PRIu64 " rx_after %" PRIu64 "\n",
 		 d->iters, d->sleeps, d->quiets, d->wakeups_timer, d->mem_copies, d->mem_vm,
 		 d->mem_faults, d->cmd_rejects, d->yield.yields, d->yield.alone, d->holds,
 		 d->mem_ra_hits, d->mem_gathered, d->handoffs, d->kicks, d->kicked, d->pin_handoffs,
-		 d->pin_spins, d->yield.busy, d->co_holds, d->co_joined, d->rx_after);
+		 d->pin_spins, d->yield.busy, d->co_holds, d->co_joined, d->co_missed, d->rx_after);
 	for (i = 0; i < d->sess->nports; i++) {
 		const struct dnpd_session *se = d->sess->by_port[d->sess->ports[i]];
 

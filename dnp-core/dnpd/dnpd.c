@@ -521,30 +521,56 @@ static bool dnpd_waiter_here(const struct dnpd *d)
  * no data and block again: two more context switches, on the path of the
  * data. So events that are all completions, for an app asleep on our CPU,
  * wait up to DNPD_COALESCE_NS while we keep polling; any other event (the
- * data) or the end of the window pushes them all with one wake-up. An app
- * that waits for the completion itself gets it at most that much later. The
+ * data) or the end of the window pushes them all with one wake-up. The
  * engine keeps the events meanwhile, as it does for a full ring: nothing is
  * lost.
+ *
+ * A hold only pays while data follows the completions. An app that waits for
+ * its completion alone (a PUT, then its TX_DONE, and nothing comes back)
+ * would get every completion a whole window late. So the holds keep a score
+ * (co_score, -DNPD_COALESCE_SCORE..+DNPD_COALESCE_SCORE): a hold ended by
+ * other events raises it by one, a window that ran out lowers it by one, and
+ * completions are held only while the score is not negative, that is while
+ * at least every other hold is joined (a join saves two context switches,
+ * about 10 us here; a window that runs out costs up to DNPD_COALESCE_NS).
+ * Below zero the completions go at once and only the next events are looked
+ * at: other events within DNPD_COALESCE_WATCH_NS raise the score again, so a
+ * ping-pong that was slow for a while gets its holds back. (That look is
+ * longer than a hold's window: not holding, we hand our CPU to the woken app
+ * and read the links again only once it blocks.)
  */
 static bool dnpd_coalesce(struct dnpd *d, uint64_t now)
 {
 	const struct dnp_engine_stats *es = dnp_engine_stats(d->e);
 	uint64_t done = es->cmds_ok + es->cmds_failed;
 	uint64_t ev = es->events - d->co_events;
+	bool other = ev > done - d->co_done;
 
 	if (d->co_until) {
-		bool other = ev > done - d->co_done;
-
 		if (!other && now < d->co_until)
 			return true;
-		d->co_joined += other;
+		if (other) {
+			d->co_joined++;
+			d->co_score += d->co_score < DNPD_COALESCE_SCORE;
+		} else {
+			d->co_missed++;
+			d->co_score -= d->co_score > -DNPD_COALESCE_SCORE;
+		}
 		d->co_until = 0;
-	} else if (ev && ev <= done - d->co_done && d->home_cpu >= 0 &&
-		   d->conf.idle != DNPD_IDLE_BUSY && !dnp_yield_blocking(&d->yield, now) &&
-		   dnpd_waiter_here(d)) {
-		d->co_until = now + DNPD_COALESCE_NS;
-		d->co_holds++;
-		return true;
+	} else {
+		if (d->co_watch && (ev || now >= d->co_watch)) {
+			d->co_score += other && now < d->co_watch;
+			d->co_watch = 0;
+		}
+		if (ev && !other && d->home_cpu >= 0 && d->conf.idle != DNPD_IDLE_BUSY &&
+		    !dnp_yield_blocking(&d->yield, now) && dnpd_waiter_here(d)) {
+			if (d->co_score >= 0) {
+				d->co_until = now + DNPD_COALESCE_NS;
+				d->co_holds++;
+				return true;
+			}
+			d->co_watch = now + DNPD_COALESCE_WATCH_NS;
+		}
 	}
 	d->co_events = es->events;
 	d->co_done = done;

@@ -61,6 +61,10 @@
  * in the engine for the data that most likely follows them (dnpd_coalesce).
  */
 #define DNPD_COALESCE_NS 8000ull
+/* dnpd_coalesce: the bound of its score (holds joined minus those run out) */
+#define DNPD_COALESCE_SCORE 8
+/* dnpd_coalesce, not holding: how long the next events count as what a hold would have joined */
+#define DNPD_COALESCE_WATCH_NS (4 * DNPD_COALESCE_NS)
 #define DNPD_LINK_DEPTH 256u
 /*
  * Cabling check: a link is reported miswired after this many link-control
@@ -186,6 +190,8 @@ struct dnpd {
 	uint64_t co_until;      /* dnpd_coalesce: holding events until then (0: not holding) */
 	uint64_t co_events;     /* dnpd_coalesce: the engine's events count at the last push */
 	uint64_t co_done;       /* dnpd_coalesce: its completions (cmds_ok + cmds_failed) then */
+	uint64_t co_watch;      /* dnpd_coalesce: not holding, watching this window (0: none) */
+	int co_score;           /* dnpd_coalesce: hold while >= 0 (joins +1, run-outs -1) */
 	struct dnp_yield yield; /* idle passes: yield only when somebody else wants the CPU */
 	bool quiet;             /* idle torus: run the engine every DNPD_COARSE_NS only */
 	bool armed;             /* doorbell armed: this pass is the second look before sleeping */
@@ -207,6 +213,7 @@ struct dnpd {
 	uint64_t pin_spins;    /* idle passes that polled on instead of yielding (pin_poll) */
 	uint64_t co_holds;     /* completions held for an app blocked on our CPU (dnpd_coalesce) */
 	uint64_t co_joined;    /* of the holds, ended by other events: one wake-up for both */
+	uint64_t co_missed;    /* of the holds, ended by the end of the window: came late */
 	uint64_t rx_after;     /* passes that sent an app's reply before reading the links */
 	uint64_t mem_ra_hits;  /* reads of private memory served by a read-ahead */
 	uint64_t mem_gathered; /* writes of private memory gathered into a later one */
