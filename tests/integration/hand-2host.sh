@@ -64,35 +64,18 @@ chmod +x "$w/dnpd"
 run() {
 	label=$1 here=$2
 	shift 2
-	out=$("$build/apps/dnp-run" --torus 2x1x1 --timeout 120 --no-lofamo "$@" \
-		-- "$self" "$build" inner "$here" 2>&1) || {
-		echo "FAIL: $label: the run failed" >&2
-		echo "$out" | tail -n 20 >&2
-		return 1
-	}
-	lines=$(echo "$out" | grep -o 'co node [01] .*' | sort)
-	[ "$(echo "$lines" | grep -c .)" = 2 ] || {
-		echo "FAIL: $label: the nodes reported nothing" >&2
-		echo "$out" | tail -n 20 >&2
-		return 1
-	}
-	echo "$lines" | sed "s/^/$label: /" >&2
-	echo "$lines"
-}
-# field LINES NODE NAME: the value after NAME on node NODE's line
-field() {
-	echo "$1" | grep "^co node $2 " | sed -n "s/.* $3 \([0-9]*\).*/\1/p"
+	two_node_run "$build" co "$label" "$@" -- "$self" "$build" inner "$here"
 }
 
 min=$((iters / 4))
 minj=$((iters / 20))
 if l=$(run "udp, two hosts" here --transport udp --dnpd "$w/dnpd"); then
 	for x in 0 1; do
-		[ "$(field "$l" $x co_joined)" -ge $minj ] ||
-			bad "udp two hosts: node $x's daemon joined $(field "$l" $x co_joined) held completions to the data in $iters PUTs"
-		[ "$(field "$l" $x rx_after)" -ge $min ] ||
-			bad "udp two hosts: node $x's daemon sent $(field "$l" $x rx_after) replies before reading the links"
-		v=$(field "$l" $x vcsw)
+		[ "$(two_node_field "$l" $x co_joined)" -ge $minj ] ||
+			bad "udp two hosts: node $x's daemon joined $(two_node_field "$l" $x co_joined) held completions to the data in $iters PUTs"
+		[ "$(two_node_field "$l" $x rx_after)" -ge $min ] ||
+			bad "udp two hosts: node $x's daemon sent $(two_node_field "$l" $x rx_after) replies before reading the links"
+		v=$(two_node_field "$l" $x vcsw)
 		[ "$v" -lt $((iters * 3 / 2)) ] ||
 			bad "udp two hosts: node $x's program blocked $v times in $iters waits (one wake-up per message expected)"
 	done
@@ -102,7 +85,7 @@ fi
 
 if l=$(run "udp, --pin" "" --transport udp --pin); then
 	for x in 0 1; do
-		[ "$(field "$l" $x co_holds)" = 0 ] && [ "$(field "$l" $x rx_after)" = 0 ] ||
+		[ "$(two_node_field "$l" $x co_holds)" = 0 ] && [ "$(two_node_field "$l" $x rx_after)" = 0 ] ||
 			bad "udp --pin: node $x's daemon held completions or deferred its reads (no program on its CPU)"
 	done
 else

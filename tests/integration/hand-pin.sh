@@ -47,36 +47,19 @@ fail=0
 run() {
 	label=$1
 	shift
-	out=$("$build/apps/dnp-run" --torus 2x1x1 --timeout 120 --no-lofamo --transport shm "$@" \
-		-- "$self" "$build" inner 2>&1) || {
-		echo "FAIL: $label: the run failed" >&2
-		echo "$out" | tail -n 20 >&2
-		return 1
-	}
-	lines=$(echo "$out" | grep -o 'hand node [01] .*' | sort)
-	[ "$(echo "$lines" | grep -c .)" = 2 ] || {
-		echo "FAIL: $label: the nodes reported nothing" >&2
-		echo "$out" | tail -n 20 >&2
-		return 1
-	}
-	echo "$lines" | sed "s/^/$label: /" >&2
-	echo "$lines"
-}
-# field LINES NODE NAME: the value after NAME on node NODE's line
-field() {
-	echo "$1" | grep "^hand node $2 " | sed -n "s/.* $3 \([0-9]*\).*/\1/p"
+	two_node_run "$build" hand "$label" --transport shm "$@" -- "$self" "$build" inner
 }
 
 # The polling hand-off (default): about one pin_handoff per PUT forwarded (20,100 each way).
 if l=$(run "--pin" --pin); then
 	for x in 0 1; do
 		want=$((1 << (1 - x)))
-		[ "$(field "$l" $x kick_cpus)" = $want ] ||
-			bad "--pin: node $x published kick_cpus $(field "$l" $x kick_cpus), not $want"
-		[ "$(field "$l" $x kick_cpu)" = $((x + 1)) ] ||
-			bad "--pin: node $x's kick line says CPU $(field "$l" $x kick_cpu), not $((x + 1))"
-		[ "$(field "$l" $x pin_handoffs)" -ge 10000 ] ||
-			bad "--pin: node $x's daemon handed its CPU over $(field "$l" $x pin_handoffs) times in 20000 PUTs"
+		[ "$(two_node_field "$l" $x kick_cpus)" = $want ] ||
+			bad "--pin: node $x published kick_cpus $(two_node_field "$l" $x kick_cpus), not $want"
+		[ "$(two_node_field "$l" $x kick_cpu)" = $((x + 1)) ] ||
+			bad "--pin: node $x's kick line says CPU $(two_node_field "$l" $x kick_cpu), not $((x + 1))"
+		[ "$(two_node_field "$l" $x pin_handoffs)" -ge 10000 ] ||
+			bad "--pin: node $x's daemon handed its CPU over $(two_node_field "$l" $x pin_handoffs) times in 20000 PUTs"
 	done
 else
 	fail=1
@@ -86,12 +69,12 @@ fi
 # received), each daemon kicks its neighbour and is kicked about once per PUT.
 if l=$(export DNP_WAIT_BLOCK=1 && run "--pin, DNP_WAIT_BLOCK=1" --pin); then
 	for x in 0 1; do
-		[ "$(field "$l" $x vcsw)" -ge 5000 ] ||
-			bad "DNP_WAIT_BLOCK=1: node $x's program blocked $(field "$l" $x vcsw) times in 20000 waits"
-		[ "$(field "$l" $x kicks)" -ge 5000 ] ||
-			bad "DNP_WAIT_BLOCK=1: node $x's daemon kicked its neighbour $(field "$l" $x kicks) times"
-		[ "$(field "$l" $x kicked)" -ge 5000 ] ||
-			bad "DNP_WAIT_BLOCK=1: node $x's daemon yielded to $(field "$l" $x kicked) kicks"
+		[ "$(two_node_field "$l" $x vcsw)" -ge 5000 ] ||
+			bad "DNP_WAIT_BLOCK=1: node $x's program blocked $(two_node_field "$l" $x vcsw) times in 20000 waits"
+		[ "$(two_node_field "$l" $x kicks)" -ge 5000 ] ||
+			bad "DNP_WAIT_BLOCK=1: node $x's daemon kicked its neighbour $(two_node_field "$l" $x kicks) times"
+		[ "$(two_node_field "$l" $x kicked)" -ge 5000 ] ||
+			bad "DNP_WAIT_BLOCK=1: node $x's daemon yielded to $(two_node_field "$l" $x kicked) kicks"
 	done
 else
 	fail=1
@@ -100,9 +83,9 @@ fi
 # Unpinned: nothing published, no hand-off.
 if l=$(run "unpinned"); then
 	for x in 0 1; do
-		[ "$(field "$l" $x kick_cpus)" = 0 ] && [ "$(field "$l" $x kick_cpu)" = 0 ] ||
-			bad "unpinned: node $x published kick_cpus $(field "$l" $x kick_cpus), kick_cpu $(field "$l" $x kick_cpu)"
-		[ "$(field "$l" $x pin_handoffs)" = 0 ] && [ "$(field "$l" $x kicks)" = 0 ] ||
+		[ "$(two_node_field "$l" $x kick_cpus)" = 0 ] && [ "$(two_node_field "$l" $x kick_cpu)" = 0 ] ||
+			bad "unpinned: node $x published kick_cpus $(two_node_field "$l" $x kick_cpus), kick_cpu $(two_node_field "$l" $x kick_cpu)"
+		[ "$(two_node_field "$l" $x pin_handoffs)" = 0 ] && [ "$(two_node_field "$l" $x kicks)" = 0 ] ||
 			bad "unpinned: node $x's daemon made pinned hand-offs"
 	done
 else

@@ -46,6 +46,15 @@
 #                          every other node; each must exit 0 and verify its bytes,
 #                          else fail (the script's fail()). Hops must equal the
 #                          torus distance unless --detours. Outputs: $dir/a2a-TAG-ID.out.
+# two_node_run BUILD TAG LABEL ARG...  BUILD's dnp-run --torus 2x1x1 --timeout 120
+#                          --no-lofamo ARG... (its options, then -- and the command
+#                          each node runs); prints the lines "TAG node 0 ..." and
+#                          "TAG node 1 ..." of its output, node 0 first (also to
+#                          stderr, after "LABEL: "). 1, after "FAIL: LABEL: ..." and
+#                          the output's last 20 lines on stderr, if dnp-run fails or
+#                          not both nodes printed their line. TAG is one word.
+# two_node_field LINES NODE NAME  the value after NAME on node NODE's line of
+#                          LINES (two_node_run's output).
 
 # shellcheck disable=SC2034 # dnp_tools and bad set variables for the sourcing script
 dnp_tools() {
@@ -197,4 +206,26 @@ alltoall_on() {
 	[ $_aa_rc -eq 0 ] || fail "$1: an all-to-all instance failed"
 	_aa_ok=$(cat "$dir"/a2a-"$1"-*.out | grep -c 'all bytes verified')
 	[ "$_aa_ok" -eq $_aa_n ] || fail "$1: $_aa_ok of $_aa_n instances verified their bytes"
+}
+
+two_node_run() {
+	_tn_run=$1/apps/dnp-run _tn_tag=$2 _tn_label=$3
+	shift 3
+	_tn_out=$("$_tn_run" --torus 2x1x1 --timeout 120 --no-lofamo "$@" 2>&1) || {
+		echo "FAIL: $_tn_label: the run failed" >&2
+		echo "$_tn_out" | tail -n 20 >&2
+		return 1
+	}
+	_tn_lines=$(echo "$_tn_out" | grep -o "$_tn_tag node [01] .*" | sort)
+	[ "$(echo "$_tn_lines" | grep -c .)" = 2 ] || {
+		echo "FAIL: $_tn_label: the nodes reported nothing" >&2
+		echo "$_tn_out" | tail -n 20 >&2
+		return 1
+	}
+	echo "$_tn_lines" | sed "s/^/$_tn_label: /" >&2
+	echo "$_tn_lines"
+}
+
+two_node_field() {
+	echo "$1" | grep "^[^ ]* node $2 " | sed -n "s/.* $3 \([0-9]*\).*/\1/p"
 }
