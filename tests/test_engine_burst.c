@@ -31,10 +31,11 @@
 #define BASE 0x100000ull
 
 #include "test_arena.h"
+#include "test_engine_setup.h"
 
 #define NPUT 8
 #define SLOT 64 /* bytes between the PUTs' targets */
-#define MAXF 64
+#define MAXF TEST_ENGINE_MAXF
 
 static uint8_t mem[3][ARENA];
 static struct dnp_engine *eng[3];
@@ -43,119 +44,60 @@ static uint32_t key0, key1;
 static uint64_t now;
 static uint32_t evq1; /* node 1's event queue slots (0: the default) */
 
-/* Node 0's captured data frames, in the order sent, and the link they left on. */
-static uint8_t cap[MAXF][DNP_MAX_FRAME];
-static uint32_t cap_len[MAXF];
-static unsigned cap_dir[MAXF], ncap;
+static struct test_engine_cap cap; /* node 0's data frames to node 1, when captured */
+static bool capture;               /* this round keeps them in cap */
 static bool hold_all;  /* ... and node 0's other frames to node 1 are lost on the wire */
 static unsigned nlost; /* frames lost so */
 
-static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
-		    size_t len, const struct dnp_mem_seq *seq)
-{
-	uint8_t *m = ctx;
-
-	(void)port;
-	(void)b;
-	(void)seq;
-	uint8_t *at = test_arena_at(m, va, len);
-
-	if (!at)
-		return -EFAULT;
-	memcpy(dst, at, len);
-	return 0;
-}
-
-static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
-		     const void *src, size_t len)
-{
-	uint8_t *at = test_arena_at(ctx, va, len);
-
-	(void)port;
-	(void)b;
-	if (!at)
-		return -EFAULT;
-	memcpy(at, src, len);
-	return 0;
-}
-
-static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static const struct dnp_mem_ops ops = { .read = test_engine_mem_read,
+					.write = test_engine_mem_write };
 
 /*
- * One round: the engines run, and every frame goes across as one burst per
- * link, except node 0's data frames to node 1 when 'capture' (kept in
- * cap[], in order; with hold_all, node 0's other frames to node 1 are lost).
+ * Whether a frame crosses: all do, except node 0's data frames to node 1
+ * while 'capture' (kept in cap, in order; with hold_all, node 0's other
+ * frames to node 1 are lost).
  */
-static void round_trip(bool capture)
+static bool wire(unsigned from, unsigned to, unsigned dir, const struct dnp_frame *f)
 {
-	struct dnp_frame f[32];
+	if (!capture || from != 0 || to != 1)
+		return true;
+	if (f->data[3] & DNP_LINK_F_SEQ) {
+		test_engine_keep(&cap, dir, f);
+		return false;
+	}
+	if (hold_all)
+		nlost++;
+	return !hold_all;
+}
 
-	for (unsigned i = 0; i < nn; i++)
-		dnp_engine_run(eng[i], now);
-	for (unsigned i = 0; i < nn; i++)
-		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
-			unsigned n = dnp_engine_tx_burst(eng[i], d, f, 32, now), k, m = 0;
-			unsigned peer = d == DNP_DIR_XP ? (i + 1) % nn : (i + nn - 1) % nn;
-			struct dnp_frame pass[32];
-
-			for (k = 0; k < n; k++) {
-				if (capture && hold_all && i == 0 && peer == 1 &&
-				    !(f[k].data[3] & DNP_LINK_F_SEQ)) {
-					nlost++;
-					continue;
-				}
-				if (capture && i == 0 && peer == 1 &&
-				    (f[k].data[3] & DNP_LINK_F_SEQ)) {
-					assert_true(ncap < MAXF);
-					memcpy(cap[ncap], f[k].data, f[k].len);
-					cap_len[ncap] = f[k].len;
-					cap_dir[ncap++] = d;
-					continue;
-				}
-				pass[m++] = f[k];
-			}
-			(void)dnp_engine_rx_burst(eng[peer], dnp_torus_opposite(d), pass, m, NULL,
-						  now);
-		}
-	now += 1000;
+/* One round: every frame goes across as one burst per link, but what wire() keeps. */
+static void round_trip(bool keep)
+{
+	capture = keep;
+	test_engine_round(eng, nn, &now, wire);
 }
 
 static int setup(void **state)
 {
 	(void)state;
 	now = 1;
-	ncap = 0;
+	cap.n = 0;
 	nlost = 0;
 	hold_all = false;
+	capture = false;
 	for (unsigned i = 0; i < nn; i++) {
 		struct dnp_engine_conf c;
 
-		memset(mem[i], 0, ARENA);
-		dnp_engine_conf_default(&c);
-		dnp_torus_init(&c.torus, nn, 1, 1);
-		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
-		c.max_ports = 1;
-		c.mem = &ops;
-		c.mem_ctx = mem[i];
-		c.key_secret[0] = 77 + i;
-		c.link.credit_model = DNP_CREDIT_EXACT;
-		c.prompt_credits = true;
-		c.link.credit_period = 1000000000;
-		c.link.credit_timeout = 4000000000ull;
-		c.link.rto = 4000000000ull; /* nothing is resent while a test holds frames */
-		c.rx_direct = true;
+		test_engine_conf(&c, nn, i, &ops, mem[i], 77 + i);
 		if (i == 1 && evq1)
 			c.event_queue = evq1;
-		assert_int_equal(dnp_engine_create(&c, now, &eng[i]), 0);
-		assert_int_equal(dnp_engine_port_open(eng[i], 0), 0);
+		test_engine_open(&c, now, &eng[i]);
 	}
 	assert_int_equal(dnp_engine_register(eng[1], 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, &key1),
 			 0);
 	assert_int_equal(dnp_engine_register(eng[0], 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, &key0),
 			 0);
-	for (unsigned r = 0; r < 50; r++) /* the links' handshake */
-		round_trip(false);
-	assert_true(dnp_engine_has_link(eng[0], DNP_DIR_XP));
+	test_engine_links_up(eng, nn, &now, wire);
 	return 0;
 }
 
@@ -196,16 +138,16 @@ static void put_range(unsigned lo, unsigned hi)
 		memset(mem[0] + i * SLOT, 0x10 + (int)i, 8);
 		assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
 	}
-	for (unsigned r = 0; r < 4 && ncap < hi; r++)
+	for (unsigned r = 0; r < 4 && cap.n < hi; r++)
 		round_trip(true);
-	assert_int_equal(ncap, hi);
+	assert_int_equal(cap.n, hi);
 }
 
 static void put_and_capture(void)
 {
 	put_range(0, NPUT);
 	for (unsigned i = 1; i < NPUT; i++)
-		assert_int_equal(cap_dir[i], cap_dir[0]); /* one link carries them */
+		assert_int_equal(cap.dir[i], cap.dir[0]); /* one link carries them */
 }
 
 static bool written(unsigned i)
@@ -216,20 +158,20 @@ static bool written(unsigned i)
 	return true;
 }
 
-/* node 1's link that receives what node 0 sent on cap_dir[0] */
+/* node 1's link that receives what node 0 sent on cap.dir[0] */
 static unsigned rxdir(void)
 {
-	return dnp_torus_opposite((enum dnp_dir)cap_dir[0]);
+	return dnp_torus_opposite((enum dnp_dir)cap.dir[0]);
 }
 
-/* Hands cap[order[0..n)] to node 1 as one burst; rc[] gets the results. */
+/* Hands cap.data[order[0..n)] to node 1 as one burst; rc[] gets the results. */
 static unsigned burst(const unsigned *order, unsigned n, int *rc)
 {
 	struct dnp_frame f[MAXF];
 
 	for (unsigned i = 0; i < n; i++) {
-		f[i].data = cap[order[i]];
-		f[i].len = cap_len[order[i]];
+		f[i].data = cap.data[order[i]];
+		f[i].len = cap.len[order[i]];
 	}
 	return dnp_engine_rx_burst(eng[1], rxdir(), f, n, rc, now);
 }
@@ -281,7 +223,7 @@ static void test_bad_crc_in_the_middle(void **state)
 
 	(void)state;
 	put_and_capture();
-	cap[3][cap_len[3] - 20] ^= 0x01; /* a payload bit: only the CRC can tell */
+	cap.data[3][cap.len[3] - 20] ^= 0x01; /* a payload bit: only the CRC can tell */
 	assert_int_equal(burst(order, NPUT, rc), 1);
 	for (unsigned i = 0; i < NPUT; i++)
 		assert_int_equal(rc[i], i == 3 ? -EILSEQ : 0); /* 4..7: held beyond the gap */
@@ -310,18 +252,18 @@ static void test_frame_of_two_links(void **state)
 	 * Frame 4 as the other link's sender would have sent it (its output
 	 * direction is the other one), resealed: every check but the link's passes.
 	 */
-	assert_int_equal(dnp_pkt_decode(cap[4], cap_len[4], &h, &pl), 0);
-	h.src_dir = (uint8_t)(cap_dir[0] == DNP_DIR_XP ? DNP_DIR_XM : DNP_DIR_XP);
+	assert_int_equal(dnp_pkt_decode(cap.data[4], cap.len[4], &h, &pl), 0);
+	h.src_dir = (uint8_t)(cap.dir[0] == DNP_DIR_XP ? DNP_DIR_XM : DNP_DIR_XP);
 	olen = dnp_pkt_encode(&h, pl, other, sizeof(other));
-	assert_int_equal(olen, (int)cap_len[4]);
+	assert_int_equal(olen, (int)cap.len[4]);
 	for (unsigned i = 0, k = 0; i < NPUT + 1; i++) {
 		if (i == 4) {
 			f[i].data = other;
 			f[i].len = (uint32_t)olen;
 			continue;
 		}
-		f[i].data = cap[order[k]];
-		f[i].len = cap_len[order[k++]];
+		f[i].data = cap.data[order[k]];
+		f[i].len = cap.len[order[k++]];
 	}
 	assert_int_equal(dnp_engine_rx_burst(eng[1], rxdir(), f, NPUT + 1, rc, now), 1);
 	for (unsigned i = 0; i < NPUT + 1; i++)

@@ -31,8 +31,12 @@
 
 #define ARENA (64u << 10)
 #define BASE 0x100000ull
+
+#include "test_arena.h"
+#include "test_engine_setup.h"
+
 #define SLOT 64 /* bytes between the PUTs' targets */
-#define MAXF 64
+#define MAXF TEST_ENGINE_MAXF
 #define SMALL 4096u /* buffer A: [BASE, BASE + SMALL); buffer B: [BASE + 2 SMALL, BASE + ARENA) */
 
 static uint8_t mem[2][ARENA];
@@ -44,9 +48,8 @@ static bool map = true;  /* node 1: rx_map_priv, buffers registered with their m
 static unsigned nwrites; /* node 1's driver writes */
 static uint64_t fail_va; /* node 1's driver fails a write there (0: never) */
 
-static uint8_t cap[MAXF][DNP_MAX_FRAME];
-static uint32_t cap_len[MAXF];
-static unsigned cap_dir, ncap;
+static struct test_engine_cap cap; /* node 0's data frames, when captured */
+static bool capture;               /* this round keeps them in cap */
 static unsigned ncmpl_ids; /* ids node 1's CMPL frames reported, each checked by cmpl_check */
 
 /*
@@ -67,8 +70,8 @@ static void cmpl_check(const uint8_t *f, uint32_t len)
 
 		if (k)
 			memcpy(&id, pl + (k - 1) * 4u, 4);
-		for (unsigned i = 0; i < ncap && !found; i++) {
-			assert_int_equal(dnp_pkt_decode(cap[i], cap_len[i], &d, &dpl), 0);
+		for (unsigned i = 0; i < cap.n && !found; i++) {
+			assert_int_equal(dnp_pkt_decode(cap.data[i], cap.len[i], &d, &dpl), 0);
 			if (d.msg_id == id) {
 				assert_int_equal(d.src_port, h.dst_port);
 				found = true;
@@ -79,100 +82,59 @@ static void cmpl_check(const uint8_t *f, uint32_t len)
 	}
 }
 
-static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
-		    size_t len, const struct dnp_mem_seq *seq)
-{
-	uint8_t *m = ctx;
-
-	(void)port;
-	(void)b;
-	(void)seq;
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
-		return -EFAULT;
-	memcpy(dst, m + (va - BASE), len);
-	return 0;
-}
-
+/* Node 1's driver write: counted, and it fails at fail_va. */
 static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
 		     const void *src, size_t len)
 {
-	uint8_t *m = ctx;
-
-	(void)port;
-	(void)b;
-	if (m == mem[1])
+	if (ctx == mem[1])
 		nwrites++;
-	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE) ||
-	    (fail_va && va == fail_va))
+	if (fail_va && va == fail_va)
 		return -EFAULT;
-	memcpy(m + (va - BASE), src, len);
-	return 0;
+	return test_engine_mem_write(ctx, port, b, va, src, len);
 }
 
-static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static const struct dnp_mem_ops ops = { .read = test_engine_mem_read, .write = mem_write };
+
+/*
+ * Whether a frame crosses: all do, but node 0's data frames while 'capture'
+ * (kept in cap, in order); node 1's are checked first (cmpl_check).
+ */
+static bool wire(unsigned from, unsigned to, unsigned dir, const struct dnp_frame *f)
+{
+	(void)to;
+	if (from == 1)
+		cmpl_check(f->data, f->len);
+	if (!capture || from != 0 || !(f->data[3] & DNP_LINK_F_SEQ))
+		return true;
+	test_engine_keep(&cap, dir, f);
+	return false;
+}
 
 /* One round: every frame goes across as one burst per link, node 0's data frames captured if asked. */
-static void round_trip(bool capture)
+static void round_trip(bool keep)
 {
-	struct dnp_frame f[32];
-
-	for (unsigned i = 0; i < 2; i++)
-		dnp_engine_run(eng[i], now);
-	for (unsigned i = 0; i < 2; i++)
-		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
-			unsigned n = dnp_engine_tx_burst(eng[i], d, f, 32, now), m = 0;
-			struct dnp_frame pass[32];
-
-			for (unsigned k = 0; k < n; k++) {
-				if (i == 1)
-					cmpl_check(f[k].data, f[k].len);
-				if (capture && i == 0 && (f[k].data[3] & DNP_LINK_F_SEQ)) {
-					assert_true(ncap < MAXF);
-					memcpy(cap[ncap], f[k].data, f[k].len);
-					cap_len[ncap] = f[k].len;
-					cap_dir = d;
-					ncap++;
-					continue;
-				}
-				pass[m++] = f[k];
-			}
-			(void)dnp_engine_rx_burst(eng[1 - i], dnp_torus_opposite(d), pass, m, NULL,
-						  now);
-		}
-	now += 1000;
+	capture = keep;
+	test_engine_round(eng, 2, &now, wire);
 }
 
 static int setup(void **state)
 {
 	(void)state;
 	now = 1;
-	ncap = 0;
+	cap.n = 0;
+	capture = false;
 	ncmpl_ids = 0;
 	nwrites = 0;
 	fail_va = 0;
 	for (unsigned i = 0; i < 2; i++) {
 		struct dnp_engine_conf c;
 
-		memset(mem[i], 0, ARENA);
-		dnp_engine_conf_default(&c);
-		dnp_torus_init(&c.torus, 2, 1, 1);
-		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+		test_engine_conf(&c, 2, i, &ops, mem[i], 91 + i);
 		c.max_ports = 2;
-		c.mem = &ops;
-		c.mem_ctx = mem[i];
-		c.key_secret[0] = 91 + i;
-		c.link.credit_model = DNP_CREDIT_EXACT;
-		c.prompt_credits = true;
-		c.link.credit_period = 1000000000;
-		c.link.credit_timeout = 4000000000ull;
-		c.link.rto = 4000000000ull; /* nothing is resent while a test holds frames */
-		c.rx_direct = true;
 		c.rx_map_priv = i == 1 && map;
 		if (i == 1 && evq1)
 			c.event_queue = evq1;
-		assert_int_equal(dnp_engine_create(&c, now, &eng[i]), 0);
-		assert_int_equal(dnp_engine_port_open(eng[i], 0), 0);
-		assert_int_equal(dnp_engine_port_open(eng[i], 1), 0);
+		test_engine_open(&c, now, &eng[i]);
 	}
 	assert_int_equal(dnp_engine_register(eng[1], 0, BASE, SMALL, DNP_BUF_PUT_TARGET,
 					     map ? (uintptr_t)mem[1] : 0, &key_a),
@@ -183,9 +145,7 @@ static int setup(void **state)
 			 0);
 	assert_int_equal(dnp_engine_register(eng[0], 0, BASE, ARENA, DNP_BUF_PUT_TARGET, 0, &key0),
 			 0);
-	for (unsigned r = 0; r < 50; r++) /* the links' handshake */
-		round_trip(false);
-	assert_true(dnp_engine_has_link(eng[0], DNP_DIR_XP));
+	test_engine_links_up(eng, 2, &now, wire);
 	return 0;
 }
 
@@ -226,9 +186,9 @@ static void put_all(unsigned n, const uint64_t *va, const uint32_t *key, const u
 		memset(mem[0] + i * SLOT, 0x20 + (int)i, 8);
 		assert_int_equal(dnp_engine_submit(eng[0], port ? port[i] : 0, &c, now), 0);
 	}
-	for (unsigned r = 0; r < 8 && ncap < n; r++)
+	for (unsigned r = 0; r < 8 && cap.n < n; r++)
 		round_trip(true);
-	assert_int_equal(ncap, n);
+	assert_int_equal(cap.n, n);
 }
 
 /* Hands every captured frame to node 1 as one burst; rc[] gets the results. */
@@ -236,12 +196,12 @@ static unsigned burst_all(int *rc)
 {
 	struct dnp_frame f[MAXF];
 
-	for (unsigned i = 0; i < ncap; i++) {
-		f[i].data = cap[i];
-		f[i].len = cap_len[i];
+	for (unsigned i = 0; i < cap.n; i++) {
+		f[i].data = cap.data[i];
+		f[i].len = cap.len[i];
 	}
-	return dnp_engine_rx_burst(eng[1], dnp_torus_opposite((enum dnp_dir)cap_dir), f, ncap, rc,
-				   now);
+	return dnp_engine_rx_burst(eng[1], dnp_torus_opposite((enum dnp_dir)cap.dir[cap.n - 1]), f,
+				   cap.n, rc, now);
 }
 
 static bool written_at(uint64_t va, unsigned i)
