@@ -38,6 +38,7 @@ static int64_t drop_seq = -1;     /* node 0's first data frame with this seq is 
 static bool hold1;                /* node 0's frames are not sent (its window fills) */
 static uint64_t t_cmd;            /* node 0's cmd_timeout (0: none) */
 static unsigned bad_frames;       /* node 0's frames that did not decode */
+static uint8_t orig[8 * DNP_MAX_PAYLOAD]; /* node 0's source as start() filled it */
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
 		    size_t len, const struct dnp_mem_seq *seq)
@@ -235,20 +236,63 @@ static struct dnp_cmd put(uint32_t key, uint64_t len, uint64_t cookie)
 				 .cookie = cookie };
 }
 
+/*
+ * A test's start: node 1's port 0 takes PUTs into [BASE, BASE + len), the
+ * links come up, node 0's source gets the bytes of 'seed' (copied to orig
+ * if 'keep'). Returns the target's key.
+ */
+static uint32_t start(uint64_t len, unsigned seed, bool keep)
+{
+	uint32_t key = target(len);
+
+	pump(50); /* links up */
+	fill(mem[0][0], len, seed);
+	if (keep) {
+		assert_true(len <= sizeof(orig));
+		memcpy(orig, mem[0][0], len);
+	}
+	return key;
+}
+
+/* Node 0's port 0 submits PUT 'cookie': len bytes from BASE to BASE with key. */
+static void submit_put(uint32_t key, uint64_t len, uint64_t cookie)
+{
+	struct dnp_cmd c = put(key, len, cookie);
+
+	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+}
+
+/* Node 0's port 0 hears, within max steps, an event of this type and status. */
+static void expect_ev(unsigned max, int type, int status)
+{
+	struct dnp_event ev = next_ev(0, 0, max);
+
+	assert_int_equal(ev.type, type);
+	assert_int_equal(ev.status, status);
+}
+
+/*
+ * Node 0's held frames go out (hold1 off): they decode, the target gets
+ * orig, and once all is acked no payload is left in application memory.
+ */
+static void let_go(uint64_t len)
+{
+	hold1 = false;
+	pump(3000);
+	assert_int_equal(bad_frames, 0);
+	assert_memory_equal(mem[1][0], orig, len);
+	expect_no_desc();
+}
+
 /* A 64 KiB PUT goes out in one pass and arrives whole; every frame decodes. */
 static void test_onepass_put(void **state)
 {
 	(void)state;
 	const uint64_t len = 64 * 1024 + 100;
-	uint32_t key = target(len);
+	uint32_t key = start(len, 3, false);
 
-	pump(50); /* links up */
-	fill(mem[0][0], len, 3);
-	struct dnp_cmd c = put(key, len, 11);
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
-	struct dnp_event ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.status, 0);
+	submit_put(key, len, 11);
+	expect_ev(5000, DNP_EV_TX_DONE, 0);
 	assert_memory_equal(mem[1][0], mem[0][0], len);
 	assert_int_equal(bad_frames, 0);
 	/* 17 packets; the last (100 bytes) is under DNP_ONEPASS_MIN and copied */
@@ -263,16 +307,11 @@ static void test_onepass_retx_rereads(void **state)
 {
 	(void)state;
 	const uint64_t len = 4 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
+	uint32_t key = start(len, 5, false);
 
-	pump(50);
-	fill(mem[0][0], len, 5);
 	/* the second packet is lost; by its resend the source's second packet is new */
-	struct dnp_cmd c = put(key, len, 12);
-	const struct dnp_link *l = dnp_engine_link(eng[0], DNP_DIR_XP);
-	(void)l;
 	hold1 = true;
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+	submit_put(key, len, 12);
 	dnp_engine_run(eng[0], now);
 	/* find the sequence number the second packet gets: the first data frame's + 1 */
 	static uint8_t slot[16][DNP_MAX_FRAME];
@@ -297,9 +336,7 @@ static void test_onepass_retx_rereads(void **state)
 	for (size_t i = DNP_MAX_PAYLOAD; i < 2 * DNP_MAX_PAYLOAD; i++)
 		mem[0][0][i] = (uint8_t)~mem[0][0][i];
 	hold1 = false;
-	struct dnp_event ev = next_ev(0, 0, 20000);
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.status, 0);
+	expect_ev(20000, DNP_EV_TX_DONE, 0);
 	/* the target has the new bytes of the resent packet: it was read again */
 	assert_memory_equal(mem[1][0], mem[0][0], len);
 	assert_int_equal(bad_frames, 0);
@@ -315,18 +352,11 @@ static void test_onepass_crc_over_slot(void **state)
 {
 	(void)state;
 	const uint64_t len = 8 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
-	static uint8_t orig[8 * DNP_MAX_PAYLOAD];
+	uint32_t key = start(len, 9, true);
 
-	pump(50);
-	fill(mem[0][0], len, 9);
-	memcpy(orig, mem[0][0], len);
 	scribble = true;
-	struct dnp_cmd c = put(key, len, 13);
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
-	struct dnp_event ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.status, 0);
+	submit_put(key, len, 13);
+	expect_ev(5000, DNP_EV_TX_DONE, 0);
 	assert_int_equal(bad_frames, 0);
 	assert_int_equal(dnp_engine_stats(eng[1])->rx_crc_errors, 0);
 	assert_memory_equal(mem[1][0], orig, len); /* what was copied, once each */
@@ -342,29 +372,20 @@ static void test_onepass_port_close(void **state)
 {
 	(void)state;
 	const uint64_t len = 6 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
-	static uint8_t orig[6 * DNP_MAX_PAYLOAD];
+	uint32_t key = start(len, 21, true);
 
-	pump(50);
-	fill(mem[0][0], len, 21);
-	memcpy(orig, mem[0][0], len);
 	/* the links are direct (pump used tx_burst_into); nothing goes out now */
-	struct dnp_cmd c = put(key, len, 14);
 	hold1 = true;
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+	submit_put(key, len, 14);
 	dnp_engine_run(eng[0], now);
 	assert_true(dnp_engine_pending(eng[0]) >= 6);
 	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass_held, 6);
 	assert_int_equal(dnp_engine_port_close(eng[0], 0), 0);
 	closed0 = true;
 	memset(mem[0][0], 0xee, len); /* the heap is gone */
-	hold1 = false;
-	pump(3000);
+	let_go(len);
 	assert_int_equal(reads_closed, 0);
-	assert_int_equal(bad_frames, 0);
-	assert_memory_equal(mem[1][0], orig, len);
 	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass_faults, 0);
-	expect_no_desc();
 	struct dnp_event ev;
 	assert_int_equal(dnp_engine_poll_events(eng[0], 0, &ev, 1), 0); /* the port is closed */
 }
@@ -377,18 +398,14 @@ static void test_onepass_read_fault(void **state)
 {
 	(void)state;
 	const uint64_t len = 4 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
+	uint32_t key = start(len, 31, false);
+	struct dnp_event ev;
 
-	pump(50);
-	fill(mem[0][0], len, 31);
 	memset(mem[1][0], 0x11, len);
 	fail_lo = BASE + DNP_MAX_PAYLOAD; /* the second packet */
 	fail_hi = fail_lo + 1;
-	struct dnp_cmd c = put(key, len, 15);
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
-	struct dnp_event ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_ERROR);
-	assert_int_equal(ev.status, -EFAULT);
+	submit_put(key, len, 15);
+	expect_ev(5000, DNP_EV_ERROR, -EFAULT);
 	pump(2000);
 	assert_int_equal(dnp_engine_poll_events(eng[0], 0, &ev, 1), 0); /* exactly one */
 	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass_faults, 1);
@@ -397,11 +414,8 @@ static void test_onepass_read_fault(void **state)
 	assert_true(dnp_engine_stats(eng[1])->deliver_errors >= 1);
 	fail_lo = fail_hi = 0;
 	fill(mem[0][0], len, 33);
-	c = put(key, len, 16);
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
-	ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
-	assert_int_equal(ev.status, 0);
+	submit_put(key, len, 16);
+	expect_ev(5000, DNP_EV_TX_DONE, 0);
 	assert_memory_equal(mem[1][0], mem[0][0], len);
 	assert_int_equal(bad_frames, 0);
 	expect_no_desc();
@@ -416,26 +430,15 @@ static void test_onepass_failed_cmd_frozen(void **state)
 {
 	(void)state;
 	const uint64_t len = 4 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
-	static uint8_t orig[4 * DNP_MAX_PAYLOAD];
+	uint32_t key = start(len, 51, true);
 
-	pump(50);
-	fill(mem[0][0], len, 51);
-	memcpy(orig, mem[0][0], len);
-	struct dnp_cmd c = put(key, len, 18);
 	hold1 = true;
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
-	struct dnp_event ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_ERROR);
-	assert_int_equal(ev.status, -ETIMEDOUT);
+	submit_put(key, len, 18);
+	expect_ev(5000, DNP_EV_ERROR, -ETIMEDOUT);
 	memset(mem[0][0], 0x77, len); /* the application reuses its buffer */
 	unsigned before = reads_nul;
-	hold1 = false;
-	pump(3000);
+	let_go(len);
 	assert_int_equal(reads_nul, before); /* not read again */
-	assert_int_equal(bad_frames, 0);
-	assert_memory_equal(mem[1][0], orig, len);
-	expect_no_desc();
 }
 
 /* A link marked direct and then sent with dnp_engine_tx_burst: the bytes are read first. */
@@ -443,13 +446,10 @@ static void test_onepass_plain_tx_burst(void **state)
 {
 	(void)state;
 	const uint64_t len = 4 * DNP_MAX_PAYLOAD;
-	uint32_t key = target(len);
+	uint32_t key = start(len, 41, false);
 	struct dnp_frame f[16];
 
-	pump(50);
-	fill(mem[0][0], len, 41);
-	struct dnp_cmd c = put(key, len, 17);
-	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+	submit_put(key, len, 17);
 	dnp_engine_run(eng[0], now);
 	unsigned total = 0;
 	for (unsigned d = 0; d < DNP_NDIRS; d++) {
@@ -470,8 +470,7 @@ static void test_onepass_plain_tx_burst(void **state)
 	}
 	assert_int_equal(total, 4);
 	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass, 0);
-	struct dnp_event ev = next_ev(0, 0, 5000);
-	assert_int_equal(ev.type, DNP_EV_TX_DONE);
+	expect_ev(5000, DNP_EV_TX_DONE, 0); /* the status too */
 	assert_memory_equal(mem[1][0], mem[0][0], len);
 }
 
