@@ -52,13 +52,7 @@ fail=0
 w=$(mktemp -d /tmp/hand-2host.XXXXXX)
 trap 'rm -rf "$w"' EXIT
 # node x's daemon on CPU x (as bench/lib.sh's two_host_wrappers)
-cat >"$w/dnpd" <<EOS
-#!/bin/sh
-prev=; x=0
-for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
-exec taskset -c "\$x" "$build/dnp-core/dnpd/dnpd" "\$@"
-EOS
-chmod +x "$w/dnpd"
+two_host_dnpd "$build" "$w/dnpd"
 
 # run LABEL HERE DNP-RUN-OPTIONS...: the "co node ..." lines of both nodes, node 0 first
 run() {

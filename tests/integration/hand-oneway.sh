@@ -49,29 +49,13 @@ command -v taskset >/dev/null || skip "no taskset"
 fail=0
 w=$(mktemp -d /tmp/hand-oneway.XXXXXX)
 trap 'rm -rf "$w"' EXIT
-# node x's daemon on CPU x (as bench/lib.sh's two_host_wrappers)
-cat >"$w/dnpd" <<EOS
-#!/bin/sh
-prev=; x=0
-for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
-exec taskset -c "\$x" "$build/dnp-core/dnpd/dnpd" "\$@"
-EOS
-chmod +x "$w/dnpd"
-
-out=$("$build/apps/dnp-run" --torus 2x1x1 --timeout 120 --no-lofamo --transport udp \
-	--dnpd "$w/dnpd" -- "$self" "$build" inner 2>&1) || {
-	echo "$out" | tail -n 20
-	echo "FAIL: the run failed"
-	exit 1
-}
-lines=$(echo "$out" | grep -o 'co node [01] .*' | sort)
-echo "$lines"
-[ "$(echo "$lines" | grep -c .)" = 2 ] || { echo "$out" | tail -n 20; echo "FAIL: the nodes reported nothing"; exit 1; }
-field() { echo "$lines" | grep "^co node $1 " | sed -n "s/.* $2 \([0-9]*\).*/\1/p"; }
-h=$(field 0 stream_holds)
+two_host_dnpd "$build" "$w/dnpd"
+lines=$(two_node_run "$build" co "udp, two hosts" --transport udp --dnpd "$w/dnpd" \
+	-- "$self" "$build" inner) || exit 1
+h=$(two_node_field "$lines" 0 stream_holds)
 [ "$h" -lt 50 ] || bad "node 0's daemon held $h of $puts lone completions that no data followed"
 for x in 0 1; do
-	j=$(field $x pp_joined)
+	j=$(two_node_field "$lines" $x pp_joined)
 	[ "$j" -ge $((iters / 20)) ] ||
 		bad "node $x's daemon joined $j held completions to the data in $iters PUTs after the stream"
 done

@@ -53,6 +53,9 @@
 #                          stderr, after "LABEL: "). 1, after "FAIL: LABEL: ..." and
 #                          the output's last 20 lines on stderr, if dnp-run fails or
 #                          not both nodes printed their line. TAG is one word.
+# two_host_dnpd BUILD FILE  write FILE, a dnpd for dnp-run --dnpd that runs node
+#                          x's BUILD dnpd on CPU x (the two-host placement, as
+#                          bench/lib.sh's two_host_wrappers).
 # two_node_field LINES NODE NAME  the value after NAME on node NODE's line of
 #                          LINES (two_node_run's output).
 
@@ -224,6 +227,16 @@ two_node_run() {
 	}
 	echo "$_tn_lines" | sed "s/^/$_tn_label: /" >&2
 	echo "$_tn_lines"
+}
+
+two_host_dnpd() {
+	cat >"$2" <<EOS
+#!/bin/sh
+prev=; x=0
+for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
+exec taskset -c "\$x" "$1/dnp-core/dnpd/dnpd" "\$@"
+EOS
+	chmod +x "$2"
 }
 
 two_node_field() {

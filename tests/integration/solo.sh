@@ -86,13 +86,7 @@ set -- $(run "2x1x1 --pin" 2x1x1 "" --transport shm --pin) || exit 1
 if [ -x /usr/bin/time ] && command -v taskset >/dev/null; then
 	w=$(mktemp -d /tmp/solo-2host.XXXXXX)
 	trap 'rm -rf "$w"' EXIT
-	cat >"$w/dnpd" <<EOS
-#!/bin/sh
-prev=; x=0
-for a; do [ "\$prev" = --coord ] && x=\${a%%,*}; prev=\$a; done
-exec taskset -c "\$x" "$build/dnp-core/dnpd/dnpd" "\$@"
-EOS
-	chmod +x "$w/dnpd"
+	two_host_dnpd "$build" "$w/dnpd"
 	out=$("$build/apps/dnp-run" --torus 2x1x1 --timeout 120 --no-lofamo --transport shm \
 		--dnpd "$w/dnpd" -- "$self" "$build" inner2 2>&1) || {
 		echo "FAIL: two hosts: the run failed" >&2
