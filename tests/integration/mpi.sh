@@ -24,6 +24,11 @@
 #   pin-busy      the same (udp, 500 round trips) beside two busy loops (one pinned to
 #                 each CPU, killed by PID): each rank's CQ yields start a blocking
 #                 window and its empty reads sleep until the next event (blocks >= 250)
+#   fi-wait, fi-wait-udp
+#                 fabric/fi_dnp_wait on an FI_THREAD_SAFE domain with DNP_FI_WAIT=block:
+#                 a thread sleeping in fi_cq_sread does not hold the provider lock, so
+#                 the main thread's 500 sends complete with a median under 500 us (a
+#                 sleep under the lock: 1 ms or more each); the reader slept (blocks)
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -39,7 +44,7 @@ need() { command -v "$1" >/dev/null 2>&1 || skip "$1 not installed (Debian packa
 export FI_PROVIDER_PATH=$fidir
 # A sanitized libdnp-fi.so cannot be loaded into Debian's programs (the ASan
 # runtime must come first); only our own fi_dnp_check runs then.
-if [ "${DNP_SANITIZE:-none}" != none ] && [ "$t" != fi-check ]; then
+if [ "${DNP_SANITIZE:-none}" != none ] && [ "$t" != fi-check ] && [ "$t" != fi-wait ]; then
 	skip "sanitized build ($DNP_SANITIZE): Debian's programs cannot load an instrumented provider"
 fi
 tmp=$(mktemp -d /tmp/mpi-test.XXXXXX)
@@ -75,6 +80,19 @@ fi-check)
 	cat out
 	[ $rc -eq 0 ] || fail "fi_dnp_check exited $rc"
 	grep -q '^\[0,0,0\] PASS fi_dnp_check' out || fail "no PASS line"
+	;;
+fi-wait)
+	env DNP_FI_WAIT=block DNP_FI_STATS=1 "$run" --torus 2x1x1 --transport $tr --timeout 120 -- \
+		"$fidir/fi_dnp_wait" >out 2>&1
+	rc=$?
+	cat out
+	[ $rc -eq 0 ] || fail "fi_dnp_wait exited $rc"
+	grep -q '^\[0,0,0\] PASS fi_dnp_wait' out || fail "no PASS line"
+	# the reader's CQ (closed first) slept meanwhile, 1 ms a sleep: at least 10
+	grep -o 'cq empty_reads.*' out | head -1 | awk '{ for (i = 1; i < NF; i++)
+		if ($i == "blocks") m = $(i + 1) } END { exit !(m >= 10) }' ||
+		fail "the reader did not sleep (blocks < 10)"
+	echo "ok: the other thread posted and completed while the reader slept"
 	;;
 fi-pingpong)
 	need fi_pingpong libfabric-bin
