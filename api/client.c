@@ -1028,7 +1028,12 @@ int dnp_wait_placement(struct dnp *d, unsigned *how)
 	if (!d || !how)
 		return -EINVAL;
 	*how = 0;
-	if (d->dead || atomic_load_explicit(&d->ctl->state, memory_order_acquire) != DNP_SESS_OPEN)
+	/*
+	 * What we know already, no shared word: the session's state shares
+	 * its line with ev_seq, which the daemon bumps at every event push,
+	 * and a caller asks once per message.
+	 */
+	if (d->dead)
 		return -EIO;
 	dnp_note_cpu(d);
 	/* the same words, and the same rules, as dnp_pin_wait and wait_slow */

@@ -233,7 +233,9 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
  *   DNP_WAIT_ELSEWHERE    the only daemon we wait for runs alone on another
  *                         CPU: a yield gives our CPU to nobody of the run
  * A hint only: a wrong answer costs yields or a sleep, never an event.
- * Errors: -EINVAL (d or how NULL), -EIO (the daemon closed the session).
+ * Cheap enough to ask once per message: it reads no line the daemon writes
+ * per event. Errors: -EINVAL (d or how NULL), -EIO (the daemon is known to
+ * be gone: an earlier call saw it).
  */
 #define DNP_WAIT_PIN_HANDOFF 0x1u
 #define DNP_WAIT_BLOCKS 0x2u
