@@ -1021,6 +1021,62 @@ static bool dnp_pin_wait(struct dnp *d, uint64_t now)
 	return d->pin_back >= now || now - d->pin_back < DNP_YIELD_PIN_NS;
 }
 
+int dnp_wait_placement(struct dnp *d, unsigned *how)
+{
+	uint32_t kick;
+
+	if (!d || !how)
+		return -EINVAL;
+	*how = 0;
+	/*
+	 * What we know already, no shared word: the session's state shares
+	 * its line with ev_seq, which the daemon bumps at every event push,
+	 * and a caller asks once per message.
+	 */
+	if (d->dead)
+		return -EIO;
+	dnp_note_cpu(d);
+	/* the same words, and the same rules, as dnp_pin_wait and wait_slow */
+	kick = atomic_load_explicit(&d->bell->kick_cpus, memory_order_relaxed);
+	if (!d->wait_block && d->cpu >= 0 && d->cpu < 32 && (kick >> d->cpu & 1u))
+		*how |= DNP_WAIT_PIN_HANDOFF;
+	if (dnp_blocks_here(d))
+		*how |= DNP_WAIT_BLOCKS;
+	if (dnp_waits_elsewhere(d))
+		*how |= DNP_WAIT_ELSEWHERE;
+	return 0;
+}
+
+int dnp_event_seq(struct dnp *d, uint32_t *seq)
+{
+	if (!d || !seq)
+		return -EINVAL;
+	/* acquire: pairs with the daemon's bump after it pushed events (dnp_evc_notify) */
+	*seq = atomic_load_explicit(&d->ctl->ev_seq, memory_order_acquire);
+	return 0;
+}
+
+/*
+ * Touches only the session's shared words (ev_seq, ev_waiters, state): d's
+ * private state belongs to whichever thread uses d meanwhile (dnp.h).
+ */
+int dnp_event_sleep(struct dnp *d, uint32_t seq, unsigned timeout_us)
+{
+	struct timespec ts;
+	int r;
+
+	if (!d || timeout_us == 0 || timeout_us > 1000000u)
+		return -EINVAL;
+	if (atomic_load_explicit(&d->ctl->state, memory_order_acquire) != DNP_SESS_OPEN)
+		return -EIO;
+	ts.tv_sec = timeout_us / 1000000u;
+	ts.tv_nsec = (long)(timeout_us % 1000000u) * 1000;
+	r = dnp_evc_sleep(&d->ctl->ev_seq, &d->ctl->ev_waiters, seq, &ts);
+	if (atomic_load_explicit(&d->ctl->state, memory_order_acquire) != DNP_SESS_OPEN)
+		return -EIO;
+	return r == -ETIMEDOUT ? 0 : 1;
+}
+
 /*
  * What a wait waits for: one event (into ev), or completion counter n at
  * threshold (ev NULL; the events that come meanwhile go to the stash).

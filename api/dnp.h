@@ -219,6 +219,48 @@ int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms);
 int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max);
 
 /*
+ * How dnp_wait_event waits at this moment, for callers that poll with
+ * dnp_poll_events and wait their own way (the libfabric provider;
+ * docs/performance.md, "Pinned hand-off"). Read from the daemon's bell (its
+ * hints: untrusted, each read once) and the CPU we last polled on (noted
+ * again here). *how gets 0 (no placement: the wait yields every few looks)
+ * or bits:
+ *   DNP_WAIT_PIN_HANDOFF  a pinned neighbour daemon polls on our CPU: after
+ *                         queuing a command, yield once even when alone,
+ *                         then look 5 us without yielding
+ *   DNP_WAIT_BLOCKS       a pinned daemon of ours gives us this CPU when our
+ *                         event is there: block on the event bell at once
+ *   DNP_WAIT_ELSEWHERE    the only daemon we wait for runs alone on another
+ *                         CPU: a yield gives our CPU to nobody of the run
+ * A hint only: a wrong answer costs yields or a sleep, never an event.
+ * Cheap enough to ask once per message: it reads no line the daemon writes
+ * per event. Errors: -EINVAL (d or how NULL), -EIO (the daemon is known to
+ * be gone: an earlier call saw it).
+ */
+#define DNP_WAIT_PIN_HANDOFF 0x1u
+#define DNP_WAIT_BLOCKS 0x2u
+#define DNP_WAIT_ELSEWHERE 0x4u
+int dnp_wait_placement(struct dnp *d, unsigned *how);
+
+/*
+ * Event count for callers that sleep without holding d (a thread that must
+ * let others use d while it sleeps): dnp_event_seq gives the count, then
+ * the caller looks (dnp_poll_events) and, if it found nothing, may call
+ * dnp_event_sleep with that count; the sleep ends once the daemon
+ * announced events or counters after the count was taken, or after
+ * timeout_us. dnp_event_sleep, unlike every other call, may run while
+ * another thread uses d: it touches only shared words of the session, takes
+ * no event and changes nothing of d; d must stay open meanwhile. The events
+ * are then taken by whoever polls next.
+ * dnp_event_seq: 0, or -EINVAL (d or seq NULL).
+ * dnp_event_sleep: 1 (the count moved, or a wake-up), 0 (timeout_us
+ * passed), -EINVAL (d NULL, timeout_us 0 or over 1 s), -EIO (the daemon
+ * closed the session).
+ */
+int dnp_event_seq(struct dnp *d, uint32_t *seq);
+int dnp_event_sleep(struct dnp *d, uint32_t seq, unsigned timeout_us);
+
+/*
  * Completion counters of our port (DNP_CNTR(n) above). Both count from 0
  * when the port opened and only grow; the daemon alone writes them.
  * dnp_cntr_read: *ok and *err (either may be NULL) get counter n's counts.

@@ -8,14 +8,16 @@
 # Environment: DNP_MPI_NP (ranks), DNP_FI_DIR (directory of libdnp-fi.so),
 # DNP_MPI_ARGS (extra mpirun arguments, word-split), DNP_MPI_PIN=1 (under
 # `dnp-run --pin`: rank r runs on the CPU dnp-run gives node r mod DNP_NNODES's
-# program, the next one after its daemon's, with the provider's pinned
-# hand-off, DNP_FI_HANDOFF=pin; docs/mpi.md, "MPI over udp"). dnp-run's CPUs
-# are taken to be all online CPUs.
+# program, the next one after its daemon's; the provider learns from libdnp
+# that it waits there and makes the pinned hand-off: docs/mpi.md, "MPI over
+# udp", "The wait: placement from libdnp"). dnp-run's CPUs are taken to be
+# all online CPUs. A provider older than that query needs DNP_FI_HANDOFF=pin
+# given to the ranks (DNP_MPI_ARGS="-x DNP_FI_HANDOFF").
 ncpu=$(getconf _NPROCESSORS_ONLN)
 if [ "${1:-}" = --dnp-pin-rank ]; then
 	shift
 	cpu=$(((${OMPI_COMM_WORLD_RANK:-0} % ${DNP_FI_NNODES:-1} + 1) % ncpu))
-	DNP_FI_HANDOFF=pin exec taskset -c "$cpu" "$@"
+	exec taskset -c "$cpu" "$@"
 fi
 [ "$DNP_NODE_ID" = 0 ] || exit 0
 DNP_FI_RUN_DIR=$DNP_RUN_DIR

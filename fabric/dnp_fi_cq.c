@@ -105,8 +105,10 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
  * run is a wasted system call, so alone on the CPU we yield only to measure
  * again (dnp_yield.h).
  *
- * Under DNP_FI_HANDOFF=pin (docs/mpi.md, "MPI over udp") the first empty
- * read after a command went to the daemon makes a hand-off yield, even when
+ * In the pinned placement (libdnp's dnp_wait_placement says
+ * DNP_WAIT_PIN_HANDOFF, or DNP_FI_HANDOFF=pin forces it; docs/mpi.md, "MPI
+ * over udp") the first empty read after a command went to the daemon makes
+ * a hand-off yield, even when
  * we seemed alone (on our CPU polls the other node's daemon, which gets our
  * message next), and for DNP_YIELD_PIN_NS after it returned we poll without
  * yielding: the reply comes to us next (api/client.c, dnp_pin_wait;
@@ -119,10 +121,19 @@ void dfi_cq_error(struct dfi_cq *cq, void *ctx, uint64_t flags, size_t len, void
  * dnp_yield_blocking) a yield is replaced by a sleep until the next event
  * (dfi_wait_block), as libdnp's wait sleeps on its event bell then.
  */
+static bool dfi_pin_here(struct dfi_domain *dom)
+{
+	unsigned how;
+
+	if (dom->handoff != DFI_HANDOFF_ASK)
+		return dom->handoff == DFI_HANDOFF_PIN;
+	return dnp_wait_placement(dom->d, &how) == 0 && (how & DNP_WAIT_PIN_HANDOFF);
+}
+
 static void dfi_cq_idle(struct dfi_cq *cq)
 {
 	struct dfi_domain *dom = cq->dom;
-	bool posted = dom->posted && dom->pin_wait;
+	bool posted = dom->posted && dfi_pin_here(dom);
 	uint64_t now;
 
 	dom->posted = false;
@@ -131,10 +142,14 @@ static void dfi_cq_idle(struct dfi_cq *cq)
 		return;
 	cq->idle = 0;
 	now = dnp_yield_now();
-	/* beside busy processes: sleep until the next event rather than spin (dfi_wait_block) */
-	if (dnp_yield_blocking(&cq->yield, now) && dom->ep) {
+	/*
+	 * beside busy processes: sleep until the next event rather than spin
+	 * (dfi_wait_block; on an FI_THREAD_SAFE domain without the lock, so
+	 * the caller trusts nothing of before: it returns -FI_EAGAIN at once)
+	 */
+	if ((dom->wait_block || dnp_yield_blocking(&cq->yield, now)) && dom->ep) {
 		cq->blocks++;
-		dfi_wait_block(dom->ep);
+		dfi_wait_block(dom);
 		return;
 	}
 	if (posted) {
@@ -143,7 +158,8 @@ static void dfi_cq_idle(struct dfi_cq *cq)
 		cq->pin_back = dnp_yield_now();
 		return;
 	}
-	if (dom->pin_wait && now - cq->pin_back < DNP_YIELD_PIN_NS) {
+	/* pin_back is set by a hand-off only: 0 (never) in every other placement */
+	if (cq->pin_back && now - cq->pin_back < DNP_YIELD_PIN_NS) {
 		cq->pin_spins++;
 		return;
 	}

@@ -10,6 +10,7 @@
 #include "dnp_fi_priv.h"
 
 #define DFI_EV_BATCH 32
+#define DFI_SLEEP_US 1000u /* the longest sleep of a blocking window's idle step */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define DFI_ASAN 1
@@ -320,22 +321,12 @@ static void dfi_check_daemon(struct dfi_ep *ep)
 		dfi_abort(ep);
 }
 
-/*
- * Beside busy processes (the CQ's yields gave away time slices: a window of
- * dnp_yield_blocking) a poll that neither yields nor sleeps keeps the CPU
- * from the daemon for a whole slice. Sleep instead, through libdnp's wait:
- * up to 1 ms, ended by the next event (the daemon wakes a sleeper; libdnp's
- * own wait turns to sleeping on its event bell once its yields measure the
- * same slices). The event is handled here; its CQ entry, if any, is read
- * next time.
- */
-void dfi_wait_block(struct dfi_ep *ep)
+/* FI_THREAD_DOMAIN: libdnp's wait, up to 1 ms; the event it takes is handled here. */
+static void dfi_wait_event(struct dfi_ep *ep)
 {
 	struct dnp_event ev;
 	int r;
 
-	if (!ep->enabled || ep->fatal == -EIO)
-		return;
 	r = dnp_wait_event(ep->dom->d, &ev, 1);
 	if (r == 1) {
 		dfi_event(ep, &ev);
@@ -343,6 +334,56 @@ void dfi_wait_block(struct dfi_ep *ep)
 	} else if (r < 0) {
 		dfi_abort(ep);
 	}
+}
+
+/*
+ * Beside busy processes (the CQ's yields gave away time slices: a window of
+ * dnp_yield_blocking) a poll that neither yields nor sleeps keeps the CPU
+ * from the daemon for a whole slice. Sleep instead: up to 1 ms, ended by the
+ * next event (the daemon wakes a sleeper). Called with the provider lock
+ * held unless the domain is FI_THREAD_DOMAIN.
+ *
+ * FI_THREAD_DOMAIN (one thread at a time on the domain: Open MPI's MTL):
+ * through libdnp's wait, which also takes the event; its CQ entry, if any,
+ * is read next time.
+ *
+ * FI_THREAD_SAFE: the sleep must not hold the provider lock, or no other
+ * thread could post or progress for up to 1 ms per sleep (docs/mpi.md,
+ * "The wait: placement from libdnp, a sleep without the lock"). libdnp's
+ * event count lets us sleep without using the struct dnp that the other
+ * threads use meanwhile (dnp.h, dnp_event_sleep): take the count, look
+ * once more under the lock, and sleep unlocked only if nothing came. The
+ * events are taken by the next poll, under the lock, by whoever comes
+ * first. Nothing read before the sleep is trusted after it: the endpoint
+ * is looked up again (another thread may have closed it or seen it fail).
+ */
+void dfi_wait_block(struct dfi_domain *dom)
+{
+	struct dfi_ep *ep = dom->ep;
+	struct dnp_event ev[DFI_EV_BATCH];
+	uint32_t seq;
+	int n, k, r;
+
+	if (!ep || !ep->enabled || ep->fatal == -EIO)
+		return;
+	if (dom->nolock) {
+		dfi_wait_event(ep);
+		return;
+	}
+	(void)dnp_event_seq(dom->d, &seq); /* d is valid: it cannot fail */
+	n = dnp_poll_events(dom->d, ev, DFI_EV_BATCH);
+	for (k = 0; k < n; k++)
+		dfi_event(ep, &ev[k]);
+	if (n != 0) {
+		ep->peer_work = n > 0;
+		return;
+	}
+	pthread_mutex_unlock(&dfi_lock);
+	r = dnp_event_sleep(dom->d, seq, DFI_SLEEP_US);
+	pthread_mutex_lock(&dfi_lock);
+	ep = dom->ep; /* looked up again: see above */
+	if (r == -EIO && ep && ep->enabled && ep->fatal != -EIO)
+		dfi_abort(ep);
 }
 
 void dfi_progress(struct dfi_ep *ep)

@@ -86,6 +86,18 @@ const char *dfi_socket(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * DNP_FI_HANDOFF: unset or empty, libdnp says where we wait
+ * (dnp_wait_placement); "pin" forces the pinned hand-off, any other value
+ * turns it off (docs/mpi.md, "The wait: placement from libdnp").
+ */
+static unsigned char dfi_handoff_env(const char *v)
+{
+	if (!v || !*v)
+		return DFI_HANDOFF_ASK;
+	return strcmp(v, "pin") == 0 ? DFI_HANDOFF_PIN : DFI_HANDOFF_OFF;
+}
+
 static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_domain **out,
 		      void *context)
 {
@@ -110,7 +122,8 @@ static int dfi_domain(struct fid_fabric *fab, struct fi_info *info, struct fid_d
 	dom->nidx = dom->nnodes * DFI_LOCAL;
 	dom->my_idx = dfi_idx(dom, dom->self.x, dom->self.y, dom->self.z, dom->port);
 	dom->nolock = info && info->domain_attr && info->domain_attr->threading == FI_THREAD_DOMAIN;
-	dom->pin_wait = getenv("DNP_FI_HANDOFF") && strcmp(getenv("DNP_FI_HANDOFF"), "pin") == 0;
+	dom->handoff = dfi_handoff_env(getenv("DNP_FI_HANDOFF"));
+	dom->wait_block = getenv("DNP_FI_WAIT") && strcmp(getenv("DNP_FI_WAIT"), "block") == 0;
 	dom->dom.fid.fclass = FI_CLASS_DOMAIN;
 	dom->dom.fid.context = context;
 	dom->dom.fid.ops = &dfi_domain_fi_ops;

@@ -106,7 +106,7 @@ struct dfi_cq {
 	size_t cap, head, n;
 	unsigned idle;                       /* empty reads since the last yield */
 	struct dnp_yield yield;              /* yield only when somebody else wants the CPU */
-	uint64_t pin_back;                   /* when the last hand-off yield returned (pin_wait) */
+	uint64_t pin_back;                   /* when the last hand-off yield returned (0: never) */
 	uint64_t empty, handoffs, pin_spins; /* empty reads, hand-off yields, polls not yielded */
 	uint64_t blocks;                     /* sleeps in a blocking window (dfi_wait_block) */
 	bool err_told;                       /* the first error entry was said on stderr */
@@ -293,13 +293,24 @@ struct dfi_domain {
 	bool nolock;
 	/*
 	 * The wait's hand-off (dnp_fi_cq.c, dfi_cq_idle): posted is set when a
-	 * command went to the daemon since the last empty CQ read; pin_wait
-	 * (DNP_FI_HANDOFF=pin, set by dnp-mpirun.sh's pinned placement: this
-	 * rank polls on the CPU of the other node's pinned daemon) makes that
-	 * read's yield a hand-off and then polls DNP_YIELD_PIN_NS without
-	 * yielding, as libdnp's waits do there (api/client.c, dnp_pin_wait).
+	 * command went to the daemon since the last empty CQ read; in the
+	 * pinned placement (this rank polls on the CPU of another node's pinned
+	 * daemon: libdnp's dnp_wait_placement says DNP_WAIT_PIN_HANDOFF, asked
+	 * at each such read) that read's yield is a hand-off and then the reads
+	 * poll DNP_YIELD_PIN_NS without yielding, as libdnp's waits do there
+	 * (api/client.c, dnp_pin_wait). handoff: DFI_HANDOFF_ASK (libdnp
+	 * decides), or the override of DNP_FI_HANDOFF: DFI_HANDOFF_PIN ("pin"),
+	 * DFI_HANDOFF_OFF (any other value). wait_block (DNP_FI_WAIT=block):
+	 * every idle step sleeps, as in a blocking window (dfi_wait_block).
 	 */
-	bool posted, pin_wait;
+	bool posted, wait_block;
+	unsigned char handoff;
+};
+
+enum {
+	DFI_HANDOFF_ASK,
+	DFI_HANDOFF_PIN,
+	DFI_HANDOFF_OFF
 };
 
 struct dfi_ep {
@@ -498,8 +509,9 @@ void dfi_fail(struct dfi_ep *ep, int err, const char *what);
  * entry and data calls and CQ reads return -FI_EIO.
  */
 void dfi_progress(struct dfi_ep *ep);
-/* Sleep until the next event, at most 1 ms (a blocking window of the CQ's yields). */
-void dfi_wait_block(struct dfi_ep *ep);
+/* Sleep until the next event, at most 1 ms (a blocking window of the CQ's yields); on an
+ * FI_THREAD_SAFE domain it drops and retakes dfi_lock around the sleep. */
+void dfi_wait_block(struct dfi_domain *dom);
 /* Peer idx is a new endpoint (another process on the old one's port): its state starts again. */
 void dfi_peer_reset(struct dfi_ep *ep, unsigned idx);
 

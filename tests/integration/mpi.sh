@@ -19,11 +19,18 @@
 #   pin, pin-udp  NetPIPE 8 B (2,000 round trips) under `dnp-run --pin` with
 #                 dnp-mpirun.sh's pinned placement (DNP_MPI_PIN=1): each rank runs on
 #                 the CPU of the other node's daemon and its empty CQ reads make the
-#                 pinned hand-off (at least one per round trip, DNP_FI_STATS); the
-#                 same run without DNP_MPI_PIN makes none
+#                 pinned hand-off (at least one per round trip, DNP_FI_STATS), the
+#                 placement learnt from libdnp (dnp_wait_placement; DNP_FI_HANDOFF
+#                 unset); with the daemons not pinned (no --pin), or under
+#                 DNP_FI_HANDOFF=off, none
 #   pin-busy      the same (udp, 500 round trips) beside two busy loops (one pinned to
 #                 each CPU, killed by PID): each rank's CQ yields start a blocking
 #                 window and its empty reads sleep until the next event (blocks >= 250)
+#   fi-wait, fi-wait-udp
+#                 fabric/fi_dnp_wait on an FI_THREAD_SAFE domain with DNP_FI_WAIT=block:
+#                 a thread sleeping in fi_cq_sread does not hold the provider lock, so
+#                 the main thread's 500 sends complete with a median under 500 us (a
+#                 sleep under the lock: 1 ms or more each); the reader slept (blocks)
 #   lammps-udp, lammps-dpdk, hpcc-udp, hpcc-dpdk
 #                 the same over SoftDNP's udp and dpdk transports (dpdk: root and a
 #                 DPDK build, on the namespace testbed)
@@ -38,8 +45,9 @@ need() { command -v "$1" >/dev/null 2>&1 || skip "$1 not installed (Debian packa
 [ -x "$build/dnp-core/dnpd/dnpd" ] || skip "dnpd not built"
 export FI_PROVIDER_PATH=$fidir
 # A sanitized libdnp-fi.so cannot be loaded into Debian's programs (the ASan
-# runtime must come first); only our own fi_dnp_check runs then.
-if [ "${DNP_SANITIZE:-none}" != none ] && [ "$t" != fi-check ]; then
+# runtime must come first); only our own fi_dnp_check and fi_dnp_wait run then.
+if [ "${DNP_SANITIZE:-none}" != none ] && [ "$t" != fi-check ] &&
+	[ "${t%-udp}" != fi-wait ]; then
 	skip "sanitized build ($DNP_SANITIZE): Debian's programs cannot load an instrumented provider"
 fi
 tmp=$(mktemp -d /tmp/mpi-test.XXXXXX)
@@ -76,6 +84,21 @@ fi-check)
 	[ $rc -eq 0 ] || fail "fi_dnp_check exited $rc"
 	grep -q '^\[0,0,0\] PASS fi_dnp_check' out || fail "no PASS line"
 	;;
+fi-wait)
+	env DNP_FI_WAIT=block DNP_FI_STATS=1 "$run" --torus 2x1x1 --transport $tr --timeout 120 -- \
+		"$fidir/fi_dnp_wait" >out 2>&1
+	rc=$?
+	cat out
+	[ $rc -eq 0 ] || fail "fi_dnp_wait exited $rc"
+	grep -q '^\[0,0,0\] PASS fi_dnp_wait' out || fail "no PASS line"
+	# the reader's CQ (closed first) slept meanwhile, 1 ms a sleep: at least 10 sleeps,
+	# one every DFI_IDLE_READS (4) empty reads (the check that DNP_FI_WAIT=block works)
+	grep -o 'cq empty_reads.*' out | head -1 | awk '{ for (i = 1; i < NF; i++) {
+		if ($i == "blocks") b = $(i + 1)
+		if ($i == "empty_reads") e = $(i + 1) } } END { exit !(b >= 10 && b * 4 + 4 >= e) }' ||
+		fail "the reader did not sleep at each idle step (blocks)"
+	echo "ok: the other thread posted and completed while the reader slept"
+	;;
 fi-pingpong)
 	need fi_pingpong libfabric-bin
 	port=$((20000 + $$ % 12000)) # below the kernel's ephemeral ports (32768 on)
@@ -107,8 +130,8 @@ pin)
 	need mpirun openmpi-bin
 	# handoffs N of each rank's CQ (DNP_FI_STATS=1 at fi_close), one per line
 	pin_run() {
-		env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS" DNP_MPI_NP= DNP_FI_DIR="$fidir" "$@" \
-			"$run" --pin --timeout 100 --torus 2x1x1 --transport $tr -- \
+		env DNP_FI_STATS=1 DNP_MPI_ARGS="-x DNP_FI_STATS -x DNP_FI_HANDOFF" DNP_MPI_NP= \
+			DNP_FI_DIR="$fidir" "$@" "$run" ${runpin---pin} --timeout 100 --torus 2x1x1 --transport $tr -- \
 			"$src/fabric/dnp-mpirun.sh" NPopenmpi -p 0 -l 8 -u 8 -n 2000 -o np.out >out 2>&1 ||
 			{ tail -20 out; fail "NetPIPE under dnp-run --pin exited $?"; }
 		grep -o 'cq empty_reads.*' out
@@ -119,10 +142,16 @@ pin)
 	awk '{ for (i = 1; i < NF; i++) if ($i == "handoffs" && $(i + 1) < 2000) bad = 1 }
 		END { exit bad }' stats || fail "a rank made fewer than 2000 hand-offs in 2000 round trips"
 	awk '$1 == 8 { exit !($3 > 0) }' np.out || fail "NetPIPE gave no 8-byte time"
-	pin_run DNP_MPI_PIN=0 >stats || exit 1
+	# DNP_FI_HANDOFF is not set above: the provider learnt the placement from libdnp
+	# (dnp_wait_placement). Without pinned daemons libdnp says nothing: the old rule
+	runpin='' pin_run DNP_MPI_PIN=0 >stats || exit 1
 	cat stats
-	grep -q 'handoffs [1-9]' stats && fail "hand-offs without the pinned placement"
-	echo "ok: pinned hand-off in every rank, none unpinned"
+	grep -q 'handoffs [1-9]' stats && fail "hand-offs with the daemons not pinned"
+	# and the override turns it off in the pinned placement
+	pin_run DNP_MPI_PIN=1 DNP_FI_HANDOFF=off >stats || exit 1
+	cat stats
+	grep -q 'handoffs [1-9]' stats && fail "hand-offs under DNP_FI_HANDOFF=off"
+	echo "ok: pinned hand-off in every rank, learnt from libdnp; none unpinned or turned off"
 	;;
 pin-busy)
 	need NPopenmpi netpipe-openmpi
