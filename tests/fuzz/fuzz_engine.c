@@ -17,8 +17,9 @@
  * on the way at the fuzzer's choice, so resends read it again), and the
  * fuzzer makes those write-out reads fail (the packet goes with key 0 and
  * its command fails). The node may then also read a command's own source
- * (nothing else unregistered), never a port's memory after it closed, and
- * ends each command at most once (exactly once unless its port closed).
+ * (nothing else unregistered; after the command succeeded only to write out
+ * a resend, after it failed never), never a port's memory after it closed,
+ * and ends each command at most once (exactly once unless its port closed).
  * FUZZ_ENGINE_STATS=1 prints the one-pass counters summed over the run.
  */
 #include <errno.h>
@@ -58,6 +59,14 @@ struct cmd_rec {
 	uint64_t cookie, va, len;
 };
 static struct cmd_rec cmds[NCMD];
+/*
+ * Sources of PUTs that succeeded, the last NDONE: a packet of one may still
+ * be resent (its ack late) and its source read again at write-out (a
+ * duplicate the neighbour drops); after a failure, never.
+ */
+#define NDONE 64
+static struct cmd_rec done[NDONE];
+static unsigned done_next;
 static uint64_t cookie_next;
 static bool fail_out;                              /* node 0's write-out reads (no seq) fail */
 static bool fail_all;                              /* every read of a command's source fails */
@@ -76,11 +85,11 @@ static bool inside(unsigned node, unsigned port, uint64_t va, size_t len, unsign
 	return false;
 }
 
-/* Is [va, va+len) inside the source of a live command of node 0's port? */
-static bool cmd_src(unsigned port, uint64_t va, size_t len)
+/* Is [va, va+len) inside the source of one of the n commands of node 0's port in t? */
+static bool cmd_src(const struct cmd_rec *t, unsigned n, unsigned port, uint64_t va, size_t len)
 {
-	for (unsigned i = 0; i < NCMD; i++) {
-		const struct cmd_rec *c = &cmds[i];
+	for (unsigned i = 0; i < n; i++) {
+		const struct cmd_rec *c = &t[i];
 		if (c->used && c->port == port && va >= c->va && len <= c->len &&
 		    va - c->va <= c->len - len)
 			return true;
@@ -92,7 +101,9 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t 
 		    size_t len, const struct dnp_mem_seq *seq)
 {
 	unsigned node = (unsigned)(uintptr_t)ctx;
-	bool src = node == 0 && port < NPORTS && cmd_src(port, va, len);
+	bool src = node == 0 && port < NPORTS &&
+		   (cmd_src(cmds, NCMD, port, va, len) ||
+		    (!seq && cmd_src(done, NDONE, port, va, len)));
 
 	(void)b;
 	if (port >= NPORTS || (!src && !inside(node, port, va, len, DNP_BUF_GET_SOURCE)))
@@ -147,6 +158,8 @@ static void drain(struct dnp_engine *e, unsigned port)
 				break;
 		if (i == NCMD) /* ended twice, or never submitted on this port */
 			abort();
+		if (ev[k].type == DNP_EV_TX_DONE)
+			done[done_next++ % NDONE] = cmds[i];
 		cmds[i].used = false;
 	}
 }
@@ -201,6 +214,9 @@ static void port_cycle(struct dnp_engine *e, unsigned port)
 	for (unsigned k = 0; k < NCMD; k++)
 		if (cmds[k].port == port)
 			cmds[k].used = false;
+	for (unsigned k = 0; k < NDONE; k++)
+		if (done[k].port == port)
+			done[k].used = false;
 	for (unsigned k = 0; k < NBUF; k++)
 		if (regs[0][k].port == port)
 			regs[0][k].used = false;
@@ -408,6 +424,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(regs, 0, sizeof(regs));
 	memset(cmds, 0, sizeof(cmds));
+	memset(done, 0, sizeof(done));
 	fail_out = fail_all = unstable = false;
 	struct dnp_engine *e = node_create(1, onepass, mode & 0x80);
 	struct dnp_engine *peer = onepass ? node_create(2, false, false) : NULL;
