@@ -624,6 +624,8 @@ static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct
 		desc_set(e, p, s);
 	else if (inj_run_load(e, r, s, len, p->frame + DNP_PAYLOAD_OFF) < 0) {
 		engine_pkt_put(e, p);
+		/* one pass: s's packets of this run join the link first, so its failure fills them */
+		inj_run_flush(e, r, now);
 		return inj_abort(e, qi, s, -EFAULT);
 	}
 	build_cmd_hdr(e, s, len, &p->h, now);

@@ -394,18 +394,70 @@ static void shm_close(struct dnp_transport *t)
 	free(s);
 }
 
+/*
+ * Free slots of our ring, at least want if the consumer has released them:
+ * the cached head is reloaded only when it says fewer. The peer's head is
+ * untrusted; the slots we write stay ours (masked indices) whatever it says.
+ */
+static inline uint32_t shm_tx_room(struct dnp_shm *s, unsigned want)
+{
+	uint32_t room = s->mask + 1 - (s->tx_tail - s->tx_head_cache);
+
+	if (room < want) {
+		/* acquire: pairs with the consumer's release of head; its reads are done */
+		s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
+		room = s->mask + 1 - (s->tx_tail - s->tx_head_cache);
+	}
+	return room;
+}
+
+/* The k-th free slot (k < the room shm_tx_room gave). */
+static inline struct dnp_shm_slot *shm_tx_slot(const struct dnp_shm *s, uint32_t k)
+{
+	return slot_at(s->tx_slots, s->slot_size, (s->tx_tail + k) & s->mask);
+}
+
+/*
+ * The one publish path, in two steps. shm_tx_publish hands over free slot k,
+ * its frame of len (<= frame_max) bytes already written: its length, the
+ * tx_queued count, then its seq; frames go in order, k = 0, 1, ... A burst
+ * of n ends with shm_tx_push: the tail and one ring of the peer's doorbell
+ * (one per burst, however many frames).
+ */
+static inline void shm_tx_publish(struct dnp_shm *s, struct dnp_shm_slot *slot, uint32_t k,
+				  uint32_t len)
+{
+	uint32_t i = s->tx_tail + k;
+
+	slot->len = len;
+	s->tx_before[i & s->mask] = s->tx_bytes;
+	s->tx_bytes += len;
+	/* release: length and frame are visible before the seq that announces them */
+	atomic_store_explicit(&slot->seq, i + 1, memory_order_release);
+}
+
+static inline int shm_tx_push(struct dnp_shm *s, unsigned n)
+{
+	if (n == 0)
+		return 0;
+	s->tx_tail += n;
+	/* for an attach after a restart; the consumer goes by the seqs */
+	atomic_store_explicit(&s->tx_ctl->tail, s->tx_tail, memory_order_release);
+	dnp_doorbell_ring(s->peer_bell);
+	return (int)n;
+}
+
+/*
+ * Reserve, copy, commit: the room of a reserve, each frame copied into its
+ * slot and published as a commit publishes it (at once, so the consumer may
+ * take it while the next is copied), then the tail and doorbell of a commit.
+ */
 static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, unsigned n)
 {
 	struct dnp_shm *s = to_shm(t);
-	uint32_t depth = s->mask + 1;
-	uint32_t room = depth - (s->tx_tail - s->tx_head_cache);
+	uint32_t room = shm_tx_room(s, n);
 	unsigned i;
 
-	if (room < n) {
-		/* acquire: pairs with the consumer's release of head; its reads are done */
-		s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
-		room = depth - (s->tx_tail - s->tx_head_cache);
-	}
 	if (n > room)
 		n = room;
 	for (i = 0; i < n; i++) {
@@ -416,39 +468,23 @@ static int shm_tx_burst(struct dnp_transport *t, const struct dnp_tx_frame *f, u
 				return -EMSGSIZE;
 			break;
 		}
-		slot = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask);
-		slot->len = f[i].len;
+		slot = shm_tx_slot(s, i);
 		memcpy(slot->data, f[i].data, f[i].len);
-		s->tx_before[(s->tx_tail + i) & s->mask] = s->tx_bytes;
-		s->tx_bytes += f[i].len;
-		/* release: length and frame are visible before the seq that announces them */
-		atomic_store_explicit(&slot->seq, s->tx_tail + i + 1, memory_order_release);
+		shm_tx_publish(s, slot, i, f[i].len);
 	}
-	if (i == 0)
-		return 0;
-	s->tx_tail += i;
-	/* for an attach after a restart; the consumer goes by the seqs */
-	atomic_store_explicit(&s->tx_ctl->tail, s->tx_tail, memory_order_release);
-	dnp_doorbell_ring(s->peer_bell);
-	return (int)i;
+	return shm_tx_push(s, i);
 }
 
 /* One pass: the next free slots (their data), as tx_burst would fill them. */
 static int shm_tx_reserve(struct dnp_transport *t, uint8_t **bufs, uint32_t *cap, unsigned n)
 {
 	struct dnp_shm *s = to_shm(t);
-	uint32_t depth = s->mask + 1;
-	uint32_t room = depth - (s->tx_tail - s->tx_head_cache);
+	uint32_t room = shm_tx_room(s, n);
 
-	if (room < n) {
-		/* acquire: pairs with the consumer's release of head; its reads are done */
-		s->tx_head_cache = atomic_load_explicit(&s->tx_ctl->head, memory_order_acquire);
-		room = depth - (s->tx_tail - s->tx_head_cache);
-	}
 	if (n > room)
 		n = room;
 	for (unsigned i = 0; i < n; i++)
-		bufs[i] = slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask)->data;
+		bufs[i] = shm_tx_slot(s, i)->data;
 	*cap = s->frame_max;
 	return (int)n;
 }
@@ -459,28 +495,15 @@ static int shm_tx_commit(struct dnp_transport *t, const uint32_t *lens, unsigned
 	struct dnp_shm *s = to_shm(t);
 	unsigned i;
 
-	if (n > s->mask + 1 - (s->tx_tail - s->tx_head_cache))
+	/* want 0: the head is not reloaded, so this is at most what a reserve gave */
+	if (n > shm_tx_room(s, 0))
 		return -EINVAL; /* more than a reserve could have given */
 	for (i = 0; i < n; i++)
 		if (lens[i] > s->frame_max)
 			return -EMSGSIZE;
-	for (i = 0; i < n; i++) {
-		struct dnp_shm_slot *slot =
-			slot_at(s->tx_slots, s->slot_size, (s->tx_tail + i) & s->mask);
-
-		slot->len = lens[i];
-		s->tx_before[(s->tx_tail + i) & s->mask] = s->tx_bytes;
-		s->tx_bytes += lens[i];
-		/* release: length and frame are visible before the seq that announces them */
-		atomic_store_explicit(&slot->seq, s->tx_tail + i + 1, memory_order_release);
-	}
-	if (n == 0)
-		return 0;
-	s->tx_tail += n;
-	/* for an attach after a restart; the consumer goes by the seqs */
-	atomic_store_explicit(&s->tx_ctl->tail, s->tx_tail, memory_order_release);
-	dnp_doorbell_ring(s->peer_bell);
-	return (int)n;
+	for (i = 0; i < n; i++)
+		shm_tx_publish(s, shm_tx_slot(s, i), i, lens[i]);
+	return shm_tx_push(s, n);
 }
 
 static int shm_rx_burst(struct dnp_transport *t, struct dnp_rx_frame *f, unsigned n)
