@@ -70,7 +70,7 @@ unhex "$app_legal" "$tmp/app/legal"
 unhex "$app_hostile" "$tmp/app/hostile"
 # The engine harness builds its frames from the bytes: the golden ones are seeds too.
 cp "$tmp/pkt/put" "$tmp/pkt/credit" "$tmp/pkt/credit4" "$tmp/pkt/cmpl" "$tmp/pkt/reset" "$tmp/engine/"
-# One pass (fuzz_engine.c, last byte 0x20; h-shmpub): a PUT target on the neighbour, the
+# One pass (fuzz_engine.c, last byte 0x20): a PUT target on the neighbour, the
 # links up, a 4 KiB PUT written out from its source; the same with its write-out read
 # failing; and a PUT failing in the middle of a send-side run (a finding, now fixed).
 op_put=0a0005000000000000f0ff0f003f000101003f000101003f000101003f000101003f000101003f000101003f

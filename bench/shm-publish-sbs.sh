@@ -5,7 +5,7 @@
 # stream from the heap (dnp_bw, MB/s; the one-pass tx_reserve/tx_commit)
 # over shm on 2x1x1, BASE and NEW build alternating (which goes first
 # alternates too), each run alone under the shared heavy-run lock.
-#   bench/shmpub-sbs-h-shmpub.sh BASE_BUILD NEW_BUILD [ROUNDS] > rows.csv
+#   bench/shm-publish-sbs.sh BASE_BUILD NEW_BUILD [ROUNDS] > rows.csv
 # Rows: build,round,test,value
 set -euo pipefail
 base=$(cd "$1" && pwd)

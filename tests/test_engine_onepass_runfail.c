@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_engine_onepass-h-shmpub.c — one pass (engine.h conf.tx_direct) when a
+ * test_engine_onepass_runfail.c — one pass (engine.h conf.tx_direct) when a
  * PUT fails in the middle of a send-side run: its first packet keeps its
  * payload in the source (a descriptor), the read of its second fails
  * (-EFAULT). The failure gives the source back to the application, so the

@@ -1,17 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shmpub-h-shmpub — instructions per frame of the shm transport's publish
+ * shm_publish_cg — instructions per frame of the shm transport's publish
  * path (docs/performance.md, "shm: one publish path"), for callgrind: one
  * process holds both ends of a link and, ROUNDS times, sends a burst of
  * BURST frames of BYTES bytes (tx_burst: copied; or one pass: tx_reserve,
  * the same bytes written into the slots, tx_commit), then takes them on
  * the other end (rx_burst). No thread, no clock in the loop: the counts
- * repeat exactly. Built by hand (not by meson), against a build's static
- * libraries:
- *   cc -O2 -I transport -I common bench/shmpub-h-shmpub.c \
- *      BUILD/transport/libdnptransport.a BUILD/transport/libdnptransport_opts.a \
- *      BUILD/common/libdnpcommon.a -o /tmp/shmpub
- *   shmpub copy|onepass [ROUNDS] [BURST] [BYTES]
+ * repeat exactly. Built as BUILD/bench/shm_publish_cg:
+ *   shm_publish_cg copy|onepass [ROUNDS] [BURST] [BYTES]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +35,7 @@ int main(int argc, char **argv)
 
 	if (burst == 0 || burst > 64 || bytes > sizeof(src))
 		return 2;
-	snprintf(path, sizeof(path), "/dev/shm/shmpub-h-shmpub-%d", (int)getpid());
+	snprintf(path, sizeof(path), "/dev/shm/shm-publish-cg-%d", (int)getpid());
 	unlink(path);
 	for (unsigned s = 0; s < 2; s++) {
 		c[s] = (struct dnp_transport_conf){
