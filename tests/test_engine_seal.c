@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "engine.h"
 #include "pkt.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -388,6 +389,166 @@ static void test_seal_errors(void **state)
 	assert_memory_equal(fa, fb, sizeof(fb));
 }
 
+/*
+ * In the engine: one run of commands whose fields differ from one command
+ * to the next (source port, destination port, class, key, address, kind,
+ * size) must make a template anew for each difference. Node 0 of a 2x1x1
+ * torus sends them in one burst; every data frame it puts on the wire is
+ * decoded and compared with its command.
+ */
+#define ARENA (64u << 10)
+#define BASE 0x100000ull
+static uint8_t mem[2][ARENA];
+
+static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
+		    size_t len, const struct dnp_mem_seq *seq)
+{
+	(void)port, (void)b, (void)seq;
+	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+		return -EFAULT;
+	memcpy(dst, (uint8_t *)ctx + (va - BASE), len);
+	return 0;
+}
+
+static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
+		     const void *src, size_t len)
+{
+	(void)port, (void)b;
+	if (va < BASE || va - BASE > ARENA || len > ARENA - (va - BASE))
+		return -EFAULT;
+	memcpy((uint8_t *)ctx + (va - BASE), src, len);
+	return 0;
+}
+
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+
+static void pump(struct dnp_engine *e[2], uint64_t *now)
+{
+	struct dnp_frame f[64];
+	struct dnp_event ev[64];
+
+	for (unsigned i = 0; i < 2; i++)
+		dnp_engine_run(e[i], *now);
+	for (unsigned i = 0; i < 2; i++) {
+		for (unsigned d = DNP_DIR_XP; d <= DNP_DIR_XM; d++) {
+			unsigned n = dnp_engine_tx_burst(e[i], d, f, 64, *now);
+
+			(void)dnp_engine_rx_burst(e[1 - i], dnp_torus_opposite(d), f, n, NULL,
+						  *now);
+		}
+		for (unsigned port = 0; port < 4; port++)
+			while (dnp_engine_poll_events(e[i], port, ev, 64) > 0)
+				;
+	}
+	*now += 1000;
+}
+
+static void test_engine_run_fields(void **state)
+{
+	(void)state;
+	struct dnp_engine *e[2];
+	uint64_t now = 1;
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct dnp_engine_conf c;
+
+		dnp_engine_conf_default(&c);
+		dnp_torus_init(&c.torus, 2, 1, 1);
+		c.self = (struct dnp_coord){ (uint8_t)i, 0, 0 };
+		c.max_ports = 4;
+		c.mem = &ops;
+		c.mem_ctx = mem[i];
+		c.key_secret[0] = 5 + i;
+		c.link.credit_model = DNP_CREDIT_EXACT;
+		c.prompt_credits = true;
+		assert_int_equal(dnp_engine_create(&c, now, &e[i]), 0);
+		for (unsigned port = 0; port < 4; port++)
+			assert_int_equal(dnp_engine_port_open(e[i], port), 0);
+	}
+	for (unsigned r = 0; r < 50; r++) /* the link's handshake */
+		pump(e, &now);
+	assert_true(dnp_engine_has_link(e[0], DNP_DIR_XP));
+
+	/*
+	 * 4 bursts (source ports 0-3) of 6 commands; from one command to the
+	 * next exactly one field the template fixes changes (the source port at
+	 * a burst's start, then the destination port, the class, the kind
+	 * twice), or none (the template is used again), while the packet's own
+	 * fields (key, address, size) vary.
+	 */
+	struct dnp_cmd cmds[24];
+	uint8_t dport = 0, tc = 0, op = DNP_OP_PUT;
+	for (unsigned i = 0; i < 24; i++) {
+		unsigned j = i % 6;
+
+		dport = j == 1 ? (uint8_t)((dport + 1) % 4) : dport;
+		tc = j == 3 ? (uint8_t)((tc + 1) % 8) : tc;
+		op = j == 4 ? DNP_OP_SEND : j == 5 ? DNP_OP_PUT : op;
+		cmds[i] = (struct dnp_cmd){ .op = op,
+					    .dst_x = 1,
+					    .dst_port = dport,
+					    .tc = tc,
+					    .remote_key = op == DNP_OP_SEND ? 0 : 0x1000u + i % 2,
+					    .remote_va = BASE + 64u * i, /* a SEND's: ignored */
+					    .len = i % 5 == 2 ? 24 : 8,
+					    .local_va = BASE + 32u * i,
+					    .cookie = i };
+		for (unsigned k = 0; k < cmds[i].len; k++)
+			mem[0][32u * i + k] = (uint8_t)(i * 31 + k);
+	}
+	for (unsigned port = 0; port < 4; port++) {
+		int rc = 1;
+
+		assert_int_equal(dnp_engine_submit_burst(e[0], port, &cmds[port * 6], 6, &rc, now),
+				 6);
+		assert_int_equal(rc, 0);
+	}
+	unsigned seen = 0;
+	for (unsigned r = 0; r < 20 && seen < 24; r++) {
+		struct dnp_frame f[64], b[64];
+		struct dnp_event ev[64];
+
+		for (unsigned i = 0; i < 2; i++)
+			dnp_engine_run(e[i], now);
+		unsigned n = dnp_engine_tx_burst(e[0], DNP_DIR_XP, f, 64, now);
+		for (unsigned k = 0; k < n; k++) {
+			struct dnp_pkt_hdr h;
+			const uint8_t *pl;
+
+			assert_int_equal(dnp_pkt_decode(f[k].data, f[k].len, &h, &pl), 0);
+			if (h.kind == DNP_PKT_CREDIT)
+				continue;
+			assert_true(seen < 24);
+			const struct dnp_cmd *c = &cmds[seen];
+			assert_int_equal(h.kind, c->op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT);
+			assert_int_equal(h.src_port, seen / 6);
+			assert_int_equal(h.dst_port, c->dst_port);
+			assert_int_equal(h.fstatus & DNP_FT_TC_MASK, dnp_ft_tc(c->tc));
+			assert_int_equal(h.key, c->remote_key);
+			assert_int_equal(h.va, c->op == DNP_OP_SEND ? 0 : c->remote_va);
+			assert_int_equal(h.len, c->len);
+			assert_int_equal(h.msg_len, c->len);
+			assert_int_equal(h.flags, DNP_PKT_F_FIRST | DNP_PKT_F_LAST);
+			assert_int_equal(h.dst.x, 1);
+			assert_int_equal(h.src.x, 0);
+			assert_int_equal(h.hops, 1);
+			assert_memory_equal(pl, &mem[0][32u * seen], c->len);
+			seen++;
+		}
+		(void)dnp_engine_rx_burst(e[1], DNP_DIR_XM, f, n, NULL, now);
+		n = dnp_engine_tx_burst(e[1], DNP_DIR_XM, b, 64, now);
+		(void)dnp_engine_rx_burst(e[0], DNP_DIR_XP, b, n, NULL, now);
+		for (unsigned i = 0; i < 2; i++)
+			for (unsigned port = 0; port < 4; port++)
+				while (dnp_engine_poll_events(e[i], port, ev, 64) > 0)
+					;
+		now += 1000;
+	}
+	assert_int_equal(seen, 24);
+	for (unsigned i = 0; i < 2; i++)
+		dnp_engine_destroy(e[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_tmpl_init_errors),
 		cmocka_unit_test(test_seal_matches_restamp),
 		cmocka_unit_test(test_seal_errors),
+		cmocka_unit_test(test_engine_run_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
