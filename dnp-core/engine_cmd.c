@@ -555,14 +555,6 @@ struct inj_run {
 	 * whenever it holds the read's bytes: dnp_buftab_find would return it.
 	 */
 	const struct dnp_buf *src;
-	/*
-	 * The header template of the run (t_ok: made): the fields its packets
-	 * share (destination, ports, route, kind, VC, class, retry flag, time),
-	 * encoded and checked once (dnp_pkt_tmpl_init), made anew whenever a
-	 * packet's differ (inj_run_encode).
-	 */
-	bool t_ok;
-	struct dnp_pkt_tmpl t;
 	void *pkts[64];
 };
 
@@ -572,12 +564,17 @@ static inline uint8_t cmd_kind(uint8_t op)
 	return op == DNP_OP_GET ? DNP_PKT_GET_REQ : op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT;
 }
 
-/* The run's template fixes the fields of the next packet of s on VC vc as build_cmd_hdr would. */
-static inline bool inj_tmpl_fits(const struct inj_run *r, const struct slot *s, uint8_t vc)
+/*
+ * The link's header template (struct xlink.tmpl: the fields a run's packets
+ * share, destination, ports, route, kind, VC, class and retry flag, encoded
+ * and checked once by dnp_pkt_tmpl_init) fixes them for the next packet of
+ * s on VC vc as build_cmd_hdr would.
+ */
+static inline bool inj_tmpl_fits(const struct xlink *x, const struct slot *s, uint8_t vc)
 {
-	const struct dnp_pkt_hdr *t = &r->t.h;
+	const struct dnp_pkt_hdr *t = &x->tmpl.h;
 
-	return r->t_ok && t->kind == cmd_kind(s->c.op) && t->vc == vc && t->dst.x == s->dst.x &&
+	return x->tmpl_ok && t->kind == cmd_kind(s->c.op) && t->vc == vc && t->dst.x == s->dst.x &&
 	       t->dst.y == s->dst.y && t->dst.z == s->dst.z && t->via == s->via &&
 	       t->dst_port == s->c.dst_port && t->src_port == s->port && t->status == s->retry &&
 	       t->fstatus == dnp_ft_tc(s->c.tc);
@@ -586,26 +583,28 @@ static inline bool inj_tmpl_fits(const struct inj_run *r, const struct slot *s, 
 /*
  * Header (p->h) and unsealed frame of the next packet of s (len payload
  * bytes, already in place) on VC vc: those of build_cmd_hdr and
- * dnp_pkt_encode_unsealed, made from the run's template, which is made
+ * dnp_pkt_encode_unsealed, made from the link's template, which is made
  * anew (from build_cmd_hdr) when it does not fit. Returns the frame length
  * or the encoder's error.
  */
 static int inj_run_encode(struct dnp_engine *e, struct inj_run *r, const struct slot *s,
 			  uint32_t len, uint8_t vc, struct pkt *p, uint64_t now)
 {
+	struct xlink *x = r->x;
 	struct dnp_pkt_var v;
 
-	if (!inj_tmpl_fits(r, s, vc)) {
+	if (!inj_tmpl_fits(x, s, vc)) {
 		build_cmd_hdr(e, s, len, &p->h, now);
 		p->h.vc = vc;
 		p->h.hops = 1;
-		r->t_ok = dnp_pkt_tmpl_init(&r->t, &p->h) == 0;
-		if (!r->t_ok) /* the encoder says why */
+		x->tmpl_ok = dnp_pkt_tmpl_init(&x->tmpl, &p->h) == 0;
+		if (!x->tmpl_ok) /* the encoder says why */
 			return dnp_pkt_encode_unsealed(&p->h, p->frame + DNP_PAYLOAD_OFF, p->frame,
 						       DNP_MAX_FRAME);
 	}
 	v.msg_id = s->msg_id;
 	v.key = s->c.remote_key;
+	v.timestamp = (uint32_t)now;
 	if (s->c.op == DNP_OP_GET) {
 		v.va = s->c.remote_va;
 		v.offset = 0;
@@ -620,7 +619,7 @@ static int inj_run_encode(struct dnp_engine *e, struct inj_run *r, const struct 
 		v.flags = (uint8_t)((s->offset == 0 ? DNP_PKT_F_FIRST : 0) |
 				    (s->offset + len == s->c.len ? DNP_PKT_F_LAST : 0));
 	}
-	return dnp_pkt_tmpl_encode(&r->t, &v, &p->h, p->frame, DNP_MAX_FRAME);
+	return dnp_pkt_tmpl_encode(&x->tmpl, &v, &p->h, p->frame, DNP_MAX_FRAME);
 }
 
 /* load_cmd_payload in a run: the source's buffer looked up once for reads it holds. */

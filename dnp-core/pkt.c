@@ -790,6 +790,7 @@ int dnp_pkt_tmpl_init(struct dnp_pkt_tmpl *t, const struct dnp_pkt_hdr *h)
 	c.offset = 0;
 	c.len = c.kind == DNP_PKT_GET_REQ ? DNP_GET_DESC_BYTES : 0;
 	c.msg_len = c.len;
+	c.timestamp = 0;
 	c.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
 	n = encode(&c, desc, f, sizeof(f), false);
 	if (n < 0)
@@ -837,6 +838,7 @@ int dnp_pkt_tmpl_encode(const struct dnp_pkt_tmpl *t, const struct dnp_pkt_var *
 	put32(p, H1_OFFSET, v->offset);
 	ft = p + flen - DNP_WORD_BYTES;
 	memcpy(ft, t->foot, DNP_WORD_BYTES);
+	put32(ft, FT_TS, v->timestamp);
 	put32(ft, FT_MSGLEN, v->msg_len);
 	if (h) {
 		*h = t->h;
@@ -845,6 +847,7 @@ int dnp_pkt_tmpl_encode(const struct dnp_pkt_tmpl *t, const struct dnp_pkt_var *
 		h->key = v->key;
 		h->offset = v->offset;
 		h->msg_len = v->msg_len;
+		h->timestamp = v->timestamp;
 		h->len = v->len;
 		h->flags = v->flags;
 	}

@@ -420,6 +420,7 @@ struct dnp_pkt_var {
 	uint32_t key;
 	uint32_t offset;
 	uint32_t msg_len;
+	uint32_t timestamp; /* the footer's: injection time */
 	uint16_t len;
 	uint8_t flags; /* DNP_PKT_F_* */
 };

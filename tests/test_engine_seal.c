@@ -67,6 +67,7 @@ static void rnd_var(uint8_t kind, struct dnp_pkt_var *v)
 	static const uint16_t lens[] = { 0, 1, 8, 15, 16, 17, 100, 1023, 1024, 4095, 4096 };
 
 	v->va = (uint64_t)rnd() << 32 | rnd();
+	v->timestamp = rnd();
 	v->msg_id = rnd();
 	v->key = rnd();
 	if (kind == DNP_PKT_GET_REQ) {
@@ -112,6 +113,7 @@ static void hdr_with(const struct dnp_pkt_hdr *run, const struct dnp_pkt_var *v,
 	h->key = v->key;
 	h->offset = v->offset;
 	h->msg_len = v->msg_len;
+	h->timestamp = v->timestamp;
 	h->len = v->len;
 	h->flags = v->flags;
 }
@@ -476,10 +478,10 @@ static void test_engine_run_fields(void **state)
 	 * twice), or none (the template is used again), while the packet's own
 	 * fields (key, address, size) vary.
 	 */
-	struct dnp_cmd cmds[24];
+	struct dnp_cmd cmds[30];
 	uint8_t dport = 0, tc = 0, op = DNP_OP_PUT;
-	for (unsigned i = 0; i < 24; i++) {
-		unsigned j = i % 6;
+	for (unsigned i = 0; i < 30; i++) {
+		unsigned j = i < 24 ? i % 6 : 0; /* 24-29: a later run, the template kept */
 
 		dport = j == 1 ? (uint8_t)((dport + 1) % 4) : dport;
 		tc = j == 3 ? (uint8_t)((tc + 1) % 8) : tc;
@@ -504,9 +506,18 @@ static void test_engine_run_fields(void **state)
 		assert_int_equal(rc, 0);
 	}
 	unsigned seen = 0;
-	for (unsigned r = 0; r < 20 && seen < 24; r++) {
+	bool later = false;
+	for (unsigned r = 0; r < 40 && seen < 30; r++) {
 		struct dnp_frame f[64], b[64];
 		struct dnp_event ev[64];
+
+		if (seen == 24 && !later) { /* the same fields as the last one, from port 3 */
+			int rc = 1;
+
+			assert_int_equal(dnp_engine_submit_burst(e[0], 3, &cmds[24], 6, &rc, now),
+					 6);
+			later = true;
+		}
 
 		for (unsigned i = 0; i < 2; i++)
 			dnp_engine_run(e[i], now);
@@ -518,10 +529,11 @@ static void test_engine_run_fields(void **state)
 			assert_int_equal(dnp_pkt_decode(f[k].data, f[k].len, &h, &pl), 0);
 			if (h.kind == DNP_PKT_CREDIT)
 				continue;
-			assert_true(seen < 24);
+			assert_true(seen < 30);
 			const struct dnp_cmd *c = &cmds[seen];
 			assert_int_equal(h.kind, c->op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT);
-			assert_int_equal(h.src_port, seen / 6);
+			assert_int_equal(h.src_port, seen < 24 ? seen / 6 : 3);
+			assert_int_equal(h.timestamp, (uint32_t)now); /* injected in this round */
 			assert_int_equal(h.dst_port, c->dst_port);
 			assert_int_equal(h.fstatus & DNP_FT_TC_MASK, dnp_ft_tc(c->tc));
 			assert_int_equal(h.key, c->remote_key);
@@ -544,7 +556,7 @@ static void test_engine_run_fields(void **state)
 					;
 		now += 1000;
 	}
-	assert_int_equal(seen, 24);
+	assert_int_equal(seen, 30);
 	for (unsigned i = 0; i < 2; i++)
 		dnp_engine_destroy(e[i]);
 }
