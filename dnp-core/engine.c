@@ -205,16 +205,19 @@ static unsigned tx_new_run(struct dnp_engine *e, struct xlink *x, unsigned dir, 
 			   struct dnp_frame *out, uint8_t *const *bufs, unsigned max, uint64_t now)
 {
 	unsigned unacked = dnp_link_unacked(x->l), first = x->next_tx, n = 0;
-	uint8_t epoch = dnp_link_epoch(x->l);
+	/* the link word's fields the run shares, taken once; one seal per frame */
+	const struct dnp_pkt_stamp st = { .ack = ack,
+					  .src_dir = (uint8_t)dir,
+					  .epoch = dnp_link_epoch(x->l) };
 	uint32_t words = 0, seq = 0;
 
 	while (n < max && first + n < unacked) {
 		struct pkt *p = dnp_link_unacked_at(x->l, first + n, &seq);
 		uint8_t *f = tx_frame_of(e, p, bufs ? bufs[n] : NULL);
 
-		dnp_pkt_set_epoch(f, epoch);
-		dnp_pkt_restamp(f, p->flen, DNP_LINK_F_SEQ, seq, ack, (uint8_t)dir,
-				(uint8_t)(p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK)), p->hops_tx);
+		dnp_pkt_seal_seq(f, p->flen, &st, seq,
+				 (uint8_t)(p->h.fstatus & (DNP_FT_CE | DNP_FT_TC_MASK)),
+				 p->hops_tx);
 		out[n++] = (struct dnp_frame){ f, p->flen };
 		words += p->words;
 	}

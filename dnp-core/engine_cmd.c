@@ -558,6 +558,70 @@ struct inj_run {
 	void *pkts[64];
 };
 
+/* Kind of the packets of command op. */
+static inline uint8_t cmd_kind(uint8_t op)
+{
+	return op == DNP_OP_GET ? DNP_PKT_GET_REQ : op == DNP_OP_SEND ? DNP_PKT_SEND : DNP_PKT_PUT;
+}
+
+/*
+ * The link's header template (struct xlink.tmpl: the fields a run's packets
+ * share, destination, ports, route, kind, VC, class and retry flag, encoded
+ * and checked once by dnp_pkt_tmpl_init) fixes them for the next packet of
+ * s on VC vc as build_cmd_hdr would.
+ */
+static inline bool inj_tmpl_fits(const struct xlink *x, const struct slot *s, uint8_t vc)
+{
+	const struct dnp_pkt_hdr *t = &x->tmpl.h;
+
+	return x->tmpl_ok && t->kind == cmd_kind(s->c.op) && t->vc == vc && t->dst.x == s->dst.x &&
+	       t->dst.y == s->dst.y && t->dst.z == s->dst.z && t->via == s->via &&
+	       t->dst_port == s->c.dst_port && t->src_port == s->port && t->status == s->retry &&
+	       t->fstatus == dnp_ft_tc(s->c.tc);
+}
+
+/*
+ * Header (p->h) and unsealed frame of the next packet of s (len payload
+ * bytes, already in place) on VC vc: those of build_cmd_hdr and
+ * dnp_pkt_encode_unsealed, made from the link's template, which is made
+ * anew (from build_cmd_hdr) when it does not fit. Returns the frame length
+ * or the encoder's error.
+ */
+static int inj_run_encode(struct dnp_engine *e, struct inj_run *r, const struct slot *s,
+			  uint32_t len, uint8_t vc, struct pkt *p, uint64_t now)
+{
+	struct xlink *x = r->x;
+	struct dnp_pkt_var v;
+
+	if (!inj_tmpl_fits(x, s, vc)) {
+		build_cmd_hdr(e, s, len, &p->h, now);
+		p->h.vc = vc;
+		p->h.hops = 1;
+		x->tmpl_ok = dnp_pkt_tmpl_init(&x->tmpl, &p->h) == 0;
+		if (!x->tmpl_ok) /* the encoder says why */
+			return dnp_pkt_encode_unsealed(&p->h, p->frame + DNP_PAYLOAD_OFF, p->frame,
+						       DNP_MAX_FRAME);
+	}
+	v.msg_id = s->msg_id;
+	v.key = s->c.remote_key;
+	v.timestamp = (uint32_t)now;
+	if (s->c.op == DNP_OP_GET) {
+		v.va = s->c.remote_va;
+		v.offset = 0;
+		v.len = DNP_GET_DESC_BYTES;
+		v.msg_len = DNP_GET_DESC_BYTES;
+		v.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+	} else {
+		v.va = s->c.op == DNP_OP_SEND ? 0 : s->c.remote_va + s->offset;
+		v.offset = (uint32_t)s->offset;
+		v.len = (uint16_t)len;
+		v.msg_len = (uint32_t)s->c.len;
+		v.flags = (uint8_t)((s->offset == 0 ? DNP_PKT_F_FIRST : 0) |
+				    (s->offset + len == s->c.len ? DNP_PKT_F_LAST : 0));
+	}
+	return dnp_pkt_tmpl_encode(&x->tmpl, &v, &p->h, p->frame, DNP_MAX_FRAME);
+}
+
 /* load_cmd_payload in a run: the source's buffer looked up once for reads it holds. */
 static int inj_run_load(struct dnp_engine *e, struct inj_run *r, const struct slot *s, uint32_t len,
 			uint8_t *dst)
@@ -628,13 +692,11 @@ static int inj_run_one(struct dnp_engine *e, unsigned qi, struct slot *s, struct
 		inj_run_flush(e, r, now);
 		return inj_abort(e, qi, s, -EFAULT);
 	}
-	build_cmd_hdr(e, s, len, &p->h, now);
-	p->h.vc = hop.vc;
-	p->h.hops = 1;
 	/* encoded with its VC: engine_link_enqueue's dnp_pkt_set_vc would change nothing */
-	int n = dnp_pkt_encode_unsealed(&p->h, p->frame + DNP_PAYLOAD_OFF, p->frame, DNP_MAX_FRAME);
+	int n = inj_run_encode(e, r, s, len, hop.vc, p, now);
 	if (n < 0) { /* cannot happen for a checked command; fail it loudly */
 		engine_pkt_put(e, p);
+		inj_run_flush(e, r, now); /* as for a failed read above */
 		return inj_abort(e, qi, s, n);
 	}
 	p->flen = (uint32_t)n;

@@ -96,6 +96,13 @@ struct xlink {
 	uint32_t next_tx;   /* unacked[0..next_tx) were sent; unacked[next_tx] goes next */
 	bool was_up;        /* UP at least once: later UPs are reported as LINK events */
 	bool direct;        /* its driver uses dnp_engine_tx_burst_into (conf.tx_direct) */
+	/*
+	 * The header template of the last injection run on this link (tmpl_ok:
+	 * made; engine_cmd.c, inj_run_encode): kept from run to run, used
+	 * while a packet's fields match the ones it fixes.
+	 */
+	bool tmpl_ok;
+	struct dnp_pkt_tmpl tmpl;
 	uint8_t cframe[DNP_CREDIT_MAX_FRAME]; /* credits of VCs 2-3 need the payload word */
 	uint8_t rframe[DNP_FRAME_OVERHEAD + DNP_HELLO_BYTES]; /* RESET frame with its hello */
 };

@@ -772,6 +772,127 @@ int dnp_pkt_restamp(void *frame, size_t len, uint8_t lflags, uint32_t seq, uint3
 	return 0;
 }
 
+int dnp_pkt_tmpl_init(struct dnp_pkt_tmpl *t, const struct dnp_pkt_hdr *h)
+{
+	uint8_t f[DNP_FRAME_OVERHEAD + DNP_GET_DESC_BYTES];
+	const uint8_t desc[DNP_GET_DESC_BYTES] = { 0 };
+	struct dnp_pkt_hdr c = *h;
+	int n;
+
+	if ((c.kind != DNP_PKT_PUT && c.kind != DNP_PKT_SEND && c.kind != DNP_PKT_GET_REQ &&
+	     c.kind != DNP_PKT_GET_RESP) ||
+	    !(c.lflags & DNP_LINK_F_SEQ))
+		return -EINVAL;
+	/* the packet's own fields as those of a one-packet message, which every rule takes */
+	c.va = 0;
+	c.msg_id = 0;
+	c.key = 0;
+	c.offset = 0;
+	c.len = c.kind == DNP_PKT_GET_REQ ? DNP_GET_DESC_BYTES : 0;
+	c.msg_len = c.len;
+	c.timestamp = 0;
+	c.flags = DNP_PKT_F_FIRST | DNP_PKT_F_LAST;
+	n = encode(&c, desc, f, sizeof(f), false);
+	if (n < 0)
+		return -EINVAL;
+	c.flags = 0;
+	t->h = c;
+	memcpy(t->head, f, PAYLOAD_OFF);
+	t->head[H0_KVF] &= (uint8_t) ~(KVF_FIRST | KVF_LAST);
+	memcpy(t->foot, f + n - DNP_WORD_BYTES, DNP_WORD_BYTES);
+	return 0;
+}
+
+int dnp_pkt_tmpl_encode(const struct dnp_pkt_tmpl *t, const struct dnp_pkt_var *v,
+			struct dnp_pkt_hdr *h, void *frame, size_t cap)
+{
+	uint8_t *p = frame;
+	uint8_t *ft;
+	uint64_t end = (uint64_t)v->offset + v->len;
+	size_t flen;
+
+	if (v->len > DNP_MAX_PAYLOAD)
+		return -E2BIG;
+	if (v->flags & ~(DNP_PKT_F_FIRST | DNP_PKT_F_LAST))
+		return -EINVAL;
+	if (t->h.kind == DNP_PKT_GET_REQ) {
+		if (v->len != DNP_GET_DESC_BYTES)
+			return -EINVAL;
+	} else if (end > v->msg_len || ((v->flags & DNP_PKT_F_FIRST) && v->offset) ||
+		   ((v->flags & DNP_PKT_F_LAST) && end != v->msg_len)) {
+		return -EINVAL; /* the fragment rules of check_rules */
+	}
+	flen = dnp_pkt_frame_len(v->len);
+	if (cap < flen)
+		return -ENOBUFS;
+	/* the padding (under one word; the footer, written after, may take the rest) */
+	memset(p + PAYLOAD_OFF + v->len, 0, DNP_WORD_BYTES);
+	memcpy(p, t->head, PAYLOAD_OFF);
+	put16(p, LW_FLEN, (uint16_t)flen);
+	p[H0_KVF] = (uint8_t)(t->head[H0_KVF] | (v->flags & DNP_PKT_F_FIRST ? KVF_FIRST : 0) |
+			      (v->flags & DNP_PKT_F_LAST ? KVF_LAST : 0));
+	put16(p, H0_LEN, v->len);
+	put32(p, H0_MSGID, v->msg_id);
+	put64(p, H1_VA, v->va);
+	put32(p, H1_KEY, v->key);
+	put32(p, H1_OFFSET, v->offset);
+	ft = p + flen - DNP_WORD_BYTES;
+	memcpy(ft, t->foot, DNP_WORD_BYTES);
+	put32(ft, FT_TS, v->timestamp);
+	put32(ft, FT_MSGLEN, v->msg_len);
+	if (h) {
+		*h = t->h;
+		h->va = v->va;
+		h->msg_id = v->msg_id;
+		h->key = v->key;
+		h->offset = v->offset;
+		h->msg_len = v->msg_len;
+		h->timestamp = v->timestamp;
+		h->len = v->len;
+		h->flags = v->flags;
+	}
+	return (int)flen;
+}
+
+int dnp_pkt_seal_seq(void *frame, size_t len, const struct dnp_pkt_stamp *st, uint32_t seq,
+		     uint8_t fstatus, uint8_t hops)
+{
+	uint8_t *p = frame;
+	uint8_t *ft;
+	uint8_t lw_old[DNP_WORD_BYTES], ft_old[DNP_WORD_BYTES];
+	uint32_t crc;
+	bool update;
+
+	if (len < DNP_FRAME_OVERHEAD || len > DNP_MAX_FRAME || len % DNP_WORD_BYTES)
+		return -EINVAL;
+	if (get16(p, LW_MAGIC) != DNP_PKT_MAGIC || p[LW_VERSION] != DNP_PKT_VERSION ||
+	    get16(p, LW_FLEN) != len)
+		return -EINVAL;
+	/* dnp_pkt_restamp's rules for DNP_LINK_F_SEQ: no CREDIT frame, no selective ack */
+	if (st->src_dir > DNP_DIR_LOCAL ||
+	    (fstatus & ~(DNP_FT_RETX | DNP_FT_CE | DNP_FT_TC_MASK)) ||
+	    (p[H0_KVF] & KVF_KIND_MASK) == DNP_PKT_CREDIT || (p[LW_LFLAGS] & DNP_LINK_F_SACK))
+		return -EINVAL;
+	ft = p + len - DNP_WORD_BYTES;
+	crc = get32(ft, FT_CRC);
+	update = crc && len >= SEAL_EARLY_MIN; /* as dnp_pkt_restamp (pkt.h, "Sealing") */
+	if (update) {
+		memcpy(lw_old, p, DNP_WORD_BYTES);
+		memcpy(ft_old, ft, DNP_WORD_BYTES);
+	}
+	put8(p, LW_LFLAGS, DNP_LINK_F_SEQ);
+	put32(p, LW_SEQ, seq);
+	put32(p, LW_ACK, st->ack);
+	put8(p, LW_SRCDIR, st->src_dir);
+	put8(p, LW_EPOCH, st->epoch);
+	put32(ft, FT_CRC, 0);
+	put8(ft, FT_FSTATUS, fstatus);
+	put8(ft, FT_HOPS, hops);
+	crc = update ? crc ^ restamp_delta(p, len, lw_old, ft_old) : dnp_crc32(0, p, len);
+	put32(ft, FT_CRC, crc);
+	return 0;
+}
+
 void dnp_pkt_edit_sealed(uint8_t *frame, unsigned off, uint8_t val)
 {
 	uint8_t d[DNP_WORD_BYTES] = { 0 };

@@ -398,4 +398,69 @@ static inline void dnp_pkt_unseal(uint8_t *frame, size_t len)
 	crc[0] = crc[1] = crc[2] = crc[3] = 0;
 }
 
+/*
+ * Per-run header template (docs/performance.md, "Sender, per-run header
+ * template"): a run of data packets (PUT, SEND, GET_REQ, GET_RESP) that
+ * share every header field except those of struct dnp_pkt_var. The link
+ * word, H0, H1 and the footer are encoded and checked once
+ * (dnp_pkt_tmpl_init); each packet then copies them and patches its own
+ * fields (dnp_pkt_tmpl_encode). The frame is the one dnp_pkt_encode_unsealed
+ * makes for the same header, byte for byte (tests/test_engine_seal.c).
+ */
+struct dnp_pkt_tmpl {
+	struct dnp_pkt_hdr h;          /* the run's header (its own fields as init found them) */
+	uint8_t head[DNP_PAYLOAD_OFF]; /* link word, H0, H1 */
+	uint8_t foot[DNP_WORD_BYTES];  /* footer, CRC field zero */
+};
+
+/* The fields of a packet its run's template does not fix. */
+struct dnp_pkt_var {
+	uint64_t va;
+	uint32_t msg_id;
+	uint32_t key;
+	uint32_t offset;
+	uint32_t msg_len;
+	uint32_t timestamp; /* the footer's: injection time */
+	uint16_t len;
+	uint8_t flags; /* DNP_PKT_F_* */
+};
+
+/*
+ * Makes t from h (its dnp_pkt_var fields are ignored): every rule of
+ * dnp_pkt_encode that does not depend on those fields is checked here,
+ * once. Returns 0, or -EINVAL (not a data kind of the list above, a field
+ * the encoder refuses, or DNP_LINK_F_SEQ missing).
+ */
+int dnp_pkt_tmpl_init(struct dnp_pkt_tmpl *t, const struct dnp_pkt_hdr *h);
+
+/*
+ * Encodes one packet of t's run into frame, unsealed (CRC field zero), with
+ * its payload (v->len bytes) already in place at frame + 48; h, if not
+ * NULL, gets the packet's header (t's with v's fields). The rules that
+ * depend on v are checked per packet (length, flags, fragment bounds, a
+ * GET request's length). Returns the frame length, or -E2BIG (len > 4096),
+ * -EINVAL (a rule), -ENOBUFS (cap too small).
+ */
+int dnp_pkt_tmpl_encode(const struct dnp_pkt_tmpl *t, const struct dnp_pkt_var *v,
+			struct dnp_pkt_hdr *h, void *frame, size_t cap);
+
+/* What a run of sequenced frames sent on one link shares in its link word. */
+struct dnp_pkt_stamp {
+	uint32_t ack;
+	uint8_t src_dir;
+	uint8_t epoch;
+};
+
+/*
+ * Seals a sequenced frame for the wire: the same bytes as
+ * dnp_pkt_set_epoch(frame, st->epoch) followed by dnp_pkt_restamp(frame,
+ * len, DNP_LINK_F_SEQ, seq, st->ack, st->src_dir, fstatus, hops), in one
+ * step (one CRC over a small or unsealed frame, an update for a large
+ * sealed one). Returns 0 or -EINVAL (as dnp_pkt_restamp: not a frame of
+ * ours, a CREDIT frame, a bad src_dir or fstatus); on -EINVAL the frame is
+ * unchanged.
+ */
+int dnp_pkt_seal_seq(void *frame, size_t len, const struct dnp_pkt_stamp *st, uint32_t seq,
+		     uint8_t fstatus, uint8_t hops);
+
 #endif
