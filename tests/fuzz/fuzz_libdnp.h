@@ -7,7 +7,8 @@
  * The world is a 2x2x1 torus seen from node 0,0,0, port 0. Every command
  * completes at once: its completion event (TX_DONE, or GET_DONE for a GET)
  * goes into a queue of FZ_Q events that dnp_poll_events hands out in order
- * (events beyond FZ_Q are dropped). Registration always succeeds with key
+ * (events beyond FZ_Q are dropped); dnp_event_sleep returns at once.
+ * Registration always succeeds with key
  * 0x1234, and the first 1024 SEND targets registered are kept in fz_slots
  * (where a harness's peer SENDs to); unregistration and dnp_free do nothing.
  *
@@ -130,6 +131,25 @@ int dnp_poll_events(struct dnp *d, struct dnp_event *ev, unsigned max)
 int dnp_wait_event(struct dnp *d, struct dnp_event *ev, int timeout_ms)
 {
 	return dnp_poll_events(d, ev, 1);
+}
+
+/* No placement: the provider's idle step polls as it does when libdnp says nothing. */
+int dnp_wait_placement(struct dnp *d, unsigned *how)
+{
+	*how = 0;
+	return 0;
+}
+
+/* The event count is the queue's length; a sleep never sleeps (it says whether events wait). */
+int dnp_event_seq(struct dnp *d, uint32_t *seq)
+{
+	*seq = fz_qn;
+	return 0;
+}
+
+int dnp_event_sleep(struct dnp *d, uint32_t seq, unsigned timeout_us)
+{
+	return fz_qn != 0;
 }
 
 const char *dnp_strerror(int err)
