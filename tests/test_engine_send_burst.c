@@ -36,6 +36,7 @@
 #define BASE 0x100000ull
 
 #include "test_arena.h"
+#include "test_engine_setup.h"
 
 #define SENDBUF (16u << 10) /* node 1's SEND buffers, in the arena's upper half */
 #define NSENDBUF 8u
@@ -82,28 +83,10 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t 
 
 				trace(&W[k], 'R', i, 0, rec, sizeof(rec));
 			}
-	uint8_t *at = test_arena_at(m, va, len);
-
-	if (!at)
-		return -EFAULT;
-	memcpy(dst, at, len);
-	return 0;
+	return test_engine_mem_read(ctx, port, b, va, dst, len, seq);
 }
 
-static int mem_write(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va,
-		     const void *src, size_t len)
-{
-	uint8_t *at = test_arena_at(ctx, va, len);
-
-	(void)port;
-	(void)b;
-	if (!at)
-		return -EFAULT;
-	memcpy(at, src, len);
-	return 0;
-}
-
-static const struct dnp_mem_ops ops = { .read = mem_read, .write = mem_write };
+static const struct dnp_mem_ops ops = { .read = mem_read, .write = test_engine_mem_write };
 
 static void trace(struct world *w, char tag, unsigned node, unsigned dir, const void *p,
 		  uint32_t len)
