@@ -274,12 +274,24 @@ static int udp_plain_init(struct dnp_udp *u)
 	return 0;
 }
 
-/* Option pack=auto|on|off (default auto): enum dnp_udp_pack_mode, or -EINVAL. */
+/*
+ * Option pack=auto|on|off: enum dnp_udp_pack_mode, or -EINVAL. Without the
+ * option, the environment's DNP_UDP_PACK (the same words; tests and
+ * benchmarks reach dnpd's links this way), else auto.
+ */
 static int udp_pack_opt(const char *options)
 {
 	char v[8];
+	const char *env = getenv("DNP_UDP_PACK");
 
-	if (!dnp_transport_opt(options, "pack", v, sizeof(v)) || strcmp(v, "auto") == 0)
+	if (!dnp_transport_opt(options, "pack", v, sizeof(v))) {
+		if (!env || !*env)
+			return DNP_UDP_PACK_AUTO;
+		if (strlen(env) >= sizeof(v))
+			return -EINVAL;
+		snprintf(v, sizeof(v), "%s", env);
+	}
+	if (strcmp(v, "auto") == 0)
 		return DNP_UDP_PACK_AUTO;
 	if (strcmp(v, "on") == 0)
 		return DNP_UDP_PACK_ON;
