@@ -48,7 +48,8 @@
  *        "pack=auto|on|off" (default auto: small frames of one tx_burst go
  *        in one datagram once the peer announced it splits them;
  *        docs/protocol.md "The udp link's datagrams"; rx_burst keeps the
- *        rest of a datagram it could not hand out for the next call).
+ *        rest of a datagram it could not hand out for the next call;
+ *        without the option, the environment's DNP_UDP_PACK).
  *        mode=uring fails with -ENOTSUP without liburing (the default falls
  *        back to plain). The io_uring ring binds to the thread of the first
  *        tx/rx_burst (SINGLE_ISSUER), which need not be the opener's.
