@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -952,6 +953,216 @@ static void test_transport_udp_rx_gate_uring(void **state)
 	dnp_transport_udp.close(t);
 }
 
+/* A counter of the udp link's counters string ("name value ..."), or -1. */
+static long long udp_counter(struct dnp_transport *t, const char *name)
+{
+	char buf[512], key[64];
+	const char *p = buf;
+	long long v;
+	int used;
+
+	assert_true(dnp_transport_udp.counters(t, buf, sizeof(buf)) > 0);
+	while (sscanf(p, "%63s %lld%n", key, &v, &used) == 2) {
+		if (strcmp(key, name) == 0)
+			return v;
+		p += used;
+	}
+	return -1;
+}
+
+/* Receives until n frames came or 5 s passed (io_uring may need a few looks). */
+static int udp_rx_some(struct dnp_transport *t, struct dnp_rx_frame *rx, unsigned n)
+{
+	struct pollfd pfd = { .fd = dnp_transport_udp.wait_fd(t), .events = POLLIN };
+	int r = 0;
+
+	for (int i = 0; i < 500 && r == 0; i++) {
+		r = dnp_transport_udp.rx_burst(t, rx, n);
+		if (r == 0)
+			poll(&pfd, 1, 10);
+	}
+	return r;
+}
+
+/*
+ * Packing (docs/protocol.md, "The udp link's datagrams"): five small frames
+ * of one tx_burst cross as one datagram and come out, in order and intact,
+ * over three rx_burst calls of two; while frames of it are kept, the plain
+ * path's gate promises nothing (-1), and a frame that starts as a packed
+ * datagram would crosses packed, alone, and arrives whole.
+ */
+static void udp_pack_split(const char *mode, unsigned port)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[4];
+	struct dnp_tx_frame tx[5];
+	uint8_t buf[5][100], odd[64] = { 0x44, 0x50, 1, 1 };
+	char a0[32], b0[32], a1[32], b1[32], opts[64];
+	unsigned got = 0;
+	int r;
+
+	snprintf(opts, sizeof(opts), "%s,pack=on", mode);
+	conf_udp(&c0, 0, port, opts, a0, b0);
+	conf_udp(&c1, 1, port, opts, a1, b1);
+	r = ops->open(&c0, &t0);
+	if (r == -ENOTSUP)
+		TEST_SKIP("io_uring not built in or refused: uring case skipped\n");
+	assert_int_equal(r, 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->rx_burst(t0, rx, 2), 0); /* arms io_uring's receive */
+	for (unsigned i = 0; i < 5; i++) {
+		memset(buf[i], (int)(0x10 + i), sizeof(buf[i]));
+		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = 64u + 8u * i };
+	}
+	assert_int_equal(ops->tx_burst(t1, tx, 5), 5);
+	assert_int_equal(udp_counter(t1, "tx_packed"), 1);
+	assert_int_equal(udp_counter(t1, "tx_packed_frames"), 5);
+	while (got < 5) {
+		r = udp_rx_some(t0, rx, 2);
+		assert_true(r == 2 || (r == 1 && got == 4));
+		for (int i = 0; i < r; i++, got++) {
+			assert_int_equal(rx[i].len, 64u + 8u * got);
+			assert_int_equal(rx[i].data[0], 0x10 + got);
+			assert_int_equal(rx[i].data[rx[i].len - 1], 0x10 + got);
+		}
+		if (got < 5 && strstr(mode, "plain"))
+			assert_int_equal(ops->rx_gate_fd(t0), -1);
+	}
+	assert_int_equal(udp_counter(t0, "rx_packed"), 1);
+	assert_int_equal(udp_counter(t0, "rx_packed_frames"), 5);
+	assert_int_equal(udp_counter(t0, "rx_pack_bad"), 0);
+	if (strstr(mode, "plain"))
+		assert_true(ops->rx_gate_fd(t0) >= 0);
+	tx[0] = (struct dnp_tx_frame){ .data = odd, .len = sizeof(odd) };
+	assert_int_equal(ops->tx_burst(t1, tx, 1), 1);
+	assert_int_equal(udp_rx_some(t0, rx, 4), 1);
+	assert_int_equal(rx[0].len, sizeof(odd));
+	assert_memory_equal(rx[0].data, odd, sizeof(odd));
+	assert_int_equal(udp_counter(t0, "rx_pack_bad"), 0);
+	ops->close(t1);
+	ops->close(t0);
+}
+
+static void test_transport_udp_pack_split_plain(void **state)
+{
+	udp_pack_split("mode=plain", port_base + 2);
+}
+
+static void test_transport_udp_pack_split_uring(void **state)
+{
+	udp_pack_split("mode=uring", port_base + 4);
+}
+
+/*
+ * Malformed packed datagrams from the peer's address are dropped whole and
+ * counted; the good frame after them still comes through.
+ */
+static void udp_pack_malformed(const char *mode, unsigned port)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[8];
+	char a0[32], b0[32], a1[32], b1[32];
+	/* header: magic, version, count, flags, 3 zero, lengths, pad to 16 */
+	static const uint8_t bad[][48] = {
+		{ 0x44, 0x50, 2, 1, 0, 0, 0, 0, 16, 0, 16, 0 },      /* version 2 */
+		{ 0x44, 0x50, 1, 1, 0, 0, 0, 0, 40, 0 },             /* frame past the end */
+		{ 0x44, 0x50, 1, 2, 0, 0, 0, 0, 8, 0, 0, 0 },        /* a zero length */
+		{ 0x44, 0x50, 1, 33, 0, 0, 0, 0, 8, 0 },             /* more than 32 frames */
+		{ 0x44, 0x50, 1, 1, 1, 0, 0, 0, 32, 0 },             /* flags set */
+		{ 0x44, 0x50, 1, 1, 0, 0, 0, 0, 32, 0, 0, 0, 0, 9 }, /* header pad not zero */
+		{ 0x44, 0x50, 1, 1, 0, 0, 0, 0, 16, 0 },             /* 16 bytes after the frame */
+		{ 0x44, 0x50, 1, 0, 0, 0, 0, 0 },                    /* an announcement of 48 */
+	};
+	static const uint8_t good[48] = { 0x44, 0x50, 1, 1, 0, 0, 0, 0, 32, 0, [16] = 0x77 };
+	int fd, r;
+
+	conf_udp(&c0, 0, port, mode, a0, b0);
+	conf_udp(&c1, 1, port, mode, a1, b1);
+	r = ops->open(&c0, &t0);
+	if (r == -ENOTSUP)
+		TEST_SKIP("io_uring not built in or refused: uring case skipped\n");
+	assert_int_equal(r, 0);
+	assert_int_equal(ops->rx_burst(t0, rx, 8), 0);
+	/* the peer's socket: a plain link end bound to its address */
+	conf_udp(&c1, 1, port, "mode=plain,pack=off", a1, b1);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	fd = ops->wait_fd(t1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(send(fd, bad[i], sizeof(bad[i]), 0), (ssize_t)sizeof(bad[i]));
+	assert_int_equal(send(fd, good, sizeof(good), 0), (ssize_t)sizeof(good));
+	assert_int_equal(udp_rx_some(t0, rx, 8), 1);
+	assert_int_equal(rx[0].len, 32);
+	assert_int_equal(rx[0].data[0], 0x77);
+	assert_int_equal(udp_counter(t0, "rx_pack_bad"), (long long)(sizeof(bad) / sizeof(bad[0])));
+	assert_int_equal(udp_counter(t0, "rx_packed"), 1);
+	ops->close(t1);
+	ops->close(t0);
+}
+
+static void test_transport_udp_pack_malformed_plain(void **state)
+{
+	udp_pack_malformed("mode=plain", port_base + 2);
+}
+
+static void test_transport_udp_pack_malformed_uring(void **state)
+{
+	udp_pack_malformed("mode=uring", port_base + 4);
+}
+
+/*
+ * pack=auto (the default) packs only once the peer announced: towards a
+ * peer that does not (pack=off, as a build without packing) every datagram
+ * stays one frame; between two auto ends packing starts after one exchange.
+ */
+static void test_transport_udp_pack_auto(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[8];
+	uint8_t buf[4][80];
+	struct dnp_tx_frame tx[4];
+	char a0[32], b0[32], a1[32], b1[32];
+
+	for (unsigned i = 0; i < 4; i++) {
+		memset(buf[i], (int)(0x20 + i), sizeof(buf[i]));
+		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = sizeof(buf[i]) };
+	}
+	conf_udp(&c0, 0, port_base + 2, "mode=plain", a0, b0);
+	conf_udp(&c1, 1, port_base + 2, "mode=plain,pack=off", a1, b1);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(ops->tx_burst(t0, tx, 4), 4);
+		assert_int_equal(udp_rx_some(t1, rx, 8), 4);
+		assert_int_equal(ops->tx_burst(t1, tx, 4), 4);
+		assert_int_equal(udp_rx_some(t0, rx, 8), 4);
+	}
+	assert_int_equal(udp_counter(t0, "tx_packed"), 0);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 0);
+	assert_int_equal(udp_counter(t1, "tx_announce"), 0);
+	ops->close(t1);
+
+	conf_udp(&c1, 1, port_base + 2, "mode=plain", a1, b1);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->tx_burst(t1, tx, 4), 4); /* announces, sends plain */
+	assert_int_equal(udp_counter(t1, "tx_packed"), 0);
+	assert_int_equal(udp_rx_some(t0, rx, 8), 4);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 1);
+	assert_int_equal(ops->tx_burst(t0, tx, 4), 4); /* answers, packs */
+	assert_int_equal(udp_counter(t0, "tx_packed"), 1);
+	assert_int_equal(udp_rx_some(t1, rx, 8), 4);
+	assert_int_equal(rx[3].data[0], 0x23);
+	assert_int_equal(ops->tx_burst(t1, tx, 4), 4);
+	assert_int_equal(udp_counter(t1, "tx_packed"), 1);
+	ops->close(t1);
+	ops->close(t0);
+}
+
 static void test_transport_udp_bad_address(void **state)
 {
 	struct dnp_transport_conf c;
@@ -1131,6 +1342,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_udp_wait_fd_plain),
 		cmocka_unit_test(test_transport_udp_rx_gate),
 		cmocka_unit_test(test_transport_udp_bad_address),
+		cmocka_unit_test(test_transport_udp_pack_split_plain),
+		cmocka_unit_test(test_transport_udp_pack_malformed_plain),
+		cmocka_unit_test(test_transport_udp_pack_auto),
 		cmocka_unit_test(test_transport_udp_reopen_same_port),
 		cmocka_unit_test(test_transport_doorbell_wakes_sleeper),
 		cmocka_unit_test(test_transport_doorbell_timeout_and_missed_ring),
@@ -1141,6 +1355,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_udp_exchange_uring_coop),
 		cmocka_unit_test(test_transport_udp_wait_fd_uring),
 		cmocka_unit_test(test_transport_udp_rx_gate_uring),
+		cmocka_unit_test(test_transport_udp_pack_split_uring),
+		cmocka_unit_test(test_transport_udp_pack_malformed_uring),
 	};
 	int failed;
 

@@ -44,7 +44,12 @@
  *        ("[v6addr]:port").
  *        Options: "mode=uring|plain" (default: the faster here, see udp.c),
  *        "bufsize=N" socket buffer bytes (default 4 MiB), "uring_setup=coop"
- *        (skip SINGLE_ISSUER|DEFER_TASKRUN: exercises the fallback ring).
+ *        (skip SINGLE_ISSUER|DEFER_TASKRUN: exercises the fallback ring),
+ *        "pack=auto|on|off" (default auto: small frames of one tx_burst go
+ *        in one datagram once the peer announced it splits them;
+ *        docs/protocol.md "The udp link's datagrams"; rx_burst keeps the
+ *        rest of a datagram it could not hand out for the next call;
+ *        without the option, the environment's DNP_UDP_PACK).
  *        mode=uring fails with -ENOTSUP without liburing (the default falls
  *        back to plain). The io_uring ring binds to the thread of the first
  *        tx/rx_burst (SINGLE_ISSUER), which need not be the opener's.

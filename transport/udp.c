@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * udp — kernel UDP virtual link: a socket bound to conf.local and connected
- * to conf.remote, one datagram per DNP frame. Two paths behind one ops table:
+ * to conf.remote, one datagram per DNP frame, or several small frames of one
+ * tx_burst packed in one datagram (udp_pack.c; option pack=auto|on|off,
+ * docs/protocol.md "The udp link's datagrams"). Two paths behind one ops table:
  *   plain: non-blocking sendmmsg/recvmmsg, one system call per burst,
  *          zero-copy on send (iovecs point at the caller's frames);
  *   uring: io_uring (udp_uring.c), used when the option mode=uring is given
@@ -14,6 +16,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -72,22 +75,82 @@ static bool udp_transient(int err)
 	       err == ENOBUFS || err == EHOSTUNREACH || err == ENETUNREACH;
 }
 
+void dnp_udp_announce_tick(struct dnp_udp *u)
+{
+	bool due;
+
+	if (u->pack_mode == DNP_UDP_PACK_OFF)
+		return;
+	due = u->ann_due || (!u->peer_packs && u->ann_since % DNP_UDP_ANNOUNCE_EVERY == 0);
+	u->ann_since++;
+	if (!due)
+		return;
+	/* a loss is no harm: the next due tick sends it again */
+	if (send(u->fd, u->ann_buf, dnp_udp_pack_announce(u->ann_buf, u->frame_max, u->peer_packs),
+		 MSG_DONTWAIT) >= 0) {
+		u->ann_due = false;
+		u->tx_announce++;
+	}
+}
+
+unsigned dnp_udp_take_packed(struct dnp_udp *u, const uint8_t *d, uint32_t len)
+{
+	int k = dnp_udp_unpack(d, len, u->frame_max, u->rest);
+
+	u->rest_n = u->rest_i = 0;
+	if (k == DNP_UDP_ANNOUNCE || k == DNP_UDP_ANNOUNCE_HEARD) {
+		u->rx_announce++;
+		/* it has not heard ours yet: answer once on the next send */
+		if (k == DNP_UDP_ANNOUNCE && u->pack_mode != DNP_UDP_PACK_OFF)
+			u->ann_due = true;
+		u->peer_packs = true;
+		return 0;
+	}
+	if (k < 0) {
+		u->rx_pack_bad++;
+		return 0;
+	}
+	u->peer_packs = true;
+	u->rx_packed++;
+	u->rx_packed_frames += (unsigned)k;
+	u->rest_n = (unsigned)k;
+	return (unsigned)k;
+}
+
+/* Fills message m with the frames from f[0..n) that go in one datagram; returns how many. */
+static unsigned udp_plain_msg(struct dnp_udp *u, unsigned m, const struct dnp_tx_frame *f,
+			      unsigned n, bool pack)
+{
+	unsigned k = dnp_udp_pack_plan(f, n, u->frame_max, pack);
+
+	if (k > 0) {
+		uint8_t *buf = u->tx_pack + (size_t)m * u->buf_size;
+
+		u->tx_iov[m].iov_base = buf;
+		u->tx_iov[m].iov_len = dnp_udp_pack_write(buf, f, k);
+		return k;
+	}
+	u->tx_iov[m].iov_base = (void *)f[0].data;
+	u->tx_iov[m].iov_len = f[0].len;
+	return 1;
+}
+
 static int udp_plain_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 {
 	unsigned done = 0;
 	int retries = 2;
+	bool pack = dnp_udp_packs(u);
 
+	dnp_udp_announce_tick(u);
 	while (done < n) {
-		unsigned k = n - done < DNP_UDP_BATCH ? n - done : DNP_UDP_BATCH;
+		unsigned k = 0, taken = 0;
 		int sent;
 
-		for (unsigned i = 0; i < k; i++) {
-			if (f[done + i].len > u->frame_max) {
-				k = i;
-				break;
-			}
-			u->tx_iov[i].iov_base = (void *)f[done + i].data;
-			u->tx_iov[i].iov_len = f[done + i].len;
+		while (k < DNP_UDP_BATCH && done + taken < n &&
+		       f[done + taken].len <= u->frame_max) {
+			u->tx_nfr[k] =
+				udp_plain_msg(u, k, f + done + taken, n - done - taken, pack);
+			taken += u->tx_nfr[k++];
 		}
 		if (k == 0)
 			return done ? (int)done : -EMSGSIZE;
@@ -98,27 +161,71 @@ static int udp_plain_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigne
 			if (udp_transient(errno) && retries-- > 0)
 				continue;
 			if (udp_transient(errno)) {
-				/* still failing: drop this frame, the link layer resends */
-				done++;
+				/* still failing: drop this datagram, the link layer resends */
+				done += u->tx_nfr[0];
 				continue;
 			}
 			u->down = true;
 			return done ? (int)done : -errno;
 		}
-		done += (unsigned)sent;
+		for (int i = 0; i < sent; i++) {
+			done += u->tx_nfr[i];
+			/* packed: the message points at its packing buffer */
+			if (u->tx_iov[i].iov_base == u->tx_pack + (size_t)i * u->buf_size) {
+				u->tx_packed++;
+				u->tx_packed_frames += u->tx_nfr[i];
+			}
+		}
 		if ((unsigned)sent < k)
 			break;
 	}
 	return (int)done;
 }
 
+/* Hands out frames of the datagrams the last recvmmsg brought, from where the last call stopped. */
+static unsigned udp_plain_drain(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
+{
+	unsigned out = 0;
+
+	while (out < n) {
+		const struct mmsghdr *m;
+		const uint8_t *d;
+
+		if (u->rest_i < u->rest_n) {
+			f[out++] = u->rest[u->rest_i++];
+			continue;
+		}
+		if (u->rx_next >= u->rx_got)
+			break;
+		m = &u->rx_msgs[u->rx_next];
+		d = u->rx_bufs + (size_t)u->rx_next * u->buf_size;
+		u->rx_next++;
+		/* A datagram larger than the buffer is not ours: drop it. */
+		if (m->msg_hdr.msg_flags & MSG_TRUNC)
+			continue;
+		if (dnp_udp_is_packed(d, m->msg_len)) {
+			dnp_udp_take_packed(u, d, m->msg_len);
+			continue;
+		}
+		if (m->msg_len > u->frame_max)
+			continue;
+		f[out].data = d;
+		f[out].len = m->msg_len;
+		out++;
+	}
+	return out;
+}
+
 static int udp_plain_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 {
-	unsigned k = n < DNP_UDP_BATCH ? n : DNP_UDP_BATCH, out = 0;
+	unsigned k = n < DNP_UDP_BATCH ? n : DNP_UDP_BATCH;
 	int got;
 
 	if (k == 0)
 		return 0;
+	/* Frames left from the last receive call come first, without a system call. */
+	if (u->rest_i < u->rest_n || u->rx_next < u->rx_got)
+		return (int)udp_plain_drain(u, f, n);
 	got = recvmmsg(u->fd, u->rx_msgs, k, MSG_DONTWAIT, NULL);
 	if (got < 0) {
 		if (udp_transient(errno))
@@ -126,17 +233,9 @@ static int udp_plain_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 		u->down = true;
 		return -errno;
 	}
-	for (int i = 0; i < got; i++) {
-		const struct mmsghdr *m = &u->rx_msgs[i];
-
-		/* A datagram larger than a frame is not ours: drop it. */
-		if ((m->msg_hdr.msg_flags & MSG_TRUNC) || m->msg_len > u->frame_max)
-			continue;
-		f[out].data = u->rx_bufs + (size_t)i * u->buf_size;
-		f[out].len = m->msg_len;
-		out++;
-	}
-	return (int)out;
+	u->rx_got = (unsigned)got;
+	u->rx_next = 0;
+	return (int)udp_plain_drain(u, f, n);
 }
 
 static void udp_free(struct dnp_udp *u)
@@ -146,6 +245,8 @@ static void udp_free(struct dnp_udp *u)
 	free(u->rx_msgs);
 	free(u->rx_iov);
 	free(u->rx_bufs);
+	free(u->tx_pack);
+	free(u->ann_buf);
 	free(u);
 }
 
@@ -156,7 +257,8 @@ static int udp_plain_init(struct dnp_udp *u)
 	u->rx_msgs = calloc(DNP_UDP_BATCH, sizeof(*u->rx_msgs));
 	u->rx_iov = calloc(DNP_UDP_BATCH, sizeof(*u->rx_iov));
 	u->rx_bufs = aligned_alloc(64, (size_t)DNP_UDP_BATCH * u->buf_size);
-	if (!u->tx_msgs || !u->tx_iov || !u->rx_msgs || !u->rx_iov || !u->rx_bufs)
+	u->tx_pack = aligned_alloc(64, (size_t)DNP_UDP_BATCH * u->buf_size);
+	if (!u->tx_msgs || !u->tx_iov || !u->rx_msgs || !u->rx_iov || !u->rx_bufs || !u->tx_pack)
 		return -ENOMEM;
 	for (unsigned i = 0; i < DNP_UDP_BATCH; i++) {
 		u->tx_msgs[i].msg_hdr.msg_iov = &u->tx_iov[i];
@@ -170,6 +272,32 @@ static int udp_plain_init(struct dnp_udp *u)
 	u->rx = udp_plain_rx;
 	u->wait_fd = u->fd;
 	return 0;
+}
+
+/*
+ * Option pack=auto|on|off: enum dnp_udp_pack_mode, or -EINVAL. Without the
+ * option, the environment's DNP_UDP_PACK (the same words; tests and
+ * benchmarks reach dnpd's links this way), else auto.
+ */
+static int udp_pack_opt(const char *options)
+{
+	char v[8];
+	const char *env = getenv("DNP_UDP_PACK");
+
+	if (!dnp_transport_opt(options, "pack", v, sizeof(v))) {
+		if (!env || !*env)
+			return DNP_UDP_PACK_AUTO;
+		if (strlen(env) >= sizeof(v))
+			return -EINVAL;
+		snprintf(v, sizeof(v), "%s", env);
+	}
+	if (strcmp(v, "auto") == 0)
+		return DNP_UDP_PACK_AUTO;
+	if (strcmp(v, "on") == 0)
+		return DNP_UDP_PACK_ON;
+	if (strcmp(v, "off") == 0)
+		return DNP_UDP_PACK_OFF;
+	return -EINVAL;
 }
 
 static int udp_open(const struct dnp_transport_conf *c, struct dnp_transport **out)
@@ -203,9 +331,18 @@ static int udp_open(const struct dnp_transport_conf *c, struct dnp_transport **o
 		return ret;
 	if (bufsize > (1u << 30))
 		return -EINVAL;
+	ret = udp_pack_opt(c->options);
+	if (ret < 0)
+		return ret;
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
+	u->pack_mode = (uint8_t)ret;
+	u->ann_buf = malloc(c->frame_max + DNP_UDP_ANNOUNCE_EXTRA);
+	if (!u->ann_buf) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
 	u->base.ops = &dnp_transport_udp;
 	u->frame_max = c->frame_max;
 	/* One spare line: a datagram longer than frame_max shows up as such. */
@@ -279,7 +416,30 @@ static int udp_rx_gate_fd(const struct dnp_transport *t)
 {
 	const struct dnp_udp *u = to_udp_c(t);
 
-	return u->rx == udp_plain_rx ? u->fd : -1;
+	/* frames kept from the last receive call do not make the socket readable */
+	if (u->rx != udp_plain_rx || u->rest_i < u->rest_n || u->rx_next < u->rx_got)
+		return -1;
+	return u->fd;
+}
+
+static size_t udp_counters(const struct dnp_transport *t, char *buf, size_t cap)
+{
+	const struct dnp_udp *u = to_udp_c(t);
+	int w;
+
+	if (cap == 0)
+		return 0;
+	w = snprintf(
+		buf, cap,
+		"pack_mode %u peer_packs %u tx_packed %llu tx_packed_frames %llu rx_packed %llu "
+		"rx_packed_frames %llu rx_pack_bad %llu tx_announce %llu rx_announce %llu",
+		(unsigned)u->pack_mode, (unsigned)u->peer_packs, (unsigned long long)u->tx_packed,
+		(unsigned long long)u->tx_packed_frames, (unsigned long long)u->rx_packed,
+		(unsigned long long)u->rx_packed_frames, (unsigned long long)u->rx_pack_bad,
+		(unsigned long long)u->tx_announce, (unsigned long long)u->rx_announce);
+	if (w < 0)
+		return 0;
+	return (size_t)w < cap ? (size_t)w : cap - 1;
 }
 
 static bool udp_up(const struct dnp_transport *t)
@@ -298,6 +458,7 @@ const struct dnp_transport_ops dnp_transport_udp = {
 	.wait_fd = udp_wait_fd,
 	.up = udp_up,
 	.rx_gate_fd = udp_rx_gate_fd,
+	.counters = udp_counters,
 };
 
 bool dnp_transport_udp_uses_uring(const struct dnp_transport *t)

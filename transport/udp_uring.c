@@ -11,7 +11,9 @@
  *
  * Send: frames are copied into depth pre-allocated send buffers (the caller
  * may reuse its memory on return, the send may complete later), one send SQE
- * each, one io_uring_submit_and_get_events per tx_burst.
+ * each (or one per packed datagram of several small frames, udp_pack.c), one
+ * io_uring_submit_and_get_events per tx_burst. A packed datagram received
+ * keeps its buffer until its last frame has been handed out.
  *
  * Ring set-up tries SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG first, then
  * without TASKRUN_FLAG, then COOP_TASKRUN|TASKRUN_FLAG (measured on 2 cores:
@@ -169,7 +171,11 @@ static void uring_reap(struct dnp_udp *u)
 		{
 			uint16_t bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
 
-			if (cqe->res < 0 || (uint32_t)cqe->res > u->frame_max) {
+			/* longer than a frame: not ours, unless an announcement (rx splits it) */
+			if (cqe->res < 0 ||
+			    ((uint32_t)cqe->res > u->frame_max &&
+			     !dnp_udp_is_packed(r->rx_bufs + (size_t)bid * u->buf_size,
+						(uint32_t)cqe->res))) {
 				uring_recycle(u, bid, &recycled);
 				continue;
 			}
@@ -194,10 +200,49 @@ static bool uring_work_pending(const struct dnp_udp_uring *r)
 		(IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
 }
 
+/* Hands out pending datagrams, splitting packed ones; returns the frames given. */
+static unsigned uring_deliver(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
+{
+	struct dnp_udp_uring *r = u->ur;
+	unsigned out = 0, recycled = 0;
+
+	while (out < n) {
+		const struct dnp_udp_rxent *e;
+		const uint8_t *d;
+
+		if (u->rest_i < u->rest_n) {
+			f[out++] = u->rest[u->rest_i++];
+			/* the buffer goes back once its last frame is out */
+			if (u->rest_i == u->rest_n)
+				r->held[r->nheld++] = u->rest_bid;
+			continue;
+		}
+		if (r->pend_head == r->pend_tail)
+			break;
+		e = &r->pend[r->pend_head & (r->nbufs - 1)];
+		r->pend_head++;
+		d = r->rx_bufs + (size_t)e->bid * u->buf_size;
+		if (dnp_udp_is_packed(d, e->len)) {
+			if (dnp_udp_take_packed(u, d, e->len))
+				u->rest_bid = e->bid;
+			else
+				uring_recycle(u, e->bid, &recycled);
+			continue;
+		}
+		f[out].data = d;
+		f[out].len = e->len;
+		r->held[r->nheld++] = e->bid;
+		out++;
+	}
+	if (recycled)
+		io_uring_buf_ring_advance(r->br, (int)recycled);
+	return out;
+}
+
 static int uring_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 {
 	struct dnp_udp_uring *r = u->ur;
-	unsigned recycled = 0, out = 0;
+	unsigned recycled = 0;
 	int ret;
 
 	if (!r->enabled) {
@@ -211,7 +256,7 @@ static int uring_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 	if (recycled)
 		io_uring_buf_ring_advance(r->br, (int)recycled);
 
-	if (r->pend_head == r->pend_tail) {
+	if (r->pend_head == r->pend_tail && u->rest_i == u->rest_n) {
 		uring_reap(u);
 		if (r->pend_head == r->pend_tail && (!r->recv_armed || uring_work_pending(r))) {
 			if (!r->recv_armed) {
@@ -227,21 +272,13 @@ static int uring_rx(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n)
 			uring_reap(u);
 		}
 	}
-	while (out < n && r->pend_head != r->pend_tail) {
-		const struct dnp_udp_rxent *e = &r->pend[r->pend_head & (r->nbufs - 1)];
-
-		f[out].data = r->rx_bufs + (size_t)e->bid * u->buf_size;
-		f[out].len = e->len;
-		r->held[r->nheld++] = e->bid;
-		r->pend_head++;
-		out++;
-	}
-	return (int)out;
+	return (int)uring_deliver(u, f, n);
 }
 
 static int uring_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 {
 	struct dnp_udp_uring *r = u->ur;
+	bool pack = dnp_udp_packs(u);
 	unsigned i;
 	int ret;
 
@@ -258,10 +295,13 @@ static int uring_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 			uring_reap(u);
 		}
 	}
-	for (i = 0; i < n && r->tx_nfree > 0; i++) {
+	dnp_udp_announce_tick(u);
+	for (i = 0; i < n && r->tx_nfree > 0;) {
 		struct io_uring_sqe *sqe;
 		uint16_t idx;
 		uint8_t *buf;
+		unsigned k = dnp_udp_pack_plan(f + i, n - i, u->frame_max, pack);
+		uint32_t len;
 
 		if (f[i].len > u->frame_max) {
 			if (i == 0)
@@ -273,9 +313,18 @@ static int uring_tx(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n)
 			break;
 		idx = r->tx_free[--r->tx_nfree];
 		buf = r->tx_bufs + (size_t)idx * u->buf_size;
-		memcpy(buf, f[i].data, f[i].len);
-		io_uring_prep_send(sqe, u->fd, buf, f[i].len, 0);
+		if (k > 0) {
+			len = dnp_udp_pack_write(buf, f + i, k);
+			u->tx_packed++;
+			u->tx_packed_frames += k;
+		} else {
+			k = 1;
+			len = f[i].len;
+			memcpy(buf, f[i].data, len);
+		}
+		io_uring_prep_send(sqe, u->fd, buf, len, 0);
 		io_uring_sqe_set_data64(sqe, DNP_UDP_TAG_TX | idx);
+		i += k;
 	}
 	if (!r->recv_armed)
 		uring_arm_recv(u);

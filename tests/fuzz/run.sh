@@ -131,6 +131,13 @@ printf '%s\n' 'node 0 (0,0,0) of 2x1x1 transport shm idle adaptive uptime_ms 789
 	'link X+ impair off frames 0 dropped 0' 'link X+ transport tx_frames 72' 'link Y+ none' \
 	'daemon iterations 288 sleeps 143' >"$tmp/ctljson/report"
 
+# The udp link's datagrams (fuzz_udppack.c): a packed CMPL + PUT (header:
+# magic "DP", version 1, two frames of 80 and 64 bytes), and an empty one.
+mkdir -p "$tmp/udppack"
+printf 'DP\001\002\0\0\0\0\120\0\100\0\0\0\0\0' >"$tmp/udppack/two"
+head -c 144 /dev/zero | tr '\0' 'a' >>"$tmp/udppack/two"
+: >"$tmp/udppack/empty"
+
 # the AGG datagrams of group supervisors (fuzz_svcagg.c): no seeds, it starts empty
 mkdir -p "$tmp/svcagg"
 
@@ -158,7 +165,7 @@ fuzz_one() {
 # the run takes SECONDS x harnesses / CPUs.
 jobs_max=$(nproc)
 run=()
-for f in pkt cmd engine app lofamo svcagg presto fi impair conf sess ctljson; do
+for f in pkt cmd engine app lofamo svcagg presto fi impair conf sess ctljson udppack; do
 	bin=$build/tests/fuzz/fuzz_$f
 	if [ "$f" = fi ] && [ ! -x "$bin" ]; then
 		echo "fuzz: fuzz_fi not built (no libfabric-dev): skipped"

@@ -20,6 +20,9 @@
 # Exit: 0 pass, 1 fail, 77 skip (not built, fewer than two CPUs, no GNU time or taskset).
 set -u
 build=$1
+# The hold is what this test checks: with packing (docs/protocol.md, "The udp
+# link's datagrams") a completion rarely comes alone, so the links do not pack.
+export DNP_UDP_PACK=off
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 iters=20000
 

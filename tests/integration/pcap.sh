@@ -54,7 +54,8 @@ FIELDS="frame.interface_name frame.packet_flags_direction udp.srcport dnp.flen d
  dnp.lflags.seq dnp.seq dnp.ack dnp.src dnp.dst dnp.len dnp.offset dnp.flags.first
  dnp.flags.last dnp.msg_len dnp.crc.status dnp.fstatus.retx dnp.credit.received
  dnp.wire.kind dnp.wire.heard dnp.diag.magic dnp.diag.kind dnp.diag.node dnp.diag.seq
- dnp.lflags.reset dnp.src_dir dnp.hello.version dnp.hello.nvc dnp.bufs dnp.bufs.vc"
+ dnp.lflags.reset dnp.src_dir dnp.hello.version dnp.hello.nvc dnp.bufs dnp.bufs.vc
+ dnp.udp.count"
 table() { # FILE [tshark options] > TSV
 	f=$1
 	shift
@@ -67,7 +68,26 @@ C='BEGIN { FS = "\t"; IF = 1; DIR = 2; UPORT = 3; FLEN = 4; KIND = 5; LSEQ = 6; 
 	ACK = 8; SRC = 9; DST = 10; LEN = 11; OFF = 12; FIRST = 13; LAST = 14; MLEN = 15;
 	CRC = 16; RETX = 17; RECV = 18; WKIND = 19; WHEARD = 20; DMAGIC = 21; DKIND = 22;
 	DNODE = 23; DSEQ = 24; RESET = 25; SDIR = 26; HVER = 27; HNVC = 28; BUFS = 29;
-	BVC = 30 }'
+	BVC = 30; UCOUNT = 31 }'
+# A packed udp datagram (docs/protocol.md, "The udp link's datagrams") is one
+# line with several values per field: one line per frame instead, each field
+# of as many values as frames giving the frame's own.
+split_packed() { # TSV > TSV
+	awk 'BEGIN { FS = OFS = "\t" }
+	{
+		k = split($4, fl, ",")
+		if (k <= 1) { print; next }
+		for (i = 1; i <= k; i++) {
+			line = ""
+			for (c = 1; c <= NF; c++) {
+				v = $c
+				if (split($c, vs, ",") == k) v = vs[i]
+				line = line (c > 1 ? OFS : "") v
+			}
+			print line
+		}
+	}' "$1"
+}
 
 # start_torus TRANSPORT NODE0-ARGS...: two daemons, node 0 with the extra arguments.
 start_torus() {
@@ -276,10 +296,11 @@ echo "  node 0's capture: $ngood good, $nbad with a bad CRC"
 [ "$nbad" -eq "$nbad_out" ] || fail "$((nbad - nbad_out)) received frames with a bad CRC"
 if [ -n "$lo" ]; then
 	table "$lo" -o "dnp.heuristic:FALSE" -o "dnp.udp_ports:$base-$((base + 15))" \
-		>"$dir/lo.tsv" || fail "tshark could not read the loopback capture"
+		>"$dir/lo-dgram.tsv" || fail "tshark could not read the loopback capture"
+	split_packed "$dir/lo-dgram.tsv" >"$dir/lo.tsv"
 	awk "$C"'
 	$UPORT == "" { print "frame " NR ": no UDP"; bad++ }
-	$FLEN == "" { print "datagram " NR ": not dissected as DNP"; bad++ }
+	$FLEN == "" && $UCOUNT != "0" { print "datagram " NR ": not dissected as DNP"; bad++ }
 	END { exit bad > 0 }' "$dir/lo.tsv" || fail "datagrams on the daemons' ports misread"
 	lbad0=$(awk "$C"' $CRC == "0" && $UPORT < b + 8' b="$base" "$dir/lo.tsv" | wc -l)
 	lbad1=$(awk "$C"' $CRC == "0" && $UPORT >= b + 8' b="$base" "$dir/lo.tsv" | wc -l)

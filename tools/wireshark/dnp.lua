@@ -7,7 +7,10 @@
 --     `dnpd --pcap FILE` are written this way for every transport;
 --   * over UDP, one frame per datagram, on the ports of the preference
 --     "dnp.udp_ports" (dnpd's default 47000 + 8 x node id + direction), and
---     anywhere else through a heuristic (preference "dnp.heuristic").
+--     anywhere else through a heuristic (preference "dnp.heuristic"); a
+--     packed datagram of the udp link (several frames, docs/protocol.md
+--     "The udp link's datagrams") is shown as its frames, an announcement
+--     of packing as such (fields dnp.udp.*).
 -- Every field of the link word, H0, H1 and footer is shown under the name it
 -- has in dnp-core/pkt.h (struct dnp_pkt_hdr); the CRC-32 is computed as
 -- dnp-core/pkt.c computes it (over the whole frame, its CRC field taken as
@@ -26,6 +29,7 @@
 
 local dnp = Proto("dnp", "SoftDNP frame")
 local dnpeth = Proto("dnpeth", "SoftDNP Ethernet fragment header")
+local dnpudp = Proto("dnpudp", "SoftDNP udp packed datagram")
 
 local WORD = 16
 local OVERHEAD = 64
@@ -193,6 +197,21 @@ fe.total_len = ProtoField.uint16("dnpeth.total_len", "total_len", base.DEC)
 fe.offset = ProtoField.uint16("dnpeth.offset", "offset", base.DEC)
 fe.len = ProtoField.uint16("dnpeth.len", "len", base.DEC)
 fe.reserved = ProtoField.bytes("dnpeth.reserved", "reserved")
+
+local fu = dnpudp.fields
+fu.magic = ProtoField.uint16("dnp.udp.magic", "magic", base.HEX)
+fu.version = ProtoField.uint8("dnp.udp.version", "version", base.DEC)
+fu.count = ProtoField.uint8("dnp.udp.count", "frames (0: an announcement)", base.DEC)
+fu.flags = ProtoField.uint8("dnp.udp.flags", "flags", base.HEX)
+fu.heard = ProtoField.bool("dnp.udp.heard", "has heard the peer's announcement", 8, nil, 0x01)
+fu.flen = ProtoField.uint16("dnp.udp.flen", "frame length", base.DEC)
+local PACK_MAGIC = 0x5044 -- DNP_UDP_PACK_MAGIC ("DP")
+local PACK_MAX = 32
+local eu = {
+	bad = ProtoExpert.new("dnp.udp.bad", "malformed packed datagram (the receiver drops it whole)",
+		expert.group.MALFORMED, expert.severity.ERROR),
+}
+dnpudp.experts = eu
 
 dnp.prefs.udp_ports = Pref.range("UDP ports", "47000-48023",
 	"UDP ports of DNP links (dnpd: --udp-base-port + 8 x node id + direction)", 65535)
@@ -615,7 +634,58 @@ local function dissect_frame(tvb, pinfo, tree, whole)
 	return n
 end
 
+-- A packed datagram: header (magic, version, count, flags, 3 zero bytes,
+-- count u16 lengths, zeros to 16), then the frames, each but the last padded
+-- to 16. Checked as the receiver checks it; a bad one is named, not split.
+local function dissect_packed(tvb, pinfo, tree)
+	local n = tvb:len()
+	pinfo.cols.protocol = "DNP"
+	local t = tree:add(dnpudp, tvb())
+	if n < 8 then
+		t:add_proto_expert_info(eu.bad, "shorter than its header")
+		pinfo.cols.info = "DNP udp: malformed packed datagram"
+		return n
+	end
+	t:add_le(fu.magic, tvb(0, 2))
+	t:add(fu.version, tvb(2, 1))
+	t:add(fu.count, tvb(3, 1))
+	local ft = t:add(fu.flags, tvb(4, 1))
+	local count = tvb(3, 1):uint()
+	if count == 0 then
+		ft:add(fu.heard, tvb(4, 1))
+		pinfo.cols.info = "DNP udp: announcement of packing" ..
+			(band(tvb(4, 1):uint(), 1) ~= 0 and " (heard the peer's)" or "")
+		return n
+	end
+	local hdr = band(8 + 2 * count + 15, 0xfff0)
+	if tvb(2, 1):uint() ~= 1 or count > PACK_MAX or hdr > n then
+		t:add_proto_expert_info(eu.bad, "version, count or header length")
+		pinfo.cols.info = "DNP udp: malformed packed datagram"
+		return n
+	end
+	local off, infos = hdr, {}
+	for i = 0, count - 1 do
+		local li = tvb(8 + 2 * i, 2)
+		local flen = li:le_uint()
+		t:add_le(fu.flen, li)
+		if flen == 0 or off + flen > n then
+			t:add_proto_expert_info(eu.bad, "frame " .. (i + 1) .. " past the datagram")
+			break
+		end
+		dissect_frame(tvb(off, flen):tvb(), pinfo, tree, true)
+		infos[#infos + 1] = tostring(pinfo.cols.info)
+		off = off + flen
+		if i + 1 < count then off = band(off + 15, 0xfffffff0) end
+	end
+	pinfo.cols.protocol = "DNP"
+	pinfo.cols.info = string.format("[%d packed] ", count) .. table.concat(infos, " | ")
+	return n
+end
+
 function dnp.dissector(tvb, pinfo, tree)
+	if tvb:len() >= 2 and tvb(0, 2):le_uint() == PACK_MAGIC then
+		return dissect_packed(tvb, pinfo, tree)
+	end
 	return dissect_frame(tvb, pinfo, tree, true)
 end
 
@@ -652,6 +722,10 @@ end
 local function heuristic(tvb, pinfo, tree)
 	if not dnp.prefs.heuristic then return false end
 	local n = tvb:len()
+	if n >= 16 and tvb(0, 2):le_uint() == PACK_MAGIC and tvb(2, 1):uint() == 1 then
+		dissect_packed(tvb, pinfo, tree)
+		return true
+	end
 	if n < OVERHEAD or n % WORD ~= 0 or tvb(0, 2):le_uint() ~= MAGIC or tvb(2, 1):uint() ~= 1 or
 		tvb(12, 2):le_uint() ~= n then
 		return false
