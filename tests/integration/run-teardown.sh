@@ -101,5 +101,13 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(s
 open(sys.argv[2], "w").close(); time.sleep(120)' $((base + 8)) "$dir/held" &
 holder=$!
 wait_for 10 test -e "$dir/held" || fail "could not hold port $((base + 8))"
-attempt port-in-use 1 --transport udp --udp-base-port $base --dnpd "$dnpd"
+# node 1 again starts a second late, so that the run's processes are there to be seen
+# (failing at once, it could be torn down between two looks of a loaded machine)
+cat >"$dir/dnpd-late" <<WRAP
+#!/bin/sh
+case " \$* " in *" --coord 1,0,0 "*) sleep 1 ;; esac
+exec "$dnpd" "\$@"
+WRAP
+chmod +x "$dir/dnpd-late"
+attempt port-in-use 1 --transport udp --udp-base-port $base --dnpd "$dir/dnpd-late"
 echo "run-teardown: ok"
