@@ -13,10 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #define APP_MAX_ALLOCS 256u
+#define APP_TAG_HELLO 0x48454c4fu /* "HELO": app_greet; programs use small tags */
+#define APP_GREET_FIRST_MS 2u
+#define APP_GREET_MAX_MS 100u
 
 struct app_alloc_rec {
 	void *p;
@@ -72,6 +76,10 @@ int app_open(struct app *a, const char *prog)
 	a->timeout_ms = app_env_int("DNP_APP_TIMEOUT", 30) * 1000;
 	a->next_cookie = 1;
 	a->debug = app_env_int("DNP_APP_DEBUG", 0);
+	/* app_greet's nonce: only needs to differ from the last program's on the port */
+	if (getrandom(&a->nonce, sizeof(a->nonce), GRND_NONBLOCK) != (ssize_t)sizeof(a->nonce))
+		a->nonce = app_now_ns() ^ ((uint64_t)getpid() << 32);
+	a->nonce |= 1; /* never 0, the "not heard yet" of a HELLO */
 	r = dnp_open(NULL, &a->d);
 	if (r < 0) {
 		const char *sock = getenv("DNP_SOCKET");
@@ -132,7 +140,11 @@ err_close:
 void app_close(struct app *a)
 {
 	unsigned i;
+	int linger = app_env_int("DNP_APP_LINGER_MS", 0);
 
+	/* test knob: the port stays open, slots posted, as in a slow exit (app_greet) */
+	if (a->d && linger > 0)
+		usleep((useconds_t)linger * 1000u);
 	if (a->d) {
 		for (i = 0; i < a->mbox_registered; i++)
 			dnp_unregister(a->d, app_slot(a, i));
@@ -279,7 +291,9 @@ static void app_mbox_take(struct app *a, const struct dnp_event *ev, unsigned sl
 		memset(m, 0, sizeof(*m));
 		memcpy(&m->c, (const void *)(uintptr_t)ev->va, len);
 		m->hops = ev->hops;
-		if (m->c.magic == APP_CTRL_MAGIC)
+		if (m->c.magic == APP_CTRL_MAGIC && m->c.tag == APP_TAG_HELLO && a->greeted)
+			; /* a peer's HELLO sent again before it heard our last one: done with */
+		else if (m->c.magic == APP_CTRL_MAGIC)
 			a->msgq_n++;
 		else
 			fprintf(stderr, "app: stray SEND of %u bytes from %u,%u,%u ignored\n",
@@ -487,16 +501,131 @@ int app_ctrl_recv(struct app *a, unsigned src, uint32_t tag, struct app_msg *out
 	}
 }
 
+/* What app_greet knows of one peer. */
+struct app_greet_peer {
+	unsigned id;
+	uint64_t heard;       /* its nonce (0: not heard yet) */
+	uint64_t echoed;      /* the nonce our last delivered HELLO carried for it */
+	bool sent, confirmed; /* a HELLO of ours delivered; it echoed our nonce */
+	uint64_t resend_at;
+	unsigned backoff_ms;
+};
+
+static bool app_greet_done(const struct app_greet_peer *p)
+{
+	return p->heard && p->confirmed && p->sent && p->echoed == p->heard;
+}
+
+/* Takes the HELLOs queued so far into the peers' state. */
+static void app_greet_take(struct app *a, struct app_greet_peer *ps, unsigned n)
+{
+	struct app_msg m;
+
+	while (app_msgq_take(a, ~0u, APP_TAG_HELLO, &m)) {
+		for (unsigned i = 0; i < n; i++) {
+			struct app_greet_peer *p = &ps[i];
+
+			if (ps[i].id != m.c.src || m.c.a == 0)
+				continue;
+			if (m.c.a != p->heard) { /* first word from this program */
+				p->heard = m.c.a;
+				p->confirmed = false;
+			}
+			p->confirmed |= m.c.b == a->nonce;
+		}
+	}
+}
+
+int app_greet(struct app *a, const unsigned *ids, unsigned n)
+{
+	uint64_t deadline = app_now_ns() + (uint64_t)a->timeout_ms * 1000000;
+	struct app_greet_peer *ps = calloc(n ? n : 1, sizeof(*ps));
+	int r = 0;
+
+	if (!ps)
+		return -ENOMEM;
+	a->greeted = false;
+	for (unsigned i = 0; i < n; i++)
+		ps[i] = (struct app_greet_peer){ .id = ids[i], .backoff_ms = APP_GREET_FIRST_MS };
+	for (;;) {
+		uint64_t now, wake = UINT64_MAX;
+		struct dnp_event ev;
+		unsigned left = 0;
+
+		app_greet_take(a, ps, n);
+		for (unsigned i = 0; i < n && r == 0; i++) {
+			struct app_greet_peer *p = &ps[i];
+			struct app_ctrl c;
+
+			if (app_greet_done(p))
+				continue;
+			now = app_now_ns();
+			if (!p->sent || p->echoed != p->heard || now >= p->resend_at) {
+				memset(&c, 0, sizeof(c));
+				c.tag = APP_TAG_HELLO;
+				c.a = a->nonce;
+				c.b = p->heard;
+				r = app_ctrl_send(a, p->id, &c);
+				if (r < 0)
+					break;
+				p->sent = true;
+				p->echoed = c.b;
+				/* delivered, but maybe to the program before the peer's current one */
+				p->resend_at = app_now_ns() + (uint64_t)p->backoff_ms * 1000000;
+				if (p->backoff_ms < APP_GREET_MAX_MS)
+					p->backoff_ms *= 2;
+				app_greet_take(a, ps, n);
+				if (app_greet_done(p))
+					continue;
+			}
+			left++;
+			if (p->resend_at < wake)
+				wake = p->resend_at;
+		}
+		if (r < 0 || left == 0)
+			break;
+		now = app_now_ns();
+		if (now >= deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		if (wake > deadline)
+			wake = deadline;
+		/* one event (or the next resend): a HELLO is queued, anything else stashed */
+		r = app_raw_event(a, &ev, wake > now ? (int)((wake - now + 999999) / 1000000) : 0);
+		if (r == 1)
+			app_stash_push(a, &ev);
+		if (r < 0)
+			break;
+		r = 0;
+	}
+	free(ps);
+	if (r == 0)
+		a->greeted = true;
+	if (a->debug)
+		fprintf(stderr, "app: greeted %u node(s): %d\n", n, r);
+	return r;
+}
+
 int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog, const char *hint,
 		 int (*run)(struct app *a, void *ctx, struct dnp_coords peer, bool is_a), void *ctx)
 {
 	struct dnp_coords peer, origin = { 0, 0, 0 };
 	int r = app_pick_pair(a, o, prog, hint, &peer);
+	unsigned peer_id;
 
-	if (r > 0)
-		r = run(a, ctx, peer, app_coords_eq(a->self, origin)) < 0 ? 1 : 0;
-	else
+	if (r > 0) {
+		peer_id = app_id_of(a, peer);
+		r = app_greet(a, &peer_id, 1);
+		if (r < 0)
+			fprintf(stderr, "%s: greeting node %u,%u,%u: %s\n", prog, peer.x, peer.y,
+				peer.z, dnp_strerror(r));
+		else
+			r = run(a, ctx, peer, app_coords_eq(a->self, origin));
+		r = r < 0 ? 1 : 0;
+	} else {
 		r = r < 0 ? 2 : 0; /* 0: not part of this measurement */
+	}
 	app_close(a);
 	return r;
 }
@@ -508,6 +637,19 @@ int app_ctrl_exchange_all(struct app *a, const struct app_ctrl *mine, struct app
 	unsigned id;
 	int r;
 
+	if (!a->greeted) {
+		unsigned *ids = calloc(a->nnodes, sizeof(*ids)), n = 0;
+
+		if (!ids)
+			return -ENOMEM;
+		for (id = 0; id < a->nnodes; id++)
+			if (id != a->id)
+				ids[n++] = id;
+		r = app_greet(a, ids, n);
+		free(ids);
+		if (r < 0)
+			return r;
+	}
 	for (id = 0; id < a->nnodes; id++) {
 		if (id == a->id)
 			continue;

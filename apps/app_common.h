@@ -15,6 +15,16 @@
  * Because each control SEND waits for its completion before the next one,
  * control messages between two instances arrive in order.
  *
+ * Programs run one after another on the same nodes (a ping-pong, then a
+ * bandwidth test) get the same port. A SEND to a peer's port can then reach
+ * the peer's previous program, still exiting, and complete: the message is
+ * gone with it. So before its first own message to a peer, a program greets
+ * it (app_greet): each instance has a random nonce and sends HELLO (its
+ * nonce, and the peer's nonce as far as it has heard it) until it has heard
+ * the peer's nonce, the peer has echoed its own, and it has echoed the
+ * peer's. A HELLO lost to a previous program is sent again (after 2 ms,
+ * doubling up to 100 ms). app_run_pair and app_ctrl_exchange_all greet.
+ *
  * Events that the caller is not waiting for are kept in a FIFO stash
  * (RX_SEND events are consumed by the mailbox: the message is copied out and
  * its slot re-posted). Everything is single-threaded; memory is owned by the
@@ -71,6 +81,9 @@ struct app {
 	struct dnp_event *stash;
 	unsigned stash_head, stash_n;
 	uint64_t events_dropped;
+	/* app_greet: our nonce; once greeted, late HELLOs are dropped */
+	uint64_t nonce;
+	bool greeted;
 };
 
 /* Time in nanoseconds (CLOCK_MONOTONIC). */
@@ -123,12 +136,20 @@ int app_ctrl_recv_nowait(struct app *a, unsigned src, uint32_t tag, struct app_m
  */
 int app_offer_buffer(struct app *a, unsigned dst, uint32_t tag, void *buf, size_t len,
 		     const char *prog);
+/*
+ * Greets the nodes ids[0..n) (the header's comment): returns once each of
+ * them has heard this program's nonce from this program and answered it, so
+ * that control messages sent from now on reach the peers' current programs.
+ * Other events met meanwhile are stashed; control messages are queued.
+ * 0, -ETIMEDOUT (a peer did not answer within the timeout), -ENOMEM, -errno.
+ */
+int app_greet(struct app *a, const unsigned *ids, unsigned n);
 /* Every node sends (tag) to every other and waits for theirs. */
 int app_barrier(struct app *a, uint32_t tag);
 /*
  * Sends mine (its tag included) to every other node, then receives the
  * message of that tag from each; theirs (NULL: dropped) has a slot per node
- * id. 0 or -errno.
+ * id. The first call greets every other node first (app_greet). 0 or -errno.
  */
 int app_ctrl_exchange_all(struct app *a, const struct app_ctrl *mine, struct app_msg *theirs);
 
@@ -201,8 +222,8 @@ int app_bench_parse(int argc, char **argv, const struct app_bench_cli *cli,
 int app_pick_pair(const struct app *a, const struct app_bench_opts *o, const char *prog,
 		  const char *hint, struct dnp_coords *peer);
 /*
- * app_pick_pair(), then run(a, ctx, peer, is_a) on the two nodes of the
- * pair, then app_close(a). Returns the exit status: 0 (run succeeded, or
+ * app_pick_pair(), then on the two nodes of the pair app_greet and
+ * run(a, ctx, peer, is_a), then app_close(a). Returns the exit status: 0 (run succeeded, or
  * this node plays no part), 1 (run failed), 2 (bad peer).
  */
 int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog, const char *hint,
