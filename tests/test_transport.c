@@ -1163,6 +1163,82 @@ static void test_transport_udp_pack_auto(void **state)
 	ops->close(t0);
 }
 
+/*
+ * A peer that starts over may be another build (docs/protocol.md, "The udp
+ * link's datagrams"): t1 agreed to pack, then is replaced by a pack=none
+ * end (a build without packing, which takes a packed datagram for one
+ * malformed frame). Until peer_reset, t0 packs on; after it, t0 sends plain
+ * and announces, which the none end drops unread. Replaced again by an auto
+ * end, the two agree again after one exchange.
+ */
+static void test_transport_udp_pack_reset(void **state)
+{
+	const struct dnp_transport_ops *ops = &dnp_transport_udp;
+	struct dnp_transport_conf c0, c1;
+	struct dnp_transport *t0, *t1;
+	struct dnp_rx_frame rx[8];
+	uint8_t buf[4][80];
+	struct dnp_tx_frame tx[4];
+	char a0[32], b0[32], a1[32], b1[32];
+
+	(void)state;
+	assert_non_null(ops->peer_reset);
+	for (unsigned i = 0; i < 4; i++) {
+		memset(buf[i], (int)(0x20 + i), sizeof(buf[i]));
+		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = sizeof(buf[i]) };
+	}
+	conf_udp(&c0, 0, port_base + 10, "mode=plain", a0, b0);
+	conf_udp(&c1, 1, port_base + 10, "mode=plain", a1, b1);
+	assert_int_equal(ops->open(&c0, &t0), 0);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->tx_burst(t1, tx, 4), 4); /* announces */
+	assert_int_equal(udp_rx_some(t0, rx, 8), 4);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 1);
+	ops->close(t1);
+
+	/* the peer is now a build without packing: one "frame", starting DP */
+	conf_udp(&c1, 1, port_base + 10, "mode=plain,pack=none", a1, b1);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	assert_int_equal(ops->tx_burst(t0, tx, 4), 4);
+	assert_int_equal(udp_counter(t0, "tx_packed"), 1);
+	assert_int_equal(udp_rx_some(t1, rx, 8), 1);
+	assert_int_equal(rx[0].data[0], 0x44);
+	assert_int_equal(rx[0].data[1], 0x50);
+	assert_int_equal(udp_counter(t1, "rx_packed"), 0);
+
+	ops->peer_reset(t0);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 0);
+	assert_int_equal(udp_counter(t0, "peer_resets"), 1);
+	assert_int_equal(ops->tx_burst(t0, tx, 4), 4); /* announces, sends plain */
+	assert_int_equal(udp_counter(t0, "tx_packed"), 1);
+	assert_int_equal(udp_counter(t0, "tx_announce"), 2);
+	assert_int_equal(udp_rx_some(t1, rx, 8), 4); /* the announcement is dropped unread */
+	assert_int_equal(rx[0].data[0], 0x20);
+	assert_int_equal(rx[3].data[0], 0x23);
+	assert_int_equal(udp_counter(t1, "rx_announce"), 0);
+	assert_int_equal(ops->tx_burst(t1, tx, 4), 4); /* none: never announces */
+	assert_int_equal(udp_counter(t1, "tx_announce"), 0);
+	assert_int_equal(udp_rx_some(t0, rx, 8), 4);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 0);
+	ops->close(t1);
+
+	/* and a build with packing again */
+	conf_udp(&c1, 1, port_base + 10, "mode=plain", a1, b1);
+	assert_int_equal(ops->open(&c1, &t1), 0);
+	ops->peer_reset(t0);
+	assert_int_equal(ops->tx_burst(t0, tx, 4), 4); /* announces, plain */
+	assert_int_equal(udp_rx_some(t1, rx, 8), 4);
+	assert_int_equal(udp_counter(t1, "peer_packs"), 1);
+	assert_int_equal(ops->tx_burst(t1, tx, 4), 4); /* answers, packs */
+	assert_int_equal(udp_counter(t1, "tx_packed"), 1);
+	assert_int_equal(udp_rx_some(t0, rx, 8), 4);
+	assert_int_equal(udp_counter(t0, "peer_packs"), 1);
+	assert_int_equal(ops->tx_burst(t0, tx, 4), 4);
+	assert_int_equal(udp_counter(t0, "tx_packed"), 2);
+	ops->close(t1);
+	ops->close(t0);
+}
+
 static void test_transport_udp_bad_address(void **state)
 {
 	struct dnp_transport_conf c;
@@ -1345,6 +1421,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_transport_udp_pack_split_plain),
 		cmocka_unit_test(test_transport_udp_pack_malformed_plain),
 		cmocka_unit_test(test_transport_udp_pack_auto),
+		cmocka_unit_test(test_transport_udp_pack_reset),
 		cmocka_unit_test(test_transport_udp_reopen_same_port),
 		cmocka_unit_test(test_transport_doorbell_wakes_sleeper),
 		cmocka_unit_test(test_transport_doorbell_timeout_and_missed_ring),

@@ -45,11 +45,12 @@
  *        Options: "mode=uring|plain" (default: the faster here, see udp.c),
  *        "bufsize=N" socket buffer bytes (default 4 MiB), "uring_setup=coop"
  *        (skip SINGLE_ISSUER|DEFER_TASKRUN: exercises the fallback ring),
- *        "pack=auto|on|off" (default auto: small frames of one tx_burst go
- *        in one datagram once the peer announced it splits them;
- *        docs/protocol.md "The udp link's datagrams"; rx_burst keeps the
- *        rest of a datagram it could not hand out for the next call;
- *        without the option, the environment's DNP_UDP_PACK).
+ *        "pack=auto|on|off|none" (default auto: small frames of one
+ *        tx_burst go in one datagram once the peer announced it splits
+ *        them, agreed again after peer_reset; none: as a build without
+ *        packing; docs/protocol.md "The udp link's datagrams"; rx_burst
+ *        keeps the rest of a datagram it could not hand out for the next
+ *        call; without the option, the environment's DNP_UDP_PACK).
  *        mode=uring fails with -ENOTSUP without liburing (the default falls
  *        back to plain). The io_uring ring binds to the thread of the first
  *        tx/rx_burst (SINGLE_ISSUER), which need not be the opener's.
@@ -140,6 +141,14 @@ struct dnp_transport_ops {
 	 * written. dnpctl stats shows them as "link DIR <name> ..." (verbs).
 	 */
 	size_t (*counters)(const struct dnp_transport *t, char *buf, size_t cap);
+	/*
+	 * Optional (NULL: nothing to forget): the link layer above has heard
+	 * its peer start over (a RESET frame received: the peer daemon
+	 * restarted, or the first handshake). The backend forgets what it
+	 * agreed with the peer that was there before and agrees again with
+	 * the one there now (udp: whether the peer reads packed datagrams).
+	 */
+	void (*peer_reset)(struct dnp_transport *t);
 	/*
 	 * Optional (NULL: the backend cannot tell): bytes of the frames this
 	 * end's tx_burst took that the peer has not taken off the link yet

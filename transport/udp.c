@@ -2,7 +2,7 @@
 /*
  * udp — kernel UDP virtual link: a socket bound to conf.local and connected
  * to conf.remote, one datagram per DNP frame, or several small frames of one
- * tx_burst packed in one datagram (udp_pack.c; option pack=auto|on|off,
+ * tx_burst packed in one datagram (udp_pack.c; option pack=auto|on|off|none,
  * docs/protocol.md "The udp link's datagrams"). Two paths behind one ops table:
  *   plain: non-blocking sendmmsg/recvmmsg, one system call per burst,
  *          zero-copy on send (iovecs point at the caller's frames);
@@ -79,7 +79,7 @@ void dnp_udp_announce_tick(struct dnp_udp *u)
 {
 	bool due;
 
-	if (u->pack_mode == DNP_UDP_PACK_OFF)
+	if (u->pack_mode == DNP_UDP_PACK_OFF || u->pack_mode == DNP_UDP_PACK_NONE)
 		return;
 	due = u->ann_due || (!u->peer_packs && u->ann_since % DNP_UDP_ANNOUNCE_EVERY == 0);
 	u->ann_since++;
@@ -203,7 +203,7 @@ static unsigned udp_plain_drain(struct dnp_udp *u, struct dnp_rx_frame *f, unsig
 		/* A datagram larger than the buffer is not ours: drop it. */
 		if (m->msg_hdr.msg_flags & MSG_TRUNC)
 			continue;
-		if (dnp_udp_is_packed(d, m->msg_len)) {
+		if (dnp_udp_reads_packed(u, d, m->msg_len)) {
 			dnp_udp_take_packed(u, d, m->msg_len);
 			continue;
 		}
@@ -275,7 +275,7 @@ static int udp_plain_init(struct dnp_udp *u)
 }
 
 /*
- * Option pack=auto|on|off: enum dnp_udp_pack_mode, or -EINVAL. Without the
+ * Option pack=auto|on|off|none: enum dnp_udp_pack_mode, or -EINVAL. Without the
  * option, the environment's DNP_UDP_PACK (the same words; tests and
  * benchmarks reach dnpd's links this way), else auto.
  */
@@ -297,6 +297,8 @@ static int udp_pack_opt(const char *options)
 		return DNP_UDP_PACK_ON;
 	if (strcmp(v, "off") == 0)
 		return DNP_UDP_PACK_OFF;
+	if (strcmp(v, "none") == 0)
+		return DNP_UDP_PACK_NONE;
 	return -EINVAL;
 }
 
@@ -432,14 +434,30 @@ static size_t udp_counters(const struct dnp_transport *t, char *buf, size_t cap)
 	w = snprintf(
 		buf, cap,
 		"pack_mode %u peer_packs %u tx_packed %llu tx_packed_frames %llu rx_packed %llu "
-		"rx_packed_frames %llu rx_pack_bad %llu tx_announce %llu rx_announce %llu",
+		"rx_packed_frames %llu rx_pack_bad %llu tx_announce %llu rx_announce %llu "
+		"peer_resets %llu",
 		(unsigned)u->pack_mode, (unsigned)u->peer_packs, (unsigned long long)u->tx_packed,
 		(unsigned long long)u->tx_packed_frames, (unsigned long long)u->rx_packed,
 		(unsigned long long)u->rx_packed_frames, (unsigned long long)u->rx_pack_bad,
-		(unsigned long long)u->tx_announce, (unsigned long long)u->rx_announce);
+		(unsigned long long)u->tx_announce, (unsigned long long)u->rx_announce,
+		(unsigned long long)u->peer_resets);
 	if (w < 0)
 		return 0;
 	return (size_t)w < cap ? (size_t)w : cap - 1;
+}
+
+/*
+ * The peer started over (transport.h): it may be another build now, one
+ * that does not read packed datagrams. Pack again only once it says so; our
+ * announcement goes with the next send and asks for its answer.
+ */
+static void udp_peer_reset(struct dnp_transport *t)
+{
+	struct dnp_udp *u = to_udp(t);
+
+	u->peer_resets++;
+	u->peer_packs = false;
+	u->ann_due = u->pack_mode == DNP_UDP_PACK_AUTO || u->pack_mode == DNP_UDP_PACK_ON;
 }
 
 static bool udp_up(const struct dnp_transport *t)
@@ -459,6 +477,7 @@ const struct dnp_transport_ops dnp_transport_udp = {
 	.up = udp_up,
 	.rx_gate_fd = udp_rx_gate_fd,
 	.counters = udp_counters,
+	.peer_reset = udp_peer_reset,
 };
 
 bool dnp_transport_udp_uses_uring(const struct dnp_transport *t)

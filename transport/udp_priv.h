@@ -37,7 +37,8 @@
 enum dnp_udp_pack_mode {
 	DNP_UDP_PACK_OFF,
 	DNP_UDP_PACK_ON,
-	DNP_UDP_PACK_AUTO
+	DNP_UDP_PACK_AUTO,
+	DNP_UDP_PACK_NONE /* as a build without packing: no announcement, no split */
 };
 
 struct dnp_udp_uring;
@@ -50,7 +51,7 @@ struct dnp_udp {
 	uint32_t depth;    /* frames buffered per direction (power of two) */
 	bool down;         /* a fatal socket error was seen */
 	bool uring_coop;   /* option uring_setup=coop: skip DEFER_TASKRUN (tests the fallback) */
-	/* packing: option pack=auto|on|off */
+	/* packing: option pack=auto|on|off|none */
 	uint8_t pack_mode;  /* enum dnp_udp_pack_mode */
 	bool peer_packs;    /* the peer announced or sent a packed datagram */
 	bool ann_due;       /* the peer asked for our announcement */
@@ -66,7 +67,7 @@ struct dnp_udp {
 	uint32_t tx_nfr[DNP_UDP_BATCH]; /* plain path: frames in each message */
 	/* counters (dnpctl stats: link DIR <name> ...) */
 	uint64_t tx_packed, tx_packed_frames, rx_packed, rx_packed_frames, rx_pack_bad;
-	uint64_t tx_announce, rx_announce;
+	uint64_t tx_announce, rx_announce, peer_resets;
 	/* path in use: plain or io_uring */
 	int (*tx)(struct dnp_udp *u, const struct dnp_tx_frame *f, unsigned n);
 	int (*rx)(struct dnp_udp *u, struct dnp_rx_frame *f, unsigned n);
@@ -112,6 +113,16 @@ void dnp_udp_announce_tick(struct dnp_udp *u);
  * returns the frames now in rest (0: nothing to hand out; counted).
  */
 unsigned dnp_udp_take_packed(struct dnp_udp *u, const uint8_t *d, uint32_t len);
+/*
+ * True when datagram d is to be read as packed: it starts so, and this end
+ * splits packed datagrams (every mode but none, which takes it for a frame,
+ * as a build without packing did).
+ */
+static inline bool dnp_udp_reads_packed(const struct dnp_udp *u, const uint8_t *d, uint32_t len)
+{
+	return u->pack_mode != DNP_UDP_PACK_NONE && dnp_udp_is_packed(d, len);
+}
+
 /* True while packed datagrams may go to the peer. */
 static inline bool dnp_udp_packs(const struct dnp_udp *u)
 {

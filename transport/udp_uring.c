@@ -174,8 +174,8 @@ static void uring_reap(struct dnp_udp *u)
 			/* longer than a frame: not ours, unless an announcement (rx splits it) */
 			if (cqe->res < 0 ||
 			    ((uint32_t)cqe->res > u->frame_max &&
-			     !dnp_udp_is_packed(r->rx_bufs + (size_t)bid * u->buf_size,
-						(uint32_t)cqe->res))) {
+			     !dnp_udp_reads_packed(u, r->rx_bufs + (size_t)bid * u->buf_size,
+						   (uint32_t)cqe->res))) {
 				uring_recycle(u, bid, &recycled);
 				continue;
 			}
@@ -222,7 +222,7 @@ static unsigned uring_deliver(struct dnp_udp *u, struct dnp_rx_frame *f, unsigne
 		e = &r->pend[r->pend_head & (r->nbufs - 1)];
 		r->pend_head++;
 		d = r->rx_bufs + (size_t)e->bid * u->buf_size;
-		if (dnp_udp_is_packed(d, e->len)) {
+		if (dnp_udp_reads_packed(u, d, e->len)) {
 			if (dnp_udp_take_packed(u, d, e->len))
 				u->rest_bid = e->bid;
 			else

@@ -102,6 +102,25 @@ static int dnpd_fault_level(void)
 }
 
 /* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
+/*
+ * The link's peer started over (RESET frames received since the last look):
+ * the backend forgets what it agreed with the peer before (transport.h,
+ * peer_reset; udp: packing, which a restarted peer of an older build does
+ * not read: docs/protocol.md, "The udp link's datagrams").
+ */
+static void dnpd_peer_reset(struct dnpd *d, unsigned dir)
+{
+	struct dnpd_link *l = &d->link[dir];
+	const struct dnp_link_stats *ls = dnp_engine_link_stats(d->e, dir);
+	const struct dnp_transport_ops *bo = dnp_transport_ops_of(l->backend);
+
+	if (!ls || ls->rx_resets == l->rx_resets)
+		return;
+	l->rx_resets = ls->rx_resets;
+	if (bo->peer_reset)
+		bo->peer_reset(l->backend);
+}
+
 static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 {
 	unsigned dir, work;
@@ -158,6 +177,7 @@ static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 				dnpd_kick_link_up(d, dir);
 		}
 		all_up = all_up && st == DNP_LINK_UP;
+		dnpd_peer_reset(d, dir);
 	}
 	dnpd_up_file(d, all_up);
 	dnpd_lfm_house(&d->lfm, d->e, now);

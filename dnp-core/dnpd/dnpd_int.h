@@ -116,6 +116,7 @@ struct dnpd_link {
 	bool seen_up; /* up() was true once (a memif server is down until its client comes) */
 	bool down_reported;
 	uint64_t peer_left; /* the link's peer_left count when its state was last logged */
+	uint64_t rx_resets; /* the link's rx_resets when the backend was last told (peer_reset) */
 	uint8_t state;      /* last seen enum dnp_link_state */
 	const struct dnp_transport_ops *ops; /* dnp_transport_impair: it wraps the backend's */
 	struct dnp_transport *t;
