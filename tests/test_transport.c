@@ -1113,6 +1113,15 @@ static void test_transport_udp_pack_malformed_uring(void **state)
 	udp_pack_malformed("mode=uring", port_base + 4);
 }
 
+/* Four 80-byte frames of bytes 0x20..0x23 (two of them pack: docs/protocol.md). */
+static void udp_small_frames(uint8_t buf[4][80], struct dnp_tx_frame tx[4])
+{
+	for (unsigned i = 0; i < 4; i++) {
+		memset(buf[i], (int)(0x20 + i), sizeof(buf[i]));
+		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = sizeof(buf[i]) };
+	}
+}
+
 /*
  * pack=auto (the default) packs only once the peer announced: towards a
  * peer that does not (pack=off, as a build without packing) every datagram
@@ -1128,10 +1137,7 @@ static void test_transport_udp_pack_auto(void **state)
 	struct dnp_tx_frame tx[4];
 	char a0[32], b0[32], a1[32], b1[32];
 
-	for (unsigned i = 0; i < 4; i++) {
-		memset(buf[i], (int)(0x20 + i), sizeof(buf[i]));
-		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = sizeof(buf[i]) };
-	}
+	udp_small_frames(buf, tx);
 	conf_udp(&c0, 0, port_base + 2, "mode=plain", a0, b0);
 	conf_udp(&c1, 1, port_base + 2, "mode=plain,pack=off", a1, b1);
 	assert_int_equal(ops->open(&c0, &t0), 0);
@@ -1183,10 +1189,7 @@ static void test_transport_udp_pack_reset(void **state)
 
 	(void)state;
 	assert_non_null(ops->peer_reset);
-	for (unsigned i = 0; i < 4; i++) {
-		memset(buf[i], (int)(0x20 + i), sizeof(buf[i]));
-		tx[i] = (struct dnp_tx_frame){ .data = buf[i], .len = sizeof(buf[i]) };
-	}
+	udp_small_frames(buf, tx);
 	conf_udp(&c0, 0, port_base + 10, "mode=plain", a0, b0);
 	conf_udp(&c1, 1, port_base + 10, "mode=plain", a1, b1);
 	assert_int_equal(ops->open(&c0, &t0), 0);
