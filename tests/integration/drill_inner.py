@@ -129,6 +129,17 @@ def main():
         print("drill: the picture never became all-healthy")
         sys.stdout.write(show([]))
         return 1
+    # 2. every node's traffic set up (its key file written): a fault before
+    # that leaves the other nodes waiting for the victim's key, not
+    # measuring commands in flight at the fault (seen once in a loaded run)
+    keys = [os.path.join(d, "traffic-%d.key" % i) for i in range(n)]
+    t_end = time.monotonic() + 20
+    while not all(os.path.exists(k) for k in keys):
+        if time.monotonic() >= t_end:
+            print("drill: traffic never started on nodes %s" %
+                  [i for i, k in enumerate(keys) if not os.path.exists(k)])
+            return 1
+        time.sleep(LOOK_S)
     v = n - 1
     pid = pids()
     dpid, hpid = pid[("dnpd", v)], pid[("hfm", v)]
