@@ -7,8 +7,11 @@
  * memory arrives whole with a good CRC, that a retransmission reads the
  * source again, that a source changed right after it was read still gives a
  * frame whose CRC matches its bytes, that a port closed with such packets
- * in flight never has its memory read afterwards, and that a read failing
- * at write-out ends the command once with -EFAULT and sends no wrong bytes.
+ * in flight never has its memory read afterwards, that a read failing
+ * at write-out ends the command once with -EFAULT and sends no wrong bytes,
+ * and that a PUT failing in the middle of a send-side run (its first packet
+ * a descriptor, the read of its second failing) fills the first packet
+ * before its error event gives the source back (found by fuzz_engine).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -39,6 +42,8 @@ static bool hold1;                /* node 0's frames are not sent (its window fi
 static uint64_t t_cmd;            /* node 0's cmd_timeout (0: none) */
 static unsigned bad_frames;       /* node 0's frames that did not decode */
 static uint8_t orig[8 * DNP_MAX_PAYLOAD]; /* node 0's source as start() filled it */
+static bool given_back;                   /* node 0's source is the application's again */
+static unsigned reads_given_back;         /* node 0's reads after that */
 
 static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t va, void *dst,
 		    size_t len, const struct dnp_mem_seq *seq)
@@ -51,6 +56,8 @@ static int mem_read(void *ctx, unsigned port, const struct dnp_buf *b, uint64_t 
 		reads_closed++;
 		return -EFAULT;
 	}
+	if (n == 0 && given_back)
+		reads_given_back++;
 	if (n == 0 && !seq) {
 		reads_nul++;
 		if (port == 0 && va < fail_hi && fail_lo < va + len)
@@ -119,8 +126,8 @@ static int teardown(void **state)
 		for (unsigned p = 0; p < NPORTS; p++)
 			free(mem[i][p]);
 	}
-	closed0 = scribble = hold1 = false;
-	reads_closed = reads_nul = bad_frames = 0;
+	closed0 = scribble = hold1 = given_back = false;
+	reads_closed = reads_nul = bad_frames = reads_given_back = 0;
 	fail_lo = fail_hi = 0;
 	drop_seq = -1;
 	t_cmd = 0;
@@ -474,6 +481,44 @@ static void test_onepass_plain_tx_burst(void **state)
 	assert_memory_equal(mem[1][0], mem[0][0], len);
 }
 
+/*
+ * A PUT that fails in the middle of a send-side run: packet 1 inside the
+ * arena goes as a descriptor, packet 2 lies beyond it and its read fails
+ * (-EFAULT). The error event gives the source back to the application, so
+ * packet 1 must have its bytes by then: no read of the source afterwards,
+ * and the target gets the bytes the source had, or none.
+ */
+static void test_onepass_run_fail_fills_first(void **state)
+{
+	(void)state;
+	const uint64_t off = ARENA - DNP_MAX_PAYLOAD; /* packet 1 inside, packet 2 beyond */
+	uint32_t key = target(ARENA);
+	struct dnp_event ev;
+	struct dnp_cmd c = put(key, 2 * DNP_MAX_PAYLOAD, 7);
+
+	pump(50); /* links up, and direct */
+	for (size_t i = 0; i < DNP_MAX_PAYLOAD; i++)
+		mem[0][0][off + i] = (uint8_t)(i * 13 + 1);
+	memset(mem[1][0], 0x11, ARENA);
+	c.local_va = BASE + off;
+	assert_int_equal(dnp_engine_submit(eng[0], 0, &c, now), 0);
+	dnp_engine_run(eng[0], now); /* the run: packet 1 a descriptor, packet 2's read fails */
+	assert_int_equal(dnp_engine_poll_events(eng[0], 0, &ev, 1), 1);
+	assert_int_equal(ev.type, DNP_EV_ERROR);
+	assert_int_equal(ev.status, -EFAULT);
+	/* the source is the application's again: it writes there, and must not be read */
+	given_back = true;
+	memset(mem[0][0] + off, 0xee, DNP_MAX_PAYLOAD);
+	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass_held, 0);
+	pump(2000);
+	assert_int_equal(reads_given_back, 0);
+	assert_int_equal(dnp_engine_stats(eng[0])->tx_onepass, 0);
+	for (size_t i = 0; i < DNP_MAX_PAYLOAD; i++) /* the old bytes, or none */
+		if (mem[1][0][i] != 0x11 && mem[1][0][i] != (uint8_t)(i * 13 + 1))
+			fail_msg("byte %zu of the target is 0x%02x", i, mem[1][0][i]);
+	assert_int_equal(dnp_engine_poll_events(eng[0], 0, &ev, 1), 0); /* one end only */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +530,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_onepass_plain_tx_burst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_onepass_failed_cmd_frozen, setup_timeout,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_onepass_run_fail_fills_first, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
