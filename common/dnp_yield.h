@@ -76,8 +76,8 @@
  * processes"): a yield that took DNP_YIELD_BUSY_NS or more gave a whole time
  * slice to a process outside the run (a yield that runs a peer of the run,
  * daemon or program, takes 3-11 us here; a busy loop's slice 0.7-4 ms).
- * DNP_YIELD_BUSY_RUN of them in a row (no shorter yield between: a busy
- * process on every CPU, not one passing by) and the poller blocks (futex)
+ * DNP_YIELD_BUSY_RUN of them within DNP_YIELD_BUSY_WINDOW_NS (a busy
+ * process that keeps coming back, not one passing by) and the poller blocks (futex)
  * instead of yielding for a window: a task woken from a futex has slept, so
  * the scheduler runs it before the busy one, while a yielder waits behind
  * it. When the window ends the poller yields again; one slow yield within
@@ -87,6 +87,15 @@
  */
 #define DNP_YIELD_BUSY_NS 400000u
 #define DNP_YIELD_BUSY_RUN 3u
+/*
+ * The run's span. Shorter yields between slow ones do not end it: beside one
+ * busy thread on its CPU a yielder here (Linux 6.1, CFS) gets a slice of the
+ * CPU back, then yields twice at once, in under 1.5 us, because the scheduler
+ * picks it again, and only its third yield runs the busy thread. "Three slow
+ * yields in a row" then came in 1 of 4 tries: a test thread failed to see its
+ * spinner within 10 s in 3 runs of 12. Three within 20 ms come in 10-12 ms.
+ */
+#define DNP_YIELD_BUSY_WINDOW_NS 20000000u
 #define DNP_YIELD_BLOCK_NS 50000000u
 #define DNP_YIELD_BLOCK_MAX_NS 800000000u
 #define DNP_YIELD_PROBE_NS 20000000u
@@ -101,7 +110,8 @@ struct dnp_yield {
 	uint64_t back;        /* when the last yield that ran somebody else returned (0: none) */
 	uint64_t block_until; /* CLOCK_MONOTONIC ns; before it: contended, block, do not yield */
 	uint64_t block_ns;    /* length of the last blocking window */
-	unsigned slow;        /* slow yields (DNP_YIELD_BUSY_NS) in a row */
+	unsigned slow;        /* slow yields (DNP_YIELD_BUSY_NS) since slow_first */
+	uint64_t slow_first;  /* when the first of them returned */
 	uint64_t busy;        /* blocking windows started */
 	bool no_block;        /* the caller cannot block (dnpd --idle busy): never a window */
 };
@@ -160,6 +170,10 @@ static inline void dnp_yield_slow(struct dnp_yield *y, uint64_t t)
 
 	if (y->no_block)
 		return;
+	if (!probe && (y->slow == 0 || t - y->slow_first > DNP_YIELD_BUSY_WINDOW_NS)) {
+		y->slow = 0;
+		y->slow_first = t;
+	}
 	if (!probe && ++y->slow < DNP_YIELD_BUSY_RUN)
 		return;
 	y->block_ns = !probe                                   ? DNP_YIELD_BLOCK_NS :
@@ -187,9 +201,7 @@ static inline bool dnp_yield_step(struct dnp_yield *y, uint64_t now)
 	sched_yield();
 	t = dnp_yield_now();
 	y->yields++;
-	if (t - t0 < DNP_YIELD_BUSY_NS)
-		y->slow = 0;
-	else
+	if (t - t0 >= DNP_YIELD_BUSY_NS)
 		dnp_yield_slow(y, t);
 	if (t - t0 >= y->fast_ns) {
 		y->streak = 0;
