@@ -525,7 +525,7 @@ static void app_greet_take(struct app *a, struct app_greet_peer *ps, unsigned n)
 		for (unsigned i = 0; i < n; i++) {
 			struct app_greet_peer *p = &ps[i];
 
-			if (ps[i].id != m.c.src || m.c.a == 0)
+			if (p->id != m.c.src || m.c.a == 0)
 				continue;
 			if (m.c.a != p->heard) { /* first word from this program */
 				p->heard = m.c.a;
@@ -553,7 +553,7 @@ int app_greet(struct app *a, const unsigned *ids, unsigned n)
 		unsigned left = 0;
 
 		app_greet_take(a, ps, n);
-		for (unsigned i = 0; i < n && r == 0; i++) {
+		for (unsigned i = 0; i < n; i++) {
 			struct app_greet_peer *p = &ps[i];
 			struct app_ctrl c;
 

@@ -223,8 +223,9 @@ int app_pick_pair(const struct app *a, const struct app_bench_opts *o, const cha
 		  const char *hint, struct dnp_coords *peer);
 /*
  * app_pick_pair(), then on the two nodes of the pair app_greet and
- * run(a, ctx, peer, is_a), then app_close(a). Returns the exit status: 0 (run succeeded, or
- * this node plays no part), 1 (run failed), 2 (bad peer).
+ * run(a, ctx, peer, is_a), then app_close(a). Returns the exit status: 0
+ * (run succeeded, or this node plays no part), 1 (greeting or run failed),
+ * 2 (bad peer).
  */
 int app_run_pair(struct app *a, const struct app_bench_opts *o, const char *prog, const char *hint,
 		 int (*run)(struct app *a, void *ctx, struct dnp_coords peer, bool is_a),

@@ -91,9 +91,9 @@
  * The run's span. Shorter yields between slow ones do not end it: beside one
  * busy thread on its CPU a yielder here (Linux 6.1, CFS) gets a slice of the
  * CPU back, then yields twice at once, in under 1.5 us, because the scheduler
- * picks it again, and only its third yield runs the busy thread. "Three slow
- * yields in a row" then came in 1 of 4 tries: a test thread failed to see its
- * spinner within 10 s in 3 runs of 12. Three within 20 ms come in 10-12 ms.
+ * picks it again, and only its third yield runs the busy thread. Three slow
+ * yields in a row then hardly ever came (test_yield's spinner went unseen
+ * for 10 s in 3 runs of 12); three within 20 ms come after 10-12 ms.
  */
 #define DNP_YIELD_BUSY_WINDOW_NS 20000000u
 #define DNP_YIELD_BLOCK_NS 50000000u

@@ -101,7 +101,6 @@ static int dnpd_fault_level(void)
 	return atomic_load_explicit(&dnpd_stop, memory_order_relaxed) ? DNPD_INFO : DNPD_WARN;
 }
 
-/* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
 /*
  * The link's peer started over (RESET frames received since the last look):
  * the backend forgets what it agreed with the peer before (transport.h,
@@ -121,6 +120,7 @@ static void dnpd_peer_reset(struct dnpd *d, unsigned dir)
 		bo->peer_reset(l->backend);
 }
 
+/* Slow work: sockets, link carrier, link states. Returns socket requests handled. */
 static unsigned dnpd_house(struct dnpd *d, uint64_t now)
 {
 	unsigned dir, work;
